@@ -1,0 +1,282 @@
+"""Declarative config schemas and their validation.
+
+A schema is a tree of ``Table`` (TOML tables), ``TableList`` (arrays of tables),
+``OpenTable`` (free keys, one value type) and ``Field`` leaves. ``validate`` walks a
+raw TOML dict against it, normalises units, fills defaults, and returns every problem
+found (with its dotted key path) rather than stopping at the first.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from cluster.config import units
+
+REQUIRED = object()
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One problem in a config: where (dotted key path) and what."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+@dataclass(frozen=True)
+class Field:
+    """A leaf value.
+
+    kind: int, float, bool, str, choice, size (bytes), frequency (Hz), bandwidth (B/s),
+    time (s), flops (FLOP/s), cycles (int; also a time string converted at ``clock``),
+    list (items checked by ``item``), any.
+    """
+
+    kind: str
+    default: Any = None
+    doc: str = ""
+    choices: tuple = ()
+    min: float | None = None
+    max: float | None = None
+    item: "Field | None" = None
+    clock: str | None = None
+    unit: str = ""  # shown in the reference ("bytes", "cycles", ...)
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+
+@dataclass
+class Table:
+    fields: dict[str, Any]
+    doc: str = ""
+    # optional cross-field checks on this table's normalised dict: fn(values) -> list[(key, msg)]
+    checks: list[Callable[[dict], list[tuple[str, str]]]] = field(default_factory=list)
+
+
+@dataclass
+class TableList:
+    table: Table
+    doc: str = ""
+    default: list | None = None
+
+
+@dataclass
+class OpenTable:
+    """A table with free keys; each value checked by ``value`` (a Field) if given."""
+
+    value: Field | None = None
+    doc: str = ""
+
+
+_PARSERS = {
+    "size": units.parse_size,
+    "frequency": units.parse_frequency,
+    "bandwidth": units.parse_bandwidth,
+    "time": units.parse_time,
+    "flops": units.parse_flops,
+}
+
+
+def _describe(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def check_field(f: Field, value, path: str, issues: list[Issue]):
+    """Normalise one leaf value; append an Issue and return None on failure."""
+    if value is None:
+        return None
+    kind = f.kind
+    try:
+        if kind == "any":
+            out = value
+        elif kind == "bool":
+            if not isinstance(value, bool):
+                raise ValueError(f"expected true or false, got {_describe(value)}")
+            out = value
+        elif kind == "int":
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+                isinstance(value, float) and not value.is_integer()
+            ):
+                raise ValueError(f"expected a whole number, got {_describe(value)}")
+            out = int(value)
+        elif kind == "float":
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(f"expected a number, got {_describe(value)}")
+            out = float(value)
+            if not math.isfinite(out):
+                raise ValueError(f"expected a finite number, got {_describe(value)}")
+        elif kind == "str":
+            if not isinstance(value, str):
+                raise ValueError(f"expected a string, got {_describe(value)}")
+            out = value
+        elif kind == "choice":
+            if value not in f.choices:
+                close = difflib.get_close_matches(str(value), [str(c) for c in f.choices], n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise ValueError(
+                    f"{_describe(value)} is not one of {', '.join(map(str, f.choices))}{hint}"
+                )
+            out = value
+        elif kind in _PARSERS:
+            out = _PARSERS[kind](value)
+        elif kind == "cycles":
+            if isinstance(value, str):
+                out = ("time", units.parse_time(value))  # resolved against the clock later
+            else:
+                out = check_field(Field("int"), value, path, issues)
+                if out is None:
+                    return None
+        elif kind == "list":
+            if not isinstance(value, list):
+                raise ValueError(f"expected a list, got {_describe(value)}")
+            out = []
+            for i, v in enumerate(value):
+                if f.item is None:
+                    out.append(v)
+                    continue
+                before = len(issues)
+                nv = check_field(f.item, v, f"{path}[{i}]", issues)
+                if len(issues) == before:
+                    out.append(nv)
+            return out
+        else:  # pragma: no cover - schema bug
+            raise ValueError(f"unknown field kind {kind!r}")
+    except (ValueError, units.UnitError) as exc:
+        issues.append(Issue(path, str(exc)))
+        return None
+    if isinstance(out, (int, float)) and not isinstance(out, bool):
+        if f.min is not None and out < f.min:
+            issues.append(Issue(path, f"{_describe(value)} is below the minimum {f.min:g}"))
+            return None
+        if f.max is not None and out > f.max:
+            issues.append(Issue(path, f"{_describe(value)} is above the maximum {f.max:g}"))
+            return None
+    return out
+
+
+def all_paths(schema: Table, prefix: str = "") -> list[str]:
+    """Every dotted leaf path of a schema (for 'did you mean' across sections)."""
+    out = []
+    for key, node in schema.fields.items():
+        p = f"{prefix}{key}"
+        if isinstance(node, Table):
+            out += all_paths(node, p + ".")
+        elif isinstance(node, TableList):
+            out += all_paths(node.table, p + "[].")
+        else:
+            out.append(p)
+    return out
+
+
+def validate(raw: dict, schema: Table) -> tuple[dict, list[Issue]]:
+    """Check ``raw`` against ``schema``; return (normalised dict with defaults, issues)."""
+    issues: list[Issue] = []
+    everything = all_paths(schema)
+    out = _walk_table(raw, schema, "", issues, everything)
+    _resolve_cycles(out, schema, out, "", issues)
+    return out, issues
+
+
+def _unknown(key: str, path: str, table: Table, everything: list[str]) -> Issue:
+    siblings = list(table.fields)
+    close = difflib.get_close_matches(key, siblings, n=1, cutoff=0.6)
+    if close:
+        hint = f"did you mean '{path}{close[0]}'?"
+    else:
+        # maybe it belongs to another section: match on the last component
+        leafs = {p.rsplit(".", 1)[-1]: p for p in everything}
+        near = difflib.get_close_matches(key, list(leafs), n=1, cutoff=0.8)
+        hint = f"did you mean '{leafs[near[0]]}'?" if near else (
+            f"known keys here: {', '.join(siblings)}" if siblings else "no keys are allowed here"
+        )
+    return Issue(f"{path}{key}", f"unknown key; {hint}")
+
+
+def _walk_table(raw, table: Table, path: str, issues: list[Issue], everything) -> dict:
+    if not isinstance(raw, dict):
+        issues.append(Issue(path.rstrip("."), f"expected a table, got {_describe(raw)}"))
+        raw = {}
+    out: dict = {}
+    for key, value in raw.items():
+        if key not in table.fields:
+            issues.append(_unknown(key, path, table, everything))
+    for key, node in table.fields.items():
+        p = f"{path}{key}"
+        present = key in raw
+        value = raw.get(key)
+        if isinstance(node, Table):
+            out[key] = _walk_table(value if present else {}, node, p + ".", issues, everything)
+        elif isinstance(node, TableList):
+            if not present:
+                out[key] = list(node.default or [])
+            elif not isinstance(value, list):
+                issues.append(Issue(p, f"expected an array of tables ([[{p}]]), got {_describe(value)}"))
+                out[key] = []
+            else:
+                out[key] = [
+                    _walk_table(v, node.table, f"{p}[{i}].", issues, everything)
+                    for i, v in enumerate(value)
+                ]
+        elif isinstance(node, OpenTable):
+            if not present:
+                out[key] = {}
+            elif not isinstance(value, dict):
+                issues.append(Issue(p, f"expected a table, got {_describe(value)}"))
+                out[key] = {}
+            elif node.value is None:
+                out[key] = dict(value)
+            else:
+                out[key] = {
+                    k: check_field(node.value, v, f"{p}.{k}", issues) for k, v in value.items()
+                }
+        else:
+            if not present:
+                if node.required:
+                    issues.append(Issue(p, "is required"))
+                    out[key] = None
+                else:  # defaults go through the same normalisation as user values
+                    out[key] = check_field(node, node.default, p, issues)
+            else:
+                out[key] = check_field(node, value, p, issues)
+    if not any(i.path.startswith(path) for i in issues):  # checks see only clean values
+        for check in table.checks:
+            for key, msg in check(out):
+                issues.append(Issue(f"{path}{key}" if key else path.rstrip("."), msg))
+    return out
+
+
+def get_path(cfg: dict, dotted: str):
+    node = cfg
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def _resolve_cycles(node: dict, table: Table, root: dict, path: str, issues: list[Issue]):
+    """Turn ('time', seconds) placeholders into cycles using each field's clock key."""
+    for key, sub in table.fields.items():
+        value = node.get(key)
+        if isinstance(sub, Table) and isinstance(value, dict):
+            _resolve_cycles(value, sub, root, f"{path}{key}.", issues)
+        elif isinstance(sub, TableList) and isinstance(value, list):
+            for i, v in enumerate(value):
+                if isinstance(v, dict):
+                    _resolve_cycles(v, sub.table, root, f"{path}{key}[{i}].", issues)
+        elif isinstance(sub, Field) and sub.kind == "cycles" and isinstance(value, tuple):
+            clock = get_path(root, sub.clock) if sub.clock else None
+            if not clock:
+                issues.append(Issue(f"{path}{key}", f"a time needs a clock; set {sub.clock or 'a clock'} or give cycles"))
+                node[key] = None
+            else:
+                node[key] = units.time_to_cycles(value[1], clock)

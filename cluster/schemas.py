@@ -1,0 +1,152 @@
+"""Every result table's Arrow schema, in one place, with a line of documentation per column.
+
+Each row of every table carries the run's identity (run id, config hash, seed, rdasim
+version), so rows from thousands of runs can be concatenated and still be told apart.
+The README's result-column reference is generated from this module
+(``python -m cluster.schemas``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import metadata
+
+import numpy as np
+import pyarrow as pa
+
+_COLUMN_TYPES = (list, tuple, np.ndarray, pa.Array, pa.ChunkedArray)
+
+def package_version() -> str:
+    try:
+        return metadata.version("rdasim")
+    except metadata.PackageNotFoundError:  # running from a source tree without install
+        return "0+unknown"
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: pa.DataType
+    doc: str
+
+
+@dataclass(frozen=True)
+class RunMeta:
+    """Identity stamped on every row."""
+
+    run_id: str
+    config_hash: str
+    seed: int
+    version: str = ""
+
+    def columns(self) -> dict:
+        return {
+            "run_id": self.run_id,
+            "config_hash": self.config_hash,
+            "seed": int(self.seed),
+            "rdasim_version": self.version or package_version(),
+        }
+
+
+META_COLUMNS = [
+    Column("run_id", pa.string(), "identifier of the run (config hash + seed + start time)"),
+    Column("config_hash", pa.string(), "hash of the fully resolved config"),
+    Column("seed", pa.int64(), "global random seed"),
+    Column("rdasim_version", pa.string(), "rdasim package version"),
+]
+
+
+@dataclass(frozen=True)
+class TableSchema:
+    name: str
+    doc: str
+    columns: tuple[Column, ...]
+
+    @property
+    def arrow(self) -> pa.Schema:
+        cols = list(self.columns) + META_COLUMNS
+        return pa.schema([pa.field(c.name, c.type) for c in cols], metadata={"table": self.name})
+
+    def build(self, data: dict, meta: RunMeta) -> pa.Table:
+        """Arrow table from column arrays (or a dict of scalars for one row) plus run identity."""
+        names = [c.name for c in self.columns]
+        missing = [n for n in names if n not in data]
+        extra = [n for n in data if n not in names]
+        if missing or extra:
+            raise ValueError(f"{self.name}: missing columns {missing}, unexpected {extra}")
+        if not any(isinstance(data[n], _COLUMN_TYPES) for n in names):  # one row of scalars
+            data = {n: [data[n]] for n in names}
+        length = len(data[names[0]]) if names else 0
+        arrays = [pa.array(data[c.name], type=c.type) for c in self.columns]
+        for key, value in meta.columns().items():
+            typ = next(c.type for c in META_COLUMNS if c.name == key)
+            arrays.append(pa.array([value] * length, type=typ))
+        return pa.Table.from_arrays(arrays, schema=self.arrow)
+
+
+# --------------------------------------------------------------------------- NoC
+NOC_SUMMARY = TableSchema(
+    "noc_summary",
+    "one row per simulated offered load (rdasim noc)",
+    (
+        Column("topology", pa.string(), "mesh or torus"),
+        Column("rows", pa.int32(), "router rows"),
+        Column("cols", pa.int32(), "router columns"),
+        Column("traffic", pa.string(), "synthetic traffic pattern"),
+        Column("packet_flits", pa.int32(), "flits per packet"),
+        Column("vcs", pa.int32(), "virtual channels per port"),
+        Column("vc_buffers", pa.int32(), "flit buffers per virtual channel"),
+        Column("shards", pa.int32(), "number of shards the grid was cut into"),
+        Column("backend", pa.string(), "local or ray"),
+        Column("offered", pa.float64(), "offered load, flits/node/cycle, measured over the window"),
+        Column("accepted", pa.float64(), "accepted throughput, flits/node/cycle ejected in the window"),
+        Column("avg_latency", pa.float64(), "mean packet latency, cycles (creation to tail ejection)"),
+        Column("p50_latency", pa.float64(), "median packet latency, cycles"),
+        Column("p99_latency", pa.float64(), "99th percentile packet latency, cycles"),
+        Column("max_latency", pa.float64(), "largest packet latency, cycles"),
+        Column("avg_network_latency", pa.float64(), "mean latency from head injection to tail ejection"),
+        Column("avg_hops", pa.float64(), "mean links traversed per measured packet"),
+        Column("measured_packets", pa.int64(), "packets created in the measurement window"),
+        Column("saturated", pa.bool_(), "true if measured packets did not drain (beyond saturation)"),
+        Column("sim_cycles", pa.int64(), "simulated cycles (warm-up + measurement + drain)"),
+        Column("epochs", pa.int64(), "lockstep epochs executed"),
+        Column("lookahead", pa.int64(), "epoch length bound, cycles"),
+        Column("wall_seconds", pa.float64(), "wall-clock seconds of the simulation"),
+        Column("flits_in_network", pa.float64(), "time-averaged flits in source queues and network"),
+        Column("littles_law_error", pa.float64(), "|L - lambda W| / L over the measurement window"),
+        Column("result_hash", pa.string(), "hash of every measured packet's (id, src, dst, inject, eject)"),
+    ),
+)
+
+NOC_LINKS = TableSchema(
+    "noc_links",
+    "one row per directed link and offered load: utilisation over the measurement window",
+    (
+        Column("offered_rate", pa.float64(), "configured injection rate of the run, flits/node/cycle"),
+        Column("src_router", pa.int32(), "upstream router id (row * cols + col)"),
+        Column("dst_router", pa.int32(), "downstream router id"),
+        Column("src_row", pa.int32(), "upstream router row"),
+        Column("src_col", pa.int32(), "upstream router column"),
+        Column("direction", pa.string(), "E, W, S or N (+col, -col, +row, -row)"),
+        Column("flits", pa.int64(), "flits that traversed the link in the measurement window"),
+        Column("utilization", pa.float64(), "flits per cycle over the measurement window"),
+    ),
+)
+
+ALL_TABLES: list[TableSchema] = [NOC_SUMMARY, NOC_LINKS]
+
+
+def reference_markdown() -> str:
+    """The README's result-column reference."""
+    out = []
+    for t in ALL_TABLES:
+        out.append(f"#### `{t.name}`: {t.doc}\n")
+        out.append("| column | type | meaning |\n|---|---|---|")
+        for c in list(t.columns) + META_COLUMNS:
+            out.append(f"| `{c.name}` | {c.type} | {c.doc} |")
+        out.append("")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    print(reference_markdown())

@@ -1,0 +1,13 @@
+"""Shared test set-up: keep Ray quiet and make hypothesis deterministic-ish on CI."""
+
+import os
+
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+try:
+    from hypothesis import HealthCheck, settings
+
+    settings.register_profile("ci", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    settings.load_profile("ci")
+except ImportError:  # pragma: no cover
+    pass
