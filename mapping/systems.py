@@ -1,0 +1,124 @@
+"""Systems: chips, the inter-chip network (1-3 dimensions) and unit prices/power.
+
+Units are plain SI: bytes, bytes/s, Hz, FLOP/s, dollars, watts. Link prices are per
+GB/s and link/switch/DRAM power per GB/s (J/GB), as in DFModel's cost model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from enum import Enum
+
+GB = 1e9
+
+
+class LinkKind(str, Enum):
+    RING = "r"
+    SWITCH = "sw"
+    FULLY_CONNECTED = "fc"
+
+
+class Parallelism(str, Enum):
+    TP = "TP"
+    PP = "PP"
+    DP = "DP"
+
+
+@dataclass(frozen=True)
+class Chip:
+    """One accelerator: ``cores`` compute units of ``width`` x ``height`` MACs each."""
+
+    name: str
+    cores: int
+    width: int  # systolic width (lanes)
+    height: int  # systolic height (stages)
+    frequency: float  # Hz
+    sram_bytes: float
+    dram_bandwidth: float  # bytes/s
+    dram_bytes: float  # capacity; inf when unlimited
+
+    @property
+    def peak_flops(self) -> float:
+        # DFModel: GFLOPS = 2 * W * H * cores * freq
+        return 2.0 * self.width * self.height * self.cores * self.frequency
+
+
+@dataclass(frozen=True)
+class NetworkDim:
+    """One network dimension: ``size`` chips joined by a ring, switch or full connection.
+
+    ``size`` 0 means free: the mapper enumerates it. ``parallelism`` says what it carries.
+    """
+
+    kind: LinkKind
+    size: int
+    link_bandwidth: float  # bytes/s per link
+    parallelism: Parallelism = Parallelism.DP
+
+
+@dataclass(frozen=True)
+class Prices:
+    """Unit prices ($) and power (W, or J/GB for bandwidth-proportional parts)."""
+
+    chip: float = 0.0
+    link: float = 0.0  # $ per GB/s of link
+    switch: float = 0.0  # $ per GB/s per port
+    dram: float = 0.0  # $ per GB/s of DRAM bandwidth
+    chip_power: float = 0.0  # W per chip
+    link_power: tuple[float, ...] = ()  # J/GB per dimension (x, y, z); missing entries are 0
+    switch_power: float = 0.0
+    dram_power: float = 0.0
+
+
+@dataclass(frozen=True)
+class System:
+    chips: int
+    chip: Chip
+    network: tuple[NetworkDim, ...]
+    prices: Prices = field(default_factory=Prices)
+
+    def __post_init__(self):
+        if not 1 <= len(self.network) <= 3:
+            raise ValueError("the network needs 1 to 3 dimensions")
+        fixed = [d.size for d in self.network]
+        if any(s < 0 for s in fixed):
+            raise ValueError("network dimension sizes must be >= 0 (0 = free)")
+        if all(fixed) and _product(fixed) != self.chips:
+            raise ValueError(f"network {'x'.join(map(str, fixed))} has {_product(fixed)} chips, system has {self.chips}")
+
+    @property
+    def shape(self) -> str:
+        """DFModel's topology name: r_r (2-D torus), r_sw (DGX-1), sw_sw (DGX-2), fc_fc, r_fc, r_r_r..."""
+        return "_".join(d.kind.value for d in self.network)
+
+    def with_sizes(self, sizes: tuple[int, ...]) -> "System":
+        return replace(self, network=tuple(replace(d, size=s) for d, s in zip(self.network, sizes)))
+
+
+def _product(values) -> int:
+    out = 1
+    for v in values:
+        out *= v
+    return out
+
+
+# ---------------------------------------------------------------- chip presets
+# Published DFModel chip parameters (see docs/README.mapping.md for sources).
+A100 = Chip("A100", 432, 16, 16, 1.41e9, 88_080_384, 2039 * GB, 80 * 2**30)
+H100 = Chip("H100", 528, 16, 16, 1.837e9, 118_489_088, 3350 * GB, 80 * 2**30)
+SN30 = Chip("SN30", 1280, 32, 6, 1.25e9, 671_088_640, 300 * GB, 2**40)
+WSE2 = Chip("WSE-2", 853_776, 4, 1, 1.1e9, 41_964_011_520, 153 * GB, 1.5 * 2**40)
+# Plasticine: 64 PCUs of 16 lanes x 6 stages and 64 PMUs of 256 KiB at 1 GHz; DRAM
+# as in the Plasticine paper's DDR3 (49 GB/s); 16 GiB is an assumption.
+PLASTICINE = Chip("Plasticine", 64, 16, 6, 1.0e9, 64 * 256 * 2**10, 49 * GB, 16 * 2**30)
+# SN40L-like: 1,040 PCUs (32 x 6) at 1.6 GHz = 638 BF16 TFLOPS, 520 MB SRAM, 64 GB HBM at 1.6 TB/s
+SN40L = Chip("SN40L", 1040, 32, 6, 1.6e9, 520e6, 1.6e12, 64e9)
+
+CHIPS = {c.name: c for c in (A100, H100, SN30, WSE2, PLASTICINE, SN40L)}
+
+
+def chip(name: str) -> Chip:
+    try:
+        return CHIPS[name]
+    except KeyError:
+        raise KeyError(f"unknown chip {name!r}; known: {', '.join(CHIPS)}") from None
