@@ -1,0 +1,159 @@
+"""Geometry of an R x C mesh or torus: ports, neighbours, dimension-order routing.
+
+Routers are numbered row-major (``id = row * cols + col``). Every router has five
+ports: 0 the local terminal, 1 east (+col), 2 west (-col), 3 south (+row), 4 north
+(-row); output port ``o`` of a router feeds input port ``OPPOSITE[o]`` of its
+neighbour. Routing is XY (columns first, then rows), minimal; on a torus it takes
+the shorter way round (east/south on a tie) and a packet switches to the upper half
+of the virtual channels after crossing a dimension's wrap-around link (the dateline),
+which makes dimension-order routing on rings deadlock-free (Dally & Seitz, 1987).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+PORTS = 5
+LOCAL, EAST, WEST, SOUTH, NORTH = range(PORTS)
+OPPOSITE = np.array([LOCAL, WEST, EAST, NORTH, SOUTH], dtype=np.int64)
+DIRECTION = ("L", "E", "W", "S", "N")
+DROW = np.array([0, 0, 0, 1, -1], dtype=np.int64)
+DCOL = np.array([0, 1, -1, 0, 0], dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class Grid:
+    rows: int
+    cols: int
+    torus: bool = False
+
+    @property
+    def n(self) -> int:
+        return self.rows * self.cols
+
+    def neighbor(self, router, port) -> np.ndarray:
+        """Router across ``port`` (-1 for the local port and for mesh edges)."""
+        router = np.asarray(router, dtype=np.int64)
+        port = np.asarray(port, dtype=np.int64)
+        r = router // self.cols + DROW[port]
+        c = router % self.cols + DCOL[port]
+        if self.torus:
+            out = (r % self.rows) * self.cols + (c % self.cols)
+            return np.where(port == LOCAL, -1, out)
+        inside = (r >= 0) & (r < self.rows) & (c >= 0) & (c < self.cols) & (port != LOCAL)
+        return np.where(inside, r * self.cols + c, -1)
+
+    def _step(self, cur, dst, size):
+        """Signed direction (+1, -1, 0) to move along one dimension of length ``size``."""
+        if not self.torus:
+            return np.sign(dst - cur)
+        d = (dst - cur) % size
+        return np.where(d == 0, 0, np.where(2 * d <= size, 1, -1))
+
+    def route(self, cur, dst) -> np.ndarray:
+        """Output port at router ``cur`` for a packet to ``dst`` (XY dimension order)."""
+        cur = np.asarray(cur, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        sc = self._step(cur % self.cols, dst % self.cols, self.cols)
+        sr = self._step(cur // self.cols, dst // self.cols, self.rows)
+        return np.where(
+            sc > 0, EAST, np.where(sc < 0, WEST, np.where(sr > 0, SOUTH, np.where(sr < 0, NORTH, LOCAL)))
+        ).astype(np.int8)
+
+    def hops(self, src, dst) -> np.ndarray:
+        """Links a minimal route traverses."""
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        dc = np.abs(dst % self.cols - src % self.cols)
+        dr = np.abs(dst // self.cols - src // self.cols)
+        if self.torus:
+            dc = np.minimum(dc, self.cols - dc)
+            dr = np.minimum(dr, self.rows - dr)
+        return dc + dr
+
+    def dateline_class(self, nxt, src, port) -> np.ndarray:
+        """Virtual-channel class (0 or 1) of a flit entering ``nxt`` through ``port``'s link.
+
+        Class 1 once the packet has wrapped around in the dimension it is travelling:
+        moving +col it has wrapped iff it is now left of where it started that
+        dimension (its source column), and so on. Mesh routes never wrap.
+        """
+        nxt = np.asarray(nxt, dtype=np.int64)
+        src = np.asarray(src, dtype=np.int64)
+        port = np.asarray(port, dtype=np.int64)
+        nc, sc = nxt % self.cols, src % self.cols
+        nr, sr = nxt // self.cols, src // self.cols
+        wrapped = np.select(
+            [port == EAST, port == WEST, port == SOUTH, port == NORTH],
+            [nc < sc, nc > sc, nr < sr, nr > sr],
+            default=False,
+        )
+        return wrapped.astype(np.int64)
+
+    def links(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """All directed router-to-router links as (src router, port, dst router)."""
+        routers = np.repeat(np.arange(self.n), PORTS - 1)
+        ports = np.tile(np.arange(1, PORTS), self.n)
+        dst = self.neighbor(routers, ports)
+        keep = dst >= 0
+        return routers[keep], ports[keep], dst[keep]
+
+    def route_table(self, routers) -> np.ndarray:
+        """[len(routers), n] output ports, so routing is one lookup per head flit."""
+        routers = np.asarray(routers, dtype=np.int64)
+        return self.route(routers[:, None], np.arange(self.n)[None, :])
+
+
+@dataclass(frozen=True)
+class Region:
+    """A rectangle of routers owned by one shard: rows [row0, row1), cols [col0, col1)."""
+
+    row0: int
+    row1: int
+    col0: int
+    col1: int
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.row1 - self.row0, self.col1 - self.col0
+
+    @property
+    def size(self) -> int:
+        return (self.row1 - self.row0) * (self.col1 - self.col0)
+
+    def routers(self, cols: int) -> np.ndarray:
+        """Global router ids in local (row-major within the rectangle) order."""
+        r = np.arange(self.row0, self.row1)
+        c = np.arange(self.col0, self.col1)
+        return (r[:, None] * cols + c[None, :]).ravel()
+
+    def __str__(self) -> str:
+        return f"rows {self.row0}..{self.row1 - 1}, cols {self.col0}..{self.col1 - 1}"
+
+
+def channel_loads(grid: Grid, traffic_matrix: np.ndarray) -> np.ndarray:
+    """Expected flits/cycle on each (router, port) given a source x destination rate matrix.
+
+    Walks every route hop by hop (brute force, for validation and bounds); returns an
+    array [n, PORTS] whose local column is the ejection load.
+    """
+    n = grid.n
+    load = np.zeros((n, PORTS))
+    src, dst = np.nonzero(traffic_matrix)
+    rate = traffic_matrix[src, dst]
+    cur = src.copy()
+    active = np.ones(len(src), dtype=bool)
+    for _ in range(grid.rows + grid.cols + 2):
+        if not active.any():
+            break
+        c, d, w = cur[active], dst[active], rate[active]
+        port = grid.route(c, d).astype(np.int64)
+        np.add.at(load, (c, port), w)
+        done = port == LOCAL
+        nxt = grid.neighbor(c, port)
+        idx = np.flatnonzero(active)
+        cur[idx[~done]] = nxt[~done]
+        active[idx[done]] = False
+    return load

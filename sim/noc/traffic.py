@@ -1,0 +1,73 @@
+"""Synthetic traffic: Bernoulli packet creation and destination patterns.
+
+Each node creates a packet in a cycle with probability ``rate / packet_flits``
+(BookSim2's "bernoulli" process); the draw and the destination are counter-based
+random numbers keyed by (seed, node, cycle), so a node's traffic is the same whatever
+shard simulates it. Patterns (Dally & Towles, section 3.2): ``uniform`` over all nodes
+including the source (as BookSim2 draws it), ``transpose`` (r, c) -> (c, r),
+``bitcomp`` (r, c) -> (R-1-r, C-1-c) (the bit complement when R and C are powers of
+two), ``neighbor`` (r, c) -> (r+1, c+1) mod (R, C) (BookSim2's), ``hotspot``: with
+probability ``hotspot_fraction`` one of the hotspot nodes, otherwise uniform.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sim import rng
+from sim.noc.params import NocParams
+
+
+def destinations(p: NocParams, src: np.ndarray, cycle: np.ndarray) -> np.ndarray:
+    """Destination router of the packet ``src`` creates at ``cycle``."""
+    src = np.asarray(src, dtype=np.int64)
+    n, rows, cols = p.nodes, p.rows, p.cols
+    r, c = src // cols, src % cols
+    if p.traffic == "uniform":
+        return rng.below(p.seed, rng.STREAM_DEST, src, cycle, n)
+    if p.traffic == "transpose":
+        return c * cols + r
+    if p.traffic == "bitcomp":
+        return (rows - 1 - r) * cols + (cols - 1 - c)
+    if p.traffic == "neighbor":
+        return ((r + 1) % rows) * cols + (c + 1) % cols
+    if p.traffic == "hotspot":
+        spots = np.asarray(p.hotspots, dtype=np.int64)
+        uniform = rng.below(p.seed, rng.STREAM_DEST, src, cycle, n)
+        u = rng.uniform(p.seed, rng.STREAM_HOTSPOT, src, cycle)
+        pick = spots[np.minimum((u / max(p.hotspot_fraction, 1e-300) * len(spots)).astype(np.int64), len(spots) - 1)]
+        return np.where(u < p.hotspot_fraction, pick, uniform)
+    raise ValueError(f"unknown traffic pattern {p.traffic!r}")
+
+
+def traffic_matrix(p: NocParams) -> np.ndarray:
+    """Expected packets/cycle from each source to each destination (for analytic loads)."""
+    n = p.nodes
+    src = np.arange(n)
+    m = np.zeros((n, n))
+    if p.traffic == "uniform":
+        m[:] = 1.0 / n
+    elif p.traffic == "hotspot":
+        m[:] = (1.0 - p.hotspot_fraction) / n
+        for h in p.hotspots:
+            m[:, h] += p.hotspot_fraction / len(p.hotspots)
+    else:
+        m[src, destinations(p, src, np.zeros(n, dtype=np.int64))] = 1.0
+    return m * p.packet_rate
+
+
+def creations(p: NocParams, nodes: np.ndarray, c0: int, c1: int):
+    """Packets created by ``nodes`` in cycles [c0, c1): (cycle, node, destination) arrays.
+
+    Sorted by cycle, then by the order of ``nodes``; at most one packet per node per cycle.
+    """
+    nodes = np.asarray(nodes, dtype=np.int64)
+    if c1 <= c0 or p.packet_rate <= 0.0 or len(nodes) == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    cycles = np.arange(c0, c1, dtype=np.int64)
+    u = rng.uniform(p.seed, rng.STREAM_INJECT, nodes[None, :], cycles[:, None])
+    ci, ni = np.nonzero(u < p.packet_rate)
+    cyc = cycles[ci]
+    src = nodes[ni]
+    return cyc, src, destinations(p, src, cyc)
