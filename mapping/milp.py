@@ -66,7 +66,8 @@ class LinearModel:
     def add_row(self, cols, coefs, lo: float = -INF, hi: float = INF, name: str = "") -> None:
         cols = np.asarray(cols, dtype=np.int64)
         coefs = np.broadcast_to(np.asarray(coefs, dtype=float), cols.shape)
-        self._rows.append((cols, np.array(coefs), lo, hi))
+        unique, inverse = np.unique(cols, return_inverse=True)  # HiGHS rejects repeated columns
+        self._rows.append((unique, np.bincount(inverse, weights=coefs, minlength=len(unique)), lo, hi))
         self.row_names.append(name)
 
     def solve(self, time_limit: float | None = None, gap: float = 1e-4) -> MilpResult:
@@ -92,7 +93,7 @@ class LinearModel:
         if res.status == 0:
             obj = float(res.fun)
             return MilpResult("optimal", np.asarray(res.x), obj, max(bound, -INF) if bound > -INF else obj, seconds)
-        if res.status == 2:
+        if res.status == 2 and "nfeasible" in res.message:
             return MilpResult("infeasible", None, INF, INF, seconds, res.message)
         if res.x is not None:  # time or node limit with an incumbent
             return MilpResult("feasible", np.asarray(res.x), float(res.fun), bound, seconds, res.message)
