@@ -98,6 +98,7 @@ NOC_SUMMARY = TableSchema(
         Column("vc_buffers", pa.int32(), "flit buffers per virtual channel"),
         Column("shards", pa.int32(), "number of shards the grid was cut into"),
         Column("backend", pa.string(), "local or ray"),
+        Column("rate", pa.float64(), "configured offered load, flits/node/cycle"),
         Column("offered", pa.float64(), "offered load, flits/node/cycle, measured over the window"),
         Column("accepted", pa.float64(), "accepted throughput, flits/node/cycle ejected in the window"),
         Column("avg_latency", pa.float64(), "mean packet latency, cycles (creation to tail ejection)"),
@@ -134,6 +135,75 @@ NOC_LINKS = TableSchema(
 )
 
 ALL_TABLES: list[TableSchema] = [NOC_SUMMARY, NOC_LINKS]
+
+# --------------------------------------------------------------------------- mapping
+MAP_PLAN = TableSchema(
+    "map_plan",
+    "one row per mapping (rdasim map): the chosen parallelism and its end-to-end figures",
+    (
+        Column("workload", pa.string(), "workload name (preset or generator)"),
+        Column("system", pa.string(), "topology and shape, e.g. r_r 8x128"),
+        Column("chip", pa.string(), "chip name"),
+        Column("chips", pa.int64(), "number of chips"),
+        Column("status", pa.string(), "optimal, feasible (time limit; see gap) or infeasible"),
+        Column("reason", pa.string(), "for an infeasible mapping: the constraint that fails"),
+        Column("tp", pa.int32(), "tensor-parallel group size"),
+        Column("pp", pa.int32(), "pipeline stages"),
+        Column("dp", pa.int32(), "data-parallel replicas"),
+        Column("copies", pa.int32(), "independent copies of the system"),
+        Column("micro_batch", pa.int32(), "micro-batch size"),
+        Column("tile_size", pa.int32(), "tile along the tiled dimension"),
+        Column("layers_per_stage", pa.int32(), "graph repetitions per pipeline stage"),
+        Column("num_micro_batches", pa.int64(), "micro-batches per pipeline"),
+        Column("pipeline_factor", pa.float64(), "1 + (PP-1)/(micro-batches * c): the pipeline bubble"),
+        Column("seconds_per_batch", pa.float64(), "end-to-end time per global batch, s"),
+        Column("lower_bound_seconds", pa.float64(), "proven lower bound on seconds_per_batch"),
+        Column("gap", pa.float64(), "(seconds - bound) / seconds"),
+        Column("utilization", pa.float64(), "total FLOP / (time * chips * peak FLOP/s)"),
+        Column("cost", pa.float64(), "system cost, $"),
+        Column("power", pa.float64(), "system power, W"),
+        Column("p2p_seconds", pa.float64(), "pipeline point-to-point time per batch, s"),
+        Column("collective_bytes", pa.float64(), "inter-chip pass optimum: collective bytes per graph pass"),
+        Column("dram_bytes", pa.float64(), "peak DRAM use per chip, bytes"),
+        Column("solver_seconds", pa.float64(), "wall-clock seconds of the whole search"),
+        Column("candidates", pa.int32(), "parallelism/tile/micro-batch candidates considered"),
+        Column("pruned", pa.int32(), "candidates discarded by bound or dominance"),
+    ),
+)
+
+MAP_KERNELS = TableSchema(
+    "map_kernels",
+    "one row per kernel of the mapped graph",
+    (
+        Column("kernel", pa.string(), "kernel name"),
+        Column("kind", pa.string(), "gemm_weight, gemm, elementwise or elementwise2"),
+        Column("phase", pa.string(), "fwd or bwd"),
+        Column("sharding", pa.string(), "dimension split over the TP group (outer, m, k, n, none)"),
+        Column("partition", pa.int32(), "partition (config) the kernel runs in"),
+        Column("flop", pa.float64(), "FLOP per chip per graph pass"),
+        Column("compute_seconds", pa.float64(), "compute time of the kernel alone, s"),
+        Column("network_seconds", pa.float64(), "collective time charged to the kernel, s"),
+        Column("weight_bytes", pa.float64(), "weight shard per chip, bytes"),
+        Column("streamed", pa.bool_(), "weight sliced while the kernel runs alone (DFModel's tiling factor)"),
+        Column("collectives", pa.string(), "collectives issued, comma separated"),
+    ),
+)
+
+MAP_PARTITIONS = TableSchema(
+    "map_partitions",
+    "one row per partition (config) of the chip, in execution order",
+    (
+        Column("partition", pa.int32(), "partition index"),
+        Column("kernels", pa.int32(), "kernels in the partition"),
+        Column("compute_seconds", pa.float64(), "compute time per graph pass, s"),
+        Column("memory_seconds", pa.float64(), "DRAM time per graph pass, s"),
+        Column("network_seconds", pa.float64(), "network time per graph pass, s"),
+        Column("seconds", pa.float64(), "partition time (max or sum of the three), s"),
+        Column("sram_bytes", pa.float64(), "SRAM in use, bytes"),
+    ),
+)
+
+ALL_TABLES.extend([MAP_PLAN, MAP_KERNELS, MAP_PARTITIONS])
 
 
 def reference_markdown() -> str:

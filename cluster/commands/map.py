@@ -1,0 +1,102 @@
+"""``rdasim map``: DFModel-style mapping of a workload onto a system (mapping/)."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+from cluster.config import config_hash
+from cluster.errors import UserError
+from cluster.io import write_json, write_parquet
+from cluster.map_config import resolve, to_problem
+from cluster.schemas import MAP_KERNELS, MAP_PARTITIONS, MAP_PLAN, RunMeta
+from mapping.plan import MappingPlan
+from mapping.solver import solve
+
+HELP = "DFModel-style mapping of a workload onto a system"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("config", nargs="?", help="mapping config (TOML); optional with --preset")
+    parser.add_argument("--preset", help="published preset, e.g. gpt3-1t-sn30 (see docs/README.mapping.md)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
+    parser.add_argument("--time-limit", help="solver budget, e.g. 30s (mapping.time_limit)")
+    parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    parser.add_argument("--out", help="directory for map_plan/map_kernels/map_partitions Parquet and plan.json")
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
+
+def run(args) -> int:
+    if not args.config and not args.preset:
+        raise UserError("rdasim map: give a CONFIG.toml or --preset NAME")
+    extra = [("mapping.time_limit", args.time_limit)] if args.time_limit else []
+    cfg = resolve(args.config, args.set, args.preset, extra)
+    problem = to_problem(cfg)
+    progress = None if args.quiet else (lambda msg: print(f"  {msg}", file=sys.stderr))
+    plan = solve(problem, progress)
+    if args.json:
+        print(json.dumps(plan.summary()))
+    else:
+        print(summary_table(plan))
+    if args.out:
+        write_results(plan, cfg, Path(args.out))
+    if not plan.feasible:
+        print(f"infeasible: {plan.reason}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def summary_table(plan: MappingPlan) -> str:
+    rows = [
+        ("workload", plan.workload), ("system", f"{plan.chips} x {plan.chip}, {plan.system}"),
+        ("status", plan.status + (f" ({plan.reason})" if plan.reason else "")),
+    ]
+    if plan.feasible:
+        rows += [
+            ("TP / PP / DP", f"{plan.tp} / {plan.pp} / {plan.dp}"),
+            ("micro-batch, tile", f"{plan.micro_batch}, {plan.tile_size} ({plan.num_tiles} tiles)"),
+            ("pipeline factor", f"{plan.pipeline_factor:.6f}"),
+            ("seconds per batch", f"{plan.seconds_per_batch:.6g}"),
+            ("lower bound, gap", f"{plan.lower_bound_seconds:.6g} s, {plan.gap:.3%}"),
+            ("utilization", f"{plan.utilization:.4f}"),
+            ("cost, power", f"${plan.cost:,.0f}, {plan.power:,.0f} W"),
+            ("solver", f"{plan.solver_seconds:.2f} s, {plan.candidates} candidates ({plan.pruned} pruned)"),
+        ]
+    width = max(len(k) for k, _ in rows)
+    lines = [f"{k:<{width}}  {v}" for k, v in rows]
+    if plan.feasible and plan.partitions:
+        lines.append("")
+        lines.append(f"{'part':>4} {'kernels':>7} {'compute s':>11} {'memory s':>11} {'network s':>11} {'time s':>11} {'SRAM B':>10}")
+        for p in plan.partitions[:40]:
+            lines.append(f"{p.index:>4} {len(p.kernels):>7} {p.compute_seconds:>11.4g} {p.memory_seconds:>11.4g} "
+                         f"{p.network_seconds:>11.4g} {p.seconds:>11.4g} {p.sram_bytes:>10.4g}")
+        if len(plan.partitions) > 40:
+            lines.append(f"... {len(plan.partitions) - 40} more partitions")
+    return "\n".join(lines)
+
+
+def _finite(x: float) -> float:
+    return x if isinstance(x, (int, float)) and math.isfinite(x) else float("nan")
+
+
+def write_results(plan: MappingPlan, cfg: dict, out: Path) -> None:
+    meta = RunMeta(run_id=f"map-{config_hash(cfg)}", config_hash=config_hash(cfg), seed=0)
+    row = {c.name: getattr(plan, c.name) for c in MAP_PLAN.columns}
+    row = {k: _finite(v) if isinstance(v, float) else v for k, v in row.items()}
+    write_parquet(MAP_PLAN.build(row, meta), out / "map_plan.parquet")
+    k = plan.kernels
+    write_parquet(MAP_KERNELS.build({
+        "kernel": [x.name for x in k], "kind": [x.kind for x in k], "phase": [x.phase for x in k],
+        "sharding": [x.sharding for x in k], "partition": [x.partition for x in k], "flop": [x.flop for x in k],
+        "compute_seconds": [x.compute_seconds for x in k], "network_seconds": [x.network_seconds for x in k],
+        "weight_bytes": [x.weight_bytes for x in k], "streamed": [x.streamed for x in k],
+        "collectives": [x.collectives for x in k]}, meta), out / "map_kernels.parquet")
+    p = plan.partitions
+    write_parquet(MAP_PARTITIONS.build({
+        "partition": [x.index for x in p], "kernels": [len(x.kernels) for x in p],
+        "compute_seconds": [x.compute_seconds for x in p], "memory_seconds": [x.memory_seconds for x in p],
+        "network_seconds": [x.network_seconds for x in p], "seconds": [x.seconds for x in p],
+        "sram_bytes": [x.sram_bytes for x in p]}, meta), out / "map_partitions.parquet")
+    write_json(plan.to_dict(), out / "plan.json")
