@@ -1,0 +1,44 @@
+"""Solve every published DFModel preset and print one JSON line each, with the published figure.
+
+    python benchmarks/mapping_presets.py [--repeats 3] [--preset NAME]
+
+solver_seconds is the median over the repeats (the machine is shared, timings are noisy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from mapping.presets import PUBLISHED, SPECS, preset  # noqa: E402
+from mapping.solver import solve  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--preset", action="append", help="only these presets")
+    args = parser.parse_args()
+    for name in args.preset or list(SPECS):
+        plans = [solve(preset(name)) for _ in range(args.repeats)]
+        plan = plans[0]
+        row = {"preset": name}
+        row.update(plan.summary())
+        row["solver_seconds"] = statistics.median(p.solver_seconds for p in plans)
+        row["solver_seconds_runs"] = [round(p.solver_seconds, 4) for p in plans]
+        pub = PUBLISHED.get(name)
+        if pub:
+            row["published"] = {k: pub[k] for k in ("seconds_per_batch", "utilization", "cost", "power", "solver_seconds")}
+            row["published_note"] = pub["note"]
+            row["seconds_vs_published"] = plan.seconds_per_batch / pub["seconds_per_batch"] - 1
+        print(json.dumps(row), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,63 @@
+"""`rdasim map` end to end: presets, config files, overrides, errors, infeasible problems, outputs."""
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from cluster.cli import main
+from cluster.map_config import resolve, to_problem
+from mapping.presets import preset
+from mapping.solver import solve
+
+KEYS = {"tp", "pp", "dp", "micro_batch", "seconds_per_batch", "utilization", "cost", "power",
+        "solver_seconds", "gap", "status"}
+
+
+def test_preset_json(capsys):
+    assert main(["map", "--preset", "hpl-1m-h100", "--json", "--quiet"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert KEYS <= set(out) and out["status"] == "optimal"
+    assert out["seconds_per_batch"] == pytest.approx(0.5554852653978578, rel=1e-6)
+
+
+def test_config_equals_preset_and_overrides_apply(tmp_path):
+    cfg = resolve(None, ["mapping.all_reduce_passes=2"], "megatron-145b-a100")
+    assert cfg["system"]["network"][0]["link_bandwidth"] == 600e9
+    plan = solve(to_problem(cfg))
+    assert plan.seconds_per_batch == pytest.approx(12.914280552921736, rel=1e-6)
+    # a TOML file with units overriding the preset gives the same problem as the spec
+    path = tmp_path / "m.toml"
+    path.write_text('preset = "hpl-1m-h100"\n[mapping]\ntime_limit = "5s"\n')
+    assert resolve(str(path))["mapping"]["time_limit"] == 5.0
+    assert solve(to_problem(resolve(str(path)))).seconds_per_batch == \
+        pytest.approx(solve(preset("hpl-1m-h100")).seconds_per_batch)
+
+
+def test_bad_keys_exit_2_with_every_problem(capsys, tmp_path):
+    assert main(["map", "--preset", "gpt3-1t-sn30", "--set", "mapping.partitons=3", "--set", "system.chips=x"]) == 2
+    err = capsys.readouterr().err
+    assert "did you mean 'mapping.partitions'" in err and "system.chips" in err
+    assert main(["map"]) == 2
+    assert main(["map", "--preset", "nope"]) == 2
+
+
+def test_infeasible_config_names_the_constraint(capsys):
+    # Megatron layer kernel by kernel with weight slicing disabled: FFN weights (151 MB shards) exceed 88 MB SRAM
+    code = main(["map", "--preset", "megatron-145b-a100", "--set", "mapping.stream_weights=false", "--json", "--quiet"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 1 and out["status"] == "infeasible" and "SRAM capacity" in out["reason"]
+
+
+def test_outputs_written(tmp_path):
+    assert main(["map", "--preset", "gpt3-1t-4layer-2pp-sn30", "--out", str(tmp_path), "--quiet"]) == 0
+    plan = pq.read_table(tmp_path / "map_plan.parquet").to_pylist()[0]
+    assert plan["tp"] == 8 and plan["status"] == "optimal" and plan["config_hash"]
+    assert pq.read_table(tmp_path / "map_kernels.parquet").num_rows == 18
+    assert json.loads((tmp_path / "plan.json").read_text())["pp"] == 2
+
+
+def test_example_config_runs():
+    cfg = resolve("examples/map_llm_sn40l.toml", ["mapping.time_limit=20s"])
+    plan = solve(to_problem(cfg))
+    assert plan.feasible and plan.tp * plan.pp == 64 and plan.gap <= 1e-3
