@@ -61,3 +61,17 @@ def test_example_config_runs():
     cfg = resolve("examples/map_llm_sn40l.toml", ["mapping.time_limit=20s"])
     plan = solve(to_problem(cfg))
     assert plan.feasible and plan.tp * plan.pp == 64 and plan.gap <= 1e-3
+
+
+@pytest.mark.parametrize("workload", [
+    'kind = "moe"\n[workload.moe]\nhidden = 1024\nheads = 8\nseq = 256\nexperts = 8\ntop_k = 2\nlayers = 4\nglobal_batch = 8\n',
+    'kind = "decode"\n[workload.decode]\nhidden = 1024\nheads = 8\ncontext = 2048\nbatch = 16\nlayers = 4\n',
+])
+def test_new_generators_map_end_to_end(tmp_path, workload):
+    path = tmp_path / "w.toml"
+    path.write_text("[workload]\n" + workload + '[system]\nchips = 4\nchip = "SN40L"\n'
+                    '[[system.network]]\nsize = 4\nlink_bandwidth = "100GB/s"\nparallelism = "TP"\n'
+                    '[mapping]\npartitions = 3\ntime_limit = "10s"\n')
+    plan = solve(to_problem(resolve(str(path))))
+    assert plan.feasible and plan.tp == 4 and 0 < plan.utilization < 1
+    assert plan.lower_bound_seconds <= plan.seconds_per_batch
