@@ -13,6 +13,9 @@ class UserError(Exception):
         self.message = message
         self.details = list(details or [])
 
+    def __str__(self) -> str:
+        return "\n".join([self.message] + [f"  {d}" for d in self.details])
+
     def render(self) -> str:
         lines = [f"error: {self.message}"]
         lines += [f"  {d}" for d in self.details]

@@ -115,6 +115,7 @@ NOC_SUMMARY = TableSchema(
         Column("wall_seconds", pa.float64(), "wall-clock seconds of the simulation"),
         Column("flits_in_network", pa.float64(), "time-averaged flits in source queues and network"),
         Column("littles_law_error", pa.float64(), "|L - lambda W| / L over the measurement window"),
+        Column("max_source_backlog", pa.int64(), "largest (created - delivered) flits of one source over the window"),
         Column("result_hash", pa.string(), "hash of every measured packet's (id, src, dst, inject, eject)"),
     ),
 )

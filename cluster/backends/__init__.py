@@ -19,6 +19,7 @@ class Outcome:
     saturated: bool
     wall_seconds: float
     sync_seconds: float  # time not spent advancing shards (exchange, waiting, RPC)
+    in_transit_flits: int = 0  # flits sent across a cut but not yet delivered at the end
     extra: dict = field(default_factory=dict)
 
 

@@ -44,4 +44,5 @@ def run_local(params, regions, epoch: int, progress=None) -> Outcome:
             break
         t0, t1 = next_window(metas, epoch)
     wall = time.perf_counter() - start
-    return Outcome([s.report() for s in shards], epochs, t1, stop.saturated, wall, wall - advancing)
+    transit = sum(len(b.flit_cycle) for b in inbound) if n > 1 else 0
+    return Outcome([s.report() for s in shards], epochs, t1, stop.saturated, wall, wall - advancing, transit)

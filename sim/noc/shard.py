@@ -91,6 +91,8 @@ class ShardReport:
     flit_latency_sum: int  # over measured flits: sum of (eject - creation)
     flit_latency_count: int
     measured_hops: int  # router-to-router link traversals by measured head flits
+    window_created_by_src: np.ndarray  # [nodes] flits created by each source in the window
+    window_ejected_by_src: np.ndarray  # [nodes] flits of each source ejected in the window
     link_router: np.ndarray  # global router id, port, flits in the measurement window
     link_port: np.ndarray
     link_flits: np.ndarray
@@ -205,6 +207,7 @@ class NocShard:
         self.Q = 16
         self.sq_pkt = np.zeros(nl * self.Q, dtype=np.int64)
         self.sq_dst = np.zeros(nl * self.Q, dtype=np.int64)
+        self.sq_len = np.zeros(nl * self.Q, dtype=np.int64)
         self.sq_head = np.zeros(nl, dtype=np.int64)
         self.sq_count = np.zeros(nl, dtype=np.int64)
         self.src_flit = np.zeros(nl, dtype=np.int64)
@@ -214,6 +217,9 @@ class NocShard:
         self._chunk_end = 0
         self._cre = (_EMPTY, _EMPTY, _EMPTY)
         self._cre_pos = 0
+        self._script = (_EMPTY, _EMPTY, _EMPTY, _EMPTY)  # offered packets: cycle, node, dst, flits
+        self._script_pos = 0
+        self._single_flit = p.packet_flits == 1
 
         # ---- event calendars
         self.flits = Calendar(4)  # (input VC, packet, destination, flags)
@@ -238,8 +244,11 @@ class NocShard:
         self.flit_latency_sum = 0
         self.flit_latency_count = 0
         self.measured_hops = 0
+        self.window_created_by_src = np.zeros(N, dtype=np.int64)
+        self.window_ejected_by_src = np.zeros(N, dtype=np.int64)
         self.link_flits = np.zeros(nl * P, dtype=np.int64)
-        self._link_log: list[tuple[np.ndarray, ...]] = []  # link traversals, counted in batches
+        self._link_log: list[np.ndarray] = []  # link traversals, counted in batches
+        self._hop_log: list[tuple[np.ndarray, np.ndarray]] = []
         self._out: list[Boundary] = []
 
     # ------------------------------------------------------------------ epoch API
@@ -276,7 +285,14 @@ class NocShard:
         return self._next_event_time(self.t)
 
     def _next_event_time(self, t: int) -> float:
-        return min(self.flits.next_time(), self.credits.next_time(), self._next_creation(t))
+        scripted = self._script[0]
+        nxt = float(scripted[self._script_pos]) if self._script_pos < len(scripted) else float("inf")
+        return min(self.flits.next_time(), self.credits.next_time(), self._next_creation(t), nxt)
+
+    def deliver(self, b: Boundary) -> None:
+        """Take boundary traffic into the calendars without advancing (e.g. when stopping)."""
+        if len(b):
+            self._accept(b, self.t)
 
     def _accept(self, b: Boundary, t0: int) -> None:
         PV = self.PV
@@ -496,9 +512,13 @@ class NocShard:
             self._eject(t, arrive, ov[ej], pk[ej], fl[ej], n_ej)
             link = ~ej
             op, ov, pk, ds, fl = op[link], ov[link], pk[link], ds[link], fl[link]
-        if self.w0 <= t < self.w1:
-            self._link_log.append((op, pk, fl))
-            if len(self._link_log) >= 64:
+        if t >= self.w0:
+            # link use is counted inside the window; hops of measured packets at any time
+            if t < self.w1:
+                self._link_log.append(op)
+            if (t < self.w1 or self.measured_ejected < self.measured_created) and t < self.horizon:
+                self._hop_log.append((pk, fl))
+            if len(self._hop_log) >= 64:
                 self._flush_link_log()
         ivc = self.down_ivc[ov]
         if self.has_remote:
@@ -514,7 +534,9 @@ class NocShard:
         """Flits reaching their terminal, which sinks them and returns the credit at once."""
         self.ejected_flits[arrive] += n
         self.credits.push(t + self.p.eject_credit_return, ov)
-        if arrive < self.w0:
+        if self.w0 <= arrive < self.w1:
+            np.add.at(self.window_ejected_by_src, pk % self.N, 1)
+        if arrive < self.w0 or arrive >= self.horizon:  # a saturated run is cut at the horizon
             return
         meas = (pk >= self.pkt_lo) & (pk < self.pkt_hi)
         nm = _nz(meas)
@@ -554,39 +576,50 @@ class NocShard:
                 raise RuntimeError(f"packets created at cycle {cyc[i0]} were skipped")
             i1 = i0 + int(np.searchsorted(cyc[i0:i0 + self.nl + 1], t, side="right"))
             self._cre_pos = i1
-            self._enqueue(t, self._cre[1][i0:i1], self._cre[2][i0:i1])
+            self._enqueue(t, self._cre[1][i0:i1], self._cre[2][i0:i1], self.p.packet_flits)
+        scy = self._script[0]
+        j0 = self._script_pos
+        if j0 < len(scy) and scy[j0] <= t:
+            j1 = j0 + int(np.searchsorted(scy[j0:j0 + self.nl + 1], t, side="right"))
+            self._script_pos = j1
+            self._enqueue(t, self._script[1][j0:j1], self._script[2][j0:j1], self._script[3][j0:j1])
         if self.queued:
-            if self.p.packet_flits == 1:
+            if self._single_flit:
                 self._send_single_flit(t)
             else:
                 self._send_from_sources(t)
 
-    def _enqueue(self, t, nodes, dst) -> None:
+    def _enqueue(self, t, nodes, dst, length) -> None:
         """New packets join their source queue (infinite FIFO, as BookSim2's)."""
         k = len(nodes)
         cnt = self.sq_count[nodes]
         if _nz(cnt >= self.Q):
             self._grow_queues()
+            cnt = self.sq_count[nodes]
         slot = nodes * self.Q + (self.sq_head[nodes] + cnt) % self.Q
         self.sq_pkt[slot] = t * self.N + self.routers[nodes]
         self.sq_dst[slot] = dst
+        self.sq_len[slot] = length
         self.sq_count[nodes] = cnt + 1
         self.queued += k
-        flits = k * self.p.packet_flits
+        flits = int(np.sum(length)) if not np.isscalar(length) else k * int(length)
         self.queued_flits += flits
         self.created_flits[t] += flits
         if self.w0 <= t < self.w1:
             self.measured_created += k
+            np.add.at(self.window_created_by_src, self.routers[nodes], length)
 
     def _grow_queues(self) -> None:
         nl, Q = self.nl, self.Q
         idx = np.arange(nl)[:, None] * Q + (self.sq_head[:, None] + np.arange(Q)[None, :]) % Q
-        pk, ds = self.sq_pkt[idx], self.sq_dst[idx]
+        old = [a[idx] for a in (self.sq_pkt, self.sq_dst, self.sq_len)]
         self.Q = Q * 2
-        self.sq_pkt = np.zeros((nl, self.Q), dtype=np.int64)
-        self.sq_dst = np.zeros((nl, self.Q), dtype=np.int64)
-        self.sq_pkt[:, :Q], self.sq_dst[:, :Q] = pk, ds
-        self.sq_pkt, self.sq_dst = self.sq_pkt.ravel(), self.sq_dst.ravel()
+        grown = []
+        for a in old:
+            g = np.zeros((nl, self.Q), dtype=np.int64)
+            g[:, :Q] = a
+            grown.append(g.ravel())
+        self.sq_pkt, self.sq_dst, self.sq_len = grown
         self.sq_head[:] = 0
 
     def _pick_injection_vc(self, n: np.ndarray, usable: np.ndarray):
@@ -631,7 +664,7 @@ class NocShard:
             return
         fi = self.src_flit[s]
         is_head = fi == 0
-        is_tail = fi == self.p.packet_flits - 1
+        is_tail = fi == self.sq_len[s * self.Q + self.sq_head[s]] - 1
         fl = is_head * HEAD + is_tail * TAIL
         if _nz(is_head):
             h, hv = s[is_head], sv[is_head]
@@ -655,7 +688,8 @@ class NocShard:
         self.credit[self.NI + s * self.V + sv] -= 1
         self.queued_flits -= len(s)
         heads = pk if pop is None else pk[(fl & HEAD) != 0]
-        if self.w0 * self.N <= heads.max(initial=-1) and heads.min(initial=self.pkt_hi) < self.pkt_hi:
+        if (t < self.horizon and self.pkt_lo <= heads.max(initial=-1)
+                and heads.min(initial=self.pkt_hi) < self.pkt_hi):
             meas = (heads >= self.pkt_lo) & (heads < self.pkt_hi)
             if _nz(meas):
                 hd = ds if pop is None else ds[(fl & HEAD) != 0]
@@ -670,12 +704,14 @@ class NocShard:
 
     def _flush_link_log(self) -> None:
         """Count logged link traversals: flits per link, and hops of measured head flits."""
-        if not self._link_log:
-            return
-        op, pk, fl = (np.concatenate([e[i] for e in self._link_log]) for i in range(3))
-        self._link_log = []
-        self.link_flits += np.bincount(op, minlength=len(self.link_flits))
-        self.measured_hops += _nz(((fl & HEAD) != 0) & (pk >= self.pkt_lo) & (pk < self.pkt_hi))
+        if self._link_log:
+            op = np.concatenate(self._link_log)
+            self.link_flits += np.bincount(op, minlength=len(self.link_flits))
+            self._link_log = []
+        if self._hop_log:
+            pk, fl = (np.concatenate([e[i] for e in self._hop_log]) for i in range(2))
+            self.measured_hops += _nz(((fl & HEAD) != 0) & (pk >= self.pkt_lo) & (pk < self.pkt_hi))
+            self._hop_log = []
 
     def _grow_stats(self) -> None:
         extra = np.zeros(len(self.created_flits), dtype=np.int64)
@@ -701,6 +737,8 @@ class NocShard:
             flit_latency_sum=self.flit_latency_sum,
             flit_latency_count=self.flit_latency_count,
             measured_hops=self.measured_hops,
+            window_created_by_src=self.window_created_by_src,
+            window_ejected_by_src=self.window_ejected_by_src,
             link_router=self.routers[used // P],
             link_port=used % P,
             link_flits=self.link_flits[used],
@@ -708,6 +746,29 @@ class NocShard:
             flits_queued=self.queued_flits,
             flits_in_flight=self.flits.pending(),
         )
+
+    def offer(self, cycles, src, dst, flits=None) -> None:
+        """Script packets: ``src`` (global router ids in this shard) creates a packet to
+        ``dst`` of ``flits`` flits at each cycle. At most one packet per node per cycle,
+        counting the synthetic ones; cycles must not lie in the past."""
+        cycles = np.asarray(cycles, dtype=np.int64)
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        flits = np.full(len(cycles), self.p.packet_flits) if flits is None else np.asarray(flits, dtype=np.int64)
+        if len(cycles) and cycles.min() < self.t:
+            raise ValueError(f"cannot offer packets at cycle {cycles.min()}: shard is at cycle {self.t}")
+        if (self.local_of[src] < 0).any():
+            raise ValueError("offered packets must start at routers of this shard")
+        if ((dst < 0) | (dst >= self.N)).any() or (flits < 1).any():
+            raise ValueError("offered packets need destinations inside the grid and at least one flit")
+        pos = self._script_pos
+        old = [a[pos:] for a in self._script]
+        merged = [np.concatenate((o, n)) for o, n in zip(old, (cycles, self.local_of[src], dst, flits))]
+        order = np.lexsort((merged[1], merged[0]))
+        self._script = tuple(m[order] for m in merged)
+        self._script_pos = 0
+        if (flits > 1).any():
+            self._single_flit = False
 
     def counters(self) -> tuple[int, int]:
         """(measured packets created, measured packets whose tail has been ejected)."""

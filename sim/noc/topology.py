@@ -4,7 +4,8 @@ Routers are numbered row-major (``id = row * cols + col``). Every router has fiv
 ports: 0 the local terminal, 1 east (+col), 2 west (-col), 3 south (+row), 4 north
 (-row); output port ``o`` of a router feeds input port ``OPPOSITE[o]`` of its
 neighbour. Routing is XY (columns first, then rows), minimal; on a torus it takes
-the shorter way round (east/south on a tie) and a packet switches to the upper half
+the shorter way round (on a tie, half a ring away, east/south from an even coordinate and
+west/north from an odd one, so both directions carry the same load) and a packet switches to the upper half
 of the virtual channels after crossing a dimension's wrap-around link (the dateline),
 which makes dimension-order routing on rings deadlock-free (Dally & Seitz, 1987).
 """
@@ -50,7 +51,8 @@ class Grid:
         if not self.torus:
             return np.sign(dst - cur)
         d = (dst - cur) % size
-        return np.where(d == 0, 0, np.where(2 * d <= size, 1, -1))
+        tie = np.where(cur % 2 == 0, 1, -1)  # a tie occurs only where a dimension's route starts
+        return np.where(d == 0, 0, np.where(2 * d < size, 1, np.where(2 * d == size, tie, -1)))
 
     def route(self, cur, dst) -> np.ndarray:
         """Output port at router ``cur`` for a packet to ``dst`` (XY dimension order)."""

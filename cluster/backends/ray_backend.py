@@ -1,0 +1,130 @@
+"""Ray backend: one actor per shard; epochs chained from actor to actor.
+
+Each actor's epoch takes every shard's output of the previous epoch (a small report
+plus the boundary traffic addressed to each shard) and produces its own. All actors
+compute the same next window and the same stop decision from the same reports
+(coordinator.py), which keeps the result bit-identical to the in-process backend.
+
+How epochs are chained is a measured choice (benchmarks/noc_speed.py, 2 cores):
+passing ObjectRefs from one epoch's calls into the next costs about 2.5 ms per epoch,
+a driver round trip per epoch about 1.6 ms, and a Ray compiled graph that unrolls
+``EPOCHS_PER_ROUND`` epochs, the actors handing traffic to each other over shared-
+memory channels, about 0.5 ms. So rdasim compiles the graph, and the driver only sees
+every ``EPOCHS_PER_ROUND``-th epoch (to feed the next round and check for the end).
+Where compiled graphs are not available (e.g. a ``ray://`` client) it falls back to
+one driver round trip per epoch.
+"""
+
+from __future__ import annotations
+
+import resource
+import time
+
+from cluster import wire
+from cluster.backends import Outcome
+from cluster.coordinator import EpochMeta, meta_after, next_window, split_by_shard, stop_rule
+from cluster.partition import owner_map
+from cluster.ray_env import cluster_cpus, init_ray
+from sim.noc.shard import Boundary, NocShard
+from sim.noc.topology import PORTS
+
+EPOCHS_PER_ROUND = 32
+
+
+class ShardActor:
+    """Holds one NocShard and advances it one epoch per call."""
+
+    def __init__(self, params, region, index, n, owner, epoch):
+        self.shard = NocShard(params, region)
+        self.i, self.n, self.owner, self.E = index, n, owner, epoch
+        self.pv = PORTS * params.vcs
+        self.measure_end = params.warmup_cycles + params.measure_cycles
+        self.horizon = self.measure_end + params.drain_cycles
+        self.busy = 0.0
+        self.epochs = 0
+        self.stop = None
+
+    def epoch(self, *outputs):
+        """outputs[j] = shard j's packed output of the previous epoch; returns this shard's."""
+        n = self.n
+        metas = [wire.meta_of(o) for o in outputs]
+        if self.epochs == 0 and self.stop is None:
+            t0, t1 = 0, self.E
+        else:
+            last = metas[0]
+            stop = stop_rule(metas, self.measure_end, self.horizon) if last.active else None
+            if stop is None or stop.done:
+                if self.stop is None:  # first idle epoch: keep the last traffic sent to us
+                    self.shard.deliver(Boundary.concat([wire.part_of(o, self.i) for o in outputs]))
+                self.stop = self.stop or stop
+                idle = EpochMeta(last.t0, last.t1, float("inf"), float("inf"),
+                                 last.measured_created, last.measured_ejected, active=False)
+                return wire.pack(idle, [Boundary()] * n)
+            t0, t1 = next_window(metas, self.E)
+        inbound = Boundary.concat([wire.part_of(o, self.i) for o in outputs])
+        a = time.perf_counter()
+        out = self.shard.advance(t0, t1, inbound)
+        self.busy += time.perf_counter() - a
+        self.epochs += 1
+        return wire.pack(meta_after(self.shard, t0, t1, out), split_by_shard(out, self.owner, self.pv, n))
+
+    def report(self):
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        return self.shard.report(), self.busy, peak, self.epochs, bool(self.stop and self.stop.saturated), self.shard.t
+
+
+def _initial(n: int):
+    return [wire.pack(EpochMeta(0, 0, 0.0, 0.0, 0, 0), [Boundary()] * n) for _ in range(n)]
+
+
+def _compile_round(actors, rounds: int):
+    from ray.dag import InputNode, MultiOutputNode
+
+    n = len(actors)
+    with InputNode() as inp:
+        prev = [inp[j] for j in range(n)]
+        for _ in range(rounds):
+            prev = [a.epoch.bind(*prev) for a in actors]
+        dag = MultiOutputNode(prev)
+    return dag.experimental_compile()
+
+
+def run_ray(params, regions, epoch: int, address=None, progress=None, compiled: bool = True) -> Outcome:
+    ray = init_ray(address)
+    start = time.perf_counter()
+    n = len(regions)
+    owner = owner_map(regions, params.rows, params.cols)
+    cpus = max(min(1.0, cluster_cpus() / n), 0.01)  # every shard must run at the same time
+    Actor = ray.remote(num_cpus=cpus)(ShardActor)
+    actors = [Actor.remote(params, r, i, n, owner, epoch) for i, r in enumerate(regions)]
+    horizon = params.warmup_cycles + params.measure_cycles + params.drain_cycles
+    outputs = _initial(n)
+    mode = "driver"
+    try:
+        graph = None
+        if compiled and not (address or "").startswith("ray://"):
+            try:
+                graph = _compile_round(actors, EPOCHS_PER_ROUND)
+                mode = "compiled-graph"
+            except Exception:  # noqa: BLE001 - any failure to compile: use the plain path
+                graph = None
+        while wire.meta_of(outputs[0]).active:
+            if graph is not None:
+                outputs = ray.get(graph.execute(*outputs))
+            else:
+                outputs = ray.get([a.epoch.remote(*outputs) for a in actors])
+            if progress is not None:
+                progress(wire.meta_of(outputs[0]).t1, horizon)
+        if graph is not None:
+            graph.teardown()
+        results = ray.get([a.report.remote() for a in actors])
+    finally:
+        for a in actors:
+            ray.kill(a)
+    wall = time.perf_counter() - start
+    transit = 0  # actors took their last inbound traffic into their calendars when they stopped
+    _, _, _, epochs, saturated, end = results[0]
+    busy = max(r[1] for r in results)
+    return Outcome([r[0] for r in results], epochs, end, saturated, wall, wall - busy, transit,
+                   extra={"peak_rss_bytes": max(r[2] for r in results), "chaining": mode,
+                          "shard_busy_seconds": [r[1] for r in results]})
