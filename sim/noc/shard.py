@@ -104,8 +104,12 @@ class ShardReport:
 class NocShard:
     """Routers of one rectangular region, advanced cycle by cycle."""
 
-    def __init__(self, params: NocParams, region: topo.Region):
+    def __init__(self, params: NocParams, region: topo.Region, record_ejections: bool = False):
+        """``record_ejections``: keep (packet id, cycle) of every packet delivered, for a
+        caller that offers its own packets (``offer``) and collects them (``take_ejected``)."""
         p = self.p = params
+        self.record_ejections = record_ejections
+        self._delivered: list[tuple[np.ndarray, np.ndarray]] = []
         self.region = region
         self.grid = grid = topo.Grid(p.rows, p.cols, p.torus)
         P, V, B = topo.PORTS, p.vcs, p.vc_buffers
@@ -150,7 +154,7 @@ class NocShard:
         self.ivc_inl = ar % (P * V)
         self.ivc_route = (ar // (P * V)) * N  # row of the route table
         # route_op[l * N + dst]: output port id (l * P + o) a head at router l takes to dst
-        self.route_op = (grid.route_table(self.routers) + (np.arange(nl) * P)[:, None]).ravel()
+        self.route_op = grid.route_table(self.routers, offset=np.arange(nl) * P).ravel()
         self.op_port = np.arange(nl * P) % P
         self.op_pv = self.op_port * V
         self.mod_b = np.arange(2 * B) % B
@@ -217,6 +221,7 @@ class NocShard:
         self._chunk_end = 0
         self._cre = (_EMPTY, _EMPTY, _EMPTY)
         self._cre_pos = 0
+        self._chunk_cycles = max(16, min(_CHUNK, (1 << 20) // nl))  # ~1M random draws a chunk
         self._script = (_EMPTY, _EMPTY, _EMPTY, _EMPTY)  # offered packets: cycle, node, dst, flits
         self._script_pos = 0
         self._single_flit = p.packet_flits == 1
@@ -534,6 +539,10 @@ class NocShard:
         """Flits reaching their terminal, which sinks them and returns the credit at once."""
         self.ejected_flits[arrive] += n
         self.credits.push(t + self.p.eject_credit_return, ov)
+        if self.record_ejections:
+            tails = pk[fl >= TAIL]
+            if tails.size:
+                self._delivered.append((tails, np.full(len(tails), arrive)))
         if self.w0 <= arrive < self.w1:
             np.add.at(self.window_ejected_by_src, pk % self.N, 1)
         if arrive < self.w0 or arrive >= self.horizon:  # a saturated run is cut at the horizon
@@ -560,7 +569,7 @@ class NocShard:
             self._new_chunk(self._chunk_end)
 
     def _new_chunk(self, start: int) -> None:
-        end = start + _CHUNK
+        end = start + self._chunk_cycles
         cyc, src, dst = creations(self.p, self.routers, start, end)
         self._cre = (cyc, self.local_of[src], dst)
         self._cre_pos = 0
@@ -769,6 +778,16 @@ class NocShard:
         self._script_pos = 0
         if (flits > 1).any():
             self._single_flit = False
+
+    def take_ejected(self) -> tuple[np.ndarray, np.ndarray]:
+        """(packet ids, cycles their tails reached the destination terminal) since the last
+        call; a packet id is ``creation cycle * nodes + source``. Needs record_ejections."""
+        if not self._delivered:
+            return _EMPTY, _EMPTY
+        pk = np.concatenate([d[0] for d in self._delivered])
+        cyc = np.concatenate([d[1] for d in self._delivered])
+        self._delivered = []
+        return pk, cyc
 
     def counters(self) -> tuple[int, int]:
         """(measured packets created, measured packets whose tail has been ejected)."""

@@ -102,10 +102,19 @@ class Grid:
         keep = dst >= 0
         return routers[keep], ports[keep], dst[keep]
 
-    def route_table(self, routers) -> np.ndarray:
-        """[len(routers), n] output ports, so routing is one lookup per head flit."""
+    def route_table(self, routers, offset=None) -> np.ndarray:
+        """[len(routers), n] int32 output ports (plus ``offset[i]`` for row i), so routing
+        is one lookup per head flit; built a block of rows at a time to bound memory."""
         routers = np.asarray(routers, dtype=np.int64)
-        return self.route(routers[:, None], np.arange(self.n)[None, :])
+        out = np.empty((len(routers), self.n), dtype=np.int32)
+        dst = np.arange(self.n)[None, :]
+        step = max(1, (1 << 20) // self.n)
+        for i in range(0, len(routers), step):
+            block = self.route(routers[i:i + step, None], dst).astype(np.int32)
+            if offset is not None:
+                block += np.asarray(offset[i:i + step], dtype=np.int32)[:, None]
+            out[i:i + step] = block
+        return out
 
 
 @dataclass(frozen=True)
