@@ -13,6 +13,16 @@ from cluster.errors import UserError
 from sim.noc.params import TOPOLOGIES, TRAFFIC, NocParams
 
 REFERENCE_RATES = [0.005, 0.05, 0.1, 0.2, 0.3, 0.35, 0.4, 0.42]
+# BookSim2's published 8x8 config-B curve (shared/reference/noc/README.md): rate -> latency
+BOOKSIM_8X8_LATENCY = {0.005: 26.92, 0.05: 27.03, 0.1: 27.21, 0.2: 27.85, 0.3: 29.34,
+                       0.35: 31.29, 0.4: 40.54, 0.42: 206.4}
+
+
+def booksim_reference(p: NocParams) -> float | None:
+    """BookSim2's latency for this load if ``p`` is its reference configuration, else None."""
+    config_b = NocParams(rows=8, cols=8, rate=p.rate, seed=p.seed, warmup_cycles=p.warmup_cycles,
+                         measure_cycles=p.measure_cycles, drain_cycles=p.drain_cycles)
+    return BOOKSIM_8X8_LATENCY.get(round(p.rate, 6)) if p == config_b else None
 
 
 def _run_checks(run: dict) -> list[tuple[str, str]]:

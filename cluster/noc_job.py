@@ -18,7 +18,7 @@ import pyarrow as pa
 from cluster import io, schemas
 from cluster.backends import Outcome, run_backend
 from cluster.config import config_hash
-from cluster.noc_config import params_of, rates_of
+from cluster.noc_config import booksim_reference, params_of, rates_of
 from cluster.noc_summary import link_columns, summarize
 from cluster.partition import epoch_length, partition
 from cluster.progress import Progress
@@ -78,6 +78,7 @@ def run_noc(cfg: dict, out: str | Path | None = None, quiet: bool = False) -> No
             "packet_flits": p.packet_flits, "vcs": p.vcs, "vc_buffers": p.vc_buffers,
             "shards": len(regions), "backend": backend, "rate": p.rate, **s,
             "epochs": o.epochs, "lookahead": lookahead or 0, "wall_seconds": o.wall_seconds,
+            "booksim_latency": booksim_reference(p),
         }
         rows.append(row)
         links = link_columns(p, o.reports)

@@ -78,10 +78,16 @@ def run(args) -> int:
         for row in result.rows:
             print(json.dumps({k: _clean(row[k]) for k in JSON_KEYS}))
         return 0
-    print(f"{'rate':>7} {'offered':>8} {'accepted':>8} {'avg lat':>8} {'p99':>6} {'hops':>5} {'sat':>4}")
+    ref = any(r["booksim_latency"] is not None for r in result.rows)
+    print(f"{'rate':>7} {'offered':>8} {'accepted':>8} {'avg lat':>8} {'p99':>6} {'hops':>5} {'sat':>4}"
+          + (f" {'BookSim2':>9}" if ref else ""))
     for r in result.rows:
+        b = r["booksim_latency"]
         print(f"{r['rate']:7.3f} {r['offered']:8.4f} {r['accepted']:8.4f} {r['avg_latency']:8.2f} "
-              f"{r['p99_latency']:6.0f} {r['avg_hops']:5.2f} {'yes' if r['saturated'] else 'no':>4}")
+              f"{r['p99_latency']:6.0f} {r['avg_hops']:5.2f} {'yes' if r['saturated'] else 'no':>4}"
+              + (f" {b:9.2f}" if b is not None else (" " * 10 if ref else "")))
+    if ref:
+        print("BookSim2: published latency of this reference router (shared/reference/noc)", file=sys.stderr)
     for f in result.files:
         print(f"wrote {f}", file=sys.stderr)
     return 0
