@@ -1,20 +1,29 @@
 """The lockstep epoch protocol shared by every backend: windows, routing, termination.
 
 An epoch is a window [t0, t1) that every shard simulates independently; at its end
-the flits and credits that crossed a cut are delivered to their shards. Skip-ahead:
-the next window starts at the earliest pending event anywhere (never before the last
-window's end) and lasts one epoch length, so an idle stretch costs one exchange.
-These functions are pure so that the in-process loop and the Ray actors, which
-compute the same windows independently, cannot disagree.
+the traffic that crossed a cut is delivered to its shards. Skip-ahead: the next
+window starts at the earliest pending event anywhere (never before the last window's
+end) and lasts one epoch length, so an idle stretch costs one exchange. These
+functions are pure so that the in-process loop and the Ray actors, which compute the
+same windows independently, cannot disagree.
+
+What is simulated is a ``ShardModel``: it builds a shard for a region, routes a
+shard's outbound traffic to the shards that own its destinations, and decides when
+to stop from every shard's EpochMeta. ``NocModel`` runs the cycle-level NoC with
+synthetic traffic (``rdasim noc``); the chip model (cluster/run_job.py) runs the CU/MU
+grid (``rdasim run``). A shard needs ``advance(t0, t1, inbound) -> outbound``,
+``next_event()``, ``deliver(inbound)`` and ``counters()``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 
-from sim.noc.shard import Boundary
+from sim.noc.shard import Boundary, NocShard
+from sim.noc.topology import PORTS
 
 
 @dataclass(frozen=True)
@@ -25,8 +34,8 @@ class EpochMeta:
     t1: int
     next_event: float  # earliest local pending event at or after t1
     earliest_out: float  # earliest due cycle of what it sent to other shards
-    measured_created: int
-    measured_ejected: int
+    created: int  # progress counters, summed over shards by the stop rule: NoC measured
+    finished: int  # packets created / ejected; chip requests admitted / finished
     active: bool = True  # False for the no-op epochs submitted after the run finished
 
 
@@ -48,11 +57,22 @@ def stop_rule(metas: list[EpochMeta], measure_end: int, horizon: int) -> Stop:
     """Finished when every packet created in the measurement window has been ejected
     (after the window closed), or saturated when that has not happened by the horizon."""
     t1 = metas[0].t1
-    created = sum(m.measured_created for m in metas)
-    ejected = sum(m.measured_ejected for m in metas)
+    created = sum(m.created for m in metas)
+    ejected = sum(m.finished for m in metas)
     if t1 >= measure_end and created == ejected:
         return Stop(True, False)
     if t1 >= horizon:
+        return Stop(True, True)
+    return Stop(False, False)
+
+
+def idle_rule(metas: list[EpochMeta], horizon: int) -> Stop:
+    """Finished when no shard has anything left to do and nothing is in transit;
+    cut off (``saturated``) at the horizon."""
+    quiet = all(m.next_event == float("inf") and m.earliest_out == float("inf") for m in metas)
+    if quiet:
+        return Stop(True, False)
+    if metas[0].t1 >= horizon:
         return Stop(True, True)
     return Stop(False, False)
 
@@ -66,6 +86,67 @@ def split_by_shard(out: Boundary, owner: np.ndarray, vcs_per_router: int, shards
     return [out.select(fdst == s, cdst == s) for s in range(shards)]
 
 
-def meta_after(shard, t0: int, t1: int, out: Boundary) -> EpochMeta:
-    created, ejected = shard.counters()
-    return EpochMeta(t0, t1, shard.next_event(), out.earliest(), created, ejected)
+def meta_after(shard, t0: int, t1: int, out) -> EpochMeta:
+    created, finished = shard.counters()
+    return EpochMeta(t0, t1, shard.next_event(), out.earliest(), created, finished)
+
+
+class ShardModel(Protocol):
+    """What a backend needs to run shards of some model in lockstep."""
+
+    horizon: int  # for progress lines: the cycle a run ends by at the latest
+
+    def build(self, region, index: int) -> Any: ...
+    def empty(self) -> Any: ...
+    def concat(self, parts: list) -> Any: ...
+    def split(self, out, shards: int) -> list: ...
+    def stop(self, metas: list[EpochMeta]) -> Stop: ...
+    def report(self, shard) -> Any: ...
+    def in_transit(self, inbound: list) -> int: ...
+    def encode(self, b) -> list[list[np.ndarray]]: ...
+    def decode(self, sections: list[list[np.ndarray]]) -> Any: ...
+
+
+_NOC_SECTIONS = (("flit_cycle", "flit_ivc", "flit_pkt", "flit_dst", "flit_flag"), ("credit_cycle", "credit_ovc"))
+
+
+class NocModel:
+    """The cycle-level NoC under synthetic traffic, measured as ``rdasim noc`` reports it."""
+
+    def __init__(self, params, owner: np.ndarray):
+        self.p = params
+        self.owner = owner
+        self.pv = PORTS * params.vcs
+        self.measure_end = params.warmup_cycles + params.measure_cycles
+        self.horizon = self.measure_end + params.drain_cycles
+
+    def build(self, region, index: int) -> NocShard:
+        return NocShard(self.p, region)
+
+    def empty(self) -> Boundary:
+        return Boundary()
+
+    def concat(self, parts: list[Boundary]) -> Boundary:
+        return Boundary.concat(parts)
+
+    def split(self, out: Boundary, shards: int) -> list[Boundary]:
+        return split_by_shard(out, self.owner, self.pv, shards)
+
+    def stop(self, metas: list[EpochMeta]) -> Stop:
+        return stop_rule(metas, self.measure_end, self.horizon)
+
+    def report(self, shard: NocShard):
+        return shard.report()
+
+    def in_transit(self, inbound: list[Boundary]) -> int:
+        return sum(len(b.flit_cycle) for b in inbound)
+
+    def encode(self, b: Boundary) -> list[list[np.ndarray]]:
+        return [[getattr(b, n) for n in sec] for sec in _NOC_SECTIONS]
+
+    def decode(self, sections: list[list[np.ndarray]]) -> Boundary:
+        return Boundary(*sections[0], *sections[1])
+
+    @property
+    def section_widths(self) -> tuple[int, ...]:
+        return tuple(len(s) for s in _NOC_SECTIONS)

@@ -4,11 +4,14 @@ Ray moves one contiguous numpy array between actors several times faster than a
 tuple of dataclasses holding many small arrays (measured: 0.6 vs 1.7 ms per epoch
 through a compiled graph), so an actor's epoch output travels as::
 
-    [t0, t1, next_event, earliest_out, created, ejected, active, shards,
-     then per destination shard: n_flits, n_credits,
-        flit cycle[n_flits], ivc, packet, destination, flags, credit cycle[n_credits], ovc]
+    [t0, t1, next_event, earliest_out, created, finished, active, shards,
+     then per destination shard: the row count of each of the model's sections,
+        then each section's columns, one after the other]
 
-with "never" (infinity) encoded as NEVER.
+with "never" (infinity) encoded as NEVER. A model says how its boundary traffic
+splits into sections of equal-length int64 columns (``encode``/``decode``,
+``section_widths``); the NoC's are (flits: cycle, VC, packet, destination, flags) and
+(credits: cycle, VC).
 """
 
 from __future__ import annotations
@@ -16,7 +19,6 @@ from __future__ import annotations
 import numpy as np
 
 from cluster.coordinator import EpochMeta
-from sim.noc.shard import Boundary
 
 NEVER = 1 << 62
 _HEADER = 8
@@ -30,13 +32,15 @@ def _dec(x: int) -> float:
     return float("inf") if x >= NEVER else float(x)
 
 
-def pack(meta: EpochMeta, parts: list[Boundary]) -> np.ndarray:
+def pack(meta: EpochMeta, parts: list, model) -> np.ndarray:
     head = [meta.t0, meta.t1, _enc(meta.next_event), _enc(meta.earliest_out),
-            meta.measured_created, meta.measured_ejected, int(meta.active), len(parts)]
+            meta.created, meta.finished, int(meta.active), len(parts)]
     chunks = [np.array(head, dtype=np.int64)]
     for b in parts:
-        chunks.append(np.array([len(b.flit_cycle), len(b.credit_cycle)], dtype=np.int64))
-        chunks += [b.flit_cycle, b.flit_ivc, b.flit_pkt, b.flit_dst, b.flit_flag, b.credit_cycle, b.credit_ovc]
+        sections = model.encode(b)
+        chunks.append(np.array([len(s[0]) for s in sections], dtype=np.int64))
+        for sec in sections:
+            chunks += sec
     return np.concatenate(chunks).astype(np.int64, copy=False)
 
 
@@ -45,14 +49,18 @@ def meta_of(arr: np.ndarray) -> EpochMeta:
     return EpochMeta(h[0], h[1], _dec(h[2]), _dec(h[3]), h[4], h[5], bool(h[6]))
 
 
-def part_of(arr: np.ndarray, i: int) -> Boundary:
+def part_of(arr: np.ndarray, i: int, model):
     """The traffic this output addresses to shard ``i``."""
+    widths = model.section_widths
+    k = len(widths)
     pos = _HEADER
     for _ in range(i):
-        nf, nc = int(arr[pos]), int(arr[pos + 1])
-        pos += 2 + 5 * nf + 2 * nc
-    nf, nc = int(arr[pos]), int(arr[pos + 1])
-    pos += 2
-    f = [arr[pos + k * nf: pos + (k + 1) * nf] for k in range(5)]
-    pos += 5 * nf
-    return Boundary(*f, arr[pos: pos + nc], arr[pos + nc: pos + 2 * nc])
+        rows = arr[pos: pos + k]
+        pos += k + int(np.dot(rows, widths))
+    rows = arr[pos: pos + k].tolist()
+    pos += k
+    sections = []
+    for n, w in zip(rows, widths):
+        sections.append([arr[pos + j * n: pos + (j + 1) * n] for j in range(w)])
+        pos += n * w
+    return model.decode(sections)

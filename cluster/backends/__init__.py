@@ -1,10 +1,12 @@
-"""Backends run the same shards and the same epoch protocol: in-process, or as Ray actors."""
+"""Backends run the same shards and the same epoch protocol: in-process, or as Ray actors.
+
+Both take a ``ShardModel`` (cluster/coordinator.py); without one they run the
+cycle-level NoC under synthetic traffic (``NocModel``), as ``rdasim noc`` always has.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-from sim.noc.shard import ShardReport
 
 BACKENDS = ("local", "ray")
 
@@ -13,23 +15,31 @@ BACKENDS = ("local", "ray")
 class Outcome:
     """What a backend hands back after a run."""
 
-    reports: list[ShardReport]
+    reports: list  # one model report per shard (ShardReport for the NoC)
     epochs: int
     end_cycle: int  # end of the last epoch
-    saturated: bool
+    saturated: bool  # the stop rule cut the run off at its horizon
     wall_seconds: float
     sync_seconds: float  # time not spent advancing shards (exchange, waiting, RPC)
     in_transit_flits: int = 0  # flits sent across a cut but not yet delivered at the end
     extra: dict = field(default_factory=dict)
 
 
-def run_backend(name: str, params, regions, epoch: int, address: str | None = None, progress=None) -> Outcome:
+def noc_model(params, regions):
+    from cluster.coordinator import NocModel
+    from cluster.partition import owner_map
+
+    return NocModel(params, owner_map(regions, params.rows, params.cols))
+
+
+def run_backend(name: str, params, regions, epoch: int, address: str | None = None, progress=None,
+                model=None) -> Outcome:
     if name == "local":
         from cluster.backends.local import run_local
 
-        return run_local(params, regions, epoch, progress=progress)
+        return run_local(params, regions, epoch, progress=progress, model=model)
     if name == "ray":
         from cluster.backends.ray_backend import run_ray
 
-        return run_ray(params, regions, epoch, address=address, progress=progress)
+        return run_ray(params, regions, epoch, address=address, progress=progress, model=model)
     raise ValueError(f"unknown backend {name!r}")

@@ -8,24 +8,17 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-
-from cluster.backends import Outcome
-from cluster.coordinator import meta_after, next_window, split_by_shard, stop_rule
-from cluster.partition import owner_map
-from sim.noc.shard import Boundary, NocShard
-from sim.noc.topology import PORTS
+from cluster.backends import Outcome, noc_model
+from cluster.coordinator import meta_after, next_window
 
 
-def run_local(params, regions, epoch: int, progress=None) -> Outcome:
+def run_local(params, regions, epoch: int, progress=None, model=None) -> Outcome:
+    """Run ``model`` (default: the NoC under ``params``' synthetic traffic) on ``regions``."""
     start = time.perf_counter()
-    shards = [NocShard(params, r) for r in regions]
+    model = model or noc_model(params, regions)
+    shards = [model.build(r, i) for i, r in enumerate(regions)]
     n = len(shards)
-    owner = owner_map(regions, params.rows, params.cols)
-    pv = PORTS * params.vcs
-    measure_end = params.warmup_cycles + params.measure_cycles
-    horizon = measure_end + params.drain_cycles
-    inbound = [Boundary() for _ in range(n)]
+    inbound = [model.empty() for _ in range(n)]
     t0, t1 = 0, epoch
     epochs, advancing = 0, 0.0
     while True:
@@ -34,15 +27,15 @@ def run_local(params, regions, epoch: int, progress=None) -> Outcome:
         advancing += time.perf_counter() - a
         metas = [meta_after(s, t0, t1, o) for s, o in zip(shards, outs)]
         if n > 1:
-            routed = [split_by_shard(o, owner, pv, n) for o in outs]
-            inbound = [Boundary.concat([routed[j][i] for j in range(n)]) for i in range(n)]
+            routed = [model.split(o, n) for o in outs]
+            inbound = [model.concat([routed[j][i] for j in range(n)]) for i in range(n)]
         epochs += 1
-        stop = stop_rule(metas, measure_end, horizon)
+        stop = model.stop(metas)
         if progress is not None:
-            progress(t1, horizon)
+            progress(t1, model.horizon)
         if stop.done:
             break
         t0, t1 = next_window(metas, epoch)
     wall = time.perf_counter() - start
-    transit = sum(len(b.flit_cycle) for b in inbound) if n > 1 else 0
-    return Outcome([s.report() for s in shards], epochs, t1, stop.saturated, wall, wall - advancing, transit)
+    transit = model.in_transit(inbound) if n > 1 else 0
+    return Outcome([model.report(s) for s in shards], epochs, t1, stop.saturated, wall, wall - advancing, transit)

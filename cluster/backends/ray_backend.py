@@ -21,12 +21,9 @@ import resource
 import time
 
 from cluster import wire
-from cluster.backends import Outcome
-from cluster.coordinator import EpochMeta, meta_after, next_window, split_by_shard, stop_rule
-from cluster.partition import owner_map
+from cluster.backends import Outcome, noc_model
+from cluster.coordinator import EpochMeta, meta_after, next_window
 from cluster.ray_env import cluster_cpus, init_ray
-from sim.noc.shard import Boundary, NocShard
-from sim.noc.topology import PORTS
 
 # Unrolling more epochs per compiled round did not lower the per-epoch cost (32x32, two
 # shards: ~6 ms per epoch for 8, 16 or 32) but raised compile time (1.3 s -> 3.9 s) and
@@ -35,49 +32,47 @@ EPOCHS_PER_ROUND = 8
 
 
 class ShardActor:
-    """Holds one NocShard and advances it one epoch per call."""
+    """Holds one shard of a model and advances it one epoch per call."""
 
-    def __init__(self, params, region, index, n, owner, epoch):
-        self.shard = NocShard(params, region)
-        self.i, self.n, self.owner, self.E = index, n, owner, epoch
-        self.pv = PORTS * params.vcs
-        self.measure_end = params.warmup_cycles + params.measure_cycles
-        self.horizon = self.measure_end + params.drain_cycles
+    def __init__(self, model, region, index, n, epoch):
+        self.model = model
+        self.shard = model.build(region, index)
+        self.i, self.n, self.E = index, n, epoch
         self.busy = 0.0
         self.epochs = 0
         self.stop = None
 
     def epoch(self, *outputs):
         """outputs[j] = shard j's packed output of the previous epoch; returns this shard's."""
-        n = self.n
+        n, model = self.n, self.model
         metas = [wire.meta_of(o) for o in outputs]
         if self.epochs == 0 and self.stop is None:
             t0, t1 = 0, self.E
         else:
             last = metas[0]
-            stop = stop_rule(metas, self.measure_end, self.horizon) if last.active else None
+            stop = model.stop(metas) if last.active else None
             if stop is None or stop.done:
                 if self.stop is None:  # first idle epoch: keep the last traffic sent to us
-                    self.shard.deliver(Boundary.concat([wire.part_of(o, self.i) for o in outputs]))
+                    self.shard.deliver(model.concat([wire.part_of(o, self.i, model) for o in outputs]))
                 self.stop = self.stop or stop
                 idle = EpochMeta(last.t0, last.t1, float("inf"), float("inf"),
-                                 last.measured_created, last.measured_ejected, active=False)
-                return wire.pack(idle, [Boundary()] * n)
+                                 last.created, last.finished, active=False)
+                return wire.pack(idle, [model.empty()] * n, model)
             t0, t1 = next_window(metas, self.E)
-        inbound = Boundary.concat([wire.part_of(o, self.i) for o in outputs])
+        inbound = model.concat([wire.part_of(o, self.i, model) for o in outputs])
         a = time.perf_counter()
         out = self.shard.advance(t0, t1, inbound)
         self.busy += time.perf_counter() - a
         self.epochs += 1
-        return wire.pack(meta_after(self.shard, t0, t1, out), split_by_shard(out, self.owner, self.pv, n))
+        return wire.pack(meta_after(self.shard, t0, t1, out), model.split(out, n), model)
 
     def report(self):
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-        return self.shard.report(), self.busy, peak, self.epochs, bool(self.stop and self.stop.saturated), self.shard.t
+        return self.model.report(self.shard), self.busy, peak, self.epochs, bool(self.stop and self.stop.saturated), self.shard.t
 
 
-def _initial(n: int):
-    return [wire.pack(EpochMeta(0, 0, 0.0, 0.0, 0, 0), [Boundary()] * n) for _ in range(n)]
+def _initial(n: int, model):
+    return [wire.pack(EpochMeta(0, 0, 0.0, 0.0, 0, 0), [model.empty()] * n, model) for _ in range(n)]
 
 
 def _compile_round(actors, rounds: int):
@@ -92,16 +87,18 @@ def _compile_round(actors, rounds: int):
     return dag.experimental_compile()
 
 
-def run_ray(params, regions, epoch: int, address=None, progress=None, compiled: bool = True) -> Outcome:
+def run_ray(params, regions, epoch: int, address=None, progress=None, compiled: bool = True,
+            model=None) -> Outcome:
+    """Run ``model`` (default: the NoC under ``params``' synthetic traffic) with one actor per region."""
     ray = init_ray(address)
     start = time.perf_counter()
     n = len(regions)
-    owner = owner_map(regions, params.rows, params.cols)
+    model = model or noc_model(params, regions)
     cpus = max(min(1.0, cluster_cpus() / n), 0.01)  # every shard must run at the same time
     Actor = ray.remote(num_cpus=cpus)(ShardActor)
-    actors = [Actor.remote(params, r, i, n, owner, epoch) for i, r in enumerate(regions)]
-    horizon = params.warmup_cycles + params.measure_cycles + params.drain_cycles
-    outputs = _initial(n)
+    actors = [Actor.remote(model, r, i, n, epoch) for i, r in enumerate(regions)]
+    horizon = model.horizon
+    outputs = _initial(n, model)
     mode = "driver"
     try:
         graph = None

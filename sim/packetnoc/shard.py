@@ -1,0 +1,379 @@
+"""One shard of the packet-level NoC: event-driven, a packet at a time per link.
+
+A packet of ``F`` flits reserves each link of its XY route, one after the other, for
+``F`` cycles (cut-through: the head moves on while the body still streams behind it).
+A head that reaches a router's input at cycle ``a`` bids for its output at
+``a + routing_delay + vc_alloc_delay``; the output link is granted first come first
+served from ``s = max(bid, link free)`` to ``s + F``, and the head reaches the next
+router at ``s + flit_delay`` (the switch pipeline plus the link). The source's
+injection link and the destination's ejection port are reserved the same way, so the
+zero-load latency equals the cycle-level router's closed form
+``(routing + vc_alloc + flit_delay) (H + 1) + inject_delay + F - 1`` (NocParams).
+What it leaves out: finite buffers, credits and virtual channels, hence head-of-line
+blocking and back-pressure; below saturation those add little (tests/chip compare it
+with the cycle-level network), beyond it this model's queues grow without bound.
+
+Bids that fall in the same window of at most ``min(hop, first bid)`` cycles cannot
+cause one another, so each window is one vectorised batch: group by output link, order
+by (bid cycle, static input-port id, packet id) and serve with a max-plus scan
+(reserve.py). The same packet order holds whatever the shard cut, so results are
+bit-identical for any shard count. The API mirrors NocShard (offer, advance,
+take_ejected, next_event, deliver, report, counters) so the two fidelities are
+interchangeable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sim.noc import topology as topo
+from sim.noc.events import Calendar
+from sim.noc.params import NocParams
+from sim.noc.shard import ShardReport
+from sim.noc.traffic import creations
+from sim.packetnoc.reserve import last_of_group, reserve
+
+_EMPTY = np.zeros(0, dtype=np.int64)
+_CHUNK = 512
+
+
+def _empty():
+    return _EMPTY
+
+
+@dataclass
+class PacketBoundary:
+    """Heads crossing a shard cut: the cycle they bid at the downstream router, the global
+    input-port id (router * PORTS + port) they arrive on, packet id, destination, flits."""
+
+    cycle: np.ndarray = field(default_factory=_empty)
+    port: np.ndarray = field(default_factory=_empty)
+    pkt: np.ndarray = field(default_factory=_empty)
+    dst: np.ndarray = field(default_factory=_empty)
+    flits: np.ndarray = field(default_factory=_empty)
+
+    SECTIONS = (("cycle", "port", "pkt", "dst", "flits"),)
+
+    def __len__(self) -> int:
+        return len(self.cycle)
+
+    def earliest(self) -> float:
+        return float(self.cycle.min()) if len(self.cycle) else float("inf")
+
+    def select(self, mask: np.ndarray) -> "PacketBoundary":
+        return PacketBoundary(self.cycle[mask], self.port[mask], self.pkt[mask], self.dst[mask], self.flits[mask])
+
+    def routers(self) -> np.ndarray:
+        return self.port // topo.PORTS
+
+    @staticmethod
+    def concat(parts: list["PacketBoundary"]) -> "PacketBoundary":
+        parts = [b for b in parts if len(b)]
+        if not parts:
+            return PacketBoundary()
+        if len(parts) == 1:
+            return parts[0]
+        return PacketBoundary(*(np.concatenate([getattr(b, n) for b in parts]) for n in PacketBoundary.SECTIONS[0]))
+
+
+class PacketShard:
+    """Routers of one rectangular region under the packet-level (link reservation) model."""
+
+    def __init__(self, params: NocParams, region: topo.Region, record_ejections: bool = False):
+        p = self.p = params
+        self.record_ejections = record_ejections
+        self.region = region
+        self.grid = grid = topo.Grid(p.rows, p.cols, p.torus)
+        P = self.P = topo.PORTS
+        N = self.N = grid.n
+        self.routers = region.routers(p.cols)
+        nl = self.nl = len(self.routers)
+        self.local_of = np.full(N, -1, dtype=np.int64)
+        self.local_of[self.routers] = np.arange(nl)
+        self.route_op = grid.route_table(self.routers, offset=np.arange(nl) * P).ravel().astype(np.int64)
+        nbr = grid.neighbor(self.routers[:, None], np.arange(P)[None, :]).ravel()
+        self.nbr = nbr  # global router across output port id (l * P + o), -1 at the terminal/edge
+        self.nbr_local = np.where(nbr >= 0, self.local_of[np.maximum(nbr, 0)], -1)
+        self.in_port_of = np.tile(topo.OPPOSITE, nl)  # input port a head arrives on downstream
+        self.link_free = np.zeros(nl * P, dtype=np.int64)
+        self.inj_free = np.zeros(nl, dtype=np.int64)
+        self.bid_delay = p.routing_delay + p.vc_alloc_delay
+        self.hop = p.flit_delay + self.bid_delay
+        self.first_bid = p.inject_delay + self.bid_delay
+        # bids inside one window cannot cause each other (every consequence is >= a window away)
+        self.window = max(1, min(self.hop, self.first_bid))
+        self.bids = Calendar(5)  # local router, global input-port id, packet, destination, flits
+        self.pending_flits = 0
+        self.t = 0
+        self._delivered: list[tuple[np.ndarray, np.ndarray]] = []
+        self._script = (_EMPTY, _EMPTY, _EMPTY, _EMPTY)
+        self._script_pos = 0
+        self._cre = (_EMPTY, _EMPTY, _EMPTY)
+        self._cre_pos = 0
+        self._chunk_end = 0
+        self._chunk_cycles = max(16, min(_CHUNK, (1 << 20) // nl))
+
+        # measurement (NocShard's definitions, so cluster.noc_summary applies unchanged)
+        self.w0 = p.warmup_cycles
+        self.w1 = p.warmup_cycles + p.measure_cycles
+        self.pkt_lo, self.pkt_hi = self.w0 * N, self.w1 * N
+        self.horizon = self.w1 + p.drain_cycles
+        self.created_flits = np.zeros(self.horizon + 4 * _CHUNK, dtype=np.int64)
+        self.ejected_diff = np.zeros(self.horizon + 4 * _CHUNK, dtype=np.int64)
+        self.measured_created = 0
+        self.measured_ejected = 0
+        self.flit_latency_sum = 0
+        self.flit_latency_count = 0
+        self.measured_hops = 0
+        self.window_created_by_src = np.zeros(N, dtype=np.int64)
+        self.window_ejected_by_src = np.zeros(N, dtype=np.int64)
+        self.link_flits = np.zeros(nl * P, dtype=np.int64)  # flits over the measurement window
+        self.link_flits_total = np.zeros(nl * P, dtype=np.int64)  # flits over the whole run
+        self._inj_rec: list[tuple[np.ndarray, ...]] = []
+        self._ej_rec: list[tuple[np.ndarray, ...]] = []
+
+    # ------------------------------------------------------------------ epoch API
+    def advance(self, t0: int, t1: int, inbound: PacketBoundary | None = None) -> PacketBoundary:
+        """Simulate cycles [t0, t1); return the heads that bid in other shards."""
+        if t0 < self.t:
+            raise ValueError(f"shard already at cycle {self.t}, cannot restart at {t0}")
+        if inbound is not None and len(inbound):
+            self._accept(inbound, t0)
+        out: list[PacketBoundary] = []
+        t = t0
+        while t < t1:
+            nxt = self._next_event_time(t)
+            if nxt >= t1:
+                break
+            t = max(t, int(nxt))
+            u = min(t + self.window, t1)
+            self._window(t, u, out)
+            t = u
+        self.t = t1
+        res = PacketBoundary.concat(out)
+        if len(res) and res.earliest() < t1:
+            raise RuntimeError(f"boundary head due at cycle {res.earliest():.0f} inside the epoch ending at {t1}")
+        return res
+
+    def next_event(self) -> float:
+        return self._next_event_time(self.t)
+
+    def deliver(self, b: PacketBoundary) -> None:
+        if len(b):
+            self._accept(b, self.t)
+
+    def _accept(self, b: PacketBoundary, t0: int) -> None:
+        if b.cycle.min() < t0:
+            raise RuntimeError("inbound head due before the epoch start")
+        self.bids.push_many(b.cycle, self.local_of[b.port // self.P], b.port, b.pkt, b.dst, b.flits)
+        self.pending_flits += int(b.flits.sum())
+
+    def _next_event_time(self, t: int) -> float:
+        scy = self._script[0]
+        nxt = float(scy[self._script_pos]) if self._script_pos < len(scy) else float("inf")
+        return min(self.bids.next_time(), self._next_creation(), nxt)
+
+    # ------------------------------------------------------------------ one window
+    def _window(self, t: int, u: int, out: list) -> None:
+        self._inject(t, u)
+        cols = []
+        while self.bids.next_time() < u:
+            c = int(self.bids.next_time())
+            ev = self.bids.pop(c)
+            cols.append((np.full(len(ev[0]), c, dtype=np.int64),) + tuple(ev))
+        if cols:
+            self._grant(out, *(np.concatenate([x[i] for x in cols]) for i in range(6)))
+
+    def _grant(self, out, cyc, lr, port, pkt, dst, fl) -> None:
+        """Serve the window's bids: each output link first come first served."""
+        p, P = self.p, self.P
+        op = self.route_op[lr * self.N + dst]
+        order = np.lexsort((pkt, port, cyc, op))
+        cyc, port, pkt, dst, fl, op = cyc[order], port[order], pkt[order], dst[order], fl[order], op[order]
+        start = reserve(op, cyc, fl, self.link_free[op])
+        last = last_of_group(op)
+        self.link_free[op[last]] = start[last] + fl[last]
+        self.pending_flits -= int(fl.sum())
+        ej = (op % P) == topo.LOCAL
+        self._count_links(op, start, fl)
+        if ej.any():
+            self._eject(pkt[ej], start[ej] + p.flit_delay, fl[ej])
+        lk = ~ej
+        if not lk.any():
+            return
+        op, pkt, dst, fl, start = op[lk], pkt[lk], dst[lk], fl[lk], start[lk]
+        self.measured_hops += int(np.count_nonzero((pkt >= self.pkt_lo) & (pkt < self.pkt_hi)))
+        bid = start + self.hop
+        nxt = self.nbr[op]
+        gport = nxt * P + self.in_port_of[op]
+        nloc = self.nbr_local[op]
+        rem = nloc < 0
+        if rem.any():
+            out.append(PacketBoundary(bid[rem], gport[rem], pkt[rem], dst[rem], fl[rem]))
+            keep = ~rem
+            bid, gport, pkt, dst, fl, nloc = bid[keep], gport[keep], pkt[keep], dst[keep], fl[keep], nloc[keep]
+        if len(bid):
+            self.bids.push_many(bid, nloc, gport, pkt, dst, fl)
+            self.pending_flits += int(fl.sum())
+
+    def _count_links(self, op, start, fl) -> None:
+        self.link_flits_total += np.bincount(op, weights=fl, minlength=len(self.link_flits)).astype(np.int64)
+        lo, hi = np.maximum(start, self.w0), np.minimum(start + fl, self.w1)
+        inside = np.maximum(hi - lo, 0)
+        if inside.any():
+            self.link_flits += np.bincount(op, weights=inside, minlength=len(self.link_flits)).astype(np.int64)
+
+    def _eject(self, pkt, head, fl) -> None:
+        tail = head + fl - 1
+        if self.record_ejections:
+            self._delivered.append((pkt, tail))
+        self._ensure(int(tail.max()) + 2)
+        np.add.at(self.ejected_diff, head, 1)
+        np.add.at(self.ejected_diff, tail + 1, -1)
+        src = pkt % self.N
+        inside = np.maximum(np.minimum(tail + 1, self.w1) - np.maximum(head, self.w0), 0)
+        if inside.any():
+            np.add.at(self.window_ejected_by_src, src, inside)
+        meas = (pkt >= self.pkt_lo) & (pkt < self.pkt_hi) & (tail < self.horizon)
+        if meas.any():
+            mp, mh, mf, mt = pkt[meas], head[meas], fl[meas], tail[meas]
+            # every flit i of the packet arrives at head + i: sum of (arrival - creation)
+            self.flit_latency_sum += int((mf * (mh - mp // self.N) + mf * (mf - 1) // 2).sum())
+            self.flit_latency_count += int(mf.sum())
+            self.measured_ejected += len(mp)
+            self._ej_rec.append((mp, mt))
+
+    # ------------------------------------------------------------------ sources
+    def _next_creation(self) -> float:
+        while True:
+            cyc = self._cre[0]
+            if self._cre_pos < len(cyc):
+                return float(cyc[self._cre_pos])
+            if self._chunk_end > self.horizon or self.p.packet_rate <= 0:
+                return float("inf")
+            self._new_chunk(self._chunk_end)
+
+    def _new_chunk(self, start: int) -> None:
+        end = start + self._chunk_cycles
+        cyc, src, dst = creations(self.p, self.routers, start, end)
+        self._cre = (cyc, self.local_of[src], dst)
+        self._cre_pos = 0
+        self._chunk_end = end
+
+    def _take(self, arrays, pos: int, u: int):
+        cyc = arrays[0]
+        j = pos + int(np.searchsorted(cyc[pos:], u, side="left"))
+        return tuple(a[pos:j] for a in arrays), j
+
+    def _inject(self, t: int, u: int) -> None:
+        """Packets created in [t, u) reserve their source's injection link and bid at their router."""
+        parts = []
+        if self.p.packet_rate > 0:
+            while True:
+                self._next_creation()
+                if self._cre_pos >= len(self._cre[0]) or self._cre[0][self._cre_pos] >= u:
+                    break
+                (c, s, d), self._cre_pos = self._take(self._cre, self._cre_pos, u)
+                parts.append((c, s, d, np.full(len(c), self.p.packet_flits, dtype=np.int64)))
+        if self._script_pos < len(self._script[0]) and self._script[0][self._script_pos] < u:
+            part, self._script_pos = self._take(self._script, self._script_pos, u)
+            parts.append(part)
+        if not parts:
+            return
+        cyc, ls, dst, fl = (np.concatenate([x[i] for x in parts]) for i in range(4)) if len(parts) > 1 else parts[0]
+        if len(cyc) and cyc.min() < t:
+            raise RuntimeError(f"packets created at cycle {cyc.min()} were skipped")
+        order = np.lexsort((cyc, ls))
+        cyc, ls, dst, fl = cyc[order], ls[order], dst[order], fl[order]
+        start = reserve(ls, cyc, fl, self.inj_free[ls])
+        last = last_of_group(ls)
+        self.inj_free[ls[last]] = start[last] + fl[last]
+        g = self.routers[ls]
+        pkt = cyc * self.N + g
+        self._ensure(int(cyc.max()) + 1)
+        np.add.at(self.created_flits, cyc, fl)
+        win = (cyc >= self.w0) & (cyc < self.w1)
+        if win.any():
+            self.measured_created += int(np.count_nonzero(win))
+            np.add.at(self.window_created_by_src, g[win], fl[win])
+            if (cyc < self.horizon).any():
+                self._inj_rec.append((pkt[win], dst[win], start[win]))
+        self.bids.push_many(start + self.first_bid, ls, g * self.P + topo.LOCAL, pkt, dst, fl)
+        self.pending_flits += int(fl.sum())
+
+    def _ensure(self, n: int) -> None:
+        if n >= len(self.created_flits):
+            size = max(n + 1, 2 * len(self.created_flits))
+            for name in ("created_flits", "ejected_diff"):
+                a = getattr(self, name)
+                g = np.zeros(size, dtype=np.int64)
+                g[: len(a)] = a
+                setattr(self, name, g)
+
+    # ------------------------------------------------------------------ scripted traffic
+    def offer(self, cycles, src, dst, flits=None) -> None:
+        """Script packets (NocShard.offer's contract: global source routers of this shard,
+        at most one packet per node per cycle, no cycle in the past)."""
+        cycles = np.asarray(cycles, dtype=np.int64)
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        flits = np.full(len(cycles), self.p.packet_flits) if flits is None else np.asarray(flits, dtype=np.int64)
+        if len(cycles) and cycles.min() < self.t:
+            raise ValueError(f"cannot offer packets at cycle {cycles.min()}: shard is at cycle {self.t}")
+        if (self.local_of[src] < 0).any():
+            raise ValueError("offered packets must start at routers of this shard")
+        if ((dst < 0) | (dst >= self.N)).any() or (flits < 1).any():
+            raise ValueError("offered packets need destinations inside the grid and at least one flit")
+        pos = self._script_pos
+        old = [a[pos:] for a in self._script]
+        merged = [np.concatenate((o, n)) for o, n in zip(old, (cycles, self.local_of[src], dst, flits))]
+        order = np.lexsort((merged[1], merged[0]))
+        self._script = tuple(m[order] for m in merged)
+        self._script_pos = 0
+
+    def take_ejected(self) -> tuple[np.ndarray, np.ndarray]:
+        """(packet ids, cycles their tails reach the destination terminal) since the last call."""
+        if not self._delivered:
+            return _EMPTY, _EMPTY
+        pk = np.concatenate([d[0] for d in self._delivered])
+        cyc = np.concatenate([d[1] for d in self._delivered])
+        self._delivered = []
+        return pk, cyc
+
+    def counters(self) -> tuple[int, int]:
+        return self.measured_created, self.measured_ejected
+
+    def link_totals(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(global router, port, flits over the whole run) of every router-to-router link."""
+        used = np.flatnonzero((self.nbr >= 0) & (np.arange(len(self.nbr)) % self.P != topo.LOCAL))
+        return self.routers[used // self.P], used % self.P, self.link_flits_total[used]
+
+    # ------------------------------------------------------------------ results
+    def report(self) -> ShardReport:
+        def cat(recs, i):
+            return np.concatenate([r[i] for r in recs]) if recs else _EMPTY
+
+        router, port, _ = self.link_totals()
+        used = self.local_of[router] * self.P + port
+        return ShardReport(
+            created_flits=self.created_flits,
+            ejected_flits=np.cumsum(self.ejected_diff),
+            inject_pkt=cat(self._inj_rec, 0),
+            inject_dst=cat(self._inj_rec, 1),
+            inject_cycle=cat(self._inj_rec, 2),
+            eject_pkt=cat(self._ej_rec, 0),
+            eject_cycle=cat(self._ej_rec, 1),
+            flit_latency_sum=self.flit_latency_sum,
+            flit_latency_count=self.flit_latency_count,
+            measured_hops=self.measured_hops,
+            window_created_by_src=self.window_created_by_src,
+            window_ejected_by_src=self.window_ejected_by_src,
+            link_router=router,
+            link_port=port,
+            link_flits=self.link_flits[used],
+            flits_buffered=0,
+            flits_queued=0,  # an injected packet holds its link reservations at once
+            flits_in_flight=self.pending_flits,
+        )
