@@ -206,6 +206,33 @@ MAP_PARTITIONS = TableSchema(
 
 ALL_TABLES.extend([MAP_PLAN, MAP_KERNELS, MAP_PARTITIONS])
 
+# --------------------------------------------------------------------------- ---- sweeps
+# Columns `rdasim sweep` adds to every row of a point's tables (before the table's own
+# columns); the swept config values follow as one column per dotted path ("noc.rate" ->
+# "noc_rate"), typed from the resolved values.
+SWEEP_COLUMNS = [
+    Column("sweep_id", pa.string(), "sweep name ([sweep] name); also the first hive partition level"),
+    Column("point_id", pa.string(), "stable point id: hash of the point's fully resolved config"),
+    Column("point_index", pa.int64(), "position of the point in the spec's expansion"),
+    Column("point_status", pa.string(), "ok, or error (the point failed: see point_error)"),
+    Column("point_error", pa.string(), "error message of a failed point (null when ok)"),
+    Column("point_traceback", pa.string(), "traceback of a failed point (null when ok)"),
+    Column("point_attempts", pa.int32(), "times the point was started (system failures are retried)"),
+    Column("point_node", pa.string(), "Ray node id the point ran on (last attempt)"),
+    Column("point_seconds", pa.float64(), "wall-clock seconds of the point's job on its worker"),
+]
+
+SWEEP_NOOP = TableSchema(
+    "sweep_noop",
+    "one row per point of the built-in `noop` sweep command (tests and overhead benchmarks)",
+    (
+        Column("value", pa.float64(), "the configured noop.value, echoed back"),
+        Column("slept", pa.float64(), "seconds the point slept (noop.sleep)"),
+    ),
+)
+
+ALL_TABLES.append(SWEEP_NOOP)
+
 
 def reference_markdown() -> str:
     """The README's result-column reference."""

@@ -1,0 +1,77 @@
+"""rdasim sweep: run a sweep spec on Ray into a Parquet dataset; `rdasim sweep status DIR` reports on it."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+
+from cluster.errors import UserError
+
+HELP = "Run a sweep of configs on Ray into a Parquet dataset"
+DEFAULT_OUT = "results"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("target", nargs="+", metavar="SPEC.toml | status DIR",
+                   help="a sweep spec to run, or `status DIR` to summarise the sweeps in DIR")
+    p.add_argument("--out", metavar="DIR", default=DEFAULT_OUT,
+                   help=f"output directory; the dataset goes to DIR/<sweep name>/ (default: {DEFAULT_OUT})")
+    p.add_argument("--address", metavar="ADDR",
+                   help="Ray cluster to join: auto, ray://host:10001 or host:6379 (default: an embedded local Ray)")
+    p.add_argument("--max-concurrency", dest="max_concurrency", type=int, metavar="N",
+                   help="points in flight at once (default: [sweep] max_concurrency, else twice what the CPUs hold)")
+    p.add_argument("--retry-failed", dest="retry_failed", action="store_true",
+                   help="also rerun points stored as errors (finished points are always skipped)")
+    p.add_argument("--dry-run", dest="dry_run", action="store_true", help="check the spec and list its points")
+    p.add_argument("--json", action="store_true", help="status: print JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+
+
+def run(args) -> int:
+    if args.target[0] == "status":
+        if len(args.target) != 2:
+            raise UserError("usage: rdasim sweep status DIR [--json]")
+        return _status(args.target[1], args.json)
+    if len(args.target) != 1:
+        raise UserError(f"expected one spec file, got {' '.join(args.target)}")
+    if args.max_concurrency is not None and args.max_concurrency < 1:
+        raise UserError("--max-concurrency must be at least 1")
+    from cluster.sweep.plan import plan_sweep
+
+    plan = plan_sweep(args.target[0])
+    if args.dry_run:
+        for p in plan.points:
+            print(json.dumps({"index": p.index, "point_id": p.id, **p.values}, default=str))
+        return 0
+    from cluster.sweep.runner import run_sweep
+
+    signal.signal(signal.SIGTERM, _terminate)  # `ray job stop`, kill: record the run as interrupted
+    summary = run_sweep(plan, args.out, args.address, args.max_concurrency, args.quiet, args.retry_failed)
+    if not args.quiet:
+        print(f"{summary.name}: {summary.total} points ({summary.skipped} already stored, {summary.computed} run, "
+              f"{summary.failed} failed) in {summary.seconds:.1f} s -> {summary.dataset}", file=sys.stderr)
+    return 1 if summary.failed else 0
+
+
+def _terminate(signum, frame):  # noqa: ARG001 - signal handler signature
+    raise SystemExit(128 + signum)
+
+
+def _status(path: str, as_json: bool) -> int:
+    from cluster.sweep.status import statuses
+
+    found = statuses(path)
+    if as_json:
+        if len(found) == 1:
+            print(json.dumps(found[0].to_json()))
+        else:
+            totals = {k: sum(getattr(s, k) for s in found) for k in ("total", "done", "failed", "pending")}
+            print(json.dumps({**totals, "sweeps": [s.to_json() for s in found]}))
+        return 0
+    print(f"{'sweep':<24} {'command':<8} {'done':>7} {'failed':>7} {'pending':>8} {'total':>7}  state")
+    for s in found:
+        print(f"{s.sweep:<24} {s.command:<8} {s.done:>7} {s.failed:>7} {s.pending:>8} {s.total:>7}  {s.state}")
+        for e in s.errors:
+            print(f"    {e}")
+    return 0

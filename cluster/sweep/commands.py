@@ -1,0 +1,163 @@
+"""What a sweep can run: a small registry of commands, each a config schema, a job and its result table.
+
+A point of a sweep is one resolved config of its command; the command's job turns it
+into named Arrow tables, one of which is the point's result (the rows of the main
+dataset). ``noc`` is ``rdasim noc``; ``run`` is ``rdasim run``, imported only when used
+so the sweep works before and after cluster/run_job.py exists; ``noop`` echoes its
+config and exists to test the sweep machinery and measure its overhead.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pyarrow as pa
+
+from cluster.errors import UserError
+
+
+@dataclass(frozen=True)
+class Command:
+    """One sweepable command. Functions are module-level so Ray ships them by reference."""
+
+    name: str
+    doc: str
+    schema: Callable[[], object]  # () -> cluster.config.Table of the command's config
+    job: Callable[[dict], dict[str, pa.Table]]  # resolved config -> {table name: table}
+    result: str  # name of the table whose rows are the point's result
+    result_schema: Callable[[], pa.Schema | None]  # its Arrow schema, when known up front
+
+
+def tables_of(result) -> dict[str, pa.Table]:
+    """Named Arrow tables of a job result (a dict, or an object such as NocResult).
+
+    A table is named by its schema's ``table`` metadata (schemas.TableSchema sets it),
+    else by the attribute or key that holds it.
+    """
+    items = result.items() if isinstance(result, dict) else vars(result).items()
+    out = {}
+    for key, value in items:
+        if isinstance(value, pa.Table):
+            meta = value.schema.metadata or {}
+            out[meta.get(b"table", key.encode()).decode()] = value
+    return out
+
+
+def pick_result(tables: dict[str, pa.Table], preferred: str) -> str:
+    """Name of the result table: the preferred one, else a ``*summary`` table, else the first."""
+    if preferred in tables:
+        return preferred
+    summaries = [n for n in tables if n.endswith("summary")]
+    if summaries:
+        return summaries[0]
+    if not tables:
+        raise RuntimeError("the job returned no Arrow tables")
+    return next(iter(tables))
+
+
+def _known_schema(name: str) -> pa.Schema | None:
+    from cluster import schemas
+
+    return next((t.arrow for t in schemas.ALL_TABLES if t.name == name), None)
+
+
+# ----------------------------------------------------------------------------- noc
+def _noc_schema():
+    from cluster.noc_config import NOC_SCHEMA
+
+    return NOC_SCHEMA
+
+
+def _noc_job(cfg: dict) -> dict[str, pa.Table]:
+    from cluster.noc_job import run_noc
+
+    return tables_of(run_noc(cfg, out=None, quiet=True))
+
+
+# ----------------------------------------------------------------------------- run
+RUN_JOB_NAMES = ("run_run", "run_job", "run_sim", "run")  # the job function of cluster/run_job.py
+
+
+def _import_run(module: str):
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name == module:
+            raise UserError(f"sweep command 'run' needs `rdasim run` ({module.replace('.', '/')}.py), "
+                            "which is not in this build yet; use command = \"noc\"") from None
+        raise
+
+
+def _run_schema():
+    return _import_run("cluster.run_config").RUN_SCHEMA
+
+
+def _run_job(cfg: dict) -> dict[str, pa.Table]:
+    mod = _import_run("cluster.run_job")
+    fn = next((getattr(mod, n) for n in RUN_JOB_NAMES if callable(getattr(mod, n, None))), None)
+    if fn is None:
+        raise RuntimeError(f"cluster/run_job.py has none of the job functions {', '.join(RUN_JOB_NAMES)}")
+    params = inspect.signature(fn).parameters
+    kwargs = {k: v for k, v in (("out", None), ("quiet", True)) if k in params}
+    return tables_of(fn(cfg, **kwargs))
+
+
+# ----------------------------------------------------------------------------- noop
+def _noop_schema():
+    from cluster.config import Field, Table
+    from cluster.noc_config import RUN_SECTION
+
+    return Table({
+        "noop": Table({
+            "value": Field("float", 0.0, "a number echoed back in the result"),
+            "sleep": Field("float", 0.0, "seconds to sleep (a stand-in for work)", min=0.0),
+            "fail": Field("bool", False, "raise an error (the point becomes an error row)"),
+            "crash": Field("bool", False, "kill the worker process (a system failure, retried)"),
+            "crash_marker": Field("str", None, "with crash: crash only if this file does not exist yet "
+                                  "(creating it), so the retry succeeds"),
+        }, doc="a trivial job for testing sweeps"),
+        "run": RUN_SECTION,
+    })
+
+
+def _noop_job(cfg: dict) -> dict[str, pa.Table]:
+    from cluster import schemas
+    from cluster.config import config_hash
+
+    noop = cfg["noop"]
+    if noop["crash"]:
+        marker = noop["crash_marker"]
+        if marker is None or not Path(marker).exists():
+            if marker is not None:
+                Path(marker).touch()
+            os._exit(13)  # like a segfault or the OOM killer: Ray sees a dead worker
+    if noop["sleep"]:
+        time.sleep(noop["sleep"])
+    if noop["fail"]:
+        raise ValueError(f"noop.fail is set (value {noop['value']})")
+    chash = config_hash(cfg)
+    meta = schemas.RunMeta(f"noop-{chash}", chash, cfg["run"]["seed"])
+    return {"sweep_noop": schemas.SWEEP_NOOP.build({"value": noop["value"], "slept": noop["sleep"]}, meta)}
+
+
+COMMANDS: dict[str, Command] = {
+    "noc": Command("noc", "rdasim noc: one point is a config `rdasim noc` accepts", _noc_schema, _noc_job,
+                   "noc_summary", lambda: _known_schema("noc_summary")),
+    "run": Command("run", "rdasim run: one point is a config `rdasim run` accepts", _run_schema, _run_job,
+                   "run_summary", lambda: _known_schema("run_summary")),
+    "noop": Command("noop", "echo the config back (tests, overhead benchmarks)", _noop_schema, _noop_job,
+                    "sweep_noop", lambda: _known_schema("sweep_noop")),
+}
+
+
+def get(name: str) -> Command:
+    try:
+        return COMMANDS[name]
+    except KeyError:
+        raise UserError(f"unknown sweep command {name!r}; known: {', '.join(COMMANDS)}") from None

@@ -1,0 +1,189 @@
+"""Running points on Ray: one task per point (a placement group when it runs shard actors),
+bounded in flight, retried after system failures, a point's own failure returned as data.
+
+The driver submits at most ``limit`` points at a time and hands every finished point to
+a callback as soon as it is done (which writes its file), so a killed driver loses only
+the points in flight. Ray's own task retries are off: the executor retries a point
+after a system failure (its worker, node or one of its shard actors died) up to
+``max_retries`` times and counts the attempts; a point that raises becomes an error
+outcome on the worker and is never retried.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback as tb
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Callable
+
+import pyarrow as pa
+
+from cluster.sweep.points import Point
+from cluster.sweep.records import STATUS_ERROR, STATUS_OK, PointRun
+
+
+class SystemFailure(Exception):
+    """Raised on a worker when the point died of something other than itself (a Ray failure)."""
+
+
+@dataclass
+class Outcome:
+    """What a point's task returns to the driver."""
+
+    status: str
+    tables: dict[str, pa.Table] = field(default_factory=dict)
+    node: str | None = None
+    seconds: float = 0.0
+    error: str | None = None
+    traceback: str | None = None
+
+
+@dataclass(frozen=True)
+class Shape:
+    """Resources of one point: a plain task of ``cpus``, or ``bundles`` bundles of ``cpus`` each."""
+
+    cpus: float
+    bundles: int = 0
+
+    @property
+    def total(self) -> float:
+        return self.cpus * max(self.bundles, 1)
+
+
+def shape_of(config: dict, cluster_cpus: float) -> Shape:
+    """A point on the Ray backend with n > 1 shards runs n shard actors: one bundle each, sized as
+    cluster/backends/ray_backend.py sizes its actors (min(1, cluster CPUs / n)). Anything
+    else runs inside its task on one CPU."""
+    run = config.get("run") or {}
+    shards = int(run.get("shards") or 1)
+    if run.get("backend") == "ray" and shards > 1:
+        return Shape(max(min(1.0, cluster_cpus / shards), 0.01), shards)
+    return Shape(1.0)
+
+
+def is_system_failure(exc: BaseException) -> bool:
+    """Ray failures (dead worker, node, actor; lost object), not errors raised by the point's code."""
+    from ray import exceptions as rx
+
+    if isinstance(exc, rx.RayTaskError):
+        return isinstance(getattr(exc, "cause", None), SystemFailure)
+    return isinstance(exc, (rx.RayError, SystemFailure))
+
+
+def run_point(command: str, config: dict) -> Outcome:
+    """Body of a point's Ray task: run the command's job and return its tables or its error."""
+    import ray
+
+    from cluster.sweep.commands import get
+
+    node = ray.get_runtime_context().get_node_id()
+    start = time.perf_counter()
+    try:
+        tables = get(command).job(config)
+        return Outcome(STATUS_OK, tables, node, time.perf_counter() - start)
+    except Exception as exc:  # noqa: BLE001 - a point's own failure is data, not a crash
+        if is_system_failure(exc):
+            raise SystemFailure(f"{type(exc).__name__}: {exc}") from exc
+        message = str(exc).strip() or type(exc).__name__
+        return Outcome(STATUS_ERROR, {}, node, time.perf_counter() - start,
+                       f"{type(exc).__name__}: {message}", tb.format_exc())
+
+
+@dataclass
+class _Flight:
+    point: Point
+    attempt: int
+    pg: object = None
+
+
+class Executor:
+    """Submits points to Ray with bounded concurrency and reports each finished one."""
+
+    def __init__(self, ray, command: str, max_retries: int, max_concurrency: int | None):
+        self.ray = ray
+        self.command = command
+        self.max_retries = max_retries
+        self.max_concurrency = max_concurrency
+        self.task = ray.remote(max_retries=0, retry_exceptions=False)(run_point)
+        self._cpus_checked = 0.0
+        self._cpus = 1.0
+
+    def cluster_cpus(self) -> float:
+        """Cluster CPUs, re-read every few seconds (an autoscaling cluster grows)."""
+        now = time.monotonic()
+        if now - self._cpus_checked > 5.0:
+            self._cpus = float(self.ray.cluster_resources().get("CPU", 0.0))
+            self._cpus_checked = now
+        return self._cpus
+
+    def _room(self, inflight: dict) -> bool:
+        if self.max_concurrency is not None:
+            return len(inflight) < self.max_concurrency
+        # default: twice what the cluster holds, so the next point is queued when one ends
+        # (and an autoscaler sees demand); at least 2 in flight
+        used = sum(shape_of(f.point.config, self._cpus).total for f in inflight.values())
+        return not inflight or len(inflight) < 2 or used < 2 * self.cluster_cpus()
+
+    def _submit(self, flight: _Flight):
+        shape = shape_of(flight.point.config, self.cluster_cpus())
+        if shape.bundles:
+            from ray.util.placement_group import placement_group
+            from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+            flight.pg = placement_group([{"CPU": shape.cpus}] * shape.bundles, strategy="PACK")
+            strategy = PlacementGroupSchedulingStrategy(flight.pg, placement_group_capture_child_tasks=True)
+            return self.task.options(num_cpus=0, scheduling_strategy=strategy).remote(self.command, flight.point.config)
+        return self.task.options(num_cpus=shape.cpus).remote(self.command, flight.point.config)
+
+    def _release(self, flight: _Flight) -> None:
+        if flight.pg is not None:
+            from ray.util.placement_group import remove_placement_group
+
+            try:
+                remove_placement_group(flight.pg)
+            except Exception:  # noqa: BLE001 - already gone with its node
+                pass
+
+    def run(self, points: list[Point], done: Callable[[Point, Outcome | None, PointRun], None],
+            tick: Callable[[], None] = lambda: None) -> None:
+        """Run every point; call ``done(point, outcome, run)`` once per point, as it finishes."""
+        queue = deque(_Flight(p, 1) for p in points)
+        inflight: dict = {}
+        try:
+            while queue or inflight:
+                while queue and self._room(inflight):
+                    flight = queue.popleft()
+                    inflight[self._submit(flight)] = flight
+                ready, _ = self.ray.wait(list(inflight), num_returns=1, timeout=0.5)
+                if ready:
+                    rest = [r for r in inflight if r not in ready]
+                    more, _ = self.ray.wait(rest, num_returns=len(rest), timeout=0) if rest else ([], [])
+                    ready += more
+                for ref in ready:
+                    flight = inflight.pop(ref)
+                    retry = self._finish(ref, flight, done)
+                    if retry is not None:
+                        queue.appendleft(retry)
+                tick()
+        finally:
+            for flight in inflight.values():
+                self._release(flight)
+
+    def _finish(self, ref, flight: _Flight, done) -> _Flight | None:
+        try:
+            outcome = self.ray.get(ref)
+        except Exception as exc:  # noqa: BLE001 - classified below
+            self._release(flight)
+            if is_system_failure(exc) and flight.attempt <= self.max_retries:
+                return _Flight(flight.point, flight.attempt + 1)
+            kind = "system failure" if is_system_failure(exc) else "failure outside the job"
+            message = f"{kind} after {flight.attempt} attempt{'s' if flight.attempt > 1 else ''}: " \
+                      f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+            done(flight.point, None, PointRun(STATUS_ERROR, flight.attempt, error=message,
+                                              traceback="".join(tb.format_exception(exc))))
+            return None
+        self._release(flight)
+        done(flight.point, outcome, PointRun(outcome.status, flight.attempt, outcome.node, outcome.seconds,
+                                             outcome.error, outcome.traceback))
+        return None

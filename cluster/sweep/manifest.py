@@ -1,0 +1,79 @@
+"""The sweep manifest: its spec, each run's start and end, and every point's status (JSON, atomic).
+
+The manifest is a summary for people and for ``rdasim sweep status``; the truth about a
+point is its file (written atomically), so a manifest that lags behind a killed driver
+loses nothing: the next run and ``status`` re-read the files.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from cluster import io
+
+FORMAT = 1
+PENDING, DONE, FAILED = "pending", "done", "failed"
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass
+class PointEntry:
+    index: int
+    values: dict  # the swept paths this point sets
+    file: str  # relative to the --out directory
+    status: str = PENDING
+    attempts: int = 0
+    seconds: float | None = None
+    error: str | None = None
+
+
+@dataclass
+class RunEntry:
+    started: str
+    host: str
+    pid: int
+    address: str | None
+    rdasim_version: str
+    to_run: int = 0
+    skipped: int = 0
+    computed: int = 0  # points that finished in this run (ok or error)
+    failed: int = 0
+    ended: str | None = None
+    state: str = "running"  # running, finished, interrupted
+
+
+@dataclass
+class Manifest:
+    sweep: str
+    command: str
+    description: str
+    spec: dict
+    spec_path: str
+    partition_by: list[str]
+    columns: dict[str, str]  # swept column -> Arrow type
+    created: str
+    runs: list[RunEntry] = field(default_factory=list)
+    points: dict[str, PointEntry] = field(default_factory=dict)
+    format: int = FORMAT
+
+    def counts(self) -> dict[str, int]:
+        out = {DONE: 0, FAILED: 0, PENDING: 0}
+        for p in self.points.values():
+            out[p.status] += 1
+        return out
+
+    def save(self, path: Path) -> None:
+        io.write_json(asdict(self), path)
+
+    @classmethod
+    def load(cls, path: Path) -> "Manifest":
+        data = json.loads(Path(path).read_text())
+        data["runs"] = [RunEntry(**r) for r in data.get("runs", [])]
+        data["points"] = {k: PointEntry(**v) for k, v in data.get("points", {}).items()}
+        return cls(**data)

@@ -1,0 +1,128 @@
+"""The rows a sweep stores for a point: its job's tables, prefixed with sweep and axis columns.
+
+Every stored table starts with the sweep columns (schemas.SWEEP_COLUMNS) and one typed
+column per swept config path, followed by the job's own columns. A point that failed
+becomes one error row with the same columns (the job's ones null), so the dataset reads
+as one table. Each file's schema metadata carries the rdasim version, the point's config
+hash and config, and the sweep spec.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from cluster import schemas
+from cluster.config.schema import get_path
+from cluster.sweep.layout import column_name
+
+STATUS_OK, STATUS_ERROR = "ok", "error"
+SWEEP_FIELDS = [pa.field(c.name, c.type) for c in schemas.SWEEP_COLUMNS]
+
+
+@dataclass(frozen=True)
+class PointRun:
+    """How one point's run went (whatever its outcome)."""
+
+    status: str
+    attempts: int
+    node: str | None = None
+    seconds: float | None = None
+    error: str | None = None
+    traceback: str | None = None
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def infer_type(values: list) -> pa.DataType:
+    """Arrow type of a swept column from its resolved values: numbers stay numbers."""
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, bool) for v in present):
+        return pa.bool_()
+    if present and all(_is_int(v) for v in present):
+        return pa.int64()
+    if present and all(_is_int(v) or isinstance(v, float) for v in present):
+        return pa.float64()
+    return pa.string()  # strings, and tables or lists (as JSON)
+
+
+def encode(value, typ: pa.DataType):
+    if value is None or typ != pa.string() or isinstance(value, str):
+        return float(value) if typ == pa.float64() and value is not None else value
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+@dataclass(frozen=True)
+class AxisColumns:
+    """The swept config paths as typed dataset columns."""
+
+    paths: tuple[str, ...]
+    types: tuple[pa.DataType, ...]
+
+    @classmethod
+    def of(cls, paths: list[str], configs: list[dict]) -> "AxisColumns":
+        return cls(tuple(paths), tuple(infer_type([get_path(c, p) for c in configs]) for p in paths))
+
+    @property
+    def fields(self) -> list[pa.Field]:
+        return [pa.field(column_name(p), t) for p, t in zip(self.paths, self.types)]
+
+    def values(self, config: dict) -> list:
+        return [encode(get_path(config, p), t) for p, t in zip(self.paths, self.types)]
+
+
+def prefix_values(sweep_id: str, point, run: PointRun) -> list:
+    return [sweep_id, point.id, point.index, run.status, run.error, run.traceback, run.attempts, run.node,
+            run.seconds]
+
+
+def file_metadata(point, spec_raw: dict, status: str) -> dict[bytes, bytes]:
+    return {
+        b"rdasim.version": schemas.package_version().encode(),
+        b"rdasim.config_hash": point.id.encode(),
+        b"rdasim.point_id": point.id.encode(),
+        b"rdasim.point_status": status.encode(),
+        b"rdasim.config": json.dumps(point.config, sort_keys=True, default=str).encode(),
+        b"rdasim.spec": json.dumps(spec_raw, sort_keys=True, default=str).encode(),
+    }
+
+
+def decorate(table: pa.Table, prefix: list, fields: list[pa.Field], metadata: dict[bytes, bytes]) -> pa.Table:
+    """``table`` with constant columns ``fields`` (values ``prefix``) in front, and file metadata."""
+    n = table.num_rows if table.num_columns else 1  # a column-less error row is still a row
+    taken = set(table.column_names)
+    clash = [f.name for f in fields if f.name in taken]
+    if clash:
+        raise ValueError(f"sweep columns {clash} collide with the job's own columns; rename the swept keys")
+    arrays = [pa.array([v] * n, type=f.type) for v, f in zip(prefix, fields)] + list(table.columns)
+    meta = dict(table.schema.metadata or {})
+    meta.update(metadata)
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields + list(table.schema), metadata=meta))
+
+
+def error_table(result_schema: pa.Schema | None, point) -> pa.Table:
+    """One row of nulls in the result's columns (identity columns filled where known)."""
+    if result_schema is None:
+        return pa.table({})
+    known = {"config_hash": point.id, "seed": (point.config.get("run") or {}).get("seed"),
+             "rdasim_version": schemas.package_version()}
+    arrays = [pa.array([known.get(f.name)], type=f.type) for f in result_schema]
+    return pa.Table.from_arrays(arrays, schema=result_schema)
+
+
+def read_status(path: Path) -> tuple[str, str] | None:
+    """(point id, status) from a stored file's footer, or None if it is missing or unreadable."""
+    try:
+        meta = pq.read_schema(path).metadata or {}
+    except (OSError, pa.ArrowInvalid):
+        return None
+    pid, status = meta.get(b"rdasim.point_id"), meta.get(b"rdasim.point_status")
+    if pid is None or status is None:
+        return None
+    return pid.decode(), status.decode()

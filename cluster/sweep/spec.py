@@ -1,0 +1,231 @@
+"""The sweep spec (TOML): a base config, the axes to vary, and how to run and store the points.
+
+Parsing checks the spec's own structure and collects every problem with its key path;
+whether the axes name real config keys and every point is a valid config is checked
+when the points are expanded (points.py), against the command's schema.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cluster.config import Field, Issue, Table
+from cluster.config.loader import read_toml
+from cluster.config.schema import REQUIRED, validate
+from cluster.errors import UserError
+
+DISTRIBUTIONS = ("uniform", "loguniform", "randint", "choice")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+SWEEP_SECTION = Table({
+    "name": Field("str", REQUIRED, "sweep name: the dataset directory DIR/<name>/ and the sweep_id column"),
+    "command": Field("str", REQUIRED, "what each point runs: noc (rdasim noc) or run (rdasim run)"),
+    "partition_by": Field("list", [], "dotted config paths whose values become hive partition directories",
+                          item=Field("str")),
+    "max_retries": Field("int", 3, "retries of a point after a system failure (worker or node died)", min=0),
+    "max_concurrency": Field("int", None, "points in flight at once (default: what the cluster's CPUs hold)",
+                             min=1),
+    "description": Field("str", "", "free text, kept in the manifest"),
+})
+
+RANDOM_SECTION = Table({
+    "samples": Field("int", None, "number of random draws", min=1),
+    "seed": Field("int", 0, "seed of the draws (independent of run.seed)", min=0),
+    "axes": Field("any", None, "dotted config path -> {uniform|loguniform|randint = [lo, hi]} or {choice = [...]}"),
+})
+
+TOP_LEVEL = ("sweep", "base", "axes", "zip", "random", "points")
+
+
+@dataclass(frozen=True)
+class RandomAxes:
+    """``samples`` draws of every distribution, from a generator seeded with ``seed``."""
+
+    samples: int
+    seed: int
+    dists: dict[str, tuple[str, list]]  # dotted path -> (distribution, arguments)
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    name: str
+    command: str
+    partition_by: tuple[str, ...]
+    max_retries: int
+    max_concurrency: int | None
+    description: str
+    base: dict  # raw base config (before validation)
+    axes: dict[str, list]  # dotted path -> values: cartesian product
+    zips: list[dict[str, list]]  # groups of equally long lists, advanced together
+    random: RandomAxes | None
+    points: list[dict[str, object]]  # explicit points: dotted path -> value
+    raw: dict = field(default_factory=dict)  # the spec as written (kept in the manifest and files)
+    source: str = ""
+
+    def swept_paths(self) -> list[str]:
+        """Every dotted path a point may set, in spec order (each becomes a dataset column)."""
+        out: list[str] = []
+        for group in [self.axes, *self.zips, self.random.dists if self.random else {}, *self.points]:
+            out += [p for p in group if p not in out]
+        return out + [p for p in self.partition_by if p not in out]
+
+
+def flatten(table: dict, prefix: str = "", leaf=lambda v: not isinstance(v, dict)) -> dict[str, object]:
+    """{'noc': {'rate': [..]}, 'run.seed': [..]} -> {'noc.rate': [..], 'run.seed': [..]}."""
+    out = {}
+    for key, value in table.items():
+        path = f"{prefix}{key}"
+        if leaf(value):
+            out[path] = value
+        else:
+            out.update(flatten(value, path + ".", leaf))
+    return out
+
+
+def _is_dist(value) -> bool:
+    return not isinstance(value, dict) or (len(value) == 1 and next(iter(value)) in DISTRIBUTIONS)
+
+
+def _lists(group: dict, where: str, issues: list[Issue]) -> dict[str, list]:
+    out = {}
+    for path, values in flatten(group).items():
+        if not isinstance(values, list):
+            issues.append(Issue(f"{where}.{path}", f"expected a list of values, got {values!r}"))
+        elif not values:
+            issues.append(Issue(f"{where}.{path}", "is an empty list: the sweep would have no points"))
+        else:
+            out[path] = values
+    return out
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _dist_problem(kind: str, args) -> str | None:
+    if not isinstance(args, list):
+        return f"{kind} takes a list, got {args!r}"
+    if kind == "choice":
+        return None if args else "choice needs at least one value"
+    if len(args) != 2 or not all(_number(a) for a in args):
+        return f"{kind} takes [low, high] numbers, got {args!r}"
+    lo, hi = args
+    if kind == "randint" and not all(isinstance(a, int) for a in args):
+        return f"randint takes whole numbers, got {args!r}"
+    if (lo > hi) if kind == "randint" else (lo >= hi):
+        return f"low {lo} must be below high {hi}"
+    if kind == "loguniform" and lo <= 0:
+        return f"loguniform needs a positive low bound, got {lo}"
+    return None
+
+
+def _random(raw, issues: list[Issue]) -> RandomAxes | None:
+    if raw is None:
+        return None
+    rnd, found = validate(raw, RANDOM_SECTION)
+    issues += [Issue(f"random.{i.path}", i.message) for i in found]
+    axes = rnd.get("axes")
+    if axes is None or found:
+        if axes is None and not found:
+            issues.append(Issue("random.axes", "is required: the distributions to draw from"))
+        return None
+    if not isinstance(axes, dict) or not axes:
+        issues.append(Issue("random.axes", "expected a table of dotted path = {distribution = [...]}"))
+        return None
+    dists = {}
+    for path, spec in flatten(axes, leaf=_is_dist).items():
+        where = f"random.axes.{path}"
+        if not isinstance(spec, dict):
+            issues.append(Issue(where, f"expected {{uniform = [lo, hi]}}, {{randint = [lo, hi]}}, "
+                                       f"{{loguniform = [lo, hi]}} or {{choice = [...]}}, got {spec!r}"))
+            continue
+        kind, args = next(iter(spec.items()))
+        problem = _dist_problem(kind, args)
+        if problem:
+            issues.append(Issue(where, problem))
+        else:
+            dists[path] = (kind, list(args))
+    if rnd["samples"] is None:
+        issues.append(Issue("random.samples", "is required: how many points to draw"))
+        return None
+    return RandomAxes(rnd["samples"], rnd["seed"], dists)
+
+
+def _tables(raw, where: str, issues: list[Issue]) -> list[dict]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list) or not all(isinstance(t, dict) for t in raw):
+        issues.append(Issue(where, f"expected an array of tables ([[{where}]])"))
+        return []
+    return raw
+
+
+def _base(raw, base_dir: Path, issues: list[Issue]) -> dict:
+    if raw is None:
+        return {}
+    if isinstance(raw, dict):
+        return raw
+    if isinstance(raw, str):
+        try:
+            return read_toml(base_dir / raw)
+        except UserError as exc:
+            issues.append(Issue("base", exc.message))
+            return {}
+    issues.append(Issue("base", f"expected a file name or a [base] table, got {raw!r}"))
+    return {}
+
+
+def parse_spec(raw: dict, base_dir: Path, source: str = "") -> tuple[SweepSpec, list[Issue]]:
+    """Check a spec's structure; return (spec, issues): the spec as far as it could be read, and every problem."""
+    issues: list[Issue] = []
+    for key in raw:
+        if key not in TOP_LEVEL:
+            close = difflib.get_close_matches(key, TOP_LEVEL, n=1)
+            hint = f"did you mean '{close[0]}'?" if close else f"known: {', '.join(TOP_LEVEL)}"
+            issues.append(Issue(key, f"unknown key; {hint}"))
+    sweep, found = validate(raw.get("sweep", {}), SWEEP_SECTION)
+    issues += [Issue(f"sweep.{i.path}", i.message) for i in found]
+    if sweep.get("name") is not None and not NAME_RE.match(sweep["name"]):
+        issues.append(Issue("sweep.name", f"{sweep['name']!r} must be letters, digits, '.', '_' or '-' "
+                                          "(it names a directory)"))
+    axes = raw.get("axes", {})
+    if not isinstance(axes, dict):
+        issues.append(Issue("axes", "expected a table of dotted path = [values]"))
+        axes = {}
+    grid = _lists(axes, "axes", issues)
+    zips = []
+    for i, group in enumerate(_tables(raw.get("zip"), "zip", issues)):
+        lists = _lists(group, f"zip[{i}]", issues)
+        lengths = {p: len(v) for p, v in lists.items()}
+        if len(set(lengths.values())) > 1:
+            issues.append(Issue(f"zip[{i}]", "lists must have the same length: "
+                                + ", ".join(f"{p} has {n}" for p, n in lengths.items())))
+        elif lists:
+            zips.append(lists)
+    rnd = _random(raw.get("random"), issues)
+    points = [flatten(t) for t in _tables(raw.get("points"), "points", issues)]
+    seen: dict[str, str] = {}
+    for where, group in [("axes", grid), *((f"zip[{i}]", z) for i, z in enumerate(zips)),
+                         ("random.axes", rnd.dists if rnd else {})]:
+        for path in group:
+            if path in seen:
+                issues.append(Issue(f"{where}.{path}", f"is already swept in {seen[path]}"))
+            seen[path] = where
+    base = _base(raw.get("base"), base_dir, issues)
+    spec = SweepSpec(  # best effort even with issues, so the points' problems can be listed too
+        name=sweep.get("name") or "", command=sweep.get("command") or "",
+        partition_by=tuple(sweep.get("partition_by") or ()), max_retries=sweep.get("max_retries") or 0,
+        max_concurrency=sweep.get("max_concurrency"), description=sweep.get("description") or "",
+        base=base, axes=grid, zips=zips, random=rnd, points=points, raw=raw, source=source,
+    )
+    return spec, issues
+
+
+def read_spec(path: str | Path) -> tuple[SweepSpec, list[Issue]]:
+    p = Path(path)
+    return parse_spec(read_toml(p), p.parent, str(p))
+

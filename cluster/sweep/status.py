@@ -1,0 +1,84 @@
+"""How far a sweep has got: done, failed and pending points, read from the stored files.
+
+The files are the truth (the manifest can lag behind a killed driver), so every point's
+result file is checked; the manifest says which points there are and where they live.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from cluster.errors import UserError
+from cluster.sweep.layout import find_manifests
+from cluster.sweep.manifest import Manifest
+from cluster.sweep.records import STATUS_OK, read_status
+
+
+@dataclass(frozen=True)
+class SweepStatus:
+    sweep: str
+    command: str
+    total: int
+    done: int
+    failed: int
+    pending: int
+    state: str  # running, finished, interrupted, never run
+    started: str | None
+    ended: str | None
+    runs: int
+    dataset: str
+    errors: list[str]  # the first failed points' messages
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _state(m: Manifest) -> str:
+    if not m.runs:
+        return "never run"
+    last = m.runs[-1]
+    if last.state == "running" and last.host == socket.gethostname() and not _alive(last.pid):
+        return "interrupted"  # the driver died without saying so
+    return last.state
+
+
+def sweep_status(manifest_path: Path, max_errors: int = 5) -> SweepStatus:
+    m = Manifest.load(manifest_path)
+    root = manifest_path.parent
+    done = failed = 0
+    errors = []
+    for pid, entry in m.points.items():
+        found = read_status(root / entry.file)
+        if found is None or found[0] != pid:
+            continue
+        if found[1] == STATUS_OK:
+            done += 1
+        else:
+            failed += 1
+            if len(errors) < max_errors:
+                errors.append(f"point {entry.index}: {entry.error or 'failed'}")
+    total = len(m.points)
+    return SweepStatus(m.sweep, m.command, total, done, failed, total - done - failed, _state(m),
+                       m.runs[0].started if m.runs else None, m.runs[-1].ended if m.runs else None,
+                       len(m.runs), str(root / m.sweep), errors)
+
+
+def statuses(path: str | Path) -> list[SweepStatus]:
+    found = find_manifests(Path(path))
+    if not found:
+        raise UserError(f"no sweep at {str(path)!r}: expected an --out directory holding <name>.manifest.json "
+                        "or a sweep's dataset directory")
+    return [sweep_status(p) for p in found]

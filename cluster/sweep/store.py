@@ -1,0 +1,85 @@
+"""Writing a finished point: its tables as atomic Parquet files at their fixed paths.
+
+Other tables are written before the point's result file, so a valid result file means
+the point is complete. A point whose job failed, or whose tables cannot be stored,
+becomes one error row in the result dataset.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pyarrow as pa
+
+from cluster import io
+from cluster.config.schema import get_path
+from cluster.sweep.commands import pick_result
+from cluster.sweep.layout import Layout
+from cluster.sweep.plan import SweepPlan
+from cluster.sweep.points import Point
+from cluster.sweep.records import (STATUS_ERROR, STATUS_OK, SWEEP_FIELDS, PointRun, decorate, error_table,
+                                   file_metadata, prefix_values, read_status)
+
+ORPHAN_AGE_SECONDS = 300.0  # a temporary file lives for the milliseconds of one write
+
+
+class Store:
+    """The point files of one sweep."""
+
+    def __init__(self, plan: SweepPlan, layout: Layout):
+        self.plan = plan
+        self.layout = layout
+        self.result_schema: pa.Schema | None = plan.command.result_schema()
+
+    def path(self, point: Point, table: str | None = None) -> Path:
+        values = {p: get_path(point.config, p) for p in self.layout.partition_by}
+        return self.layout.point_file(point.id, values, table)
+
+    def existing(self, point: Point) -> str | None:
+        """Status of the point's valid stored result file (ok or error), or None."""
+        found = read_status(self.path(point))
+        return found[1] if found is not None and found[0] == point.id else None
+
+    def _decorate(self, table: pa.Table, point: Point, run: PointRun) -> pa.Table:
+        plan = self.plan
+        prefix = prefix_values(plan.spec.name, point, run) + plan.axes.values(point.config)
+        return decorate(table, prefix, SWEEP_FIELDS + plan.axes.fields,
+                        file_metadata(point, plan.spec.raw, run.status))
+
+    def write(self, point: Point, tables: dict[str, pa.Table] | None, run: PointRun) -> PointRun:
+        """Store a finished point; returns its run (turned into an error if storing failed)."""
+        if run.status == STATUS_OK:
+            try:
+                name = pick_result(tables, self.plan.command.result)
+                others = {t: self._decorate(tab, point, run) for t, tab in tables.items() if t != name}
+                main = self._decorate(tables[name], point, run)
+            except (ValueError, RuntimeError, pa.ArrowException) as exc:
+                run = PointRun(STATUS_ERROR, run.attempts, run.node, run.seconds,
+                               f"cannot store the point's tables: {exc}", None)
+            else:
+                if self.result_schema is None:
+                    self.result_schema = tables[name].schema
+                for table, decorated in others.items():
+                    io.write_parquet(decorated, self.path(point, table))
+                io.write_parquet(main, self.path(point))
+                return run
+        io.write_parquet(self._decorate(error_table(self.result_schema, point), point, run), self.path(point))
+        return run
+
+    def remove_orphans(self, now: float | None = None) -> int:
+        """Delete temporary files that a killed writer left behind (old enough to be dead)."""
+        now = time.time() if now is None else now
+        root, removed = self.layout.root, 0
+        dirs = [self.layout.dataset, *root.glob(f"{self.layout.name}.*")]
+        for d in dirs:
+            if not d.is_dir():
+                continue
+            for tmp in d.rglob(".*.tmp"):
+                try:
+                    if now - tmp.stat().st_mtime > ORPHAN_AGE_SECONDS:
+                        tmp.unlink()
+                        removed += 1
+                except FileNotFoundError:
+                    pass
+        return removed
