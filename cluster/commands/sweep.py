@@ -23,6 +23,8 @@ def add_arguments(p) -> None:
                    help="points in flight at once (default: [sweep] max_concurrency, else twice what the CPUs hold)")
     p.add_argument("--retry-failed", dest="retry_failed", action="store_true",
                    help="also rerun points stored as errors (finished points are always skipped)")
+    p.add_argument("--in-process", dest="in_process", action="store_true",
+                   help="run the points one by one in this process, without Ray (debugging)")
     p.add_argument("--dry-run", dest="dry_run", action="store_true", help="check the spec and list its points")
     p.add_argument("--json", action="store_true", help="status: print JSON")
     p.add_argument("--quiet", action="store_true", help="no progress output")
@@ -47,7 +49,8 @@ def run(args) -> int:
     from cluster.sweep.runner import run_sweep
 
     signal.signal(signal.SIGTERM, _terminate)  # `ray job stop`, kill: record the run as interrupted
-    summary = run_sweep(plan, args.out, args.address, args.max_concurrency, args.quiet, args.retry_failed)
+    summary = run_sweep(plan, args.out, args.address, args.max_concurrency, args.quiet, args.retry_failed,
+                        args.in_process)
     if not args.quiet:
         print(f"{summary.name}: {summary.total} points ({summary.skipped} already stored, {summary.computed} run, "
               f"{summary.failed} failed) in {summary.seconds:.1f} s -> {summary.dataset}", file=sys.stderr)

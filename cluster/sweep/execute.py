@@ -75,9 +75,13 @@ def run_point(command: str, config: dict) -> Outcome:
     """Body of a point's Ray task: run the command's job and return its tables or its error."""
     import ray
 
+    return job_outcome(command, config, ray.get_runtime_context().get_node_id())
+
+
+def job_outcome(command: str, config: dict, node: str | None) -> Outcome:
+    """Run one point's job here; its own exceptions become an error outcome."""
     from cluster.sweep.commands import get
 
-    node = ray.get_runtime_context().get_node_id()
     start = time.perf_counter()
     try:
         tables = get(command).job(config)
@@ -187,3 +191,17 @@ class Executor:
         done(flight.point, outcome, PointRun(outcome.status, flight.attempt, outcome.node, outcome.seconds,
                                              outcome.error, outcome.traceback))
         return None
+
+
+class InProcessExecutor:
+    """Runs the points one after another in this process, without Ray (debugging, tests)."""
+
+    def run(self, points: list[Point], done: Callable[[Point, Outcome | None, PointRun], None],
+            tick: Callable[[], None] = lambda: None) -> None:
+        for point in points:
+            o = job_outcome(self.command, point.config, "in-process")
+            done(point, o, PointRun(o.status, 1, o.node, o.seconds, o.error, o.traceback))
+            tick()
+
+    def __init__(self, command: str):
+        self.command = command

@@ -93,11 +93,16 @@ def _label(indices: list[int], total: int, values: list[dict]) -> str:
 
 def expand(spec: SweepSpec, schema: Table) -> tuple[list[Point], list[Issue], int]:
     """Resolve every point against the command's schema: (points, issues, duplicates dropped)."""
-    issues = [Issue(f"sweep.partition_by[{i}]" if path in spec.partition_by else path, problem)
-              for i, path in enumerate(spec.swept_paths())
-              if (problem := path_problem(schema, path))]
-    if issues:
-        return [], issues, 0
+    issues, bad, set_paths = [], set(), spec.set_paths()
+    for path in spec.swept_paths():
+        problem = path_problem(schema, path)
+        if problem is None:
+            continue
+        bad.add(path)
+        if path in set_paths:
+            issues.append(Issue(path, problem))
+        else:
+            issues.append(Issue(f"sweep.partition_by[{spec.partition_by.index(path)}]", f"{path!r}: {problem}"))
     combos = combinations(spec)
     problems: dict[tuple[str, str], list[int]] = {}
     points: list[Point] = []
@@ -108,6 +113,7 @@ def expand(spec: SweepSpec, schema: Table) -> tuple[list[Point], list[Issue], in
             value = get_path(cfg, key)
             if value is not None and not isinstance(value, SCALARS):
                 found.append(Issue(key, f"a partition key needs a single value (number, string, bool), got {value!r}"))
+        found = [i for i in found if i.path not in bad]  # already reported once, with a hint
         for i in found:
             problems.setdefault((i.path, i.message), []).append(index)
         if found:
@@ -116,6 +122,6 @@ def expand(spec: SweepSpec, schema: Table) -> tuple[list[Point], list[Issue], in
         if pid not in seen:
             seen.add(pid)
             points.append(Point(index, pid, values, cfg))
-    issues = [Issue(path, f"{message} ({_label(idx, len(combos), combos)})")
-              for (path, message), idx in problems.items()]
+    issues += [Issue(path, f"{message} ({_label(idx, len(combos), combos)})")
+               for (path, message), idx in problems.items()]
     return points, issues, 0 if issues else len(combos) - len(points)

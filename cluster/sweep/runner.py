@@ -63,7 +63,8 @@ def _describe(point: Point) -> str:
 
 
 def run_sweep(plan: SweepPlan, out: str | Path, address: str | None = None, max_concurrency: int | None = None,
-              quiet: bool = False, retry_failed: bool = False) -> SweepSummary:
+              quiet: bool = False, retry_failed: bool = False, in_process: bool = False) -> SweepSummary:
+    """Run the plan's missing points into ``out``; ``in_process`` runs them here, one by one, without Ray."""
     start = time.perf_counter()
     layout = Layout(Path(out), plan.spec.name, plan.spec.partition_by)
     store = Store(plan, layout)
@@ -81,7 +82,7 @@ def run_sweep(plan: SweepPlan, out: str | Path, address: str | None = None, max_
     try:
         if todo:
             _execute(plan, todo, store, manifest, run, layout, address,
-                     max_concurrency or plan.spec.max_concurrency, quiet, log)
+                     max_concurrency or plan.spec.max_concurrency, quiet, log, in_process)
         run.state = "finished"
     except BaseException:
         run.state = "interrupted"
@@ -95,11 +96,15 @@ def run_sweep(plan: SweepPlan, out: str | Path, address: str | None = None, max_
 
 
 def _execute(plan, todo, store: Store, manifest: Manifest, run: RunEntry, layout: Layout, address,
-             max_concurrency, quiet, log) -> None:
-    from cluster.ray_env import init_ray
-    from cluster.sweep.execute import Executor
+             max_concurrency, quiet, log, in_process) -> None:
+    from cluster.sweep.execute import Executor, InProcessExecutor
 
-    ray = init_ray(address)
+    if in_process:
+        executor = InProcessExecutor(plan.command.name)
+    else:
+        from cluster.ray_env import init_ray
+
+        executor = Executor(init_ray(address), plan.command.name, plan.spec.max_retries, max_concurrency)
     progress = Progress(f"sweep {plan.spec.name}", quiet)
     last_save = [time.monotonic()]
 
@@ -122,7 +127,6 @@ def _execute(plan, todo, store: Store, manifest: Manifest, run: RunEntry, layout
         progress(run.computed, len(todo), unit="points")
         tick()
 
-    executor = Executor(ray, plan.command.name, plan.spec.max_retries, max_concurrency)
     try:
         executor.run(todo, done, tick)
     finally:

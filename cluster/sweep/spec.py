@@ -66,11 +66,16 @@ class SweepSpec:
     raw: dict = field(default_factory=dict)  # the spec as written (kept in the manifest and files)
     source: str = ""
 
-    def swept_paths(self) -> list[str]:
-        """Every dotted path a point may set, in spec order (each becomes a dataset column)."""
+    def set_paths(self) -> list[str]:
+        """Every dotted path the axes, zips, random draws or explicit points set, in spec order."""
         out: list[str] = []
         for group in [self.axes, *self.zips, self.random.dists if self.random else {}, *self.points]:
             out += [p for p in group if p not in out]
+        return out
+
+    def swept_paths(self) -> list[str]:
+        """The set paths and the partition keys: each becomes a dataset column."""
+        out = self.set_paths()
         return out + [p for p in self.partition_by if p not in out]
 
 
@@ -126,8 +131,9 @@ def _dist_problem(kind: str, args) -> str | None:
 def _random(raw, issues: list[Issue]) -> RandomAxes | None:
     if raw is None:
         return None
-    rnd, found = validate(raw, RANDOM_SECTION)
-    issues += [Issue(f"random.{i.path}", i.message) for i in found]
+    rnd, found = validate({"random": raw}, Table({"random": RANDOM_SECTION}))
+    rnd = rnd["random"]
+    issues += found
     axes = rnd.get("axes")
     if axes is None or found:
         if axes is None and not found:
@@ -187,8 +193,9 @@ def parse_spec(raw: dict, base_dir: Path, source: str = "") -> tuple[SweepSpec, 
             close = difflib.get_close_matches(key, TOP_LEVEL, n=1)
             hint = f"did you mean '{close[0]}'?" if close else f"known: {', '.join(TOP_LEVEL)}"
             issues.append(Issue(key, f"unknown key; {hint}"))
-    sweep, found = validate(raw.get("sweep", {}), SWEEP_SECTION)
-    issues += [Issue(f"sweep.{i.path}", i.message) for i in found]
+    sweep, found = validate({"sweep": raw.get("sweep", {})}, Table({"sweep": SWEEP_SECTION}))
+    sweep = sweep["sweep"]
+    issues += found
     if sweep.get("name") is not None and not NAME_RE.match(sweep["name"]):
         issues.append(Issue("sweep.name", f"{sweep['name']!r} must be letters, digits, '.', '_' or '-' "
                                           "(it names a directory)"))

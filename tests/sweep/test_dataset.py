@@ -1,0 +1,191 @@
+"""The stored dataset, without Ray (--in-process): one atomic file per point, typed columns,
+error rows, resuming without recomputation, and status read from the files."""
+
+import json
+import os
+import textwrap
+import time
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+import pytest
+
+from cluster.cli import main
+from cluster.sweep.dataset import read_dataset
+from cluster.sweep.layout import segment_value
+from cluster.sweep.plan import plan_sweep
+from cluster.sweep.runner import run_sweep
+
+NOC_SPEC = """
+[sweep]
+name = "grid"
+command = "noc"
+partition_by = ["noc.cols", "noc.traffic"]
+
+[base]
+noc.rows = 4
+noc.warmup_cycles = 100
+noc.measure_cycles = 200
+
+[axes]
+noc.cols = [4, 8]
+noc.traffic = ["uniform", "transpose"]
+noc.rate = [0.1, 0.3]
+"""
+
+
+def _spec(path, text):
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def _files(root):
+    return sorted(root.rglob("*.parquet"))
+
+
+@pytest.fixture(scope="module")
+def noc_sweep(tmp_path_factory):
+    """8 NoC points; the 2 transposes on a 4x8 grid fail by themselves (not square)."""
+    tmp = tmp_path_factory.mktemp("noc")
+    spec = _spec(tmp / "spec.toml", NOC_SPEC)
+    summary = run_sweep(plan_sweep(spec), tmp / "out", quiet=True, in_process=True)
+    return tmp, summary
+
+
+def test_one_file_per_point_at_its_hive_path(noc_sweep):
+    tmp, summary = noc_sweep
+    files = _files(tmp / "out" / "grid")
+    assert summary.total == 8 and summary.computed == 8 and len(files) == 8
+    plan = plan_sweep(tmp / "spec.toml")
+    expected = {f"sweep_id=grid/noc_cols={p.config['noc']['cols']}/noc_traffic={p.config['noc']['traffic']}/"
+                f"{p.id}.parquet" for p in plan.points}
+    assert {str(f.relative_to(tmp / "out" / "grid")) for f in files} == expected
+    assert len(_files(tmp / "out" / "grid.noc_links")) == 6  # links of the points that ran
+    assert not list((tmp / "out").rglob("*.tmp"))
+
+
+def test_columns_keep_their_types_through_pyarrow(noc_sweep):
+    tmp, _ = noc_sweep
+    table = ds.dataset(tmp / "out" / "grid", format="parquet").to_table()
+    types = {f.name: f.type for f in table.schema}
+    assert types["noc_cols"] == pa.int64() and types["noc_rate"] == pa.float64()
+    assert types["noc_traffic"] == pa.string() and types["sweep_id"] == pa.string()
+    assert types["avg_latency"] == pa.float64() and types["measured_packets"] == pa.int64()
+    assert types["saturated"] == pa.bool_() and types["point_attempts"] == pa.int32()
+    assert table.num_rows == 8
+    assert read_dataset(tmp / "out" / "grid").schema.equals(table.schema)
+    # partition values in the files equal the directory values, as numbers
+    for f in _files(tmp / "out" / "grid"):
+        row = pq.read_table(f).to_pylist()[0]
+        assert f"noc_cols={row['noc_cols']}/" in str(f) and isinstance(row["noc_cols"], int)
+
+
+def test_ok_rows_carry_the_point_identity_and_file_metadata(noc_sweep):
+    tmp, _ = noc_sweep
+    ok = read_dataset(tmp / "out" / "grid", filter=ds.field("point_status") == "ok").to_pylist()
+    assert len(ok) == 6
+    for row in ok:
+        assert row["config_hash"] == row["point_id"]  # rdasim noc hashed the same config
+        assert row["rate"] == row["noc_rate"] and row["cols"] == row["noc_cols"]
+        assert row["measured_packets"] > 0 and row["point_error"] is None
+    f = _files(tmp / "out" / "grid")[0]
+    meta = pq.read_schema(f).metadata
+    assert meta[b"rdasim.config_hash"].decode() == f.stem
+    assert json.loads(meta[b"rdasim.spec"])["sweep"]["name"] == "grid"
+    assert meta[b"rdasim.version"] and json.loads(meta[b"rdasim.config"])["noc"]["rows"] == 4
+
+
+def test_a_failing_point_is_an_error_row_not_a_crash(noc_sweep):
+    tmp, summary = noc_sweep
+    assert summary.failed == 2
+    bad = read_dataset(tmp / "out" / "grid", filter=ds.field("point_status") == "error").to_pylist()
+    assert sorted((r["noc_traffic"], r["noc_cols"]) for r in bad) == [("transpose", 8), ("transpose", 8)]
+    for row in bad:
+        assert "square grid" in row["point_error"] and "Traceback" in row["point_traceback"]
+        assert row["avg_latency"] is None and row["config_hash"] == row["point_id"]
+
+
+def test_status_counts_from_the_files(noc_sweep, capsys):
+    tmp, _ = noc_sweep
+    for where in (tmp / "out", tmp / "out" / "grid"):
+        assert main(["sweep", "status", str(where), "--json"]) == 0
+        got = json.loads(capsys.readouterr().out)
+        assert (got["done"], got["failed"], got["pending"], got["total"]) == (6, 2, 0, 8)
+        assert got["state"] == "finished"
+
+
+NOOP_SPEC = """
+[sweep]
+name = "n"
+command = "noop"
+partition_by = ["noop.value"]
+[axes]
+noop.value = [0.5, 1.5, 2.5, 3.5, 4.5]
+noop.fail = [false, true]
+"""
+
+
+def _stamp(files):
+    return {f: (f.stat().st_ino, f.stat().st_mtime_ns) for f in files}
+
+
+def test_rerun_skips_stored_points_and_recomputes_only_what_is_missing(tmp_path, capsys):
+    spec = _spec(tmp_path / "n.toml", NOOP_SPEC)
+    out = tmp_path / "out"
+    first = run_sweep(plan_sweep(spec), out, quiet=True, in_process=True)
+    assert (first.computed, first.failed) == (10, 5)
+    files = _files(out / "n")
+    before = _stamp(files)
+    again = run_sweep(plan_sweep(spec), out, quiet=True, in_process=True)
+    assert (again.skipped, again.computed) == (10, 0) and _stamp(files) == before
+    # a lost file and a truncated one are recomputed; nothing else is touched
+    ok = [f for f in files if pq.read_schema(f).metadata[b"rdasim.point_status"] == b"ok"]
+    ok[0].unlink()
+    ok[1].write_bytes(ok[1].read_bytes()[:100])
+    assert main(["sweep", "status", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["pending"] == 2
+    third = run_sweep(plan_sweep(spec), out, quiet=True, in_process=True)
+    assert third.computed == 2
+    assert {f: s for f, s in _stamp(_files(out / "n")).items() if f not in ok[:2]} == \
+        {f: s for f, s in before.items() if f not in ok[:2]}
+    assert len(_files(out / "n")) == 10
+    # --retry-failed reruns exactly the error rows
+    retried = run_sweep(plan_sweep(spec), out, quiet=True, in_process=True, retry_failed=True)
+    assert retried.computed == 5 and len(_files(out / "n")) == 10
+    runs = json.loads((out / "n.manifest.json").read_text())["runs"]
+    assert [(r["to_run"], r["computed"], r["state"]) for r in runs] == \
+        [(10, 10, "finished"), (0, 0, "finished"), (2, 2, "finished"), (5, 5, "finished")]
+
+
+def test_orphaned_temporary_files_are_removed_but_fresh_ones_kept(tmp_path):
+    spec = _spec(tmp_path / "n.toml", NOOP_SPEC)
+    out = tmp_path / "out"
+    run_sweep(plan_sweep(spec), out, quiet=True, in_process=True)
+    part = next((out / "n").rglob("noop_value=*"))
+    old, fresh = part / ".x.parquet.abc.tmp", part / ".y.parquet.def.tmp"
+    old.write_bytes(b"half a file")
+    fresh.write_bytes(b"being written")
+    os.utime(old, (time.time() - 3600, time.time() - 3600))
+    run_sweep(plan_sweep(spec), out, quiet=True, in_process=True)
+    assert not old.exists() and fresh.exists()
+
+
+def test_string_partition_values_are_escaped_and_decoded_by_readers(tmp_path):
+    spec = _spec(tmp_path / "s.toml", """
+        [sweep]
+        name = "esc"
+        command = "noop"
+        partition_by = ["run.address"]
+        [base]
+        run.backend = "ray"
+        [axes]
+        run.address = ["a/b c", "ray://h:1"]
+    """)
+    run_sweep(plan_sweep(spec), tmp_path / "out", quiet=True, in_process=True)
+    assert segment_value("a/b c") == "a%2Fb%20c" and segment_value(None) == "__HIVE_DEFAULT_PARTITION__"
+    hive = ds.dataset(tmp_path / "out" / "esc", format="parquet",
+                      partitioning=ds.partitioning(pa.schema([("sweep_id", pa.string()),
+                                                              ("run_address", pa.string())]), flavor="hive"),
+                      exclude_invalid_files=True)
+    assert sorted(hive.to_table(columns=["run_address"]).column(0).to_pylist()) == ["a/b c", "ray://h:1"]
