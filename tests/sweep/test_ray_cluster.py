@@ -27,7 +27,8 @@ from cluster.sweep.dataset import read_dataset
 from cluster.sweep.plan import plan_sweep
 
 pytestmark = pytest.mark.ray
-RAY = str(Path(sys.executable).with_name("ray"))
+RAY = str(Path(sys.executable).with_name("ray")) if Path(sys.executable).with_name("ray").exists() \
+    else shutil.which("ray") or "ray"
 
 
 def _free_port() -> int:

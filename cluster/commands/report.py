@@ -1,0 +1,31 @@
+"""rdasim report: PNG figures from a results directory (a run's --out, or a sweep's --out)."""
+
+from __future__ import annotations
+
+import sys
+
+HELP = "Figures from a results directory"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("dir", metavar="DIR", help="results: rdasim noc/run --out DIR, or rdasim sweep --out DIR")
+    p.add_argument("--out", metavar="FIGDIR", help="where the PNG files go (default: DIR/figures)")
+    p.add_argument("--x", action="append", default=[], metavar="AXIS",
+                   help="sweeps: swept column to plot against, e.g. noc_rate (repeatable; default: every varied one)")
+    p.add_argument("--y", action="append", default=[], metavar="METRIC",
+                   help="sweeps: metric column, e.g. avg_latency (repeatable; default: a few headline ones)")
+    p.add_argument("--hue", metavar="AXIS", help="sweeps: one line per value of this swept column")
+    p.add_argument("--point", metavar="POINT_ID", help="sweeps: the point whose own tables are drawn")
+    p.add_argument("--quiet", action="store_true", help="do not list skipped figures")
+
+
+def run(args) -> int:
+    from cluster.report.render import Options, write_report
+
+    report = write_report(args.dir, args.out, Options(args.x, args.y, args.hue, args.point))
+    for path in report.written:
+        print(path)
+    if not args.quiet:
+        for why in report.skipped:
+            print(f"skipped {why}", file=sys.stderr)
+    return 0

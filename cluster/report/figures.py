@@ -1,0 +1,150 @@
+"""Figures of one run's tables (a `rdasim noc`/`rdasim run` output, or one point of a sweep).
+
+Each function takes the tables by name and matplotlib's pyplot, and returns the figure or
+raises Skip. The NoC tables have known columns; the memory tables (rdasim run) are found
+by their columns, so a figure appears as soon as a table that has them exists.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cluster.report.data import Skip, containing, find_table, first, grouped, numeric, only_ok
+
+DIRECTIONS = ("E", "W", "S", "N")
+TIME = ("cycle", "cycles", "time", "t")
+UNIT = ("mu", "mu_id", "unit", "unit_id", "memory_unit")
+ROW, COL = ("row", "mu_row", "tile_row", "y"), ("col", "mu_col", "tile_col", "x")
+
+
+def _grid_axes(ax, rows: int, cols: int) -> None:
+    ax.set_xticks(range(cols))
+    ax.set_yticks(range(rows))
+    ax.set_xlabel("column")
+    ax.set_ylabel("row")
+
+
+def latency_vs_load(tables: dict[str, pa.Table], plt, group: str | None = None):
+    """Mean and p99 packet latency against offered load (the classic NoC curve)."""
+    _, t = find_table(tables, lambda t: "avg_latency" in t.column_names and first(t, ("rate", "offered")))
+    t = only_ok(t)
+    x = first(t, ("rate", "offered"))
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for hue, (xs, ys, _, _) in grouped(t, x, "avg_latency", group).items():
+        ax.plot(xs, ys, marker="o", label=f"mean{'' if hue is None else f' ({group}={hue})'}")
+    if "p99_latency" in t.column_names and group is None:
+        for _, (xs, ys, _, _) in grouped(t, x, "p99_latency").items():
+            ax.plot(xs, ys, marker="s", linestyle="--", label="p99")
+    ax.set_xlabel("offered load (flits/node/cycle)")
+    ax.set_ylabel("packet latency (cycles)")
+    ax.set_title("latency vs offered load")
+    ax.legend(fontsize="small")
+    return fig
+
+
+def link_heatmap(tables: dict[str, pa.Table], plt):
+    """Utilisation of every directed link on the router grid, one panel per direction (highest load)."""
+    _, t = find_table(tables, lambda t: {"src_row", "src_col", "direction", "utilization"} <= set(t.column_names))
+    if "offered_rate" in t.column_names and t.num_rows:
+        top = pc.max(t["offered_rate"]).as_py()
+        t = t.filter(pc.equal(t["offered_rate"], top))
+    rows = int(pc.max(t["src_row"]).as_py()) + 1
+    cols = int(pc.max(t["src_col"]).as_py()) + 1
+    fig, axes = plt.subplots(2, 2, figsize=(8, 7), constrained_layout=True)
+    vmax = max(pc.max(t["utilization"]).as_py() or 0.0, 1e-9)
+    data = {d: np.full((rows, cols), np.nan) for d in DIRECTIONS}
+    for r, c, d, u in zip(*(t[n].to_pylist() for n in ("src_row", "src_col", "direction", "utilization"))):
+        data[d][r, c] = u
+    for ax, d in zip(axes.flat, DIRECTIONS):
+        im = ax.imshow(data[d], vmin=0, vmax=vmax, cmap="viridis")
+        ax.set_title(f"links leaving towards {d}")
+        _grid_axes(ax, rows, cols)
+    fig.colorbar(im, ax=axes, label="utilisation (flits/cycle)")
+    if "offered_rate" in t.column_names and t.num_rows:
+        fig.suptitle(f"link utilisation at offered load {top:g}")
+    return fig
+
+
+def mu_heatmap(tables: dict[str, pa.Table], plt):
+    """Memory-unit utilisation on the grid (mean over time if the table is a time series)."""
+    def usable(t):
+        return first(t, ROW) and first(t, COL) and containing(t, "util") and "direction" not in t.column_names
+
+    name, t = find_table(tables, usable)
+    r, c = first(t, ROW), first(t, COL)
+    u = containing(t, "util", prefer=("peak", "mean"))
+    grid = {}
+    for rv, cv, uv in zip(t[r].to_pylist(), t[c].to_pylist(), t[u].to_pylist()):
+        if uv is not None:
+            grid.setdefault((rv, cv), []).append(uv)
+    if not grid:
+        raise Skip(f"{name} has no {u} values")
+    rows, cols = max(k[0] for k in grid) + 1, max(k[1] for k in grid) + 1
+    data = np.full((rows, cols), np.nan)
+    for (rv, cv), vs in grid.items():
+        data[rv, cv] = sum(vs) / len(vs)
+    fig, ax = plt.subplots(figsize=(6, 5))
+    im = ax.imshow(data, cmap="magma", vmin=0)
+    fig.colorbar(im, ax=ax, label=u)
+    ax.set_title(f"memory-unit {u} ({name})")
+    _grid_axes(ax, rows, cols)
+    return fig
+
+
+def memory_over_time(tables: dict[str, pa.Table], plt, max_lines: int = 16):
+    """Utilisation of each memory unit over simulated time, and the mean over units."""
+    def usable(t):
+        return first(t, TIME) and containing(t, "util") and numeric(t, first(t, TIME))
+
+    name, t = find_table(tables, usable)
+    x, u, unit = first(t, TIME), containing(t, "util", prefer=("mean", "used")), first(t, UNIT)
+    fig, ax = plt.subplots(figsize=(7, 4))
+    if unit:
+        groups = grouped(t, x, u, unit)
+        for i, (hue, (xs, ys, _, _)) in enumerate(groups.items()):
+            if i < max_lines:
+                ax.plot(xs, ys, linewidth=0.7, alpha=0.5)
+    xs, ys, lo, hi = next(iter(grouped(t, x, u).values()))
+    ax.plot(xs, ys, color="black", linewidth=2, label="mean over units")
+    ax.fill_between(xs, lo, hi, color="grey", alpha=0.2, label="min..max")
+    ax.set_xlabel(x)
+    ax.set_ylabel(u)
+    ax.set_title(f"memory utilisation over time ({name})")
+    ax.legend(fontsize="small")
+    return fig
+
+
+def message_breakdown(tables: dict[str, pa.Table], plt):
+    """Protocol messages by type: from a (type, count) table or a summary's messages_* columns."""
+    counts: dict[str, float] = {}
+    for t in tables.values():
+        kind, n = first(t, ("message_type", "msg_type", "message", "type")), first(t, ("count", "messages"))
+        if kind and n and numeric(t, n):
+            for k, v in zip(t[kind].to_pylist(), t[n].to_pylist()):
+                counts[str(k)] = counts.get(str(k), 0) + (v or 0)
+        for c in t.column_names:
+            if c.startswith(("messages_", "msg_")) and numeric(t, c):
+                counts[c.split("_", 1)[1]] = counts.get(c.split("_", 1)[1], 0) + (pc.sum(t[c]).as_py() or 0)
+        if counts:
+            break
+    if not counts:
+        raise Skip("no table with message counts (message_type + count, or messages_* columns)")
+    fig, ax = plt.subplots(figsize=(7, 4))
+    names = sorted(counts, key=counts.get, reverse=True)
+    ax.bar(names, [counts[k] for k in names])
+    ax.set_ylabel("messages")
+    ax.set_title("protocol messages by type")
+    ax.tick_params(axis="x", rotation=45)
+    fig.tight_layout()
+    return fig
+
+
+RUN_FIGURES = {
+    "latency_vs_load": latency_vs_load,
+    "link_utilization": link_heatmap,
+    "mu_utilization": mu_heatmap,
+    "memory_over_time": memory_over_time,
+    "messages": message_breakdown,
+}

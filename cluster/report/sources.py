@@ -1,0 +1,60 @@
+"""Finding the result tables in a directory: run outputs (``*.parquet`` named by table) and sweeps.
+
+A table is named by its schema's ``table`` metadata (set by cluster.schemas), else by
+its file name. A sweep is found by its manifest and read with its sibling tables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from cluster.sweep.dataset import read_dataset
+from cluster.sweep.layout import find_manifests
+from cluster.sweep.manifest import Manifest
+
+
+@dataclass
+class SweepTables:
+    name: str
+    command: str
+    axes: list[str]  # swept columns
+    result: pa.Table  # the points' result rows (errors included)
+    tables: dict[str, pa.Table] = field(default_factory=dict)  # sibling tables by name
+
+
+@dataclass
+class Sources:
+    runs: dict[str, pa.Table] = field(default_factory=dict)  # table name -> table, from run outputs
+    sweeps: list[SweepTables] = field(default_factory=list)
+
+    def empty(self) -> bool:
+        return not self.runs and not self.sweeps
+
+
+def table_name(path: Path) -> str:
+    meta = pq.read_schema(path).metadata or {}
+    return meta.get(b"table", path.stem.encode()).decode()
+
+
+def _sweep(manifest_path: Path) -> SweepTables | None:
+    m = Manifest.load(manifest_path)
+    root = manifest_path.parent
+    if not (root / m.sweep).is_dir():
+        return None
+    siblings = {d.name[len(m.sweep) + 1:]: read_dataset(d) for d in sorted(root.glob(f"{m.sweep}.*")) if d.is_dir()}
+    return SweepTables(m.sweep, m.command, list(m.columns), read_dataset(root / m.sweep), siblings)
+
+
+def discover(path: str | Path) -> Sources:
+    path = Path(path)
+    out = Sources()
+    for f in sorted(path.glob("*.parquet")) if path.is_dir() else []:
+        name = table_name(f)
+        out.runs[name] = pa.concat_tables([out.runs[name], pq.read_table(f)]) if name in out.runs \
+            else pq.read_table(f)
+    out.sweeps = [s for m in find_manifests(path) if (s := _sweep(m)) is not None]
+    return out
