@@ -1,6 +1,7 @@
 """Sweep specs: how axes expand into points, stable point ids, and bad specs rejected with every error."""
 
 import itertools
+from pathlib import Path
 import textwrap
 
 import pytest
@@ -232,3 +233,22 @@ def test_run_command_without_rdasim_run_is_a_clear_error(tmp_path):
     with pytest.raises(ConfigError) as err:
         _plan(tmp_path, "", head='[sweep]\nname = "s"\ncommand = "run"\n')
     assert "sweep command 'run' needs `rdasim run`" in str(err.value)
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.mark.parametrize("name,points", [("sweep_noc.toml", 60), ("sweep_noc_design.toml", 26)])
+def test_example_specs_expand_to_their_documented_points(name, points):
+    plan = plan_sweep(EXAMPLES / name)
+    assert len(plan.points) == points and plan.duplicates == 0
+
+
+def test_example_run_spec_is_valid_once_rdasim_run_exists():
+    import importlib.util
+
+    if importlib.util.find_spec("cluster.run_config") is None:
+        with pytest.raises(ConfigError, match="needs `rdasim run`"):
+            plan_sweep(EXAMPLES / "sweep_run.toml")
+    else:
+        assert len(plan_sweep(EXAMPLES / "sweep_run.toml").points) == 24
