@@ -1,0 +1,110 @@
+"""deploy/: the `ray up` YAML passes Ray's own config validation, the KubeRay manifests and
+the Dockerfile agree with each other and with the package, and token auth is on everywhere."""
+
+import re
+import shlex
+import tomllib
+from pathlib import Path
+
+import yaml
+
+from cluster.sweep.plan import plan_sweep
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy"
+RAY_PIN = next(d for d in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+               if d.startswith("ray")).split("==")[1]
+IMAGE_HOME = "/home/ray/rdasim/"
+
+
+def _manifest(name):
+    return yaml.safe_load((DEPLOY / "kuberay" / name).read_text())
+
+
+def _image():
+    return yaml.safe_load((DEPLOY / "ray-cluster.yaml").read_text())["docker"]["image"]
+
+
+def test_ray_up_config_passes_rays_validation():
+    from ray.autoscaler._private.util import prepare_config, validate_config
+
+    config = yaml.safe_load((DEPLOY / "ray-cluster.yaml").read_text())
+    validate_config(prepare_config(config))  # raises on any schema or consistency error
+
+
+def test_ray_up_nodes_all_start_with_token_auth_and_the_same_token():
+    config = yaml.safe_load((DEPLOY / "ray-cluster.yaml").read_text())
+    for key in ("head_start_ray_commands", "worker_start_ray_commands"):
+        start = [c for c in config[key] if "ray start" in c]
+        assert start and all("RAY_AUTH_MODE=token" in c for c in start), key
+    assert config["file_mounts"]["~/.ray/auth_token"] == "~/.ray/auth_token"
+    assert "--env RAY_AUTH_MODE=token" in config["docker"]["run_options"]
+
+
+def _ray_containers(spec):
+    yield from spec["headGroupSpec"]["template"]["spec"]["containers"]
+    for group in spec["workerGroupSpecs"]:
+        yield from group["template"]["spec"]["containers"]
+
+
+def _env(container):
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
+
+
+def _check_cluster_spec(spec):
+    assert spec["rayVersion"] == RAY_PIN
+    containers = list(_ray_containers(spec))
+    assert len(containers) >= 2
+    for c in containers:
+        env = _env(c)
+        assert env["RAY_AUTH_MODE"] == "token"
+        assert env["RAY_AUTH_TOKEN"] == {"secretKeyRef": {"name": "rdasim-ray-token", "key": "auth_token"}}
+        assert c["image"] == _image()
+    head = spec["headGroupSpec"]["template"]["spec"]
+    mounts = {m["name"]: m["mountPath"] for m in head["containers"][0]["volumeMounts"]}
+    claims = {v["name"]: v["persistentVolumeClaim"]["claimName"] for v in head["volumes"]}
+    assert claims[next(iter(mounts))] == _manifest("results-pvc.yaml")["metadata"]["name"]
+    return mounts
+
+
+def test_kuberay_raycluster_runs_rdasim_with_token_auth_on_every_node():
+    m = _manifest("raycluster.yaml")
+    assert (m["apiVersion"], m["kind"]) == ("ray.io/v1", "RayCluster")
+    _check_cluster_spec(m["spec"])
+
+
+def test_kuberay_rayjob_runs_a_valid_sweep_into_the_results_volume():
+    m = _manifest("rayjob.yaml")
+    assert (m["apiVersion"], m["kind"]) == ("ray.io/v1", "RayJob")
+    mounts = _check_cluster_spec(m["spec"]["rayClusterSpec"])
+    submitter = m["spec"]["submitterPodTemplate"]["spec"]["containers"][0]
+    assert _env(submitter)["RAY_AUTH_MODE"] == "token" and "RAY_AUTH_TOKEN" in _env(submitter)
+    argv = shlex.split(m["spec"]["entrypoint"])
+    assert argv[:2] == ["rdasim", "sweep"] and argv[argv.index("--address") + 1] == "auto"
+    assert argv[argv.index("--out") + 1].startswith(next(iter(mounts.values())))
+    spec = argv[2]
+    assert spec.startswith(IMAGE_HOME)
+    assert len(plan_sweep(ROOT / spec[len(IMAGE_HOME):]).points) > 0  # the spec in the image is valid
+
+
+def test_dockerfile_builds_the_pinned_ray_with_every_package():
+    text = (DEPLOY / "Dockerfile").read_text()
+    base = re.search(r"^FROM\s+(\S+)", text, re.M).group(1)
+    assert base == f"rayproject/ray:{RAY_PIN}-py311"  # same Ray as the driver, Python 3.11
+    copied = re.findall(r"^COPY\s+(?:--\S+\s+)*(.+?)\s+\S+$", text, re.M)
+    sources = {s for line in copied for s in line.split()}
+    for src in sources:
+        assert (ROOT / src).exists(), src
+    packages = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
+    assert {p.rstrip("*") for p in packages["include"]} | {"examples"} <= sources
+    assert re.search(r'pip install [^\n]*"\.\[report\]"', text)
+    assert f"ray.__version__ == '{RAY_PIN}'" in text
+    assert "YOUR_ORG/rdasim:" in _image() and _image().split(":")[-1] in text
+
+
+def test_deploy_readme_covers_every_route_and_token_auth():
+    text = (DEPLOY / "README.md").read_text()
+    for needle in ("ray up deploy/ray-cluster.yaml", "kubectl apply -f deploy/kuberay/raycluster.yaml",
+                   "deploy/kuberay/rayjob.yaml", "ray job submit", "RAY_AUTH_MODE=token", "ray start --head",
+                   "docker build -f deploy/Dockerfile", "rdasim sweep status"):
+        assert needle in text, needle
