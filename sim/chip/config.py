@@ -1,0 +1,56 @@
+"""Everything one chip simulation needs, as plain frozen dataclasses (picklable for Ray)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sim.chip.messages import Sizing
+from sim.chip.spec import ChipSpec
+from sim.memory.policies import PolicyParams
+from sim.noc.params import NocParams
+
+NETWORKS = ("cycle", "packet")
+PROTOCOLS = ("refcount", "refcount-gated", "partial-free")
+OOM_BEHAVIOURS = ("stall", "evict", "fail")
+PLACEMENTS = ("spread", "near", "random")
+
+
+@dataclass(frozen=True)
+class ReclaimParams:
+    protocol: str = "refcount-gated"
+    weight_bits: int = 8  # partial-free: bits of a reference's weight
+    split: str = "halve"  # partial-free: how a copy splits its holder's weight
+    on_unsplittable: str = "borrow"  # partial-free: what a holder with weight 1 does
+
+
+@dataclass(frozen=True)
+class ChipConfig:
+    spec: ChipSpec
+    noc: NocParams  # router timing and grid; its traffic fields are unused
+    network: str  # "cycle" (VC routers) or "packet" (link reservations)
+    sizing: Sizing
+    policy: PolicyParams
+    reclaim: ReclaimParams
+    workload: Any  # the workload's params dataclass (has .kind)
+    on_oom: str = "stall"
+    placement: str = "spread"
+    jitter: int = 0  # extra random 0..jitter cycles before a message enters the network
+    seed: int = 1
+    max_cycles: int = 2_000_000
+    sample_cycles: int = 1000  # period of the per-MU time series
+    trace: bool = False
+    trace_limit: int = 200_000  # events kept per shard
+    memory_map_cycle: int = -1  # snapshot every MU's map at the start of this cycle (-1: none)
+
+    @property
+    def step(self) -> int:
+        """Longest window in which the units and the network can be advanced one after the
+        other: a packet granted at cycle s reaches its terminal no earlier than s + flit_delay."""
+        return max(1, self.noc.flit_delay)
+
+
+def noc_params_for(spec: ChipSpec, seed: int, **timing) -> NocParams:
+    """NocParams for the chip's grid; scripted traffic only (rate 0), no measurement window."""
+    return NocParams(rows=spec.rows, cols=spec.cols, vcs=spec.vcs, vc_buffers=spec.vc_buffers, rate=0.0,
+                     warmup_cycles=0, measure_cycles=1, drain_cycles=0, seed=seed, **timing)

@@ -1,0 +1,358 @@
+"""The memory unit (MU): buffers under a memory policy, reference counts or weights, and
+what happens when memory runs out.
+
+Timing: one SRAM port of ``banks x word`` bytes per cycle serves data in arrival order
+(a read or write of ``n`` bytes holds it ``ceil(n / bandwidth)`` cycles, its first word
+after ``access_latency`` plus, under the virtual policy, ``translation_latency`` for the
+block-table lookup); reference-count and allocation updates take ``control_latency``
+and do not use the port. A read names the length it expects and waits at the MU until
+the buffer holds that much (data-flow synchronisation, so a read can never overtake the
+append it depends on, even on a network that reorders packets).
+
+The MU acts as hardware would on a stale reference: it applies the operation to
+whatever buffer now has that id (or to none). The shadow ``alloc`` id every message
+carries lets the oracle see what really happened (use after free, double free).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from sim.chip import messages as m
+from sim.chip.units import Unit
+from sim.memory import oracle
+from sim.memory.policies import make_storage
+from sim.memory.weights import borrowed, max_weight
+
+CONTROL_LATENCY = 1
+
+
+@dataclass(slots=True)
+class BufferRecord:
+    buf: int
+    alloc: int
+    owner: int
+    label: int
+    created: int
+    size: int = 0  # bytes of data (also while evicted)
+    count: int = 1  # refcount protocols
+    total: int = 0  # partial-free: weight handed out in all
+    collected: int = 0  # partial-free: weight returned
+    peak: int = 0
+    grows: int = 0
+    copies: int = 0
+    copied: int = 0
+    evicted: bool = False
+    failed: bool = False
+    last_use: int = 0
+    reads: list = field(default_factory=list)  # reads waiting for data
+
+
+class MemoryUnit(Unit):
+    def __init__(self, uid: int, tile: int, shard, cfg, dram: int):
+        super().__init__(uid, tile, shard)
+        self.cfg = cfg
+        self.storage = make_storage(cfg.policy)
+        self.table: dict[int, BufferRecord] = {}
+        self.buf_space = 1 << cfg.sizing.buffer_id_bits
+        self.next_buf = 0
+        self.allocs = 0
+        self.busy_until = 0
+        self.bw = cfg.spec.mu_bytes_per_cycle
+        self.latency = cfg.spec.mu_access_latency + (cfg.spec.translation_latency if self.storage.translates else 0)
+        self.stalled: deque = deque()  # (message, cycle it first ran out of memory)
+        self.dram = dram
+        self.protocol = cfg.reclaim.protocol
+        self.full_weight = max_weight(cfg.reclaim.weight_bits) if cfg.reclaim.protocol == "partial-free" else 0
+        self.stats = dict(oom_events=0, stalls=0, stall_cycles=0, evictions=0, bytes_evicted=0, failures=0,
+                          bytes_copied=0, copy_cycles=0, translations=0)
+        self.handlers = {
+            m.ALLOC: self._allocate, m.APPEND: self._write, m.WRITE: self._write, m.READ_REQ: self._read,
+            m.FREE: self._free_msg, m.TRUNCATE: self._truncate, m.REF_INC: self._ref_inc, m.REF_DEC: self._ref_dec,
+            m.WEIGHT_RETURN: self._weight_return, m.WEIGHT_REQ: self._weight_request, m.CONTROL: self._control,
+        }
+
+    # ------------------------------------------------------------------ plumbing
+    def on_message(self, msg: m.Message) -> None:
+        h = self.handlers.get(msg.kind)
+        if h is None:
+            raise RuntimeError(f"MU {self.uid} cannot handle a {m.KINDS[msg.kind]} message")
+        h(msg, False)
+
+    def _serve(self, nbytes: int) -> tuple[int, int]:
+        """(service start, cycle the last byte is done) on the SRAM port."""
+        now = self.shard.now
+        start = max(now, self.busy_until)
+        dur = -(-nbytes // self.bw)
+        self.busy_until = start + dur
+        if self.storage.translates:
+            self.stats["translations"] += 1
+        return start, start + self.latency + dur
+
+    def _lookup(self, msg: m.Message) -> BufferRecord | None:
+        rec = self.table.get(msg.buf)
+        if rec is None or rec.alloc != msg.alloc:
+            self.shard.oracle(self, oracle.ACCESS, msg.alloc)
+        if rec is not None:
+            rec.last_use = self.shard.now
+        return rec
+
+    def _delta(self, used: int, reserved: int) -> None:
+        if used or reserved:
+            self.shard.mem_delta(self.uid, used, reserved)
+
+    def _reply(self, msg: m.Message, kind: int = m.ACK, ready: int | None = None, **fields) -> None:
+        self.send(kind, msg.src, ready if ready is not None else self.shard.now + CONTROL_LATENCY,
+                  tag=msg.tag, mu=self.uid, **fields)
+
+    # ------------------------------------------------------------------ allocation
+    def _allocate(self, msg: m.Message, retry: bool) -> bool:
+        buf = self._free_id()
+        g = self.storage.create(buf, msg.nbytes) if buf >= 0 else None
+        if g is None:
+            return self._out_of_memory(msg, retry)
+        self.allocs += 1
+        now = self.shard.now
+        rec = BufferRecord(buf, (self.uid << 32) | self.allocs, msg.src, msg.arg, now, last_use=now,
+                           total=self.full_weight)
+        self.table[buf] = rec
+        self.next_buf = (buf + 1) % self.buf_space
+        self._delta(0, g.reserved)
+        self.shard.oracle(self, oracle.ALLOC, rec.alloc)
+        self.shard.trace_instant(self.uid, "allocate", {"buffer": buf, "bytes": g.reserved})
+        self._reply(msg, buf=buf, alloc=rec.alloc, arg=self.full_weight)
+        return True
+
+    def _free_id(self) -> int:
+        if len(self.table) >= self.buf_space:
+            return -1
+        b = self.next_buf
+        while b in self.table:
+            b = (b + 1) % self.buf_space
+        return b
+
+    def _write(self, msg: m.Message, retry: bool) -> bool:
+        """Append (at the end) or write (at offset ``arg``) ``nbytes`` of data."""
+        if msg.buf < 0:  # unmanaged area (background fills): only the port time
+            self._serve(msg.nbytes)
+            return True
+        rec = self._lookup(msg)
+        if rec is None or rec.failed:
+            return True
+        new = rec.size + msg.nbytes if msg.kind == m.APPEND else max(rec.size, msg.arg + msg.nbytes)
+        if rec.evicted:  # it lives in DRAM now: the data goes there
+            self.send(m.WRITE, self.dram, nbytes=msg.nbytes, buf=-1, mu=self.uid)
+            rec.size = new
+            return True
+        g = self.storage.grow(rec.buf, new)
+        if g is None:
+            return self._out_of_memory(msg, retry)
+        if g.reserved:
+            rec.grows += 1
+            self._delta(0, g.reserved)
+            self.shard.trace_instant(self.uid, "extend", {"buffer": rec.buf, "bytes": g.reserved})
+        if g.copy_bytes:
+            start, done = self._serve(g.copy_bytes)
+            rec.copies += 1
+            rec.copied += g.copy_bytes
+            self.stats["bytes_copied"] += g.copy_bytes
+            self.stats["copy_cycles"] += done - start
+            self.shard.trace_span(self.uid, "copy", start, done - start, "memory")
+            self.shard.at(done, self, self._copy_done, g.old_start)
+        elif g.old_start >= 0:
+            self._copy_done(g.old_start)
+        self._serve(msg.nbytes)
+        self._delta(new - rec.size, 0)
+        self.storage.set_size(rec.buf, new)
+        rec.size = new
+        rec.peak = max(rec.peak, new)
+        if rec.reads:
+            self._serve_ready_reads(rec)
+        return True
+
+    def _copy_done(self, old_start: int) -> None:
+        self._delta(0, -self.storage.finish_copy(old_start))
+        self._wake_stalled()
+
+    def _truncate(self, msg: m.Message, retry: bool) -> bool:
+        rec = self._lookup(msg)
+        if rec is None or rec.size <= msg.arg:
+            return True
+        keep = msg.arg
+        if rec.evicted:
+            rec.size = keep
+            return True
+        self._delta(keep - rec.size, 0)
+        self.storage.set_size(rec.buf, keep)
+        rec.size = keep
+        released = self.storage.shrink(rec.buf, keep)
+        if released:
+            self._delta(0, -released)
+            self.shard.trace_instant(self.uid, "truncate", {"buffer": rec.buf, "bytes": released})
+            self._wake_stalled()
+        return True
+
+    # ------------------------------------------------------------------ reads
+    def _read(self, msg: m.Message, retry: bool) -> bool:
+        rec = self._lookup(msg)
+        if rec is not None and rec.evicted:
+            fwd = dict(buf=-1, nbytes=msg.nbytes, arg=msg.src, tag=msg.tag, mu=self.uid)
+            self.send(m.READ_REQ, self.dram, **fwd)
+            return True
+        if rec is not None and not rec.failed and rec.size < msg.nbytes:
+            rec.reads.append(msg)  # the data it expects has not been written yet
+            return True
+        self._respond_read(msg, failed=rec is not None and rec.failed)
+        return True
+
+    def _serve_ready_reads(self, rec: BufferRecord) -> None:
+        waiting, rec.reads = rec.reads, []
+        for r in waiting:
+            if rec.size >= r.nbytes:
+                self._respond_read(r)
+            else:
+                rec.reads.append(r)
+
+    def _respond_read(self, msg: m.Message, failed: bool = False) -> None:
+        if failed:
+            self._reply(msg, m.READ_RESP, status=m.STATUS_FAILED)
+            return
+        start, _ = self._serve(msg.nbytes)
+        ready, done = [], 0
+        first = start + self.latency
+        for c in self.cfg.sizing.chunk_bytes(msg.nbytes):
+            done += c
+            ready.append(first + -(-done // self.bw))
+        self._reply(msg, m.READ_RESP, ready=ready, nbytes=msg.nbytes, buf=msg.buf, alloc=msg.alloc)
+
+    # ------------------------------------------------------------------ reclamation
+    def _free_msg(self, msg: m.Message, retry: bool) -> bool:
+        rec = self._lookup(msg)
+        if rec is None:
+            self.shard.oracle(self, oracle.FREE, msg.alloc)  # nothing there: a double free
+        else:
+            self._release(rec, "free")
+        return True
+
+    def _ref_inc(self, msg: m.Message, retry: bool) -> bool:
+        rec = self._lookup(msg)
+        if rec is not None:
+            rec.count += 1
+        if self.protocol == "refcount-gated":
+            self._reply(msg, buf=msg.buf, alloc=msg.alloc)
+        return True
+
+    def _ref_dec(self, msg: m.Message, retry: bool) -> bool:
+        rec = self._lookup(msg)
+        if rec is None:
+            self.shard.oracle(self, oracle.FREE, msg.alloc)  # the count of a freed buffer hits zero again
+            return True
+        rec.count -= 1
+        if rec.count <= 0:
+            self._release(rec, "refcount")
+        return True
+
+    def _weight_return(self, msg: m.Message, retry: bool) -> bool:
+        rec = self._lookup(msg)
+        if rec is None:
+            self.shard.oracle(self, oracle.FREE, msg.alloc)
+            return True
+        rec.collected += msg.arg
+        if rec.collected >= rec.total:
+            self._release(rec, "weight")
+        return True
+
+    def _weight_request(self, msg: m.Message, retry: bool) -> bool:
+        rec = self._lookup(msg)
+        grant = sum(borrowed(msg.arg, self.cfg.reclaim.weight_bits))
+        if rec is not None:
+            rec.total += grant
+        self._reply(msg, buf=msg.buf, alloc=msg.alloc, arg=grant)
+        return True
+
+    def _release(self, rec: BufferRecord, how: str) -> None:
+        now = self.shard.now
+        if rec.evicted:
+            self.send(m.FREE, self.dram, buf=-1, mu=self.uid)
+        else:
+            used = self.storage.size[rec.buf]
+            self._delta(-used, -self.storage.release(rec.buf))
+        del self.table[rec.buf]
+        self.shard.oracle(self, oracle.FREE, rec.alloc)
+        self.shard.buffer_life(self, rec, now, how)
+        self.shard.trace_instant(self.uid, "free", {"buffer": rec.buf, "how": how})
+        for r in rec.reads:  # a read of a freed buffer gets nothing
+            self._respond_read(r, failed=True)
+        self._wake_stalled()
+
+    # ------------------------------------------------------------------ out of memory
+    def _out_of_memory(self, msg: m.Message, retry: bool) -> bool:
+        if retry:
+            return False
+        self.stats["oom_events"] += 1
+        mode = self.cfg.on_oom
+        if mode == "evict" and self._evict_until(msg):
+            return True
+        if mode in ("stall", "evict"):
+            self.stats["stalls"] += 1
+            self.stalled.append((msg, self.shard.now))
+            self.shard.trace_instant(self.uid, "out of memory: stall", {"kind": m.KINDS[msg.kind]})
+            return False
+        self.stats["failures"] += 1
+        self.shard.trace_instant(self.uid, "out of memory: fail", {"kind": m.KINDS[msg.kind]})
+        rec = self.table.get(msg.buf) if msg.kind != m.ALLOC else None
+        if rec is not None:
+            rec.failed = True
+            for r in rec.reads:
+                self._respond_read(r, failed=True)
+            rec.reads = []
+        self._reply(msg, buf=msg.buf, alloc=msg.alloc, status=m.STATUS_FAILED)
+        return False
+
+    def _evict_until(self, msg: m.Message) -> bool:
+        """Evict least recently used buffers to DRAM until ``msg`` fits; False if it never does."""
+        handler = self.handlers[msg.kind]
+        while True:
+            victims = [r for r in self.table.values()
+                       if not r.evicted and not r.reads and r.buf != msg.buf and r.size > 0]
+            if not victims:
+                return False
+            v = min(victims, key=lambda r: (r.last_use, r.buf))
+            self._serve(v.size)
+            self.send(m.WRITE, self.dram, nbytes=v.size, buf=-1, mu=self.uid)
+            used = self.storage.size[v.buf]
+            self._delta(-used, -self.storage.release(v.buf))
+            v.evicted = True
+            self.stats["evictions"] += 1
+            self.stats["bytes_evicted"] += v.size
+            self.shard.trace_instant(self.uid, "evict", {"buffer": v.buf, "bytes": v.size})
+            if handler(msg, True):
+                return True
+
+    def _wake_stalled(self) -> None:
+        """Retry stalled requests in arrival order until one still does not fit."""
+        while self.stalled:
+            msg, since = self.stalled[0]
+            if not self.handlers[msg.kind](msg, True):
+                return
+            self.stalled.popleft()
+            self.stats["stall_cycles"] += self.shard.now - since
+            self.shard.trace_span(self.uid, "stalled", since, self.shard.now - since, "wait")
+
+    # ------------------------------------------------------------------ background traffic
+    def _control(self, msg: m.Message, retry: bool) -> bool:
+        """CTRL_STREAM: read ``nbytes`` and write them to unit ``buf``'s unmanaged area."""
+        if msg.arg == m.CTRL_STREAM:
+            start, _ = self._serve(msg.nbytes)
+            ready, done = [], 0
+            for c in self.cfg.sizing.chunk_bytes(msg.nbytes):
+                done += c
+                ready.append(start + self.latency + -(-done // self.bw))
+            self.send(m.WRITE, msg.buf, ready=ready, nbytes=msg.nbytes, buf=-1, mu=msg.buf)
+        return True
+
+    # ------------------------------------------------------------------ state for reports
+    def regions(self) -> list:
+        st = self.storage
+        return st.block_map() if hasattr(st, "block_map") else st.regions()

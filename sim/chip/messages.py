@@ -1,0 +1,104 @@
+"""Messages between units, and how many packets and flits each one takes.
+
+A message is a header plus kind-specific fields plus any data. Its size in bits is
+``header_bits + fields + 8 * data bytes``; messages carrying more than
+``max_packet_bytes`` of data are cut into packets of at most that much data, each with
+its own header; a packet's flit count is ``ceil(bits / flit_bits)``. A reference is
+(MU id, buffer id, virtual block + offset): 6 + 16 + 16 bits on Plasticine (the seed
+proposal's widths); under partial-free a reference also carries its weight.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+KINDS = (
+    "read_request", "read_response", "write", "append", "allocate", "free", "truncate",
+    "ref_inc", "ref_dec", "ack", "weight_return", "weight_request", "reference", "control",
+)
+(READ_REQ, READ_RESP, WRITE, APPEND, ALLOC, FREE, TRUNCATE,
+ REF_INC, REF_DEC, ACK, WEIGHT_RETURN, WEIGHT_REQ, REFERENCE, CONTROL) = range(len(KINDS))
+# messages whose only purpose is to keep reference counts or weights consistent
+SYNC_KINDS = frozenset({REF_INC, ACK, WEIGHT_REQ})
+
+# control opcodes (CONTROL messages: ``arg`` = opcode, ``buf`` = subject, ``nbytes`` = value)
+CTRL_STREAM, CTRL_ADMIT, CTRL_STEP, CTRL_EXPERT = 1, 2, 3, 4
+# status a worker reports to its scheduler (in an acknowledgement's ``arg``)
+RUNNING, FINISHED, FAILED = 0, 1, 2
+
+LENGTH_BITS = 32  # a byte count or a token count in a message
+STATUS_OK, STATUS_FAILED = 0, 1
+
+# Message fields, in wire order (all int64). ``alloc`` is the oracle's shadow id of the
+# allocation a reference points to: simulator bookkeeping, never counted in flits.
+FIELDS = ("msg", "kind", "src", "dst", "mu", "buf", "alloc", "nbytes", "arg", "tag", "status", "sent", "packets")
+
+
+@dataclass(slots=True)
+class Message:
+    msg: int  # unique id: src unit * 2**32 + the sender's message count
+    kind: int
+    src: int  # unit ids
+    dst: int
+    mu: int = -1  # unit id of the MU a reference points to
+    buf: int = -1  # MU-local buffer id the message refers to
+    alloc: int = -1  # shadow allocation id (oracle)
+    nbytes: int = 0  # data carried (write, append, read response) or asked for (read, allocate)
+    arg: int = 0  # kind-specific: weight, control opcode, length to keep (truncate)
+    tag: int = 0  # request tag the reply must carry
+    status: int = STATUS_OK
+    sent: int = 0  # cycle the sender queued it
+    packets: int = 1
+
+    def row(self) -> tuple:
+        return (self.msg, self.kind, self.src, self.dst, self.mu, self.buf, self.alloc, self.nbytes, self.arg,
+                self.tag, self.status, self.sent, self.packets)
+
+
+@dataclass(frozen=True)
+class Sizing:
+    """Bit widths that decide flit counts."""
+
+    flit_bits: int = 512
+    header_bits: int = 64
+    max_packet_bytes: int = 2048
+    mu_id_bits: int = 6
+    buffer_id_bits: int = 16
+    offset_bits: int = 16
+    weight_bits: int = 0  # 0 unless the reclamation protocol is partial-free
+
+    @property
+    def ref_bits(self) -> int:
+        return self.mu_id_bits + self.buffer_id_bits + self.offset_bits + self.weight_bits
+
+    def field_bits(self, kind: int) -> int:
+        """Bits beyond the header and the data."""
+        ref = self.ref_bits
+        if kind in (READ_REQ, TRUNCATE):
+            return ref + LENGTH_BITS
+        if kind in (WRITE, APPEND, FREE, REF_INC, REF_DEC, WEIGHT_REQ, REFERENCE, WEIGHT_RETURN, ACK):
+            return ref
+        if kind in (ALLOC, CONTROL):
+            return LENGTH_BITS
+        return 0  # read response: the tag in the header identifies it
+
+    def packet_flits(self, kind: int, data_bytes: int) -> list[int]:
+        """Flits of each packet of a message carrying ``data_bytes`` of data."""
+        per = self.max_packet_bytes
+        fixed = self.header_bits + self.field_bits(kind)
+        fb = self.flit_bits
+        if data_bytes <= per:
+            return [-(-(fixed + 8 * data_bytes) // fb)]
+        full, rest = divmod(data_bytes, per)
+        out = [-(-(fixed + 8 * per) // fb)] * full
+        if rest:
+            out.append(-(-(fixed + 8 * rest) // fb))
+        return out
+
+    def chunk_bytes(self, data_bytes: int) -> list[int]:
+        """Data bytes in each packet (as packet_flits cuts them)."""
+        per = self.max_packet_bytes
+        if data_bytes <= per:
+            return [data_bytes]
+        full, rest = divmod(data_bytes, per)
+        return [per] * full + ([rest] if rest else [])

@@ -1,0 +1,116 @@
+"""What a unit holding a reference does, under each reclamation protocol.
+
+Task helpers (``yield from`` them inside a CU task):
+
+- ``allocate``: ask an MU for a buffer; the reply is the owner's reference (with the
+  full weight under partial-free).
+- ``share``: give copies of a reference to other units.
+  ``refcount``: send +1 to the MU and the reference to the receiver at once; nothing
+  orders the two, so the receiver's later -1 can overtake the +1 in the network.
+  ``refcount-gated``: a copy is activated only once the MU has acknowledged its +1:
+  the holder sends the +1s, waits for the acknowledgements, then hands the
+  references over, so every +1 is counted before the copy can be used, passed on or
+  dropped. (The acknowledgement goes to the holder rather than the receiver so that
+  the holder's own -1 cannot overtake its +1 either, on a network that may reorder
+  packets between the same two units.)
+  ``partial-free``: split the holder's weight (no message); when it cannot be split,
+  borrow fresh weight from the MU (one request per share) first.
+- ``drop``: -1 (counting protocols) or return the weight (partial-free).
+- ``free``: explicit free of an unshared buffer by its only holder.
+
+Every copy and drop is also logged to the shadow oracle (the truth the counts are
+meant to follow).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sim.chip import messages as m
+from sim.chip.units import Replies
+from sim.memory import oracle
+from sim.memory.weights import borrowed, split
+
+
+@dataclass
+class Ref:
+    mu: int
+    buf: int
+    alloc: int
+    weight: int = 0
+
+
+def allocate(cu, mu: int, nbytes: int, label: int = 0):
+    """Task helper: a new buffer at ``mu``; returns its Ref, or None if the MU refused."""
+    tag = cu.request(m.ALLOC, mu, nbytes=nbytes, arg=label, mu=mu)
+    got = yield Replies([tag], "memory")
+    a = got[tag]
+    if a.status != m.STATUS_OK:
+        return None
+    return Ref(mu, a.buf, a.alloc, a.arg)
+
+
+def allocate_many(cu, requests: list[tuple[int, int, int]]):
+    """Task helper: several allocations at once ((mu, bytes, label) each); a list of Ref or None."""
+    tags = [cu.request(m.ALLOC, mu, nbytes=n, arg=label, mu=mu) for mu, n, label in requests]
+    got = yield Replies(tags, "memory")
+    out = []
+    for (mu, _, _), t in zip(requests, tags):
+        a = got[t]
+        out.append(Ref(mu, a.buf, a.alloc, a.arg) if a.status == m.STATUS_OK else None)
+    return out
+
+
+def _fields(ref: Ref) -> dict:
+    return dict(mu=ref.mu, buf=ref.buf, alloc=ref.alloc)
+
+
+def share(cu, refs: list[Ref], receivers: list[list[int]], reclaim, tags: list[list[int]] | None = None):
+    """Task helper: give ``refs[i]`` to every unit in ``receivers[i]`` (all shares at once).
+    ``tags[i][j]`` goes in the tag of the j-th REFERENCE message of ``refs[i]`` (it tells
+    the receiver what the reference is for)."""
+    proto = reclaim.protocol
+    shard = cu.shard
+    if proto == "refcount-gated":
+        acks = [cu.request(m.REF_INC, r.mu, **_fields(r)) for r, rc in zip(refs, receivers) for _ in rc]
+        if acks:
+            yield Replies(acks, "sync")
+    weights: list[list[int]] = []
+    if proto == "partial-free":
+        need = [i for i, (r, rc) in enumerate(zip(refs, receivers)) if rc and split(r.weight, len(rc), reclaim.split) is None]
+        grants = {i: cu.request(m.WEIGHT_REQ, refs[i].mu, arg=len(receivers[i]), **_fields(refs[i])) for i in need}
+        if grants:
+            yield Replies(list(grants.values()), "sync")
+        for i, (r, rc) in enumerate(zip(refs, receivers)):
+            if i in grants:
+                weights.append(borrowed(len(rc), reclaim.weight_bits))
+            else:
+                keep, gives = split(r.weight, len(rc), reclaim.split)
+                r.weight = keep
+                weights.append(gives)
+    for i, (r, rc) in enumerate(zip(refs, receivers)):
+        for j, dst in enumerate(rc):
+            if proto == "refcount":
+                cu.send(m.REF_INC, r.mu, **_fields(r))
+            w = weights[i][j] if weights else 0
+            shard.oracle(cu, oracle.COPY, r.alloc)
+            cu.send(m.REFERENCE, dst, arg=w, tag=tags[i][j] if tags else 0, **_fields(r))
+
+
+def drop(cu, ref: Ref, reclaim) -> None:
+    cu.shard.oracle(cu, oracle.DROP, ref.alloc)
+    if reclaim.protocol == "partial-free":
+        cu.send(m.WEIGHT_RETURN, ref.mu, arg=ref.weight, **_fields(ref))
+        ref.weight = 0
+    else:
+        cu.send(m.REF_DEC, ref.mu, **_fields(ref))
+
+
+def free(cu, ref: Ref) -> None:
+    cu.shard.oracle(cu, oracle.DROP, ref.alloc)
+    cu.send(m.FREE, ref.mu, **_fields(ref))
+
+
+def received(msg: m.Message) -> Ref:
+    """The reference a REFERENCE message hands over."""
+    return Ref(msg.mu, msg.buf, msg.alloc, msg.arg)

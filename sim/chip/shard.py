@@ -1,0 +1,334 @@
+"""One shard of the chip: the tiles (routers and units) of a rectangle of the grid.
+
+``ChipShard.advance(t0, t1, inbound)`` simulates cycles [t0, t1) and returns what
+leaves the shard: the network's boundary traffic plus the records of messages whose
+destination lies in another shard (a message's record travels at the end of the epoch
+it was sent in; its packets need more than an epoch to cross a cut, so the record is
+always there first). Like the NoC shard it knows nothing of Ray.
+
+Inside an epoch the units and the network take turns in windows of at most
+``flit_delay`` cycles: the units handle every event before the window's end (which
+may queue packets from that cycle on), then the network advances through the window.
+No packet granted inside a window reaches its terminal before the window ends, so no
+unit ever misses a delivery. Same-cycle events at a unit are ordered by (cycle,
+class: deliveries before timers, unit, message id or the unit's own sequence); a
+unit's behaviour depends only on its own event sequence, which is therefore the same
+for any shard count, cut and backend.
+
+Each tile has one network interface shared by its unit and any DRAM interface unit on
+it: it offers at most one packet per cycle, each packet in the first free cycle at or
+after the cycle it is ready (packet ids are ``cycle * tiles + tile``).
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sim import rng
+from sim.chip import messages as m
+from sim.chip.dram import DramUnit
+from sim.chip.memory_unit import MemoryUnit
+from sim.chip.spec import CU, DRAM, MU, layout
+from sim.chip.units import ComputeUnit
+from sim.memory import oracle
+from sim.noc.shard import Boundary, NocShard
+from sim.packetnoc.shard import PacketBoundary, PacketShard
+
+_E = np.zeros(0, dtype=np.int64)
+NF = len(m.FIELDS)
+STREAM_JITTER = 101  # rng stream ids of the chip (sim/rng.py uses 1..3 for the NoC)
+DELIVERY, TIMER = 0, 1
+
+
+def _empty_msgs():
+    return np.zeros((0, NF), dtype=np.int64)
+
+
+@dataclass
+class ChipBoundary:
+    """Network traffic crossing cuts, plus message records and packet->message maps."""
+
+    net: object  # sim.noc.shard.Boundary or sim.packetnoc.shard.PacketBoundary
+    msgs: np.ndarray = field(default_factory=_empty_msgs)  # [n, NF] rows of messages.FIELDS
+    pkt: np.ndarray = field(default_factory=lambda: _E)  # packet id -> message id, destination tile
+    pkt_msg: np.ndarray = field(default_factory=lambda: _E)
+    pkt_tile: np.ndarray = field(default_factory=lambda: _E)
+
+    def __len__(self) -> int:
+        return len(self.net) + len(self.msgs) + len(self.pkt)
+
+    def earliest(self) -> float:
+        return self.net.earliest()
+
+
+class ChipShard:
+    def __init__(self, cfg, region, workload):
+        self.cfg = cfg
+        self.region = region
+        spec = cfg.spec
+        self.lay = lay = layout(spec)
+        self.tiles = spec.tiles
+        Net = PacketShard if cfg.network == "packet" else NocShard
+        self.net = Net(cfg.noc, region, record_ejections=True)
+        self.net_boundary = PacketBoundary if cfg.network == "packet" else Boundary
+        self.my_tiles = region.routers(spec.cols)
+        mine = np.zeros(self.tiles, dtype=bool)
+        mine[self.my_tiles] = True
+        self.mine = mine
+        self.workload = workload
+        self.now = 0
+        self.t = 0
+        self.heap: list = []
+        self.units: dict[int, object] = {}
+        home_dram = self._home_dram()
+        for uid in np.flatnonzero(mine[lay.tile]).tolist():
+            kind, tile = int(lay.kind[uid]), int(lay.tile[uid])
+            if kind == CU:
+                u = ComputeUnit(uid, tile, self, workload)
+            elif kind == MU:
+                u = MemoryUnit(uid, tile, self, cfg, int(home_dram[uid]))
+            else:
+                u = DramUnit(uid, tile, self, cfg)
+            self.units[uid] = u
+        self.ni_busy: dict[int, set] = {int(t): set() for t in self.my_tiles}
+        self.inbox: dict[int, list] = {}  # message id -> [Message, packets left, last arrival]
+        self.pkt_to_msg: dict[int, int] = {}
+        self._offers: list[tuple[int, int, int, int]] = []
+        self._out_msgs: list[tuple] = []
+        self._out_pkts: list[tuple[int, int, int]] = []
+        # measurements
+        self.sent_count = np.zeros(len(m.KINDS), dtype=np.int64)
+        self.sent_flits = np.zeros(len(m.KINDS), dtype=np.int64)
+        self.sent_packets = np.zeros(len(m.KINDS), dtype=np.int64)
+        self.route_log: list[tuple[int, int, int]] = []  # (src tile, dst tile, flits) per packet
+        self.delivery_log: list[tuple[int, int, int]] = []  # (message id, destination, cycle)
+        self.oracle_log: list[tuple] = []
+        self.mem_log: list[tuple[int, int, int, int]] = []  # (cycle, mu, d_used, d_reserved)
+        self.life_rows: list[tuple] = []
+        self.records: list[tuple] = []  # workload records: (kind, id, start, end, tokens, status)
+        self.counts = {"admitted": 0, "finished": 0}
+        self.trace_events: list[tuple] = []
+        self.trace_dropped = 0
+        self.memory_map = None
+        self._pruned = 0
+        # start the workload's units
+        for uid, u in self.units.items():
+            if isinstance(u, ComputeUnit):
+                self.at(0, u, self._start_unit, u)
+
+    def _home_dram(self) -> np.ndarray:
+        """Each MU's DRAM interface: the nearer edge of its own row."""
+        lay, cols = self.lay, self.cfg.spec.cols
+        home = np.full(lay.units, -1, dtype=np.int64)
+        dr = lay.drams
+        dtile = lay.tile[dr]
+        for uid in lay.mus.tolist():
+            t = int(lay.tile[uid])
+            r, c = divmod(t, cols)
+            edge = r * cols + (0 if c < cols - c - 1 else cols - 1)
+            home[uid] = int(dr[np.flatnonzero(dtile == edge)[0]])
+        return home
+
+    def _start_unit(self, u) -> None:
+        u.spawn(self.workload.start(u))
+
+    # ------------------------------------------------------------------ services to units
+    def at(self, cycle: int, unit, fn, arg) -> None:
+        heapq.heappush(self.heap, (cycle, TIMER, unit.uid, unit.next_seq(), fn, arg))
+
+    def send(self, unit, kind: int, dst: int, ready, **fields) -> m.Message:
+        unit.sent += 1
+        msg = m.Message((unit.uid << 32) | unit.sent, kind, unit.uid, dst, sent=self.now, **fields)
+        data = msg.nbytes if kind in (m.WRITE, m.APPEND, m.READ_RESP) else 0
+        flits = self.cfg.sizing.packet_flits(kind, data)
+        msg.packets = len(flits)
+        if ready is None:
+            readies = [self.now] * len(flits)
+        elif isinstance(ready, list):
+            readies = ready
+        else:
+            readies = [ready] * len(flits)
+        if self.cfg.jitter:
+            j = int(rng.below(self.cfg.seed, STREAM_JITTER, unit.uid, unit.sent, self.cfg.jitter + 1))
+            readies = [r + j for r in readies]
+        src_tile = unit.tile
+        dst_tile = int(self.lay.tile[dst])
+        local = bool(self.mine[dst_tile])
+        busy = self.ni_busy[src_tile]
+        tiles = self.tiles
+        for r, f in zip(readies, flits):
+            c = max(r, self.now)
+            while c in busy:
+                c += 1
+            busy.add(c)
+            pkt = c * tiles + src_tile
+            self._offers.append((c, src_tile, dst_tile, f))
+            if local:
+                self.pkt_to_msg[pkt] = msg.msg
+            else:
+                self._out_pkts.append((pkt, msg.msg, dst_tile))
+        if local:
+            self.inbox[msg.msg] = [msg, msg.packets, 0]
+        else:
+            self._out_msgs.append(msg.row())
+        self.sent_count[kind] += 1
+        self.sent_packets[kind] += len(flits)
+        self.sent_flits[kind] += sum(flits)
+        return msg
+
+    def oracle(self, unit, event: int, alloc: int) -> None:
+        self.oracle_log.append(oracle.entry(self.now, unit.uid, unit.next_seq(), event, alloc))
+
+    def mem_delta(self, mu: int, used: int, reserved: int) -> None:
+        self.mem_log.append((self.now, mu, used, reserved))
+
+    def buffer_life(self, mu_unit, rec, freed: int, how: str) -> None:
+        self.life_rows.append((rec.alloc, mu_unit.uid, rec.buf, rec.label, rec.owner, rec.created, freed, how,
+                               rec.peak, rec.grows, rec.copies, rec.copied, rec.evicted, rec.total, rec.collected))
+
+    def record(self, kind: str, ident: int, start: int, end: int, tokens: int, status: str) -> None:
+        self.records.append((kind, ident, start, end, tokens, status))
+
+    def trace_span(self, uid: int, name: str, start: int, dur: int, cat: str, args=None) -> None:
+        if self.cfg.trace:
+            self._trace(("X", uid, name, cat, start, dur, args))
+
+    def trace_instant(self, uid: int, name: str, args=None) -> None:
+        if self.cfg.trace:
+            self._trace(("i", uid, name, "memory", self.now, 0, args))
+
+    def _trace(self, ev) -> None:
+        if len(self.trace_events) < self.cfg.trace_limit:
+            self.trace_events.append(ev)
+        else:
+            self.trace_dropped += 1
+
+    # ------------------------------------------------------------------ epoch API
+    def advance(self, t0: int, t1: int, inbound: ChipBoundary | None = None) -> ChipBoundary:
+        if t0 < self.t:
+            raise ValueError(f"chip shard already at cycle {self.t}, cannot restart at {t0}")
+        if inbound is not None and len(inbound):
+            self._accept(inbound)
+        net_out = []
+        step = self.cfg.step
+        snap = self.cfg.memory_map_cycle
+        t = t0
+        while t < t1:
+            nxt = min(self.heap[0][0] if self.heap else float("inf"), self.net.next_event())
+            if snap >= 0 and self.memory_map is None and nxt >= snap:
+                self.memory_map = self._snapshot(snap)
+            if nxt >= t1:
+                break
+            t = max(t, int(nxt))
+            u = min(t + step, t1)
+            if snap >= 0 and self.memory_map is None and t < snap < u:
+                u = snap
+            self._run_units(u)
+            if self._offers:
+                self._flush_offers()
+            out = self.net.advance(t, u)
+            if len(out):
+                net_out.append(out)
+            self._collect()
+            t = u
+            if t - self._pruned > 4096:
+                self._prune(t)
+        self.t = t1
+        return self._outbound(net_out)
+
+    def _run_units(self, u: int) -> None:
+        heap, units = self.heap, self.units
+        while heap and heap[0][0] < u:
+            cycle, cls, uid, _, fn, arg = heapq.heappop(heap)
+            self.now = cycle
+            if cls == DELIVERY:
+                self.delivery_log.append((arg.msg, uid, cycle))
+                units[uid].on_message(arg)
+            else:
+                fn(arg)
+
+    def _flush_offers(self) -> None:
+        a = np.array(self._offers, dtype=np.int64)
+        self._offers = []
+        self.route_log.extend(zip(a[:, 1].tolist(), a[:, 2].tolist(), a[:, 3].tolist()))
+        self.net.offer(a[:, 0], a[:, 1], a[:, 2], a[:, 3])
+
+    def _collect(self) -> None:
+        """Packets that reached their terminal: complete messages become deliveries."""
+        pk, cyc = self.net.take_ejected()
+        if not len(pk):
+            return
+        inbox, p2m, heap, lay = self.inbox, self.pkt_to_msg, self.heap, self.lay
+        for p, c in zip(pk.tolist(), cyc.tolist()):
+            mid = p2m.pop(p)
+            e = inbox[mid]
+            e[1] -= 1
+            if c > e[2]:
+                e[2] = c
+            if e[1] == 0:
+                del inbox[mid]
+                msg = e[0]
+                heapq.heappush(heap, (e[2], DELIVERY, msg.dst, mid, None, msg))
+
+    def _accept(self, b: ChipBoundary) -> None:
+        if len(b.net):
+            self.net.deliver(b.net)
+        for row in b.msgs.tolist():
+            msg = m.Message(*row)
+            self.inbox[msg.msg] = [msg, msg.packets, 0]
+        if len(b.pkt):
+            self.pkt_to_msg.update(zip(b.pkt.tolist(), b.pkt_msg.tolist()))
+
+    def _outbound(self, net_out: list) -> ChipBoundary:
+        net = self.net_boundary.concat(net_out)
+        msgs = np.array(self._out_msgs, dtype=np.int64).reshape(-1, NF)
+        if self._out_pkts:
+            p = np.array(self._out_pkts, dtype=np.int64)
+            pk, pm, pt = p[:, 0], p[:, 1], p[:, 2]
+        else:
+            pk = pm = pt = _E
+        self._out_msgs, self._out_pkts = [], []
+        return ChipBoundary(net, msgs, pk, pm, pt)
+
+    def _prune(self, t: int) -> None:
+        for tile, busy in self.ni_busy.items():
+            if len(busy) > 64:
+                self.ni_busy[tile] = {c for c in busy if c >= t}
+        self._pruned = t
+
+    def next_event(self) -> float:
+        return min(self.heap[0][0] if self.heap else float("inf"), self.net.next_event())
+
+    def deliver(self, b: ChipBoundary) -> None:
+        if len(b):
+            self._accept(b)
+
+    def counters(self) -> tuple[int, int]:
+        return self.counts["admitted"], self.counts["finished"]
+
+    # ------------------------------------------------------------------ inspection
+    def _snapshot(self, cycle: int) -> dict:
+        out = {}
+        for uid, u in sorted(self.units.items()):
+            if isinstance(u, MemoryUnit):
+                out[uid] = {"policy": self.cfg.policy.policy, "used": u.storage.used,
+                            "reserved": u.storage.reserved, "buffers": len(u.table),
+                            "regions": u.regions(),
+                            "sizes": {b: r.size for b, r in u.table.items()},
+                            "evicted": sorted(b for b, r in u.table.items() if r.evicted)}
+        return {"cycle": cycle, "mus": out}
+
+    def mus(self):
+        return [u for _, u in sorted(self.units.items()) if isinstance(u, MemoryUnit)]
+
+    def cus(self):
+        return [u for _, u in sorted(self.units.items()) if isinstance(u, ComputeUnit)]
+
+    def drams(self):
+        return [u for _, u in sorted(self.units.items()) if isinstance(u, DramUnit)]
+
+
+__all__ = ["ChipShard", "ChipBoundary", "DRAM"]

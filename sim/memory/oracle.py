@@ -1,0 +1,91 @@
+"""Shadow oracle: the true life of every allocation, checked after the run.
+
+Units log what really happens to references, independently of the messages that are
+meant to keep the MU's counts right: an MU logs ALLOC (the requester now holds the one
+reference), every FREE it performs, and every ACCESS it serves with a reference whose
+allocation is no longer the one behind that buffer id; a holder logs COPY when it hands
+a reference to another unit and DROP when it lets one go. Each shard keeps its own
+log; ``check`` merges them in a fixed order (cycle, holders before MUs, unit, the
+unit's own sequence), so the verdict is the same for any shard count.
+
+Verdicts: ``use_after_free`` counts operations on a freed allocation;
+``double_free`` counts frees of an allocation already freed; ``premature_free``
+counts frees while true references were still live (the cause of the use after free
+that usually follows); ``leaks`` counts allocations never freed by the end of the run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+ALLOC, COPY, DROP, ACCESS, FREE = range(5)
+EVENT_NAMES = ("alloc", "copy", "drop", "access", "free")
+HOLDER, MEMORY = 0, 1  # order class within a cycle
+_CLASS = (MEMORY, HOLDER, HOLDER, MEMORY, MEMORY)
+COLUMNS = ("cycle", "order", "unit", "seq", "event", "alloc")
+
+
+def entry(cycle: int, unit: int, seq: int, event: int, alloc: int) -> tuple:
+    return (cycle, _CLASS[event], unit, seq, event, alloc)
+
+
+@dataclass
+class Verdict:
+    use_after_free: int = 0
+    double_free: int = 0
+    premature_free: int = 0
+    leaks: int = 0
+    live_references_at_end: int = 0
+    first: list = field(default_factory=list)  # up to 20 (cycle, unit, what, alloc) violations
+
+    @property
+    def violations(self) -> int:
+        return self.use_after_free + self.double_free + self.premature_free
+
+
+def merge(logs: list[np.ndarray]) -> np.ndarray:
+    """Concatenate per-shard [n, 6] logs and sort them into the canonical order."""
+    logs = [a for a in logs if len(a)]
+    if not logs:
+        return np.zeros((0, len(COLUMNS)), dtype=np.int64)
+    a = np.concatenate(logs)
+    return a[np.lexsort((a[:, 3], a[:, 2], a[:, 1], a[:, 0]))]
+
+
+def check(log: np.ndarray) -> Verdict:
+    v = Verdict()
+    live: dict[int, int] = {}
+    freed: set[int] = set()
+    allocated: set[int] = set()
+
+    def note(row, what):
+        if len(v.first) < 20:
+            v.first.append((int(row[0]), int(row[2]), what, int(row[5])))
+
+    for row in log.tolist():
+        ev, a = row[4], row[5]
+        if ev == ALLOC:
+            live[a] = 1
+            allocated.add(a)
+        elif ev == COPY:
+            live[a] = live.get(a, 0) + 1
+        elif ev == DROP:
+            live[a] = live.get(a, 0) - 1
+        elif ev == ACCESS:
+            if a in freed:
+                v.use_after_free += 1
+                note(row, "use after free")
+        elif ev == FREE:
+            if a in freed or a not in allocated:
+                v.double_free += 1
+                note(row, "double free")
+            else:
+                if live.get(a, 0) > 0:
+                    v.premature_free += 1
+                    note(row, "free while referenced")
+                freed.add(a)
+    v.leaks = len(allocated - freed)
+    v.live_references_at_end = sum(n for a, n in live.items() if n > 0 and a not in freed)
+    return v

@@ -1,0 +1,202 @@
+"""kv-decode and spec-decode: continuous batching of sequences with growing KV caches.
+
+Units: one scheduler (the CU at ``scheduler_tile``) and one worker CU per batch slot.
+Every sequence owns ``2 x layers x heads`` buffers (K and V of each layer's heads),
+placed on MUs by the configured placement. Iteration-level continuous batching (Orca,
+Yu et al., OSDI 2022): each iteration the scheduler admits waiting sequences into free
+slots (up to ``max_batch``), tells every running worker to do one step and waits for
+all of them; a worker's step, layer by layer, appends the new token's K and V to each
+head's buffers and reads them whole (attention), then computes; a finished sequence
+frees its buffers and its slot goes to the next one. Admission allocates the buffers
+and appends the prompt (prefill) and counts as the sequence's first step.
+
+spec-decode (speculative decoding, Leviathan et al., ICML 2023): a step appends
+``draft + 1`` tokens, the target verifies them, ``a`` of the ``draft`` are accepted
+(each with probability ``accept``, stopping at the first rejection) and the rejected
+``draft - a`` are truncated from every KV buffer; the step yields ``a + 1`` tokens.
+
+All buffers here have a single owner, so they are freed explicitly; reclamation
+protocols matter for moe and race.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sim import rng
+from sim.chip import messages as m
+from sim.chip.references import allocate_many, free
+from sim.chip.units import Compute, Replies, Sleep
+from sim.workloads.base import (STREAM_ACCEPT, STREAM_ARRIVAL, STREAM_OUTPUT, STREAM_PROMPT, Dist, Grid,
+                                attention_cycles)
+
+KV_BUFFER = 1  # buffer label in the life table
+
+
+@dataclass(frozen=True)
+class KvParams:
+    kind: str = "kv-decode"
+    requests: int = 32
+    max_batch: int = 16
+    layers: int = 2
+    heads: int = 2
+    head_dim: int = 64
+    dtype_bytes: int = 2
+    prompt: Dist = field(default_factory=lambda: Dist("uniform", 128, 32, 256))
+    output: Dist = field(default_factory=lambda: Dist("uniform", 64, 16, 128))
+    arrival_interval: int = 0  # mean cycles between arrivals (exponential); 0 = all at cycle 0
+    scheduler_tile: int = 0
+    draft: int = 4  # spec-decode
+    accept: float = 0.7  # spec-decode
+
+    @property
+    def token_bytes(self) -> int:
+        """Bytes one token adds to one head's K (or V) buffer."""
+        return self.head_dim * self.dtype_bytes
+
+    @property
+    def buffers_per_sequence(self) -> int:
+        return 2 * self.layers * self.heads
+
+
+class KvDecode:
+    """The program every CU of a kv-decode or spec-decode run executes."""
+
+    def __init__(self, p: KvParams, cfg):
+        self.p = p
+        self.cfg = cfg
+        self.grid = Grid(cfg)
+        self.spec_decode = p.kind == "spec-decode"
+        self.scheduler = self.grid.unit_at(*divmod(p.scheduler_tile, cfg.spec.cols))
+        cus = [int(c) for c in self.grid.cus if c != self.scheduler]
+        self.workers = cus[: p.max_batch]
+        self.flops = cfg.spec.cu_flops_per_cycle
+
+    # ------------------------------------------------------------------ pure facts
+    def lengths(self, seq: int) -> tuple[int, int]:
+        s = self.cfg.seed
+        return max(1, self.p.prompt.draw(s, STREAM_PROMPT, seq)), max(1, self.p.output.draw(s, STREAM_OUTPUT, seq))
+
+    def arrivals(self) -> list[int]:
+        if self.p.arrival_interval <= 0:
+            return [0] * self.p.requests
+        u = rng.uniform(self.cfg.seed, STREAM_ARRIVAL, 0, np.arange(self.p.requests))
+        gaps = -self.p.arrival_interval * np.log1p(-u)
+        return [int(x) for x in gaps.cumsum()]
+
+    def accepted(self, seq: int, step: int) -> int:
+        """Draft tokens accepted: each with probability ``accept``, up to the first rejection."""
+        a = 0
+        for i in range(self.p.draft):
+            if float(rng.uniform(self.cfg.seed, STREAM_ACCEPT, seq, step * 64 + i)) >= self.p.accept:
+                break
+            a += 1
+        return a
+
+    # ------------------------------------------------------------------ program entry points
+    def start(self, cu):
+        if cu.uid == self.scheduler:
+            return self._schedule(cu)
+        return None
+
+    def on_message(self, cu, msg):
+        if msg.kind == m.CONTROL and msg.arg in (m.CTRL_ADMIT, m.CTRL_STEP):
+            return self._work(cu, msg)
+        raise RuntimeError(f"kv-decode CU {cu.uid} got an unexpected {m.KINDS[msg.kind]} message")
+
+    # ------------------------------------------------------------------ scheduler
+    def _schedule(self, cu):
+        shard = cu.shard
+        arrive = self.arrivals()
+        waiting = list(range(self.p.requests))
+        free_slots = list(range(len(self.workers)))
+        running: dict[int, int] = {}  # slot -> sequence
+        started: dict[int, int] = {}
+        tokens: dict[int, int] = {}
+        while waiting or running:
+            while waiting and free_slots and arrive[waiting[0]] <= shard.now:
+                seq = waiting.pop(0)
+                running[free_slots.pop(0)] = seq
+                started[seq] = shard.now
+                shard.counts["admitted"] += 1
+            if not running:
+                yield Sleep(arrive[waiting[0]] - shard.now)
+                continue
+            t0 = shard.now
+            tags = {}
+            for slot, seq in sorted(running.items()):
+                op = m.CTRL_STEP if seq in tokens else m.CTRL_ADMIT
+                tokens.setdefault(seq, 0)
+                tags[slot] = cu.request(m.CONTROL, self.workers[slot], arg=op, buf=seq, nbytes=slot)
+            got = yield Replies(list(tags.values()), "control")
+            shard.record("step", t0, t0, shard.now, sum(got[t].nbytes for t in tags.values()), "ok")
+            for slot, tag in sorted(tags.items()):
+                r = got[tag]
+                seq = running[slot]
+                tokens[seq] += r.nbytes
+                if r.arg != m.RUNNING:
+                    del running[slot]
+                    free_slots.append(slot)
+                    free_slots.sort()
+                    shard.counts["finished"] += 1
+                    status = "ok" if r.arg == m.FINISHED else "failed"
+                    shard.record("request", seq, arrive[seq], shard.now, tokens[seq], status)
+
+    # ------------------------------------------------------------------ worker
+    def _work(self, cu, msg):
+        p, st = self.p, cu.state
+        seq, slot = msg.buf, msg.nbytes
+        tb = p.token_bytes
+        if msg.arg == m.CTRL_ADMIT:
+            prompt, out = self.lengths(seq)
+            nb = p.buffers_per_sequence
+            want = [(self.grid.place(cu.uid, slot, b, nb, seq), prompt * tb, KV_BUFFER) for b in range(nb)]
+            refs = yield from allocate_many(cu, want)
+            st.update(seq=seq, refs=refs, length=0, goal=out, made=0, step=0)
+            if any(r is None for r in refs):
+                return self._finish(cu, msg, m.FAILED, 0)
+            for r in refs:
+                cu.send(m.APPEND, r.mu, nbytes=prompt * tb, mu=r.mu, buf=r.buf, alloc=r.alloc)
+            st["length"] = prompt
+            new = 1  # prefill produces the first token
+        else:
+            new = 1 + p.draft if self.spec_decode else 1
+        refs = st["refs"]
+        length = st["length"] + (new if msg.arg == m.CTRL_STEP else 0)
+        heads = p.heads
+        for layer in range(p.layers):
+            tags = []
+            for r in refs[2 * layer * heads: 2 * (layer + 1) * heads]:
+                if msg.arg == m.CTRL_STEP:
+                    cu.send(m.APPEND, r.mu, nbytes=new * tb, mu=r.mu, buf=r.buf, alloc=r.alloc)
+                tags.append(cu.request(m.READ_REQ, r.mu, nbytes=length * tb, mu=r.mu, buf=r.buf, alloc=r.alloc))
+            got = yield Replies(tags, "memory")
+            if any(x.status != m.STATUS_OK for x in got.values()):
+                return self._finish(cu, msg, m.FAILED, 0)
+            yield Compute(attention_cycles(length, heads, p.head_dim, self.flops))
+        made = 1
+        if self.spec_decode and msg.arg == m.CTRL_STEP:
+            a = self.accepted(seq, st["step"])
+            made = a + 1
+            keep = length - (p.draft - a)
+            if keep < length:
+                for r in refs:
+                    cu.send(m.TRUNCATE, r.mu, arg=keep * tb, mu=r.mu, buf=r.buf, alloc=r.alloc)
+            length = keep
+        st["length"] = length
+        st["step"] += 1
+        made = min(made, st["goal"] - st["made"])
+        st["made"] += made
+        status = m.FINISHED if st["made"] >= st["goal"] else m.RUNNING
+        return self._finish(cu, msg, status, made)
+
+    def _finish(self, cu, msg, status: int, made: int):
+        st = cu.state
+        if status != m.RUNNING:
+            for r in st.get("refs") or []:
+                if r is not None:
+                    free(cu, r)
+            st.clear()
+        cu.send(m.ACK, msg.src, tag=msg.tag, arg=status, nbytes=made)

@@ -1,0 +1,202 @@
+"""moe: Mixture-of-Experts token routing with shared activation references.
+
+Units: a scheduler CU, ``producers`` token-producing CUs (the gate) and expert-host CUs
+(expert ``e`` runs on host ``e mod hosts``). Each step the scheduler starts every
+producer and every expert and waits for all of them. A producer allocates one buffer
+per token (the token's activation, ``hidden x dtype`` bytes) on an MU by the
+placement, writes it, and shares the reference with the token's ``top_k`` experts
+(under the configured reclamation protocol), then drops its own. An expert learns how
+many tokens it gets this step (the gate's decision), allocates an input buffer of that
+size at run time, and for every reference it receives reads the activation, appends
+it to its input buffer and drops the reference; with all its tokens gathered it
+computes its FFN (``4 x hidden x expert_ffn`` FLOP per token: two matrix products) and
+frees its input buffer. A token's activation is freed by the protocol once its
+producer and all ``top_k`` experts have dropped it.
+
+Routing: expert popularity follows a Zipf law with exponent ``skew`` (0 = uniform);
+a token's ``top_k`` distinct experts are drawn by the Gumbel-top-k trick (Kool et al.,
+ICML 2019) from counter-based random numbers of (seed, step, token), a pure function.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim import rng
+from sim.chip import messages as m
+from sim.chip.references import allocate, allocate_many, drop, free, received, share
+from sim.chip.units import Compute, Replies
+from sim.workloads.base import STREAM_ROUTE, Grid
+
+ACTIVATION, EXPERT_INPUT = 2, 3  # buffer labels
+_STEP = 1 << 16  # a REFERENCE's tag is step * _STEP + expert
+
+
+@dataclass(frozen=True)
+class MoeParams:
+    kind: str = "moe"
+    steps: int = 4
+    tokens: int = 64  # per step
+    experts: int = 8
+    top_k: int = 2
+    skew: float = 0.0
+    hidden: int = 1024
+    expert_ffn: int = 2048
+    dtype_bytes: int = 2
+    producers: int = 8
+    scheduler_tile: int = 0
+
+    @property
+    def act_bytes(self) -> int:
+        return self.hidden * self.dtype_bytes
+
+
+def route(seed: int, step: int, tokens: int, experts: int, top_k: int, skew: float) -> np.ndarray:
+    """[tokens, top_k] experts of each token of ``step`` (distinct within a token)."""
+    ids = step * tokens + np.arange(tokens)
+    u = rng.uniform(seed, STREAM_ROUTE, ids[:, None], np.arange(experts)[None, :])
+    u = np.clip(u, 1e-300, 1.0 - 1e-16)
+    logw = -skew * np.log(np.arange(1, experts + 1, dtype=np.float64))
+    keys = logw[None, :] - np.log(-np.log(u))
+    return np.argsort(-keys, axis=1, kind="stable")[:, :top_k]
+
+
+class Moe:
+    def __init__(self, p: MoeParams, cfg):
+        self.p = p
+        self.cfg = cfg
+        self.grid = Grid(cfg)
+        self.scheduler = self.grid.unit_at(*divmod(p.scheduler_tile, cfg.spec.cols))
+        cus = [int(c) for c in self.grid.cus if c != self.scheduler]
+        self.producers = cus[: p.producers]
+        rest = cus[p.producers:]
+        self.hosts = rest[: min(p.experts, len(rest))]
+        self.flops = cfg.spec.cu_flops_per_cycle
+        self._routes: dict[int, np.ndarray] = {}
+
+    def host(self, e: int) -> int:
+        return self.hosts[e % len(self.hosts)]
+
+    def routes(self, step: int) -> np.ndarray:
+        if step not in self._routes:
+            p = self.p
+            self._routes[step] = route(self.cfg.seed, step, p.tokens, p.experts, p.top_k, p.skew)
+        return self._routes[step]
+
+    def count(self, step: int, e: int) -> int:
+        return int(np.count_nonzero(self.routes(step) == e))
+
+    # ------------------------------------------------------------------ entry points
+    def start(self, cu):
+        return self._schedule(cu) if cu.uid == self.scheduler else None
+
+    def on_message(self, cu, msg):
+        if msg.kind == m.CONTROL and msg.arg == m.CTRL_STEP:
+            return self._produce(cu, msg)
+        if msg.kind == m.CONTROL and msg.arg == m.CTRL_EXPERT:
+            return self._expert(cu, msg)
+        if msg.kind == m.REFERENCE:
+            return self._gather(cu, msg)
+        raise RuntimeError(f"moe CU {cu.uid} got an unexpected {m.KINDS[msg.kind]} message")
+
+    # ------------------------------------------------------------------ scheduler
+    def _schedule(self, cu):
+        shard = cu.shard
+        for step in range(self.p.steps):
+            t0 = shard.now
+            shard.counts["admitted"] += 1
+            tags = [cu.request(m.CONTROL, u, arg=m.CTRL_STEP, buf=step, nbytes=i) for i, u in enumerate(self.producers)]
+            tags += [cu.request(m.CONTROL, self.host(e), arg=m.CTRL_EXPERT, buf=step, nbytes=e)
+                     for e in range(self.p.experts)]
+            got = yield Replies(tags, "control")
+            ok = all(r.arg == m.FINISHED for r in got.values())
+            shard.counts["finished"] += 1
+            shard.record("request", step, t0, shard.now, self.p.tokens, "ok" if ok else "failed")
+
+    # ------------------------------------------------------------------ producer (gate)
+    def _produce(self, cu, msg):
+        p = self.p
+        step, idx = msg.buf, msg.nbytes
+        mine = [t for t in range(p.tokens) if t % len(self.producers) == idx]
+        experts = self.routes(step)
+        want = [(self.grid.place(cu.uid, idx, j, len(mine), step * p.tokens + t), p.act_bytes, ACTIVATION)
+                for j, t in enumerate(mine)]
+        refs = yield from allocate_many(cu, want)
+        ok = [(t, r) for t, r in zip(mine, refs) if r is not None]
+        for t, r in zip(mine, refs):
+            if r is None:  # out of memory: tell the experts the token will not come
+                for e in experts[t].tolist():
+                    cu.send(m.REFERENCE, self.host(e), tag=step * _STEP + e, status=m.STATUS_FAILED)
+        for _, r in ok:
+            cu.send(m.WRITE, r.mu, nbytes=p.act_bytes, arg=0, mu=r.mu, buf=r.buf, alloc=r.alloc)
+        receivers = [[self.host(e) for e in experts[t].tolist()] for t, _ in ok]
+        tags = [[step * _STEP + e for e in experts[t].tolist()] for t, _ in ok]
+        yield from share(cu, [r for _, r in ok], receivers, self.cfg.reclaim, tags)
+        for _, r in ok:
+            drop(cu, r, self.cfg.reclaim)
+        status = m.FINISHED if len(ok) == len(mine) else m.FAILED
+        cu.send(m.ACK, msg.src, tag=msg.tag, arg=status)
+
+    # ------------------------------------------------------------------ experts
+    def _state(self, cu, step: int, e: int) -> dict:
+        key = (step, e)
+        st = cu.state.get(key)
+        if st is None:
+            st = cu.state[key] = dict(n=self.count(step, e), gathered=0, pending=0, inref=None, request=None,
+                                      ready=False, failed=False)
+        return st
+
+    def _expert(self, cu, msg):
+        step, e = msg.buf, msg.nbytes
+        st = self._state(cu, step, e)
+        st["request"] = msg
+        if st["n"] == 0:
+            yield from self._finish(cu, step, e)
+            return
+        mu = self.grid.place(cu.uid, e, 0, 1, step * self.p.experts + e)
+        ref = yield from allocate(cu, mu, st["n"] * self.p.act_bytes, EXPERT_INPUT)
+        if ref is None:
+            st["failed"] = True
+        st["inref"] = ref
+        st["ready"] = True  # its input buffer exists (or could not be had)
+        for _ in range(st["pending"]):
+            self._append(cu, ref)
+        st["pending"] = 0
+        if st["gathered"] == st["n"]:
+            yield from self._finish(cu, step, e)
+
+    def _gather(self, cu, msg):
+        step, e = divmod(msg.tag, _STEP)
+        st = self._state(cu, step, e)
+        if msg.status == m.STATUS_OK:
+            ref = received(msg)
+            tag = cu.request(m.READ_REQ, ref.mu, nbytes=self.p.act_bytes, mu=ref.mu, buf=ref.buf, alloc=ref.alloc)
+            got = yield Replies([tag], "memory")
+            drop(cu, ref, self.cfg.reclaim)
+            if got[tag].status != m.STATUS_OK:
+                st["failed"] = True
+            elif st["ready"]:
+                self._append(cu, st["inref"])
+            else:
+                st["pending"] += 1
+        else:
+            st["failed"] = True
+        st["gathered"] += 1
+        if st["gathered"] == st["n"] and st["ready"]:
+            yield from self._finish(cu, step, e)
+
+    def _append(self, cu, ref) -> None:
+        if ref is not None:
+            cu.send(m.APPEND, ref.mu, nbytes=self.p.act_bytes, mu=ref.mu, buf=ref.buf, alloc=ref.alloc)
+
+    def _finish(self, cu, step: int, e: int):
+        st = cu.state.pop((step, e))
+        n = st["n"]
+        if n:
+            yield Compute(-(-n * 4 * self.p.hidden * self.p.expert_ffn // self.flops))
+        if st["inref"] is not None:
+            free(cu, st["inref"])
+        req = st["request"]
+        cu.send(m.ACK, req.src, tag=req.tag, arg=m.FAILED if st["failed"] else m.FINISHED)
