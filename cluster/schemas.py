@@ -234,6 +234,124 @@ SWEEP_NOOP = TableSchema(
 ALL_TABLES.append(SWEEP_NOOP)
 
 
+# --------------------------------------------------------------------------- rdasim run (chip simulation)
+_I, _F, _S, _B = pa.int64(), pa.float64(), pa.string(), pa.bool_()
+RUN_MESSAGE_KINDS = ("read_request", "read_response", "write", "append", "allocate", "free", "truncate",
+                     "ref_inc", "ref_dec", "ack", "weight_return", "weight_request", "reference", "control")
+
+RUN_SUMMARY = TableSchema(
+    "run_summary",
+    "one row per chip simulation (rdasim run)",
+    (
+        Column("workload", _S, "kv-decode, spec-decode, moe or race"),
+        Column("chip", _S, "chip preset the config started from"),
+        Column("rows", pa.int32(), "tile rows"),
+        Column("cols", pa.int32(), "tile columns"),
+        Column("network", _S, "NoC fidelity: cycle or packet"),
+        Column("policy", _S, "MU memory policy"),
+        Column("reclaim", _S, "reclamation protocol of shared references"),
+        Column("on_oom", _S, "out-of-memory behaviour: stall, evict or fail"),
+        Column("placement", _S, "buffer placement: spread, near or random"),
+        Column("weight_bits", pa.int32(), "partial-free: bits of a reference's weight (0 otherwise)"),
+        Column("block_bytes", _I, "virtual: block size in bytes (0 otherwise)"),
+        Column("shards", pa.int32(), "shards the grid was cut into"),
+        Column("backend", _S, "local or ray"),
+        Column("sim_cycles", _I, "simulated cycles until the last event"),
+        Column("sim_seconds", _F, "sim_cycles at the chip clock, s"),
+        Column("wall_seconds", _F, "wall-clock seconds of the simulation"),
+        Column("requests", _I, "requests completed or failed (sequences, MoE steps, race trials)"),
+        Column("requests_failed", _I, "requests that failed (out of memory with on_oom = fail)"),
+        Column("tokens", _I, "tokens produced (decode: generated tokens; moe: routed tokens; race: trials)"),
+        Column("tokens_per_second", _F, "tokens / sim_seconds"),
+        Column("latency_p50_cycles", _F, "median request latency (arrival to completion), cycles"),
+        Column("latency_p99_cycles", _F, "99th percentile request latency, cycles"),
+        Column("latency_mean_cycles", _F, "mean request latency, cycles"),
+        Column("peak_mu_utilization", _F, "largest share of all MU bytes holding live data at any time"),
+        Column("mean_mu_utilization", _F, "time-averaged share of all MU bytes holding live data"),
+        Column("peak_mu_reserved", _F, "largest share of all MU bytes reserved by buffers (peak memory)"),
+        Column("fragmentation", _F, "share of reserved byte-cycles not holding data (1 - used/reserved, integrated)"),
+        Column("bytes_copied", _I, "bytes copied by realloc-copy growth"),
+        Column("copy_cycles", _I, "MU port cycles spent copying"),
+        Column("messages_total", _I, "messages sent"),
+        Column("packets_total", _I, "packets sent"),
+        Column("flits_total", _I, "flits sent"),
+        *[Column(f"messages_{k}", _I, f"{k.replace('_', ' ')} messages sent") for k in RUN_MESSAGE_KINDS],
+        Column("sync_messages", _I, "reference-count synchronisation messages: +1s, weight requests and their acks"),
+        Column("sync_wait_cycles", _I, "cycles CU tasks waited for +1 acknowledgements or weight grants (summed)"),
+        Column("memory_wait_cycles", _I, "cycles CU tasks waited for allocations and data (summed)"),
+        Column("control_wait_cycles", _I, "cycles schedulers waited for their workers (summed)"),
+        Column("compute_cycles", _I, "cycles CU pipelines computed (summed)"),
+        Column("oom_events", _I, "requests that found their MU out of memory"),
+        Column("stalls", _I, "requests parked until memory was freed"),
+        Column("stall_cycles", _I, "cycles parked requests waited (summed)"),
+        Column("evictions", _I, "buffers evicted to DRAM"),
+        Column("bytes_evicted", _I, "bytes evicted to DRAM"),
+        Column("oom_failures", _I, "requests refused for lack of memory"),
+        Column("stalled_at_end", _I, "requests still parked when the run ended (a deadlock if > 0)"),
+        Column("use_after_free", _I, "oracle: operations on freed allocations"),
+        Column("double_free", _I, "oracle: frees of already-freed allocations"),
+        Column("premature_free", _I, "oracle: frees while true references were live"),
+        Column("leaks", _I, "oracle: allocations never freed"),
+        Column("completed", _B, "every request of the workload finished"),
+        Column("epochs", _I, "lockstep epochs executed"),
+        Column("lookahead", _I, "epoch length bound, cycles (0 with one shard)"),
+        Column("result_hash", _S, "hash of every delivery, oracle event, buffer life and figure"),
+    ),
+)
+
+RUN_MU_SERIES = TableSchema(
+    "run_mu_series",
+    "one row per MU and sample time: bytes in use and reserved",
+    (
+        Column("cycle", _I, "sample cycle"),
+        Column("mu", pa.int32(), "MU unit id (its tile id)"),
+        Column("row", pa.int32(), "tile row"),
+        Column("col", pa.int32(), "tile column"),
+        Column("used_bytes", _I, "bytes of live data"),
+        Column("reserved_bytes", _I, "bytes reserved by buffers (blocks, regions, slots)"),
+        Column("utilization", _F, "used_bytes / MU capacity"),
+    ),
+)
+
+RUN_BUFFERS = TableSchema(
+    "run_buffers",
+    "one row per allocation: its life at its MU",
+    (
+        Column("alloc", _I, "allocation id (MU unit id * 2**32 + the MU's count)"),
+        Column("mu", pa.int32(), "MU unit id"),
+        Column("buffer", pa.int32(), "MU-local buffer id (reused after a free)"),
+        Column("label", _S, "kv, activation, expert-input, race"),
+        Column("owner", pa.int32(), "unit that allocated it"),
+        Column("created", _I, "cycle of the allocation"),
+        Column("freed", _I, "cycle of the free (-1: never freed, a leak)"),
+        Column("freed_by", _S, "free, refcount or weight"),
+        Column("peak_bytes", _I, "largest size reached"),
+        Column("grows", _I, "times its reservation grew"),
+        Column("copies", _I, "realloc-copy moves"),
+        Column("bytes_copied", _I, "bytes copied by those moves"),
+        Column("evicted", _B, "evicted to DRAM at some point"),
+        Column("total_weight", _I, "partial-free: weight handed out in all"),
+        Column("collected_weight", _I, "partial-free: weight returned"),
+    ),
+)
+
+RUN_LINKS = TableSchema(
+    "run_links",
+    "one row per directed router-to-router link: flits over the whole run",
+    (
+        Column("src_router", pa.int32(), "upstream router (tile) id"),
+        Column("dst_router", pa.int32(), "downstream router id"),
+        Column("src_row", pa.int32(), "upstream row"),
+        Column("src_col", pa.int32(), "upstream column"),
+        Column("direction", _S, "E, W, S or N"),
+        Column("flits", _I, "flits that crossed the link"),
+        Column("utilization", _F, "flits per simulated cycle"),
+    ),
+)
+
+ALL_TABLES.extend([RUN_SUMMARY, RUN_MU_SERIES, RUN_BUFFERS, RUN_LINKS])
+# --------------------------------------------------------------------------- end of rdasim run
+
 def reference_markdown() -> str:
     """The README's result-column reference."""
     out = []
