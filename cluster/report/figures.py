@@ -125,7 +125,7 @@ def message_breakdown(tables: dict[str, pa.Table], plt):
             for k, v in zip(t[kind].to_pylist(), t[n].to_pylist()):
                 counts[str(k)] = counts.get(str(k), 0) + (v or 0)
         for c in t.column_names:
-            if c.startswith(("messages_", "msg_")) and numeric(t, c):
+            if c.startswith(("messages_", "msg_")) and numeric(t, c) and not c.endswith("_total"):
                 counts[c.split("_", 1)[1]] = counts.get(c.split("_", 1)[1], 0) + (pc.sum(t[c]).as_py() or 0)
         if counts:
             break

@@ -10,7 +10,6 @@ config and exists to test the sweep machinery and measure its overhead.
 from __future__ import annotations
 
 import importlib
-import inspect
 import os
 import time
 from dataclasses import dataclass
@@ -46,6 +45,8 @@ def tables_of(result) -> dict[str, pa.Table]:
         if isinstance(value, pa.Table):
             meta = value.schema.metadata or {}
             out[meta.get(b"table", key.encode()).decode()] = value
+        elif isinstance(value, dict) and value and all(isinstance(v, pa.Table) for v in value.values()):
+            out.update(tables_of(value))  # e.g. RunResult.tables
     return out
 
 
@@ -81,9 +82,6 @@ def _noc_job(cfg: dict) -> dict[str, pa.Table]:
 
 
 # ----------------------------------------------------------------------------- run
-RUN_JOB_NAMES = ("run_run", "run_job", "run_sim", "run")  # the job function of cluster/run_job.py
-
-
 def _import_run(module: str):
     try:
         return importlib.import_module(module)
@@ -95,17 +93,14 @@ def _import_run(module: str):
 
 
 def _run_schema():
+    _import_run("cluster.run_job")  # both halves of rdasim run must be there
     return _import_run("cluster.run_config").RUN_SCHEMA
 
 
 def _run_job(cfg: dict) -> dict[str, pa.Table]:
-    mod = _import_run("cluster.run_job")
-    fn = next((getattr(mod, n) for n in RUN_JOB_NAMES if callable(getattr(mod, n, None))), None)
-    if fn is None:
-        raise RuntimeError(f"cluster/run_job.py has none of the job functions {', '.join(RUN_JOB_NAMES)}")
-    params = inspect.signature(fn).parameters
-    kwargs = {k: v for k, v in (("out", None), ("quiet", True)) if k in params}
-    return tables_of(fn(cfg, **kwargs))
+    """What `rdasim run CONFIG` does, without its files: chip_config, then run_chip."""
+    chip = _import_run("cluster.run_config").chip_config(cfg)
+    return tables_of(_import_run("cluster.run_job").run_chip(cfg, chip, out=None, quiet=True))
 
 
 # ----------------------------------------------------------------------------- noop

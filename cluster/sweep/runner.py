@@ -109,7 +109,7 @@ def _execute(plan, todo, store: Store, manifest: Manifest, run: RunEntry, layout
     last_save = [time.monotonic()]
 
     def tick():
-        if run.computed < len(todo):  # the last point's line is printed by done()
+        if 0 < run.computed < len(todo):  # no rate before the first point; done() prints the last
             progress(run.computed, len(todo), unit="points")
         if time.monotonic() - last_save[0] > MANIFEST_EVERY_SECONDS:
             manifest.save(layout.manifest)

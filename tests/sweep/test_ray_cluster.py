@@ -74,18 +74,21 @@ class Cluster:
 
     def __init__(self):
         self.root = Path(tempfile.mkdtemp(prefix="rds", dir="/tmp"))  # short: Ray's socket paths
-        self.env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32),
+        path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"  # `rdasim` for ray jobs
+        self.env = {**os.environ, "PATH": path, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32),
                     "RAY_USAGE_STATS_ENABLED": "0",
                     # find a dead node in ~2 s instead of ~15 s
                     "RAY_health_check_period_ms": "500", "RAY_health_check_timeout_ms": "500",
                     "RAY_health_check_failure_threshold": "3"}
         self.port = _free_port()
         self.client_port = _free_port()
+        self.dashboard = f"http://127.0.0.1:{_free_port()}"
         self.address = f"127.0.0.1:{self.port}"
         self.workers = 0
         self._start("h", "--head", "--port", str(self.port), "--num-cpus", "2",
-                    "--resources", '{"rdasim_head": 1}', "--include-dashboard", "false",
-                    "--dashboard-port", str(_free_port()), "--ray-client-server-port", str(self.client_port))
+                    "--resources", '{"rdasim_head": 1}', "--include-dashboard", "true",
+                    "--dashboard-port", self.dashboard.rsplit(":", 1)[1],
+                    "--ray-client-server-port", str(self.client_port))
         self.start_worker()
 
     def _start(self, name: str, *args: str) -> None:
@@ -101,9 +104,9 @@ class Cluster:
     def kill_worker(self) -> None:
         assert _kill_matching(f"{self.root}/w{self.workers}/") > 0
 
-    def sweep(self, spec: Path, out: Path, *extra: str, wait: bool = True):
+    def sweep(self, spec: Path, out: Path, *extra: str, wait: bool = True, address: str | None = None):
         cmd = [sys.executable, "-m", "cluster.cli", "sweep", str(spec), "--out", str(out),
-               "--address", self.address, "--quiet", *extra]
+               "--address", address or self.address, "--quiet", *extra]
         proc = subprocess.Popen(cmd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         if wait:
             _, err = proc.communicate(timeout=180)
@@ -257,6 +260,28 @@ noop.sleep = {sleep}
 [axes]
 noop.value = {values}
 """
+
+
+def test_a_sweep_runs_as_a_ray_job_with_its_spec_uploaded(cluster, tmp_path):
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (specs / "base.toml").write_text("[noop]\nsleep = 0.05\n")
+    _spec(specs / "job.toml", 'base = "base.toml"\n' + SLOW.format(name="job", sleep=0.05, values=[1, 2, 3])
+          .replace("[base]\nnoop.sleep = 0.05\n", ""))
+    out = tmp_path / "out"
+    job = subprocess.run([RAY, "job", "submit", "--address", cluster.dashboard, "--working-dir", str(specs), "--",
+                          "rdasim", "sweep", "job.toml", "--address", "auto", "--out", str(out), "--quiet"],
+                         env=cluster.env, capture_output=True, text=True, timeout=180)
+    assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-2000:]
+    rows = _exactly_once(out, "job", specs / "job.toml")
+    assert [r["slept"] for r in rows] == [0.05] * 3  # the uploaded base file was used
+
+
+def test_a_sweep_runs_through_ray_client(cluster, tmp_path):
+    spec = _spec(tmp_path / "c.toml", SLOW.format(name="c", sleep=0.05, values=[1, 2, 3]))
+    proc = cluster.sweep(spec, tmp_path / "out", address=f"ray://127.0.0.1:{cluster.client_port}")
+    assert proc.returncode == 0, proc.stderr_text
+    assert len(_exactly_once(tmp_path / "out", "c", spec)) == 3
 
 
 def test_killing_the_driver_and_rerunning_resumes_without_recomputing(cluster, tmp_path):

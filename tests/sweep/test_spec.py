@@ -228,7 +228,7 @@ def test_cli_status_of_a_directory_without_sweeps(tmp_path, capsys):
 def test_run_command_without_rdasim_run_is_a_clear_error(tmp_path):
     import importlib.util
 
-    if importlib.util.find_spec("cluster.run_job") is not None:
+    if importlib.util.find_spec("cluster.run_job") and importlib.util.find_spec("cluster.run_config"):
         pytest.skip("rdasim run is available in this build")
     with pytest.raises(ConfigError) as err:
         _plan(tmp_path, "", head='[sweep]\nname = "s"\ncommand = "run"\n')
@@ -247,7 +247,7 @@ def test_example_specs_expand_to_their_documented_points(name, points):
 def test_example_run_spec_is_valid_once_rdasim_run_exists():
     import importlib.util
 
-    if importlib.util.find_spec("cluster.run_config") is None:
+    if not (importlib.util.find_spec("cluster.run_job") and importlib.util.find_spec("cluster.run_config")):
         with pytest.raises(ConfigError, match="needs `rdasim run`"):
             plan_sweep(EXAMPLES / "sweep_run.toml")
     else:

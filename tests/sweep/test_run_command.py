@@ -1,0 +1,41 @@
+"""Sweeping `rdasim run` (issue 5): skipped until cluster/run_config.py and cluster/run_job.py exist."""
+
+import importlib.util
+import textwrap
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from cluster.sweep.dataset import read_dataset
+from cluster.sweep.plan import plan_sweep
+from cluster.sweep.runner import run_sweep
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+pytestmark = pytest.mark.skipif(
+    not (importlib.util.find_spec("cluster.run_job") and importlib.util.find_spec("cluster.run_config")
+         and (EXAMPLES / "race.toml").exists()),
+    reason="rdasim run is not in this build")
+
+
+def test_a_run_sweep_stores_every_table_and_reproduces_the_race(tmp_path):
+    spec = tmp_path / "race.toml"
+    spec.write_text(f'base = "{EXAMPLES / "race.toml"}"\n' + textwrap.dedent("""
+        [sweep]
+        name = "race"
+        command = "run"
+        partition_by = ["memory.reclaim"]
+        [axes]
+        memory.reclaim = ["refcount", "refcount-gated", "partial-free"]
+    """))
+    summary = run_sweep(plan_sweep(spec), tmp_path / "out", quiet=True, in_process=True)
+    assert (summary.computed, summary.failed) == (3, 0)
+    rows = {r["memory_reclaim"]: r for r in read_dataset(tmp_path / "out" / "race").to_pylist()}
+    assert rows["refcount"]["use_after_free"] > 0  # a -1 overtook a +1
+    assert rows["refcount-gated"]["use_after_free"] == 0 and rows["partial-free"]["use_after_free"] == 0
+    assert all(r["config_hash"] == r["point_id"] for r in rows.values())
+    for table in ("run_mu_series", "run_buffers", "run_links"):
+        t = read_dataset(tmp_path / "out" / f"race.{table}")
+        assert set(t["point_id"].to_pylist()) == {r["point_id"] for r in rows.values()}
+        assert t.schema.field("memory_reclaim").type == pa.string()
