@@ -196,12 +196,12 @@ class Executor:
 class InProcessExecutor:
     """Runs the points one after another in this process, without Ray (debugging, tests)."""
 
+    def __init__(self, command: str):
+        self.command = command
+
     def run(self, points: list[Point], done: Callable[[Point, Outcome | None, PointRun], None],
             tick: Callable[[], None] = lambda: None) -> None:
         for point in points:
             o = job_outcome(self.command, point.config, "in-process")
             done(point, o, PointRun(o.status, 1, o.node, o.seconds, o.error, o.traceback))
             tick()
-
-    def __init__(self, command: str):
-        self.command = command

@@ -53,9 +53,14 @@ def infer_type(values: list) -> pa.DataType:
 
 
 def encode(value, typ: pa.DataType):
-    if value is None or typ != pa.string() or isinstance(value, str):
-        return float(value) if typ == pa.float64() and value is not None else value
-    return json.dumps(value, sort_keys=True, default=str)
+    """A resolved config value as stored in a swept column of type ``typ``."""
+    if value is None:
+        return None
+    if typ == pa.float64():
+        return float(value)  # an int among floats
+    if typ == pa.string() and not isinstance(value, str):
+        return json.dumps(value, sort_keys=True, default=str)  # a table, a list, or mixed types
+    return value
 
 
 @dataclass(frozen=True)

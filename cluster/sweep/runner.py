@@ -106,14 +106,17 @@ def _execute(plan, todo, store: Store, manifest: Manifest, run: RunEntry, layout
 
         executor = Executor(init_ray(address), plan.command.name, plan.spec.max_retries, max_concurrency)
     progress = Progress(f"sweep {plan.spec.name}", quiet)
-    last_save = [time.monotonic()]
+    saved_at, save_every = time.monotonic(), MANIFEST_EVERY_SECONDS
 
     def tick():
+        nonlocal saved_at, save_every
         if 0 < run.computed < len(todo):  # no rate before the first point; done() prints the last
             progress(run.computed, len(todo), unit="points")
-        if time.monotonic() - last_save[0] > MANIFEST_EVERY_SECONDS:
+        if time.monotonic() - saved_at > save_every:
+            start = time.monotonic()
             manifest.save(layout.manifest)
-            last_save[0] = time.monotonic()
+            saved_at = time.monotonic()
+            save_every = max(MANIFEST_EVERY_SECONDS, 20 * (saved_at - start))  # huge manifests: <= 5 % of the time
 
     def done(point: Point, outcome, point_run: PointRun):
         point_run = store.write(point, outcome.tables if outcome else None, point_run)

@@ -108,3 +108,14 @@ def test_deploy_readme_covers_every_route_and_token_auth():
                    "deploy/kuberay/rayjob.yaml", "ray job submit", "RAY_AUTH_MODE=token", "ray start --head",
                    "docker build -f deploy/Dockerfile", "rdasim sweep status"):
         assert needle in text, needle
+
+
+def test_sweep_docs_describe_every_sweep_column_and_spec_key():
+    from cluster import schemas
+    from cluster.sweep.spec import SWEEP_SECTION
+
+    text = (ROOT / "docs" / "README.sweep.md").read_text()
+    for column in schemas.SWEEP_COLUMNS:
+        assert f"| `{column.name}` | {column.type} |".replace("double", "float64") in text, column.name
+    for key in SWEEP_SECTION.fields:
+        assert f"\n{key} = " in text, key
