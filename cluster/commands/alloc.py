@@ -1,0 +1,100 @@
+"""``rdasim alloc``: allocation planning tools (static lifetime-aware planner)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from allocators.dsa_csv import format_csv, read_csv
+from allocators.errors import InputError, NoPlacementError
+from allocators.planner import METHODS, plan
+from cluster.config.units import UnitError, parse_size, parse_time
+from cluster.errors import UserError
+from cluster.io import write_text
+
+HELP = "Allocation planning tools (static planner)"
+
+
+def add_arguments(parser) -> None:
+    sub = parser.add_subparsers(dest="alloc_command", metavar="ACTION")
+    p = sub.add_parser("plan", help="place the buffers of a MiniMalloc CSV (id,lower,upper,size[,alignment])",
+                       description="Place every buffer of a MiniMalloc CSV so that no two buffers live at the "
+                                   "same time share an address; report the peak against the lower bound.")
+    p.add_argument("file", metavar="FILE.csv", help="buffers: id,lower,upper,size[,alignment[,offset]]")
+    p.add_argument("--capacity", help="memory size the packing must fit, e.g. 1MiB or 1048576")
+    p.add_argument("--method", choices=METHODS, default="exact", help="planner (default: exact)")
+    p.add_argument("--budget", default="10s", help="time budget of the exact search, e.g. 60 or 60s (default 10s)")
+    p.add_argument("--out", metavar="OFFSETS.csv", help="write the buffers with their offsets (MiniMalloc CSV)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
+
+def run(args) -> int:
+    if getattr(args, "alloc_command", None) != "plan":
+        raise UserError("rdasim alloc: give an action, e.g. 'rdasim alloc plan FILE.csv' (see --help)")
+    capacity = _option(parse_size, args.capacity, "--capacity") if args.capacity is not None else None
+    budget = _option(_seconds, args.budget, "--budget")
+    if budget <= 0:
+        raise UserError(f"--budget must be positive, got {args.budget!r}")
+    try:
+        problem, _ = read_csv(args.file)
+    except FileNotFoundError:
+        raise UserError(f"{args.file}: no such file") from None
+    except IsADirectoryError:
+        raise UserError(f"{args.file}: is a directory, expected a CSV file") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{args.file}: not a text (UTF-8) CSV file") from None
+    except InputError as err:
+        raise UserError(f"{args.file}: {err}") from None
+    progress = None if args.quiet else (lambda message: print(f"  {message}", file=sys.stderr))
+    try:
+        result = plan(problem, args.method, capacity, budget, progress)
+    except (InputError, NoPlacementError) as err:
+        raise UserError(f"{args.file}: {err}") from None
+    if args.out:
+        write_text(format_csv(problem, result.offsets), args.out)
+    if args.json:
+        print(json.dumps(result.summary()))
+    else:
+        print(_table(result))
+    for problem_text in result.problems[:10]:
+        print(f"invalid placement: {problem_text}", file=sys.stderr)
+    if not result.valid:
+        return 1
+    if not result.fits:
+        print(f"does not fit: peak {result.peak} B > capacity {capacity} B", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _option(parse, text: str, name: str):
+    try:
+        return parse(text)
+    except (UnitError, ValueError) as err:
+        raise UserError(f"{name}: {err}") from None
+
+
+def _seconds(text: str) -> float:
+    """Seconds from "60" (a plain number) or "60s", "2.5s", "500ms"."""
+    try:
+        return float(text)
+    except ValueError:
+        return parse_time(text)
+
+
+def _table(result) -> str:
+    rows = [
+        ("method", result.method),
+        ("buffers", str(len(result.offsets))),
+        ("peak", f"{result.peak:,} B"),
+        ("lower bound", f"{result.lower_bound:,} B (max bytes live at once)"),
+        ("ratio", f"{result.ratio:.4f}"),
+        ("proved optimal", "yes" if result.proved_optimal else "no"),
+        ("capacity", "none" if result.capacity is None else f"{result.capacity:,} B ({'fits' if result.fits else 'DOES NOT FIT'})"),
+        ("valid", "yes" if result.valid else "NO"),
+        ("seconds", f"{result.seconds:.3f}"),
+    ]
+    if result.method == "exact":
+        rows.append(("search nodes", f"{result.nodes:,}"))
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
