@@ -76,6 +76,9 @@ def _sweep(sweep: SweepTables, opts: Options, out: Path, report: Report, plt) ->
     _draw(f"{sweep.name} latency_vs_load", lambda: latency_vs_load({"r": sweep.result}, plt, hue),
           out / f"{sweep.name}-latency_vs_load.png", report, plt)
     for x in axes:
+        if sf.message_columns(sweep):
+            _draw(f"{sweep.name} messages vs {x}", lambda: sf.messages_vs_axis(sweep, x, plt),
+                  out / f"{sweep.name}-messages-vs-{x}.png", report, plt)
         for y in opts.y or sf.default_metrics(sweep):
             h = opts.hue if opts.hue and opts.hue != x else sf.hue_for(sweep, x)
             _draw(f"{sweep.name} {y} vs {x}", lambda: sf.metric_vs_axis(sweep, x, y, h, plt),

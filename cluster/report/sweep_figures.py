@@ -62,3 +62,33 @@ def metric_vs_axis(sweep: SweepTables, x: str, y: str, hue: str | None, plt):
         ax.legend(fontsize="small")
     fig.tight_layout()
     return fig
+
+
+def message_columns(sweep: SweepTables) -> list[str]:
+    t = sweep.result
+    return [c for c in t.column_names if c.startswith("messages_") and not c.endswith("_total") and numeric(t, c)]
+
+
+def messages_vs_axis(sweep: SweepTables, x: str, plt, max_values: int = 12):
+    """Protocol messages by type for each value of a swept axis (stacked bars, mean over the rest)."""
+    kinds = message_columns(sweep)
+    t = only_ok(sweep.result)
+    if not kinds or x not in t.column_names:
+        raise Skip("no messages_* columns in the results")
+    means = {k: grouped(t, x, k)[None] for k in kinds}
+    values = next(iter(means.values()))[0]
+    if len(values) > max_values:
+        raise Skip(f"{x} has {len(values)} values; at most {max_values} bars")
+    kinds = [k for k in kinds if any(means[k][1])] or kinds
+    fig, ax = plt.subplots(figsize=(8, 4))
+    bottom = [0.0] * len(values)
+    for k in kinds:
+        ys = means[k][1]
+        ax.bar([str(v) for v in values], ys, bottom=bottom, label=k[len("messages_"):])
+        bottom = [b + y for b, y in zip(bottom, ys)]
+    ax.set_xlabel(x)
+    ax.set_ylabel("messages (mean over the other axes)")
+    ax.set_title(f"{sweep.name}: protocol messages by {x}")
+    ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    return fig

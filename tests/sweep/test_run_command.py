@@ -39,3 +39,18 @@ def test_a_run_sweep_stores_every_table_and_reproduces_the_race(tmp_path):
         t = read_dataset(tmp_path / "out" / f"race.{table}")
         assert set(t["point_id"].to_pylist()) == {r["point_id"] for r in rows.values()}
         assert t.schema.field("memory_reclaim").type == pa.string()
+
+
+def test_report_of_a_run_sweep_compares_messages_across_protocols(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    from cluster.cli import main
+
+    spec = tmp_path / "race.toml"
+    spec.write_text(f'base = "{EXAMPLES / "race.toml"}"\n[sweep]\nname = "race"\ncommand = "run"\n'
+                    '[axes]\nmemory.reclaim = ["refcount", "partial-free"]\n')
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "out"), "--in-process", "--quiet"]) == 0
+    assert main(["report", str(tmp_path / "out"), "--quiet"]) == 0
+    written = {p.split("/")[-1] for p in capsys.readouterr().out.split()}
+    assert "race-messages-vs-memory_reclaim.png" in written
+    assert any(w.endswith("memory_over_time.png") for w in written)
+    assert any(w.endswith("mu_utilization.png") for w in written)
