@@ -107,7 +107,7 @@ class ShardModel(Protocol):
     def decode(self, sections: list[list[np.ndarray]]) -> Any: ...
 
 
-_NOC_SECTIONS = (("flit_cycle", "flit_ivc", "flit_pkt", "flit_dst", "flit_flag"), ("credit_cycle", "credit_ovc"))
+NOC_SECTIONS = (("flit_cycle", "flit_ivc", "flit_pkt", "flit_dst", "flit_flag"), ("credit_cycle", "credit_ovc"))
 
 
 class NocModel:
@@ -142,11 +142,11 @@ class NocModel:
         return sum(len(b.flit_cycle) for b in inbound)
 
     def encode(self, b: Boundary) -> list[list[np.ndarray]]:
-        return [[getattr(b, n) for n in sec] for sec in _NOC_SECTIONS]
+        return [[getattr(b, n) for n in sec] for sec in NOC_SECTIONS]
 
     def decode(self, sections: list[list[np.ndarray]]) -> Boundary:
         return Boundary(*sections[0], *sections[1])
 
     @property
     def section_widths(self) -> tuple[int, ...]:
-        return tuple(len(s) for s in _NOC_SECTIONS)
+        return tuple(len(s) for s in NOC_SECTIONS)

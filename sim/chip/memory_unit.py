@@ -66,7 +66,7 @@ class MemoryUnit(Unit):
         self.protocol = cfg.reclaim.protocol
         self.full_weight = max_weight(cfg.reclaim.weight_bits) if cfg.reclaim.protocol == "partial-free" else 0
         self.stats = dict(oom_events=0, stalls=0, stall_cycles=0, evictions=0, bytes_evicted=0, failures=0,
-                          bytes_copied=0, copy_cycles=0, translations=0)
+                          bytes_copied=0, copy_cycles=0, translations=0, sync_acks=0)
         self.handlers = {
             m.ALLOC: self._allocate, m.APPEND: self._write, m.WRITE: self._write, m.READ_REQ: self._read,
             m.FREE: self._free_msg, m.TRUNCATE: self._truncate, m.REF_INC: self._ref_inc, m.REF_DEC: self._ref_dec,
@@ -240,6 +240,7 @@ class MemoryUnit(Unit):
         if rec is not None:
             rec.count += 1
         if self.protocol == "refcount-gated":
+            self.stats["sync_acks"] += 1
             self._reply(msg, buf=msg.buf, alloc=msg.alloc)
         return True
 
@@ -268,6 +269,7 @@ class MemoryUnit(Unit):
         grant = sum(borrowed(msg.arg, self.cfg.reclaim.weight_bits))
         if rec is not None:
             rec.total += grant
+        self.stats["sync_acks"] += 1
         self._reply(msg, buf=msg.buf, alloc=msg.alloc, arg=grant)
         return True
 

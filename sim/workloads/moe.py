@@ -9,8 +9,9 @@ placement, writes it, and shares the reference with the token's ``top_k`` expert
 many tokens it gets this step (the gate's decision), allocates an input buffer of that
 size at run time, and for every reference it receives reads the activation, appends
 it to its input buffer and drops the reference; with all its tokens gathered it
-computes its FFN (``4 x hidden x expert_ffn`` FLOP per token: two matrix products) and
-frees its input buffer. A token's activation is freed by the protocol once its
+computes its FFN (``4 x hidden x expert_ffn`` FLOP per token: two matrix products,
+spread over ``expert_cus`` CUs of which only the host is simulated) and frees its
+input buffer. A token's activation is freed by the protocol once its
 producer and all ``top_k`` experts have dropped it.
 
 Routing: expert popularity follows a Zipf law with exponent ``skew`` (0 = uniform);
@@ -46,6 +47,7 @@ class MoeParams:
     expert_ffn: int = 2048
     dtype_bytes: int = 2
     producers: int = 8
+    expert_cus: int = 1  # CUs an expert's FFN is spread over (only the host is simulated)
     scheduler_tile: int = 0
 
     @property
@@ -195,7 +197,8 @@ class Moe:
         st = cu.state.pop((step, e))
         n = st["n"]
         if n:
-            yield Compute(-(-n * 4 * self.p.hidden * self.p.expert_ffn // self.flops))
+            flops = n * 4 * self.p.hidden * self.p.expert_ffn
+            yield Compute(-(-flops // (self.flops * self.p.expert_cus)))
         if st["inref"] is not None:
             free(cu, st["inref"])
         req = st["request"]

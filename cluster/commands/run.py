@@ -1,0 +1,89 @@
+"""rdasim run: a workload on the CU/MU grid under a memory policy and reclamation protocol."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+from cluster.config import load
+from cluster.errors import UserError
+from cluster.run_config import RUN_SCHEMA
+
+HELP = "Simulate a workload on the CU/MU grid with a memory policy"
+
+# command-line flag -> config key (a flag, --set and a file key all say the same)
+FLAGS = {"shards": "run.shards", "backend": "run.backend", "seed": "run.seed", "cut": "run.cut",
+         "epoch": "run.epoch", "address": "run.address", "network": "noc.model"}
+
+JSON_KEYS = (
+    "workload", "chip", "network", "policy", "reclaim", "on_oom", "shards", "backend",
+    "sim_cycles", "sim_seconds", "wall_seconds", "tokens", "tokens_per_second", "requests", "requests_failed",
+    "latency_p50_cycles", "latency_p99_cycles", "peak_mu_utilization", "mean_mu_utilization", "peak_mu_reserved",
+    "fragmentation", "bytes_copied", "messages", "messages_total", "flits_total", "sync_messages",
+    "sync_wait_cycles", "memory_wait_cycles", "oom_events", "stalls", "stall_cycles", "evictions", "oom_failures",
+    "use_after_free", "double_free", "premature_free", "leaks", "completed", "cut_off", "epochs", "result_hash",
+)
+
+
+def add_arguments(p) -> None:
+    p.add_argument("config", help="TOML config ([chip], [noc], [memory], [workload], [run])")
+    p.add_argument("--shards", type=int, help="cut the grid into this many shards")
+    p.add_argument("--backend", help="local (in-process) or ray (one actor per shard)")
+    p.add_argument("--cut", help="rows, cols or blocks")
+    p.add_argument("--epoch", type=int, metavar="CYCLES")
+    p.add_argument("--seed", type=int)
+    p.add_argument("--address", help="Ray cluster address (default: an embedded local Ray)")
+    p.add_argument("--network", help="NoC fidelity: cycle or packet (noc.model)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
+                   help="override any config key (repeatable)")
+    p.add_argument("--out", metavar="DIR", help="write run_summary/run_mu_series/run_buffers/run_links.parquet here")
+    p.add_argument("--json", action="store_true", help="print the run's figures as one JSON object")
+    p.add_argument("--trace", metavar="FILE.json", help="write a Chrome/Perfetto trace (ui.perfetto.dev)")
+    p.add_argument("--memory-map", dest="memory_map", type=int, metavar="CYCLE",
+                   help="write every MU's block map at this cycle (memory_map_CYCLE.txt/.json, in --out or .)")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+
+
+def _clean(v):
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if hasattr(v, "item"):
+        return v.item()
+    return v
+
+
+def run(args) -> int:
+    if args.memory_map is not None and args.memory_map < 0:
+        raise UserError(f"--memory-map {args.memory_map}: the cycle cannot be negative")
+    extra = [(key, getattr(args, flag)) for flag, key in FLAGS.items() if getattr(args, flag) is not None]
+    cfg = load(RUN_SCHEMA, args.config, args.overrides, extra)
+    from cluster.run_config import chip_config  # imported late: keeps `rdasim run --help` quick
+    from cluster.run_job import run_chip
+
+    chip = chip_config(cfg, trace=bool(args.trace), memory_map=-1 if args.memory_map is None else args.memory_map)
+    res = run_chip(cfg, chip, out=args.out, trace_path=args.trace,
+                   memory_map_cycle=-1 if args.memory_map is None else args.memory_map,
+                   quiet=args.quiet or args.json)
+    s = res.summary
+    if args.json:
+        print(json.dumps({k: _clean(s[k]) for k in JSON_KEYS}))
+    else:
+        print(f"{s['workload']} on {s['chip']} ({s['rows']}x{s['cols']}), {s['network']} NoC, policy {s['policy']}, "
+              f"reclaim {s['reclaim']}, {s['shards']} shard(s) on {s['backend']}")
+        print(f"  simulated {s['sim_cycles']:,} cycles ({s['sim_seconds'] * 1e6:,.1f} us) in {s['wall_seconds']:.2f} s"
+              f"{' (cut off at run.max_cycles)' if s['cut_off'] else ''}")
+        print(f"  {s['tokens']:,} tokens, {s['tokens_per_second']:,.0f} tokens/s; request latency p50 "
+              f"{s['latency_p50_cycles']:,.0f} / p99 {s['latency_p99_cycles']:,.0f} cycles; "
+              f"{s['requests']} requests, {s['requests_failed']} failed")
+        print(f"  MU utilisation peak {s['peak_mu_utilization']:.3f}, mean {s['mean_mu_utilization']:.3f}; reserved peak "
+              f"{s['peak_mu_reserved']:.3f}; fragmentation {s['fragmentation']:.3f}; bytes copied {s['bytes_copied']:,}")
+        print(f"  {s['messages_total']:,} messages ({s['sync_messages']:,} for synchronisation, "
+              f"{s['sync_wait_cycles']:,} cycles waited on them); out of memory {s['oom_events']} times "
+              f"(stalls {s['stalls']}, evictions {s['evictions']}, failures {s['oom_failures']})")
+        print(f"  oracle: use after free {s['use_after_free']}, double free {s['double_free']}, "
+              f"premature free {s['premature_free']}, leaks {s['leaks']}")
+        print(f"  result hash {s['result_hash']}")
+    for f in res.files:
+        print(f"wrote {f}", file=sys.stderr)
+    return 0

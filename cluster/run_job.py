@@ -1,0 +1,175 @@
+"""``rdasim run``: simulate a workload on the CU/MU grid and collect its tables.
+
+``ChipModel`` adapts chip shards to the generic backends (cluster/coordinator.py): it
+builds a ChipShard per region, routes a shard's outbound network traffic and message
+records to the shards owning their destinations, packs them for the wire, and stops
+when no shard has anything left to do (or at ``run.max_cycles``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from cluster import io, schemas
+from cluster.backends import Outcome, run_backend
+from cluster.config import config_hash
+from cluster.coordinator import NOC_SECTIONS, idle_rule, split_by_shard
+from cluster.noc_job import run_id_for
+from cluster.partition import epoch_length, owner_map, partition
+from cluster.progress import Progress
+from sim.chip import memory_map
+from sim.chip.messages import FIELDS
+from sim.chip.report import shard_result, summarize
+from sim.chip.shard import ChipBoundary, ChipShard
+from sim.chip.spec import layout
+from sim.chip.trace import chrome_trace
+from sim.noc.shard import Boundary
+from sim.noc.topology import PORTS
+from sim.packetnoc.shard import PacketBoundary
+from sim.workloads import make_program
+
+_DST = FIELDS.index("dst")
+_NF = len(FIELDS)
+
+
+class ChipModel:
+    """Chip shards for the epoch loop of either backend."""
+
+    def __init__(self, cfg, regions):
+        self.cfg = cfg
+        self.owner = owner_map(regions, cfg.spec.rows, cfg.spec.cols)
+        self.unit_tile = layout(cfg.spec).tile
+        self.pv = PORTS * cfg.noc.vcs
+        self.horizon = cfg.max_cycles
+        self.packet = cfg.network == "packet"
+        self.net_sections = PacketBoundary.SECTIONS if self.packet else NOC_SECTIONS
+
+    def build(self, region, index: int) -> ChipShard:
+        return ChipShard(self.cfg, region, make_program(self.cfg.workload, self.cfg))
+
+    def _net_empty(self):
+        return PacketBoundary() if self.packet else Boundary()
+
+    def empty(self) -> ChipBoundary:
+        return ChipBoundary(self._net_empty())
+
+    def concat(self, parts: list[ChipBoundary]) -> ChipBoundary:
+        parts = [p for p in parts if len(p)]
+        if not parts:
+            return self.empty()
+        if len(parts) == 1:
+            return parts[0]
+        NB = PacketBoundary if self.packet else Boundary
+        return ChipBoundary(NB.concat([p.net for p in parts]), np.concatenate([p.msgs for p in parts]),
+                            *(np.concatenate([getattr(p, n) for p in parts]) for n in ("pkt", "pkt_msg", "pkt_tile")))
+
+    def split(self, out: ChipBoundary, shards: int) -> list[ChipBoundary]:
+        if not len(out):
+            return [self.empty() for _ in range(shards)]
+        if self.packet:
+            own = self.owner[out.net.routers()] if len(out.net) else np.zeros(0, dtype=np.int64)
+            nets = [out.net.select(own == s) for s in range(shards)]
+        else:
+            nets = split_by_shard(out.net, self.owner, self.pv, shards)
+        mown = self.owner[self.unit_tile[out.msgs[:, _DST]]] if len(out.msgs) else np.zeros(0, dtype=np.int64)
+        pown = self.owner[out.pkt_tile] if len(out.pkt) else np.zeros(0, dtype=np.int64)
+        res = []
+        for s in range(shards):
+            pm = pown == s
+            res.append(ChipBoundary(nets[s], out.msgs[mown == s], out.pkt[pm], out.pkt_msg[pm], out.pkt_tile[pm]))
+        return res
+
+    def stop(self, metas):
+        return idle_rule(metas, self.horizon)
+
+    def report(self, shard: ChipShard):
+        return shard_result(shard)
+
+    def in_transit(self, inbound: list[ChipBoundary]) -> int:
+        return sum(len(b.net) for b in inbound)
+
+    @property
+    def section_widths(self) -> tuple[int, ...]:
+        return tuple(len(s) for s in self.net_sections) + (_NF, 3)
+
+    def encode(self, b: ChipBoundary) -> list[list[np.ndarray]]:
+        net = [[getattr(b.net, n) for n in sec] for sec in self.net_sections]
+        msgs = [np.ascontiguousarray(b.msgs[:, i]) for i in range(_NF)]
+        return net + [msgs, [b.pkt, b.pkt_msg, b.pkt_tile]]
+
+    def decode(self, sections: list[list[np.ndarray]]) -> ChipBoundary:
+        k = len(self.net_sections)
+        if self.packet:
+            net = PacketBoundary(*sections[0])
+        else:
+            net = Boundary(*sections[0], *sections[1])
+        msgs = np.stack(sections[k], axis=1) if len(sections[k][0]) else np.zeros((0, _NF), dtype=np.int64)
+        return ChipBoundary(net, msgs, *sections[k + 1])
+
+
+@dataclass
+class RunResult:
+    summary: dict  # JSON-ready figures (rdasim run --json)
+    tables: dict[str, pa.Table]
+    outcome: Outcome
+    files: list[Path] = field(default_factory=list)
+    trace: dict | None = None
+    memory_map: str | None = None
+
+
+def simulate(chip_cfg, shards: int = 1, cut: str = "rows", backend: str = "local", epoch: int | None = None,
+             address: str | None = None, progress=None) -> tuple[dict, dict, Outcome, list]:
+    """Run one ChipConfig: (summary, table columns, backend outcome, shard results)."""
+    spec = chip_cfg.spec
+    regions = partition(spec.rows, spec.cols, shards, cut)
+    e, lookahead = epoch_length(chip_cfg.noc, regions, epoch)
+    model = ChipModel(chip_cfg, regions)
+    o = run_backend(backend, chip_cfg.noc, regions, e, address=address, progress=progress, model=model)
+    summary, tables = summarize(chip_cfg, o.reports)
+    summary.update(shards=len(regions), backend=backend, wall_seconds=o.wall_seconds, epochs=o.epochs,
+                   lookahead=lookahead or 0, cut_off=bool(o.saturated))
+    return summary, tables, o, o.reports
+
+
+def run_chip(cfg: dict, chip_cfg, out: str | Path | None = None, trace_path: str | Path | None = None,
+             memory_map_cycle: int = -1, quiet: bool = False) -> RunResult:
+    """Simulate a resolved ``rdasim run`` config; write its tables if ``out`` is given."""
+    run = cfg["run"]
+    prog = Progress(f"run {chip_cfg.workload.kind}", quiet)
+    summary, cols, outcome, results = simulate(chip_cfg, run["shards"], run["cut"], run["backend"], run["epoch"],
+                                               run["address"], progress=prog)
+    prog.close()
+    chash = config_hash(cfg)
+    meta = schemas.RunMeta(run_id_for(chash, run["seed"]), chash, run["seed"])
+    row = {c.name: summary.get(c.name) for c in schemas.RUN_SUMMARY.columns}
+    for k, v in summary["messages"].items():
+        row[f"messages_{k}"] = v
+    tables = {
+        "run_summary": schemas.RUN_SUMMARY.build(row, meta),
+        "run_mu_series": schemas.RUN_MU_SERIES.build(cols["mu_series"], meta),
+        "run_buffers": schemas.RUN_BUFFERS.build(cols["buffers"], meta),
+        "run_links": schemas.RUN_LINKS.build(cols["links"], meta),
+    }
+    res = RunResult(summary, tables, outcome)
+    if trace_path is not None:
+        res.trace = chrome_trace(chip_cfg, results, summary["oracle_first"])
+        res.files.append(io.write_text(json.dumps(res.trace), trace_path))
+    if memory_map_cycle >= 0:
+        snap = memory_map.merge([r.memory_map for r in results])
+        res.memory_map = memory_map.render(chip_cfg, snap, memory_map_cycle)
+        where = Path(out) if out is not None else Path(".")
+        res.files.append(io.write_text(res.memory_map, where / f"memory_map_{memory_map_cycle}.txt"))
+        res.files.append(io.write_json(snap, where / f"memory_map_{memory_map_cycle}.json"))
+    if out is not None:
+        out = Path(out)
+        for name, table in tables.items():
+            res.files.append(io.write_parquet(table, out / f"{name}.parquet"))
+        res.files.append(io.write_json({"run_id": meta.run_id, "config_hash": chash, "config": cfg,
+                                        "summary": summary, "rdasim_version": schemas.package_version()},
+                                       out / "run.json"))
+    return res

@@ -1,0 +1,259 @@
+"""What a chip shard hands back after a run, and the run's figures from all shards.
+
+``shard_result`` turns a finished ChipShard into plain arrays and dicts (cheap to send
+from a Ray actor); ``summarize`` merges every shard's result into the run summary
+and the per-MU, per-buffer and per-link tables. Everything here is a pure function of
+the shard results, merged in a canonical order, so the figures (and ``result_hash``)
+are the same for any shard count and backend.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sim.chip import messages as m
+from sim.chip.spec import layout
+from sim.memory import oracle
+from sim.noc.topology import DIRECTION, LOCAL, Grid
+
+LIFE_COLUMNS = ("alloc", "mu", "buffer", "label", "owner", "created", "freed", "freed_by", "peak_bytes", "grows",
+                "copies", "bytes_copied", "evicted", "total_weight", "collected_weight")
+LABELS = {0: "other", 1: "kv", 2: "activation", 3: "expert-input", 4: "race"}
+MU_STATS = ("oom_events", "stalls", "stall_cycles", "evictions", "bytes_evicted", "failures", "bytes_copied",
+            "copy_cycles", "translations", "sync_acks")
+
+
+@dataclass
+class ShardResult:
+    end_cycle: int
+    sent_count: np.ndarray
+    sent_packets: np.ndarray
+    sent_flits: np.ndarray
+    oracle_log: np.ndarray
+    mem_log: np.ndarray  # [n, 4]: cycle, mu, d_used, d_reserved
+    life: list
+    records: list
+    routes: np.ndarray  # [n, 3]: src tile, dst tile, flits of every packet
+    deliveries: np.ndarray  # [n, 3]: message id, destination unit, cycle
+    waits: dict
+    compute_cycles: int
+    mu_stats: dict
+    stalled_at_end: int
+    counts: dict
+    trace: list = field(default_factory=list)
+    trace_dropped: int = 0
+    memory_map: dict | None = None
+    units: list = field(default_factory=list)  # unit ids simulated by the shard
+
+
+def _arr(rows, width) -> np.ndarray:
+    return np.array(rows, dtype=np.int64).reshape(-1, width)
+
+
+def shard_result(shard) -> ShardResult:
+    mus, cus = shard.mus(), shard.cus()
+    waits: dict[str, int] = {}
+    for cu in cus:
+        for k, v in cu.wait_cycles.items():
+            waits[k] = waits.get(k, 0) + v
+    stats = {k: sum(mu.stats[k] for mu in mus) for k in MU_STATS}
+    now = shard.now
+    life = list(shard.life_rows)
+    for mu in mus:  # buffers still allocated at the end: freed = -1
+        for rec in mu.table.values():
+            life.append((rec.alloc, mu.uid, rec.buf, rec.label, rec.owner, rec.created, -1, "", rec.peak, rec.grows,
+                         rec.copies, rec.copied, rec.evicted, rec.total, rec.collected))
+    mm = shard.memory_map
+    if mm is None and shard.cfg.memory_map_cycle >= 0:
+        mm = shard._snapshot(now)
+        mm["ended_before"] = True
+    return ShardResult(
+        end_cycle=now, sent_count=shard.sent_count, sent_packets=shard.sent_packets, sent_flits=shard.sent_flits,
+        oracle_log=_arr(shard.oracle_log, len(oracle.COLUMNS)), mem_log=_arr(shard.mem_log, 4), life=life,
+        records=list(shard.records), routes=_arr(shard.route_log, 3), deliveries=_arr(shard.delivery_log, 3),
+        waits=waits, compute_cycles=sum(cu.compute_cycles for cu in cus), mu_stats=stats,
+        stalled_at_end=sum(len(mu.stalled) for mu in mus), counts=dict(shard.counts),
+        trace=shard.trace_events, trace_dropped=shard.trace_dropped, memory_map=mm, units=sorted(shard.units),
+    )
+
+
+def _percentile(x: np.ndarray, q: float) -> float:
+    return float(np.percentile(x, q)) if len(x) else float("nan")
+
+
+def memory_curve(mem_log: np.ndarray, col: int) -> tuple[np.ndarray, np.ndarray]:
+    """(cycles, total after all changes of that cycle) of used (col 2) or reserved (col 3) bytes."""
+    if not len(mem_log):
+        return np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
+    order = np.argsort(mem_log[:, 0], kind="stable")
+    cyc, d = mem_log[order, 0], mem_log[order, col]
+    total = np.cumsum(d)
+    last = np.r_[cyc[1:] != cyc[:-1], True]
+    return cyc[last], total[last]
+
+
+def _time_integral(cyc: np.ndarray, val: np.ndarray, end: int) -> float:
+    """Integral of the step function val (from cyc on) over [0, end)."""
+    if end <= 0:
+        return 0.0
+    keep = cyc < end
+    c, v = cyc[keep], val[keep]
+    widths = np.diff(np.r_[c, end])
+    return float((widths * v).sum())
+
+
+def link_loads(cfg, routes: np.ndarray) -> dict:
+    """Flits over every directed router-to-router link: each packet's flits cross every link
+    of its XY route (Grid.route), so the counts follow from the packets sent."""
+    p = cfg.noc
+    grid = Grid(p.rows, p.cols, p.torus)
+    n = grid.n
+    load = np.zeros((n, 5), dtype=np.int64)
+    if len(routes):
+        cur, dst, fl = routes[:, 0].copy(), routes[:, 1], routes[:, 2]
+        for _ in range(p.rows + p.cols + 2):
+            port = grid.route(cur, dst).astype(np.int64)
+            moving = port != LOCAL
+            if not moving.any():
+                break
+            np.add.at(load, (cur[moving], port[moving]), fl[moving])
+            cur = np.where(moving, grid.neighbor(cur, port), cur)
+            cur, dst, fl = cur[moving], dst[moving], fl[moving]
+    src, port, dst = grid.links()
+    return {"src_router": src, "dst_router": dst, "src_row": src // p.cols, "src_col": src % p.cols,
+            "direction": [DIRECTION[i] for i in port.tolist()], "flits": load[src, port]}
+
+
+def summarize(cfg, results: list[ShardResult]) -> tuple[dict, dict]:
+    """(summary row, {table name: columns}) of a run from every shard's result."""
+    spec = cfg.spec
+    lay = layout(spec)
+    n_mu = len(lay.mus)
+    cap = n_mu * spec.mu_bytes
+    end = max(r.end_cycle for r in results) + 1
+    sent = sum(r.sent_count for r in results)
+    flits = sum(r.sent_flits for r in results)
+    packets = sum(r.sent_packets for r in results)
+    stats = {k: sum(r.mu_stats[k] for r in results) for k in MU_STATS}
+    waits: dict[str, int] = {}
+    for r in results:
+        for k, v in r.waits.items():
+            waits[k] = waits.get(k, 0) + v
+    verdict = oracle.check(oracle.merge([r.oracle_log for r in results]))
+    mem_log = np.concatenate([r.mem_log for r in results]) if results else np.zeros((0, 4), dtype=np.int64)
+    uc, uv = memory_curve(mem_log, 2)
+    rc, rv = memory_curve(mem_log, 3)
+    used_int, res_int = _time_integral(uc, uv, end), _time_integral(rc, rv, end)
+    records = sorted(rec for r in results for rec in r.records)
+    req = [x for x in records if x[0] == "request"]
+    done = [x for x in req if x[5] == "ok"]
+    lat = np.array([x[3] - x[2] for x in done], dtype=np.float64)
+    tokens = int(sum(x[4] for x in req))
+    seconds = end / spec.clock_hz
+    admitted = sum(r.counts.get("admitted", 0) for r in results)
+    finished = sum(r.counts.get("finished", 0) for r in results)
+    expected = _expected_work(cfg)
+    sync_msgs = int(sent[m.REF_INC] + sent[m.WEIGHT_REQ] + stats["sync_acks"])
+    summary = {
+        "workload": cfg.workload.kind, "chip": spec.name, "rows": spec.rows, "cols": spec.cols,
+        "network": cfg.network, "policy": cfg.policy.policy, "reclaim": cfg.reclaim.protocol,
+        "on_oom": cfg.on_oom, "placement": cfg.placement,
+        "weight_bits": cfg.reclaim.weight_bits if cfg.reclaim.protocol == "partial-free" else 0,
+        "block_bytes": cfg.policy.block_bytes if cfg.policy.policy == "virtual" else 0,
+        "sim_cycles": int(end), "sim_seconds": seconds,
+        "requests": len(req), "requests_failed": len(req) - len(done), "tokens": tokens,
+        "tokens_per_second": tokens / seconds if seconds > 0 else 0.0,
+        "latency_p50_cycles": _percentile(lat, 50), "latency_p99_cycles": _percentile(lat, 99),
+        "latency_mean_cycles": float(lat.mean()) if len(lat) else float("nan"),
+        "peak_mu_utilization": float(uv.max()) / cap, "mean_mu_utilization": used_int / (cap * end),
+        "peak_mu_reserved": float(rv.max()) / cap,
+        "fragmentation": 1.0 - used_int / res_int if res_int > 0 else 0.0,
+        "bytes_copied": stats["bytes_copied"], "copy_cycles": stats["copy_cycles"],
+        "messages_total": int(sent.sum()), "flits_total": int(flits.sum()), "packets_total": int(packets.sum()),
+        "messages": {k: int(v) for k, v in zip(m.KINDS, sent.tolist())},
+        "sync_messages": sync_msgs, "sync_wait_cycles": int(waits.get("sync", 0)),
+        "memory_wait_cycles": int(waits.get("memory", 0)), "control_wait_cycles": int(waits.get("control", 0)),
+        "compute_cycles": int(sum(r.compute_cycles for r in results)),
+        "oom_events": stats["oom_events"], "stalls": stats["stalls"], "stall_cycles": stats["stall_cycles"],
+        "evictions": stats["evictions"], "bytes_evicted": stats["bytes_evicted"], "oom_failures": stats["failures"],
+        "stalled_at_end": int(sum(r.stalled_at_end for r in results)),
+        "use_after_free": verdict.use_after_free, "double_free": verdict.double_free,
+        "premature_free": verdict.premature_free, "leaks": verdict.leaks,
+        "completed": bool(finished == expected and admitted == expected),
+        "work_items": int(expected), "work_finished": int(finished),
+    }
+    tables = {
+        "buffers": _life_columns(results),
+        "mu_series": _mu_series(cfg, lay, mem_log, end),
+        "links": _links(cfg, results, end),
+    }
+    summary["result_hash"] = result_hash(results, summary)
+    summary["oracle_first"] = verdict.first
+    return summary, tables
+
+
+def _expected_work(cfg) -> int:
+    w = cfg.workload
+    if w.kind in ("kv-decode", "spec-decode"):
+        return w.requests
+    if w.kind == "moe":
+        return w.steps
+    return w.trials
+
+
+def _life_columns(results) -> dict:
+    rows = sorted(row for r in results for row in r.life)
+    cols = {name: [row[i] for row in rows] for i, name in enumerate(LIFE_COLUMNS)}
+    cols["label"] = [LABELS.get(x, str(x)) for x in cols["label"]]
+    return cols
+
+
+def _mu_series(cfg, lay, mem_log: np.ndarray, end: int) -> dict:
+    period = max(cfg.sample_cycles, -(-end // 2000))
+    samples = np.arange(0, end, period, dtype=np.int64)
+    mus = lay.mus
+    cols = {"cycle": [], "mu": [], "row": [], "col": [], "used_bytes": [], "reserved_bytes": []}
+    for uid in mus.tolist():
+        mine = mem_log[mem_log[:, 1] == uid] if len(mem_log) else mem_log
+        order = np.argsort(mine[:, 0], kind="stable") if len(mine) else np.zeros(0, dtype=np.int64)
+        cyc = mine[order, 0] if len(mine) else np.zeros(0, dtype=np.int64)
+        used = np.cumsum(mine[order, 2]) if len(mine) else np.zeros(0, dtype=np.int64)
+        res = np.cumsum(mine[order, 3]) if len(mine) else np.zeros(0, dtype=np.int64)
+        idx = np.searchsorted(cyc, samples, side="right") - 1  # last change at or before the sample
+        u = np.where(idx >= 0, used[np.maximum(idx, 0)] if len(used) else 0, 0)
+        rsv = np.where(idx >= 0, res[np.maximum(idx, 0)] if len(res) else 0, 0)
+        t = int(lay.tile[uid])
+        cols["cycle"].append(samples)
+        cols["mu"].append(np.full(len(samples), uid))
+        cols["row"].append(np.full(len(samples), t // cfg.spec.cols))
+        cols["col"].append(np.full(len(samples), t % cfg.spec.cols))
+        cols["used_bytes"].append(u)
+        cols["reserved_bytes"].append(rsv)
+    out = {k: np.concatenate(v) if v else np.zeros(0, dtype=np.int64) for k, v in cols.items()}
+    out["utilization"] = out["used_bytes"] / cfg.spec.mu_bytes
+    return out
+
+
+def _links(cfg, results, end: int) -> dict:
+    routes = np.concatenate([r.routes for r in results])
+    cols = link_loads(cfg, routes)
+    cols["utilization"] = cols["flits"] / max(end, 1)
+    return cols
+
+
+def result_hash(results, summary: dict) -> str:
+    """sha256 over every message delivery (id, destination, cycle), the oracle log, the
+    buffer life table, the workload records and the summary's integer figures."""
+    h = hashlib.sha256()
+    dl = np.concatenate([r.deliveries for r in results])
+    dl = dl[np.lexsort((dl[:, 2], dl[:, 1], dl[:, 0]))] if len(dl) else dl
+    h.update(dl.astype("<i8").tobytes())
+    h.update(oracle.merge([r.oracle_log for r in results]).astype("<i8").tobytes())
+    h.update(repr(sorted(row for r in results for row in r.life)).encode())
+    h.update(repr(sorted(rec for r in results for rec in r.records)).encode())
+    ints = {k: v for k, v in summary.items() if isinstance(v, (int, str, dict)) and not isinstance(v, bool)}
+    h.update(repr(sorted(ints.items())).encode())
+    return h.hexdigest()[:32]
