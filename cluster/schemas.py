@@ -352,6 +352,54 @@ RUN_LINKS = TableSchema(
 ALL_TABLES.extend([RUN_SUMMARY, RUN_MU_SERIES, RUN_BUFFERS, RUN_LINKS])
 # --------------------------------------------------------------------------- end of rdasim run
 
+# --------------------------------------------------------------------------- ---- allocators
+ALLOC_MEMORY_SUMMARY = TableSchema(
+    "alloc_memory_summary",
+    "one row per memory (bank type) of a lockstep bank allocator: tt-metal's memory usage summary",
+    (
+        Column("memory", pa.string(), "memory name, e.g. DRAM or L1"),
+        Column("kind", pa.string(), "dram (allocates bottom-up) or l1/sram (top-down)"),
+        Column("banks", pa.int32(), "banks allocated in lockstep (same offset in each)"),
+        Column("bank_size", pa.int64(), "bytes per bank"),
+        Column("allocatable_per_bank", pa.int64(), "bytes per bank above the reserved and circular-buffer regions"),
+        Column("allocated_per_bank", pa.int64(), "bytes per bank in allocated buffers (padded sizes)"),
+        Column("free_per_bank", pa.int64(), "allocatable minus allocated, bytes per bank"),
+        Column("largest_free_block", pa.int64(), "largest contiguous free block in a bank, bytes"),
+        Column("total_allocatable", pa.int64(), "allocatable_per_bank x banks"),
+        Column("total_allocated", pa.int64(), "allocated_per_bank x banks"),
+        Column("total_free", pa.int64(), "free_per_bank x banks"),
+    ),
+)
+
+ALLOC_L1_SUMMARY = TableSchema(
+    "alloc_l1_summary",
+    "one row per SRAM (L1) memory: room left for interleaved buffers (tt-metal's L1 usage summary)",
+    (
+        Column("memory", pa.string(), "memory name"),
+        Column("banks", pa.int32(), "banks allocated in lockstep"),
+        Column("largest_free_block", pa.int64(), "largest contiguous free block in a bank, bytes"),
+        Column("largest_interleaved_buffer", pa.int64(), "largest_free_block x banks: biggest buffer that still fits"),
+        Column("free_per_bank", pa.int64(), "free bytes per bank (not necessarily contiguous)"),
+        Column("total_free", pa.int64(), "free_per_bank x banks"),
+        Column("circular_buffer_bytes", pa.int64(), "bytes per bank in the circular-buffer region"),
+    ),
+)
+
+ALLOC_BLOCKS = TableSchema(
+    "alloc_blocks",
+    "one row per block of one bank (every bank is alike), address order: tt-metal's detailed memory listing",
+    (
+        Column("memory", pa.string(), "memory name"),
+        Column("address", pa.int64(), "block start, bytes from the bank base"),
+        Column("size", pa.int64(), "block size, bytes"),
+        Column("allocated", pa.bool_(), "false for a free block"),
+        Column("use", pa.string(), "reserved, circular_buffer, buffer or free"),
+    ),
+)
+
+ALL_TABLES.extend([ALLOC_MEMORY_SUMMARY, ALLOC_L1_SUMMARY, ALLOC_BLOCKS])
+# --------------------------------------------------------------------------- end of allocators
+
 def reference_markdown() -> str:
     """The README's result-column reference."""
     out = []

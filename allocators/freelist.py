@@ -1,0 +1,291 @@
+"""Free-list allocator over one address range (after tt-metal's bank allocator).
+
+Free blocks are indexed twice: by address (dicts start -> end and end -> start, so a
+free coalesces with both neighbours in O(1)) and by segregated size class (class k
+holds sizes in [2^k, 2^(k+1)), each class kept sorted by address and by size). A
+request looks only at its own class and at the lowest/highest block of each larger
+non-empty class, never at every block.
+
+Every block boundary is a multiple of ``alignment``: the range is aligned inward and
+each request is padded up to the alignment (and to ``min_allocation``), so alignment
+never splits a block. Bottom-up allocation carves the low end of the chosen block,
+top-down the high end. Nothing is placed below ``floor``.
+"""
+
+from __future__ import annotations
+
+import bisect
+from bisect import bisect_left, insort
+from dataclasses import dataclass
+
+from allocators.errors import AllocatorError, InputError, OutOfMemoryError
+from allocators.placement import align_up
+
+_SHIFT = 64  # by-size key: size << 64 | start (sizes and addresses are below 2^64)
+_MASK = (1 << _SHIFT) - 1
+_CLASSES = _SHIFT  # class k holds free blocks of size [2^k, 2^(k+1))
+_NONE = 1 << 64  # "no block" in the per-class lowest-address table
+
+
+@dataclass(frozen=True)
+class Statistics:
+    """tt-metal's allocator statistics for one range (one bank)."""
+
+    total_allocatable: int
+    allocated: int
+    free: int
+    largest_free_block: int
+    largest_free_block_addrs: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Block:
+    address: int
+    size: int
+    allocated: bool
+
+
+class FreeList:
+    """Allocator over [base, base + size): first/best fit, bottom-up/top-down, coalescing free."""
+
+    POLICIES = ("first_fit", "best_fit")
+
+    def __init__(self, size: int, base: int = 0, alignment: int = 1, min_allocation: int = 0,
+                 floor: int | None = None, policy: str = "first_fit"):
+        if size <= 0 or base < 0 or alignment <= 0 or min_allocation < 0:
+            raise InputError(f"free list needs size > 0, base >= 0, alignment > 0, min_allocation >= 0 "
+                             f"(got size={size}, base={base}, alignment={alignment}, min_allocation={min_allocation})")
+        if policy not in self.POLICIES:
+            raise InputError(f"unknown policy {policy!r}; choose {' or '.join(self.POLICIES)}")
+        self.alignment, self.min_allocation, self.policy = alignment, min_allocation, policy
+        self.start = align_up(base, alignment)
+        self.end = (base + size) // alignment * alignment
+        if self.end <= self.start:
+            raise InputError(f"range [{base}, {base + size}) holds no aligned block of {alignment} B")
+        self._free: dict[int, int] = {}      # free block start -> end
+        self._free_at_end: dict[int, int] = {}  # free block end -> start
+        self._allocated: dict[int, int] = {}  # allocated block start -> padded size
+        self._by_addr: list[list[int]] = [[] for _ in range(_CLASSES)]
+        self._by_size: list[list[int]] = [[] for _ in range(_CLASSES)]  # best fit only
+        self._sized = policy == "best_fit"
+        self._choose = self._best_fit if self._sized else self._first_fit
+        self._classes = 0  # bit k set when class k holds a free block
+        self._lowest = [_NONE] * _CLASSES  # per class: lowest free block start
+        self._highest = [-1] * _CLASSES    # per class: highest free block start
+        self._allocated_bytes = 0
+        self.floor = self.start
+        self._insert(self.start, self.end)
+        if floor is not None:
+            self.set_floor(floor)
+
+    # ---------------------------------------------------------------- requests
+    def padded(self, size: int) -> int:
+        """Bytes a request of ``size`` really takes (minimum size, then alignment)."""
+        if size <= 0:
+            raise InputError(f"allocation size must be positive, got {size}")
+        return align_up(max(size, self.min_allocation), self.alignment)
+
+    def allocate(self, size: int, top_down: bool = False) -> int:
+        """Address of a new block of at least ``size`` bytes; OutOfMemoryError if none fits."""
+        if size <= 0:
+            raise InputError(f"allocation size must be positive, got {size}")
+        al = self.alignment
+        need = -(-(size if size > self.min_allocation else self.min_allocation) // al) * al
+        start = self._choose(need, need.bit_length() - 1, top_down)
+        if start is None:
+            stats = self.statistics()
+            raise OutOfMemoryError(size, need, stats.free, stats.largest_free_block)
+        end = self._free[start]
+        if end - start == need:
+            self._remove(start, end)
+            at = start
+        elif top_down:
+            at = end - need
+            self._reshape(start, end, start, at)
+        else:
+            at = start
+            self._reshape(start, end, start + need, end)
+        self._allocated[at] = need
+        self._allocated_bytes += need
+        return at
+
+    def allocate_at(self, address: int, size: int) -> int:
+        """Allocate exactly [address, address + padded size); error if that range is not all free."""
+        need = self.padded(size)
+        if address % self.alignment:
+            raise AllocatorError(f"address {address} is not a multiple of the alignment {self.alignment}")
+        holder = self._free_block_containing(address)
+        if holder is None or self._free[holder] < address + need:
+            raise AllocatorError(f"[{address}, {address + need}) is not free")
+        end = self._free[holder]
+        self._remove(holder, end)
+        if holder < address:
+            self._insert(holder, address)
+        if address + need < end:
+            self._insert(address + need, end)
+        self._allocated[address] = need
+        self._allocated_bytes += need
+        return address
+
+    def free(self, address: int) -> None:
+        """Release the block at ``address`` and merge it with free neighbours."""
+        size = self._allocated.pop(address, None)
+        if size is None:
+            raise AllocatorError(f"free of {address}: no allocated block starts there")
+        self._allocated_bytes -= size
+        start, end = address, address + size
+        right = self._free.get(end)
+        left = self._free_at_end.get(start)
+        if left is not None:
+            if right is not None:
+                self._remove(end, right)
+                end = right
+            self._reshape(left, start, left, end)
+        elif right is not None:
+            self._reshape(end, right, start, right)
+        else:
+            self._insert(start, end)
+
+    def set_floor(self, floor: int) -> None:
+        """Nothing may be placed below ``floor`` (aligned up); error if a live block is below it."""
+        floor = min(max(align_up(floor, self.alignment), self.start), self.end)
+        if floor > self.floor:
+            end = self._free.get(self.floor)
+            if end is None or end < floor:
+                clash = min((a for a in self._allocated if a < floor), default=None)
+                raise AllocatorError(
+                    f"floor {floor} would lie above allocated block [{clash}, {clash + self._allocated[clash]})")
+            self._remove(self.floor, end)
+            if floor < end:
+                self._insert(floor, end)
+        elif floor < self.floor:
+            end = self.floor
+            right = self._free.get(end)
+            if right is not None:
+                self._remove(end, right)
+                end = right
+            self._insert(floor, end)
+        self.floor = floor
+
+    # ---------------------------------------------------------------- queries
+    def statistics(self) -> Statistics:
+        total = self.end - self.floor
+        largest, addrs = 0, ()
+        if self._classes:  # the largest block is in the highest non-empty class
+            top = self._by_addr[self._classes.bit_length() - 1]
+            largest = max(self._free[a] - a for a in top)
+            addrs = tuple(a for a in top if self._free[a] - a == largest)
+        return Statistics(total, self._allocated_bytes, total - self._allocated_bytes, largest, addrs)
+
+    def blocks(self) -> list[Block]:
+        """Every block from the floor up, in address order (for the detailed memory report)."""
+        out = [Block(a, e - a, False) for a, e in self._free.items()]
+        out += [Block(a, s, True) for a, s in self._allocated.items()]
+        return sorted(out, key=lambda b: b.address)
+
+    def allocated(self) -> dict[int, int]:
+        return dict(self._allocated)
+
+    def size_of(self, address: int) -> int:
+        return self._allocated[address]
+
+    # ---------------------------------------------------------------- internals
+    def _first_fit(self, need: int, k: int, top_down: bool) -> int | None:
+        """Lowest (or highest, top-down) address among blocks that can hold ``need``."""
+        # every block of a larger class fits: the extreme address over those classes is a candidate
+        if top_down:
+            best = max(self._highest[k + 1:])
+            best = None if best < 0 else best
+        else:
+            best = min(self._lowest[k + 1:])
+            best = None if best == _NONE else best
+        free, own = self._free, self._by_addr[k]
+        if top_down:  # only the request's own class holds blocks too small for it
+            for start in reversed(own):
+                if best is not None and start <= best:
+                    break
+                if free[start] - start >= need:
+                    return start
+        else:
+            for start in own:
+                if best is not None and start >= best:
+                    break
+                if free[start] - start >= need:
+                    return start
+        return best
+
+    def _best_fit(self, need: int, k: int, top_down: bool) -> int | None:
+        """Smallest block that holds ``need``; among equals the lowest (highest, top-down) address."""
+        keys = self._by_size[k]
+        i = bisect.bisect_left(keys, need << _SHIFT)
+        if i == len(keys):
+            higher = self._classes >> (k + 1)
+            if not higher:
+                return None
+            keys = self._by_size[k + (higher & -higher).bit_length()]
+            i = 0
+        if not top_down:
+            return keys[i] & _MASK
+        size = keys[i] >> _SHIFT
+        return keys[bisect.bisect_left(keys, (size + 1) << _SHIFT) - 1] & _MASK
+
+    def _insert(self, start: int, end: int) -> None:
+        self._free[start] = end
+        self._free_at_end[end] = start
+        k = (end - start).bit_length() - 1
+        addrs = self._by_addr[k]
+        insort(addrs, start)
+        self._lowest[k], self._highest[k] = addrs[0], addrs[-1]
+        if self._sized:
+            insort(self._by_size[k], (end - start) << _SHIFT | start)
+        self._classes |= 1 << k
+
+    def _remove(self, start: int, end: int) -> None:
+        del self._free[start]
+        del self._free_at_end[end]
+        k = (end - start).bit_length() - 1
+        addrs = self._by_addr[k]
+        del addrs[bisect_left(addrs, start)]
+        if self._sized:
+            keys = self._by_size[k]
+            del keys[bisect_left(keys, (end - start) << _SHIFT | start)]
+        if addrs:
+            self._lowest[k], self._highest[k] = addrs[0], addrs[-1]
+        else:
+            self._lowest[k], self._highest[k] = _NONE, -1
+            self._classes &= ~(1 << k)
+
+    def _reshape(self, start: int, end: int, new_start: int, new_end: int) -> None:
+        """Turn free block [start, end) into [new_start, new_end) (it grows or shrinks at one end).
+
+        When its size class stays the same the address list keeps its order (no other free
+        block lies between the old and the new start), so the entry is rewritten in place.
+        """
+        k = (end - start).bit_length() - 1
+        if self._sized or (new_end - new_start).bit_length() - 1 != k:
+            self._remove(start, end)
+            self._insert(new_start, new_end)
+            return
+        free = self._free
+        if new_start != start:
+            del free[start]
+            addrs = self._by_addr[k]
+            addrs[bisect_left(addrs, start)] = new_start
+            self._lowest[k], self._highest[k] = addrs[0], addrs[-1]
+        if new_end != end:
+            del self._free_at_end[end]
+        free[new_start] = new_end
+        self._free_at_end[new_end] = new_start
+
+    def _free_block_containing(self, address: int) -> int | None:
+        """Start of the free block holding ``address``: one bisect per non-empty class."""
+        classes, k = self._classes, 0
+        while classes:
+            low = classes & -classes
+            k = low.bit_length() - 1
+            addrs = self._by_addr[k]
+            i = bisect.bisect_right(addrs, address) - 1
+            if i >= 0 and self._free[addrs[i]] > address:
+                return addrs[i]
+            classes ^= low
+        return None
