@@ -1,0 +1,94 @@
+"""MiniMalloc CSV reading/writing and ``rdasim alloc plan`` (exit codes, JSON, offsets file)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from allocators.dsa_csv import format_csv, parse_csv
+from allocators.errors import InputError
+from allocators.lifetimes import Buffer, Problem
+from allocators.validate import is_valid
+from cluster.cli import main
+
+# the shared reference data sits next to the repository (see benchmarks/alloc_quality.py)
+CHALLENGING = Path(__file__).resolve().parents[3] / "shared" / "reference" / "dsa" / "minimalloc-challenging"
+
+
+def test_round_trip_with_alignment_and_offsets():
+    problem = Problem((Buffer("x", 0, 4, 8, 4), Buffer("y", 2, 6, 3)))
+    text = format_csv(problem, {"x": 0, "y": 8})
+    assert text.splitlines()[0] == "id,lower,upper,size,alignment,offset"
+    again, offsets = parse_csv(text)
+    assert again == problem and offsets == {"x": 0, "y": 8}
+
+
+@pytest.mark.parametrize("text,line,words", [
+    ("", 1, "empty file"),
+    ("id,lower,size\n", 1, "missing column(s) upper"),
+    ("id,lower,upper,size,colour\n", 1, "unknown column(s) colour"),
+    ("id,lower,upper,size\na,0,4,8\nb,2,6,-3\n", 3, "size must be positive, got -3"),
+    ("id,lower,upper,size\na,0,4,8\nb,6,6,3\n", 3, "upper (6) must be greater than lower (6)"),
+    ("id,lower,upper,size\na,0,x,8\n", 2, "column 'upper': expected an integer, got 'x'"),
+    ("id,lower,upper,size\na,0,4,8\na,1,5,2\n", 3, "duplicate id 'a' (first on line 2)"),
+    ("id,lower,upper,size\na,0,4\n", 2, "expected 4 fields, found 3"),
+    ("id,lower,upper,size,alignment\na,0,4,8,0\n", 2, "alignment must be positive"),
+])
+def test_bad_files_name_the_line(text, line, words):
+    with pytest.raises(InputError) as err:
+        parse_csv(text)
+    assert err.value.line == line and words in str(err.value) and str(err.value).startswith(f"line {line}:")
+
+
+def _write(tmp_path, text):
+    path = tmp_path / "in.csv"
+    path.write_text(text)
+    return str(path)
+
+
+def test_plan_json_and_offsets_file(tmp_path, capsys):
+    src = _write(tmp_path, "id,lower,upper,size\na,0,10,4\nb,5,15,4\nc,12,20,8\n")
+    out = tmp_path / "out" / "offsets.csv"
+    assert main(["alloc", "plan", src, "--capacity", "12", "--budget", "2s", "--out", str(out),
+                 "--json", "--quiet"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert {k: summary[k] for k in ("peak", "lower_bound", "ratio", "proved_optimal", "valid", "method")} == {
+        "peak": 12, "lower_bound": 12, "ratio": 1.0, "proved_optimal": True, "valid": True, "method": "exact"}
+    assert isinstance(summary["seconds"], float)
+    problem, offsets = parse_csv(out.read_text())
+    assert is_valid(problem, offsets, capacity=12)
+
+
+def test_plan_exits_2_with_the_line_of_a_bad_file(tmp_path, capsys):
+    src = _write(tmp_path, "id,lower,upper,size\na,0,10,4\nb,9,3,4\n")
+    assert main(["alloc", "plan", src]) == 2
+    err = capsys.readouterr().err
+    assert "line 3" in err and "upper (3) must be greater than lower (9)" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("args,words", [
+    (["alloc", "plan", "/no/such.csv"], "no such file"),
+    (["alloc", "plan", "FILE", "--capacity", "lots"], "--capacity"),
+    (["alloc", "plan", "FILE", "--budget", "-1"], "--budget"),
+    (["alloc", "plan", "FILE", "--method", "magic"], "invalid choice"),
+    (["alloc"], "give an action"),
+])
+def test_bad_options_exit_2(tmp_path, capsys, args, words):
+    src = _write(tmp_path, "id,lower,upper,size\na,0,10,4\n")
+    assert main([src if a == "FILE" else a for a in args]) == 2
+    assert words in capsys.readouterr().err
+
+
+def test_a_capacity_below_the_lower_bound_exits_1_and_says_so(tmp_path, capsys):
+    src = _write(tmp_path, "id,lower,upper,size\na,0,10,4\nb,5,15,4\n")
+    assert main(["alloc", "plan", src, "--capacity", "7", "--method", "greedy"]) == 1
+    captured = capsys.readouterr()
+    assert "does not fit: peak 8 B > capacity 7 B" in captured.err and "DOES NOT FIT" in captured.out
+
+
+@pytest.mark.skipif(not CHALLENGING.exists(), reason="reference instances not available")
+def test_exact_packs_a_challenging_instance_into_one_mebibyte(capsys):
+    assert main(["alloc", "plan", str(CHALLENGING / "G.1048576.csv"), "--capacity", "1MiB",
+                 "--budget", "30", "--json", "--quiet"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["peak"] == 1048576 == summary["lower_bound"] and summary["proved_optimal"] and summary["valid"]
