@@ -14,6 +14,7 @@ NETWORKS = ("cycle", "packet")
 PROTOCOLS = ("refcount", "refcount-gated", "partial-free")
 OOM_BEHAVIOURS = ("stall", "evict", "fail")
 PLACEMENTS = ("spread", "near", "random")
+NI_LATENCY = 1  # cycles from a unit sending a message to its first packet being offered (packetisation)
 
 
 @dataclass(frozen=True)
@@ -45,9 +46,10 @@ class ChipConfig:
 
     @property
     def step(self) -> int:
-        """Longest window in which the units and the network can be advanced one after the
-        other: a packet granted at cycle s reaches its terminal no earlier than s + flit_delay."""
-        return max(1, self.noc.flit_delay)
+        """Longest window [t, t + step) the network can advance in one go between two passes
+        over the units: a packet granted at s reaches its terminal at s + flit_delay or
+        later, and what a unit sends enters the network NI_LATENCY cycles after it is sent."""
+        return self.noc.flit_delay + NI_LATENCY
 
 
 def noc_params_for(spec: ChipSpec, seed: int, **timing) -> NocParams:

@@ -6,11 +6,13 @@ destination lies in another shard (a message's record travels at the end of the 
 it was sent in; its packets need more than an epoch to cross a cut, so the record is
 always there first). Like the NoC shard it knows nothing of Ray.
 
-Inside an epoch the units and the network take turns in windows of at most
-``flit_delay`` cycles: the units handle every event before the window's end (which
-may queue packets from that cycle on), then the network advances through the window.
-No packet granted inside a window reaches its terminal before the window ends, so no
-unit ever misses a delivery. Same-cycle events at a unit are ordered by (cycle,
+Inside an epoch the units and the network take turns in windows [t, u) of at most
+``flit_delay + NI_LATENCY`` cycles: the units handle their events before
+``t + flit_delay`` (queueing packets from the next cycle on), the network advances
+through the window, and the units handle the rest of the window's events, including
+deliveries the network just made (a packet granted at s >= t arrives at
+s + flit_delay or later). What a unit sends in that second pass enters the network at
+``u`` or later, so nothing is ever offered in the past and no delivery is missed. Same-cycle events at a unit are ordered by (cycle,
 class: deliveries before timers, unit, message id or the unit's own sequence); a
 unit's behaviour depends only on its own event sequence, which is therefore the same
 for any shard count, cut and backend.
@@ -29,6 +31,7 @@ import numpy as np
 
 from sim import rng
 from sim.chip import messages as m
+from sim.chip.config import NI_LATENCY
 from sim.chip.dram import DramUnit
 from sim.chip.memory_unit import MemoryUnit
 from sim.chip.spec import CU, DRAM, MU, layout
@@ -71,8 +74,10 @@ class ChipShard:
         spec = cfg.spec
         self.lay = lay = layout(spec)
         self.tiles = spec.tiles
-        Net = PacketShard if cfg.network == "packet" else NocShard
-        self.net = Net(cfg.noc, region, record_ejections=True)
+        if cfg.network == "packet":
+            self.net = PacketShard(cfg.noc, region, record_ejections=True, measure=False)
+        else:
+            self.net = NocShard(cfg.noc, region, record_ejections=True)
         self.net_boundary = PacketBoundary if cfg.network == "packet" else Boundary
         self.my_tiles = region.routers(spec.cols)
         mine = np.zeros(self.tiles, dtype=bool)
@@ -81,6 +86,7 @@ class ChipShard:
         self.workload = workload
         self.now = 0
         self.t = 0
+        self.net_delay = cfg.noc.flit_delay
         self.heap: list = []
         self.units: dict[int, object] = {}
         home_dram = self._home_dram()
@@ -159,8 +165,9 @@ class ChipShard:
         local = bool(self.mine[dst_tile])
         busy = self.ni_busy[src_tile]
         tiles = self.tiles
+        first = self.now + NI_LATENCY
         for r, f in zip(readies, flits):
-            c = max(r, self.now)
+            c = max(r, first)
             while c in busy:
                 c += 1
             busy.add(c)
@@ -226,13 +233,16 @@ class ChipShard:
             u = min(t + step, t1)
             if snap >= 0 and self.memory_map is None and t < snap < u:
                 u = snap
-            self._run_units(u)
+            self._run_units(min(u, t + self.net_delay))
             if self._offers:
                 self._flush_offers()
             out = self.net.advance(t, u)
             if len(out):
                 net_out.append(out)
             self._collect()
+            self._run_units(u)
+            if self._offers:  # sent in the second pass: offered from cycle u on
+                self._flush_offers()
             t = u
             if t - self._pruned > 4096:
                 self._prune(t)

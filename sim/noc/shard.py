@@ -314,7 +314,7 @@ class NocShard:
 
     # ------------------------------------------------------------------ one cycle
     def _cycle(self, t: int) -> None:
-        if t + self.p.flit_delay >= len(self.created_flits):
+        while t + self.p.flit_delay >= len(self.created_flits):  # a skip-ahead may jump far
             self._grow_stats()
         ev = self.credits.pop(t)
         if ev is not None:

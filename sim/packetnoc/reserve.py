@@ -28,6 +28,8 @@ def reserve(group: np.ndarray, ready: np.ndarray, length: np.ndarray, free: np.n
     first = np.empty(n, dtype=bool)
     first[0] = True
     np.not_equal(group[1:], group[:-1], out=first[1:])
+    if first.all():  # every item alone on its resource
+        return np.maximum(ready, free)
     excl = np.cumsum(length) - length
     gid = np.cumsum(first) - 1
     e = excl - excl[first][gid]

@@ -13,10 +13,10 @@ What it leaves out: finite buffers, credits and virtual channels, hence head-of-
 blocking and back-pressure; below saturation those add little (tests/chip compare it
 with the cycle-level network), beyond it this model's queues grow without bound.
 
-Bids that fall in the same window of at most ``min(hop, first bid)`` cycles cannot
-cause one another, so each window is one vectorised batch: group by output link, order
-by (bid cycle, static input-port id, packet id) and serve with a max-plus scan
-(reserve.py). The same packet order holds whatever the shard cut, so results are
+Bids that fall in the same window of at most ``hop`` cycles cannot cause one another
+(a packet's next bid is a hop later; a window's new packets are injected first), so
+each window is one vectorised batch: group by output link, order by (bid cycle, static
+input-port id) and serve with a max-plus scan (reserve.py). The same packet order holds whatever the shard cut, so results are
 bit-identical for any shard count. The API mirrors NocShard (offer, advance,
 take_ejected, next_event, deliver, report, counters) so the two fidelities are
 interchangeable.
@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sim.noc import topology as topo
-from sim.noc.events import Calendar
 from sim.noc.params import NocParams
 from sim.noc.shard import ShardReport
 from sim.noc.traffic import creations
@@ -81,8 +80,12 @@ class PacketBoundary:
 class PacketShard:
     """Routers of one rectangular region under the packet-level (link reservation) model."""
 
-    def __init__(self, params: NocParams, region: topo.Region, record_ejections: bool = False):
+    def __init__(self, params: NocParams, region: topo.Region, record_ejections: bool = False,
+                 measure: bool = True):
+        """``measure``: keep NocShard's measurement-window statistics (for ``report``); a
+        caller that only offers and collects packets (the chip) turns them off."""
         p = self.p = params
+        self.measure = measure
         self.record_ejections = record_ejections
         self.region = region
         self.grid = grid = topo.Grid(p.rows, p.cols, p.torus)
@@ -102,9 +105,16 @@ class PacketShard:
         self.bid_delay = p.routing_delay + p.vc_alloc_delay
         self.hop = p.flit_delay + self.bid_delay
         self.first_bid = p.inject_delay + self.bid_delay
-        # bids inside one window cannot cause each other (every consequence is >= a window away)
-        self.window = max(1, min(self.hop, self.first_bid))
-        self.bids = Calendar(5)  # local router, global input-port id, packet, destination, flits
+        # bids inside one window cannot cause each other (a bid's next bid is a hop later);
+        # injections are handled first in a window, so their first bids may fall inside it
+        self.window = max(1, self.hop)
+        # pending bids, unordered, one column each: cycle, local router, global input-port id,
+        # packet, destination, flits
+        self.bag = np.zeros((6, 0), dtype=np.int64)
+        self._added: list[np.ndarray] = []
+        self.bag_min = float("inf")
+        self._port_bits = int(N * P).bit_length()
+        self._win_bits = int(self.window).bit_length()
         self.pending_flits = 0
         self.t = 0
         self._delivered: list[tuple[np.ndarray, np.ndarray]] = []
@@ -167,56 +177,84 @@ class PacketShard:
     def _accept(self, b: PacketBoundary, t0: int) -> None:
         if b.cycle.min() < t0:
             raise RuntimeError("inbound head due before the epoch start")
-        self.bids.push_many(b.cycle, self.local_of[b.port // self.P], b.port, b.pkt, b.dst, b.flits)
-        self.pending_flits += int(b.flits.sum())
+        self._add(np.stack((b.cycle, self.local_of[b.port // self.P], b.port, b.pkt, b.dst, b.flits)))
 
     def _next_event_time(self, t: int) -> float:
-        scy = self._script[0]
-        nxt = float(scy[self._script_pos]) if self._script_pos < len(scy) else float("inf")
-        return min(self.bids.next_time(), self._next_creation(), nxt)
+        nxt = self.bag_min
+        if self._script_pos < len(self._script[0]):
+            nxt = min(nxt, float(self._script[0][self._script_pos]))
+        if self.p.packet_rate > 0:
+            nxt = min(nxt, self._next_creation())
+        return nxt
+
+    def _add(self, rows: np.ndarray) -> None:
+        """Queue bids: rows (cycle, local router, global input port, packet, destination, flits)."""
+        if rows.shape[1]:
+            self._added.append(rows)
+            m = int(rows[0].min())
+            if m < self.bag_min:
+                self.bag_min = m
+            self.pending_flits += int(rows[5].sum())
+
+    def _due(self, u: int) -> np.ndarray:
+        """Remove and return the pending bids due before cycle ``u`` (a [6, n] array)."""
+        if self._added:
+            if self.bag.shape[1]:
+                self._added.append(self.bag)
+            self.bag = self._added[0] if len(self._added) == 1 else np.concatenate(self._added, axis=1)
+            self._added = []
+        due = self.bag[0] < u
+        if due.all():
+            out, self.bag = self.bag, self.bag[:, :0]
+            self.bag_min = float("inf")
+            return out
+        out, self.bag = self.bag[:, due], self.bag[:, ~due]
+        self.bag_min = int(self.bag[0].min())
+        return out
 
     # ------------------------------------------------------------------ one window
     def _window(self, t: int, u: int, out: list) -> None:
-        self._inject(t, u)
-        cols = []
-        while self.bids.next_time() < u:
-            c = int(self.bids.next_time())
-            ev = self.bids.pop(c)
-            cols.append((np.full(len(ev[0]), c, dtype=np.int64),) + tuple(ev))
-        if cols:
-            self._grant(out, *(np.concatenate([x[i] for x in cols]) for i in range(6)))
+        self._inject(t, u)  # first: its bids may fall inside this window (never their consequences)
+        if self.bag_min < u:
+            self._grant(out, t, self._due(u))
 
-    def _grant(self, out, cyc, lr, port, pkt, dst, fl) -> None:
-        """Serve the window's bids: each output link first come first served."""
+    def _grant(self, out, t, b: np.ndarray) -> None:
+        """Serve the window's bids: each output link first come first served, ties in
+        (bid cycle, static input-port id) order (unique: one head per input port per cycle)."""
         p, P = self.p, self.P
-        op = self.route_op[lr * self.N + dst]
-        order = np.lexsort((pkt, port, cyc, op))
-        cyc, port, pkt, dst, fl, op = cyc[order], port[order], pkt[order], dst[order], fl[order], op[order]
+        op = self.route_op[b[1] * self.N + b[4]]
+        if len(op) > 1:
+            key = ((op << self._win_bits) + (b[0] - t)) << self._port_bits | b[2]
+            order = np.argsort(key)
+            op, b = op[order], b[:, order]
+        cyc, pkt, fl = b[0], b[3], b[5]
         start = reserve(op, cyc, fl, self.link_free[op])
         last = last_of_group(op)
         self.link_free[op[last]] = start[last] + fl[last]
         self.pending_flits -= int(fl.sum())
+        if self.measure:
+            self._count_links(op, start, fl)
         ej = (op % P) == topo.LOCAL
-        self._count_links(op, start, fl)
-        if ej.any():
+        n_ej = int(np.count_nonzero(ej))
+        if n_ej:
+            if n_ej == len(ej):
+                self._eject(pkt, start + p.flit_delay, fl)
+                return
             self._eject(pkt[ej], start[ej] + p.flit_delay, fl[ej])
-        lk = ~ej
-        if not lk.any():
-            return
-        op, pkt, dst, fl, start = op[lk], pkt[lk], dst[lk], fl[lk], start[lk]
-        self.measured_hops += int(np.count_nonzero((pkt >= self.pkt_lo) & (pkt < self.pkt_hi)))
-        bid = start + self.hop
-        nxt = self.nbr[op]
-        gport = nxt * P + self.in_port_of[op]
+            lk = ~ej
+            op, b, start = op[lk], b[:, lk], start[lk]
+        if self.measure:
+            pk = b[3]
+            self.measured_hops += int(np.count_nonzero((pk >= self.pkt_lo) & (pk < self.pkt_hi)))
+        # the head bids at the next router a hop later, arriving on the opposite port
         nloc = self.nbr_local[op]
+        rows = np.stack((start + self.hop, nloc, self.nbr[op] * P + self.in_port_of[op], b[3], b[4], b[5]))
         rem = nloc < 0
         if rem.any():
-            out.append(PacketBoundary(bid[rem], gport[rem], pkt[rem], dst[rem], fl[rem]))
-            keep = ~rem
-            bid, gport, pkt, dst, fl, nloc = bid[keep], gport[keep], pkt[keep], dst[keep], fl[keep], nloc[keep]
-        if len(bid):
-            self.bids.push_many(bid, nloc, gport, pkt, dst, fl)
-            self.pending_flits += int(fl.sum())
+            r = rows[:, rem]
+            out.append(PacketBoundary(r[0], r[2], r[3], r[4], r[5]))
+            rows = rows[:, ~rem]
+        self._add(rows)
 
     def _count_links(self, op, start, fl) -> None:
         self.link_flits_total += np.bincount(op, weights=fl, minlength=len(self.link_flits)).astype(np.int64)
@@ -229,6 +267,8 @@ class PacketShard:
         tail = head + fl - 1
         if self.record_ejections:
             self._delivered.append((pkt, tail))
+        if not self.measure:
+            return
         self._ensure(int(tail.max()) + 2)
         np.add.at(self.ejected_diff, head, 1)
         np.add.at(self.ejected_diff, tail + 1, -1)
@@ -285,23 +325,24 @@ class PacketShard:
         cyc, ls, dst, fl = (np.concatenate([x[i] for x in parts]) for i in range(4)) if len(parts) > 1 else parts[0]
         if len(cyc) and cyc.min() < t:
             raise RuntimeError(f"packets created at cycle {cyc.min()} were skipped")
-        order = np.lexsort((cyc, ls))
-        cyc, ls, dst, fl = cyc[order], ls[order], dst[order], fl[order]
+        if len(cyc) > 1:
+            order = np.lexsort((cyc, ls))
+            cyc, ls, dst, fl = cyc[order], ls[order], dst[order], fl[order]
         start = reserve(ls, cyc, fl, self.inj_free[ls])
         last = last_of_group(ls)
         self.inj_free[ls[last]] = start[last] + fl[last]
         g = self.routers[ls]
         pkt = cyc * self.N + g
-        self._ensure(int(cyc.max()) + 1)
-        np.add.at(self.created_flits, cyc, fl)
-        win = (cyc >= self.w0) & (cyc < self.w1)
-        if win.any():
-            self.measured_created += int(np.count_nonzero(win))
-            np.add.at(self.window_created_by_src, g[win], fl[win])
-            if (cyc < self.horizon).any():
-                self._inj_rec.append((pkt[win], dst[win], start[win]))
-        self.bids.push_many(start + self.first_bid, ls, g * self.P + topo.LOCAL, pkt, dst, fl)
-        self.pending_flits += int(fl.sum())
+        if self.measure:
+            self._ensure(int(cyc.max()) + 1)
+            np.add.at(self.created_flits, cyc, fl)
+            win = (cyc >= self.w0) & (cyc < self.w1)
+            if win.any():
+                self.measured_created += int(np.count_nonzero(win))
+                np.add.at(self.window_created_by_src, g[win], fl[win])
+                if (cyc < self.horizon).any():
+                    self._inj_rec.append((pkt[win], dst[win], start[win]))
+        self._add(np.stack((start + self.first_bid, ls, g * self.P + topo.LOCAL, pkt, dst, fl)))
 
     def _ensure(self, n: int) -> None:
         if n >= len(self.created_flits):
