@@ -21,6 +21,7 @@ from sim.chip.config import NETWORKS, OOM_BEHAVIOURS, PLACEMENTS, PROTOCOLS, Chi
 from sim.chip.messages import Sizing
 from sim.chip.spec import CU, MU, PRESETS, layout
 from sim.memory.policies import POLICIES, PolicyParams
+from sim.memory import weights
 from sim.memory.weights import SPLITS, UNSPLITTABLE
 from sim.workloads import KINDS
 from sim.workloads.base import DISTS, Dist
@@ -84,7 +85,8 @@ MEMORY = Table({
     "initial_bytes": Field("size", 4096, "realloc-copy: first reservation (at least the initial size)", min=64),
     "growth": Field("float", 2.0, "realloc-copy: growth factor", min=1.01),
     "weight_bits": Field("int", 8, "partial-free: bits of a reference's weight", min=1, max=62),
-    "split": Field("choice", "halve", "partial-free: how a copy splits its holder's weight", choices=SPLITS),
+    "split": Field("choice", "halve", "partial-free: a copy takes half, one unit, or half of a power of two "
+                   "(log2: weights stored as exponents)", choices=SPLITS),
     "on_unsplittable": Field("choice", "borrow", "partial-free: a holder with weight 1 borrows from the MU",
                              choices=UNSPLITTABLE),
     "on_oom": Field("choice", "stall", "when memory runs out: stall and retry, evict to DRAM, or fail",
@@ -198,9 +200,17 @@ def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1) -> ChipCon
     policy = PolicyParams(policy=mem["policy"], capacity=spec.mu_bytes, block_bytes=mem["block_bytes"],
                           table_entries=mem["block_table_entries"], static_buffer_bytes=mem["static_buffer_bytes"],
                           buffers_per_mu=mem["buffers_per_mu"], initial_bytes=mem["initial_bytes"],
-                          growth=mem["growth"])
-    if mem["block_bytes"] > spec.mu_bytes:
-        issues.append(Issue("memory.block_bytes", f"{mem['block_bytes']} is larger than an MU ({spec.mu_bytes} bytes)"))
+                          growth=mem["growth"], word_bytes=spec.mu_word_bytes, mu_id_bits=sizing.mu_id_bits,
+                          buffer_id_bits=mem["buffer_id_bits"], virtual_bits=mem["offset_bits"])
+    if mem["policy"] == "virtual":
+        try:
+            policy.layout()
+        except ValueError as exc:
+            issues.append(Issue("memory.block_bytes", f"{mem['block_bytes']}: {exc}"))
+    if mem["reclaim"] == "partial-free":
+        why = weights.check(mem["weight_bits"], mem["split"])
+        if why:
+            issues.append(Issue("memory.weight_bits", why))
     if mem["static_buffer_bytes"] > spec.mu_bytes:
         issues.append(Issue("memory.static_buffer_bytes", f"{mem['static_buffer_bytes']} is larger than an MU"))
     reclaim = ReclaimParams(mem["reclaim"], mem["weight_bits"], mem["split"], mem["on_unsplittable"])

@@ -23,7 +23,7 @@ from sim.chip import messages as m
 from sim.chip.units import Unit
 from sim.memory import oracle
 from sim.memory.policies import make_storage
-from sim.memory.weights import borrowed, max_weight
+from sim.memory.weights import from_field, max_weight, to_field
 
 CONTROL_LATENCY = 1
 
@@ -64,7 +64,8 @@ class MemoryUnit(Unit):
         self.stalled: deque = deque()  # (message, cycle it first ran out of memory)
         self.dram = dram
         self.protocol = cfg.reclaim.protocol
-        self.full_weight = max_weight(cfg.reclaim.weight_bits) if cfg.reclaim.protocol == "partial-free" else 0
+        self.split = cfg.reclaim.split
+        self.full_weight = max_weight(cfg.reclaim.weight_bits, self.split) if self.protocol == "partial-free" else 0
         self.stats = dict(oom_events=0, stalls=0, stall_cycles=0, evictions=0, bytes_evicted=0, failures=0,
                           bytes_copied=0, copy_cycles=0, translations=0, sync_acks=0)
         self.handlers = {
@@ -121,7 +122,7 @@ class MemoryUnit(Unit):
         self._delta(0, g.reserved)
         self.shard.oracle(self, oracle.ALLOC, rec.alloc)
         self.shard.trace_instant(self.uid, "allocate", {"buffer": buf, "bytes": g.reserved})
-        self._reply(msg, buf=buf, alloc=rec.alloc, arg=self.full_weight)
+        self._reply(msg, buf=buf, alloc=rec.alloc, arg=to_field(self.full_weight, self.split) if self.full_weight else 0)
         return True
 
     def _free_id(self) -> int:
@@ -259,18 +260,19 @@ class MemoryUnit(Unit):
         if rec is None:
             self.shard.oracle(self, oracle.FREE, msg.alloc)
             return True
-        rec.collected += msg.arg
+        rec.collected += from_field(msg.arg, self.split)
         if rec.collected >= rec.total:
             self._release(rec, "weight")
         return True
 
     def _weight_request(self, msg: m.Message, retry: bool) -> bool:
+        """A holder with weight 1 asks for ``arg`` top-ups to the full weight."""
         rec = self._lookup(msg)
-        grant = sum(borrowed(msg.arg, self.cfg.reclaim.weight_bits))
+        grant = msg.arg * (self.full_weight - 1)
         if rec is not None:
             rec.total += grant
         self.stats["sync_acks"] += 1
-        self._reply(msg, buf=msg.buf, alloc=msg.alloc, arg=grant)
+        self._reply(msg, buf=msg.buf, alloc=msg.alloc, arg=msg.arg)
         return True
 
     def _release(self, rec: BufferRecord, how: str) -> None:

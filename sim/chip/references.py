@@ -13,8 +13,9 @@ Task helpers (``yield from`` them inside a CU task):
   dropped. (The acknowledgement goes to the holder rather than the receiver so that
   the holder's own -1 cannot overtake its +1 either, on a network that may reorder
   packets between the same two units.)
-  ``partial-free``: split the holder's weight (no message); when it cannot be split,
-  borrow fresh weight from the MU (one request per share) first.
+  ``partial-free``: split the holder's weight (no message, allocators' split rules);
+  a holder left with weight 1 is topped up by the MU first (one weight request and its
+  grant per share, however many top-ups it needs).
 - ``drop``: -1 (counting protocols) or return the weight (partial-free).
 - ``free``: explicit free of an unshared buffer by its only holder.
 
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 from sim.chip import messages as m
 from sim.chip.units import Replies
 from sim.memory import oracle
-from sim.memory.weights import borrowed, split
+from sim.memory.weights import from_field, plan_copies, to_field
 
 
 @dataclass
@@ -40,25 +41,22 @@ class Ref:
     weight: int = 0
 
 
+def _ref(cu, msg: m.Message) -> Ref:
+    """The reference an allocation's acknowledgement or a REFERENCE message carries."""
+    return Ref(msg.mu, msg.buf, msg.alloc, from_field(msg.arg, cu.shard.cfg.reclaim.split))
+
+
 def allocate(cu, mu: int, nbytes: int, label: int = 0):
     """Task helper: a new buffer at ``mu``; returns its Ref, or None if the MU refused."""
-    tag = cu.request(m.ALLOC, mu, nbytes=nbytes, arg=label, mu=mu)
-    got = yield Replies([tag], "memory")
-    a = got[tag]
-    if a.status != m.STATUS_OK:
-        return None
-    return Ref(mu, a.buf, a.alloc, a.arg)
+    (ref,) = yield from allocate_many(cu, [(mu, nbytes, label)])
+    return ref
 
 
 def allocate_many(cu, requests: list[tuple[int, int, int]]):
     """Task helper: several allocations at once ((mu, bytes, label) each); a list of Ref or None."""
     tags = [cu.request(m.ALLOC, mu, nbytes=n, arg=label, mu=mu) for mu, n, label in requests]
     got = yield Replies(tags, "memory")
-    out = []
-    for (mu, _, _), t in zip(requests, tags):
-        a = got[t]
-        out.append(Ref(mu, a.buf, a.alloc, a.arg) if a.status == m.STATUS_OK else None)
-    return out
+    return [_ref(cu, got[t]) if got[t].status == m.STATUS_OK else None for t in tags]
 
 
 def _fields(ref: Ref) -> dict:
@@ -75,24 +73,20 @@ def share(cu, refs: list[Ref], receivers: list[list[int]], reclaim, tags: list[l
         acks = [cu.request(m.REF_INC, r.mu, **_fields(r)) for r, rc in zip(refs, receivers) for _ in rc]
         if acks:
             yield Replies(acks, "sync")
-    weights: list[list[int]] = []
+    weights: list[tuple[int, ...]] = []
     if proto == "partial-free":
-        need = [i for i, (r, rc) in enumerate(zip(refs, receivers)) if rc and split(r.weight, len(rc), reclaim.split) is None]
-        grants = {i: cu.request(m.WEIGHT_REQ, refs[i].mu, arg=len(receivers[i]), **_fields(refs[i])) for i in need}
+        plans = [plan_copies(r.weight, len(rc), reclaim.split, reclaim.weight_bits) for r, rc in zip(refs, receivers)]
+        grants = [cu.request(m.WEIGHT_REQ, r.mu, arg=p.topups, **_fields(r)) for r, p in zip(refs, plans) if p.topups]
         if grants:
-            yield Replies(list(grants.values()), "sync")
-        for i, (r, rc) in enumerate(zip(refs, receivers)):
-            if i in grants:
-                weights.append(borrowed(len(rc), reclaim.weight_bits))
-            else:
-                keep, gives = split(r.weight, len(rc), reclaim.split)
-                r.weight = keep
-                weights.append(gives)
+            yield Replies(grants, "sync")
+        for r, p in zip(refs, plans):
+            r.weight = p.keep
+            weights.append(p.gives)
     for i, (r, rc) in enumerate(zip(refs, receivers)):
         for j, dst in enumerate(rc):
             if proto == "refcount":
                 cu.send(m.REF_INC, r.mu, **_fields(r))
-            w = weights[i][j] if weights else 0
+            w = to_field(weights[i][j], reclaim.split) if weights else 0
             shard.oracle(cu, oracle.COPY, r.alloc)
             cu.send(m.REFERENCE, dst, arg=w, tag=tags[i][j] if tags else 0, **_fields(r))
 
@@ -100,7 +94,7 @@ def share(cu, refs: list[Ref], receivers: list[list[int]], reclaim, tags: list[l
 def drop(cu, ref: Ref, reclaim) -> None:
     cu.shard.oracle(cu, oracle.DROP, ref.alloc)
     if reclaim.protocol == "partial-free":
-        cu.send(m.WEIGHT_RETURN, ref.mu, arg=ref.weight, **_fields(ref))
+        cu.send(m.WEIGHT_RETURN, ref.mu, arg=to_field(ref.weight, reclaim.split), **_fields(ref))
         ref.weight = 0
     else:
         cu.send(m.REF_DEC, ref.mu, **_fields(ref))
@@ -111,6 +105,6 @@ def free(cu, ref: Ref) -> None:
     cu.send(m.FREE, ref.mu, **_fields(ref))
 
 
-def received(msg: m.Message) -> Ref:
+def received(cu, msg: m.Message) -> Ref:
     """The reference a REFERENCE message hands over."""
-    return Ref(msg.mu, msg.buf, msg.alloc, msg.arg)
+    return _ref(cu, msg)

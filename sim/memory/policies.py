@@ -12,14 +12,20 @@ the MU's bandwidth, block-table lookups) and into out-of-memory behaviour.
   like a vector's growth.
 - ``virtual``: blocks of ``block_bytes`` from a free list, mapped by a block table with
   a bounded number of entries (buffer-level virtualisation, the seed proposal).
+
+The contiguous policies use allocators' tt-metal-style free list (first fit, bottom
+up, coalescing); ``virtual`` uses allocators' paged block pool (a stack of free blocks
+and a block table per buffer), with the MU-wide bound on block-table entries added
+here.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sim.memory.blocks import BlockPool
-from sim.memory.extents import Extents
+from allocators.errors import AllocatorError
+from allocators.freelist import FreeList
+from allocators.paged import BlockPool, Layout
 
 POLICIES = ("static-single", "static-multi", "realloc-copy", "virtual")
 
@@ -35,6 +41,15 @@ class PolicyParams:
     initial_bytes: int = 4096  # realloc-copy: first reservation (at least the initial size)
     growth: float = 2.0  # realloc-copy
     align: int = 64
+    word_bytes: int = 4  # virtual: the reference's offset counts words
+    mu_id_bits: int = 6
+    buffer_id_bits: int = 16
+    virtual_bits: int = 16  # virtual block + word offset in a reference
+
+    def layout(self) -> Layout:
+        """allocators' paged layout (raises allocators.errors.InputError if inconsistent)."""
+        return Layout(self.capacity, self.block_bytes, self.word_bytes, self.mu_id_bits, self.buffer_id_bits,
+                      self.virtual_bits)
 
 
 @dataclass(frozen=True)
@@ -76,20 +91,26 @@ class StaticStorage(Storage):
         default = p.capacity if single else p.capacity // max(1, p.buffers_per_mu)
         self.slot = p.static_buffer_bytes or default
         self.max_buffers = 1 if single else None
-        self.extents = Extents(p.capacity, p.align)
+        self.extents = FreeList(p.capacity, alignment=p.align)
         self.start: dict[int, int] = {}
         self.cap: dict[int, int] = {}
+
+    def _take(self, nbytes: int) -> int | None:
+        try:
+            return self.extents.allocate(nbytes)
+        except AllocatorError:  # out of memory (or fragmented)
+            return None
 
     def create(self, buf: int, nbytes: int) -> Growth | None:
         if self.max_buffers is not None and len(self.start) >= self.max_buffers:
             return None
         if nbytes > self.slot:
             return None
-        s = self.extents.allocate(self.slot)
+        s = self._take(self.slot)
         if s is None:
             return None
         self.start[buf] = s
-        self.cap[buf] = self.extents.round(self.slot)
+        self.cap[buf] = self.extents.size_of(s)
         self.size[buf] = 0
         self.reserved += self.cap[buf]
         return Growth(self.cap[buf])
@@ -101,20 +122,20 @@ class StaticStorage(Storage):
         return 0
 
     def release(self, buf: int) -> int:
-        n = self.extents.release(self.start.pop(buf))
-        del self.cap[buf]
+        n = self.cap.pop(buf)
+        self.extents.free(self.start.pop(buf))
         self.used -= self.size.pop(buf)
         self.reserved -= n
         return n
 
     def external_fragmentation(self) -> float:
-        free = self.extents.free_bytes()
-        return 1.0 - self.extents.largest_free() / free if free else 0.0
+        st = self.extents.statistics()
+        return 1.0 - st.largest_free_block / st.free if st.free else 0.0
 
     def regions(self) -> list[tuple[int, int, int, int]]:
         """(start, bytes, buffer or -1 for free, bytes in use) by address."""
         rows = [(s, self.cap[b], b, self.size[b]) for b, s in self.start.items()]
-        rows += [(s, n, -1, 0) for s, n in self.extents.free_extents()]
+        rows += [(b.address, b.size, -1, 0) for b in self.extents.blocks() if not b.allocated]
         return sorted(rows)
 
 
@@ -123,16 +144,16 @@ class ReallocStorage(StaticStorage):
 
     def __init__(self, p: PolicyParams):
         Storage.__init__(self, p)
-        self.extents = Extents(p.capacity, p.align)
+        self.extents = FreeList(p.capacity, alignment=p.align)
         self.start, self.cap = {}, {}
         self.max_buffers = None
         self.old: dict[int, int] = {}  # old region start -> size, until its copy finishes
 
     def create(self, buf: int, nbytes: int) -> Growth | None:
-        size = self.extents.round(max(nbytes, self.p.initial_bytes))
-        s = self.extents.allocate(size)
+        s = self._take(max(nbytes, self.p.initial_bytes))
         if s is None:
             return None
+        size = self.extents.size_of(s)
         self.start[buf], self.cap[buf], self.size[buf] = s, size, 0
         self.reserved += size
         return Growth(size)
@@ -141,10 +162,10 @@ class ReallocStorage(StaticStorage):
         cap = self.cap[buf]
         if nbytes <= cap:
             return Growth(0)
-        size = self.extents.round(max(nbytes, int(cap * self.p.growth)))
-        s = self.extents.allocate(size)
+        s = self._take(max(nbytes, int(cap * self.p.growth)))
         if s is None:
             return None
+        size = self.extents.size_of(s)
         old = self.start[buf]
         self.old[old] = cap
         self.start[buf], self.cap[buf] = s, size
@@ -152,8 +173,8 @@ class ReallocStorage(StaticStorage):
         return Growth(size, copy_bytes=self.size[buf], old_start=old)
 
     def finish_copy(self, old_start: int) -> int:
-        n = self.extents.release(old_start)
-        del self.old[old_start]
+        n = self.old.pop(old_start)
+        self.extents.free(old_start)
         self.reserved -= n
         return n
 
@@ -170,34 +191,55 @@ class VirtualStorage(Storage):
 
     def __init__(self, p: PolicyParams):
         super().__init__(p)
-        blocks = p.capacity // p.block_bytes
-        self.pool = BlockPool(blocks, p.block_bytes, p.table_entries or blocks)
+        self.pool = BlockPool(p.layout())
+        self.entries = p.table_entries or self.pool.layout.blocks
+        self.mapped = 0  # block-table entries in use, all buffers of the MU
+
+    def _blocks(self, nbytes: int) -> int:
+        return -(-nbytes // self.p.block_bytes)
+
+    def _fits(self, extra: int) -> bool:
+        return extra <= len(self.pool.free_blocks) and self.mapped + extra <= self.entries
 
     def create(self, buf: int, nbytes: int) -> Growth | None:
-        need = self.pool.blocks_for(nbytes)
-        if need > len(self.pool.free) or self.pool.mapped + need > self.pool.table_entries:
+        need = self._blocks(nbytes)
+        if not self._fits(need) or need > self.pool.layout.max_blocks_per_buffer:
             return None
-        self.pool.create(buf)
+        self.pool.create(buf, need)
+        self.mapped += need
         self.size[buf] = 0
-        added = self.pool.grow(buf, need)
-        self.reserved += added * self.p.block_bytes
-        return Growth(added * self.p.block_bytes)
+        self.reserved += need * self.p.block_bytes
+        return Growth(need * self.p.block_bytes)
 
     def grow(self, buf: int, nbytes: int) -> Growth | None:
-        need = self.pool.blocks_for(nbytes)
-        if not self.pool.can_grow(buf, need):
+        extra = self._blocks(nbytes) - len(self.pool.tables[buf])
+        if extra <= 0:
+            return Growth(0)
+        if not self._fits(extra):
             return None
-        added = self.pool.grow(buf, need)
-        self.reserved += added * self.p.block_bytes
-        return Growth(added * self.p.block_bytes)
+        try:
+            self.pool.extend(buf, extra)
+        except AllocatorError:  # beyond what the reference's virtual field can address
+            return None
+        self.mapped += extra
+        self.reserved += extra * self.p.block_bytes
+        return Growth(extra * self.p.block_bytes)
 
     def shrink(self, buf: int, nbytes: int) -> int:
-        n = self.pool.shrink(buf, self.pool.blocks_for(nbytes)) * self.p.block_bytes
+        have, keep = len(self.pool.tables[buf]), self._blocks(nbytes)
+        if keep >= have:
+            return 0
+        self.pool.truncate(buf, keep)
+        self.mapped -= have - keep
+        n = (have - keep) * self.p.block_bytes
         self.reserved -= n
         return n
 
     def release(self, buf: int) -> int:
-        n = self.pool.release(buf) * self.p.block_bytes
+        blocks = len(self.pool.tables[buf])
+        self.pool.free(buf)
+        self.mapped -= blocks
+        n = blocks * self.p.block_bytes
         self.used -= self.size.pop(buf)
         self.reserved -= n
         return n
@@ -205,7 +247,7 @@ class VirtualStorage(Storage):
     def block_map(self) -> list[tuple[int, int, int]]:
         """(physical block, buffer or -1, virtual index) for every block."""
         owner = {blk: (b, v) for b, table in self.pool.tables.items() for v, blk in enumerate(table)}
-        return [(k, *owner.get(k, (-1, -1))) for k in range(self.pool.blocks)]
+        return [(k, *owner.get(k, (-1, -1))) for k in range(self.pool.layout.blocks)]
 
 
 def make_storage(p: PolicyParams) -> Storage:

@@ -1,56 +1,71 @@
-"""Weighted reference counting (partial-free): splitting a holder's weight.
+"""Weighted reference counting (partial-free) as the distributed units do it.
 
-The MU gives a new buffer's owner the largest weight ``2**bits - 1`` a reference can
-carry and remembers it as the buffer's total. Copying a reference splits the holder's
-weight between the holder and the copies with no message (Bevan 1987; Watson & Watson
-1987); a holder returns its weight when it drops the reference, and the MU frees the
-buffer when the weight it has collected equals the total. Conservation: the weights
-held plus the weights in flight plus the weight collected always equal the total.
-
-Split strategies: ``halve`` gives each copy half of what the holder has left
-(Bevan's), ``even`` shares the weight equally between the holder and all copies made
-at once (remainder to the holder). A holder whose weight cannot be split (every part
-must be at least 1) borrows fresh weight for its copies from the MU (a weight request
-and its acknowledgement; ``on_unsplittable = "borrow"``); the MU adds the grant to the
-total, a register wider than a reference's weight field.
-
-Stand-in until allocators/ ships its weighted references (issue 3).
+allocators/weights.py defines the protocol on one object that sees owner and holders
+together (``WeightedBuffer``): the owner hands out ``max_weight`` with the first
+reference, a copy takes a share of its holder's weight (``halve``: half, rounded down;
+``one``: a single unit; ``log2``: half of a power of two), a holder with weight 1
+first borrows, the owner topping it up to ``max_weight``, and the owner frees when all
+weight has come back. Here owner and holders are different units, so the same rules
+are split in two: the holder plans its copies (``plan_copies``: the weights kept and
+given, and how many top-ups to borrow, which costs a weight request and a grant), the
+MU only adds up weight (its total and collected registers). ``log2`` weights travel as
+their exponent, so a ``bits``-bit field is what the message carries.
 """
 
 from __future__ import annotations
 
-SPLITS = ("halve", "even")
+from dataclasses import dataclass
+
+from allocators.weights import STRATEGIES, WeightedBuffer
+
+SPLITS = STRATEGIES
 UNSPLITTABLE = ("borrow",)
 
 
-def max_weight(bits: int) -> int:
-    return (1 << bits) - 1
+def max_weight(bits: int, strategy: str) -> int:
+    """The weight a new buffer's first reference carries (allocators' WeightedBuffer)."""
+    return WeightedBuffer(bits, strategy).max_weight
 
 
-def split(weight: int, copies: int, strategy: str) -> tuple[int, list[int]] | None:
-    """(weight kept, weight of each copy), or None when ``weight`` cannot give every copy
-    at least 1 and keep 1. Parts always sum to ``weight``."""
-    if copies < 1:
-        return weight, []
-    if weight < copies + 1:
-        return None
-    if strategy == "halve":
-        keep, gives = weight, []
-        for _ in range(copies):
-            if keep < 2:
-                return None
-            g = keep // 2
-            gives.append(g)
-            keep -= g
-        return keep, gives
-    if strategy == "even":
-        share = weight // (copies + 1)
-        return weight - share * copies, [share] * copies
-    raise ValueError(f"unknown split strategy {strategy!r}; expected one of {SPLITS}")
+def check(bits: int, strategy: str) -> str | None:
+    """Why (bits, strategy) is unusable, or None."""
+    try:
+        WeightedBuffer(bits, strategy)
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
-def borrowed(copies: int, bits: int) -> list[int]:
-    """Weights of the copies when the holder's weight cannot be split: the holder asks
-    the MU (one weight request) for a full weight per copy and keeps its own, so no
-    reference ever holds more than ``2**bits - 1``; the MU adds them to the total."""
-    return [max_weight(bits)] * copies
+def given(weight: int, strategy: str) -> int:
+    """Weight a copy takes from a holder of ``weight`` > 1 (WeightedBuffer.copy's rule)."""
+    return 1 if strategy == "one" else weight // 2
+
+
+@dataclass(frozen=True)
+class CopyPlan:
+    keep: int  # the holder's weight after the copies
+    gives: tuple[int, ...]  # each copy's weight
+    topups: int  # times the holder had weight 1 and was topped up to max_weight
+
+
+def plan_copies(weight: int, copies: int, strategy: str, bits: int) -> CopyPlan:
+    """``copies`` successive copies of a reference holding ``weight``."""
+    top = max_weight(bits, strategy)
+    gives, topups = [], 0
+    for _ in range(copies):
+        if weight == 1:
+            weight = top
+            topups += 1
+        g = given(weight, strategy)
+        gives.append(g)
+        weight -= g
+    return CopyPlan(weight, tuple(gives), topups)
+
+
+def to_field(weight: int, strategy: str) -> int:
+    """What a message carries for ``weight``: the exponent under log2, else the weight."""
+    return weight.bit_length() - 1 if strategy == "log2" else weight
+
+
+def from_field(value: int, strategy: str) -> int:
+    return 1 << value if strategy == "log2" else value

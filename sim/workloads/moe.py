@@ -173,7 +173,7 @@ class Moe:
         step, e = divmod(msg.tag, _STEP)
         st = self._state(cu, step, e)
         if msg.status == m.STATUS_OK:
-            ref = received(msg)
+            ref = received(cu, msg)
             tag = cu.request(m.READ_REQ, ref.mu, nbytes=self.p.act_bytes, mu=ref.mu, buf=ref.buf, alloc=ref.alloc)
             got = yield Replies([tag], "memory")
             drop(cu, ref, self.cfg.reclaim)

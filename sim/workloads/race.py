@@ -82,5 +82,5 @@ class Race:
             yield Sleep(p.gap_cycles)
 
     def _consume(self, cu, msg):
-        drop(cu, received(msg), self.cfg.reclaim)
+        drop(cu, received(cu, msg), self.cfg.reclaim)
         return None
