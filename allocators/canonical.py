@@ -14,8 +14,10 @@ Pruning, all sound (a packing that fits is never cut off):
 - decomposition: once every buffer crossing a section boundary is placed, the two sides
   are independent sub-problems, each solved on its own (section 4.5).
 
-The search tries static orders (max section total, area, lifetime) round robin with a
-node limit that doubles, which tames the heavy tail of any single order.
+Searches with different static orders (max section total, area, lifetime) run side by
+side, each resumed for a slice of nodes that doubles every round (the search is a
+generator that pauses), which tames the heavy tail of any single order without ever
+repeating work: the first to finish decides.
 """
 
 from __future__ import annotations
@@ -35,14 +37,6 @@ INF = np.int64(UNBOUNDED)
 HEURISTICS = ("TAW", "TWA", "WAT")  # T: max section total, A: area, W: lifetime; all descending
 
 
-class _NodeLimit(Exception):
-    pass
-
-
-class _Deadline(Exception):
-    pass
-
-
 @dataclass(frozen=True)
 class Instance:
     """Arrays the search reads, built once per problem."""
@@ -60,6 +54,10 @@ class Instance:
     totals: np.ndarray
     area: list
     lifetime: list
+    # per buffer, precomputed for the hot loop (plain Python values and array views)
+    sizes: list = None
+    nb_align: tuple = None            # alignment of each neighbour (None when all are 1)
+    win: tuple = None                 # (w0, w1, pair indices, reduceat offsets) of the window
 
     @classmethod
     def build(cls, problem: Problem, sw: Sweep) -> "Instance":
@@ -77,10 +75,15 @@ class Instance:
             if len(nb):
                 window[b, 0] = min(window[b, 0], sw.span[nb, 0].min())
                 window[b, 1] = max(window[b, 1], sw.span[nb, 1].max())
-        return cls(n=n, size=size, align=None if (align == 1).all() else align, lifts=lifts,
+        aligned = not (align == 1).all()
+        win = tuple((int(w0), int(w1), pair_buf[pair_start[w0]:pair_start[w1]],
+                     pair_start[w0:w1] - pair_start[w0]) for w0, w1 in window.tolist())
+        return cls(n=n, size=size, align=align if aligned else None, lifts=lifts,
                    ranges=sw.ranges, span=sw.span, window=window, neighbours=sw.neighbours,
                    pair_buf=pair_buf, pair_start=pair_start, totals=sw.totals.astype(np.int64),
-                   area=[b.area for b in problem.buffers], lifetime=[b.lifetime for b in problem.buffers])
+                   area=[b.area for b in problem.buffers], lifetime=[b.lifetime for b in problem.buffers],
+                   sizes=size.tolist(), nb_align=tuple(align[nb] for nb in sw.neighbours) if aligned else None,
+                   win=win)
 
     def initial_floor(self, b: int) -> int:
         slot = self.lifts.get(b)
@@ -97,11 +100,11 @@ class Outcome:
 
 
 class _Search:
-    """One depth-first search with one static order and a node limit."""
+    """One depth-first search with one static order; a generator that pauses when told to."""
 
-    def __init__(self, inst: Instance, capacity: int, heuristic: str, node_limit: int, deadline: float):
+    def __init__(self, inst: Instance, capacity: int, heuristic: str, deadline: float):
         self.inst, self.cap, self.heuristic = inst, capacity, heuristic
-        self.node_limit, self.deadline = node_limit, deadline
+        self.pause_at, self.deadline = 0, deadline  # node count at which to yield control
         n = inst.n
         self.N = n + 1  # key = floor * N + rank orders by (floor, rank)
         self.floor = np.array([inst.initial_floor(b) for b in range(n)] + [UNBOUNDED], dtype=np.int64)
@@ -114,7 +117,8 @@ class _Search:
         self.offsets = np.full(n, -1, dtype=np.int64)
         self.nodes = 0
 
-    def run(self) -> bool:
+    def run(self):
+        """Generator: yields to pause, returns True (packing in ``offsets``) or False (none exists)."""
         inst = self.inst
         if len(self.total) and int(self.total.max()) > self.cap:
             return False
@@ -124,7 +128,7 @@ class _Search:
         everyone = np.arange(inst.n)
         for x, y in zip(cut_points, cut_points[1:]):
             part = everyone[(inst.span[:, 1] > x) & (inst.span[:, 0] < y)]
-            if len(part) and not self._subsolve(part, x, y):
+            if len(part) and not (yield from self._subsolve(part, x, y)):
                 return False
         return True
 
@@ -140,22 +144,22 @@ class _Search:
         by_rank = np.array([k[-1] for k in keys], dtype=np.int64)
         rank = np.zeros(inst.n + 1, dtype=np.int64)
         rank[by_rank] = np.arange(len(by_rank))
-        return self._search(by_rank, rank, by_rank, a, z, -1)
+        return (yield from self._search(by_rank, rank, by_rank, a, z, -1))
 
     def _search(self, cands, rank, by_rank, a: int, z: int, last_key: int) -> bool:
         self.nodes += 1
-        if self.nodes > self.node_limit:
-            raise _NodeLimit
-        if not self.nodes & 255 and time.perf_counter() > self.deadline:
-            raise _Deadline
+        if self.nodes >= self.pause_at or (not self.nodes & 255 and time.perf_counter() > self.deadline):
+            yield
         inst, floor, total, cap, N = self.inst, self.floor, self.total, self.cap, self.N
-        cands = cands[floor[cands] < INF]
+        fl = floor[cands]
+        live = fl < INF
+        cands, fl = cands[live], fl[live]
         if not len(cands):
             return True
-        fl = floor[cands]
         # dominance: nothing may start at or above the lowest top of an unplaced buffer
         min_top = int((fl + inst.size[cands]).min())
-        # monotone floor: later buffers start at or above this offset, under every section's load
+        # monotone floor: later buffers start at or above this offset, under every section's load;
+        # it also makes max(offset, floor) + load <= capacity reduce to floor + load <= capacity below
         max_offset = cap - int(total[a:z].max())
         keys = np.sort(fl * N + rank[cands])
         keys = keys[keys.searchsorted(last_key, side="right"):]
@@ -164,46 +168,48 @@ class _Search:
             if o >= min_top or o > max_offset:
                 break
             b = int(by_rank[r])
-            if self._place_and_descend(b, o, key, cands, rank, by_rank, a, z):
+            size = inst.sizes[b]
+            top = o + size
+            # place b: neighbours' floors rise to its top (placed ones hold INF and stay there)
+            nb = inst.neighbours[b]
+            old = floor[nb]
+            if inst.nb_align is None:
+                floor[nb] = np.maximum(old, top)
+            else:
+                al = inst.nb_align[b]
+                floor[nb] = np.maximum(old, -(-top // al) * al)
+            stranded = self._lift_banked(nb, old, top) if inst.lifts else False
+            floor[b] = INF
+            for lo, hi in inst.ranges[b]:
+                total[lo:hi] -= size
+            self.offsets[b] = o
+            # section inference where floors or loads changed: lowest floor + load <= capacity
+            w0, w1, pairs, starts = inst.win[b]
+            if w0 < a or w1 > z:  # placed neighbours may reach past this partition
+                w0, w1 = max(w0, a), min(w1, z)
+                p0 = int(inst.pair_start[w0])
+                pairs, starts = inst.pair_buf[p0:inst.pair_start[w1]], inst.pair_start[w0:w1] - p0
+            lowest = np.minimum.reduceat(floor[pairs], starts)
+            ok = not stranded and int((np.minimum(lowest, cap) + total[w0:w1]).max()) <= cap
+            if ok:
+                ok = yield from self._descend(b, key, cands, rank, by_rank, a, z)
+            for lo, hi in inst.ranges[b]:
+                total[lo:hi] += size
+            floor[nb] = old
+            floor[b] = o  # b's floor was o when it was chosen
+            if ok:
                 return True
         return False
 
-    def _place_and_descend(self, b: int, o: int, key: int, cands, rank, by_rank, a: int, z: int) -> bool:
-        inst, floor, total, cap = self.inst, self.floor, self.total, self.cap
-        size = int(inst.size[b])
-        top = o + size
-        # place b: raise the floor of unplaced neighbours to its top (placed ones hold INF)
-        nb = inst.neighbours[b]
-        nf = floor[nb]
-        hit = nf < top
-        changed, old = nb[hit], nf[hit]
-        floor[b] = INF
-        if inst.align is None:
-            floor[changed] = top
-        else:
-            al = inst.align[changed]
-            floor[changed] = -(-top // al) * al
-        stranded = False  # a neighbour with no legal start left under the capacity
-        for c in inst.lifts.keys() & set(changed.tolist()) if inst.lifts else ():
+    def _lift_banked(self, nb, old, top: int) -> bool:
+        """Move raised neighbours with bank windows to their next legal start; True if one has none."""
+        inst, floor, cap = self.inst, self.floor, self.cap
+        stranded = False
+        for c in inst.lifts.keys() & set(nb[old < top].tolist()):
             start = inst.lifts[c].lift(top)
-            stranded |= start + int(inst.size[c]) > cap
-            floor[c] = min(start, cap + 1)
-        for lo, hi in inst.ranges[b]:
-            total[lo:hi] -= size
-        self.offsets[b] = o
-        # section inference, only where floors or totals changed
-        w0, w1 = max(int(inst.window[b, 0]), a), min(int(inst.window[b, 1]), z)
-        p0 = int(inst.pair_start[w0])
-        lowest = np.minimum.reduceat(floor[inst.pair_buf[p0:inst.pair_start[w1]]], inst.pair_start[w0:w1] - p0)
-        need = np.maximum(np.minimum(lowest, cap), o) + total[w0:w1]
-        ok = not stranded and bool(need.max() <= cap)
-        if ok:
-            ok = self._descend(b, key, cands, rank, by_rank, a, z)
-        for lo, hi in inst.ranges[b]:
-            total[lo:hi] += size
-        floor[changed] = old
-        floor[b] = o  # b's floor was o when it was chosen
-        return ok
+            stranded |= start + inst.sizes[c] > cap
+            floor[c] = min(start, cap + 1)  # no legal start: a floor above the capacity prunes it
+        return stranded
 
     def _descend(self, b: int, key: int, cands, rank, by_rank, a: int, z: int) -> bool:
         """Continue in this partition, or split it if b was the last buffer across a boundary."""
@@ -213,13 +219,13 @@ class _Search:
         try:
             zeros = np.flatnonzero(cuts == 0)
             if not len(zeros):
-                return self._search(cands, rank, by_rank, a, z, key)
+                return (yield from self._search(cands, rank, by_rank, a, z, key))
             rest = cands[self.floor[cands] < INF]
             bounds = [a] + (zeros + s0 + 1).tolist() + [z]
             span = self.inst.span
             for x, y in zip(bounds, bounds[1:]):
                 part = rest[(span[rest, 1] > x) & (span[rest, 0] < y)]
-                if len(part) and not self._subsolve(part, x, y):
+                if len(part) and not (yield from self._subsolve(part, x, y)):
                     return False
             return True
         finally:
@@ -239,22 +245,25 @@ def _recursion_room(depth: int):
 
 def decide(inst: Instance, capacity: int, deadline: float, heuristics=HEURISTICS) -> Outcome:
     """Find a packing under ``capacity``, prove there is none, or run out of time."""
-    nodes = 0
-    limit = max(2 * inst.n, 64)
+    searches = [_Search(inst, capacity, h, deadline) for h in heuristics]
+    running = [(search, search.run()) for search in searches]
+    share = max(2 * inst.n, 64)
     with _recursion_room(inst.n):
         while True:
-            for h in heuristics:
-                search = _Search(inst, capacity, h, limit, deadline)
+            for search, steps in running:
+                search.pause_at = search.nodes + share
                 try:
-                    found = search.run()
-                except _NodeLimit:
-                    nodes += search.nodes
-                    continue
-                except _Deadline:
-                    return Outcome("unknown", None, nodes + search.nodes)
-                nodes += search.nodes
-                # a search that ran to completion is exhaustive: its answer is proved
-                return Outcome("found", search.offsets.copy(), nodes) if found else Outcome("infeasible", None, nodes)
-            if time.perf_counter() > deadline:
-                return Outcome("unknown", None, nodes)
-            limit *= 2
+                    next(steps)
+                except StopIteration as done:
+                    for _, other in running:
+                        other.close()
+                    nodes = sum(s.nodes for s in searches)
+                    # a search that ran to completion is exhaustive: its answer is proved
+                    if done.value:
+                        return Outcome("found", search.offsets.copy(), nodes)
+                    return Outcome("infeasible", None, nodes)
+                if time.perf_counter() > deadline:
+                    for _, other in running:
+                        other.close()
+                    return Outcome("unknown", None, sum(s.nodes for s in searches))
+            share *= 2

@@ -55,7 +55,7 @@ def test_every_method_gives_a_valid_packing_never_below_the_lower_bound(method, 
     assert result.peak >= result.lower_bound == max_live_bytes(problem.buffers, problem.period)
 
 
-@settings(max_examples=80)
+@settings(max_examples=200)
 @given(problems(max_buffers=6, max_time=8, max_size=5, period=True, align=True))
 def test_exact_finds_the_optimum_of_exhaustive_search_and_proves_it(problem):
     best = optimal_peak(problem.buffers, problem.period)
@@ -65,7 +65,7 @@ def test_exact_finds_the_optimum_of_exhaustive_search_and_proves_it(problem):
     assert result.proved_optimal
 
 
-@settings(max_examples=40)
+@settings(max_examples=100)
 @given(problems(max_buffers=6, max_time=8, max_size=5), st.integers(1, 30))
 def test_exact_with_a_capacity_fits_exactly_when_exhaustive_search_says_it_can(problem, capacity):
     best = optimal_peak(problem.buffers)
