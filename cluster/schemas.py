@@ -278,6 +278,7 @@ RUN_SUMMARY = TableSchema(
         *[Column(f"messages_{k}", _I, f"{k.replace('_', ' ')} messages sent") for k in RUN_MESSAGE_KINDS],
         Column("sync_messages", _I, "reference-count synchronisation messages: +1s, weight requests and their acks"),
         Column("sync_wait_cycles", _I, "cycles CU tasks waited for +1 acknowledgements or weight grants (summed)"),
+        Column("weight_topups", _I, "partial-free: times a holder with weight 1 was topped up by its MU"),
         Column("memory_wait_cycles", _I, "cycles CU tasks waited for allocations and data (summed)"),
         Column("control_wait_cycles", _I, "cycles schedulers waited for their workers (summed)"),
         Column("compute_cycles", _I, "cycles CU pipelines computed (summed)"),

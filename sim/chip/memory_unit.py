@@ -67,7 +67,7 @@ class MemoryUnit(Unit):
         self.split = cfg.reclaim.split
         self.full_weight = max_weight(cfg.reclaim.weight_bits, self.split) if self.protocol == "partial-free" else 0
         self.stats = dict(oom_events=0, stalls=0, stall_cycles=0, evictions=0, bytes_evicted=0, failures=0,
-                          bytes_copied=0, copy_cycles=0, translations=0, sync_acks=0)
+                          bytes_copied=0, copy_cycles=0, translations=0, sync_acks=0, weight_topups=0)
         self.handlers = {
             m.ALLOC: self._allocate, m.APPEND: self._write, m.WRITE: self._write, m.READ_REQ: self._read,
             m.FREE: self._free_msg, m.TRUNCATE: self._truncate, m.REF_INC: self._ref_inc, m.REF_DEC: self._ref_dec,
@@ -269,6 +269,7 @@ class MemoryUnit(Unit):
         """A holder with weight 1 asks for ``arg`` top-ups to the full weight."""
         rec = self._lookup(msg)
         grant = msg.arg * (self.full_weight - 1)
+        self.stats["weight_topups"] += msg.arg
         if rec is not None:
             rec.total += grant
         self.stats["sync_acks"] += 1

@@ -23,7 +23,7 @@ LIFE_COLUMNS = ("alloc", "mu", "buffer", "label", "owner", "created", "freed", "
                 "copies", "bytes_copied", "evicted", "total_weight", "collected_weight")
 LABELS = {0: "other", 1: "kv", 2: "activation", 3: "expert-input", 4: "race"}
 MU_STATS = ("oom_events", "stalls", "stall_cycles", "evictions", "bytes_evicted", "failures", "bytes_copied",
-            "copy_cycles", "translations", "sync_acks")
+            "copy_cycles", "translations", "sync_acks", "weight_topups")
 
 
 @dataclass
@@ -37,7 +37,7 @@ class ShardResult:
     life: list
     records: list
     routes: np.ndarray  # [n, 3]: src tile, dst tile, flits of every packet
-    deliveries: np.ndarray  # [n, 3]: message id, destination unit, cycle
+    deliveries: np.ndarray  # [n, 4]: message id, destination unit, cycle, kind
     waits: dict
     compute_cycles: int
     mu_stats: dict
@@ -73,7 +73,7 @@ def shard_result(shard) -> ShardResult:
     return ShardResult(
         end_cycle=now, sent_count=shard.sent_count, sent_packets=shard.sent_packets, sent_flits=shard.sent_flits,
         oracle_log=_arr(shard.oracle_log, len(oracle.COLUMNS)), mem_log=_arr(shard.mem_log, 4), life=life,
-        records=list(shard.records), routes=_arr(shard.route_log, 3), deliveries=_arr(shard.delivery_log, 3),
+        records=list(shard.records), routes=_arr(shard.route_log, 3), deliveries=_arr(shard.delivery_log, 4),
         waits=waits, compute_cycles=sum(cu.compute_cycles for cu in cus), mu_stats=stats,
         stalled_at_end=sum(len(mu.stalled) for mu in mus), counts=dict(shard.counts),
         trace=shard.trace_events, trace_dropped=shard.trace_dropped, memory_map=mm, units=sorted(shard.units),
@@ -175,6 +175,7 @@ def summarize(cfg, results: list[ShardResult]) -> tuple[dict, dict]:
         "messages_total": int(sent.sum()), "flits_total": int(flits.sum()), "packets_total": int(packets.sum()),
         "messages": {k: int(v) for k, v in zip(m.KINDS, sent.tolist())},
         "sync_messages": sync_msgs, "sync_wait_cycles": int(waits.get("sync", 0)),
+        "weight_topups": stats["weight_topups"],
         "memory_wait_cycles": int(waits.get("memory", 0)), "control_wait_cycles": int(waits.get("control", 0)),
         "compute_cycles": int(sum(r.compute_cycles for r in results)),
         "oom_events": stats["oom_events"], "stalls": stats["stalls"], "stall_cycles": stats["stall_cycles"],

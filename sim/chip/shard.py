@@ -110,7 +110,7 @@ class ChipShard:
         self.sent_flits = np.zeros(len(m.KINDS), dtype=np.int64)
         self.sent_packets = np.zeros(len(m.KINDS), dtype=np.int64)
         self.route_log: list[tuple[int, int, int]] = []  # (src tile, dst tile, flits) per packet
-        self.delivery_log: list[tuple[int, int, int]] = []  # (message id, destination, cycle)
+        self.delivery_log: list[tuple[int, int, int, int]] = []  # (message id, destination, cycle, kind)
         self.oracle_log: list[tuple] = []
         self.mem_log: list[tuple[int, int, int, int]] = []  # (cycle, mu, d_used, d_reserved)
         self.life_rows: list[tuple] = []
@@ -255,7 +255,7 @@ class ChipShard:
             cycle, cls, uid, _, fn, arg = heapq.heappop(heap)
             self.now = cycle
             if cls == DELIVERY:
-                self.delivery_log.append((arg.msg, uid, cycle))
+                self.delivery_log.append((arg.msg, uid, cycle, arg.kind))
                 units[uid].on_message(arg)
             else:
                 fn(arg)

@@ -8,7 +8,8 @@ slots (up to ``max_batch``), tells every running worker to do one step and waits
 all of them; a worker's step, layer by layer, appends the new token's K and V to each
 head's buffers and reads them whole (attention), then computes; a finished sequence
 frees its buffers and its slot goes to the next one. Admission allocates the buffers
-and appends the prompt (prefill) and counts as the sequence's first step.
+(one at a time in MU order, so stalled allocations cannot deadlock each other) and
+appends the prompt (prefill); it counts as the sequence's first step.
 
 spec-decode (speculative decoding, Leviathan et al., ICML 2023): a step appends
 ``draft + 1`` tokens, the target verifies them, ``a`` of the ``draft`` are accepted
@@ -27,7 +28,7 @@ import numpy as np
 
 from sim import rng
 from sim.chip import messages as m
-from sim.chip.references import allocate_many, free
+from sim.chip.references import allocate, free
 from sim.chip.units import Compute, Replies, Sleep
 from sim.workloads.base import (STREAM_ACCEPT, STREAM_ARRIVAL, STREAM_OUTPUT, STREAM_PROMPT, Dist, Grid,
                                 attention_cycles)
@@ -152,8 +153,14 @@ class KvDecode:
         if msg.arg == m.CTRL_ADMIT:
             prompt, out = self.lengths(seq)
             nb = p.buffers_per_sequence
-            want = [(self.grid.place(cu.uid, slot, b, nb, seq), prompt * tb, KV_BUFFER) for b in range(nb)]
-            refs = yield from allocate_many(cu, want)
+            mus = [self.grid.place(cu.uid, slot, b, nb, seq) for b in range(nb)]
+            # one at a time, in increasing MU order: sequences that wait for memory then never
+            # wait for each other in a cycle (ordered resource acquisition, Havender 1968)
+            refs = [None] * nb
+            for b in sorted(range(nb), key=lambda i: (mus[i], i)):
+                refs[b] = yield from allocate(cu, mus[b], prompt * tb, KV_BUFFER)
+                if refs[b] is None:
+                    break
             st.update(seq=seq, refs=refs, length=0, goal=out, made=0, step=0)
             if any(r is None for r in refs):
                 return self._finish(cu, msg, m.FAILED, 0)
