@@ -60,10 +60,12 @@ class Compute:
 
 @dataclass
 class Replies:
-    """Wait for the replies carrying ``tags``; the task receives {tag: message}."""
+    """Wait for the replies carrying ``tags`` (or, with ``first``, for whichever comes
+    first); the task receives {tag: message} of those that arrived."""
 
     tags: list[int]
     reason: str = "memory"
+    first: bool = False
     got: dict = field(default_factory=dict)
     left: int = 0
     since: int = 0
@@ -96,9 +98,15 @@ class ComputeUnit(Unit):
         task, w = entry
         w.got[msg.tag] = msg
         w.left -= 1
-        if w.left == 0:
+        if w.left == 0 or w.first:
+            for t in w.tags:  # replies still to come go to ``early``
+                self.waiting.pop(t, None)
             self._waited(w)
             self._resume(task, w.got)
+
+    def arrived(self, tag: int) -> Message | None:
+        """The reply carrying ``tag`` if it came while no task waited for it (taken)."""
+        return self.early.pop(tag, None)
 
     def _waited(self, w: Replies) -> None:
         now = self.shard.now
@@ -120,7 +128,7 @@ class ComputeUnit(Unit):
                     if m is not None:
                         w.got[t] = m
                 w.left = len(w.tags) - len(w.got)
-                if w.left == 0:
+                if w.left == 0 or (w.first and w.got):
                     value = w.got
                     continue
                 w.since = shard.now

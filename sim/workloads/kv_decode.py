@@ -109,41 +109,51 @@ class KvDecode:
 
     # ------------------------------------------------------------------ scheduler
     def _schedule(self, cu):
+        """Iteration-level batching. Admissions run on the side (a stalled one, waiting for
+        memory that running sequences hold, must not hold up their steps); a sequence
+        joins the iterations once its prefill has replied."""
         shard = cu.shard
         arrive = self.arrivals()
         waiting = list(range(self.p.requests))
         free_slots = list(range(len(self.workers)))
         running: dict[int, int] = {}  # slot -> sequence
-        started: dict[int, int] = {}
+        admitting: dict[int, tuple[int, int]] = {}  # reply tag -> (slot, sequence)
         tokens: dict[int, int] = {}
-        while waiting or running:
+
+        def settle(slot: int, seq: int, r) -> None:
+            tokens[seq] = tokens.get(seq, 0) + r.nbytes
+            if r.arg == m.RUNNING:
+                running[slot] = seq
+                return
+            free_slots.append(slot)
+            free_slots.sort()
+            shard.counts["finished"] += 1
+            shard.record("request", seq, arrive[seq], shard.now, tokens[seq], "ok" if r.arg == m.FINISHED else "failed")
+
+        while waiting or running or admitting:
             while waiting and free_slots and arrive[waiting[0]] <= shard.now:
-                seq = waiting.pop(0)
-                running[free_slots.pop(0)] = seq
-                started[seq] = shard.now
+                seq, slot = waiting.pop(0), free_slots.pop(0)
                 shard.counts["admitted"] += 1
-            if not running:
-                yield Sleep(arrive[waiting[0]] - shard.now)
-                continue
-            t0 = shard.now
-            tags = {}
-            for slot, seq in sorted(running.items()):
-                op = m.CTRL_STEP if seq in tokens else m.CTRL_ADMIT
-                tokens.setdefault(seq, 0)
-                tags[slot] = cu.request(m.CONTROL, self.workers[slot], arg=op, buf=seq, nbytes=slot)
-            got = yield Replies(list(tags.values()), "control")
-            shard.record("step", t0, t0, shard.now, sum(got[t].nbytes for t in tags.values()), "ok")
-            for slot, tag in sorted(tags.items()):
-                r = got[tag]
-                seq = running[slot]
-                tokens[seq] += r.nbytes
-                if r.arg != m.RUNNING:
-                    del running[slot]
-                    free_slots.append(slot)
-                    free_slots.sort()
-                    shard.counts["finished"] += 1
-                    status = "ok" if r.arg == m.FINISHED else "failed"
-                    shard.record("request", seq, arrive[seq], shard.now, tokens[seq], status)
+                tag = cu.request(m.CONTROL, self.workers[slot], arg=m.CTRL_ADMIT, buf=seq, nbytes=slot)
+                admitting[tag] = (slot, seq)
+            for tag in list(admitting):
+                r = cu.arrived(tag)
+                if r is not None:
+                    settle(*admitting.pop(tag), r)
+            if running:
+                t0 = shard.now
+                tags = {cu.request(m.CONTROL, self.workers[slot], arg=m.CTRL_STEP, buf=seq, nbytes=slot): slot
+                        for slot, seq in sorted(running.items())}
+                got = yield Replies(list(tags), "control")
+                shard.record("step", t0, t0, shard.now, sum(r.nbytes for r in got.values()), "ok")
+                for tag, slot in sorted(tags.items(), key=lambda x: x[1]):
+                    settle(slot, running.pop(slot), got[tag])
+            elif admitting:
+                got = yield Replies(list(admitting), "control", first=True)
+                for tag, r in sorted(got.items()):
+                    settle(*admitting.pop(tag), r)
+            elif waiting:
+                yield Sleep(max(1, arrive[waiting[0]] - shard.now))
 
     # ------------------------------------------------------------------ worker
     def _work(self, cu, msg):
