@@ -97,14 +97,14 @@ class FreeList:
             raise OutOfMemoryError(size, need, stats.free, stats.largest_free_block)
         end = self._free[start]
         if end - start == need:
-            self._remove(start, end)
+            self._replace(start, end, None, None)
             at = start
         elif top_down:
             at = end - need
-            self._reshape(start, end, start, at)
+            self._replace(start, end, start, at)
         else:
             at = start
-            self._reshape(start, end, start + need, end)
+            self._replace(start, end, start + need, end)
         self._allocated[at] = need
         self._allocated_bytes += need
         return at
@@ -138,13 +138,13 @@ class FreeList:
         left = self._free_at_end.get(start)
         if left is not None:
             if right is not None:
-                self._remove(end, right)
+                self._replace(end, right, None, None)
                 end = right
-            self._reshape(left, start, left, end)
+            self._replace(left, start, left, end)
         elif right is not None:
-            self._reshape(end, right, start, right)
+            self._replace(end, right, start, right)
         else:
-            self._insert(start, end)
+            self._replace(None, None, start, end)
 
     def set_floor(self, floor: int) -> None:
         """Nothing may be placed below ``floor`` (aligned up); error if a live block is below it."""
@@ -192,27 +192,24 @@ class FreeList:
     # ---------------------------------------------------------------- internals
     def _first_fit(self, need: int, k: int, top_down: bool) -> int | None:
         """Lowest (or highest, top-down) address among blocks that can hold ``need``."""
-        # every block of a larger class fits: the extreme address over those classes is a candidate
+        # every block of a larger class fits: the extreme address over those classes is a
+        # candidate; only the request's own class holds blocks too small for it, so only it is walked
+        free, own = self._free, self._by_addr[k]
         if top_down:
             best = max(self._highest[k + 1:])
-            best = None if best < 0 else best
-        else:
-            best = min(self._lowest[k + 1:])
-            best = None if best == _NONE else best
-        free, own = self._free, self._by_addr[k]
-        if top_down:  # only the request's own class holds blocks too small for it
             for start in reversed(own):
-                if best is not None and start <= best:
+                if start <= best:
                     break
                 if free[start] - start >= need:
                     return start
-        else:
-            for start in own:
-                if best is not None and start >= best:
-                    break
-                if free[start] - start >= need:
-                    return start
-        return best
+            return best if best >= 0 else None
+        best = min(self._lowest[k + 1:])
+        for start in own:
+            if start >= best:
+                break
+            if free[start] - start >= need:
+                return start
+        return best if best != _NONE else None
 
     def _best_fit(self, need: int, k: int, top_down: bool) -> int | None:
         """Smallest block that holds ``need``; among equals the lowest (highest, top-down) address."""
@@ -230,52 +227,54 @@ class FreeList:
         return keys[bisect.bisect_left(keys, (size + 1) << _SHIFT) - 1] & _MASK
 
     def _insert(self, start: int, end: int) -> None:
-        self._free[start] = end
-        self._free_at_end[end] = start
-        k = (end - start).bit_length() - 1
-        addrs = self._by_addr[k]
-        insort(addrs, start)
-        self._lowest[k], self._highest[k] = addrs[0], addrs[-1]
-        if self._sized:
-            insort(self._by_size[k], (end - start) << _SHIFT | start)
-        self._classes |= 1 << k
+        self._replace(None, None, start, end)
 
     def _remove(self, start: int, end: int) -> None:
-        del self._free[start]
-        del self._free_at_end[end]
-        k = (end - start).bit_length() - 1
-        addrs = self._by_addr[k]
-        del addrs[bisect_left(addrs, start)]
-        if self._sized:
-            keys = self._by_size[k]
-            del keys[bisect_left(keys, (end - start) << _SHIFT | start)]
-        if addrs:
-            self._lowest[k], self._highest[k] = addrs[0], addrs[-1]
-        else:
-            self._lowest[k], self._highest[k] = _NONE, -1
-            self._classes &= ~(1 << k)
+        self._replace(start, end, None, None)
 
-    def _reshape(self, start: int, end: int, new_start: int, new_end: int) -> None:
-        """Turn free block [start, end) into [new_start, new_end) (it grows or shrinks at one end).
+    def _replace(self, start, end, new_start, new_end) -> None:
+        """Replace free block [start, end) by [new_start, new_end); None on either side: only add/drop.
 
-        When its size class stays the same the address list keeps its order (no other free
-        block lies between the old and the new start), so the entry is rewritten in place.
+        A block that grows or shrinks at one end and stays in its size class keeps its place
+        in the class's address list (no other free block lies between the old and the new
+        start), so the entry is rewritten in place instead of being removed and re-inserted.
         """
-        k = (end - start).bit_length() - 1
-        if self._sized or (new_end - new_start).bit_length() - 1 != k:
-            self._remove(start, end)
-            self._insert(new_start, new_end)
+        free, at_end = self._free, self._free_at_end
+        k = (end - start).bit_length() - 1 if start is not None else -1
+        if new_start is not None and k == (new_end - new_start).bit_length() - 1 and not self._sized:
+            if new_start != start:
+                del free[start]
+                addrs = self._by_addr[k]
+                addrs[bisect_left(addrs, start)] = new_start
+                self._lowest[k], self._highest[k] = addrs[0], addrs[-1]
+            if new_end != end:
+                del at_end[end]
+            free[new_start] = new_end
+            at_end[new_end] = new_start
             return
-        free = self._free
-        if new_start != start:
+        if start is not None:
             del free[start]
+            del at_end[end]
             addrs = self._by_addr[k]
-            addrs[bisect_left(addrs, start)] = new_start
+            del addrs[bisect_left(addrs, start)]
+            if self._sized:
+                keys = self._by_size[k]
+                del keys[bisect_left(keys, (end - start) << _SHIFT | start)]
+            if addrs:
+                self._lowest[k], self._highest[k] = addrs[0], addrs[-1]
+            else:
+                self._lowest[k], self._highest[k] = _NONE, -1
+                self._classes &= ~(1 << k)
+        if new_start is not None:
+            free[new_start] = new_end
+            at_end[new_end] = new_start
+            k = (new_end - new_start).bit_length() - 1
+            addrs = self._by_addr[k]
+            insort(addrs, new_start)
             self._lowest[k], self._highest[k] = addrs[0], addrs[-1]
-        if new_end != end:
-            del self._free_at_end[end]
-        free[new_start] = new_end
-        self._free_at_end[new_end] = new_start
+            if self._sized:
+                insort(self._by_size[k], (new_end - new_start) << _SHIFT | new_start)
+            self._classes |= 1 << k
 
     def _free_block_containing(self, address: int) -> int | None:
         """Start of the free block holding ``address``: one bisect per non-empty class."""
