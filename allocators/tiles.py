@@ -119,36 +119,40 @@ def psum_mod_alloc(base_bank: int, base_addr: int = 0, base_partition: int = 0,
     return func
 
 
-def _blocks(block_shape: Sequence[int]):
+def _blocks(name: str, block_shape: Sequence[int], fdim: int):
+    """Every logical block index of a tensor (row-major), after checking its shape."""
+    if fdim <= 0:
+        raise InputError(f"{name}: free size must be positive, got {fdim}")
     if any(d <= 0 for d in block_shape):
-        raise InputError(f"block dimensions must be positive, got {tuple(block_shape)}")
+        raise InputError(f"{name}: block dimensions must be positive, got {tuple(block_shape)}")
     return itertools.product(*(range(d) for d in block_shape))
 
 
-def _check_partitions(where: str, start: int, pdim: int, total: int) -> None:
+def _check_tile(where: str, start: int, pdim: int, partitions: int,
+                addr: int, fdim: int, alignment: int, limit: int, beyond: str) -> None:
+    """ISA start-partition rule, partition range, byte alignment and byte range of one tile."""
     allowed = legal_start_partitions(pdim)
     if start not in allowed:
         raise InputError(f"{where}: start partition {start} is illegal for a {pdim}-partition tile "
                          f"(allowed: {', '.join(map(str, allowed))})")
-    if start + pdim > total:
-        raise InputError(f"{where}: partitions [{start}, {start + pdim}) exceed the {total} partitions")
+    if start + pdim > partitions:
+        raise InputError(f"{where}: partitions [{start}, {start + pdim}) exceed the {partitions} partitions")
+    if addr % alignment:
+        raise InputError(f"{where}: byte address {addr} is not a multiple of {alignment}")
+    if addr < 0 or addr + fdim > limit:
+        raise InputError(f"{where}: bytes [{addr}, {addr + fdim}) {beyond}")
 
 
 def sbuf_alloc(name: str, block_shape: Sequence[int], pdim: int, fdim: int, func: AllocFunc,
                spec: SbufSpec = SbufSpec()) -> list[PhysicalTile]:
     """Physical SBUF tile of every logical block of tensor ``name`` (``fdim`` bytes per partition)."""
-    if fdim <= 0:
-        raise InputError(f"{name}: free size must be positive, got {fdim}")
     tiles = []
-    for index in _blocks(block_shape):
+    for index in _blocks(name, block_shape, fdim):
         start, addr = func(index, pdim, fdim)
-        where = f"SBUF tensor {name!r} tile {index}"
-        _check_partitions(where, start, pdim, spec.partitions)
-        if addr % spec.min_alignment:
-            raise InputError(f"{where}: byte address {addr} is not a multiple of {spec.min_alignment}")
-        if addr < 0 or addr + fdim > spec.usable_bytes:
-            raise InputError(f"{where}: bytes [{addr}, {addr + fdim}) outside the usable "
-                             f"[0, {spec.usable_bytes}) of each partition (reserved tail {spec.reserved_tail} B)")
+        _check_tile(f"SBUF tensor {name!r} tile {index}", start, pdim, spec.partitions, addr, fdim,
+                    spec.min_alignment, spec.usable_bytes,
+                    f"outside the usable [0, {spec.usable_bytes}) of each partition "
+                    f"(reserved tail {spec.reserved_tail} B)")
         tiles.append(PhysicalTile("SBUF", name, index, start, pdim, addr, fdim))
     return tiles
 
@@ -156,18 +160,13 @@ def sbuf_alloc(name: str, block_shape: Sequence[int], pdim: int, fdim: int, func
 def psum_alloc(name: str, block_shape: Sequence[int], pdim: int, fdim: int, func: AllocFunc,
                spec: PsumSpec = PsumSpec()) -> list[PhysicalTile]:
     """Physical PSUM tile of every logical block; ``func`` returns (bank, start partition, offset)."""
-    if fdim <= 0:
-        raise InputError(f"{name}: free size must be positive, got {fdim}")
     tiles = []
-    for index in _blocks(block_shape):
+    for index in _blocks(name, block_shape, fdim):
         bank, start, offset = func(index, pdim, fdim)
         where = f"PSUM tensor {name!r} tile {index}"
         if not 0 <= bank < spec.banks:
             raise InputError(f"{where}: bank {bank} outside [0, {spec.banks})")
-        _check_partitions(where, start, pdim, spec.partitions)
-        if offset % spec.min_alignment:
-            raise InputError(f"{where}: byte offset {offset} is not a multiple of {spec.min_alignment}")
-        if offset < 0 or offset + fdim > spec.bank_bytes:
-            raise InputError(f"{where}: bytes [{offset}, {offset + fdim}) cross the {spec.bank_bytes}-byte bank")
+        _check_tile(where, start, pdim, spec.partitions, offset, fdim, spec.min_alignment, spec.bank_bytes,
+                    f"cross the {spec.bank_bytes}-byte bank")
         tiles.append(PhysicalTile("PSUM", name, index, start, pdim, bank * spec.bank_bytes + offset, fdim, bank))
     return tiles
