@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import heapq
+
 import numpy as np
 
 from sim.noc import topology as topo
@@ -36,6 +38,7 @@ from sim.packetnoc.reserve import last_of_group, reserve
 
 _EMPTY = np.zeros(0, dtype=np.int64)
 _CHUNK = 512
+SCALAR_BATCH = 32  # windows with at most this many bids are served in plain Python (cheaper)
 
 
 def _empty():
@@ -108,11 +111,11 @@ class PacketShard:
         # bids inside one window cannot cause each other (a bid's next bid is a hop later);
         # injections are handled first in a window, so their first bids may fall inside it
         self.window = max(1, self.hop)
-        # pending bids, unordered, one column each: cycle, local router, global input-port id,
-        # packet, destination, flits
-        self.bag = np.zeros((6, 0), dtype=np.int64)
-        self._added: list[np.ndarray] = []
-        self.bag_min = float("inf")
+        # pending bids, a heap of (cycle, global input-port id, packet, local router,
+        # destination, flits): (cycle, port) is unique, so the order is total
+        self.bag: list[tuple[int, int, int, int, int, int]] = []
+        self._nbr_local = self.nbr_local.tolist()
+        self._next_port = (self.nbr * P + self.in_port_of).tolist()
         self._port_bits = int(N * P).bit_length()
         self._win_bits = int(self.window).bit_length()
         self.pending_flits = 0
@@ -187,36 +190,70 @@ class PacketShard:
             nxt = min(nxt, self._next_creation())
         return nxt
 
+    @property
+    def bag_min(self) -> float:
+        return self.bag[0][0] if self.bag else float("inf")
+
     def _add(self, rows: np.ndarray) -> None:
         """Queue bids: rows (cycle, local router, global input port, packet, destination, flits)."""
         if rows.shape[1]:
-            self._added.append(rows)
-            m = int(rows[0].min())
-            if m < self.bag_min:
-                self.bag_min = m
+            push, bag = heapq.heappush, self.bag
+            for c, lr, port, pkt, dst, fl in rows.T.tolist():
+                push(bag, (c, port, pkt, lr, dst, fl))
             self.pending_flits += int(rows[5].sum())
 
-    def _due(self, u: int) -> np.ndarray:
-        """Remove and return the pending bids due before cycle ``u`` (a [6, n] array)."""
-        if self._added:
-            if self.bag.shape[1]:
-                self._added.append(self.bag)
-            self.bag = self._added[0] if len(self._added) == 1 else np.concatenate(self._added, axis=1)
-            self._added = []
-        due = self.bag[0] < u
-        if due.all():
-            out, self.bag = self.bag, self.bag[:, :0]
-            self.bag_min = float("inf")
-            return out
-        out, self.bag = self.bag[:, due], self.bag[:, ~due]
-        self.bag_min = int(self.bag[0].min())
+    def _due(self, u: int) -> list[tuple]:
+        """Remove and return the pending bids due before cycle ``u``."""
+        bag, pop, out = self.bag, heapq.heappop, []
+        while bag and bag[0][0] < u:
+            out.append(pop(bag))
         return out
 
     # ------------------------------------------------------------------ one window
     def _window(self, t: int, u: int, out: list) -> None:
         self._inject(t, u)  # first: its bids may fall inside this window (never their consequences)
-        if self.bag_min < u:
-            self._grant(out, t, self._due(u))
+        if self.bag and self.bag[0][0] < u:
+            due = self._due(u)
+            if len(due) > SCALAR_BATCH:
+                c, port, pkt, lr, dst, fl = np.array(due, dtype=np.int64).T
+                self._grant(out, t, np.stack((c, lr, port, pkt, dst, fl)))
+            else:
+                self._grant_scalar(out, due)
+
+    def _grant_scalar(self, out, due: list[tuple]) -> None:
+        """_grant for a few bids, one at a time: the same order, the same arithmetic."""
+        P, N, fd, hop = self.P, self.N, self.p.flit_delay, self.hop
+        route, lf = self.route_op, self.link_free
+        keyed = sorted((route.item(lr * N + dst), c, port, pkt, dst, fl) for c, port, pkt, lr, dst, fl in due)
+        ejected, remote, starts = [], [], []
+        bag, push, nloc, nport = self.bag, heapq.heappush, self._nbr_local, self._next_port
+        for op, c, port, pkt, dst, fl in keyed:
+            s = lf.item(op)
+            if c > s:
+                s = c
+            lf[op] = s + fl
+            starts.append(s)
+            if op % P == topo.LOCAL:
+                ejected.append((pkt, s + fd, fl))
+                continue
+            nxt = nloc[op]
+            if nxt >= 0:
+                push(bag, (s + hop, nport[op], pkt, nxt, dst, fl))
+            else:
+                remote.append((s + hop, nport[op], pkt, dst, fl))
+        if self.measure:
+            k = np.array(keyed, dtype=np.int64).T
+            self._count_links(k[0], np.array(starts, dtype=np.int64), k[5])
+            lk = k[3][k[0] % P != topo.LOCAL]
+            self.measured_hops += int(np.count_nonzero((lk >= self.pkt_lo) & (lk < self.pkt_hi)))
+        if remote:
+            r = np.array(remote, dtype=np.int64).T
+            out.append(PacketBoundary(*r))
+            self.pending_flits -= int(r[4].sum())
+        if ejected:
+            e = np.array(ejected, dtype=np.int64).T
+            self.pending_flits -= int(e[2].sum())
+            self._eject(e[0], e[1], e[2])
 
     def _grant(self, out, t, b: np.ndarray) -> None:
         """Serve the window's bids: each output link first come first served, ties in

@@ -135,3 +135,17 @@ def test_identical_results_for_any_shard_count_and_cut(traffic):
             ref = s
             assert s["measured_packets"] > 300
         assert s["result_hash"] == ref["result_hash"] and s["avg_latency"] == ref["avg_latency"], (shards, cut)
+
+
+@pytest.mark.parametrize("rate", [0.05, 0.3])
+def test_scalar_and_vector_grants_agree(monkeypatch, rate):
+    import sim.packetnoc.shard as ps
+
+    p = NocParams(rate=rate, packet_flits=2, rows=6, cols=6, warmup_cycles=100, measure_cycles=500, drain_cycles=2000)
+    got = []
+    for batch in (0, 10**9):  # every window vectorised, then every window one bid at a time
+        monkeypatch.setattr(ps, "SCALAR_BATCH", batch)
+        s = PacketShard(p, Region(0, 6, 0, 6))
+        s.advance(0, 2600)
+        got.append(summarize(p, [s.report()], False))
+    assert got[0] == got[1] and got[0]["measured_packets"] > 100
