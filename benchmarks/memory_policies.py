@@ -1,0 +1,232 @@
+"""The seed proposal's planned evaluation, and the simulator's speed (issue 5). Prints JSON lines.
+
+    python benchmarks/memory_policies.py            # everything (about 10 minutes on 2 busy cores)
+    python benchmarks/memory_policies.py --quick    # smaller workloads, one speed run each
+
+Studies (plasticine, packet-level NoC, one shard, local backend):
+
+1. ``virtual_vs_realloc``: kv-decode under ``virtual`` (4 KiB and 1 KiB blocks) and
+   ``realloc-copy`` (growth 2 and 1.5): throughput, peak memory reserved, bytes copied.
+   Expected: virtual copies nothing and reserves less at its peak; realloc-copy copies
+   and reserves up to twice what it uses.
+2. ``buffers_per_mu``: kv-decode with every sequence admitted at once under
+   ``static-single`` (one buffer per MU: 8 of the 8-buffer sequences fit),
+   ``static-multi`` (4 per MU) and ``virtual``: peak MU utilisation and throughput.
+   Expected: many buffers per MU hold more live data at their peak and serve more
+   sequences at once.
+3. ``partial_free_vs_gated``: moe (Mixtral-like: 8 experts, top-2; Switch-like: 48
+   experts, top-1) under ``refcount-gated`` and ``partial-free`` (and ``refcount``, to
+   show what the safe protocols avoid): throughput, step latency, synchronisation
+   messages and cycles, oracle violations. Expected: partial-free needs no
+   synchronisation messages, waits no synchronisation cycles, and is at least as fast.
+4. ``weight_bits``: moe (top-4) under partial-free for weight widths 2..10: top-ups,
+   weight requests, synchronisation cycles, throughput. Expected: narrow weights need
+   top-ups (a weight request and grant per token); halving ``top_k`` times needs a
+   weight of 2**top_k = 2**(bits - 1), so from ``top_k + 1`` = 5 bits on none are needed.
+5. ``speed``: simulated cycles per second of kv-decode on plasticine, one shard on one
+   core, with the packet model (target 20,000) and the cycle model (target 2,000):
+   the median of several runs of the same cycle budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+TARGETS = {"packet": 20_000, "cycle": 2_000}
+
+KV = {
+    "chip": {"preset": "plasticine"},
+    "noc": {"model": "packet"},
+    "memory": {"policy": "virtual", "block_bytes": "4KiB", "on_oom": "stall", "placement": "spread"},
+    "workload": {"kind": "kv-decode", "decode": {
+        "requests": 24, "max_batch": 12, "layers": 2, "heads": 2, "head_dim": 64, "dtype_bytes": 2,
+        "prompt_tokens": {"dist": "uniform", "min": 64, "max": 384},
+        "output_tokens": {"dist": "uniform", "min": 16, "max": 64}}},
+    "run": {"seed": 1},
+}
+MIXTRAL = {"kind": "moe", "moe": {"steps": 4, "tokens": 64, "experts": 8, "top_k": 2, "skew": 0.5, "hidden": 1024,
+                                  "expert_ffn": 512, "producers": 8, "expert_cus": 6}}
+SWITCH = {"kind": "moe", "moe": {"steps": 4, "tokens": 128, "experts": 48, "top_k": 1, "skew": 1.0, "hidden": 512,
+                                 "expert_ffn": 512, "producers": 8}}
+
+
+def _merge(base: dict, **sections) -> dict:
+    out = json.loads(json.dumps(base))
+    for sec, vals in sections.items():
+        if sec == "decode":
+            out["workload"]["decode"].update(vals)
+        else:
+            out.setdefault(sec, {}).update(vals)
+    return out
+
+
+def _run(raw: dict) -> dict:
+    from cluster.config import load
+    from cluster.run_config import RUN_SCHEMA, chip_config
+    from cluster.run_job import simulate
+
+    s, _, _, _ = simulate(chip_config(load(RUN_SCHEMA, raw=raw)))
+    return s
+
+
+FIGURES = ("tokens_per_second", "sim_cycles", "latency_p50_cycles", "latency_p99_cycles", "peak_mu_utilization",
+           "mean_mu_utilization", "peak_mu_reserved", "fragmentation", "bytes_copied", "copy_cycles",
+           "sync_messages", "sync_wait_cycles", "weight_topups", "oom_events", "stalls", "stall_cycles",
+           "use_after_free", "double_free", "premature_free", "leaks", "completed", "wall_seconds")
+
+
+def _row(study: str, case: str, s: dict, **extra) -> dict:
+    out = {"bench": "memory_policies", "study": study, "case": case}
+    out.update({k: (round(s[k], 4) if isinstance(s[k], float) else s[k]) for k in FIGURES})
+    out["messages"] = s["messages"]
+    out.update(extra)
+    return out
+
+
+def _emit(obj: dict) -> None:
+    print(json.dumps(obj), flush=True)
+
+
+def virtual_vs_realloc(kv: dict) -> None:
+    cases = {
+        "virtual 4KiB blocks": {"policy": "virtual", "block_bytes": "4KiB"},
+        "virtual 1KiB blocks": {"policy": "virtual", "block_bytes": "1KiB"},
+        "realloc-copy x2": {"policy": "realloc-copy", "initial_bytes": "4KiB", "growth": 2.0},
+        "realloc-copy x1.5": {"policy": "realloc-copy", "initial_bytes": "4KiB", "growth": 1.5},
+    }
+    res = {}
+    for name, mem in cases.items():
+        res[name] = s = _run(_merge(kv, memory=mem))
+        _emit(_row("virtual_vs_realloc", name, s))
+    v, r = res["virtual 4KiB blocks"], res["realloc-copy x2"]
+    _emit({"bench": "memory_policies", "study": "virtual_vs_realloc", "case": "verdict",
+           "expected": "virtual copies nothing, reserves less at its peak, and is at least as fast",
+           "virtual_bytes_copied": v["bytes_copied"], "realloc_bytes_copied": r["bytes_copied"],
+           "peak_reserved_virtual": round(v["peak_mu_reserved"], 4), "peak_reserved_realloc": round(r["peak_mu_reserved"], 4),
+           "throughput_ratio_virtual_over_realloc": round(v["tokens_per_second"] / r["tokens_per_second"], 4),
+           "shows_expected_effect": bool(v["bytes_copied"] == 0 < r["bytes_copied"]
+                                         and v["peak_mu_reserved"] < r["peak_mu_reserved"]
+                                         and v["tokens_per_second"] >= 0.99 * r["tokens_per_second"])})
+
+
+def buffers_per_mu(kv: dict) -> None:
+    # every sequence may run at once: one buffer per MU then fits only 64 / 8 = 8 of them
+    n = kv["workload"]["decode"]["requests"]
+    kv = _merge(kv, decode={"max_batch": n})
+    cases = {
+        "static-single (1 per MU)": {"policy": "static-single"},
+        "static-multi (4 per MU)": {"policy": "static-multi", "buffers_per_mu": 4},
+        "virtual": {"policy": "virtual", "block_bytes": "4KiB"},
+    }
+    res = {}
+    for name, mem in cases.items():
+        res[name] = s = _run(_merge(kv, memory=mem))
+        _emit(_row("buffers_per_mu", name, s))
+    one, many = res["static-single (1 per MU)"], res["static-multi (4 per MU)"]
+    _emit({"bench": "memory_policies", "study": "buffers_per_mu", "case": "verdict",
+           "expected": "several buffers per MU reach a higher peak utilisation and serve sequences faster",
+           "peak_utilization_single": round(one["peak_mu_utilization"], 4),
+           "peak_utilization_multi": round(many["peak_mu_utilization"], 4),
+           "peak_utilization_virtual": round(res["virtual"]["peak_mu_utilization"], 4),
+           "throughput_ratio_multi_over_single": round(many["tokens_per_second"] / one["tokens_per_second"], 4),
+           "shows_expected_effect": bool(many["peak_mu_utilization"] > one["peak_mu_utilization"]
+                                         and many["tokens_per_second"] > one["tokens_per_second"])})
+
+
+def partial_free_vs_gated(quick: bool) -> None:
+    for label, wl in (("mixtral 8 experts top-2", MIXTRAL), ("switch 48 experts top-1", SWITCH)):
+        wl = json.loads(json.dumps(wl))
+        if quick:
+            wl["moe"]["steps"] = 2
+        res = {}
+        for proto in ("refcount-gated", "partial-free", "refcount"):
+            raw = {"chip": {"preset": "plasticine"}, "noc": {"model": "packet"},
+                   "memory": {"policy": "virtual", "block_bytes": "2KiB", "reclaim": proto, "weight_bits": 8},
+                   "workload": wl, "run": {"seed": 1}}
+            res[proto] = s = _run(raw)
+            _emit(_row("partial_free_vs_gated", f"{label}: {proto}", s))
+        g, w = res["refcount-gated"], res["partial-free"]
+        _emit({"bench": "memory_policies", "study": "partial_free_vs_gated", "case": f"{label}: verdict",
+               "expected": "partial-free sends no synchronisation messages, waits no synchronisation cycles, "
+                           "and is at least as fast as gated counting; plain refcount races",
+               "sync_messages_gated": g["sync_messages"], "sync_messages_partial_free": w["sync_messages"],
+               "sync_wait_cycles_gated": g["sync_wait_cycles"], "sync_wait_cycles_partial_free": w["sync_wait_cycles"],
+               "step_latency_p50_gated": g["latency_p50_cycles"], "step_latency_p50_partial_free": w["latency_p50_cycles"],
+               "throughput_ratio_partial_free_over_gated": round(w["tokens_per_second"] / g["tokens_per_second"], 4),
+               "refcount_violations": res["refcount"]["use_after_free"] + res["refcount"]["double_free"],
+               "shows_expected_effect": bool(w["sync_messages"] == 0 < g["sync_messages"]
+                                             and w["sync_wait_cycles"] < g["sync_wait_cycles"]
+                                             and w["tokens_per_second"] >= g["tokens_per_second"])})
+
+
+def weight_bits(quick: bool) -> None:
+    wl = json.loads(json.dumps(MIXTRAL))
+    wl["moe"].update(top_k=4, steps=2 if quick else 4)
+    rows = []
+    for bits in (2, 3, 4, 5, 6, 8, 10):
+        raw = {"chip": {"preset": "plasticine"}, "noc": {"model": "packet"},
+               "memory": {"policy": "virtual", "block_bytes": "2KiB", "reclaim": "partial-free", "weight_bits": bits},
+               "workload": wl, "run": {"seed": 1}}
+        s = _run(raw)
+        rows.append((bits, s))
+        _emit(_row("weight_bits", f"top-4, halve, {bits} bits", s, weight_bits=bits,
+                   weight_requests=s["messages"]["weight_request"]))
+    req = [s["messages"]["weight_request"] for _, s in rows]
+    _emit({"bench": "memory_policies", "study": "weight_bits", "case": "verdict",
+           "expected": "narrow weights need top-ups; none from top_k + 1 = 5 bits on (16 halves into 8, 4, 2, 1)",
+           "weight_requests_by_bits": dict(zip([b for b, _ in rows], req)),
+           "topups_by_bits": {b: s["weight_topups"] for b, s in rows},
+           "sync_wait_cycles_by_bits": {b: s["sync_wait_cycles"] for b, s in rows},
+           "shows_expected_effect": bool(req[0] > 0 and all((r == 0) == (b >= 5) for (b, _), r in zip(rows, req))
+                                         and all(a >= b for a, b in zip(req, req[1:])))})
+
+
+def speed(quick: bool) -> None:
+    runs = 1 if quick else 3
+    budgets = {"packet": 400_000, "cycle": 40_000}
+    for net in ("packet", "cycle"):
+        raw = _merge(KV, noc={"model": net}, run={"seed": 1, "max_cycles": budgets[net] // (2 if quick else 1)})
+        rates, walls = [], []
+        for _ in range(runs):
+            t = time.perf_counter()
+            s = _run(raw)
+            walls.append(time.perf_counter() - t)
+            rates.append(s["sim_cycles"] / s["wall_seconds"])
+        med = statistics.median(rates)
+        _emit({"bench": "memory_policies", "study": "speed", "case": f"kv-decode plasticine {net} NoC",
+               "network": net, "shards": 1, "backend": "local", "sim_cycles": s["sim_cycles"],
+               "cycles_per_s": round(med), "runs_cycles_per_s": [round(r) for r in rates],
+               "target_cycles_per_s": TARGETS[net], "meets_target": med >= TARGETS[net],
+               "load_average": round(os.getloadavg()[0], 2), "cpus": os.cpu_count()})
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="smaller workloads, one speed run")
+    ap.add_argument("--only", choices=("virtual_vs_realloc", "buffers_per_mu", "partial_free_vs_gated",
+                                       "weight_bits", "speed"), help="run one study")
+    args = ap.parse_args()
+    kv = KV
+    if args.quick:
+        kv = _merge(KV, decode={"requests": 12, "max_batch": 8})
+    studies = {
+        "virtual_vs_realloc": lambda: virtual_vs_realloc(kv),
+        "buffers_per_mu": lambda: buffers_per_mu(kv),
+        "partial_free_vs_gated": lambda: partial_free_vs_gated(args.quick),
+        "weight_bits": lambda: weight_bits(args.quick),
+        "speed": lambda: speed(args.quick),
+    }
+    for name, fn in studies.items():
+        if args.only in (None, name):
+            fn()
+
+
+if __name__ == "__main__":
+    main()
