@@ -196,14 +196,14 @@ class FreeList:
         # candidate; only the request's own class holds blocks too small for it, so only it is walked
         free, own = self._free, self._by_addr[k]
         if top_down:
-            best = max(self._highest[k + 1:])
+            best = max(self._highest[k + 1:self._classes.bit_length()], default=-1)
             for start in reversed(own):
                 if start <= best:
                     break
                 if free[start] - start >= need:
                     return start
             return best if best >= 0 else None
-        best = min(self._lowest[k + 1:])
+        best = min(self._lowest[k + 1:self._classes.bit_length()], default=_NONE)
         for start in own:
             if start >= best:
                 break
