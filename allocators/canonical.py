@@ -43,21 +43,19 @@ class Instance:
 
     n: int
     size: np.ndarray
-    align: np.ndarray | None          # None when every alignment is 1
+    sizes: list                       # the same as Python ints, for the hot loop
     lifts: dict                       # buffer -> Slot, for buffers with bank windows
     ranges: tuple                     # per buffer: section ranges
     span: np.ndarray                  # (n, 2) first section, last + 1
-    window: np.ndarray                # (n, 2) sections whose floor a placement can change
-    neighbours: tuple
+    neighbours: tuple                 # per buffer: buffers live at a common time
+    nb_align: tuple | None            # per buffer: its neighbours' alignments (None when all are 1)
+    win: tuple                        # per buffer: (w0, w1, pair indices, reduceat offsets) of the
+                                      # sections whose floor or load placing it can change
     pair_buf: np.ndarray              # section members, section after section (n = padding)
     pair_start: np.ndarray            # first pair of each section (and one past the end)
     totals: np.ndarray
     area: list
     lifetime: list
-    # per buffer, precomputed for the hot loop (plain Python values and array views)
-    sizes: list = None
-    nb_align: tuple = None            # alignment of each neighbour (None when all are 1)
-    win: tuple = None                 # (w0, w1, pair indices, reduceat offsets) of the window
 
     @classmethod
     def build(cls, problem: Problem, sw: Sweep) -> "Instance":
@@ -78,12 +76,11 @@ class Instance:
         aligned = not (align == 1).all()
         win = tuple((int(w0), int(w1), pair_buf[pair_start[w0]:pair_start[w1]],
                      pair_start[w0:w1] - pair_start[w0]) for w0, w1 in window.tolist())
-        return cls(n=n, size=size, align=align if aligned else None, lifts=lifts,
-                   ranges=sw.ranges, span=sw.span, window=window, neighbours=sw.neighbours,
-                   pair_buf=pair_buf, pair_start=pair_start, totals=sw.totals.astype(np.int64),
-                   area=[b.area for b in problem.buffers], lifetime=[b.lifetime for b in problem.buffers],
-                   sizes=size.tolist(), nb_align=tuple(align[nb] for nb in sw.neighbours) if aligned else None,
-                   win=win)
+        return cls(n=n, size=size, sizes=size.tolist(), lifts=lifts, ranges=sw.ranges, span=sw.span,
+                   neighbours=sw.neighbours,
+                   nb_align=tuple(align[nb] for nb in sw.neighbours) if aligned else None,
+                   win=win, pair_buf=pair_buf, pair_start=pair_start, totals=sw.totals.astype(np.int64),
+                   area=[b.area for b in problem.buffers], lifetime=[b.lifetime for b in problem.buffers])
 
     def initial_floor(self, b: int) -> int:
         slot = self.lifts.get(b)

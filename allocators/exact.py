@@ -72,9 +72,7 @@ def solve_exact(problem: Problem, sw: Sweep, capacity: int | None, deadline: flo
 
     # 1. meet the capacity (or, without one, find any packing if the heuristics found none)
     if best_peak is None or not _fits(best_peak, capacity):
-        target = capacity if capacity is not None else int(sizes.sum() + max(b.alignment for b in problem.buffers)
-                                                           + max((s.windows[-1][0] for s in inst.lifts.values()),
-                                                                 default=0))
+        target = capacity if capacity is not None else _stack_height(problem, inst)
         if attempt(target, deadline) == "infeasible":
             proved = max(proved, target + g)
     # 2. lower the peak: the lower bound first, then bisection; an unknown answer raises the floor we try
@@ -96,6 +94,13 @@ def solve_exact(problem: Problem, sw: Sweep, capacity: int | None, deadline: flo
             tried_floor = target + g
     return ExactResult(best, best_peak, min(proved, best_peak) if best_peak is not None else proved,
                        nodes, fit_at)
+
+
+def _stack_height(problem: Problem, inst: Instance) -> int:
+    """A height every buffer fits under when stacked one on another (with alignment padding),
+    raised to the highest bank window start: a target that only bank constraints can make fail."""
+    padded = sum(b.size + b.alignment - 1 for b in problem.buffers)
+    return padded + max((s.windows[-1][0] for s in inst.lifts.values()), default=0)
 
 
 def _peak(offsets: list[int] | None, sizes: np.ndarray) -> int | None:
