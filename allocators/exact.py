@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from allocators.canonical import Instance, decide
+from allocators.errors import InputError
 from allocators.lifetimes import Problem
 from allocators.sweep import Sweep
 
@@ -41,6 +42,10 @@ def solve_exact(problem: Problem, sw: Sweep, capacity: int | None, deadline: flo
                 incumbent: list[int] | None, lower_bound: int, progress=None) -> ExactResult:
     """Best packing found before ``deadline`` and the best lower bound proved on the peak."""
     say = progress or (lambda message: None)
+    height = _stack_height(problem, None) + (capacity or 0)
+    if height * (len(problem.buffers) + 1) >= 1 << 62:  # search keys are offset x (n + 1) + rank in int64
+        raise InputError(f"sizes too large for the exact search ({height} B over {len(problem.buffers)} buffers "
+                         f"would overflow its 64-bit keys); use method greedy or layergroup")
     inst = Instance.build(problem, sw)
     g = granule(problem)
     sizes = inst.size
@@ -96,10 +101,13 @@ def solve_exact(problem: Problem, sw: Sweep, capacity: int | None, deadline: flo
                        nodes, fit_at)
 
 
-def _stack_height(problem: Problem, inst: Instance) -> int:
+def _stack_height(problem: Problem, inst: Instance | None) -> int:
     """A height every buffer fits under when stacked one on another (with alignment padding),
-    raised to the highest bank window start: a target that only bank constraints can make fail."""
+    raised by the highest bank window start: a target that only bank constraints can make fail."""
     padded = sum(b.size + b.alignment - 1 for b in problem.buffers)
+    if inst is None:
+        return padded + (problem.bank_size or 0) * max((max(b.banks) + 1 for b in problem.buffers if b.banks),
+                                                       default=0)
     return padded + max((s.windows[-1][0] for s in inst.lifts.values()), default=0)
 
 

@@ -92,3 +92,11 @@ def test_exact_packs_a_challenging_instance_into_one_mebibyte(capsys):
                  "--budget", "30", "--json", "--quiet"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["peak"] == 1048576 == summary["lower_bound"] and summary["proved_optimal"] and summary["valid"]
+
+
+def test_sizes_too_large_for_the_exact_search_are_refused_clearly(tmp_path, capsys):
+    rows = "".join(f"b{i},{i},{i + 2},{10 ** 17}\n" for i in range(100))
+    src = _write(tmp_path, "id,lower,upper,size\n" + rows)
+    assert main(["alloc", "plan", src, "--quiet"]) == 2
+    assert "too large for the exact search" in capsys.readouterr().err
+    assert main(["alloc", "plan", src, "--method", "greedy", "--quiet"]) == 0
