@@ -116,16 +116,26 @@ def _noop_schema():
             "crash": Field("bool", False, "kill the worker process (a system failure, retried)"),
             "crash_marker": Field("str", None, "with crash: crash only if this file does not exist yet "
                                   "(creating it), so the retry succeeds"),
+            "started_dir": Field("str", None, "on start, write the Ray node id to <started_dir>/<value> "
+                                 "(tests see where a point is running)"),
         }, doc="a trivial job for testing sweeps"),
         "run": RUN_SECTION,
     })
 
 
+def _node_id() -> str:
+    import ray
+
+    return ray.get_runtime_context().get_node_id() if ray.is_initialized() else "in-process"
+
+
 def _noop_job(cfg: dict) -> dict[str, pa.Table]:
-    from cluster import schemas
+    from cluster import io, schemas
     from cluster.config import config_hash
 
     noop = cfg["noop"]
+    if noop["started_dir"]:
+        io.write_text(_node_id(), Path(noop["started_dir"]) / f"{noop['value']:g}")
     if noop["crash"]:
         marker = noop["crash_marker"]
         if marker is None or not Path(marker).exists():

@@ -301,33 +301,37 @@ def test_killing_the_driver_and_rerunning_resumes_without_recomputing(cluster, t
     assert (last["skipped"], last["computed"], last["state"]) == (len(before), 24 - len(before), "finished")
 
 
-def _wait_for_a_point_on(node: str, dataset: Path, proc, timeout: float = 120) -> None:
+def _running_on(node: str, started: Path, dataset: Path, proc, timeout: float = 120) -> str:
+    """Wait until a point has started on ``node`` and is not stored yet; return its noop.value."""
     end = time.monotonic() + timeout
     while True:
-        for f in dataset.rglob("*.parquet"):
-            if pq.read_table(f, columns=["point_node"])["point_node"][0].as_py() == node:
-                return
+        stored = {pq.read_table(f, columns=["noop_value"])["noop_value"][0].as_py()
+                  for f in dataset.rglob("*.parquet")}
+        for marker in started.glob("[0-9]*"):  # not the writer's temporary files
+            if marker.read_text() == node and float(marker.name) not in stored:
+                return marker.name
         assert proc.poll() is None, proc.stderr.read()
         assert time.monotonic() < end, "no point ran on the second node"
         time.sleep(0.05)
 
 
 def test_killing_the_worker_node_mid_sweep_still_stores_every_point_once(cluster, tmp_path):
-    spec = _spec(tmp_path / "w.toml", SLOW.format(name="w", sleep=1.5, values=list(range(15))))
+    started = tmp_path / "started"
+    started.mkdir()
+    spec = _spec(tmp_path / "w.toml", SLOW.format(name="w", sleep=1.5, values=list(range(15)))
+                 .replace("[axes]", f'noop.started_dir = "{started}"\n[axes]'))  # in [base]
     out = tmp_path / "out"
     proc = cluster.sweep(spec, out, wait=False)
-    # a point just finished on the second node, which (6 points in flight on 3 CPUs) has
-    # already started the next one: kill the node under it
-    _wait_for_a_point_on(cluster.worker_node_id(), out / "w", proc)
+    victim = _running_on(cluster.worker_node_id(), started, out / "w", proc)
     cluster.kill_worker()
     killed_at = time.time()
     _, err = proc.communicate(timeout=180)
     cluster.start_worker()  # leave a two-node cluster behind
     assert proc.returncode == 0, err
-    rows = _exactly_once(out, "w", spec)
-    assert all(r["point_status"] == "ok" for r in rows)
-    assert max(r["point_attempts"] for r in rows) >= 2  # the points on the dead node ran again
-    nodes_after = {r["point_node"] for r in rows if _stored_at(out / "w", r) > killed_at + 0.5}
+    rows = {r["noop_value"]: r for r in _exactly_once(out, "w", spec)}
+    assert all(r["point_status"] == "ok" for r in rows.values())
+    assert rows[float(victim)]["point_attempts"] >= 2  # it was running on the node that died: it ran again
+    nodes_after = {r["point_node"] for r in rows.values() if _stored_at(out / "w", r) > killed_at + 0.5}
     assert len(nodes_after) == 1  # after the kill, only the head was left
 
 
