@@ -43,8 +43,11 @@ def run(args) -> int:
 
     plan = plan_sweep(args.target[0])
     if args.dry_run:
-        for p in plan.points:
-            print(json.dumps({"index": p.index, "point_id": p.id, **p.values}, default=str))
+        try:
+            for p in plan.points:
+                print(json.dumps({"index": p.index, "point_id": p.id, **p.values}, default=str))
+        except BrokenPipeError:  # `| head`
+            sys.stderr.close()
         return 0
     from cluster.sweep.runner import run_sweep
 
