@@ -110,7 +110,7 @@ class Executor:
         self.max_retries = max_retries
         self.max_concurrency = max_concurrency
         self.task = ray.remote(max_retries=0, retry_exceptions=False)(run_point)
-        self._cpus_checked = 0.0
+        self._cpus_checked = float("-inf")
         self._cpus = 1.0
 
     def cluster_cpus(self) -> float:

@@ -185,6 +185,31 @@ def _base(raw, base_dir: Path, issues: list[Issue]) -> dict:
     return {}
 
 
+def _zips(raw, issues: list[Issue]) -> list[dict[str, list]]:
+    out = []
+    for i, group in enumerate(_tables(raw, "zip", issues)):
+        lists = _lists(group, f"zip[{i}]", issues)
+        lengths = {p: len(v) for p, v in lists.items()}
+        if len(set(lengths.values())) > 1:
+            issues.append(Issue(f"zip[{i}]", "lists must have the same length: "
+                                + ", ".join(f"{p} has {n}" for p, n in lengths.items())))
+        elif lists:
+            out.append(lists)
+    return out
+
+
+def _swept_twice(groups: list[tuple[str, dict]]) -> list[Issue]:
+    """A path may vary in one dimension only (the axes, one zip group, or the random draws)."""
+    seen: dict[str, str] = {}
+    issues = []
+    for where, group in groups:
+        for path in group:
+            if path in seen:
+                issues.append(Issue(f"{where}.{path}", f"is already swept in {seen[path]}"))
+            seen[path] = where
+    return issues
+
+
 def parse_spec(raw: dict, base_dir: Path, source: str = "") -> tuple[SweepSpec, list[Issue]]:
     """Check a spec's structure; return (spec, issues): the spec as far as it could be read, and every problem."""
     issues: list[Issue] = []
@@ -204,24 +229,11 @@ def parse_spec(raw: dict, base_dir: Path, source: str = "") -> tuple[SweepSpec, 
         issues.append(Issue("axes", "expected a table of dotted path = [values]"))
         axes = {}
     grid = _lists(axes, "axes", issues)
-    zips = []
-    for i, group in enumerate(_tables(raw.get("zip"), "zip", issues)):
-        lists = _lists(group, f"zip[{i}]", issues)
-        lengths = {p: len(v) for p, v in lists.items()}
-        if len(set(lengths.values())) > 1:
-            issues.append(Issue(f"zip[{i}]", "lists must have the same length: "
-                                + ", ".join(f"{p} has {n}" for p, n in lengths.items())))
-        elif lists:
-            zips.append(lists)
+    zips = _zips(raw.get("zip"), issues)
     rnd = _random(raw.get("random"), issues)
     points = [flatten(t) for t in _tables(raw.get("points"), "points", issues)]
-    seen: dict[str, str] = {}
-    for where, group in [("axes", grid), *((f"zip[{i}]", z) for i, z in enumerate(zips)),
-                         ("random.axes", rnd.dists if rnd else {})]:
-        for path in group:
-            if path in seen:
-                issues.append(Issue(f"{where}.{path}", f"is already swept in {seen[path]}"))
-            seen[path] = where
+    issues += _swept_twice([("axes", grid), *((f"zip[{i}]", z) for i, z in enumerate(zips)),
+                            ("random.axes", rnd.dists if rnd else {})])
     base = _base(raw.get("base"), base_dir, issues)
     spec = SweepSpec(  # best effort even with issues, so the points' problems can be listed too
         name=sweep.get("name") or "", command=sweep.get("command") or "",

@@ -252,3 +252,14 @@ def test_example_run_spec_is_valid_once_rdasim_run_exists():
             plan_sweep(EXAMPLES / "sweep_run.toml")
     else:
         assert len(plan_sweep(EXAMPLES / "sweep_run.toml").points) == 24
+
+
+def test_a_path_may_vary_in_one_dimension_only(tmp_path):
+    with pytest.raises(ConfigError, match=r"zip\[0\]\.noc\.rate: is already swept in axes"):
+        _plan(tmp_path, """
+            [axes]
+            noc.rate = [0.1, 0.2]
+            [[zip]]
+            noc.rate = [0.3, 0.4]
+            noc.vcs = [2, 4]
+        """)
