@@ -115,6 +115,9 @@ class BankAllocator:
             raise InputError(f"circular buffer size must be positive, got {size}")
         address = self.cb_top
         top = align_up(address + size, self.alignment)
+        if top > self.bank_size:
+            raise AllocatorError(f"{self.kind}: circular buffers [{self.reserved}, {top}) would exceed "
+                                 f"the {self.bank_size}-byte bank")
         try:
             self.free_list.set_floor(top)
         except AllocatorError as err:

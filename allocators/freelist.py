@@ -21,9 +21,7 @@ from dataclasses import dataclass
 from allocators.errors import AllocatorError, InputError, OutOfMemoryError
 from allocators.placement import align_up
 
-_SHIFT = 64  # by-size key: size << 64 | start (sizes and addresses are below 2^64)
-_MASK = (1 << _SHIFT) - 1
-_CLASSES = _SHIFT  # class k holds free blocks of size [2^k, 2^(k+1))
+_CLASSES = 64  # class k holds free blocks of size [2^k, 2^(k+1)); sizes are below 2^64
 _NONE = 1 << 64  # "no block" in the per-class lowest-address table
 
 
@@ -68,6 +66,9 @@ class FreeList:
         self._by_addr: list[list[int]] = [[] for _ in range(_CLASSES)]
         self._by_size: list[list[int]] = [[] for _ in range(_CLASSES)]  # best fit only
         self._sized = policy == "best_fit"
+        # by-size key: size << shift | start, with every address below 2^shift
+        self._shift = self.end.bit_length()
+        self._mask = (1 << self._shift) - 1
         self._choose = self._best_fit if self._sized else self._first_fit
         self._classes = 0  # bit k set when class k holds a free block
         self._lowest = [_NONE] * _CLASSES  # per class: lowest free block start
@@ -129,9 +130,10 @@ class FreeList:
 
     def free(self, address: int) -> None:
         """Release the block at ``address`` and merge it with free neighbours."""
-        size = self._allocated.pop(address, None)
-        if size is None:
-            raise AllocatorError(f"free of {address}: no allocated block starts there")
+        try:
+            size = self._allocated.pop(address)
+        except KeyError:
+            raise AllocatorError(f"free of {address}: no allocated block starts there") from None
         self._allocated_bytes -= size
         start, end = address, address + size
         right = self._free.get(end)
@@ -195,15 +197,16 @@ class FreeList:
         # every block of a larger class fits: the extreme address over those classes is a
         # candidate; only the request's own class holds blocks too small for it, so only it is walked
         free, own = self._free, self._by_addr[k]
+        top = self._classes.bit_length()  # classes at or above this one are empty
         if top_down:
-            best = max(self._highest[k + 1:self._classes.bit_length()], default=-1)
+            best = max(self._highest[k + 1:top]) if k + 1 < top else -1
             for start in reversed(own):
                 if start <= best:
                     break
                 if free[start] - start >= need:
                     return start
             return best if best >= 0 else None
-        best = min(self._lowest[k + 1:self._classes.bit_length()], default=_NONE)
+        best = min(self._lowest[k + 1:top]) if k + 1 < top else _NONE
         for start in own:
             if start >= best:
                 break
@@ -214,7 +217,8 @@ class FreeList:
     def _best_fit(self, need: int, k: int, top_down: bool) -> int | None:
         """Smallest block that holds ``need``; among equals the lowest (highest, top-down) address."""
         keys = self._by_size[k]
-        i = bisect.bisect_left(keys, need << _SHIFT)
+        shift = self._shift
+        i = bisect.bisect_left(keys, need << shift)
         if i == len(keys):
             higher = self._classes >> (k + 1)
             if not higher:
@@ -222,9 +226,9 @@ class FreeList:
             keys = self._by_size[k + (higher & -higher).bit_length()]
             i = 0
         if not top_down:
-            return keys[i] & _MASK
-        size = keys[i] >> _SHIFT
-        return keys[bisect.bisect_left(keys, (size + 1) << _SHIFT) - 1] & _MASK
+            return keys[i] & self._mask
+        size = keys[i] >> shift
+        return keys[bisect.bisect_left(keys, (size + 1) << shift) - 1] & self._mask
 
     def _insert(self, start: int, end: int) -> None:
         self._replace(None, None, start, end)
@@ -256,25 +260,32 @@ class FreeList:
             del free[start]
             del at_end[end]
             addrs = self._by_addr[k]
-            del addrs[bisect_left(addrs, start)]
+            i = bisect_left(addrs, start)
+            del addrs[i]
             if self._sized:
                 keys = self._by_size[k]
-                del keys[bisect_left(keys, (end - start) << _SHIFT | start)]
-            if addrs:
-                self._lowest[k], self._highest[k] = addrs[0], addrs[-1]
-            else:
+                del keys[bisect_left(keys, (end - start) << self._shift | start)]
+            if not addrs:
                 self._lowest[k], self._highest[k] = _NONE, -1
                 self._classes &= ~(1 << k)
+            elif i == 0:
+                self._lowest[k] = addrs[0]
+            elif i == len(addrs):
+                self._highest[k] = addrs[-1]
         if new_start is not None:
             free[new_start] = new_end
             at_end[new_end] = new_start
             k = (new_end - new_start).bit_length() - 1
             addrs = self._by_addr[k]
-            insort(addrs, new_start)
-            self._lowest[k], self._highest[k] = addrs[0], addrs[-1]
+            i = bisect_left(addrs, new_start)
+            addrs.insert(i, new_start)
+            if i == 0:
+                self._lowest[k] = new_start
+                self._classes |= 1 << k
+            if i == len(addrs) - 1:
+                self._highest[k] = new_start
             if self._sized:
-                insort(self._by_size[k], (new_end - new_start) << _SHIFT | new_start)
-            self._classes |= 1 << k
+                insort(self._by_size[k], (new_end - new_start) << self._shift | new_start)
 
     def _free_block_containing(self, address: int) -> int | None:
         """Start of the free block holding ``address``: one bisect per non-empty class."""
