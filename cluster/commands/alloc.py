@@ -1,18 +1,25 @@
-"""``rdasim alloc``: allocation planning tools (static lifetime-aware planner)."""
+"""``rdasim alloc``: allocation tools: the static lifetime-aware planner, memory reports of a trace."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 
+from pathlib import Path
+
+from allocators.banks import MEMORY_KINDS, BankAllocator
 from allocators.dsa_csv import format_csv, read_csv
-from allocators.errors import InputError, NoPlacementError
+from allocators.errors import AllocatorError, InputError, NoPlacementError
 from allocators.planner import METHODS, plan
+from allocators.trace import parse_trace, replay
+from cluster.alloc_reports import write_reports
 from cluster.config.units import UnitError, parse_size, parse_time
 from cluster.errors import UserError
 from cluster.io import write_text
+from cluster.schemas import RunMeta
 
-HELP = "Allocation planning tools (static planner)"
+HELP = "Allocation tools (static planner, memory reports)"
 
 
 def add_arguments(parser) -> None:
@@ -27,11 +34,22 @@ def add_arguments(parser) -> None:
     p.add_argument("--out", metavar="OFFSETS.csv", help="write the buffers with their offsets (MiniMalloc CSV)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    r = sub.add_parser("report", help="replay an allocation trace on lockstep banks and write the memory reports",
+                       description="Replay TRACE.csv (op,memory,id,size[,top_down]; ops alloc, free, cb, "
+                                   "clear_cbs) on the declared memories and write tt-metal-style memory reports "
+                                   "(CSV and Parquet). Stops at the first failing step and reports that state.")
+    r.add_argument("trace", metavar="TRACE.csv", help="steps: op,memory,id,size[,top_down]")
+    r.add_argument("--memory", action="append", required=True, metavar="NAME=KIND:BANKS:BANK_SIZE[:ALIGN[:RESERVED]]",
+                   help="declare a memory, e.g. L1=l1:64:1MiB:16:100KiB or DRAM=dram:12:1GiB:32 (repeatable)")
+    r.add_argument("--out", required=True, metavar="DIR", help="directory for the report files")
 
 
 def run(args) -> int:
-    if getattr(args, "alloc_command", None) != "plan":
-        raise UserError("rdasim alloc: give an action, e.g. 'rdasim alloc plan FILE.csv' (see --help)")
+    action = getattr(args, "alloc_command", None)
+    if action == "report":
+        return _report(args)
+    if action != "plan":
+        raise UserError("rdasim alloc: give an action, 'plan' or 'report' (see rdasim alloc --help)")
     capacity = _option(parse_size, args.capacity, "--capacity") if args.capacity is not None else None
     budget = _option(_seconds, args.budget, "--budget")
     if budget <= 0:
@@ -65,6 +83,46 @@ def run(args) -> int:
         print(f"does not fit: peak {result.peak} B > capacity {capacity} B", file=sys.stderr)
         return 1
     return 0
+
+
+def _report(args) -> int:
+    memories = dict(_memory(spec) for spec in args.memory)
+    try:
+        text = Path(args.trace).read_text()
+        steps = parse_trace(text, set(memories))
+    except (FileNotFoundError, IsADirectoryError):
+        raise UserError(f"{args.trace}: no such file") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{args.trace}: not a text (UTF-8) CSV file") from None
+    except InputError as err:
+        raise UserError(f"{args.trace}: {err}") from None
+    result = replay(steps, memories)
+    digest = hashlib.sha256("\n".join([text, *args.memory]).encode()).hexdigest()[:16]
+    meta = RunMeta(run_id=f"alloc-report-{digest}", config_hash=digest, seed=0)
+    for path in write_reports(memories, args.out, meta):
+        print(path)
+    if result.failed is not None:
+        print(f"{args.trace}: line {result.failed.line}: {result.failed.op} failed: {result.error} "
+              f"(reports show the state before this step)", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _memory(spec: str) -> tuple[str, BankAllocator]:
+    """NAME=KIND:BANKS:BANK_SIZE[:ALIGN[:RESERVED]] -> (name, allocator)."""
+    name, _, rest = spec.partition("=")
+    parts = rest.split(":")
+    if not name or not 3 <= len(parts) <= 5:
+        raise UserError(f"--memory {spec!r}: expected NAME=KIND:BANKS:BANK_SIZE[:ALIGN[:RESERVED]]")
+    kind = parts[0].lower()
+    if kind not in MEMORY_KINDS:
+        raise UserError(f"--memory {spec!r}: kind {kind!r} is not one of {', '.join(MEMORY_KINDS)}")
+    try:
+        banks = int(parts[1])
+        bank_size, align, reserved = (parse_size(p) for p in (parts[2:] + ["32", "0"][len(parts) - 3:]))
+        return name, BankAllocator(kind, banks, bank_size, align, reserved)
+    except (UnitError, ValueError, InputError) as err:
+        raise UserError(f"--memory {spec!r}: {err}") from None
 
 
 def _option(parse, text: str, name: str):

@@ -1,5 +1,6 @@
 """MiniMalloc CSV reading/writing and ``rdasim alloc plan`` (exit codes, JSON, offsets file)."""
 
+import csv
 import json
 from pathlib import Path
 
@@ -100,3 +101,57 @@ def test_sizes_too_large_for_the_exact_search_are_refused_clearly(tmp_path, caps
     assert main(["alloc", "plan", src, "--quiet"]) == 2
     assert "too large for the exact search" in capsys.readouterr().err
     assert main(["alloc", "plan", src, "--method", "greedy", "--quiet"]) == 0
+
+
+TRACE = """op,memory,id,size,top_down
+cb,L1,,4096,
+alloc,L1,a,65536,
+alloc,L1,b,32768,false
+free,L1,a,,
+alloc,DRAM,w,1000,
+"""
+MEMORIES = ["--memory", "L1=l1:4:256KiB:16:16KiB", "--memory", "DRAM=dram:2:1MiB"]
+
+
+def test_report_replays_a_trace_and_writes_the_three_reports(tmp_path, capsys):
+    src = tmp_path / "trace.csv"
+    src.write_text(TRACE)
+    assert main(["alloc", "report", str(src), *MEMORIES, "--out", str(tmp_path / "rep")]) == 0
+    with open(tmp_path / "rep" / "detailed_memory_usage.csv") as f:
+        rows = [(r["memory"], int(r["address"]), int(r["size"]), r["use"]) for r in csv.DictReader(f)]
+    assert rows == [("L1", 0, 16384, "reserved"), ("L1", 16384, 4096, "circular_buffer"),
+                    ("L1", 20480, 32768, "buffer"), ("L1", 53248, 208896, "free"),
+                    ("DRAM", 0, 1024, "buffer"), ("DRAM", 1024, 1047552, "free")]
+    with open(tmp_path / "rep" / "l1_usage_summary.csv") as f:
+        (l1,) = list(csv.DictReader(f))
+    assert int(l1["largest_interleaved_buffer"]) == 4 * 208896
+
+
+def test_report_stops_at_the_failing_step_and_says_why(tmp_path, capsys):
+    src = tmp_path / "trace.csv"
+    src.write_text(TRACE + "alloc,L1,big,300000,\n")
+    assert main(["alloc", "report", str(src), *MEMORIES, "--out", str(tmp_path / "rep")]) == 1
+    err = capsys.readouterr().err
+    assert "line 7: alloc failed: out of memory" in err and "largest free block 208896 B" in err
+
+
+@pytest.mark.parametrize("body,words", [
+    ("op,memory,id\n", "line 1: missing column(s) size"),
+    ("op,memory,id,size\nmalloc,L1,a,8\n", "line 2: unknown op 'malloc'"),
+    ("op,memory,id,size\nalloc,HBM,a,8\n", "line 2: unknown memory 'HBM'"),
+    ("op,memory,id,size\nalloc,L1,a,-8\n", "line 2: size must be positive"),
+    ("op,memory,id,size\nfree,L1,a,\n", "line 2: free of 'a', which is not allocated"),
+    ("op,memory,id,size\nalloc,L1,a,8\nfree,DRAM,a,\n", "line 3: buffer 'a' was allocated in L1, not DRAM"),
+])
+def test_report_rejects_bad_traces_with_the_line(tmp_path, capsys, body, words):
+    src = tmp_path / "trace.csv"
+    src.write_text(body)
+    assert main(["alloc", "report", str(src), *MEMORIES, "--out", str(tmp_path / "rep")]) == 2
+    assert words in capsys.readouterr().err
+
+
+def test_report_rejects_a_bad_memory_declaration(tmp_path, capsys):
+    src = tmp_path / "trace.csv"
+    src.write_text(TRACE)
+    assert main(["alloc", "report", str(src), "--memory", "L1=hbm:4:1MiB", "--out", str(tmp_path)]) == 2
+    assert "kind 'hbm'" in capsys.readouterr().err
