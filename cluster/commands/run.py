@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-import math
 import sys
 
+from cluster.commands.noc import _clean  # JSON-safe scalars, as rdasim noc prints them
 from cluster.config import load
 from cluster.errors import UserError
 from cluster.run_config import RUN_SCHEMA
@@ -43,14 +43,6 @@ def add_arguments(p) -> None:
     p.add_argument("--memory-map", dest="memory_map", type=int, metavar="CYCLE",
                    help="write every MU's block map at this cycle (memory_map_CYCLE.txt/.json, in --out or .)")
     p.add_argument("--quiet", action="store_true", help="no progress output")
-
-
-def _clean(v):
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    if hasattr(v, "item"):
-        return v.item()
-    return v
 
 
 def run(args) -> int:

@@ -32,8 +32,7 @@ import numpy as np
 
 from sim.noc import topology as topo
 from sim.noc.params import NocParams
-from sim.noc.shard import ShardReport
-from sim.noc.traffic import creations
+from sim.noc.shard import NocShard, ShardReport
 from sim.packetnoc.reserve import last_of_group, reserve
 
 _EMPTY = np.zeros(0, dtype=np.int64)
@@ -187,7 +186,7 @@ class PacketShard:
         if self._script_pos < len(self._script[0]):
             nxt = min(nxt, float(self._script[0][self._script_pos]))
         if self.p.packet_rate > 0:
-            nxt = min(nxt, self._next_creation())
+            nxt = min(nxt, self._next_creation(t))
         return nxt
 
     @property
@@ -323,21 +322,12 @@ class PacketShard:
             self._ej_rec.append((mp, mt))
 
     # ------------------------------------------------------------------ sources
-    def _next_creation(self) -> float:
-        while True:
-            cyc = self._cre[0]
-            if self._cre_pos < len(cyc):
-                return float(cyc[self._cre_pos])
-            if self._chunk_end > self.horizon or self.p.packet_rate <= 0:
-                return float("inf")
-            self._new_chunk(self._chunk_end)
-
-    def _new_chunk(self, start: int) -> None:
-        end = start + self._chunk_cycles
-        cyc, src, dst = creations(self.p, self.routers, start, end)
-        self._cre = (cyc, self.local_of[src], dst)
-        self._cre_pos = 0
-        self._chunk_end = end
+    # Synthetic packet creation and scripted packets work exactly as in NocShard, on
+    # attributes of the same names: reuse its methods rather than copy them.
+    _next_creation = NocShard._next_creation
+    _new_chunk = NocShard._new_chunk
+    offer = NocShard.offer
+    take_ejected = NocShard.take_ejected
 
     def _take(self, arrays, pos: int, u: int):
         cyc = arrays[0]
@@ -349,7 +339,7 @@ class PacketShard:
         parts = []
         if self.p.packet_rate > 0:
             while True:
-                self._next_creation()
+                self._next_creation(t)
                 if self._cre_pos >= len(self._cre[0]) or self._cre[0][self._cre_pos] >= u:
                     break
                 (c, s, d), self._cre_pos = self._take(self._cre, self._cre_pos, u)
@@ -389,36 +379,6 @@ class PacketShard:
                 g = np.zeros(size, dtype=np.int64)
                 g[: len(a)] = a
                 setattr(self, name, g)
-
-    # ------------------------------------------------------------------ scripted traffic
-    def offer(self, cycles, src, dst, flits=None) -> None:
-        """Script packets (NocShard.offer's contract: global source routers of this shard,
-        at most one packet per node per cycle, no cycle in the past)."""
-        cycles = np.asarray(cycles, dtype=np.int64)
-        src = np.asarray(src, dtype=np.int64)
-        dst = np.asarray(dst, dtype=np.int64)
-        flits = np.full(len(cycles), self.p.packet_flits) if flits is None else np.asarray(flits, dtype=np.int64)
-        if len(cycles) and cycles.min() < self.t:
-            raise ValueError(f"cannot offer packets at cycle {cycles.min()}: shard is at cycle {self.t}")
-        if (self.local_of[src] < 0).any():
-            raise ValueError("offered packets must start at routers of this shard")
-        if ((dst < 0) | (dst >= self.N)).any() or (flits < 1).any():
-            raise ValueError("offered packets need destinations inside the grid and at least one flit")
-        pos = self._script_pos
-        old = [a[pos:] for a in self._script]
-        merged = [np.concatenate((o, n)) for o, n in zip(old, (cycles, self.local_of[src], dst, flits))]
-        order = np.lexsort((merged[1], merged[0]))
-        self._script = tuple(m[order] for m in merged)
-        self._script_pos = 0
-
-    def take_ejected(self) -> tuple[np.ndarray, np.ndarray]:
-        """(packet ids, cycles their tails reach the destination terminal) since the last call."""
-        if not self._delivered:
-            return _EMPTY, _EMPTY
-        pk = np.concatenate([d[0] for d in self._delivered])
-        cyc = np.concatenate([d[1] for d in self._delivered])
-        self._delivered = []
-        return pk, cyc
 
     def counters(self) -> tuple[int, int]:
         return self.measured_created, self.measured_ejected
