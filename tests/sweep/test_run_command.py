@@ -1,6 +1,5 @@
-"""Sweeping `rdasim run` (issue 5): skipped until cluster/run_config.py and cluster/run_job.py exist."""
+"""Sweeping `rdasim run`: points go through the same chip_config + run_chip as the command."""
 
-import importlib.util
 import textwrap
 from pathlib import Path
 
@@ -12,11 +11,6 @@ from cluster.sweep.plan import plan_sweep
 from cluster.sweep.runner import run_sweep
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-
-pytestmark = pytest.mark.skipif(
-    not (importlib.util.find_spec("cluster.run_job") and importlib.util.find_spec("cluster.run_config")
-         and (EXAMPLES / "race.toml").exists()),
-    reason="rdasim run is not in this build")
 
 
 def test_a_run_sweep_stores_every_table_and_reproduces_the_race(tmp_path):
