@@ -34,7 +34,7 @@ from sim.chip import messages as m
 from sim.chip.config import NI_LATENCY
 from sim.chip.dram import DramUnit
 from sim.chip.memory_unit import MemoryUnit
-from sim.chip.spec import CU, DRAM, MU, layout
+from sim.chip.spec import CU, MU, layout
 from sim.chip.units import ComputeUnit
 from sim.memory import oracle
 from sim.noc.shard import Boundary, NocShard
@@ -225,7 +225,9 @@ class ChipShard:
         t = t0
         while t < t1:
             nxt = min(self.heap[0][0] if self.heap else float("inf"), self.net.next_event())
-            if snap >= 0 and self.memory_map is None and nxt >= snap:
+            # every event before ``snap`` is done, and none can still arrive (inbound
+            # traffic of later epochs is due at t1 or later)
+            if snap >= 0 and self.memory_map is None and nxt >= snap and t1 >= snap:
                 self.memory_map = self._snapshot(snap)
             if nxt >= t1:
                 break
@@ -340,5 +342,3 @@ class ChipShard:
     def drams(self):
         return [u for _, u in sorted(self.units.items()) if isinstance(u, DramUnit)]
 
-
-__all__ = ["ChipShard", "ChipBoundary", "DRAM"]
