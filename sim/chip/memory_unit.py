@@ -238,6 +238,7 @@ class MemoryUnit(Unit):
 
     def _ref_inc(self, msg: m.Message, retry: bool) -> bool:
         rec = self._lookup(msg)
+        self.shard.trace_instant(self.uid, "ref +1", {"buffer": msg.buf, "from": msg.src})
         if rec is not None:
             rec.count += 1
         if self.protocol == "refcount-gated":
@@ -247,6 +248,7 @@ class MemoryUnit(Unit):
 
     def _ref_dec(self, msg: m.Message, retry: bool) -> bool:
         rec = self._lookup(msg)
+        self.shard.trace_instant(self.uid, "ref -1", {"buffer": msg.buf, "from": msg.src})
         if rec is None:
             self.shard.oracle(self, oracle.FREE, msg.alloc)  # the count of a freed buffer hits zero again
             return True
@@ -257,6 +259,7 @@ class MemoryUnit(Unit):
 
     def _weight_return(self, msg: m.Message, retry: bool) -> bool:
         rec = self._lookup(msg)
+        self.shard.trace_instant(self.uid, "weight return", {"buffer": msg.buf, "from": msg.src})
         if rec is None:
             self.shard.oracle(self, oracle.FREE, msg.alloc)
             return True
@@ -270,6 +273,7 @@ class MemoryUnit(Unit):
         rec = self._lookup(msg)
         grant = msg.arg * (self.full_weight - 1)
         self.stats["weight_topups"] += msg.arg
+        self.shard.trace_instant(self.uid, "weight request", {"buffer": msg.buf, "top-ups": msg.arg})
         if rec is not None:
             rec.total += grant
         self.stats["sync_acks"] += 1

@@ -88,11 +88,13 @@ def share(cu, refs: list[Ref], receivers: list[list[int]], reclaim, tags: list[l
                 cu.send(m.REF_INC, r.mu, **_fields(r))
             w = to_field(weights[i][j], reclaim.split) if weights else 0
             shard.oracle(cu, oracle.COPY, r.alloc)
+            shard.trace_instant(cu.uid, "copy reference", {"mu": r.mu, "buffer": r.buf, "to": dst})
             cu.send(m.REFERENCE, dst, arg=w, tag=tags[i][j] if tags else 0, **_fields(r))
 
 
 def drop(cu, ref: Ref, reclaim) -> None:
     cu.shard.oracle(cu, oracle.DROP, ref.alloc)
+    cu.shard.trace_instant(cu.uid, "drop reference", {"mu": ref.mu, "buffer": ref.buf})
     if reclaim.protocol == "partial-free":
         cu.send(m.WEIGHT_RETURN, ref.mu, arg=to_field(ref.weight, reclaim.split), **_fields(ref))
         ref.weight = 0

@@ -4,7 +4,8 @@ One process per unit kind (compute units, memory units, DRAM interfaces), one th
 (track) per unit, named by its tile. Spans ("X" events) are compute phases, waits
 (for data, acknowledgements, weight grants, the scheduler), stalls and copies;
 instants ("i") are buffer allocate, extend, truncate, free, evict and out-of-memory
-events, plus every violation the oracle found; counters ("C") are each MU's bytes in
+events, reference +1/-1, weight returns and requests (at the MU), reference copies and
+drops (at the holder), and every violation the oracle found; counters ("C") are each MU's bytes in
 use. Timestamps are microseconds of simulated time at the chip clock.
 """
 

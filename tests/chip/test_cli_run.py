@@ -62,6 +62,14 @@ def test_tables_trace_and_memory_map(tmp_path, capsys):
     assert "buffer" in text and not list(tmp_path.rglob(".*.tmp"))
 
 
+def test_race_trace_shows_reference_operations_and_the_oracle(tmp_path, capsys):
+    trace = tmp_path / "race.json"
+    _json(["run", str(EXAMPLES / "race.toml"), "--json", "--network", "packet", "--trace", str(trace)], capsys)
+    names = {e["name"] for e in json.loads(trace.read_text())["traceEvents"]}
+    assert {"ref +1", "ref -1", "copy reference", "drop reference", "oracle: use after free",
+            "oracle: double free", "used bytes"} <= names
+
+
 def test_every_example_config_is_valid():
     mine = ["kv_decode", "spec_decode", "moe_mixtral", "moe_switch", "race"]
     for name in mine:
