@@ -245,12 +245,20 @@ class FreeList:
         """
         free, at_end = self._free, self._free_at_end
         k = (end - start).bit_length() - 1 if start is not None else -1
-        if new_start is not None and k == (new_end - new_start).bit_length() - 1 and not self._sized:
+        if new_start is not None and k == (new_end - new_start).bit_length() - 1:
+            if self._sized:
+                keys = self._by_size[k]
+                del keys[bisect_left(keys, (end - start) << self._shift | start)]
+                insort(keys, (new_end - new_start) << self._shift | new_start)
             if new_start != start:
                 del free[start]
                 addrs = self._by_addr[k]
-                addrs[bisect_left(addrs, start)] = new_start
-                self._lowest[k], self._highest[k] = addrs[0], addrs[-1]
+                i = bisect_left(addrs, start)
+                addrs[i] = new_start
+                if i == 0:
+                    self._lowest[k] = new_start
+                if i == len(addrs) - 1:
+                    self._highest[k] = new_start
             if new_end != end:
                 del at_end[end]
             free[new_start] = new_end
