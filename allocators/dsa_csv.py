@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 
+from allocators.csv_rows import csv_rows
 from allocators.errors import InputError
 from allocators.lifetimes import Buffer, Problem
 
@@ -18,48 +19,32 @@ OPTIONAL = ("alignment", "offset")
 
 def parse_csv(text: str) -> tuple[Problem, dict[str, int] | None]:
     """Problem (and offsets, if the file has an offset column) from CSV text; errors name the line."""
-    reader = csv.reader(io.StringIO(text))
-    header = next(reader, None)
-    if header is None or not any(h.strip() for h in header):
-        raise InputError("empty file: expected a header 'id,lower,upper,size'", line=1)
-    names = [h.strip().lower() for h in header]
-    missing = [c for c in REQUIRED if c not in names]
-    if missing:
-        raise InputError(f"missing column(s) {', '.join(missing)}; header is {','.join(header)!r}", line=1)
-    unknown = [c for c in names if c not in REQUIRED + OPTIONAL]
-    if unknown:
-        raise InputError(f"unknown column(s) {', '.join(unknown)}; allowed: {', '.join(REQUIRED + OPTIONAL)}", line=1)
-    col = {name: i for i, name in enumerate(names)}
+    columns, rows = csv_rows(text, REQUIRED, OPTIONAL)
     buffers: list[Buffer] = []
     offsets: dict[str, int] = {}
     seen: dict[str, int] = {}
-    for row in reader:
-        line = reader.line_num
-        if not any(cell.strip() for cell in row):
-            continue
-        if len(row) != len(names):
-            raise InputError(f"expected {len(names)} fields, found {len(row)}", line=line)
-        ident = row[col["id"]].strip()
+    for line, row in rows:
+        ident = row["id"]
         if not ident:
             raise InputError("empty id", line=line)
         if ident in seen:
             raise InputError(f"duplicate id {ident!r} (first on line {seen[ident]})", line=line)
         seen[ident] = line
-        lower, upper, size = (_int(row[col[c]], c, line) for c in ("lower", "upper", "size"))
-        alignment = _int(row[col["alignment"]], "alignment", line) if "alignment" in col else 1
+        lower, upper, size = (_int(row[c], c, line) for c in ("lower", "upper", "size"))
+        alignment = _int(row["alignment"], "alignment", line) if "alignment" in columns else 1
         if size <= 0:
             raise InputError(f"size must be positive, got {size} (buffer {ident!r})", line=line)
         if upper <= lower:
             raise InputError(f"upper ({upper}) must be greater than lower ({lower}) (buffer {ident!r})", line=line)
         if alignment <= 0:
             raise InputError(f"alignment must be positive, got {alignment} (buffer {ident!r})", line=line)
-        if "offset" in col:
-            offset = _int(row[col["offset"]], "offset", line)
+        if "offset" in columns:
+            offset = _int(row["offset"], "offset", line)
             if offset < 0:
                 raise InputError(f"offset must not be negative, got {offset} (buffer {ident!r})", line=line)
             offsets[ident] = offset
         buffers.append(Buffer(ident, lower, upper, size, alignment))
-    return Problem(tuple(buffers)), (offsets if "offset" in col else None)
+    return Problem(tuple(buffers)), (offsets if "offset" in columns else None)
 
 
 def read_csv(path) -> tuple[Problem, dict[str, int] | None]:

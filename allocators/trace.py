@@ -14,11 +14,10 @@ so the reports show the state that made it fail.
 
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import dataclass
 
 from allocators.banks import BankAllocator
+from allocators.csv_rows import csv_rows
 from allocators.errors import AllocatorError, InputError
 
 OPS = ("alloc", "free", "cb", "clear_cbs")
@@ -45,20 +44,9 @@ class Replay:
 
 def parse_trace(text: str, memories: set[str]) -> list[Step]:
     """Steps of a trace; InputError naming the line for anything malformed."""
-    reader = csv.reader(io.StringIO(text))
-    header = [h.strip().lower() for h in next(reader, [])]
-    missing = [c for c in ("op", "memory", "id", "size") if c not in header]
-    if missing:
-        raise InputError(f"missing column(s) {', '.join(missing)}; expected op,memory,id,size[,top_down]", line=1)
-    col = {name: i for i, name in enumerate(header)}
+    _, rows = csv_rows(text, ("op", "memory", "id", "size"), ("top_down",))
     steps, live = [], {}  # live buffer id -> its memory
-    for row in reader:
-        line = reader.line_num
-        if not any(cell.strip() for cell in row):
-            continue
-        if len(row) != len(header):
-            raise InputError(f"expected {len(header)} fields, found {len(row)}", line=line)
-        field = {name: row[i].strip() for name, i in col.items()}
+    for line, field in rows:
         op, memory, ident = field["op"].lower(), field["memory"], field["id"]
         if op not in OPS:
             raise InputError(f"unknown op {op!r}; expected one of {', '.join(OPS)}", line=line)
