@@ -103,7 +103,7 @@ def _product(values) -> int:
 
 
 # ---------------------------------------------------------------- chip presets
-# Published DFModel chip parameters (see docs/README.mapping.md for sources).
+# Published DFModel chip parameters (see docs/mapping.md for sources).
 A100 = Chip("A100", 432, 16, 16, 1.41e9, 88_080_384, 2039 * GB, 80 * 2**30)
 H100 = Chip("H100", 528, 16, 16, 1.837e9, 118_489_088, 3350 * GB, 80 * 2**30)
 SN30 = Chip("SN30", 1280, 32, 6, 1.25e9, 671_088_640, 300 * GB, 2**40)

@@ -20,7 +20,7 @@ HELP = "DFModel-style mapping of a workload onto a system"
 
 def add_arguments(parser) -> None:
     parser.add_argument("config", nargs="?", help="mapping config (TOML); optional with --preset")
-    parser.add_argument("--preset", help="published preset, e.g. gpt3-1t-sn30 (see docs/README.mapping.md)")
+    parser.add_argument("--preset", help="published preset, e.g. gpt3-1t-sn30 (see docs/mapping.md)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
     parser.add_argument("--time-limit", help="solver budget, e.g. 30s (mapping.time_limit)")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")

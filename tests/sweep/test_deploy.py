@@ -114,7 +114,7 @@ def test_sweep_docs_describe_every_sweep_column_and_spec_key():
     from cluster import schemas
     from cluster.sweep.spec import SWEEP_SECTION
 
-    text = (ROOT / "docs" / "README.sweep.md").read_text()
+    text = (ROOT / "docs" / "sweeps.md").read_text()
     for column in schemas.SWEEP_COLUMNS:
         assert f"| `{column.name}` | {column.type} |".replace("double", "float64") in text, column.name
     for key in SWEEP_SECTION.fields:
