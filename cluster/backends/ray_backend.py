@@ -5,14 +5,15 @@ plus the boundary traffic addressed to each shard) and produces its own. All act
 compute the same next window and the same stop decision from the same reports
 (coordinator.py), which keeps the result bit-identical to the in-process backend.
 
-How epochs are chained is a measured choice (benchmarks/noc_speed.py, 2 cores):
-passing ObjectRefs from one epoch's calls into the next costs about 2.5 ms per epoch,
-a driver round trip per epoch about 1.6 ms, and a Ray compiled graph that unrolls
-``EPOCHS_PER_ROUND`` epochs, the actors handing traffic to each other over shared-
-memory channels, about 0.5 ms. So rdasim compiles the graph, and the driver only sees
-every ``EPOCHS_PER_ROUND``-th epoch (to feed the next round and check for the end).
-Where compiled graphs are not available (e.g. a ``ray://`` client) it falls back to
-one driver round trip per epoch.
+How epochs are chained is a measured choice (benchmarks/noc_speed.py, two cores).
+With trivial actors, passing ObjectRefs from one epoch's calls into the next cost about
+2.5 ms per epoch, a driver round trip 1.6 ms, and a Ray compiled graph unrolling
+``EPOCHS_PER_ROUND`` epochs (actors handing traffic to each other over shared-memory
+channels) 0.5 ms. With real shards the compiled graph's channel threads compete with the
+simulation for the cores: a 64x64 half-grid shard advanced an epoch in 11.3 ms instead
+of 6.8 ms, and the run took 7.5 s against 5.4 s with driver round trips (32x32: 2.9 s
+against 2.6 s). So the default is one driver round trip per epoch; ``compiled=True``
+selects the compiled graph, which should pay on nodes with cores to spare.
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ def _compile_round(actors, rounds: int):
     return dag.experimental_compile()
 
 
-def run_ray(params, regions, epoch: int, address=None, progress=None, compiled: bool = True,
+def run_ray(params, regions, epoch: int, address=None, progress=None, compiled: bool = False,
             model=None) -> Outcome:
     """Run ``model`` (default: the NoC under ``params``' synthetic traffic) with one actor per region."""
     ray = init_ray(address)

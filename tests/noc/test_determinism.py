@@ -59,7 +59,7 @@ def test_ray_backend_matches_local(ray_session):
 
 
 @pytest.mark.ray
-def test_ray_driver_chaining_matches_compiled_graph(ray_session):
+def test_ray_compiled_graph_chaining_matches_local(ray_session):
     from cluster.backends.ray_backend import run_ray
     from cluster.noc_summary import summarize
     from cluster.partition import epoch_length, partition
@@ -67,6 +67,6 @@ def test_ray_driver_chaining_matches_compiled_graph(ray_session):
     p = NocParams(rate=0.2, **BASE)
     regions = partition(8, 8, 2, "rows")
     e, _ = epoch_length(p, regions, None)
-    o = run_ray(p, regions, e, compiled=False)
-    assert o.extra["chaining"] == "driver"
+    o = run_ray(p, regions, e, compiled=True)
+    assert o.extra["chaining"] == "compiled-graph"
     assert summarize(p, o.reports, o.saturated, o.in_transit_flits)["result_hash"] == _hash(p)[0]
