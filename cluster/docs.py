@@ -6,7 +6,7 @@ checks that README.md contains exactly what this prints.
 
 from __future__ import annotations
 
-from cluster.config.schema import REQUIRED, Field, OpenTable, Table, TableList
+from cluster.config.schema import REQUIRED, Field, OpenTable, Table, walk
 
 
 def _default(f: Field) -> str:
@@ -25,19 +25,10 @@ def _kind(f: Field) -> str:
     return f.kind + (f" ({f.unit})" if f.unit else "")
 
 
-def config_rows(table: Table, prefix: str = "") -> list[str]:
-    rows = []
-    for key, node in table.fields.items():
-        path = f"{prefix}{key}"
-        if isinstance(node, Table):
-            rows += config_rows(node, path + ".")
-        elif isinstance(node, TableList):
-            rows += config_rows(node.table, path + "[].")
-        elif isinstance(node, OpenTable):
-            rows.append(f"| `{path}.*` | table | — | {node.doc} |")
-        else:
-            rows.append(f"| `{path}` | {_kind(node)} | {_default(node)} | {node.doc} |")
-    return rows
+def config_rows(table: Table) -> list[str]:
+    return [f"| `{path}.*` | table | — | {node.doc} |" if isinstance(node, OpenTable)
+            else f"| `{path}` | {_kind(node)} | {_default(node)} | {node.doc} |"
+            for path, node in walk(table)]
 
 
 def config_reference(title: str, schema: Table) -> str:

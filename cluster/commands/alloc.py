@@ -10,7 +10,7 @@ from pathlib import Path
 
 from allocators.banks import MEMORY_KINDS, BankAllocator
 from allocators.dsa_csv import format_csv, read_csv
-from allocators.errors import AllocatorError, InputError, NoPlacementError
+from allocators.errors import InputError, NoPlacementError
 from allocators.planner import METHODS, plan
 from allocators.trace import parse_trace, replay
 from cluster.alloc_reports import write_reports

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 
+from cluster.commands.common import RUN_FLAGS, add_run_arguments, flag_values, json_safe
 from cluster.config import load
 from cluster.noc_config import NOC_SCHEMA
 
@@ -17,8 +17,7 @@ FLAGS = {
     "k": "noc.k", "rows": "noc.rows", "cols": "noc.cols", "topology": "noc.topology",
     "traffic": "noc.traffic", "rate": "noc.rate", "rates": "noc.rates",
     "packet_flits": "noc.packet_flits", "vcs": "noc.vcs", "vc_buffers": "noc.vc_buffers",
-    "link_latency": "noc.link_latency", "seed": "run.seed", "shards": "run.shards",
-    "cut": "run.cut", "epoch": "run.epoch", "backend": "run.backend", "address": "run.address",
+    "link_latency": "noc.link_latency", **RUN_FLAGS,
 }
 
 JSON_KEYS = ("rate", "avg_latency", "p50_latency", "p99_latency", "offered", "accepted", "avg_hops",
@@ -47,36 +46,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--vcs", type=int)
     p.add_argument("--vc-buffers", dest="vc_buffers", type=int)
     p.add_argument("--link-latency", dest="link_latency", type=int)
-    p.add_argument("--seed", type=int)
-    p.add_argument("--shards", type=int)
-    p.add_argument("--cut", help="rows, cols or blocks")
-    p.add_argument("--epoch", type=int, metavar="CYCLES")
-    p.add_argument("--backend", help="local or ray")
-    p.add_argument("--address", help="Ray cluster address (default: an embedded local Ray)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
-                   help="override any config key (repeatable)")
+    add_run_arguments(p)
     p.add_argument("--out", metavar="DIR", help="write noc_summary.parquet and noc_links.parquet here")
     p.add_argument("--json", action="store_true", help="print one JSON object per offered load")
     p.add_argument("--quiet", action="store_true", help="no progress output")
 
 
-def _clean(v):
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    if hasattr(v, "item"):
-        return v.item()
-    return v
-
-
 def run(args) -> int:
-    extra = [(key, getattr(args, flag)) for flag, key in FLAGS.items() if getattr(args, flag) is not None]
-    cfg = load(NOC_SCHEMA, args.config, args.overrides, extra)
+    cfg = load(NOC_SCHEMA, args.config, args.overrides, flag_values(args, FLAGS))
     from cluster.noc_job import run_noc  # imported late: keeps `rdasim noc --help` instant
 
     result = run_noc(cfg, out=args.out, quiet=args.quiet or args.json)
     if args.json:
         for row in result.rows:
-            print(json.dumps({k: _clean(row[k]) for k in JSON_KEYS}))
+            print(json.dumps({k: json_safe(row[k]) for k in JSON_KEYS}))
         return 0
     ref = any(r["booksim_latency"] is not None for r in result.rows)
     print(f"{'rate':>7} {'offered':>8} {'accepted':>8} {'avg lat':>8} {'p99':>6} {'hops':>5} {'sat':>4}"

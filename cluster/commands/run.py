@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from cluster.commands.noc import _clean  # JSON-safe scalars, as rdasim noc prints them
+from cluster.commands.common import RUN_FLAGS, add_run_arguments, flag_values, json_safe
 from cluster.config import load
 from cluster.errors import UserError
 from cluster.run_config import RUN_SCHEMA
@@ -13,8 +13,7 @@ from cluster.run_config import RUN_SCHEMA
 HELP = "Simulate a workload on the CU/MU grid with a memory policy"
 
 # command-line flag -> config key (a flag, --set and a file key all say the same)
-FLAGS = {"shards": "run.shards", "backend": "run.backend", "seed": "run.seed", "cut": "run.cut",
-         "epoch": "run.epoch", "address": "run.address", "network": "noc.model"}
+FLAGS = {**RUN_FLAGS, "network": "noc.model"}
 
 JSON_KEYS = (
     "workload", "chip", "network", "policy", "reclaim", "on_oom", "shards", "backend",
@@ -28,15 +27,8 @@ JSON_KEYS = (
 
 def add_arguments(p) -> None:
     p.add_argument("config", help="TOML config ([chip], [noc], [memory], [workload], [run])")
-    p.add_argument("--shards", type=int, help="cut the grid into this many shards")
-    p.add_argument("--backend", help="local (in-process) or ray (one actor per shard)")
-    p.add_argument("--cut", help="rows, cols or blocks")
-    p.add_argument("--epoch", type=int, metavar="CYCLES")
-    p.add_argument("--seed", type=int)
-    p.add_argument("--address", help="Ray cluster address (default: an embedded local Ray)")
+    add_run_arguments(p)
     p.add_argument("--network", help="NoC fidelity: cycle or packet (noc.model)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
-                   help="override any config key (repeatable)")
     p.add_argument("--out", metavar="DIR", help="write run_summary/run_mu_series/run_buffers/run_links.parquet here")
     p.add_argument("--json", action="store_true", help="print the run's figures as one JSON object")
     p.add_argument("--trace", metavar="FILE.json", help="write a Chrome/Perfetto trace (ui.perfetto.dev)")
@@ -48,8 +40,7 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     if args.memory_map is not None and args.memory_map < 0:
         raise UserError(f"--memory-map {args.memory_map}: the cycle cannot be negative")
-    extra = [(key, getattr(args, flag)) for flag, key in FLAGS.items() if getattr(args, flag) is not None]
-    cfg = load(RUN_SCHEMA, args.config, args.overrides, extra)
+    cfg = load(RUN_SCHEMA, args.config, args.overrides, flag_values(args, FLAGS))
     from cluster.run_config import chip_config  # imported late: keeps `rdasim run --help` quick
     from cluster.run_job import run_chip
 
@@ -59,7 +50,7 @@ def run(args) -> int:
                    quiet=args.quiet or args.json)
     s = res.summary
     if args.json:
-        print(json.dumps({k: _clean(s[k]) for k in JSON_KEYS}))
+        print(json.dumps({k: json_safe(s[k]) for k in JSON_KEYS}))
     else:
         print(f"{s['workload']} on {s['chip']} ({s['rows']}x{s['cols']}), {s['network']} NoC, policy {s['policy']}, "
               f"reclaim {s['reclaim']}, {s['shards']} shard(s) on {s['backend']}")

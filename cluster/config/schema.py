@@ -163,18 +163,21 @@ def check_field(f: Field, value, path: str, issues: list[Issue]):
     return out
 
 
-def all_paths(schema: Table, prefix: str = "") -> list[str]:
-    """Every dotted leaf path of a schema (for 'did you mean' across sections)."""
-    out = []
+def walk(schema: Table, prefix: str = ""):
+    """(dotted path, node) of every leaf: Fields and OpenTables; arrays of tables as ``key[]``."""
     for key, node in schema.fields.items():
         p = f"{prefix}{key}"
         if isinstance(node, Table):
-            out += all_paths(node, p + ".")
+            yield from walk(node, p + ".")
         elif isinstance(node, TableList):
-            out += all_paths(node.table, p + "[].")
+            yield from walk(node.table, p + "[].")
         else:
-            out.append(p)
-    return out
+            yield p, node
+
+
+def all_paths(schema: Table) -> list[str]:
+    """Every dotted leaf path of a schema (for 'did you mean' across sections)."""
+    return [p for p, _ in walk(schema)]
 
 
 def validate(raw: dict, schema: Table) -> tuple[dict, list[Issue]]:

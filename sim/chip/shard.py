@@ -273,7 +273,7 @@ class ChipShard:
         pk, cyc = self.net.take_ejected()
         if not len(pk):
             return
-        inbox, p2m, heap, lay = self.inbox, self.pkt_to_msg, self.heap, self.lay
+        inbox, p2m, heap = self.inbox, self.pkt_to_msg, self.heap
         for p, c in zip(pk.tolist(), cyc.tolist()):
             mid = p2m.pop(p)
             e = inbox[mid]

@@ -429,7 +429,7 @@ class NocShard:
         c = s if n == len(s) else s[ok]
         if n < len(s):
             ov = ov[ok]
-        P, V, B = self.P, self.V, self.B
+        V, B = self.V, self.B
         ar = self._ar
         ip = self.ivc_ip[c]
         v = self.ivc_v[c]
@@ -728,16 +728,14 @@ class NocShard:
         self.ejected_flits = np.concatenate((self.ejected_flits, extra))
 
     # ------------------------------------------------------------------ results
-    def report(self) -> ShardReport:
+    def _measured(self) -> dict:
+        """The ShardReport fields both NoC models measure the same way (packet records,
+        latency sums, hops, per-source window counts)."""
         def cat(recs, i):
             return np.concatenate([r[i] for r in recs]) if recs else _EMPTY
 
-        P = self.P
-        self._flush_link_log()
-        used = np.flatnonzero(np.isin(self.out_kind, (LOCAL_LINK, REMOTE_LINK)))
-        return ShardReport(
+        return dict(
             created_flits=self.created_flits,
-            ejected_flits=self.ejected_flits,
             inject_pkt=cat(self._inj_rec, 0),
             inject_dst=cat(self._inj_rec, 1),
             inject_cycle=cat(self._inj_rec, 2),
@@ -748,6 +746,15 @@ class NocShard:
             measured_hops=self.measured_hops,
             window_created_by_src=self.window_created_by_src,
             window_ejected_by_src=self.window_ejected_by_src,
+        )
+
+    def report(self) -> ShardReport:
+        P = self.P
+        self._flush_link_log()
+        used = np.flatnonzero(np.isin(self.out_kind, (LOCAL_LINK, REMOTE_LINK)))
+        return ShardReport(
+            **self._measured(),
+            ejected_flits=self.ejected_flits,
             link_router=self.routers[used // P],
             link_port=used % P,
             link_flits=self.link_flits[used],

@@ -327,6 +327,7 @@ class PacketShard:
     _next_creation = NocShard._next_creation
     _new_chunk = NocShard._new_chunk
     offer = NocShard.offer
+    _measured = NocShard._measured
     take_ejected = NocShard.take_ejected
 
     def _take(self, arrays, pos: int, u: int):
@@ -390,24 +391,11 @@ class PacketShard:
 
     # ------------------------------------------------------------------ results
     def report(self) -> ShardReport:
-        def cat(recs, i):
-            return np.concatenate([r[i] for r in recs]) if recs else _EMPTY
-
         router, port, _ = self.link_totals()
         used = self.local_of[router] * self.P + port
         return ShardReport(
-            created_flits=self.created_flits,
+            **self._measured(),
             ejected_flits=np.cumsum(self.ejected_diff),
-            inject_pkt=cat(self._inj_rec, 0),
-            inject_dst=cat(self._inj_rec, 1),
-            inject_cycle=cat(self._inj_rec, 2),
-            eject_pkt=cat(self._ej_rec, 0),
-            eject_cycle=cat(self._ej_rec, 1),
-            flit_latency_sum=self.flit_latency_sum,
-            flit_latency_count=self.flit_latency_count,
-            measured_hops=self.measured_hops,
-            window_created_by_src=self.window_created_by_src,
-            window_ejected_by_src=self.window_ejected_by_src,
             link_router=router,
             link_port=port,
             link_flits=self.link_flits[used],
