@@ -30,7 +30,6 @@ from sim.noc.params import NocParams
 from sim.noc.traffic import creations
 
 HEAD, TAIL = 1, 2
-IDLE, VC_ALLOC, ACTIVE = 0, 1, 2
 # output-port kinds
 EJECT, LOCAL_LINK, REMOTE_LINK, NO_LINK = 0, 1, 2, 3
 # input-port kinds
@@ -183,7 +182,6 @@ class NocShard:
         self.buf_pkt = np.zeros(NI * B, dtype=np.int64)
         self.buf_dst = np.zeros(NI * B, dtype=np.int64)
         self.buf_flag = np.zeros(NI * B, dtype=np.int64)
-        self.state = np.zeros(NI, dtype=np.int8)
         self.out_op = np.zeros(NI, dtype=np.int64)  # output port id l * P + o
         self.out_vc = np.zeros(NI, dtype=np.int64)
         self.va_ready = np.zeros(NI, dtype=np.int64)
@@ -358,7 +356,6 @@ class NocShard:
         self.sa_set = np.concatenate((self.sa_set, ivc))
 
     def _start_vc_alloc(self, ivc, dst, ready) -> None:
-        self.state[ivc] = VC_ALLOC
         self.out_op[ivc] = self.route_op[self.ivc_route[ivc] + dst]
         self.va_ready[ivc] = ready
         self.va_pending = np.concatenate((self.va_pending, ivc))
@@ -402,7 +399,6 @@ class NocShard:
             c, op, pick, target, inl = c[win], op[win], pick[win], target[win], inl[win]
         np.subtract.at(self.free_vcs, op, self.vc_bit[pick])  # clear the granted VCs' bits
         self.out_vc[c] = target
-        self.state[c] = ACTIVE
         self.sa_ready[c] = t + self.p.vc_alloc_delay
         self.va_in_nptr[c] = self.nnext_pv[self.op_pv[op] + pick]
         self.va_out_nptr[target] = self.nnext_pv[inl]
@@ -468,7 +464,6 @@ class NocShard:
                 tc, tcnt, tov, top = c[tail], cnt[tail], ov[tail], op[tail]
             # an output VC is free again once the tail is sent
             np.add.at(self.free_vcs, top, self.vc_bit[tov - top * V])  # its bit was clear
-            self.state[tc] = IDLE
             waiting = tcnt > 0
             if _nz(waiting):  # the next packet's head already waits behind the tail
                 nxt = tc[waiting]

@@ -142,29 +142,3 @@ class Region:
 
     def __str__(self) -> str:
         return f"rows {self.row0}..{self.row1 - 1}, cols {self.col0}..{self.col1 - 1}"
-
-
-def channel_loads(grid: Grid, traffic_matrix: np.ndarray) -> np.ndarray:
-    """Expected flits/cycle on each (router, port) given a source x destination rate matrix.
-
-    Walks every route hop by hop (brute force, for validation and bounds); returns an
-    array [n, PORTS] whose local column is the ejection load.
-    """
-    n = grid.n
-    load = np.zeros((n, PORTS))
-    src, dst = np.nonzero(traffic_matrix)
-    rate = traffic_matrix[src, dst]
-    cur = src.copy()
-    active = np.ones(len(src), dtype=bool)
-    for _ in range(grid.rows + grid.cols + 2):
-        if not active.any():
-            break
-        c, d, w = cur[active], dst[active], rate[active]
-        port = grid.route(c, d).astype(np.int64)
-        np.add.at(load, (c, port), w)
-        done = port == LOCAL
-        nxt = grid.neighbor(c, port)
-        idx = np.flatnonzero(active)
-        cur[idx[~done]] = nxt[~done]
-        active[idx[done]] = False
-    return load

@@ -40,22 +40,6 @@ def destinations(p: NocParams, src: np.ndarray, cycle: np.ndarray) -> np.ndarray
     raise ValueError(f"unknown traffic pattern {p.traffic!r}")
 
 
-def traffic_matrix(p: NocParams) -> np.ndarray:
-    """Expected packets/cycle from each source to each destination (for analytic loads)."""
-    n = p.nodes
-    src = np.arange(n)
-    m = np.zeros((n, n))
-    if p.traffic == "uniform":
-        m[:] = 1.0 / n
-    elif p.traffic == "hotspot":
-        m[:] = (1.0 - p.hotspot_fraction) / n
-        for h in p.hotspots:
-            m[:, h] += p.hotspot_fraction / len(p.hotspots)
-    else:
-        m[src, destinations(p, src, np.zeros(n, dtype=np.int64))] = 1.0
-    return m * p.packet_rate
-
-
 def creations(p: NocParams, nodes: np.ndarray, c0: int, c1: int):
     """Packets created by ``nodes`` in cycles [c0, c1): (cycle, node, destination) arrays.
 
