@@ -22,8 +22,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from sim.noc.shard import Boundary, NocShard
-from sim.noc.topology import PORTS
+from sim.noc.boundary import FlitBoundary
+from sim.noc.shard import NocShard
 
 
 @dataclass(frozen=True)
@@ -77,15 +77,6 @@ def idle_rule(metas: list[EpochMeta], horizon: int) -> Stop:
     return Stop(False, False)
 
 
-def split_by_shard(out: Boundary, owner: np.ndarray, vcs_per_router: int, shards: int) -> list[Boundary]:
-    """Deliver a shard's outbound traffic: one Boundary per destination shard."""
-    if not len(out):
-        return [Boundary() for _ in range(shards)]
-    fdst = owner[out.flit_ivc // vcs_per_router]
-    cdst = owner[out.credit_ovc // vcs_per_router]
-    return [out.select(fdst == s, cdst == s) for s in range(shards)]
-
-
 def meta_after(shard, t0: int, t1: int, out) -> EpochMeta:
     created, finished = shard.counters()
     return EpochMeta(t0, t1, shard.next_event(), out.earliest(), created, finished)
@@ -107,30 +98,26 @@ class ShardModel(Protocol):
     def decode(self, sections: list[list[np.ndarray]]) -> Any: ...
 
 
-NOC_SECTIONS = (("flit_cycle", "flit_ivc", "flit_pkt", "flit_dst", "flit_flag"), ("credit_cycle", "credit_ovc"))
-
-
 class NocModel:
     """The cycle-level NoC under synthetic traffic, measured as ``rdasim noc`` reports it."""
 
     def __init__(self, params, owner: np.ndarray):
         self.p = params
         self.owner = owner
-        self.pv = PORTS * params.vcs
         self.measure_end = params.warmup_cycles + params.measure_cycles
         self.horizon = self.measure_end + params.drain_cycles
 
     def build(self, region, index: int) -> NocShard:
         return NocShard(self.p, region)
 
-    def empty(self) -> Boundary:
-        return Boundary()
+    def empty(self) -> FlitBoundary:
+        return FlitBoundary()
 
-    def concat(self, parts: list[Boundary]) -> Boundary:
-        return Boundary.concat(parts)
+    def concat(self, parts: list[FlitBoundary]) -> FlitBoundary:
+        return FlitBoundary.concat(parts)
 
-    def split(self, out: Boundary, shards: int) -> list[Boundary]:
-        return split_by_shard(out, self.owner, self.pv, shards)
+    def split(self, out: FlitBoundary, shards: int) -> list[FlitBoundary]:
+        return NocShard.split(out, self.owner, self.p, shards)
 
     def stop(self, metas: list[EpochMeta]) -> Stop:
         return stop_rule(metas, self.measure_end, self.horizon)
@@ -138,15 +125,15 @@ class NocModel:
     def report(self, shard: NocShard):
         return shard.report()
 
-    def in_transit(self, inbound: list[Boundary]) -> int:
-        return sum(len(b.flit_cycle) for b in inbound)
+    def in_transit(self, inbound: list[FlitBoundary]) -> int:
+        return sum(b.flit_count() for b in inbound)
 
-    def encode(self, b: Boundary) -> list[list[np.ndarray]]:
-        return [[getattr(b, n) for n in sec] for sec in NOC_SECTIONS]
+    def encode(self, b: FlitBoundary) -> list[list[np.ndarray]]:
+        return b.sections()
 
-    def decode(self, sections: list[list[np.ndarray]]) -> Boundary:
-        return Boundary(*sections[0], *sections[1])
+    def decode(self, sections: list[list[np.ndarray]]) -> FlitBoundary:
+        return FlitBoundary.from_sections(sections)
 
     @property
     def section_widths(self) -> tuple[int, ...]:
-        return tuple(len(s) for s in NOC_SECTIONS)
+        return tuple(len(s) for s in FlitBoundary.SECTIONS)

@@ -18,7 +18,7 @@ import pyarrow as pa
 from cluster import io, schemas
 from cluster.backends import Outcome, run_backend
 from cluster.config import config_hash
-from cluster.coordinator import NOC_SECTIONS, idle_rule, split_by_shard
+from cluster.coordinator import idle_rule
 from cluster.noc_job import run_id_for
 from cluster.partition import epoch_length, owner_map, partition
 from cluster.progress import Progress
@@ -28,9 +28,7 @@ from sim.chip.report import shard_result, summarize
 from sim.chip.shard import ChipBoundary, ChipShard
 from sim.chip.spec import layout
 from sim.chip.trace import chrome_trace
-from sim.noc.shard import Boundary
-from sim.noc.topology import PORTS
-from sim.packetnoc.shard import PacketBoundary
+from sim.network import NETWORKS
 from sim.workloads import make_program
 
 _DST = FIELDS.index("dst")
@@ -44,19 +42,15 @@ class ChipModel:
         self.cfg = cfg
         self.owner = owner_map(regions, cfg.spec.rows, cfg.spec.cols)
         self.unit_tile = layout(cfg.spec).tile
-        self.pv = PORTS * cfg.noc.vcs
         self.horizon = cfg.max_cycles
-        self.packet = cfg.network == "packet"
-        self.net_sections = PacketBoundary.SECTIONS if self.packet else NOC_SECTIONS
+        self.net = NETWORKS.get(cfg.network)
+        self.net_sections = self.net.boundary.SECTIONS
 
     def build(self, region, index: int) -> ChipShard:
         return ChipShard(self.cfg, region, make_program(self.cfg.workload, self.cfg))
 
-    def _net_empty(self):
-        return PacketBoundary() if self.packet else Boundary()
-
     def empty(self) -> ChipBoundary:
-        return ChipBoundary(self._net_empty())
+        return ChipBoundary(self.net.boundary.empty())
 
     def concat(self, parts: list[ChipBoundary]) -> ChipBoundary:
         parts = [p for p in parts if len(p)]
@@ -64,18 +58,13 @@ class ChipModel:
             return self.empty()
         if len(parts) == 1:
             return parts[0]
-        NB = PacketBoundary if self.packet else Boundary
-        return ChipBoundary(NB.concat([p.net for p in parts]), np.concatenate([p.msgs for p in parts]),
+        return ChipBoundary(self.net.boundary.concat([p.net for p in parts]), np.concatenate([p.msgs for p in parts]),
                             *(np.concatenate([getattr(p, n) for p in parts]) for n in ("pkt", "pkt_msg", "pkt_tile")))
 
     def split(self, out: ChipBoundary, shards: int) -> list[ChipBoundary]:
         if not len(out):
             return [self.empty() for _ in range(shards)]
-        if self.packet:
-            own = self.owner[out.net.routers()] if len(out.net) else np.zeros(0, dtype=np.int64)
-            nets = [out.net.select(own == s) for s in range(shards)]
-        else:
-            nets = split_by_shard(out.net, self.owner, self.pv, shards)
+        nets = self.net.split(out.net, self.owner, self.cfg.noc, shards)
         mown = self.owner[self.unit_tile[out.msgs[:, _DST]]] if len(out.msgs) else np.zeros(0, dtype=np.int64)
         pown = self.owner[out.pkt_tile] if len(out.pkt) else np.zeros(0, dtype=np.int64)
         res = []
@@ -91,23 +80,20 @@ class ChipModel:
         return shard_result(shard)
 
     def in_transit(self, inbound: list[ChipBoundary]) -> int:
-        return sum(len(b.net) for b in inbound)
+        return sum(b.net.flit_count() for b in inbound)
 
     @property
     def section_widths(self) -> tuple[int, ...]:
         return tuple(len(s) for s in self.net_sections) + (_NF, 3)
 
     def encode(self, b: ChipBoundary) -> list[list[np.ndarray]]:
-        net = [[getattr(b.net, n) for n in sec] for sec in self.net_sections]
+        net = b.net.sections()
         msgs = [np.ascontiguousarray(b.msgs[:, i]) for i in range(_NF)]
         return net + [msgs, [b.pkt, b.pkt_msg, b.pkt_tile]]
 
     def decode(self, sections: list[list[np.ndarray]]) -> ChipBoundary:
         k = len(self.net_sections)
-        if self.packet:
-            net = PacketBoundary(*sections[0])
-        else:
-            net = Boundary(*sections[0], *sections[1])
+        net = self.net.boundary.from_sections(sections[:k])
         msgs = np.stack(sections[k], axis=1) if len(sections[k][0]) else np.zeros((0, _NF), dtype=np.int64)
         return ChipBoundary(net, msgs, *sections[k + 1])
 

@@ -37,8 +37,7 @@ from sim.chip.memory_unit import MemoryUnit
 from sim.chip.spec import CU, MU, layout
 from sim.chip.units import ComputeUnit
 from sim.memory import oracle
-from sim.noc.shard import Boundary, NocShard
-from sim.packetnoc.shard import PacketBoundary, PacketShard
+from sim.network import NETWORKS, NetBoundary
 
 _E = np.zeros(0, dtype=np.int64)
 NF = len(m.FIELDS)
@@ -54,7 +53,7 @@ def _empty_msgs():
 class ChipBoundary:
     """Network traffic crossing cuts, plus message records and packet->message maps."""
 
-    net: object  # sim.noc.shard.Boundary or sim.packetnoc.shard.PacketBoundary
+    net: NetBoundary  # the NoC model's own boundary traffic
     msgs: np.ndarray = field(default_factory=_empty_msgs)  # [n, NF] rows of messages.FIELDS
     pkt: np.ndarray = field(default_factory=lambda: _E)  # packet id -> message id, destination tile
     pkt_msg: np.ndarray = field(default_factory=lambda: _E)
@@ -74,11 +73,9 @@ class ChipShard:
         spec = cfg.spec
         self.lay = lay = layout(spec)
         self.tiles = spec.tiles
-        if cfg.network == "packet":
-            self.net = PacketShard(cfg.noc, region, record_ejections=True, measure=False)
-        else:
-            self.net = NocShard(cfg.noc, region, record_ejections=True)
-        self.net_boundary = PacketBoundary if cfg.network == "packet" else Boundary
+        network = NETWORKS.get(cfg.network)
+        self.net = network(cfg.noc, region, record_ejections=True, measure=False)
+        self.net_boundary = network.boundary
         self.my_tiles = region.routers(spec.cols)
         mine = np.zeros(self.tiles, dtype=bool)
         mine[self.my_tiles] = True

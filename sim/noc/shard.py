@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sim.noc import topology as topo
+from sim.network import NETWORKS, LinkCounts
 from sim.noc.arbiter import GroupArgmin
+from sim.noc.boundary import FlitBoundary, split_flits
 from sim.noc.events import Calendar
 from sim.noc.params import NocParams
 from sim.noc.traffic import creations
@@ -37,43 +39,6 @@ INJECT = 0
 
 _EMPTY = np.zeros(0, dtype=np.int64)
 _CHUNK = 512  # cycles of packet creations generated at a time
-
-
-@dataclass
-class Boundary:
-    """Flits and credits crossing shard boundaries, with global VC ids and due cycles."""
-
-    flit_cycle: np.ndarray = field(default_factory=lambda: _EMPTY)
-    flit_ivc: np.ndarray = field(default_factory=lambda: _EMPTY)
-    flit_pkt: np.ndarray = field(default_factory=lambda: _EMPTY)
-    flit_dst: np.ndarray = field(default_factory=lambda: _EMPTY)
-    flit_flag: np.ndarray = field(default_factory=lambda: _EMPTY)
-    credit_cycle: np.ndarray = field(default_factory=lambda: _EMPTY)
-    credit_ovc: np.ndarray = field(default_factory=lambda: _EMPTY)
-
-    def __len__(self) -> int:
-        return len(self.flit_cycle) + len(self.credit_cycle)
-
-    def earliest(self) -> float:
-        times = [a.min() for a in (self.flit_cycle, self.credit_cycle) if len(a)]
-        return float(min(times)) if times else float("inf")
-
-    def select(self, flit_mask: np.ndarray, credit_mask: np.ndarray) -> "Boundary":
-        return Boundary(
-            self.flit_cycle[flit_mask], self.flit_ivc[flit_mask], self.flit_pkt[flit_mask],
-            self.flit_dst[flit_mask], self.flit_flag[flit_mask],
-            self.credit_cycle[credit_mask], self.credit_ovc[credit_mask],
-        )
-
-    @staticmethod
-    def concat(parts: list["Boundary"]) -> "Boundary":
-        parts = [b for b in parts if len(b)]
-        if not parts:
-            return Boundary()
-        if len(parts) == 1:
-            return parts[0]
-        names = ("flit_cycle", "flit_ivc", "flit_pkt", "flit_dst", "flit_flag", "credit_cycle", "credit_ovc")
-        return Boundary(*(np.concatenate([getattr(b, n) for b in parts]) for n in names))
 
 
 @dataclass
@@ -100,12 +65,18 @@ class ShardReport:
     flits_in_flight: int  # on links (local calendar)
 
 
+@NETWORKS.register("cycle")
 class NocShard:
     """Routers of one rectangular region, advanced cycle by cycle."""
 
-    def __init__(self, params: NocParams, region: topo.Region, record_ejections: bool = False):
+    boundary = FlitBoundary
+
+    def __init__(self, params: NocParams, region: topo.Region, record_ejections: bool = False,
+                 measure: bool = True):
         """``record_ejections``: keep (packet id, cycle) of every packet delivered, for a
-        caller that offers its own packets (``offer``) and collects them (``take_ejected``)."""
+        caller that offers its own packets (``offer``) and collects them (``take_ejected``).
+        ``measure`` is accepted for the NetworkShard interface; the window statistics of
+        this model cost little and are always kept."""
         p = self.p = params
         self.record_ejections = record_ejections
         self._delivered: list[tuple[np.ndarray, np.ndarray]] = []
@@ -249,13 +220,15 @@ class NocShard:
         self.measured_hops = 0
         self.window_created_by_src = np.zeros(N, dtype=np.int64)
         self.window_ejected_by_src = np.zeros(N, dtype=np.int64)
-        self.link_flits = np.zeros(nl * P, dtype=np.int64)
-        self._link_log: list[np.ndarray] = []  # link traversals, counted in batches
+        self.link_flits = np.zeros(nl * P, dtype=np.int64)  # over the measurement window
+        self.link_flits_total = np.zeros(nl * P, dtype=np.int64)  # over the whole run
+        self._link_log: list[np.ndarray] = []  # link traversals in the window, counted in batches
+        self._link_log_total: list[np.ndarray] = []  # every link traversal, counted in batches
         self._hop_log: list[tuple[np.ndarray, np.ndarray]] = []
-        self._out: list[Boundary] = []
+        self._out: list[FlitBoundary] = []
 
     # ------------------------------------------------------------------ epoch API
-    def advance(self, t0: int, t1: int, inbound: Boundary | None = None) -> Boundary:
+    def advance(self, t0: int, t1: int, inbound: FlitBoundary | None = None) -> FlitBoundary:
         """Simulate cycles [t0, t1); return the flits and credits that leave the shard."""
         if t0 < self.t:
             raise ValueError(f"shard already at cycle {self.t}, cannot restart at {t0}")
@@ -272,7 +245,7 @@ class NocShard:
             self._cycle(t)
             t += 1
         self.t = t1
-        out = Boundary.concat(self._out)
+        out = FlitBoundary.concat(self._out)
         self._out = []
         if len(out) and out.earliest() < t1:
             raise RuntimeError(
@@ -292,12 +265,12 @@ class NocShard:
         nxt = float(scripted[self._script_pos]) if self._script_pos < len(scripted) else float("inf")
         return min(self.flits.next_time(), self.credits.next_time(), self._next_creation(t), nxt)
 
-    def deliver(self, b: Boundary) -> None:
+    def deliver(self, b: FlitBoundary) -> None:
         """Take boundary traffic into the calendars without advancing (e.g. when stopping)."""
         if len(b):
             self._accept(b, self.t)
 
-    def _accept(self, b: Boundary, t0: int) -> None:
+    def _accept(self, b: FlitBoundary, t0: int) -> None:
         PV = self.PV
         if len(b.flit_cycle):
             if b.flit_cycle.min() < t0:
@@ -486,7 +459,7 @@ class NocShard:
         if self.has_remote:
             rem = self.ivc_remote[c]
             if _nz(rem):
-                self._out.append(Boundary(credit_cycle=np.full(_nz(rem), t + p.credit_return),
+                self._out.append(FlitBoundary(credit_cycle=np.full(_nz(rem), t + p.credit_return),
                                           credit_ovc=tgt[rem]))
                 c, tgt = c[~rem], tgt[~rem]
         inj = self.ivc_inject[c]
@@ -512,6 +485,9 @@ class NocShard:
             self._eject(t, arrive, ov[ej], pk[ej], fl[ej], n_ej)
             link = ~ej
             op, ov, pk, ds, fl = op[link], ov[link], pk[link], ds[link], fl[link]
+        self._link_log_total.append(op)
+        if len(self._link_log_total) >= 64:
+            self._flush_link_log()
         if t >= self.w0:
             # link use is counted inside the window; hops of measured packets at any time
             if t < self.w1:
@@ -525,7 +501,7 @@ class NocShard:
             rem = self.ovc_remote[ov]
             nr = _nz(rem)
             if nr:
-                self._out.append(Boundary(np.full(nr, arrive), ivc[rem], pk[rem], ds[rem], fl[rem]))
+                self._out.append(FlitBoundary(np.full(nr, arrive), ivc[rem], pk[rem], ds[rem], fl[rem]))
                 keep = ~rem
                 ivc, pk, ds, fl = ivc[keep], pk[keep], ds[keep], fl[keep]
         self.flits.push(arrive, ivc, pk, ds, fl)
@@ -712,6 +688,10 @@ class NocShard:
             op = np.concatenate(self._link_log)
             self.link_flits += np.bincount(op, minlength=len(self.link_flits))
             self._link_log = []
+        if self._link_log_total:
+            op = np.concatenate(self._link_log_total)
+            self.link_flits_total += np.bincount(op, minlength=len(self.link_flits))
+            self._link_log_total = []
         if self._hop_log:
             pk, fl = (np.concatenate([e[i] for e in self._hop_log]) for i in range(2))
             self.measured_hops += _nz(((fl & HEAD) != 0) & (pk >= self.pkt_lo) & (pk < self.pkt_hi))
@@ -794,6 +774,16 @@ class NocShard:
     def counters(self) -> tuple[int, int]:
         """(measured packets created, measured packets whose tail has been ejected)."""
         return self.measured_created, self.measured_ejected
+
+    def link_totals(self) -> LinkCounts:
+        """Flits over every router-to-router link of the shard, over the whole run."""
+        self._flush_link_log()
+        used = np.flatnonzero(np.isin(self.out_kind, (LOCAL_LINK, REMOTE_LINK)))
+        return LinkCounts(self.routers[used // self.P], used % self.P, self.link_flits_total[used])
+
+    @classmethod
+    def split(cls, out: FlitBoundary, owner: np.ndarray, params: NocParams, shards: int) -> list[FlitBoundary]:
+        return split_flits(out, owner, params.vcs, shards)
 
 
 _nz = np.count_nonzero

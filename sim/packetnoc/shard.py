@@ -32,7 +32,9 @@ import numpy as np
 
 from sim.noc import topology as topo
 from sim.noc.params import NocParams
+from sim.network import NETWORKS, LinkCounts
 from sim.noc.shard import NocShard, ShardReport
+from sim.packetnoc.boundary import PacketBoundary, split_packets
 from sim.packetnoc.reserve import last_of_group, reserve
 
 _EMPTY = np.zeros(0, dtype=np.int64)
@@ -44,43 +46,11 @@ def _empty():
     return _EMPTY
 
 
-@dataclass
-class PacketBoundary:
-    """Heads crossing a shard cut: the cycle they bid at the downstream router, the global
-    input-port id (router * PORTS + port) they arrive on, packet id, destination, flits."""
-
-    cycle: np.ndarray = field(default_factory=_empty)
-    port: np.ndarray = field(default_factory=_empty)
-    pkt: np.ndarray = field(default_factory=_empty)
-    dst: np.ndarray = field(default_factory=_empty)
-    flits: np.ndarray = field(default_factory=_empty)
-
-    SECTIONS = (("cycle", "port", "pkt", "dst", "flits"),)
-
-    def __len__(self) -> int:
-        return len(self.cycle)
-
-    def earliest(self) -> float:
-        return float(self.cycle.min()) if len(self.cycle) else float("inf")
-
-    def select(self, mask: np.ndarray) -> "PacketBoundary":
-        return PacketBoundary(self.cycle[mask], self.port[mask], self.pkt[mask], self.dst[mask], self.flits[mask])
-
-    def routers(self) -> np.ndarray:
-        return self.port // topo.PORTS
-
-    @staticmethod
-    def concat(parts: list["PacketBoundary"]) -> "PacketBoundary":
-        parts = [b for b in parts if len(b)]
-        if not parts:
-            return PacketBoundary()
-        if len(parts) == 1:
-            return parts[0]
-        return PacketBoundary(*(np.concatenate([getattr(b, n) for b in parts]) for n in PacketBoundary.SECTIONS[0]))
-
-
+@NETWORKS.register("packet")
 class PacketShard:
     """Routers of one rectangular region under the packet-level (link reservation) model."""
+
+    boundary = PacketBoundary
 
     def __init__(self, params: NocParams, region: topo.Region, record_ejections: bool = False,
                  measure: bool = True):
@@ -384,14 +354,19 @@ class PacketShard:
     def counters(self) -> tuple[int, int]:
         return self.measured_created, self.measured_ejected
 
-    def link_totals(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(global router, port, flits over the whole run) of every router-to-router link."""
+    def link_totals(self) -> LinkCounts:
+        """Flits over every router-to-router link of the shard, over the whole run."""
         used = np.flatnonzero((self.nbr >= 0) & (np.arange(len(self.nbr)) % self.P != topo.LOCAL))
-        return self.routers[used // self.P], used % self.P, self.link_flits_total[used]
+        return LinkCounts(self.routers[used // self.P], used % self.P, self.link_flits_total[used])
+
+    @classmethod
+    def split(cls, out: PacketBoundary, owner: np.ndarray, params: NocParams, shards: int) -> list[PacketBoundary]:
+        return split_packets(out, owner, shards)
 
     # ------------------------------------------------------------------ results
     def report(self) -> ShardReport:
-        router, port, _ = self.link_totals()
+        lc = self.link_totals()
+        router, port = lc.router, lc.port
         used = self.local_of[router] * self.P + port
         return ShardReport(
             **self._measured(),

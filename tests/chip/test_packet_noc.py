@@ -14,7 +14,8 @@ from sim.noc.params import NocParams
 from sim.noc.shard import NocShard
 from sim.noc.topology import Grid, Region
 from sim.packetnoc.reserve import reserve
-from sim.packetnoc.shard import PacketBoundary, PacketShard
+from sim.packetnoc.boundary import PacketBoundary
+from sim.packetnoc.shard import PacketShard
 
 
 def _one_packet(shard_cls, p, src, dst, flits):

@@ -1,0 +1,117 @@
+"""The network seam: what a NoC model offers the chip shard and the epoch loop.
+
+A NoC model simulates the routers of one rectangular region of the grid (a shard) from
+cycle ``t0`` to ``t1`` given what crosses its cut, and returns what leaves it. The chip
+offers it packets (``offer``) and collects the ones that reached their destination
+terminal (``take_ejected``); the epoch loop asks when it next has work (``next_event``)
+and hands it traffic that arrives from other shards (``advance``'s ``inbound``, or
+``deliver`` when the run stops). A model never knows which process its neighbours live in.
+
+Models register by name in ``NETWORKS`` (``noc.model`` in a config): ``cycle`` (virtual-
+channel routers flit by flit, sim/noc) and ``packet`` (link reservations, sim/packetnoc).
+Adding one is a module in either package that defines a class satisfying ``NetworkShard``
+and registers it (docs/design.md, "Adding a NoC model").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar, runtime_checkable
+
+import numpy as np
+
+from sim.registry import Registry
+
+if TYPE_CHECKING:
+    from sim.noc.params import NocParams
+    from sim.noc.topology import Region
+
+B = TypeVar("B", bound="NetBoundary")
+
+
+@runtime_checkable
+class NetBoundary(Protocol):
+    """Traffic crossing shard cuts: rows of equal-length int64 columns in named sections.
+
+    ``SECTIONS`` names each section's columns in wire order (cluster/wire.py packs them);
+    a boundary is rebuilt from its sections with ``from_sections``.
+    """
+
+    SECTIONS: ClassVar[tuple[tuple[str, ...], ...]]
+
+    def __len__(self) -> int: ...
+
+    def earliest(self) -> float:
+        """Earliest cycle any row is due at its destination (inf when empty)."""
+        ...
+
+    def flit_count(self) -> int:
+        """Flits (or packets' flits) this boundary carries: in transit while undelivered."""
+        ...
+
+    def sections(self) -> list[list[np.ndarray]]: ...
+
+
+@dataclass(frozen=True)
+class LinkCounts:
+    """Flits over each directed router-to-router link of a shard, over the whole run."""
+
+    router: np.ndarray  # global id of the upstream router
+    port: np.ndarray  # its output port (sim.noc.topology: 1 E, 2 W, 3 S, 4 N)
+    flits: np.ndarray
+
+
+@runtime_checkable
+class NetworkShard(Protocol):
+    """One shard of a NoC model (see the module docstring)."""
+
+    boundary: ClassVar[type]  # its NetBoundary class: empty(), concat(parts), from_sections(s)
+    t: int  # every cycle before this one has been simulated
+
+    def offer(self, cycles: np.ndarray, src: np.ndarray, dst: np.ndarray, flits: np.ndarray | None = None) -> None:
+        """Packets created at ``cycles`` by routers ``src`` (of this shard) for ``dst``."""
+        ...
+
+    def advance(self, t0: int, t1: int, inbound: NetBoundary | None = None) -> NetBoundary:
+        """Simulate [t0, t1); return what leaves the shard (all of it due at t1 or later)."""
+        ...
+
+    def deliver(self, inbound: NetBoundary) -> None:
+        """Take traffic from other shards without advancing."""
+        ...
+
+    def next_event(self) -> float:
+        """Earliest cycle >= t at which this shard has something to do (inf: nothing)."""
+        ...
+
+    def take_ejected(self) -> tuple[np.ndarray, np.ndarray]:
+        """(packet ids, cycle each tail reached its terminal) since the last call."""
+        ...
+
+    def counters(self) -> tuple[int, int]:
+        """(measured packets created, measured packets ejected) for the NoC's stop rule."""
+        ...
+
+    def link_totals(self) -> LinkCounts:
+        """Flits over every link the shard owns, counted as they crossed it."""
+        ...
+
+    @classmethod
+    def split(cls, out: NetBoundary, owner: np.ndarray, params: NocParams, shards: int) -> list:
+        """``out`` cut into one boundary per destination shard (``owner[router]`` = shard)."""
+        ...
+
+
+class NetworkFactory(Protocol):
+    """How a registered model is built: the shard class itself."""
+
+    boundary: ClassVar[type]
+
+    def __call__(self, params: NocParams, region: Region, record_ejections: bool = False,
+                 measure: bool = True) -> NetworkShard: ...
+
+    def split(self, out: NetBoundary, owner: np.ndarray, params: NocParams, shards: int) -> list: ...
+
+
+# a new model is a module in one of these packages that registers its shard class
+NETWORKS: Registry[NetworkFactory] = Registry("NoC model", packages=("sim.noc", "sim.packetnoc"))
