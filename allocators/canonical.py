@@ -88,7 +88,7 @@ class Instance:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class SearchOutcome:
     """``found`` (offsets valid), ``infeasible`` (proved), or ``unknown`` (budget ran out)."""
 
     status: str
@@ -240,7 +240,7 @@ def _recursion_room(depth: int):
         sys.setrecursionlimit(old)
 
 
-def decide(inst: Instance, capacity: int, deadline: float, heuristics=HEURISTICS) -> Outcome:
+def decide(inst: Instance, capacity: int, deadline: float, heuristics=HEURISTICS) -> SearchOutcome:
     """Find a packing under ``capacity``, prove there is none, or run out of time."""
     searches = [_Search(inst, capacity, h, deadline) for h in heuristics]
     running = [(search, search.run()) for search in searches]
@@ -257,10 +257,10 @@ def decide(inst: Instance, capacity: int, deadline: float, heuristics=HEURISTICS
                     nodes = sum(s.nodes for s in searches)
                     # a search that ran to completion is exhaustive: its answer is proved
                     if done.value:
-                        return Outcome("found", search.offsets.copy(), nodes)
-                    return Outcome("infeasible", None, nodes)
+                        return SearchOutcome("found", search.offsets.copy(), nodes)
+                    return SearchOutcome("infeasible", None, nodes)
                 if time.perf_counter() > deadline:
                     for _, other in running:
                         other.close()
-                    return Outcome("unknown", None, sum(s.nodes for s in searches))
+                    return SearchOutcome("unknown", None, sum(s.nodes for s in searches))
             share *= 2

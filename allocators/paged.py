@@ -21,7 +21,7 @@ def bits_for(count: int) -> int:
 
 
 @dataclass(frozen=True)
-class Layout:
+class PagedLayout:
     """Widths of the addressing fields (seed example: 64 MUs, 256 KiB, 4-byte words)."""
 
     capacity: int                  # bytes of the scratchpad
@@ -89,7 +89,7 @@ class Metadata:
 class BlockPool:
     """Fixed-size blocks, a free list, per-buffer block tables and reference counts."""
 
-    def __init__(self, layout: Layout, copy_on_write: bool = False, refcount_bits: int = 8):
+    def __init__(self, layout: PagedLayout, copy_on_write: bool = False, refcount_bits: int = 8):
         self.layout, self.copy_on_write, self.refcount_bits = layout, copy_on_write, refcount_bits
         self.free_blocks: list[int] = list(range(layout.blocks - 1, -1, -1))  # stack: block 0 on top
         self.block_refs = [0] * layout.blocks   # tables mapping each block

@@ -64,23 +64,23 @@ def one_shard(k: int, cycles: int, repeats: int) -> dict:
 def ray_two_shards(k: int, measure: int) -> dict:
     from cluster.backends.local import run_local
     from cluster.backends.ray_backend import run_ray
-    from cluster.noc_summary import summarize
-    from cluster.partition import epoch_length, partition
+    from cluster.noc_summary import summarize_noc
+    from cluster.regions import epoch_length, cut_grid
     from cluster.ray_env import init_ray
     from sim.noc.params import NocParams
 
     init_ray(num_cpus=2)
     p = NocParams(rows=k, cols=k, rate=LOADS[k], warmup_cycles=300, measure_cycles=measure, drain_cycles=4000)
-    one = partition(k, k, 1)
-    two = partition(k, k, 2, "rows")
+    one = cut_grid(k, k, 1)
+    two = cut_grid(k, k, 2, "rows")
     e1, _ = epoch_length(p, one, None)
     e2, la = epoch_length(p, two, None)
     local = run_local(p, one, e1)
     graph = run_ray(p, two, e2, compiled=True)  # the alternative, measured in the same run
     ray2 = run_ray(p, two, e2)
-    s1 = summarize(p, local.reports, local.saturated, local.in_transit_flits)
-    s2 = summarize(p, ray2.reports, ray2.saturated, ray2.in_transit_flits)
-    sg = summarize(p, graph.reports, graph.saturated, graph.in_transit_flits)
+    s1 = summarize_noc(p, local.reports, local.saturated, local.in_transit_flits)
+    s2 = summarize_noc(p, ray2.reports, ray2.saturated, ray2.in_transit_flits)
+    sg = summarize_noc(p, graph.reports, graph.saturated, graph.in_transit_flits)
     busy = ray2.extra["shard_busy_seconds"]
     gbusy = graph.extra["shard_busy_seconds"]
     return {

@@ -13,7 +13,7 @@ from cluster.config import REQUIRED, Field, Table, TableList, load
 from cluster.errors import UserError
 from mapping.presets import SPECS, preset_spec
 from mapping.solver import MappingProblem
-from mapping.specs import WORKLOAD_KINDS, build_problem
+from mapping.specs import WORKLOAD_KINDS, problem_from_spec
 from mapping.systems import CHIPS
 
 
@@ -53,7 +53,7 @@ HPL = Table({"n": _i("matrix side"), "block": _i("panel width B"), "iterations":
 FFT = Table({"length": _i("FFT length"), "radix": _i("radix", REQUIRED, 2), "k": _i("K per pass; 0 = derived", 0, 0),
              "copies": _i("independent copies", 1)})
 GRAPH = Table({
-    "path": Field("str", REQUIRED, "graph JSON written by mapping.graph.save"),
+    "path": Field("str", REQUIRED, "graph JSON written by mapping.graph.save_graph"),
     "scheme": Field("choice", "tensor_parallel", "how chips share work",
                     choices=("tensor_parallel", "data_parallel", "fft", "hpl")),
     "layers": _i("graph repetitions", 1), "global_batch": _i("graph passes per batch", 1),
@@ -171,6 +171,6 @@ def to_problem(cfg: dict) -> MappingProblem:
     spec["workload"] = {k: v for k, v in spec["workload"].items() if k in ("kind", "name", "word", kind)}
     spec["workload"]["name"] = spec["workload"]["name"] or cfg.get("preset") or kind
     try:
-        return build_problem(spec)
+        return problem_from_spec(spec)
     except (ValueError, KeyError, OSError) as exc:
         raise UserError(f"config: {exc}") from None

@@ -16,11 +16,11 @@ from pathlib import Path
 import pyarrow as pa
 
 from cluster import io, schemas
-from cluster.backends import Outcome, run_backend
+from cluster.backends import RunOutcome, run_backend
 from cluster.config import config_hash
 from cluster.noc_config import booksim_reference, params_of, rates_of
-from cluster.noc_summary import link_columns, summarize
-from cluster.partition import epoch_length, partition
+from cluster.noc_summary import link_columns, summarize_noc
+from cluster.regions import epoch_length, cut_grid
 from cluster.progress import Progress
 
 
@@ -37,13 +37,13 @@ def run_id_for(cfg_hash: str, seed: int) -> str:
     return f"{cfg_hash}-s{seed}-{stamp}"
 
 
-def simulate(p, shards: int = 1, cut: str = "rows", backend: str = "local", epoch: int | None = None,
-             address: str | None = None) -> tuple[dict, Outcome]:
+def simulate_noc(p, shards: int = 1, cut: str = "rows", backend: str = "local", epoch: int | None = None,
+             address: str | None = None) -> tuple[dict, RunOutcome]:
     """Run one NocParams and return (summary row, backend outcome): for tests and benchmarks."""
-    regions = partition(p.rows, p.cols, shards, cut)
+    regions = cut_grid(p.rows, p.cols, shards, cut)
     e, _ = epoch_length(p, regions, epoch)
     o = run_backend(backend, p, regions, e, address=address)
-    return summarize(p, o.reports, o.saturated, o.in_transit_flits), o
+    return summarize_noc(p, o.reports, o.saturated, o.in_transit_flits), o
 
 
 def _run_one_local(params, regions, epoch):
@@ -57,12 +57,12 @@ def run_noc(cfg: dict, out: str | Path | None = None, quiet: bool = False) -> No
     rates = rates_of(cfg)
     plist = [params_of(cfg, r) for r in rates]
     p0 = plist[0]
-    regions = partition(p0.rows, p0.cols, run["shards"], run["cut"])
+    regions = cut_grid(p0.rows, p0.cols, run["shards"], run["cut"])
     epoch, lookahead = epoch_length(p0, regions, run["epoch"])
     backend = run["backend"]
     chash = config_hash(cfg)
     meta = schemas.RunMeta(run_id_for(chash, run["seed"]), chash, run["seed"])
-    outcomes: list[Outcome] = []
+    outcomes: list[RunOutcome] = []
     if backend == "ray" and len(regions) == 1 and len(plist) > 1:
         outcomes = _curve_as_ray_tasks(plist, regions, epoch, run["address"], quiet)
     else:
@@ -72,7 +72,7 @@ def run_noc(cfg: dict, out: str | Path | None = None, quiet: bool = False) -> No
             prog.close()
     rows, link_parts = [], []
     for p, o in zip(plist, outcomes):
-        s = summarize(p, o.reports, o.saturated, o.in_transit_flits)
+        s = summarize_noc(p, o.reports, o.saturated, o.in_transit_flits)
         row = {
             "topology": p.topology, "rows": p.rows, "cols": p.cols, "traffic": p.traffic,
             "packet_flits": p.packet_flits, "vcs": p.vcs, "vc_buffers": p.vc_buffers,
@@ -97,7 +97,7 @@ def run_noc(cfg: dict, out: str | Path | None = None, quiet: bool = False) -> No
     return NocResult(rows, summary, links_table, files)
 
 
-def _curve_as_ray_tasks(plist, regions, epoch, address, quiet) -> list[Outcome]:
+def _curve_as_ray_tasks(plist, regions, epoch, address, quiet) -> list[RunOutcome]:
     from cluster.ray_env import init_ray
 
     ray = init_ray(address)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.noc.params import NocParams
-from sim.noc.shard import ShardReport
+from sim.noc.shard import NocReport
 from sim.noc.topology import DIRECTION, Grid
 
 
@@ -37,7 +37,7 @@ class PacketRecords:
         return self.eject - self.create
 
 
-def packet_records(p: NocParams, reports: list[ShardReport]) -> PacketRecords:
+def packet_records(p: NocParams, reports: list[NocReport]) -> PacketRecords:
     """Join the source side (injection) and sink side (ejection) of every measured packet."""
     ip = np.concatenate([r.inject_pkt for r in reports])
     idst = np.concatenate([r.inject_dst for r in reports])
@@ -52,7 +52,7 @@ def packet_records(p: NocParams, reports: list[ShardReport]) -> PacketRecords:
     return PacketRecords(ep, ep % p.nodes, idst[pos], ep // p.nodes, icyc[pos], ecyc)
 
 
-def result_hash(rec: PacketRecords) -> str:
+def noc_result_hash(rec: PacketRecords) -> str:
     """sha256 over (id, source, destination, inject cycle, eject cycle) of every measured packet."""
     table = np.stack([rec.pkt, rec.src, rec.dst, rec.inject, rec.eject], axis=1).astype("<i8")
     return hashlib.sha256(table.tobytes()).hexdigest()[:32]
@@ -66,7 +66,7 @@ def _sum_arrays(arrays: list[np.ndarray]) -> np.ndarray:
     return out
 
 
-def check_conservation(reports: list[ShardReport], in_transit: int = 0) -> None:
+def check_conservation(reports: list[NocReport], in_transit: int = 0) -> None:
     """Every flit ever created is ejected, buffered, queued at a source or on a link."""
     created = sum(int(r.created_flits.sum()) for r in reports)
     accounted = sum(int(r.ejected_flits.sum()) + r.flits_buffered + r.flits_queued + r.flits_in_flight
@@ -75,7 +75,7 @@ def check_conservation(reports: list[ShardReport], in_transit: int = 0) -> None:
         raise RuntimeError(f"flit conservation violated: {created} created, {accounted} accounted for")
 
 
-def summarize(p: NocParams, reports: list[ShardReport], saturated: bool, in_transit: int = 0) -> dict:
+def summarize_noc(p: NocParams, reports: list[NocReport], saturated: bool, in_transit: int = 0) -> dict:
     """The noc_summary row's measured columns (see cluster/schemas.py); checks conservation."""
     check_conservation(reports, in_transit)
     w0, m = p.warmup_cycles, p.measure_cycles
@@ -122,11 +122,11 @@ def summarize(p: NocParams, reports: list[ShardReport], saturated: bool, in_tran
         "flits_in_network": big_l,
         "max_source_backlog": int(src_backlog.max()),
         "littles_law_error": float(little),
-        "result_hash": result_hash(rec),
+        "result_hash": noc_result_hash(rec),
     }
 
 
-def link_columns(p: NocParams, reports: list[ShardReport]) -> dict:
+def link_columns(p: NocParams, reports: list[NocReport]) -> dict:
     """Columns of the noc_links table: one row per directed router-to-router link."""
     grid = Grid(p.rows, p.cols, p.torus)
     router = np.concatenate([r.link_router for r in reports])

@@ -19,7 +19,7 @@ from cluster.config.schema import Issue
 from cluster.noc_config import RUN_SECTION
 from sim.chip.config import NETWORKS, OOM_BEHAVIOURS, PLACEMENTS, PROTOCOLS, ChipConfig, ReclaimParams, noc_params_for
 from sim.chip.messages import Sizing
-from sim.chip.spec import CU, MU, PRESETS, layout
+from sim.chip.spec import CU, MU, PRESETS, unit_layout
 from sim.memory.policies import POLICIES, PolicyParams
 from sim.memory import weights
 from sim.memory.weights import SPLITS, UNSPLITTABLE
@@ -190,7 +190,7 @@ def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1) -> ChipCon
     issues += [Issue("chip", p) for p in spec.problems()]
     if issues:
         raise ConfigError("config", issues)
-    lay = layout(spec)
+    lay = unit_layout(spec)
     timing = {k: noc[k] for k in ("routing_delay", "vc_alloc_delay", "sw_alloc_delay", "st_delay", "link_latency",
                                   "credit_delay")}
     sizing = Sizing(flit_bits=spec.flit_bits, header_bits=noc["header_bits"], max_packet_bytes=noc["max_packet_bytes"],
@@ -208,7 +208,7 @@ def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1) -> ChipCon
         except ValueError as exc:
             issues.append(Issue("memory.block_bytes", f"{mem['block_bytes']}: {exc}"))
     if mem["reclaim"] == "partial-free":
-        why = weights.check(mem["weight_bits"], mem["split"])
+        why = weights.weight_problem(mem["weight_bits"], mem["split"])
         if why:
             issues.append(Issue("memory.weight_bits", why))
     if mem["static_buffer_bytes"] > spec.mu_bytes:

@@ -1,4 +1,4 @@
-"""``rdasim run``: simulate a workload on the CU/MU grid and collect its tables.
+"""``rdasim run``: simulate_chip a workload on the CU/MU grid and collect its tables.
 
 ``ChipModel`` adapts chip shards to the generic backends (cluster/coordinator.py): it
 builds a ChipShard per region, routes a shard's outbound network traffic and message
@@ -16,17 +16,17 @@ import numpy as np
 import pyarrow as pa
 
 from cluster import io, schemas
-from cluster.backends import Outcome, run_backend
+from cluster.backends import RunOutcome, run_backend
 from cluster.config import config_hash
 from cluster.coordinator import idle_rule
 from cluster.noc_job import run_id_for
-from cluster.partition import epoch_length, owner_map, partition
+from cluster.regions import epoch_length, owner_map, cut_grid
 from cluster.progress import Progress
 from sim.chip import memory_map
 from sim.chip.messages import FIELDS
-from sim.chip.report import shard_result, summarize
+from sim.chip.report import shard_result, summarize_chip
 from sim.chip.shard import ChipBoundary, ChipShard
-from sim.chip.spec import layout
+from sim.chip.spec import unit_layout
 from sim.chip.trace import chrome_trace
 from sim.network import NETWORKS
 from sim.workloads import make_program
@@ -41,7 +41,7 @@ class ChipModel:
     def __init__(self, cfg, regions):
         self.cfg = cfg
         self.owner = owner_map(regions, cfg.spec.rows, cfg.spec.cols)
-        self.unit_tile = layout(cfg.spec).tile
+        self.unit_tile = unit_layout(cfg.spec).tile
         self.horizon = cfg.max_cycles
         self.net = NETWORKS.get(cfg.network)
         self.net_sections = self.net.boundary.SECTIONS
@@ -102,21 +102,21 @@ class ChipModel:
 class RunResult:
     summary: dict  # JSON-ready figures (rdasim run --json)
     tables: dict[str, pa.Table]
-    outcome: Outcome
+    outcome: RunOutcome
     files: list[Path] = field(default_factory=list)
     trace: dict | None = None
     memory_map: str | None = None
 
 
-def simulate(chip_cfg, shards: int = 1, cut: str = "rows", backend: str = "local", epoch: int | None = None,
-             address: str | None = None, progress=None) -> tuple[dict, dict, Outcome, list]:
+def simulate_chip(chip_cfg, shards: int = 1, cut: str = "rows", backend: str = "local", epoch: int | None = None,
+             address: str | None = None, progress=None) -> tuple[dict, dict, RunOutcome, list]:
     """Run one ChipConfig: (summary, table columns, backend outcome, shard results)."""
     spec = chip_cfg.spec
-    regions = partition(spec.rows, spec.cols, shards, cut)
+    regions = cut_grid(spec.rows, spec.cols, shards, cut)
     e, lookahead = epoch_length(chip_cfg.noc, regions, epoch)
     model = ChipModel(chip_cfg, regions)
     o = run_backend(backend, chip_cfg.noc, regions, e, address=address, progress=progress, model=model)
-    summary, tables = summarize(chip_cfg, o.reports)
+    summary, tables = summarize_chip(chip_cfg, o.reports)
     summary.update(shards=len(regions), backend=backend, wall_seconds=o.wall_seconds, epochs=o.epochs,
                    lookahead=lookahead or 0, cut_off=bool(o.saturated))
     return summary, tables, o, o.reports
@@ -127,7 +127,7 @@ def run_chip(cfg: dict, chip_cfg, out: str | Path | None = None, trace_path: str
     """Simulate a resolved ``rdasim run`` config; write its tables if ``out`` is given."""
     run = cfg["run"]
     prog = Progress(f"run {chip_cfg.workload.kind}", quiet)
-    summary, cols, outcome, results = simulate(chip_cfg, run["shards"], run["cut"], run["backend"], run["epoch"],
+    summary, cols, outcome, results = simulate_chip(chip_cfg, run["shards"], run["cut"], run["backend"], run["epoch"],
                                                run["address"], progress=prog)
     prog.close()
     chash = config_hash(cfg)
@@ -146,7 +146,7 @@ def run_chip(cfg: dict, chip_cfg, out: str | Path | None = None, trace_path: str
         res.trace = chrome_trace(chip_cfg, results, summary["oracle_first"])
         res.files.append(io.write_text(json.dumps(res.trace), trace_path))
     if memory_map_cycle >= 0:
-        snap = memory_map.merge([r.memory_map for r in results])
+        snap = memory_map.merge_snapshots([r.memory_map for r in results])
         res.memory_map = memory_map.render(chip_cfg, snap, memory_map_cycle)
         where = Path(out) if out is not None else Path(".")
         res.files.append(io.write_text(res.memory_map, where / f"memory_map_{memory_map_cycle}.txt"))

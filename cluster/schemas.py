@@ -179,7 +179,7 @@ MAP_KERNELS = TableSchema(
         Column("kernel", pa.string(), "kernel name"),
         Column("kind", pa.string(), "gemm_weight, gemm, elementwise or elementwise2"),
         Column("phase", pa.string(), "fwd or bwd"),
-        Column("sharding", pa.string(), "dimension split over the TP group (outer, m, k, n, none)"),
+        Column("split_dim", pa.string(), "dimension split over the TP group (outer, m, k, n, none)"),
         Column("partition", pa.int32(), "partition (config) the kernel runs in"),
         Column("flop", pa.float64(), "FLOP per chip per graph pass"),
         Column("compute_seconds", pa.float64(), "compute time of the kernel alone, s"),

@@ -26,7 +26,7 @@ class KernelKind(str, Enum):
 
 
 class Dim(str, Enum):
-    """A kernel dimension: what a kernel is sharded or tiled along."""
+    """A kernel dimension: what a kernel is split or tiled along."""
 
     OUTER = "outer"
     M = "m"
@@ -38,9 +38,9 @@ class Dim(str, Enum):
 class CollectiveKind(str, Enum):
     """Collectives a kernel can carry; see mapping.collectives for how each is timed."""
 
-    ALL_REDUCE = "all_reduce"  # TP group, over the kernel's output shard
-    ALL_GATHER = "all_gather"  # TP group, over the kernel's output shard
-    ALL_TO_ALL = "all_to_all"  # TP group, over the kernel's output shard
+    ALL_REDUCE = "all_reduce"  # TP group, over the kernel's output slice
+    ALL_GATHER = "all_gather"  # TP group, over the kernel's output slice
+    ALL_TO_ALL = "all_to_all"  # TP group, over the kernel's output slice
     DP_ALL_REDUCE = "dp_all_reduce"  # gradient all-reduce over DP, once per batch
     GLOBAL_ALL_TO_ALL = "global_all_to_all"  # all chips of a copy; explicit total bytes
     BROADCAST = "broadcast"  # HPL panel broadcast along dimension 1; explicit bytes
@@ -178,7 +178,7 @@ def buffer_depths(graph: nx.DiGraph) -> list[int]:
     return [level[v] - level[u] + 1 for u, v in graph.edges]
 
 
-def validate(graph: nx.DiGraph) -> None:
+def validate_graph(graph: nx.DiGraph) -> None:
     """Raise GraphError listing every broken rule (cycles, sizes, operands, order)."""
     problems: list[str] = []
     word = graph.graph.get("word")
@@ -246,15 +246,15 @@ def from_dict(data: dict) -> nx.DiGraph:
         if missing:
             raise GraphError([f"tensor {td['from']} -> {td['to']} names unknown kernel(s) {missing}"])
         connect(graph, td["from"], td["to"], td.get("operand"))
-    validate(graph)
+    validate_graph(graph)
     return graph
 
 
-def save(graph: nx.DiGraph, path: str | Path) -> None:
+def save_graph(graph: nx.DiGraph, path: str | Path) -> None:
     Path(path).write_text(json.dumps(to_dict(graph), indent=1) + "\n")
 
 
-def load(path: str | Path) -> nx.DiGraph:
+def load_graph(path: str | Path) -> nx.DiGraph:
     return from_dict(json.loads(Path(path).read_text()))
 
 
@@ -277,5 +277,5 @@ def _kernel_from(d: dict) -> Kernel:
 __all__ = [
     "Collective", "CollectiveKind", "Dim", "GraphError", "Kernel", "KernelKind", "Tensor",
     "add_kernel", "buffer_depths", "connect", "edge_index", "from_dict", "kernel_of", "kernels",
-    "load", "new_graph", "save", "tensors", "to_dict", "topological_levels", "validate",
+    "load_graph", "new_graph", "save_graph", "tensors", "to_dict", "topological_levels", "validate_graph",
 ]

@@ -1,13 +1,13 @@
-"""Inter-chip pass: pick each kernel's sharding dimension to minimise collective bytes.
+"""Inter-chip pass: pick each kernel's split dimension to minimise collective bytes.
 
-Each kernel shards one of OUTER, M, K, N or NONE over the TP group; each tensor is
-produced in a layout (RR replicated, RS sharded on its 2nd dim, SR on its 1st) and
+Each kernel splits one of OUTER, M, K, N or NONE over the TP group; each tensor is
+produced in a layout (RR replicated, RS split on its 2nd dim, SR on its 1st) and
 required in one by its consumer. A mismatch costs the tensor's full size (RS/SR -> RR
-is an all-gather, RS <-> SR an all-to-all; RR -> anything is free) and sharding K
+is an all-gather, RS <-> SR an all-to-all; RR -> anything is free) and splitting K
 costs an all-reduce of the output. DFModel states this with products of layout
 indicators; here the product is linearised: with one produced layout active,
 ``cost_e >= produced_l - required_l`` for l in {RS, SR} is exact at the optimum.
-A second solve breaks ties towards sharding compute (fewest kernels left unsharded).
+A second solve breaks ties towards splitting compute (fewest kernels left unsplit).
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from mapping.milp import LinearModel
 RR, RS, SR = "RR", "RS", "SR"
 DIMS = (Dim.OUTER, Dim.M, Dim.K, Dim.N, Dim.NONE)
 
-# produced layout of a kernel's output, by its sharded dimension
+# produced layout of a kernel's output, by its split dimension
 PRODUCED = {Dim.OUTER: SR, Dim.M: SR, Dim.K: RR, Dim.N: RS, Dim.NONE: RR}
-# required layout of an input, by the consumer's role and sharded dimension (DFModel's rules)
+# required layout of an input, by the consumer's role and split dimension (DFModel's rules)
 _REQUIRED = {
     "weight_update": {Dim.OUTER: SR, Dim.M: SR, Dim.K: RS, Dim.N: SR, Dim.NONE: RR},  # K-tiled GEMMs
     "simd": {Dim.OUTER: SR, Dim.M: SR, Dim.K: RR, Dim.N: RS, Dim.NONE: RR},
@@ -35,7 +35,7 @@ _REQUIRED = {
 
 
 def required_layout(kernel: Kernel, operand: int, dim: Dim) -> str:
-    """Layout the consumer needs for the input ``operand`` when it shards ``dim``."""
+    """Layout the consumer needs for the input ``operand`` when it splits ``dim``."""
     if kernel.is_gemm and kernel.tiled is Dim.K:
         role = "weight_update"
     elif not kernel.is_gemm:
@@ -55,7 +55,7 @@ def edge_collective(produced: str, required: str) -> CollectiveKind | None:
 
 
 def allowed_dims(kernel: Kernel) -> list[Dim]:
-    """Dimensions a kernel may shard: not size 1, not the tiled one; weights must be split;
+    """Dimensions a kernel may split: not size 1, not the tiled one; weights must be split;
     batched GEMMs (outer > 1) split the batch."""
     if kernel.outer > 1:
         return [] if kernel.tiled is Dim.OUTER else [Dim.OUTER]
@@ -66,11 +66,11 @@ def allowed_dims(kernel: Kernel) -> list[Dim]:
 
 
 @dataclass(frozen=True)
-class Sharding:
+class SplitPlan:
     """The inter-chip answer: one dimension per kernel and the collectives it implies."""
 
     dims: tuple[Dim, ...]
-    kernel_collective: tuple[CollectiveKind | None, ...]  # all-reduce when K is sharded
+    kernel_collective: tuple[CollectiveKind | None, ...]  # all-reduce when K is split
     edge_collective: tuple[CollectiveKind | None, ...]  # per tensor, in graph edge order
     collective_bytes: float
     status: str
@@ -78,25 +78,25 @@ class Sharding:
     seconds: float
 
 
-class ShardingInfeasible(ValueError):
-    """No sharding satisfies the rules (e.g. a weight kernel with nothing left to split)."""
+class SplitInfeasible(ValueError):
+    """No split satisfies the rules (e.g. a weight kernel with nothing left to split)."""
 
 
-def unsharded(graph: nx.DiGraph) -> Sharding:
+def no_splits(graph: nx.DiGraph) -> SplitPlan:
     """Every kernel keeps its full size (schemes other than tensor parallelism)."""
     n, m = graph.number_of_nodes(), graph.number_of_edges()
-    return Sharding((Dim.NONE,) * n, (None,) * n, (None,) * m, 0.0, "optimal", 0.0, 0.0)
+    return SplitPlan((Dim.NONE,) * n, (None,) * n, (None,) * m, 0.0, "optimal", 0.0, 0.0)
 
 
-def shard(graph: nx.DiGraph, time_limit: float = 30.0) -> Sharding:
-    """Solve the sharding MILP (and the tie-break) for a tensor-parallel graph."""
+def choose_splits(graph: nx.DiGraph, time_limit: float = 30.0) -> SplitPlan:
+    """Solve the split MILP (and the tie-break) for a tensor-parallel graph."""
     ks = kernels(graph)
     _, edges = edge_index(graph)
     word = graph.graph["word"]
     allowed = [allowed_dims(k) for k in ks]
     for k, dims in zip(ks, allowed):
         if not dims:
-            raise ShardingInfeasible(f"kernel {k.name!r} has no dimension it may shard (weights must be split, "
+            raise SplitInfeasible(f"kernel {k.name!r} has no dimension it may split (weights must be split, "
                                      f"and its tiled dimension {k.tiled.value} cannot be)")
     model = LinearModel()
     var = {}  # (kernel, dim) -> column
@@ -117,8 +117,8 @@ def shard(graph: nx.DiGraph, time_limit: float = 30.0) -> Sharding:
                 model.add_row([mismatch[e], *prod, *req], [1.0] + [-1.0] * len(prod) + [1.0] * len(req), 0.0)
     first = model.solve(time_limit)
     if not first.has_solution:
-        raise ShardingInfeasible(f"sharding MILP: {first.status} {first.message}")
-    # tie-break: among byte-optimal shardings, leave the least work unsharded
+        raise SplitInfeasible(f"split MILP: {first.status} {first.message}")
+    # tie-break: among byte-optimal splits, leave the least work unsplit
     cost = np.array(model._cost)  # noqa: SLF001 - same module family, read once
     nz = np.flatnonzero(cost)
     model.add_row(nz, cost[nz], -np.inf, first.objective * (1 + 1e-9) + 0.5, name="optimal bytes")
@@ -137,5 +137,5 @@ def shard(graph: nx.DiGraph, time_limit: float = 30.0) -> Sharding:
     kernel_coll = tuple(CollectiveKind.ALL_REDUCE if d is Dim.K else None for d in chosen)
     total = sum(ks[i].output_bytes(word) for i, d in enumerate(chosen) if d is Dim.K)
     total += sum(ks[u].output_bytes(word) for (u, _), c in zip(edges, edge_coll) if c is not None)
-    return Sharding(chosen, kernel_coll, edge_coll, float(total), first.status, first.bound,
+    return SplitPlan(chosen, kernel_coll, edge_coll, float(total), first.status, first.bound,
                     first.seconds + second.seconds)

@@ -1,7 +1,7 @@
-"""Per-kernel and per-tensor constants for one parallelism candidate: shard sizes, compute,
+"""Per-kernel and per-tensor constants for one parallelism candidate: slice sizes, compute,
 memory and network seconds, SRAM and DRAM bytes. The result is a PartitionProblem.
 
-Shard sizes follow DFModel: M includes the outer (batch) dimension; the sharded
+Slice sizes follow DFModel: M includes the outer (batch) dimension; the split
 dimension is divided by its group (ceil); the tiled dimension is divided by the
 number of tiles; per-tile quantities are multiplied back by the tile count.
 """
@@ -16,7 +16,7 @@ import numpy as np
 
 from mapping import collectives as coll
 from mapping.graph import CollectiveKind, Dim, Kernel, buffer_depths, edge_index, kernels
-from mapping.interchip import Sharding
+from mapping.interchip import SplitPlan
 from mapping.parallelism import Candidate
 from mapping.partition import PartitionProblem
 from mapping.systems import LinkKind, Parallelism, System
@@ -43,7 +43,7 @@ class ExecutionModel:
 
 
 @dataclass(frozen=True)
-class KernelShard:
+class KernelSlice:
     """One kernel's per-chip, per-tile dimensions and tile count."""
 
     m: int
@@ -59,7 +59,7 @@ def _ceil(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def shard_kernel(kernel: Kernel, dim: Dim, scheme: Scheme, cand: Candidate, chips_per_copy: int) -> KernelShard:
+def slice_kernel(kernel: Kernel, dim: Dim, scheme: Scheme, cand: Candidate, chips_per_copy: int) -> KernelSlice:
     m, k, n = kernel.outer * kernel.m, kernel.k, kernel.n
     if scheme is Scheme.TENSOR_PARALLEL:
         if dim in (Dim.OUTER, Dim.M):
@@ -80,7 +80,7 @@ def shard_kernel(kernel: Kernel, dim: Dim, scheme: Scheme, cand: Candidate, chip
         tiles = min(cand.num_tiles, extent)
         per_tile = _ceil(extent, tiles)
         m, k, n = (per_tile if tiled == "m" else m, per_tile if tiled == "k" else k, per_tile if tiled == "n" else n)
-    return KernelShard(m, k, n, tiles)
+    return KernelSlice(m, k, n, tiles)
 
 
 def hpl_grid(sizes: tuple[int, ...]) -> tuple[int, int]:
@@ -92,7 +92,7 @@ def hpl_grid(sizes: tuple[int, ...]) -> tuple[int, int]:
     return sizes[0] * sizes[1], sizes[2]
 
 
-def core_options(kernel: Kernel, s: KernelShard, width: int, height: int, cores: int,
+def core_options(kernel: Kernel, s: KernelSlice, width: int, height: int, cores: int,
                  frequency: float) -> tuple[np.ndarray, np.ndarray]:
     """Pareto (cores, seconds) of the lanes x stages model for core budgets 1, 2, 4, ..., all.
 
@@ -136,7 +136,7 @@ def _dp_link(system: System, scheme: Scheme) -> tuple[LinkKind, float]:
 
 
 def network_seconds(graph: nx.DiGraph, workload: Workload, system: System, cand: Candidate,
-                    sharding: Sharding, shards: list[KernelShard], all_reduce_passes: int = 1) -> np.ndarray:
+                    splits: SplitPlan, slices: list[KernelSlice], all_reduce_passes: int = 1) -> np.ndarray:
     """(kernels, channels) seconds of collectives, charged to the partition of the kernel
     that issues them (for a layout change: the tensor's producer)."""
     ks = kernels(graph)
@@ -152,19 +152,19 @@ def network_seconds(graph: nx.DiGraph, workload: Workload, system: System, cand:
     def tp_time(kind: CollectiveKind, i: int) -> float:
         if tp_dim is None:
             return 0.0
-        s = shards[i]
-        per_tile = s.m * s.n * word  # DFModel: per-tile output shard, times the tile count
+        s = slices[i]
+        per_tile = s.m * s.n * word  # DFModel: per-tile output slice, times the tile count
         passes = all_reduce_passes if kind is CollectiveKind.ALL_REDUCE else 1
         return passes * per_tile * s.tiles * coll.seconds_per_byte(kind, tp_dim.kind, cand.tp, tp_dim.link_bandwidth)
 
     for i, kernel in enumerate(ks):
-        if sharding.kernel_collective[i] is not None:
-            out[i, 0] += tp_time(sharding.kernel_collective[i], i)
+        if splits.kernel_collective[i] is not None:
+            out[i, 0] += tp_time(splits.kernel_collective[i], i)
         for c in kernel.collectives:
             if c.kind in TP_KINDS:
                 out[i, 0] += tp_time(c.kind, i)
             elif c.kind is CollectiveKind.DP_ALL_REDUCE:
-                grad = shards[i].m * shards[i].n * word / cand.num_micro_batches  # amortised per micro-batch
+                grad = slices[i].m * slices[i].n * word / cand.num_micro_batches  # amortised per micro-batch
                 out[i, 0] += all_reduce_passes * grad * coll.seconds_per_byte(c.kind, dp_kind, cand.dp, dp_bw)
             elif c.kind is CollectiveKind.GLOBAL_ALL_TO_ALL:
                 out[i, 0] += coll.global_all_to_all_seconds(c.bytes, system.shape, sizes, bws, chips)
@@ -177,40 +177,40 @@ def network_seconds(graph: nx.DiGraph, workload: Workload, system: System, cand:
                 out[i, 0] += p2p
                 out[i, 1] += bcast
     _, edges = edge_index(graph)
-    for (u, _), kind in zip(edges, sharding.edge_collective):
+    for (u, _), kind in zip(edges, splits.edge_collective):
         if kind is not None:
             out[u, 0] += tp_time(kind, u)
     return out
 
 
-def build_problem(workload: Workload, system: System, cand: Candidate, sharding: Sharding,
-                  model: ExecutionModel) -> tuple[PartitionProblem, list[KernelShard]]:
+def partition_problem(workload: Workload, system: System, cand: Candidate, splits: SplitPlan,
+                  model: ExecutionModel) -> tuple[PartitionProblem, list[KernelSlice]]:
     """Reduce one candidate to the constants of the partition problem."""
     graph = workload.graph
     ks = kernels(graph)
     chip = system.chip
     word = graph.graph["word"]
     chips_per_copy = system.chips // workload.copies
-    shards = [shard_kernel(k, d, workload.scheme, cand, chips_per_copy) for k, d in zip(ks, sharding.dims)]
+    slices = [slice_kernel(k, d, workload.scheme, cand, chips_per_copy) for k, d in zip(ks, splits.dims)]
     names, edge_list = edge_index(graph)
     edges = np.array(edge_list, dtype=np.int64).reshape(-1, 2)
-    out_tile = np.array([s.m * s.n * word for s in shards], dtype=float)
-    tiles = np.array([s.tiles for s in shards], dtype=float)
-    flop = np.array([s.flop(k) * s.tiles for k, s in zip(ks, shards)])
+    out_tile = np.array([s.m * s.n * word for s in slices], dtype=float)
+    tiles = np.array([s.tiles for s in slices], dtype=float)
+    flop = np.array([s.flop(k) * s.tiles for k, s in zip(ks, slices)])
     compute = flop / (model.utilization * chip.peak_flops)
     options = None
     if model.detailed_compute:
         options = tuple(core_options(k, s, chip.width, chip.height, chip.cores, chip.frequency)
-                        for k, s in zip(ks, shards))
-    weight = np.array([s.m * s.k * word if k.has_weight else 0.0 for k, s in zip(ks, shards)])
-    weight_full = np.array([w * (s.tiles if k.tiled is Dim.K else 1) for k, s, w in zip(ks, shards, weight)])
+                        for k, s in zip(ks, slices))
+    weight = np.array([s.m * s.k * word if k.has_weight else 0.0 for k, s in zip(ks, slices)])
+    weight_full = np.array([w * (s.tiles if k.tiled is Dim.K else 1) for k, s, w in zip(ks, slices, weight)])
     u = edges[:, 0]
     depth = np.array(buffer_depths(graph), dtype=float)
     mb = cand.micro_batch
     problem = PartitionProblem(
         names=tuple(names), edges=edges, backward=np.array([k.phase == "bwd" for k in ks]),
         compute=compute, core_options=options,
-        network=network_seconds(graph, workload, system, cand, sharding, shards, model.all_reduce_passes),
+        network=network_seconds(graph, workload, system, cand, splits, slices, model.all_reduce_passes),
         kernel_memory=np.array([k.extra_dram_bytes for k in ks]) / chip.dram_bandwidth,
         weight_sram=weight,
         spill=out_tile[u] * tiles[u] / chip.dram_bandwidth,
@@ -223,4 +223,4 @@ def build_problem(workload: Workload, system: System, cand: Candidate, sharding:
         split_phases=workload.training and not model.kernel_by_kernel,
         stream_weights=model.stream_weights,
     )
-    return problem, shards
+    return problem, slices

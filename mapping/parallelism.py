@@ -1,7 +1,7 @@
 """Degrees of parallelism: enumerate TP x PP x DP (x copies) over the topology's dimensions,
 with micro-batch and tile sizes, and the end-to-end time multiplier each implies.
 
-With these fixed outside the MILP every shard size is a constant, so the intra-chip
+With these fixed outside the MILP every slice size is a constant, so the intra-chip
 problem stays linear (DFModel instead multiplies them inside a non-convex model).
 """
 

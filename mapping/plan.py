@@ -14,7 +14,7 @@ class KernelPlan:
     name: str
     kind: str
     phase: str
-    sharding: str  # dimension split over the TP group (none when unsharded)
+    split_dim: str  # dimension split over the TP group (none when unsplit)
     partition: int
     flop: float  # per chip, per graph pass (all tiles)
     compute_seconds: float  # roofline or detailed time of the kernel alone

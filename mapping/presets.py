@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 
 from mapping.solver import MappingProblem
-from mapping.specs import build_problem
+from mapping.specs import problem_from_spec
 
 GB = 1e9
 R, SW = "r", "sw"
@@ -116,4 +116,4 @@ def preset_spec(name: str) -> dict:
 
 
 def preset(name: str) -> MappingProblem:
-    return build_problem(preset_spec(name))
+    return problem_from_spec(preset_spec(name))

@@ -1,4 +1,4 @@
-"""The mapper: inter-chip sharding, then for every parallelism candidate the partition
+"""The mapper: inter-chip tensor splits, then for every parallelism candidate the partition
 problem (exact evaluation, heuristic incumbent, MILP), pruned by bounds and dominance.
 
 End-to-end time per batch (DFModel): ``multiplier * sum_c T_c + p2p`` with the
@@ -18,9 +18,9 @@ import numpy as np
 from mapping.cost import system_cost, system_power
 from mapping.graph import kernels
 from mapping.heuristics import heuristic
-from mapping.interchip import Sharding, ShardingInfeasible, shard, unsharded
+from mapping.interchip import SplitInfeasible, SplitPlan, choose_splits, no_splits
 from mapping.intrachip import solve_partitions
-from mapping.kernel_costs import ExecutionModel, KernelShard, build_problem
+from mapping.kernel_costs import ExecutionModel, KernelSlice, partition_problem
 from mapping.parallelism import Candidate, candidates, check_network
 from mapping.partition import Evaluation, PartitionProblem, evaluate, time_lower_bound
 from mapping.plan import KernelPlan, MappingPlan, PartitionPlan
@@ -45,7 +45,7 @@ class MappingProblem:
 class _Outcome:
     cand: Candidate
     problem: PartitionProblem
-    shards: list[KernelShard]
+    slices: list[KernelSlice]
     lower: float  # seconds per batch, cheap bound
     bound: float = math.inf  # proven, seconds per batch
     best: Evaluation | None = None
@@ -84,7 +84,7 @@ def diagnose(problem: PartitionProblem, time_limit: float = 10.0) -> str:
     if not p.stream_weights:
         k = int(np.argmax(p.weight_sram))
         if p.weight_sram[k] > p.sram_capacity:
-            return (f"SRAM capacity: the weight shard of kernel {p.names[k]} ({p.weight_sram[k]:.4g} B) fits in "
+            return (f"SRAM capacity: the weight slice of kernel {p.names[k]} ({p.weight_sram[k]:.4g} B) fits in "
                     f"no partition ({p.sram_capacity:.4g} B of SRAM)")
     if p.kernel_by_kernel:
         return evaluate(p, np.arange(p.n)).violations[0]
@@ -143,17 +143,17 @@ def map_workload(workload: Workload, system: System, model: ExecutionModel | Non
     if problems:
         return infeasible("; ".join(problems))
     try:
-        sharding = shard(workload.graph) if workload.scheme is Scheme.TENSOR_PARALLEL else unsharded(workload.graph)
-    except ShardingInfeasible as exc:
-        return infeasible(f"sharding: {exc}")
+        splits = choose_splits(workload.graph) if workload.scheme is Scheme.TENSOR_PARALLEL else no_splits(workload.graph)
+    except SplitInfeasible as exc:
+        return infeasible(f"tensor split: {exc}")
     cands, skipped = candidates(workload, system)
     if not cands:
         return infeasible("; ".join(skipped) or "no parallelism candidate")
     outcomes = []
     for cand in cands:
-        problem, shards = build_problem(workload, system, cand, sharding, model)
+        problem, slices = partition_problem(workload, system, cand, splits, model)
         lower = cand.multiplier * time_lower_bound(problem) + cand.p2p_seconds
-        outcomes.append(_Outcome(cand, problem, shards, lower))
+        outcomes.append(_Outcome(cand, problem, slices, lower))
     outcomes.sort(key=lambda o: (o.lower, o.cand.tile_size, o.cand.micro_batch))
     best: _Outcome | None = None
     solved: list[_Outcome] = []
@@ -178,10 +178,10 @@ def map_workload(workload: Workload, system: System, model: ExecutionModel | Non
         first = min(solved, key=lambda o: o.lower) if solved else outcomes[0]
         return infeasible(first.reason or first.status, candidates=len(outcomes), pruned=pruned)
     lower = min([best.value] + [o.bound for o in solved])
-    return _plan(workload, system, sharding, best, lower, seconds, len(outcomes), pruned, gap, base)
+    return _plan(workload, system, splits, best, lower, seconds, len(outcomes), pruned, gap, base)
 
 
-def _plan(workload: Workload, system: System, sharding: Sharding, o: _Outcome, lower: float,
+def _plan(workload: Workload, system: System, splits: SplitPlan, o: _Outcome, lower: float,
           seconds: float, n_cand: int, pruned: int, gap: float, base: dict) -> MappingPlan:
     p, ev, cand = o.problem, o.best, o.cand
     ks = kernels(workload.graph)
@@ -192,12 +192,12 @@ def _plan(workload: Workload, system: System, sharding: Sharding, o: _Outcome, l
     kernel_rows = []
     for i, k in enumerate(ks):
         coll = [c.kind.value for c in k.collectives]
-        if sharding.kernel_collective[i] is not None:
-            coll.insert(0, sharding.kernel_collective[i].value)
+        if splits.kernel_collective[i] is not None:
+            coll.insert(0, splits.kernel_collective[i].value)
         alone = p.compute[i] if p.core_options is None else float(p.core_options[i][1].min())
         kernel_rows.append(KernelPlan(
-            k.name, k.kind.value, k.phase, sharding.dims[i].value, int(ev.assignment[i]),
-            o.shards[i].flop(k) * o.shards[i].tiles, float(alone), float(p.network[i].sum()),
+            k.name, k.kind.value, k.phase, splits.dims[i].value, int(ev.assignment[i]),
+            o.slices[i].flop(k) * o.slices[i].tiles, float(alone), float(p.network[i].sum()),
             float(p.weight_sram[i]), bool(ev.streamed[i]), ",".join(coll)))
     parts = tuple(
         PartitionPlan(c, tuple(p.names[k] for k in np.flatnonzero(ev.assignment == c)),
@@ -214,7 +214,7 @@ def _plan(workload: Workload, system: System, sharding: Sharding, o: _Outcome, l
         seconds_per_batch=total, lower_bound_seconds=lower, gap=rel_gap,
         utilization=flop / (total * system.chips * system.chip.peak_flops),
         cost=system_cost(sized, workload.copies).total, power=system_power(sized, workload.copies).total,
-        p2p_seconds=cand.p2p_seconds, collective_bytes=sharding.collective_bytes, dram_bytes=ev.dram_peak,
+        p2p_seconds=cand.p2p_seconds, collective_bytes=splits.collective_bytes, dram_bytes=ev.dram_peak,
         solver_seconds=seconds, candidates=n_cand, pruned=pruned,
         kernels=tuple(kernel_rows), partitions=parts,
     )

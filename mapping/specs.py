@@ -10,7 +10,7 @@ import math
 from dataclasses import replace
 
 from mapping import generators as gen
-from mapping.graph import load as load_graph
+from mapping.graph import load_graph
 from mapping.kernel_costs import ExecutionModel
 from mapping.solver import MappingProblem
 from mapping.systems import LinkKind, NetworkDim, Parallelism, Prices, System, chip
@@ -81,7 +81,7 @@ def build_model(spec: dict) -> ExecutionModel:
     )
 
 
-def build_problem(spec: dict) -> MappingProblem:
+def problem_from_spec(spec: dict) -> MappingProblem:
     mapping = spec.get("mapping", {})
     return MappingProblem(build_workload(spec["workload"]), build_system(spec["system"]), build_model(mapping),
                           float(mapping.get("time_limit", 60.0)), float(mapping.get("gap", 1e-3)))

@@ -1,4 +1,4 @@
-"""A workload: a dataflow graph plus how it is repeated, batched and sharded across chips."""
+"""A workload: a dataflow graph plus how it is repeated, batched and split across chips."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ from enum import Enum
 
 import networkx as nx
 
-from mapping.graph import validate
+from mapping.graph import validate_graph
 
 
 class Scheme(str, Enum):
     """How the chips of one copy share the work (DFModel treats each family its own way)."""
 
-    TENSOR_PARALLEL = "tensor_parallel"  # TP/PP/DP; sharding from the inter-chip pass (LLMs)
+    TENSOR_PARALLEL = "tensor_parallel"  # TP/PP/DP; tensor splits from the inter-chip pass (LLMs)
     DATA_PARALLEL = "data_parallel"  # every chip runs the whole graph on its own batch (DLRM)
     FFT = "fft"  # the N dimension of every kernel split over all chips of a copy
     HPL = "hpl"  # 2-D block layout: M over dimension 0, K over dimension 1
@@ -42,7 +42,7 @@ class Workload:
     resident_dram_bytes: float = 0.0  # data spread over the chips of a copy (HPL matrix, tables)
 
     def __post_init__(self):
-        validate(self.graph)
+        validate_graph(self.graph)
         for key in ("layers", "layers_in_graph", "global_batch", "tiled_extent", "copies"):
             if getattr(self, key) < 1:
                 raise ValueError(f"workload {self.name}: {key} must be >= 1")

@@ -12,10 +12,10 @@ BACKENDS = ("local", "ray")
 
 
 @dataclass
-class Outcome:
+class RunOutcome:
     """What a backend hands back after a run."""
 
-    reports: list  # one model report per shard (ShardReport for the NoC)
+    reports: list  # one model report per shard (NocReport for the NoC)
     epochs: int
     end_cycle: int  # end of the last epoch
     saturated: bool  # the stop rule cut the run off at its horizon
@@ -27,13 +27,13 @@ class Outcome:
 
 def noc_model(params, regions):
     from cluster.coordinator import NocModel
-    from cluster.partition import owner_map
+    from cluster.regions import owner_map
 
     return NocModel(params, owner_map(regions, params.rows, params.cols))
 
 
 def run_backend(name: str, params, regions, epoch: int, address: str | None = None, progress=None,
-                model=None) -> Outcome:
+                model=None) -> RunOutcome:
     if name == "local":
         from cluster.backends.local import run_local
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import time
 
-from cluster.backends import Outcome, noc_model
+from cluster.backends import RunOutcome, noc_model
 from cluster.coordinator import meta_after, next_window
 
 
-def run_local(params, regions, epoch: int, progress=None, model=None) -> Outcome:
+def run_local(params, regions, epoch: int, progress=None, model=None) -> RunOutcome:
     """Run ``model`` (default: the NoC under ``params``' synthetic traffic) on ``regions``."""
     start = time.perf_counter()
     model = model or noc_model(params, regions)
@@ -38,4 +38,4 @@ def run_local(params, regions, epoch: int, progress=None, model=None) -> Outcome
         t0, t1 = next_window(metas, epoch)
     wall = time.perf_counter() - start
     transit = model.in_transit(inbound) if n > 1 else 0
-    return Outcome([model.report(s) for s in shards], epochs, t1, stop.saturated, wall, wall - advancing, transit)
+    return RunOutcome([model.report(s) for s in shards], epochs, t1, stop.saturated, wall, wall - advancing, transit)

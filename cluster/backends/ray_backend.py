@@ -22,7 +22,7 @@ import resource
 import time
 
 from cluster import wire
-from cluster.backends import Outcome, noc_model
+from cluster.backends import RunOutcome, noc_model
 from cluster.coordinator import EpochMeta, meta_after, next_window
 from cluster.ray_env import cluster_cpus, init_ray
 
@@ -89,7 +89,7 @@ def _compile_round(actors, rounds: int):
 
 
 def run_ray(params, regions, epoch: int, address=None, progress=None, compiled: bool = False,
-            model=None) -> Outcome:
+            model=None) -> RunOutcome:
     """Run ``model`` (default: the NoC under ``params``' synthetic traffic) with one actor per region."""
     ray = init_ray(address)
     start = time.perf_counter()
@@ -126,6 +126,6 @@ def run_ray(params, regions, epoch: int, address=None, progress=None, compiled: 
     transit = 0  # actors took their last inbound traffic into their calendars when they stopped
     _, _, _, epochs, saturated, end = results[0]
     busy = max(r[1] for r in results)
-    return Outcome([r[0] for r in results], epochs, end, saturated, wall, wall - busy, transit,
+    return RunOutcome([r[0] for r in results], epochs, end, saturated, wall, wall - busy, transit,
                    extra={"peak_rss_bytes": max(r[2] for r in results), "chaining": mode,
                           "shard_busy_seconds": [r[1] for r in results]})

@@ -89,7 +89,7 @@ def write_results(plan: MappingPlan, cfg: dict, out: Path) -> None:
     k = plan.kernels
     write_parquet(MAP_KERNELS.build({
         "kernel": [x.name for x in k], "kind": [x.kind for x in k], "phase": [x.phase for x in k],
-        "sharding": [x.sharding for x in k], "partition": [x.partition for x in k], "flop": [x.flop for x in k],
+        "split_dim": [x.split_dim for x in k], "partition": [x.partition for x in k], "flop": [x.flop for x in k],
         "compute_seconds": [x.compute_seconds for x in k], "network_seconds": [x.network_seconds for x in k],
         "weight_bytes": [x.weight_bytes for x in k], "streamed": [x.streamed for x in k],
         "collectives": [x.collectives for x in k]}, meta), out / "map_kernels.parquet")

@@ -28,7 +28,7 @@ class SystemFailure(Exception):
 
 
 @dataclass
-class Outcome:
+class PointOutcome:
     """What a point's task returns to the driver."""
 
     status: str
@@ -71,26 +71,26 @@ def is_system_failure(exc: BaseException) -> bool:
     return isinstance(exc, (rx.RayError, SystemFailure))
 
 
-def run_point(command: str, config: dict) -> Outcome:
+def run_point(command: str, config: dict) -> PointOutcome:
     """Body of a point's Ray task: run the command's job and return its tables or its error."""
     import ray
 
     return job_outcome(command, config, ray.get_runtime_context().get_node_id())
 
 
-def job_outcome(command: str, config: dict, node: str | None) -> Outcome:
+def job_outcome(command: str, config: dict, node: str | None) -> PointOutcome:
     """Run one point's job here; its own exceptions become an error outcome."""
     from cluster.sweep.commands import get
 
     start = time.perf_counter()
     try:
         tables = get(command).job(config)
-        return Outcome(STATUS_OK, tables, node, time.perf_counter() - start)
+        return PointOutcome(STATUS_OK, tables, node, time.perf_counter() - start)
     except Exception as exc:  # noqa: BLE001 - a point's own failure is data, not a crash
         if is_system_failure(exc):
             raise SystemFailure(f"{type(exc).__name__}: {exc}") from exc
         message = str(exc).strip() or type(exc).__name__
-        return Outcome(STATUS_ERROR, {}, node, time.perf_counter() - start,
+        return PointOutcome(STATUS_ERROR, {}, node, time.perf_counter() - start,
                        f"{type(exc).__name__}: {message}", tb.format_exc())
 
 
@@ -149,7 +149,7 @@ class Executor:
             except Exception:  # noqa: BLE001 - already gone with its node
                 pass
 
-    def run(self, points: list[Point], done: Callable[[Point, Outcome | None, PointRun], None],
+    def run(self, points: list[Point], done: Callable[[Point, PointOutcome | None, PointRun], None],
             tick: Callable[[], None] = lambda: None) -> None:
         """Run every point; call ``done(point, outcome, run)`` once per point, as it finishes."""
         queue = deque(_Flight(p, 1) for p in points)
@@ -199,7 +199,7 @@ class InProcessExecutor:
     def __init__(self, command: str):
         self.command = command
 
-    def run(self, points: list[Point], done: Callable[[Point, Outcome | None, PointRun], None],
+    def run(self, points: list[Point], done: Callable[[Point, PointOutcome | None, PointRun], None],
             tick: Callable[[], None] = lambda: None) -> None:
         for point in points:
             o = job_outcome(self.command, point.config, "in-process")

@@ -35,7 +35,7 @@ def segment_value(value) -> str:
 
 
 @dataclass(frozen=True)
-class Layout:
+class DatasetLayout:
     root: Path  # the --out directory
     name: str  # the sweep name
     partition_by: tuple[str, ...] = ()  # dotted config paths

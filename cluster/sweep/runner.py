@@ -16,7 +16,7 @@ from pathlib import Path
 
 from cluster import schemas
 from cluster.progress import Progress
-from cluster.sweep.layout import Layout
+from cluster.sweep.layout import DatasetLayout
 from cluster.sweep.manifest import DONE, FAILED, PENDING, Manifest, PointEntry, RunEntry, now
 from cluster.sweep.plan import SweepPlan
 from cluster.sweep.points import Point
@@ -38,7 +38,7 @@ class SweepSummary:
     seconds: float
 
 
-def _manifest(plan: SweepPlan, layout: Layout, store: Store, stored: dict[str, str]) -> Manifest:
+def _manifest(plan: SweepPlan, layout: DatasetLayout, store: Store, stored: dict[str, str]) -> Manifest:
     spec = plan.spec
     old = Manifest.load(layout.manifest) if layout.manifest.is_file() else None
     m = Manifest(
@@ -66,7 +66,7 @@ def run_sweep(plan: SweepPlan, out: str | Path, address: str | None = None, max_
               quiet: bool = False, retry_failed: bool = False, in_process: bool = False) -> SweepSummary:
     """Run the plan's missing points into ``out``; ``in_process`` runs them here, one by one, without Ray."""
     start = time.perf_counter()
-    layout = Layout(Path(out), plan.spec.name, plan.spec.partition_by)
+    layout = DatasetLayout(Path(out), plan.spec.name, plan.spec.partition_by)
     store = Store(plan, layout)
     store.remove_orphans()
     stored = {p.id: s for p in plan.points if (s := store.existing(p)) is not None}
@@ -95,7 +95,7 @@ def run_sweep(plan: SweepPlan, out: str | Path, address: str | None = None, max_
                         run.computed, counts[FAILED], time.perf_counter() - start)
 
 
-def _execute(plan, todo, store: Store, manifest: Manifest, run: RunEntry, layout: Layout, address,
+def _execute(plan, todo, store: Store, manifest: Manifest, run: RunEntry, layout: DatasetLayout, address,
              max_concurrency, quiet, log, in_process) -> None:
     from cluster.sweep.execute import Executor, InProcessExecutor
 

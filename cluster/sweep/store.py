@@ -15,7 +15,7 @@ import pyarrow as pa
 from cluster import io
 from cluster.config.schema import get_path
 from cluster.sweep.commands import pick_result
-from cluster.sweep.layout import Layout
+from cluster.sweep.layout import DatasetLayout
 from cluster.sweep.plan import SweepPlan
 from cluster.sweep.points import Point
 from cluster.sweep.records import (STATUS_ERROR, STATUS_OK, SWEEP_FIELDS, PointRun, decorate, error_table,
@@ -27,7 +27,7 @@ ORPHAN_AGE_SECONDS = 300.0  # a temporary file lives for the milliseconds of one
 class Store:
     """The point files of one sweep."""
 
-    def __init__(self, plan: SweepPlan, layout: Layout):
+    def __init__(self, plan: SweepPlan, layout: DatasetLayout):
         self.plan = plan
         self.layout = layout
         self.result_schema: pa.Schema | None = plan.command.result_schema()

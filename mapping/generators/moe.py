@@ -2,7 +2,7 @@
 
 Attention as in the dense layer, then a router GEMM and top-k gate, an all-to-all
 dispatch of token copies to E experts, the experts' FFNs batched in ``outer`` (so
-sharding OUTER is expert parallelism), and an all-to-all combine. Each expert
+splitting OUTER is expert parallelism), and an all-to-all combine. Each expert
 receives ``ceil(seq * top_k * capacity_factor / E)`` token slots.
 """
 

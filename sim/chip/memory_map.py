@@ -9,10 +9,10 @@ bytes, the largest free region and the buffer count.
 
 from __future__ import annotations
 
-from sim.chip.spec import layout, unit_name
+from sim.chip.spec import unit_layout, unit_name
 
 
-def merge(snapshots: list[dict | None]) -> dict:
+def merge_snapshots(snapshots: list[dict | None]) -> dict:
     out = {"cycle": None, "mus": {}}
     for s in snapshots:
         if s:
@@ -37,7 +37,7 @@ def _runs(block_map) -> list[tuple[int, int, int, int, int]]:
 
 def render(cfg, snap: dict, requested: int) -> str:
     spec = cfg.spec
-    lay = layout(spec)
+    lay = unit_layout(spec)
     cap = spec.mu_bytes
     policy = cfg.policy.policy
     head = f"Memory map at cycle {requested} (policy {policy}"

@@ -1,9 +1,9 @@
 """What a chip shard hands back after a run, and the run's figures from all shards.
 
 ``shard_result`` turns a finished ChipShard into plain arrays and dicts (cheap to send
-from a Ray actor); ``summarize`` merges every shard's result into the run summary
+from a Ray actor); ``summarize_chip`` merges every shard's result into the run summary
 and the per-MU, per-buffer and per-link tables. Everything here is a pure function of
-the shard results, merged in a canonical order, so the figures (and ``result_hash``)
+the shard results, merged in a canonical order, so the figures (and the result hash)
 are the same for any shard count and backend.
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sim.chip import messages as m
-from sim.chip.spec import layout
+from sim.chip.spec import unit_layout
 from sim.memory import oracle
 from sim.noc.topology import DIRECTION, LOCAL, Grid
 
@@ -127,10 +127,10 @@ def link_loads(cfg, routes: np.ndarray) -> dict:
             "direction": [DIRECTION[i] for i in port.tolist()], "flits": load[src, port]}
 
 
-def summarize(cfg, results: list[ShardResult]) -> tuple[dict, dict]:
+def summarize_chip(cfg, results: list[ShardResult]) -> tuple[dict, dict]:
     """(summary row, {table name: columns}) of a run from every shard's result."""
     spec = cfg.spec
-    lay = layout(spec)
+    lay = unit_layout(spec)
     n_mu = len(lay.mus)
     cap = n_mu * spec.mu_bytes
     end = max(r.end_cycle for r in results) + 1
@@ -142,7 +142,7 @@ def summarize(cfg, results: list[ShardResult]) -> tuple[dict, dict]:
     for r in results:
         for k, v in r.waits.items():
             waits[k] = waits.get(k, 0) + v
-    verdict = oracle.check(oracle.merge([r.oracle_log for r in results]))
+    verdict = oracle.check_log(oracle.merge_logs([r.oracle_log for r in results]))
     mem_log = np.concatenate([r.mem_log for r in results]) if results else np.zeros((0, 4), dtype=np.int64)
     uc, uv = memory_curve(mem_log, 2)
     rc, rv = memory_curve(mem_log, 3)
@@ -191,7 +191,7 @@ def summarize(cfg, results: list[ShardResult]) -> tuple[dict, dict]:
         "mu_series": _mu_series(cfg, lay, mem_log, end),
         "links": _links(cfg, results, end),
     }
-    summary["result_hash"] = result_hash(results, summary)
+    summary["result_hash"] = chip_result_hash(results, summary)
     summary["oracle_first"] = verdict.first
     return summary, tables
 
@@ -245,14 +245,14 @@ def _links(cfg, results, end: int) -> dict:
     return cols
 
 
-def result_hash(results, summary: dict) -> str:
+def chip_result_hash(results, summary: dict) -> str:
     """sha256 over every message delivery (id, destination, cycle), the oracle log, the
     buffer life table, the workload records and the summary's integer figures."""
     h = hashlib.sha256()
     dl = np.concatenate([r.deliveries for r in results])
     dl = dl[np.lexsort((dl[:, 2], dl[:, 1], dl[:, 0]))] if len(dl) else dl
     h.update(dl.astype("<i8").tobytes())
-    h.update(oracle.merge([r.oracle_log for r in results]).astype("<i8").tobytes())
+    h.update(oracle.merge_logs([r.oracle_log for r in results]).astype("<i8").tobytes())
     h.update(repr(sorted(row for r in results for row in r.life)).encode())
     h.update(repr(sorted(rec for r in results for rec in r.records)).encode())
     ints = {k: v for k, v in summary.items() if isinstance(v, (int, str, dict)) and not isinstance(v, bool)}

@@ -34,7 +34,7 @@ from sim.chip import messages as m
 from sim.chip.config import NI_LATENCY
 from sim.chip.dram import DramUnit
 from sim.chip.memory_unit import MemoryUnit
-from sim.chip.spec import CU, MU, layout
+from sim.chip.spec import CU, MU, unit_layout
 from sim.chip.units import ComputeUnit
 from sim.memory import oracle
 from sim.network import NETWORKS, NetBoundary
@@ -71,7 +71,7 @@ class ChipShard:
         self.cfg = cfg
         self.region = region
         spec = cfg.spec
-        self.lay = lay = layout(spec)
+        self.lay = lay = unit_layout(spec)
         self.tiles = spec.tiles
         network = NETWORKS.get(cfg.network)
         self.net = network(cfg.noc, region, record_ejections=True, measure=False)

@@ -85,7 +85,7 @@ PRESETS = {
 
 
 @dataclass(frozen=True)
-class Layout:
+class UnitLayout:
     """Where every unit is: kind and tile of each unit id, and the ids of each kind."""
 
     kind: np.ndarray  # per unit: CU, MU or DRAM
@@ -99,7 +99,7 @@ class Layout:
         return len(self.kind)
 
 
-def layout(spec: ChipSpec) -> Layout:
+def unit_layout(spec: ChipSpec) -> UnitLayout:
     rows, cols = spec.rows, spec.cols
     tiles = np.arange(spec.tiles)
     r, c = tiles // cols, tiles % cols
@@ -108,9 +108,9 @@ def layout(spec: ChipSpec) -> Layout:
     all_kind = np.concatenate([kind, np.full(len(edge), DRAM)])
     all_tile = np.concatenate([tiles, edge])
     ids = np.arange(len(all_kind))
-    return Layout(all_kind, all_tile, ids[all_kind == CU], ids[all_kind == MU], ids[all_kind == DRAM])
+    return UnitLayout(all_kind, all_tile, ids[all_kind == CU], ids[all_kind == MU], ids[all_kind == DRAM])
 
 
-def unit_name(spec: ChipSpec, lay: Layout, uid: int) -> str:
+def unit_name(spec: ChipSpec, lay: UnitLayout, uid: int) -> str:
     t = int(lay.tile[uid])
     return f"{KIND_NAMES[int(lay.kind[uid])]} ({t // spec.cols},{t % spec.cols})"

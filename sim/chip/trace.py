@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.chip.spec import KIND_NAMES, layout, unit_name
+from sim.chip.spec import KIND_NAMES, unit_layout, unit_name
 
 
 def chrome_trace(cfg, results, violations: list, limit: int = 1_000_000) -> dict:
     spec = cfg.spec
-    lay = layout(spec)
+    lay = unit_layout(spec)
     us = 1e6 / spec.clock_hz
     raw = sorted((ev for r in results for ev in r.trace), key=lambda e: (e[4], e[1], e[2]))
     events = []

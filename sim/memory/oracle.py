@@ -5,7 +5,7 @@ meant to keep the MU's counts right: an MU logs ALLOC (the requester now holds t
 reference), every FREE it performs, and every ACCESS it serves with a reference whose
 allocation is no longer the one behind that buffer id; a holder logs COPY when it hands
 a reference to another unit and DROP when it lets one go. Each shard keeps its own
-log; ``check`` merges them in a fixed order (cycle, holders before MUs, unit, the
+log; ``merge_logs`` puts them in a fixed order (cycle, holders before MUs, unit, the
 unit's own sequence), so the verdict is the same for any shard count.
 
 Verdicts: ``use_after_free`` counts operations on a freed allocation;
@@ -45,7 +45,7 @@ class Verdict:
         return self.use_after_free + self.double_free + self.premature_free
 
 
-def merge(logs: list[np.ndarray]) -> np.ndarray:
+def merge_logs(logs: list[np.ndarray]) -> np.ndarray:
     """Concatenate per-shard [n, 6] logs and sort them into the canonical order."""
     logs = [a for a in logs if len(a)]
     if not logs:
@@ -54,7 +54,7 @@ def merge(logs: list[np.ndarray]) -> np.ndarray:
     return a[np.lexsort((a[:, 3], a[:, 2], a[:, 1], a[:, 0]))]
 
 
-def check(log: np.ndarray) -> Verdict:
+def check_log(log: np.ndarray) -> Verdict:
     v = Verdict()
     live: dict[int, int] = {}
     freed: set[int] = set()

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from allocators.errors import AllocatorError
 from allocators.freelist import FreeList
-from allocators.paged import BlockPool, Layout
+from allocators.paged import BlockPool, PagedLayout
 
 POLICIES = ("static-single", "static-multi", "realloc-copy", "virtual")
 
@@ -46,9 +46,9 @@ class PolicyParams:
     buffer_id_bits: int = 16
     virtual_bits: int = 16  # virtual block + word offset in a reference
 
-    def layout(self) -> Layout:
+    def layout(self) -> PagedLayout:
         """allocators' paged layout (raises allocators.errors.InputError if inconsistent)."""
-        return Layout(self.capacity, self.block_bytes, self.word_bytes, self.mu_id_bits, self.buffer_id_bits,
+        return PagedLayout(self.capacity, self.block_bytes, self.word_bytes, self.mu_id_bits, self.buffer_id_bits,
                       self.virtual_bits)
 
 

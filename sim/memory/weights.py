@@ -27,7 +27,7 @@ def max_weight(bits: int, strategy: str) -> int:
     return WeightedBuffer(bits, strategy).max_weight
 
 
-def check(bits: int, strategy: str) -> str | None:
+def weight_problem(bits: int, strategy: str) -> str | None:
     """Why (bits, strategy) is unusable, or None."""
     try:
         WeightedBuffer(bits, strategy)

@@ -42,7 +42,7 @@ _CHUNK = 512  # cycles of packet creations generated at a time
 
 
 @dataclass
-class ShardReport:
+class NocReport:
     """What a shard measured (merged across shards by the coordinator)."""
 
     created_flits: np.ndarray  # per cycle
@@ -704,7 +704,7 @@ class NocShard:
 
     # ------------------------------------------------------------------ results
     def _measured(self) -> dict:
-        """The ShardReport fields both NoC models measure the same way (packet records,
+        """The NocReport fields both NoC models measure the same way (packet records,
         latency sums, hops, per-source window counts)."""
         def cat(recs, i):
             return np.concatenate([r[i] for r in recs]) if recs else _EMPTY
@@ -723,11 +723,11 @@ class NocShard:
             window_ejected_by_src=self.window_ejected_by_src,
         )
 
-    def report(self) -> ShardReport:
+    def report(self) -> NocReport:
         P = self.P
         self._flush_link_log()
         used = np.flatnonzero(np.isin(self.out_kind, (LOCAL_LINK, REMOTE_LINK)))
-        return ShardReport(
+        return NocReport(
             **self._measured(),
             ejected_flits=self.ejected_flits,
             link_router=self.routers[used // P],

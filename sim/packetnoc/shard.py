@@ -33,7 +33,7 @@ import numpy as np
 from sim.noc import topology as topo
 from sim.noc.params import NocParams
 from sim.network import NETWORKS, LinkCounts
-from sim.noc.shard import NocShard, ShardReport
+from sim.noc.shard import NocShard, NocReport
 from sim.packetnoc.boundary import PacketBoundary, split_packets
 from sim.packetnoc.reserve import last_of_group, reserve
 
@@ -364,11 +364,11 @@ class PacketShard:
         return split_packets(out, owner, shards)
 
     # ------------------------------------------------------------------ results
-    def report(self) -> ShardReport:
+    def report(self) -> NocReport:
         lc = self.link_totals()
         router, port = lc.router, lc.port
         used = self.local_of[router] * self.P + port
-        return ShardReport(
+        return NocReport(
             **self._measured(),
             ejected_flits=np.cumsum(self.ejected_diff),
             link_router=router,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim import rng
-from sim.chip.spec import layout
+from sim.chip.spec import unit_layout
 
 DISTS = ("fixed", "uniform", "lognormal")
 # rng stream ids of the workloads (sim/rng.py uses 1..3, sim/chip 101)
@@ -61,13 +61,13 @@ def _erfinv(y: float) -> float:
     return p * y
 
 
-class Grid:
+class Floorplan:
     """Static facts about the chip a workload places work on."""
 
     def __init__(self, cfg):
         self.cfg = cfg
         self.spec = cfg.spec
-        self.lay = layout(cfg.spec)
+        self.lay = unit_layout(cfg.spec)
         self.cus = self.lay.cus
         self.mus = self.lay.mus
         cols = cfg.spec.cols

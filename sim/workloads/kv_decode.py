@@ -30,7 +30,7 @@ from sim import rng
 from sim.chip import messages as m
 from sim.chip.references import allocate, free
 from sim.chip.units import Compute, Replies, Sleep
-from sim.workloads.base import (STREAM_ACCEPT, STREAM_ARRIVAL, STREAM_OUTPUT, STREAM_PROMPT, Dist, Grid,
+from sim.workloads.base import (STREAM_ACCEPT, STREAM_ARRIVAL, STREAM_OUTPUT, STREAM_PROMPT, Dist, Floorplan,
                                 attention_cycles)
 
 KV_BUFFER = 1  # buffer label in the life table
@@ -68,7 +68,7 @@ class KvDecode:
     def __init__(self, p: KvParams, cfg):
         self.p = p
         self.cfg = cfg
-        self.grid = Grid(cfg)
+        self.grid = Floorplan(cfg)
         self.spec_decode = p.kind == "spec-decode"
         self.scheduler = self.grid.unit_at(*divmod(p.scheduler_tile, cfg.spec.cols))
         cus = [int(c) for c in self.grid.cus if c != self.scheduler]

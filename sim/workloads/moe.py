@@ -29,7 +29,7 @@ from sim import rng
 from sim.chip import messages as m
 from sim.chip.references import allocate, allocate_many, drop, free, received, share
 from sim.chip.units import Compute, Replies
-from sim.workloads.base import STREAM_ROUTE, Grid
+from sim.workloads.base import STREAM_ROUTE, Floorplan
 
 ACTIVATION, EXPERT_INPUT = 2, 3  # buffer labels
 _STEP = 1 << 16  # a REFERENCE's tag is step * _STEP + expert
@@ -69,7 +69,7 @@ class Moe:
     def __init__(self, p: MoeParams, cfg):
         self.p = p
         self.cfg = cfg
-        self.grid = Grid(cfg)
+        self.grid = Floorplan(cfg)
         self.scheduler = self.grid.unit_at(*divmod(p.scheduler_tile, cfg.spec.cols))
         cus = [int(c) for c in self.grid.cus if c != self.scheduler]
         self.producers = cus[: p.producers]

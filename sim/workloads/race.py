@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from sim.chip import messages as m
 from sim.chip.references import allocate, drop, received, share
 from sim.chip.units import Replies, Sleep
-from sim.workloads.base import Grid
+from sim.workloads.base import Floorplan
 
 RACE_BUFFER = 4
 
@@ -44,7 +44,7 @@ class Race:
     def __init__(self, p: RaceParams, cfg):
         self.p = p
         self.cfg = cfg
-        g = self.grid = Grid(cfg)
+        g = self.grid = Floorplan(cfg)
         self.producer = g.unit_at(*p.producer)
         self.consumer = g.unit_at(*p.consumer)
         self.memory = g.unit_at(*p.memory)

@@ -6,13 +6,13 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from allocators.errors import AllocatorError, InputError, OutOfMemoryError
-from allocators.paged import BlockPool, Layout
+from allocators.paged import BlockPool, PagedLayout
 from allocators.weights import STRATEGIES, WeightedBuffer
 
 
 def test_plasticine_field_widths_from_the_seed_proposal():
     # 256 KiB scratchpad, 4-byte words, 1 KiB blocks: 256 blocks (8 bits) of 256 words (8 bits)
-    layout = Layout(capacity=256 << 10, block_size=1024, word_bytes=4)
+    layout = PagedLayout(capacity=256 << 10, block_size=1024, word_bytes=4)
     assert (layout.blocks, layout.block_bits, layout.offset_bits) == (256, 8, 8)
     assert layout.physical_bits == 16  # "physical block + offset 16"
     assert layout.reference_bits == 6 + 16 + 16
@@ -20,7 +20,7 @@ def test_plasticine_field_widths_from_the_seed_proposal():
 
 
 def test_metadata_counts_free_list_tables_and_counters():
-    pool = BlockPool(Layout(capacity=64 * 128, block_size=128), copy_on_write=True, refcount_bits=8)
+    pool = BlockPool(PagedLayout(capacity=64 * 128, block_size=128), copy_on_write=True, refcount_bits=8)
     pool.create(1, 3)
     pool.copy(1, 2)  # shares the three blocks
     md = pool.metadata()
@@ -30,7 +30,7 @@ def test_metadata_counts_free_list_tables_and_counters():
 
 
 def test_copy_on_write_copies_only_the_written_block():
-    pool = BlockPool(Layout(capacity=8 * 64, block_size=64), copy_on_write=True)
+    pool = BlockPool(PagedLayout(capacity=8 * 64, block_size=64), copy_on_write=True)
     pool.create(1, 2)
     pool.copy(1, 2)
     assert pool.used_blocks == 2 and pool.tables[1] == pool.tables[2]
@@ -44,7 +44,7 @@ def test_copy_on_write_copies_only_the_written_block():
 
 
 def test_pool_errors():
-    pool = BlockPool(Layout(capacity=4 * 64, block_size=64))
+    pool = BlockPool(PagedLayout(capacity=4 * 64, block_size=64))
     pool.create(1, 3)
     with pytest.raises(OutOfMemoryError, match="block request of 128 B"):
         pool.create(2, 2)
@@ -52,7 +52,7 @@ def test_pool_errors():
     with pytest.raises(AllocatorError, match="virtual block 5"):
         pool.translate(1, 5)
     with pytest.raises(InputError):
-        Layout(capacity=100, block_size=6)
+        PagedLayout(capacity=100, block_size=6)
     assert pool.address(1, 70) == pool.tables[1][1] * 64 + 6
 
 
@@ -61,7 +61,7 @@ class PoolMachine(RuleBasedStateMachine):
 
     @initialize(cow=st.booleans())
     def setup(self, cow):
-        self.pool = BlockPool(Layout(capacity=16 * 32, block_size=32), copy_on_write=cow)
+        self.pool = BlockPool(PagedLayout(capacity=16 * 32, block_size=32), copy_on_write=cow)
         self.holders: dict[int, int] = {}
         self.lengths: dict[int, int] = {}
         self.next_id = 0

@@ -6,7 +6,7 @@ import copy
 
 from cluster.config import load
 from cluster.run_config import RUN_SCHEMA, chip_config
-from cluster.run_job import simulate
+from cluster.run_job import simulate_chip
 
 SMALL_CHIP = {"preset": "plasticine", "rows": 4, "cols": 8}  # 16 CUs, 16 MUs
 
@@ -21,7 +21,7 @@ def config(raw: dict, **flags):
 
 def run(raw: dict, shards: int = 1, cut: str = "rows", backend: str = "local", **flags):
     """(summary, tables, outcome, shard results) of one run."""
-    return simulate(config(raw, **flags), shards=shards, cut=cut, backend=backend)
+    return simulate_chip(config(raw, **flags), shards=shards, cut=cut, backend=backend)
 
 
 def race(reclaim: str, network: str = "packet", **race_keys) -> dict:

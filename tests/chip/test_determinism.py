@@ -41,12 +41,12 @@ def test_ray_backend_matches_local(ray_session):
 
 
 def test_memory_map_is_the_same_for_any_shard_count():
-    from sim.chip.memory_map import merge, render
+    from sim.chip.memory_map import merge_snapshots, render
     from tests.chip.chiprun import config
 
     texts = []
     for shards in (1, 3):
         cfg = config(KV, memory_map=900)
         _, _, _, results = run(KV, shards=shards, memory_map=900)
-        texts.append(render(cfg, merge([r.memory_map for r in results]), 900))
+        texts.append(render(cfg, merge_snapshots([r.memory_map for r in results]), 900))
     assert texts[0] == texts[1] and "buffer" in texts[0]

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from cluster.backends.local import run_local
 from cluster.coordinator import NocModel, stop_rule
-from cluster.noc_summary import summarize
-from cluster.partition import epoch_length, owner_map, partition
+from cluster.noc_summary import summarize_noc
+from cluster.regions import epoch_length, owner_map, cut_grid
 from sim.noc.params import NocParams
 from sim.noc.shard import NocShard
 from sim.noc.topology import Grid, Region
@@ -77,7 +77,7 @@ BASE = dict(rows=8, cols=8, warmup_cycles=500, measure_cycles=1500, drain_cycles
 def _latency(shard_cls, p):
     s = shard_cls(p, Region(0, p.rows, 0, p.cols))
     s.advance(0, p.warmup_cycles + p.measure_cycles + p.drain_cycles)
-    return summarize(p, [s.report()], False)
+    return summarize_noc(p, [s.report()], False)
 
 
 @pytest.mark.parametrize("flits,rate", [(1, 0.1), (1, 0.28), (4, 0.12), (4, 0.24)])
@@ -128,10 +128,10 @@ def test_identical_results_for_any_shard_count_and_cut(traffic):
                   measure_cycles=600, drain_cycles=2000)
     ref = None
     for shards, cut in [(1, "rows"), (2, "rows"), (3, "cols"), (4, "blocks")]:
-        regions = partition(6, 6, shards, cut)
+        regions = cut_grid(6, 6, shards, cut)
         e, _ = epoch_length(p, regions, None)
         o = run_local(p, regions, e, model=PacketNocModel(p, owner_map(regions, 6, 6)))
-        s = summarize(p, o.reports, o.saturated, o.in_transit_flits)
+        s = summarize_noc(p, o.reports, o.saturated, o.in_transit_flits)
         if ref is None:
             ref = s
             assert s["measured_packets"] > 300
@@ -148,5 +148,5 @@ def test_scalar_and_vector_grants_agree(monkeypatch, rate):
         monkeypatch.setattr(ps, "SCALAR_BATCH", batch)
         s = PacketShard(p, Region(0, 6, 0, 6))
         s.advance(0, 2600)
-        got.append(summarize(p, [s.report()], False))
+        got.append(summarize_noc(p, [s.report()], False))
     assert got[0] == got[1] and got[0]["measured_packets"] > 100

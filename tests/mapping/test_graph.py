@@ -8,8 +8,8 @@ import pytest
 from mapping.generators import dlrm_workload, fft_workload, hpl_workload, llm_layer, llm_layers, moe_workload
 from mapping.generators.decode import decode_workload
 from mapping.graph import (
-    Dim, GraphError, Kernel, KernelKind, add_kernel, buffer_depths, connect, from_dict, kernels, load, new_graph,
-    save, to_dict, validate,
+    Dim, GraphError, Kernel, KernelKind, add_kernel, buffer_depths, connect, from_dict, kernels, load_graph, new_graph,
+    save_graph, to_dict, validate_graph,
 )
 
 
@@ -69,7 +69,7 @@ def test_validation_reports_every_problem():
     add_kernel(g, Kernel("y", KernelKind.ELEMENTWISE, 0, 1, 4))  # m = 0
     connect(g, "y", "x")  # backwards in execution order
     with pytest.raises(GraphError) as err:
-        validate(g)
+        validate_graph(g)
     text = str(err.value)
     assert "k = 1" in text and "m must be" in text and "backwards" in text
     assert len(err.value.problems) >= 3
@@ -82,21 +82,21 @@ def test_cycle_and_too_many_inputs_rejected():
     connect(g, "a", "b")
     connect(g, "b", "a")
     with pytest.raises(GraphError, match="cycle"):
-        validate(g)
+        validate_graph(g)
     g2 = new_graph("d", 2)
     for n in "pqr":
         add_kernel(g2, Kernel(n, KernelKind.ELEMENTWISE, 2, 1, 2))
     connect(g2, "p", "r")
     connect(g2, "q", "r")
     with pytest.raises(GraphError, match="at most 1"):
-        validate(g2)
+        validate_graph(g2)
 
 
 def test_json_round_trip(tmp_path):
     g = llm_layer(256, 4, 32, training=True)
     path = tmp_path / "g.json"
-    save(g, path)
-    back = load(path)
+    save_graph(g, path)
+    back = load_graph(path)
     assert kernels(back) == kernels(g)
     assert [(u, v, d["tensor"]) for u, v, d in back.edges(data=True)] == \
            [(u, v, d["tensor"]) for u, v, d in g.edges(data=True)]

@@ -1,4 +1,4 @@
-"""Inter-chip sharding: the Megatron identities and exhaustive search on small graphs."""
+"""Inter-chip tensor splits: the Megatron identities and exhaustive search on small graphs."""
 
 import itertools
 
@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 from mapping.generators import llm_layer
 from mapping.graph import Dim, Kernel, KernelKind, add_kernel, connect, kernels, new_graph
-from mapping.interchip import PRODUCED, ShardingInfeasible, allowed_dims, edge_collective, required_layout, shard
+from mapping.interchip import PRODUCED, SplitInfeasible, allowed_dims, edge_collective, required_layout, choose_splits
 
 
 @given(heads=st.sampled_from([2, 4, 8]), head_dim=st.sampled_from([8, 16, 64]), seq=st.sampled_from([16, 128]),
@@ -15,16 +15,16 @@ from mapping.interchip import PRODUCED, ShardingInfeasible, allowed_dims, edge_c
 @settings(max_examples=12, deadline=None)
 def test_llm_layer_collective_bytes(heads, head_dim, seq, word):
     h = heads * head_dim
-    fwd = shard(llm_layer(h, heads, seq, word))
-    both = shard(llm_layer(h, heads, seq, word, training=True))
+    fwd = choose_splits(llm_layer(h, heads, seq, word))
+    both = choose_splits(llm_layer(h, heads, seq, word, training=True))
     assert fwd.collective_bytes == 2 * h * seq * word  # two all-reduces (attention out, FFN out)
     assert both.collective_bytes == 4 * h * seq * word
     assert fwd.status == both.status == "optimal"
 
 
-def test_megatron_sharding_pattern():
+def test_megatron_split_pattern():
     g = llm_layer(256, 4, 32)
-    dims = dict(zip(g.nodes, shard(g).dims))
+    dims = dict(zip(g.nodes, choose_splits(g).dims))
     assert dims["Q"] is dims["MHA_GEMM_1"] is Dim.OUTER  # heads split
     assert dims["FFN0"] is Dim.M and dims["FFN1"] is Dim.K  # column then row parallel
     assert dims["PROJ_GEMM"] is Dim.K
@@ -65,11 +65,11 @@ def test_milp_equals_exhaustive_search(data):
         producers = data.draw(st.lists(st.integers(0, j - 1), unique=True, max_size=arity))
         for i in producers:
             connect(g, names[i], names[j])
-    assert shard(g).collective_bytes == pytest.approx(_brute_force(g))
+    assert choose_splits(g).collective_bytes == pytest.approx(_brute_force(g))
 
 
 def test_unshardable_weight_kernel_is_reported():
     g = new_graph("x", 2)
     add_kernel(g, Kernel("w", KernelKind.GEMM_WEIGHT, 1, 1, 64, tiled=Dim.N))  # only N > 1, and it is tiled
-    with pytest.raises(ShardingInfeasible, match="'w'"):
-        shard(g)
+    with pytest.raises(SplitInfeasible, match="'w'"):
+        choose_splits(g)

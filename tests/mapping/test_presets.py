@@ -4,13 +4,13 @@ import pytest
 
 from mapping.presets import PUBLISHED, SPECS, preset, preset_spec
 from mapping.solver import solve
-from mapping.specs import build_problem
+from mapping.specs import problem_from_spec
 
 
 def run(name, **mapping):
     spec = preset_spec(name)
     spec["mapping"].update(mapping)
-    return solve(build_problem(spec))
+    return solve(problem_from_spec(spec))
 
 
 def test_megatron_reproduces_the_logged_run_with_two_pass_all_reduce():

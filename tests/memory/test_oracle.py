@@ -2,13 +2,13 @@
 
 import numpy as np
 
-from sim.memory.oracle import ACCESS, ALLOC, COPY, DROP, FREE, check, entry, merge
+from sim.memory.oracle import ACCESS, ALLOC, COPY, DROP, FREE, check_log, entry, merge_logs
 
 MU, P, C = 5, 1, 2
 
 
 def verdict(events):
-    return check(merge([np.array([entry(*e) for e in events], dtype=np.int64)]))
+    return check_log(merge_logs([np.array([entry(*e) for e in events], dtype=np.int64)]))
 
 
 def test_clean_life_has_no_violation():
@@ -30,5 +30,5 @@ def test_the_race_premature_free_then_use_after_free_and_double_free():
 def test_leak_and_order_across_shards():
     a = np.array([entry(0, MU, 1, ALLOC, 7), entry(0, MU, 2, ALLOC, 8)], dtype=np.int64)
     b = np.array([entry(30, MU, 3, FREE, 8), entry(10, P, 1, DROP, 8)], dtype=np.int64)
-    v = check(merge([b, a]))  # logs arrive in any order; merge sorts them
+    v = check_log(merge_logs([b, a]))  # logs arrive in any order; merging sorts them
     assert v.leaks == 1 and v.premature_free == 0 and v.live_references_at_end == 1

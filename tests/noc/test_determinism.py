@@ -2,14 +2,14 @@
 
 import pytest
 
-from cluster.noc_job import simulate
+from cluster.noc_job import simulate_noc
 from sim.noc.params import NocParams
 
 BASE = dict(rows=8, cols=8, warmup_cycles=300, measure_cycles=700, drain_cycles=2000)
 
 
 def _hash(p, **kw):
-    s, o = simulate(p, **kw)
+    s, o = simulate_noc(p, **kw)
     return s["result_hash"], s, o
 
 
@@ -61,12 +61,12 @@ def test_ray_backend_matches_local(ray_session):
 @pytest.mark.ray
 def test_ray_compiled_graph_chaining_matches_local(ray_session):
     from cluster.backends.ray_backend import run_ray
-    from cluster.noc_summary import summarize
-    from cluster.partition import epoch_length, partition
+    from cluster.noc_summary import summarize_noc
+    from cluster.regions import epoch_length, cut_grid
 
     p = NocParams(rate=0.2, **BASE)
-    regions = partition(8, 8, 2, "rows")
+    regions = cut_grid(8, 8, 2, "rows")
     e, _ = epoch_length(p, regions, None)
     o = run_ray(p, regions, e, compiled=True)
     assert o.extra["chaining"] == "compiled-graph"
-    assert summarize(p, o.reports, o.saturated, o.in_transit_flits)["result_hash"] == _hash(p)[0]
+    assert summarize_noc(p, o.reports, o.saturated, o.in_transit_flits)["result_hash"] == _hash(p)[0]

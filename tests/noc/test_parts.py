@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from cluster.errors import UserError
-from cluster.partition import cut_links, epoch_length, owner_map, partition
+from cluster.regions import cut_links, epoch_length, owner_map, cut_grid
 from sim import rng
 from sim.noc.arbiter import GroupArgmin, rr_key
 from sim.noc.params import NocParams
@@ -32,7 +32,7 @@ def test_group_round_robin_matches_brute_force(requests, pointers):
 @pytest.mark.parametrize("rows,cols,shards,cut", [(8, 8, 3, "rows"), (8, 8, 4, "blocks"), (5, 7, 3, "cols"),
                                                   (6, 6, 6, "blocks"), (8, 8, 1, "rows")])
 def test_partition_covers_grid_once(rows, cols, shards, cut):
-    regions = partition(rows, cols, shards, cut)
+    regions = cut_grid(rows, cols, shards, cut)
     owner = owner_map(regions, rows, cols)
     assert len(regions) == shards and (owner >= 0).all()
     assert sorted(r.size for r in regions) == sorted(np.bincount(owner).tolist())
@@ -42,7 +42,7 @@ def test_partition_covers_grid_once(rows, cols, shards, cut):
 
 def test_lookahead_and_cut_links():
     p = NocParams(rows=4, cols=4)
-    regions = partition(4, 4, 2, "rows")
+    regions = cut_grid(4, 4, 2, "rows")
     links = cut_links(p, regions)
     assert len(links) == 8  # 4 columns x 2 directions across the cut
     assert epoch_length(p, regions, None) == (3, 3)

@@ -3,7 +3,7 @@ failures retried up to the limit, a point's own error never retried."""
 
 from ray import exceptions as rx
 
-from cluster.sweep.execute import Executor, Outcome, Shape, SystemFailure, is_system_failure, shape_of
+from cluster.sweep.execute import Executor, PointOutcome, Shape, SystemFailure, is_system_failure, shape_of
 from cluster.sweep.points import Point
 
 
@@ -51,8 +51,8 @@ class _Task:
         what = outcomes[min(attempt, len(outcomes) - 1)]
         ref = object()
         ray.results[ref] = {
-            "ok": Outcome("ok", {}, "n1", 0.1),
-            "error": Outcome("error", {}, "n1", 0.1, "ValueError: bad", "Traceback ..."),
+            "ok": PointOutcome("ok", {}, "n1", 0.1),
+            "error": PointOutcome("error", {}, "n1", 0.1, "ValueError: bad", "Traceback ..."),
             "crash": rx.WorkerCrashedError(),
             "node": rx.NodeDiedError("node died"),
         }[what]

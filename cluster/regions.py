@@ -47,7 +47,7 @@ def _block_shape(rows: int, cols: int, shards: int) -> tuple[int, int]:
     return best[1], best[2]
 
 
-def partition(rows: int, cols: int, shards: int, cut: str = "rows") -> list[Region]:
+def cut_grid(rows: int, cols: int, shards: int, cut: str = "rows") -> list[Region]:
     """Rectangular regions covering the grid, in shard order."""
     if shards < 1:
         raise UserError(f"run.shards must be at least 1, got {shards}")

@@ -1,0 +1,111 @@
+"""The result_hash of every example config and of the NoC reference runs, as JSON lines.
+
+    python benchmarks/result_hashes.py                 # print every case's hash
+    python benchmarks/result_hashes.py --check         # compare with benchmarks/data/result_hashes.json
+    python benchmarks/result_hashes.py --record        # write that file (before a refactor)
+    python benchmarks/result_hashes.py --network cycle # also every chip example on the cycle-level NoC
+
+A refactor or a speed-up of the simulator must not change what it simulates: every case
+here must keep its hash (issues 9 and 15). Cases: every ``rdasim run`` example on its own
+NoC model (and, with ``--network cycle``, on the cycle-level one), and the ``rdasim noc``
+reference curve (8x8 config B, every reference load), a 4x4 torus, hotspot traffic with
+3-flit packets and a 16x16 mesh. Prints one line per case: name, hash, wall seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+DATA = os.path.join(HERE, "data", "result_hashes.json")
+
+NOC_CASES = {
+    "noc 8x8 config B": [],
+    "noc 4x4 torus transpose": ["--set", "noc.k=4", "--set", "noc.topology=torus", "--set", "noc.traffic=transpose"],
+    "noc 8x8 hotspot 3-flit": ["--set", "noc.traffic=hotspot", "--set", "noc.packet_flits=3"],
+    "noc 16x16": ["--set", "noc.k=16"],
+}
+NOC_RATES = {"noc 16x16": [0.1, 0.2]}
+
+
+def chip_cases(networks: list[str]) -> dict[str, tuple[str, list[str]]]:
+    cases = {}
+    for path in sorted(glob.glob(os.path.join(ROOT, "examples", "*.toml"))):
+        text = open(path).read()
+        if "[workload]" not in text or "[chip]" not in text:
+            continue  # not an `rdasim run` config
+        name = os.path.basename(path)
+        cases[f"run {name}"] = (path, [])
+        for net in networks:
+            cases[f"run {name} noc.model={net}"] = (path, ["--set", f"noc.model={net}"])
+    return cases
+
+
+def run_chip(path: str, sets: list[str]) -> str:
+    from cluster.config import load
+    from cluster.run_config import RUN_SCHEMA, chip_config
+    from cluster.run_job import simulate_chip
+
+    overrides = [sets[i + 1] for i in range(0, len(sets), 2)]
+    cfg = load(RUN_SCHEMA, path, overrides)
+    summary = simulate_chip(chip_config(cfg))[0]
+    return summary["result_hash"]
+
+
+def run_noc(sets: list[str], rates: list[float] | None) -> dict[str, str]:
+    from cluster.config import load
+    from cluster.noc_config import NOC_SCHEMA, params_of, rates_of
+    from cluster.noc_job import simulate_noc
+
+    overrides = [sets[i + 1] for i in range(0, len(sets), 2)]
+    cfg = load(NOC_SCHEMA, None, overrides)
+    out = {}
+    for r in rates or rates_of(cfg):
+        summary, _ = simulate_noc(params_of(cfg, r))
+        out[f"{r:g}"] = summary["result_hash"]
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="compare with the recorded hashes; exit 1 on a change")
+    ap.add_argument("--record", action="store_true", help="write the hashes to benchmarks/data/result_hashes.json")
+    ap.add_argument("--network", action="append", default=[], help="also run every chip example on this NoC model")
+    ap.add_argument("--only", help="run only cases whose name contains this text")
+    args = ap.parse_args()
+    got: dict[str, object] = {}
+    cases: dict[str, tuple] = {k: ("noc", v) for k, v in NOC_CASES.items()}
+    cases.update({k: ("run", v) for k, v in chip_cases(args.network).items()})
+    for name, (kind, spec) in cases.items():
+        if args.only and args.only not in name:
+            continue
+        t = time.perf_counter()
+        h = run_noc(spec, NOC_RATES.get(name)) if kind == "noc" else run_chip(*spec)
+        got[name] = h
+        print(json.dumps({"case": name, "result_hash": h, "wall_seconds": round(time.perf_counter() - t, 2)}),
+              flush=True)
+    if args.record:
+        old = json.load(open(DATA)) if os.path.exists(DATA) else {}
+        old.update(got)
+        with open(DATA, "w") as fh:
+            json.dump(old, fh, indent=1, sort_keys=True)
+            fh.write("\n")
+    if args.check:
+        want = json.load(open(DATA))
+        bad = [k for k in got if k in want and want[k] != got[k]]
+        missing = [k for k in got if k not in want]
+        print(json.dumps({"checked": len(got) - len(missing), "changed": bad, "not_recorded": missing}))
+        return 1 if bad else 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
