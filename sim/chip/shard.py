@@ -34,6 +34,7 @@ from sim.chip import messages as m
 from sim.chip.config import NI_LATENCY
 from sim.chip.dram import DramUnit
 from sim.chip.memory_unit import MemoryUnit
+from sim.chip.records import BufferLife, WorkRecord
 from sim.chip.spec import CU, MU, unit_layout
 from sim.chip.units import ComputeUnit
 from sim.memory import oracle
@@ -106,12 +107,11 @@ class ChipShard:
         self.sent_count = np.zeros(len(m.KINDS), dtype=np.int64)
         self.sent_flits = np.zeros(len(m.KINDS), dtype=np.int64)
         self.sent_packets = np.zeros(len(m.KINDS), dtype=np.int64)
-        self.route_log: list[tuple[int, int, int]] = []  # (src tile, dst tile, flits) per packet
         self.delivery_log: list[tuple[int, int, int, int]] = []  # (message id, destination, cycle, kind)
         self.oracle_log: list[tuple] = []
         self.mem_log: list[tuple[int, int, int, int]] = []  # (cycle, mu, d_used, d_reserved)
-        self.life_rows: list[tuple] = []
-        self.records: list[tuple] = []  # workload records: (kind, id, start, end, tokens, status)
+        self.lives: list[BufferLife] = []  # buffers freed so far
+        self.records: list[WorkRecord] = []
         self.counts = {"admitted": 0, "finished": 0}
         self.trace_events: list[tuple] = []
         self.trace_dropped = 0
@@ -189,12 +189,11 @@ class ChipShard:
     def mem_delta(self, mu: int, used: int, reserved: int) -> None:
         self.mem_log.append((self.now, mu, used, reserved))
 
-    def buffer_life(self, mu_unit, rec, freed: int, how: str) -> None:
-        self.life_rows.append((rec.alloc, mu_unit.uid, rec.buf, rec.label, rec.owner, rec.created, freed, how,
-                               rec.peak, rec.grows, rec.copies, rec.copied, rec.evicted, rec.total, rec.collected))
+    def buffer_life(self, life: BufferLife) -> None:
+        self.lives.append(life)
 
     def record(self, kind: str, ident: int, start: int, end: int, tokens: int, status: str) -> None:
-        self.records.append((kind, ident, start, end, tokens, status))
+        self.records.append(WorkRecord(kind, ident, start, end, tokens, status))
 
     def trace_span(self, uid: int, name: str, start: int, dur: int, cat: str, args=None) -> None:
         if self.cfg.trace:
@@ -262,7 +261,6 @@ class ChipShard:
     def _flush_offers(self) -> None:
         a = np.array(self._offers, dtype=np.int64)
         self._offers = []
-        self.route_log.extend(zip(a[:, 1].tolist(), a[:, 2].tolist(), a[:, 3].tolist()))
         self.net.offer(a[:, 0], a[:, 1], a[:, 2], a[:, 3])
 
     def _collect(self) -> None:
@@ -323,9 +321,9 @@ class ChipShard:
         out = {}
         for uid, u in sorted(self.units.items()):
             if isinstance(u, MemoryUnit):
-                out[uid] = {"policy": self.cfg.policy.policy, "used": u.storage.used,
-                            "reserved": u.storage.reserved, "buffers": len(u.table),
-                            "regions": u.regions(),
+                out[uid] = {"policy": self.cfg.policy.name, "used": u.storage.used,
+                            "reserved": u.storage.reserved, "buffers": len(u.table), "paged": u.storage.paged,
+                            "extents": [[e.start, e.size, e.buffer, e.used, e.virtual] for e in u.storage.extents()],
                             "sizes": {b: r.size for b, r in u.table.items()},
                             "evicted": sorted(b for b, r in u.table.items() if r.evicted)}
         return {"cycle": cycle, "mus": out}

@@ -69,7 +69,7 @@ def test_example_config_runs():
 ])
 def test_new_generators_map_end_to_end(tmp_path, workload):
     path = tmp_path / "w.toml"
-    path.write_text("[workload]\n" + workload + '[system]\nchips = 4\nchip = "SN40L"\n'
+    path.write_text("[workload]\n" + workload + '[system]\nchips = 4\nchip = "sn40l-like"\n'
                     '[[system.network]]\nsize = 4\nlink_bandwidth = "100GB/s"\nparallelism = "TP"\n'
                     '[mapping]\npartitions = 3\ntime_limit = "10s"\n')
     plan = solve(to_problem(resolve(str(path))))
