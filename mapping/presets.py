@@ -1,6 +1,6 @@
 """The published DFModel configurations as plain specs (see mapping.specs), with their results.
 
-Inputs are those of shared/reference/dfmodel/presets.md (DFModel's Example/ and
+Inputs are those of the configurations DFModel publishes (its Example/ and
 LLM/Compare_w_existing/ folders). ``PUBLISHED`` holds the figures from the logs the
 DFModel repository ships with those runs, with a note where the logged run used a
 different formula or input than the preset (so the figures are not expected to match).
