@@ -20,8 +20,8 @@ from cluster.backends import RunOutcome, run_backend
 from cluster.config import config_hash
 from cluster.coordinator import idle_rule
 from cluster.noc_job import run_id_for
-from cluster.regions import epoch_length, owner_map, cut_grid
 from cluster.progress import Progress
+from cluster.regions import cut_grid, epoch_length, owner_map
 from sim.chip import memory_map
 from sim.chip.messages import FIELDS
 from sim.chip.report import shard_result, summarize_chip

@@ -55,9 +55,9 @@ class ShardModel(Protocol):
         """Traffic addressed to nobody."""
         ...
 
-    def concat(self, parts: list) -> Any: ...
+    def concat(self, parts: list[Any]) -> Any: ...
 
-    def split(self, out: Any, shards: int) -> list:
+    def split(self, out: Any, shards: int) -> list[Any]:
         """A shard's outbound traffic, one part per destination shard."""
         ...
 
@@ -67,7 +67,7 @@ class ShardModel(Protocol):
         """What a finished shard hands back (plain arrays, cheap to send from an actor)."""
         ...
 
-    def in_transit(self, inbound: list) -> int:
+    def in_transit(self, inbound: list[Any]) -> int:
         """Flits sent across a cut but not yet delivered."""
         ...
 

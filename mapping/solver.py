@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -132,8 +132,9 @@ def map_workload(workload: Workload, system: System, model: ExecutionModel | Non
     started = time.perf_counter()
     model = model or ExecutionModel()
     say = progress or (lambda _msg: None)
-    base = dict(workload=workload.name, system=f"{system.shape} {'x'.join(str(d.size or '?') for d in system.network)}",
-                chip=system.chip.name, chips=system.chips, copies=workload.copies)
+    sizes = "x".join(str(d.size or "?") for d in system.network)
+    base: dict[str, Any] = dict(workload=workload.name, system=f"{system.shape} {sizes}", chip=system.chip.name,
+                                chips=system.chips, copies=workload.copies)
 
     def infeasible(reason: str, **extra) -> MappingPlan:
         return MappingPlan(status="infeasible", reason=reason, solver_seconds=time.perf_counter() - started,
@@ -143,7 +144,8 @@ def map_workload(workload: Workload, system: System, model: ExecutionModel | Non
     if problems:
         return infeasible("; ".join(problems))
     try:
-        splits = choose_splits(workload.graph) if workload.scheme is Scheme.TENSOR_PARALLEL else no_splits(workload.graph)
+        tp = workload.scheme is Scheme.TENSOR_PARALLEL
+        splits = choose_splits(workload.graph) if tp else no_splits(workload.graph)
     except SplitInfeasible as exc:
         return infeasible(f"tensor split: {exc}")
     cands, skipped = candidates(workload, system)
@@ -184,6 +186,7 @@ def map_workload(workload: Workload, system: System, model: ExecutionModel | Non
 def _plan(workload: Workload, system: System, splits: SplitPlan, o: _Outcome, lower: float,
           seconds: float, n_cand: int, pruned: int, gap: float, base: dict) -> MappingPlan:
     p, ev, cand = o.problem, o.best, o.cand
+    assert ev is not None, "only solved candidates become plans"
     ks = kernels(workload.graph)
     sized = system.with_sizes(cand.sizes)
     total = o.value
@@ -192,8 +195,9 @@ def _plan(workload: Workload, system: System, splits: SplitPlan, o: _Outcome, lo
     kernel_rows = []
     for i, k in enumerate(ks):
         coll = [c.kind.value for c in k.collectives]
-        if splits.kernel_collective[i] is not None:
-            coll.insert(0, splits.kernel_collective[i].value)
+        kc = splits.kernel_collective[i]
+        if kc is not None:
+            coll.insert(0, kc.value)
         alone = p.compute[i] if p.core_options is None else float(p.core_options[i][1].min())
         kernel_rows.append(KernelPlan(
             k.name, k.kind.value, k.phase, splits.dims[i].value, int(ev.assignment[i]),

@@ -67,7 +67,8 @@ class System:
         if any(s < 0 for s in fixed):
             raise ValueError("network dimension sizes must be >= 0 (0 = free)")
         if all(fixed) and _product(fixed) != self.chips:
-            raise ValueError(f"network {'x'.join(map(str, fixed))} has {_product(fixed)} chips, system has {self.chips}")
+            shape = "x".join(map(str, fixed))
+            raise ValueError(f"network {shape} has {_product(fixed)} chips, system has {self.chips}")
 
     @property
     def shape(self) -> str:

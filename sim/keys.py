@@ -38,7 +38,7 @@ class Field:
     kind: str
     default: Any = None
     doc: str = ""
-    choices: Iterable = ()
+    choices: Iterable[Any] = ()
     min: float | None = None
     max: float | None = None
     item: "Field | None" = None
@@ -50,7 +50,7 @@ class Field:
         return self.default is REQUIRED
 
 
-Check = Callable[[dict], list[tuple[str, str]]]
+Check = Callable[[dict[str, Any]], list[tuple[str, str]]]
 
 
 class Table:
@@ -79,7 +79,7 @@ class Table:
 class TableList:
     table: Table
     doc: str = ""
-    default: list | None = None
+    default: list[Any] | None = None
 
 
 @dataclass

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import math
+
 from cluster.config import units
 from sim.keys import REQUIRED, Field, Issue, OpenTable, Table, TableList
 
@@ -150,7 +151,7 @@ def _walk_table(raw, table: Table, path: str, issues: list[Issue], everything) -
         issues.append(Issue(path.rstrip("."), f"expected a table, got {_describe(raw)}"))
         raw = {}
     out: dict = {}
-    for key, value in raw.items():
+    for key in raw:
         if key not in table.fields:
             issues.append(_unknown(key, path, table, everything))
     for key, node in table.fields.items():
@@ -220,7 +221,8 @@ def _resolve_cycles(node: dict, table: Table, root: dict, path: str, issues: lis
         elif isinstance(sub, Field) and sub.kind == "cycles" and isinstance(value, tuple):
             clock = get_path(root, sub.clock) if sub.clock else None
             if not clock:
-                issues.append(Issue(f"{path}{key}", f"a time needs a clock; set {sub.clock or 'a clock'} or give cycles"))
+                need = sub.clock or "a clock"
+                issues.append(Issue(f"{path}{key}", f"a time needs a clock; set {need} or give cycles"))
                 node[key] = None
             else:
                 node[key] = units.time_to_cycles(value[1], clock)

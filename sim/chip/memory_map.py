@@ -13,12 +13,14 @@ from sim.chip.spec import unit_layout, unit_name
 
 
 def merge_snapshots(snapshots: list[dict | None]) -> dict:
-    out = {"cycle": None, "mus": {}}
+    """One map of every MU from the shards' snapshots."""
+    mus: dict = {}
+    out: dict = {"cycle": None, "mus": mus}
     for s in snapshots:
         if s:
             out["cycle"] = s["cycle"]
-            out["mus"].update(s["mus"])
-            out["ended_before"] = out.get("ended_before", False) or s.get("ended_before", False)
+            mus.update(s["mus"])
+            out["ended_before"] = bool(out.get("ended_before")) or bool(s.get("ended_before"))
     return out
 
 

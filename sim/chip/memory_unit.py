@@ -111,7 +111,7 @@ class MemoryUnit(Unit):
         if used or reserved:
             self.shard.mem_delta(self.uid, used, reserved)
 
-    def reply(self, msg: m.Message, kind: int = m.ACK, ready: int | None = None, **fields) -> None:
+    def reply(self, msg: m.Message, kind: int = m.ACK, ready: int | list[int] | None = None, **fields) -> None:
         self.send(kind, msg.src, ready if ready is not None else self.shard.now + CONTROL_LATENCY,
                   tag=msg.tag, mu=self.uid, **fields)
 

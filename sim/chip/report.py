@@ -122,9 +122,9 @@ def summarize_chip(cfg, results: list[ShardResult]) -> tuple[dict, dict]:
     n_mu = len(lay.mus)
     cap = n_mu * spec.mu_bytes
     end = max(r.end_cycle for r in results) + 1
-    sent = sum(r.sent_count for r in results)
-    flits = sum(r.sent_flits for r in results)
-    packets = sum(r.sent_packets for r in results)
+    sent = np.sum([r.sent_count for r in results], axis=0)
+    flits = np.sum([r.sent_flits for r in results], axis=0)
+    packets = np.sum([r.sent_packets for r in results], axis=0)
     stats = MuStats()
     for r in results:
         stats = stats.add(r.mu_stats)
@@ -197,7 +197,8 @@ def _mu_series(cfg, lay, mem_log: np.ndarray, end: int) -> dict:
     period = max(cfg.sample_cycles, -(-end // 2000))
     samples = np.arange(0, end, period, dtype=np.int64)
     mus = lay.mus
-    cols = {"cycle": [], "mu": [], "row": [], "col": [], "used_bytes": [], "reserved_bytes": []}
+    cols: dict[str, list[np.ndarray]] = {"cycle": [], "mu": [], "row": [], "col": [], "used_bytes": [],
+                                         "reserved_bytes": []}
     for uid in mus.tolist():
         mine = mem_log[mem_log[:, 1] == uid] if len(mem_log) else mem_log
         order = np.argsort(mine[:, 0], kind="stable") if len(mine) else np.zeros(0, dtype=np.int64)

@@ -12,7 +12,8 @@ Inside an epoch the units and the network take turns in windows [t, u) of at mos
 through the window, and the units handle the rest of the window's events, including
 deliveries the network just made (a packet granted at s >= t arrives at
 s + flit_delay or later). What a unit sends in that second pass enters the network at
-``u`` or later, so nothing is ever offered in the past and no delivery is missed. Same-cycle events at a unit are ordered by (cycle,
+``u`` or later, so nothing is ever offered in the past and no delivery is missed.
+Same-cycle events at a unit are ordered by (cycle,
 class: deliveries before timers, unit, message id or the unit's own sequence); a
 unit's behaviour depends only on its own event sequence, which is therefore the same
 for any shard count, cut and backend.
@@ -36,7 +37,7 @@ from sim.chip.dram import DramUnit
 from sim.chip.memory_unit import MemoryUnit
 from sim.chip.records import BufferLife, WorkRecord
 from sim.chip.spec import CU, MU, unit_layout
-from sim.chip.units import ComputeUnit
+from sim.chip.units import ComputeUnit, Unit
 from sim.memory import oracle
 from sim.network import NETWORKS, NetBoundary
 
@@ -86,7 +87,7 @@ class ChipShard:
         self.t = 0
         self.net_delay = cfg.noc.flit_delay
         self.heap: list = []
-        self.units: dict[int, object] = {}
+        self.units: dict[int, Unit] = {}
         home_dram = self._home_dram()
         for uid in np.flatnonzero(mine[lay.tile]).tolist():
             kind, tile = int(lay.kind[uid]), int(lay.tile[uid])
@@ -118,7 +119,7 @@ class ChipShard:
         self.memory_map = None
         self._pruned = 0
         # start the workload's units
-        for uid, u in self.units.items():
+        for u in self.units.values():
             if isinstance(u, ComputeUnit):
                 self.at(0, u, self._start_unit, u)
 

@@ -42,12 +42,14 @@ class WorkloadProgram(Protocol):
 class Workload(Protocol):
     """A registered workload's parameters (a frozen dataclass whose first field is ``kind``)."""
 
-    kind: str
+    @property
+    def kind(self) -> str: ...
+
     SECTION: ClassVar[str]  # its table under [workload]
     KEYS: ClassVar[Table]
 
     @classmethod
-    def from_config(cls, kind: str, section: dict, spec: "ChipSpec", layout: "UnitLayout",
+    def from_config(cls, kind: str, section: dict[str, Any], spec: "ChipSpec", layout: "UnitLayout",
                     issues: list[Issue]) -> "Workload":
         """Parameters from the resolved [workload.SECTION] table; problems go to ``issues``."""
         ...

@@ -35,8 +35,20 @@ from sim.chip.spec import CU
 from sim.chip.units import Compute, Replies, Sleep
 from sim.keys import Field, Issue, Table
 from sim.workloads import WORKLOADS
-from sim.workloads.base import (STREAM_ACCEPT, STREAM_ARRIVAL, STREAM_OUTPUT, STREAM_PROMPT, Dist, Floorplan,
-                                attention_cycles, dist_of, dist_table, tile_field, tile_id, tile_of)
+from sim.workloads.base import (
+    STREAM_ACCEPT,
+    STREAM_ARRIVAL,
+    STREAM_OUTPUT,
+    STREAM_PROMPT,
+    Dist,
+    Floorplan,
+    attention_cycles,
+    dist_of,
+    dist_table,
+    tile_field,
+    tile_id,
+    tile_of,
+)
 
 KV_BUFFER = buffer_label(1, "kv")
 

@@ -64,7 +64,8 @@ def test_example_config_runs():
 
 
 @pytest.mark.parametrize("workload", [
-    'kind = "moe"\n[workload.moe]\nhidden = 1024\nheads = 8\nseq = 256\nexperts = 8\ntop_k = 2\nlayers = 4\nglobal_batch = 8\n',
+    'kind = "moe"\n[workload.moe]\nhidden = 1024\nheads = 8\nseq = 256\nexperts = 8\ntop_k = 2\n'
+    'layers = 4\nglobal_batch = 8\n',
     'kind = "decode"\n[workload.decode]\nhidden = 1024\nheads = 8\ncontext = 2048\nbatch = 16\nlayers = 4\n',
 ])
 def test_new_generators_map_end_to_end(tmp_path, workload):

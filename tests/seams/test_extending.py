@@ -154,11 +154,13 @@ def test_a_policy_and_a_workload_registered_here_run(registered):
 
 
 def test_their_keys_are_checked_like_any_other(registered):
-    bad = {**RAW, "memory": {"policy": "exact-fit", "exact_cap": "lots"}, "workload": {"kind": "ping", "ping": {"pingz": 2}}}
+    bad = {**RAW, "memory": {"policy": "exact-fit", "exact_cap": "lots"},
+           "workload": {"kind": "ping", "ping": {"pingz": 2}}}
     with pytest.raises(ConfigError) as e:
         chip_config(load(RUN_SCHEMA, raw=bad))
     text = str(e.value)
-    assert "memory.exact_cap" in text and "workload.ping.pingz: unknown key; did you mean 'workload.ping.pings'?" in text
+    assert "memory.exact_cap" in text
+    assert "workload.ping.pingz: unknown key; did you mean 'workload.ping.pings'?" in text
 
 
 def test_unregistered_names_are_refused_with_the_known_ones():

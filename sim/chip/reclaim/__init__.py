@@ -32,11 +32,13 @@ Handler = Callable[["MemoryUnit", "Message"], None]
 class Reclamation(Protocol):
     """A registered protocol's parameters and behaviour (a frozen dataclass; ``name`` first)."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
+
     KEYS: ClassVar[dict[str, Field]]
 
     @classmethod
-    def from_config(cls, name: str, memory: dict) -> "Reclamation": ...
+    def from_config(cls, name: str, memory: dict[str, Any]) -> "Reclamation": ...
 
     def problems(self) -> list[Issue]:
         """What makes these parameters unusable (key paths under memory.)."""
@@ -70,6 +72,6 @@ class Reclamation(Protocol):
 RECLAMATIONS: Registry[type[Reclamation]] = Registry("reclamation protocol", packages=("sim.chip.reclaim",))
 
 
-def reclamation(name: str, **values) -> Reclamation:
+def reclamation(name: str, **values: Any) -> Reclamation:
     """Protocol ``name`` with its defaults and ``values`` (the config's keys) over them."""
     return RECLAMATIONS.get(name).from_config(name, values)

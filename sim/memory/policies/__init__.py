@@ -16,7 +16,7 @@ module in this package (docs/design.md, "Adding a memory policy").
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from sim.keys import Field, Issue
 from sim.registry import Registry
@@ -98,11 +98,13 @@ class Storage(Protocol):
 class PolicyParams(Protocol):
     """A registered policy's parameters: a frozen dataclass whose first field is ``name``."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
+
     KEYS: ClassVar[dict[str, Field]]
 
     @classmethod
-    def from_config(cls, name: str, memory: dict) -> "PolicyParams":
+    def from_config(cls, name: str, memory: dict[str, Any]) -> "PolicyParams":
         """Parameters from the resolved [memory] table."""
         ...
 
@@ -116,7 +118,7 @@ class PolicyParams(Protocol):
 POLICIES: Registry[type[PolicyParams]] = Registry("memory policy", packages=("sim.memory.policies",))
 
 
-def policy_params(name: str, **values) -> PolicyParams:
+def policy_params(name: str, **values: Any) -> PolicyParams:
     """Parameters of policy ``name``: its defaults with ``values`` (the config's keys) over them."""
     cls = POLICIES.get(name)
     return cls.from_config(name, values)
@@ -147,6 +149,6 @@ class StorageBase:
         return 0
 
 
-def keyed_defaults(cls, memory: dict) -> dict:
+def keyed_defaults(cls: Any, memory: dict[str, Any]) -> dict[str, Any]:
     """The values of ``cls.KEYS`` in ``memory``, defaults where absent (for ``from_config``)."""
     return {k: memory[k] if memory.get(k) is not None else f.default for k, f in cls.KEYS.items()}
