@@ -24,7 +24,7 @@ from sim.keys import merge_fields
 from sim.memory.policies import POLICIES, MuGeometry
 from sim.network import NETWORKS
 from sim.noc.params import TIMING_KEYS
-from sim.workloads import WORKLOADS
+from sim.workloads import WORKLOADS, ChipContext
 
 
 def _i(doc, default, lo=0, unit=""):
@@ -87,11 +87,30 @@ MEMORY = Table({
     extend=_policy_keys)
 
 
+def _graph_keys() -> Table:
+    """`rdasim map`'s workload and mapping keys, for a dataflow run that maps its graph itself
+    (every key optional here: the chosen generator's required keys are checked when mapping)."""
+    from cluster.map_config import SCHEMA as MAP
+
+    def optional(table: Table) -> Table:
+        return Table({k: optional(f) if isinstance(f, Table) else
+                      (Field(f.kind, None, f.doc, f.choices, f.min, f.max, f.item, f.clock, f.unit) if f.required else f)
+                      for k, f in table.fields.items()}, table.doc)
+
+    graph = optional(MAP.fields["workload"])
+    kind = graph.fields["kind"]
+    graph = Table({**graph.fields, "kind": Field("choice", "", "graph generator to map (empty: use plan)",
+                                                 choices=("",) + tuple(kind.choices))}, graph.doc)
+    return Table({"graph": graph, "mapping": MAP.fields["mapping"]})
+
+
 def _workload_sections() -> dict:
     """One table per registered workload's section ([workload.decode], [workload.moe], ...)."""
     out: dict = {}
     for _, cls in WORKLOADS.items():
         out.setdefault(cls.SECTION, cls.KEYS)
+    if "dataflow" in out:  # a mapped run takes `rdasim map`'s graph and mapping keys too
+        out["dataflow"] = Table({**out["dataflow"].fields, **_graph_keys().fields}, out["dataflow"].doc)
     return out
 
 
@@ -134,7 +153,7 @@ def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1) -> ChipCon
     issues += policy.problems(mu)
     kind = wl["kind"]
     params = WORKLOADS.get(kind)
-    workload = params.from_config(kind, wl[params.SECTION], spec, lay, issues)
+    workload = params.from_config(kind, wl[params.SECTION], ChipContext(spec, lay, policy.granule), issues)
     if issues:
         raise ConfigError("config", issues)
     return ChipConfig(

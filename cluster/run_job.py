@@ -141,6 +141,9 @@ def run_chip(cfg: dict, chip_cfg, out: str | Path | None = None, trace_path: str
         "run_buffers": schemas.RUN_BUFFERS.build(cols["buffers"], meta),
         "run_links": schemas.RUN_LINKS.build(cols["links"], meta),
     }
+    if "partitions" in cols:  # a mapped (dataflow) run
+        tables["run_partitions"] = schemas.RUN_PARTITIONS.build(cols["partitions"], meta)
+        tables["run_kernels"] = schemas.RUN_KERNELS.build(cols["kernels"], meta)
     res = RunResult(summary, tables, outcome)
     if trace_path is not None:
         res.trace = chrome_trace(chip_cfg, results, summary["oracle_first"])

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class Chip:
@@ -75,6 +77,21 @@ class ChipSpec:
     def dram_units(self) -> int:
         """One DRAM interface on every tile of the left and right edge columns."""
         return 2 * self.rows
+
+    def cu_tiles(self) -> np.ndarray:
+        """Tile ids (row * cols + col) holding a CU: r + c even (the checkerboard)."""
+        t = np.arange(self.tiles)
+        return t[(t // self.cols + t % self.cols) % 2 == 0]
+
+    def mu_tiles(self) -> np.ndarray:
+        """Tile ids holding an MU: r + c odd."""
+        t = np.arange(self.tiles)
+        return t[(t // self.cols + t % self.cols) % 2 == 1]
+
+    def dram_tiles(self) -> np.ndarray:
+        """Tiles of the DRAM interfaces: the left edge top to bottom, then the right edge."""
+        rows = np.arange(self.rows) * self.cols
+        return np.concatenate([rows, rows + self.cols - 1])
 
     @property
     def mu_bytes_per_cycle(self) -> int:

@@ -16,14 +16,15 @@ from typing import Any, Callable
 import numpy as np
 
 from mapping.cost import system_cost, system_power
-from mapping.graph import kernels
+from mapping.graph import buffer_depths, edge_index, kernels, tensors
+from mapping.graph import to_dict as graph_to_dict
 from mapping.heuristics import heuristic
 from mapping.interchip import SplitInfeasible, SplitPlan, choose_splits, no_splits
 from mapping.intrachip import solve_partitions
 from mapping.kernel_costs import ExecutionModel, KernelSlice, partition_problem
 from mapping.parallelism import Candidate, candidates, check_network
 from mapping.partition import Evaluation, PartitionProblem, evaluate, time_lower_bound
-from mapping.plan import KernelPlan, MappingPlan, PartitionPlan
+from mapping.plan import KernelPlan, MappingPlan, PartitionPlan, TensorPlan
 from mapping.systems import System
 from mapping.workload import Scheme, Workload
 
@@ -199,10 +200,18 @@ def _plan(workload: Workload, system: System, splits: SplitPlan, o: _Outcome, lo
         if kc is not None:
             coll.insert(0, kc.value)
         alone = p.compute[i] if p.core_options is None else float(p.core_options[i][1].min())
+        s = o.slices[i]
         kernel_rows.append(KernelPlan(
             k.name, k.kind.value, k.phase, splits.dims[i].value, int(ev.assignment[i]),
-            o.slices[i].flop(k) * o.slices[i].tiles, float(alone), float(p.network[i].sum()),
-            float(p.weight_sram[i]), bool(ev.streamed[i]), ",".join(coll)))
+            s.flop(k) * s.tiles, float(alone), float(p.network[i].sum()),
+            float(p.weight_sram[i]), bool(ev.streamed[i]), ",".join(coll),
+            m=s.m, k=s.k, n=s.n, tiles=s.tiles, flop_per_tile=s.flop(k), extra_dram_bytes=k.extra_dram_bytes))
+    word = workload.graph.graph["word"]
+    depths = buffer_depths(workload.graph)
+    tensor_rows = tuple(
+        TensorPlan(u, v, t.operand, float(o.slices[iu].m * o.slices[iu].n * word), depth,
+                   bool(ev.assignment[iu] == ev.assignment[iv]))
+        for (u, v, t), (iu, iv), depth in zip(tensors(workload.graph), edge_index(workload.graph)[1], depths))
     parts = tuple(
         PartitionPlan(c, tuple(p.names[k] for k in np.flatnonzero(ev.assignment == c)),
                       float(ev.compute[c]), float(ev.memory[c]), float(ev.network[c]), float(ev.time[c]),
@@ -220,7 +229,8 @@ def _plan(workload: Workload, system: System, splits: SplitPlan, o: _Outcome, lo
         cost=system_cost(sized, workload.copies).total, power=system_power(sized, workload.copies).total,
         p2p_seconds=cand.p2p_seconds, collective_bytes=splits.collective_bytes, dram_bytes=ev.dram_peak,
         solver_seconds=seconds, candidates=n_cand, pruned=pruned,
-        kernels=tuple(kernel_rows), partitions=parts,
+        kernels=tuple(kernel_rows), partitions=parts, tensors=tensor_rows, word=word,
+        graph=graph_to_dict(workload.graph),
     )
 
 

@@ -25,6 +25,11 @@ JSON_KEYS = (
 )
 
 
+# a mapped (dataflow) run adds these
+MAPPED_KEYS = ("seconds_per_batch_simulated", "seconds_per_batch_analytic", "seconds_per_pass_simulated",
+               "seconds_per_pass_analytic", "partitions")
+
+
 def add_arguments(p) -> None:
     p.add_argument("config", help="TOML config ([chip], [noc], [memory], [workload], [run])")
     add_run_arguments(p)
@@ -50,7 +55,8 @@ def run(args) -> int:
                    quiet=args.quiet or args.json)
     s = res.summary
     if args.json:
-        print(json.dumps({k: json_safe(s[k]) for k in JSON_KEYS}))
+        keys = JSON_KEYS + tuple(k for k in MAPPED_KEYS if k in s)
+        print(json.dumps({k: json_safe(s[k]) if k != "partitions" else s[k] for k in keys}))
     else:
         print(f"{s['workload']} on {s['chip']} ({s['rows']}x{s['cols']}), {s['network']} NoC, policy {s['policy']}, "
               f"reclaim {s['reclaim']}, {s['shards']} shard(s) on {s['backend']}")

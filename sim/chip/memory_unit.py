@@ -46,6 +46,9 @@ class BufferRecord:
     failed: bool = False
     last_use: int = 0
     reads: list = field(default_factory=list)  # reads waiting for data
+    stream: bool = False  # a tile buffer: room reserved once, writes advance ``written``
+    room: int = 0  # stream: bytes reserved
+    written: int = 0  # stream: bytes written so far (its stream position)
 
     def life(self, mu: int, freed: int, how: str) -> BufferLife:
         return BufferLife(self.alloc, mu, self.buf, self.label, self.owner, self.created, freed, how, self.peak,
@@ -125,6 +128,8 @@ class MemoryUnit(Unit):
         now = self.shard.now
         rec = BufferRecord(buf, (self.uid << 32) | self.allocs, msg.src, msg.arg, now, last_use=now,
                            total=self.total_weight)
+        if msg.flags & m.STREAM:
+            rec.stream, rec.room = True, msg.nbytes
         self.table[buf] = rec
         self.next_buf = (buf + 1) % self.buf_space
         self._delta(0, g.reserved)
@@ -148,6 +153,9 @@ class MemoryUnit(Unit):
             return True
         rec = self.lookup(msg)
         if rec is None or rec.failed:
+            return True
+        if rec.stream:
+            self._stream_write(rec, msg.nbytes)
             return True
         new = rec.size + msg.nbytes if msg.kind == m.APPEND else max(rec.size, msg.arg + msg.nbytes)
         if rec.evicted:  # it lives in DRAM now: the data goes there
@@ -180,6 +188,20 @@ class MemoryUnit(Unit):
             self._serve_ready_reads(rec)
         return True
 
+    def _stream_write(self, rec: BufferRecord, nbytes: int) -> None:
+        """A tile buffer's write: port time, the stream position advances, the room was reserved
+        at allocation (the writer's credits keep it from running over unread tiles)."""
+        self._serve(nbytes)
+        rec.written += nbytes
+        held = min(rec.written, rec.room)
+        if held != rec.size:
+            self._delta(held - rec.size, 0)
+            self.storage.set_size(rec.buf, held)
+            rec.size = held
+            rec.peak = max(rec.peak, held)
+        if rec.reads:
+            self._serve_ready_reads(rec)
+
     def _copy_done(self, old_start: int) -> None:
         self._delta(0, -self.storage.copy_done(old_start))
         self._wake_stalled()
@@ -209,7 +231,7 @@ class MemoryUnit(Unit):
             fwd = dict(buf=-1, nbytes=msg.nbytes, arg=msg.src, tag=msg.tag, mu=self.uid)
             self.send(m.READ_REQ, self.dram, **fwd)
             return True
-        if rec is not None and not rec.failed and rec.size < msg.nbytes:
+        if rec is not None and not rec.failed and not self._readable(rec, msg):
             rec.reads.append(msg)  # the data it expects has not been written yet
             return True
         self._respond_read(msg, failed=rec is not None and rec.failed)
@@ -218,21 +240,23 @@ class MemoryUnit(Unit):
     def _serve_ready_reads(self, rec: BufferRecord) -> None:
         waiting, rec.reads = rec.reads, []
         for r in waiting:
-            if rec.size >= r.nbytes:
+            if self._readable(rec, r):
                 self._respond_read(r)
             else:
                 rec.reads.append(r)
+
+    @staticmethod
+    def _readable(rec: BufferRecord, msg: m.Message) -> bool:
+        """A read names what it waits for: the buffer's size (``nbytes``), or for a tile buffer
+        the stream position ``arg`` (the end of the tile it reads)."""
+        return rec.written >= msg.arg if rec.stream else rec.size >= msg.nbytes
 
     def _respond_read(self, msg: m.Message, failed: bool = False) -> None:
         if failed:
             self.reply(msg, m.READ_RESP, status=m.STATUS_FAILED)
             return
         start, _ = self._serve(msg.nbytes)
-        ready, done = [], 0
-        first = start + self.latency
-        for c in self.cfg.sizing.chunk_bytes(msg.nbytes):
-            done += c
-            ready.append(first + -(-done // self.bw))
+        ready = self.cfg.sizing.chunk_ready(start + self.latency, msg.nbytes, self.bw)
         self.reply(msg, m.READ_RESP, ready=ready, nbytes=msg.nbytes, buf=msg.buf, alloc=msg.alloc)
 
     # ------------------------------------------------------------------ reclamation
@@ -289,7 +313,7 @@ class MemoryUnit(Unit):
         handler = self.handlers[msg.kind]
         while True:
             victims = [r for r in self.table.values()
-                       if not r.evicted and not r.reads and r.buf != msg.buf and r.size > 0]
+                       if not r.evicted and not r.reads and not r.stream and r.buf != msg.buf and r.size > 0]
             if not victims:
                 return False
             v = min(victims, key=lambda r: (r.last_use, r.buf))
@@ -319,9 +343,6 @@ class MemoryUnit(Unit):
         """CTRL_STREAM: read ``nbytes`` and write them to unit ``buf``'s unmanaged area."""
         if msg.arg == m.CTRL_STREAM:
             start, _ = self._serve(msg.nbytes)
-            ready, done = [], 0
-            for c in self.cfg.sizing.chunk_bytes(msg.nbytes):
-                done += c
-                ready.append(start + self.latency + -(-done // self.bw))
+            ready = self.cfg.sizing.chunk_ready(start + self.latency, msg.nbytes, self.bw)
             self.send(m.WRITE, msg.buf, ready=ready, nbytes=msg.nbytes, buf=-1, mu=msg.buf)
         return True

@@ -71,6 +71,38 @@ class WorkRecord:
         return astuple(self)
 
 
+@dataclass(frozen=True, slots=True)
+class KernelRecord:
+    """One CU's share of a kernel in one partition of a mapped (dataflow) run."""
+
+    partition: int = column("int64", "partition run (graph pass x partitions + position)")
+    kernel: str = column("string", "kernel name")
+    cu: int = column("int32", "CU unit id (its tile id)")
+    start: int = column("int64", "cycle the CU started the kernel")
+    end: int = column("int64", "cycle it finished (last tile written and read)")
+    compute_cycles: int = column("int64", "cycles its pipeline computed")
+    bytes_in: int = column("int64", "bytes it read (MUs and DRAM)")
+    bytes_out: int = column("int64", "bytes it wrote (MUs and DRAM)")
+
+    def row(self) -> tuple:
+        return astuple(self)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRecord:
+    """One partition run of a mapped (dataflow) run."""
+
+    partition: int  # graph pass x partitions + position
+    index: int  # the plan's partition index
+    start: int  # cycle the controller began allocating its buffers
+    started: int  # cycle its CUs were told to start (buffers allocated and shared)
+    end: int  # cycle its last CU finished
+    status: str
+
+    def row(self) -> tuple:
+        return astuple(self)
+
+
 @dataclass(slots=True)
 class MuStats:
     """An MU's counters (summed over MUs and shards into the run summary)."""

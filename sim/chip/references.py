@@ -36,15 +36,16 @@ def fields_of(ref: Ref) -> dict:
     return dict(mu=ref.mu, buf=ref.buf, alloc=ref.alloc)
 
 
-def allocate(cu, mu: int, nbytes: int, label: int = 0):
+def allocate(cu, mu: int, nbytes: int, label: int = 0, flags: int = 0):
     """Task helper: a new buffer at ``mu``; returns its Ref, or None if the MU refused."""
-    (ref,) = yield from allocate_many(cu, [(mu, nbytes, label)])
+    (ref,) = yield from allocate_many(cu, [(mu, nbytes, label)], flags)
     return ref
 
 
-def allocate_many(cu, requests: list[tuple[int, int, int]]):
-    """Task helper: several allocations at once ((mu, bytes, label) each); a list of Ref or None."""
-    tags = [cu.request(m.ALLOC, mu, nbytes=n, arg=label, mu=mu) for mu, n, label in requests]
+def allocate_many(cu, requests: list[tuple[int, int, int]], flags: int = 0):
+    """Task helper: several allocations at once ((mu, bytes, label) each); a list of Ref or None.
+    ``flags`` (messages.STREAM) asks for tile buffers."""
+    tags = [cu.request(m.ALLOC, mu, nbytes=n, arg=label, mu=mu, flags=flags) for mu, n, label in requests]
     got = yield Replies(tags, "memory")
     return [_ref(cu, got[t]) if got[t].status == m.STATUS_OK else None for t in tags]
 

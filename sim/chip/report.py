@@ -42,6 +42,7 @@ class ShardResult:
     counts: dict
     trace: list = field(default_factory=list)
     trace_dropped: int = 0
+    logged: list = field(default_factory=list)  # workload-specific records
     memory_map: dict | None = None
     units: list = field(default_factory=list)  # unit ids simulated by the shard
 
@@ -74,6 +75,7 @@ def shard_result(shard) -> ShardResult:
         waits=waits, compute_cycles=sum(cu.compute_cycles for cu in cus), mu_stats=stats,
         stalled_at_end=sum(len(mu.stalled) for mu in mus), counts=dict(shard.counts),
         trace=shard.trace_events, trace_dropped=shard.trace_dropped, memory_map=mm, units=sorted(shard.units),
+        logged=list(shard.logged),
     )
 
 
@@ -181,6 +183,11 @@ def summarize_chip(cfg, results: list[ShardResult]) -> tuple[dict, dict]:
         "mu_series": _mu_series(cfg, lay, mem_log, end),
         "links": _links(cfg, results, end),
     }
+    figures = getattr(cfg.workload, "figures", None)  # a workload's own figures and tables, if it has any
+    if figures is not None:
+        extra, extra_tables = figures([x for r in results for x in r.logged], spec.clock_hz)
+        summary.update(extra)
+        tables.update(extra_tables)
     summary["result_hash"] = chip_result_hash(results, summary)
     summary["oracle_first"] = verdict.first
     return summary, tables
@@ -236,6 +243,9 @@ def chip_result_hash(results, summary: dict) -> str:
     h.update(oracle.merge_logs([r.oracle_log for r in results]).astype("<i8").tobytes())
     h.update(repr(sorted(life.row() for r in results for life in r.life)).encode())
     h.update(repr(sorted(rec.row() for r in results for rec in r.records)).encode())
+    logged = sorted((type(x).__name__, x.row()) for r in results for x in r.logged)
+    if logged:  # workload-specific records (none for most workloads: their hash stays as it was)
+        h.update(repr(logged).encode())
     ints = {k: v for k, v in summary.items() if isinstance(v, (int, str, dict)) and not isinstance(v, bool)}
     h.update(repr(sorted(ints.items())).encode())
     return h.hexdigest()[:32]

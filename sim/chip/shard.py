@@ -113,6 +113,7 @@ class ChipShard:
         self.mem_log: list[tuple[int, int, int, int]] = []  # (cycle, mu, d_used, d_reserved)
         self.lives: list[BufferLife] = []  # buffers freed so far
         self.records: list[WorkRecord] = []
+        self.logged: list = []  # workload-specific records (KernelRecord, PartitionRecord, ...)
         self.counts = {"admitted": 0, "finished": 0}
         self.trace_events: list[tuple] = []
         self.trace_dropped = 0
@@ -195,6 +196,10 @@ class ChipShard:
 
     def record(self, kind: str, ident: int, start: int, end: int, tokens: int, status: str) -> None:
         self.records.append(WorkRecord(kind, ident, start, end, tokens, status))
+
+    def log(self, record) -> None:
+        """Keep a workload's own typed record (its ``figures`` reads them after the run)."""
+        self.logged.append(record)
 
     def trace_span(self, uid: int, name: str, start: int, dur: int, cat: str, args=None) -> None:
         if self.cfg.trace:

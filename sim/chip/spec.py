@@ -38,11 +38,10 @@ class UnitLayout:
 
 
 def unit_layout(spec: ChipSpec) -> UnitLayout:
-    rows, cols = spec.rows, spec.cols
+    kind = np.full(spec.tiles, MU)
+    kind[spec.cu_tiles()] = CU
     tiles = np.arange(spec.tiles)
-    r, c = tiles // cols, tiles % cols
-    kind = np.where((r + c) % 2 == 0, CU, MU)
-    edge = np.concatenate([np.arange(rows) * cols, np.arange(rows) * cols + cols - 1])
+    edge = spec.dram_tiles()
     all_kind = np.concatenate([kind, np.full(len(edge), DRAM)])
     all_tile = np.concatenate([tiles, edge])
     ids = np.arange(len(all_kind))

@@ -13,6 +13,7 @@ that yield what they wait for (sim/chip/units.py). Built in: kv-decode and spec-
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generator, Protocol
 
 from sim.keys import Issue, Table
@@ -25,6 +26,16 @@ if TYPE_CHECKING:
     from sim.chip.units import ComputeUnit
 
 Task = Generator[Any, Any, Any]
+
+
+@dataclass(frozen=True)
+class ChipContext:
+    """What a workload's config is checked against: the chip, where its units are, and the
+    bytes an MU allocates in under the run's memory policy."""
+
+    spec: "ChipSpec"
+    layout: "UnitLayout"
+    granule: int = 64
 
 
 class WorkloadProgram(Protocol):
@@ -49,8 +60,7 @@ class Workload(Protocol):
     KEYS: ClassVar[Table]
 
     @classmethod
-    def from_config(cls, kind: str, section: dict[str, Any], spec: "ChipSpec", layout: "UnitLayout",
-                    issues: list[Issue]) -> "Workload":
+    def from_config(cls, kind: str, section: dict[str, Any], chip: ChipContext, issues: list[Issue]) -> "Workload":
         """Parameters from the resolved [workload.SECTION] table; problems go to ``issues``."""
         ...
 

@@ -34,7 +34,7 @@ from sim.chip.references import allocate, free
 from sim.chip.spec import CU
 from sim.chip.units import Compute, Replies, Sleep
 from sim.keys import Field, Issue, Table
-from sim.workloads import WORKLOADS
+from sim.workloads import WORKLOADS, ChipContext
 from sim.workloads.base import (
     STREAM_ACCEPT,
     STREAM_ARRIVAL,
@@ -75,7 +75,8 @@ class KvParams:
     KEYS: ClassVar[Table]  # set below the class (it reads the defaults)
 
     @classmethod
-    def from_config(cls, kind: str, d: dict, spec, lay, issues: list[Issue]) -> "KvParams":
+    def from_config(cls, kind: str, d: dict, chip: ChipContext, issues: list[Issue]) -> "KvParams":
+        spec, lay = chip.spec, chip.layout
         sched = tile_of(d["scheduler_tile"], "workload.decode.scheduler_tile", spec, lay, CU, issues)
         n_cu = len(lay.cus)
         if d["max_batch"] > n_cu - 1:

@@ -33,7 +33,7 @@ from sim.chip.references import allocate, allocate_many, drop, free, received, s
 from sim.chip.spec import CU
 from sim.chip.units import Compute, Replies
 from sim.keys import Field, Issue, Table
-from sim.workloads import WORKLOADS
+from sim.workloads import WORKLOADS, ChipContext
 from sim.workloads.base import STREAM_ROUTE, Floorplan, tile_field, tile_id, tile_of
 
 ACTIVATION = buffer_label(2, "activation")
@@ -61,7 +61,8 @@ class MoeParams:
     KEYS: ClassVar[Table]
 
     @classmethod
-    def from_config(cls, kind: str, d: dict, spec, lay, issues: list[Issue]) -> "MoeParams":
+    def from_config(cls, kind: str, d: dict, chip: ChipContext, issues: list[Issue]) -> "MoeParams":
+        spec, lay = chip.spec, chip.layout
         sched = tile_of(d["scheduler_tile"], "workload.moe.scheduler_tile", spec, lay, CU, issues)
         n_cu = len(lay.cus)
         if d["top_k"] > d["experts"]:

@@ -24,7 +24,7 @@ from sim.chip.references import allocate, drop, received, share
 from sim.chip.spec import CU, MU
 from sim.chip.units import Replies, Sleep
 from sim.keys import Field, Issue, Table
-from sim.workloads import WORKLOADS
+from sim.workloads import WORKLOADS, ChipContext
 from sim.workloads.base import Floorplan, tile_field, tile_of
 
 RACE_BUFFER = buffer_label(4, "race")
@@ -49,7 +49,8 @@ class RaceParams:
     KEYS: ClassVar[Table]
 
     @classmethod
-    def from_config(cls, kind: str, d: dict, spec, lay, issues: list[Issue]) -> "RaceParams":
+    def from_config(cls, kind: str, d: dict, chip: ChipContext, issues: list[Issue]) -> "RaceParams":
+        spec, lay = chip.spec, chip.layout
         p = tile_of(d["producer"], "workload.race.producer", spec, lay, CU, issues)
         c = tile_of(d["consumer"], "workload.race.consumer", spec, lay, CU, issues)
         mem = tile_of(d["memory"], "workload.race.memory", spec, lay, MU, issues)

@@ -54,7 +54,7 @@ def test_outputs_written(tmp_path):
     plan = pq.read_table(tmp_path / "map_plan.parquet").to_pylist()[0]
     assert plan["tp"] == 8 and plan["status"] == "optimal" and plan["config_hash"]
     assert pq.read_table(tmp_path / "map_kernels.parquet").num_rows == 18
-    assert json.loads((tmp_path / "plan.json").read_text())["pp"] == 2
+    assert json.loads((tmp_path / "plan.json").read_text())["plan"]["pp"] == 2
 
 
 def test_example_config_runs():

@@ -36,6 +36,8 @@ class ExactFit:
     def problems(self, mu):
         return []
 
+    granule = 1
+
     def storage(self, mu):
         return ExactFitStorage(self.exact_cap)
 
@@ -91,8 +93,9 @@ class PingParams:
                                    "cu": tile_field([0, 0], "[row, col] of the CU")}, doc="ping")
 
     @classmethod
-    def from_config(cls, kind, d, spec, lay, issues: list[Issue]):
-        return cls(kind, d["pings"], d["nbytes"], tile_of(d["cu"], "workload.ping.cu", spec, lay, CU, issues))
+    def from_config(cls, kind, d, chip, issues: list[Issue]):
+        return cls(kind, d["pings"], d["nbytes"], tile_of(d["cu"], "workload.ping.cu", chip.spec, chip.layout, CU,
+                                                          issues))
 
     @property
     def work_items(self):
@@ -166,4 +169,4 @@ def test_their_keys_are_checked_like_any_other(registered):
 def test_unregistered_names_are_refused_with_the_known_ones():
     with pytest.raises(ConfigError) as e:
         load(RUN_SCHEMA, raw={**RAW, "workload": {"kind": "ping"}})
-    assert "workload.kind: 'ping' is not one of kv-decode, moe, race, spec-decode" in str(e.value)
+    assert "workload.kind: 'ping' is not one of dataflow, kv-decode, moe, race, spec-decode" in str(e.value)

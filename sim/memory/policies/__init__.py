@@ -112,6 +112,11 @@ class PolicyParams(Protocol):
         """What makes these parameters unusable on this MU (key paths under memory.)."""
         ...
 
+    @property
+    def granule(self) -> int:
+        """Bytes an MU allocates in under this policy (a block, or an SRAM row)."""
+        ...
+
     def storage(self, mu: MuGeometry) -> Storage: ...
 
 

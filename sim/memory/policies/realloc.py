@@ -27,6 +27,10 @@ class ReallocParams:
     def from_config(cls, name: str, memory: dict) -> "ReallocParams":
         return cls(name, **keyed_defaults(cls, memory))
 
+    @property
+    def granule(self) -> int:
+        return 64  # contiguous regions start on SRAM rows (MuGeometry.align)
+
     def problems(self, mu: MuGeometry) -> list[Issue]:
         return []
 

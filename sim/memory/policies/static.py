@@ -29,6 +29,10 @@ class StaticParams:
     def from_config(cls, name: str, memory: dict) -> "StaticParams":
         return cls(name, **keyed_defaults(cls, memory))
 
+    @property
+    def granule(self) -> int:
+        return 64  # contiguous regions start on SRAM rows (MuGeometry.align)
+
     def problems(self, mu: MuGeometry) -> list[Issue]:
         if self.static_buffer_bytes > mu.capacity:
             return [Issue("memory.static_buffer_bytes", f"{self.static_buffer_bytes} is larger than an MU")]

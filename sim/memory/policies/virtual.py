@@ -42,6 +42,10 @@ class VirtualParams:
         return PagedLayout(mu.capacity, self.block_bytes, mu.word_bytes, mu.mu_id_bits, mu.buffer_id_bits,
                            mu.virtual_bits)
 
+    @property
+    def granule(self) -> int:
+        return self.block_bytes
+
     def problems(self, mu: MuGeometry) -> list[Issue]:
         try:
             self.layout(mu)
