@@ -153,7 +153,7 @@ def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1) -> ChipCon
     issues += policy.problems(mu)
     kind = wl["kind"]
     params = WORKLOADS.get(kind)
-    workload = params.from_config(kind, wl[params.SECTION], ChipContext(spec, lay, policy.granule), issues)
+    workload = params.from_config(kind, wl[params.SECTION], ChipContext(spec, lay, policy.room(mu)), issues)
     if issues:
         raise ConfigError("config", issues)
     return ChipConfig(

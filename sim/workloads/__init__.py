@@ -21,6 +21,7 @@ from sim.registry import Registry
 
 if TYPE_CHECKING:
     from mapping.chips import ChipSpec
+    from mapping.placement import MuRoom
     from sim.chip.messages import Message
     from sim.chip.spec import UnitLayout
     from sim.chip.units import ComputeUnit
@@ -35,7 +36,7 @@ class ChipContext:
 
     spec: "ChipSpec"
     layout: "UnitLayout"
-    granule: int = 64
+    room: "MuRoom | None" = None  # how an MU gives out room under the run's policy
 
 
 class WorkloadProgram(Protocol):

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from mapping.chips import ChipSpec
-from mapping.placement import GEMM_KINDS, GridPlacement, PlacementError, place_on_grid, share
+from mapping.placement import GEMM_KINDS, GridPlacement, MuRoom, PlacementError, place_on_grid, share
 from mapping.plan import MappingPlan
 from sim.chip import messages as m
 from sim.chip.records import KernelRecord, PartitionRecord, buffer_label
@@ -48,7 +48,7 @@ from sim.workloads import WORKLOADS, ChipContext
 WEIGHT = buffer_label(5, "weight")
 TILES = buffer_label(6, "tiles")
 CREDIT = 1 << 62  # tag space of flow-control credits (request tags count up from 1)
-DRAM_INTERLEAVE = 512  # bytes a transfer puts on each DRAM interface at least
+DRAM_INTERLEAVE = 2048  # bytes a transfer puts on each DRAM interface at least (a packet's data)
 LOAD_CHUNK = 16384  # bytes of a weight one DRAM interface streams per load request
 
 
@@ -193,6 +193,7 @@ def build_partitions(plan: MappingPlan, placement: GridPlacement, spec: ChipSpec
 
 def plan_addresses(placement: GridPlacement, capacity: int, method: str = "exact", budget: float = 5.0,
                    alignment: int = 64) -> GridPlacement:
+    """(Each stripe takes the room its MU's policy gives it: ``placement.room.reserve``.)"""
     """Every stripe's offset in its MU from allocators' static planner: a stripe lives while its
     partition runs (lifetime [p, p + 1) for the p-th partition), so partitions share the room.
     A stripe that does not fit raises PlacementError naming the MU, the buffer and the shortfall."""
@@ -206,7 +207,7 @@ def plan_addresses(placement: GridPlacement, capacity: int, method: str = "exact
     for p, part in enumerate(placement.partitions):
         for b, buf in enumerate(part.buffers):
             for s, st in enumerate(buf.stripes):
-                per_mu.setdefault(st.mu, []).append((f"{p}/{b}/{s}", p, st.bytes, 0))
+                per_mu.setdefault(st.mu, []).append((f"{p}/{b}/{s}", p, placement.room.reserve(st.bytes), 0))
     offsets: dict[str, int] = {}
     for mu, items in sorted(per_mu.items()):
         problem = Problem(tuple(Buffer(i, p, p + 1, n, alignment) for i, p, n, _ in items))
@@ -255,7 +256,7 @@ class DataflowParams:
     def from_config(cls, kind: str, d: dict, chip: ChipContext, issues: list[Issue]) -> "DataflowParams":
         spec = chip.spec
         try:
-            plan, placement = resolve_plan(d, spec, chip.granule)
+            plan, placement = resolve_plan(d, spec, chip.room)
             placement = plan_addresses(placement, spec.mu_bytes, d["address_method"], d["address_budget"])
         except (PlacementError, ValueError, KeyError, OSError) as exc:
             issues.append(Issue("workload.dataflow", str(exc)))
@@ -326,7 +327,7 @@ PARTITION_COLUMNS = ("partition", "index", "kernels", "tiles", "simulated_second
 KERNEL_COLUMNS = ("partition", "kernel", "cus", "compute_cycles", "busy", "bytes_in", "bytes_out", "start", "end")
 
 
-def resolve_plan(d: dict, spec: ChipSpec, granule: int = 64) -> tuple[MappingPlan, GridPlacement]:
+def resolve_plan(d: dict, spec: ChipSpec, room: MuRoom | None = None) -> tuple[MappingPlan, GridPlacement]:
     """The plan and its placement: from a plan file, or mapped here from the graph keys."""
     if d.get("plan"):
         path = Path(d["plan"])
@@ -337,9 +338,10 @@ def resolve_plan(d: dict, spec: ChipSpec, granule: int = 64) -> tuple[MappingPla
         if plan.chip != spec.name:
             raise ValueError(f"the plan maps onto {plan.chip!r}; this run's chip is {spec.name!r}")
         stored = data.get("placement")
-        if stored and stored.get("granule") == granule and stored.get("seed") == d.get("placement_seed", 0):
+        room = room or MuRoom(spec.mu_bytes)
+        if stored and MuRoom(**stored["room"]) == room and stored.get("seed") == d.get("placement_seed", 0):
             return plan, GridPlacement.from_dict(stored)
-        return plan, place_on_grid(plan, spec, d.get("placement_seed", 0), granule)  # for this run's memory policy
+        return plan, place_on_grid(plan, spec, d.get("placement_seed", 0), room)  # for this run's memory policy
     graph = d.get("graph") or {}
     if not graph.get("kind"):
         raise ValueError("give workload.dataflow.plan (a plan.json) or the graph keys "
@@ -353,7 +355,7 @@ def resolve_plan(d: dict, spec: ChipSpec, granule: int = 64) -> tuple[MappingPla
     opts = d.get("mapping") or {}
     plan = map_workload(workload, system, build_model(opts), float(opts.get("time_limit") or 60.0),
                         float(opts.get("gap") or 1e-3))
-    return plan, place_on_grid(plan, spec, d.get("placement_seed", 0), granule)
+    return plan, place_on_grid(plan, spec, d.get("placement_seed", 0), room)
 
 
 class Dataflow:
