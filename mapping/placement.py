@@ -96,6 +96,19 @@ class PlacedKernel:
 
 
 @dataclass(frozen=True)
+class PlacedCache:
+    """A cache that lives through the whole run and grows each pass (a decode step's KV
+    cache): stripes dealt to the CUs of the kernel reading it, each on an MU near its CU."""
+
+    name: str
+    reader: str  # kernel reading it every pass
+    appender: str  # kernel appending to it every pass ("" if none)
+    initial: int  # bytes of each stripe at the start
+    growth: int  # bytes each stripe grows per pass
+    stripes: tuple[Stripe, ...]  # writer: the appender's CU slot feeding it; lo: the reader's CU slot
+
+
+@dataclass(frozen=True)
 class PlacedPartition:
     index: int
     kernels: tuple[PlacedKernel, ...]
@@ -112,6 +125,7 @@ class GridPlacement:
     seed: int
     room: MuRoom  # how the MUs give out room (the memory policy the packing assumed)
     partitions: tuple[PlacedPartition, ...]
+    caches: tuple[PlacedCache, ...] = ()
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -124,7 +138,9 @@ class GridPlacement:
             buffers = tuple(PlacedBuffer(b["name"], b["kind"], b["producer"], tuple(b["consumers"]), b["tile_bytes"],
                                          b["depth"], tuple(Stripe(**s) for s in b["stripes"])) for b in p["buffers"])
             parts.append(PlacedPartition(p["index"], kernels, buffers, p["traffic"], p["traffic_bound"]))
-        return cls(d["chip"], d["rows"], d["cols"], d["seed"], MuRoom(**d["room"]), tuple(parts))
+        caches = tuple(PlacedCache(c["name"], c["reader"], c["appender"], c["initial"], c["growth"],
+                                   tuple(Stripe(**s) for s in c["stripes"])) for c in d.get("caches", ()))
+        return cls(d["chip"], d["rows"], d["cols"], d["seed"], MuRoom(**d["room"]), tuple(parts), caches)
 
 
 def share(total: int, parts: int, i: int) -> tuple[int, int]:
@@ -361,4 +377,53 @@ def place_on_grid(plan: MappingPlan, spec: ChipSpec, seed: int = 0, room: MuRoom
         placed_buffers = tuple(PlacedBuffer(name, kind, producer, consumers, tb, depth, tuple(stripes[i]))
                                for i, (name, kind, producer, consumers, tb, depth) in enumerate(buffers))
         parts.append(PlacedPartition(part.index, placed_kernels, placed_buffers, traffic, _bound(F, D)))
-    return GridPlacement(spec.name, spec.rows, spec.cols, seed, room, tuple(parts))
+    return GridPlacement(spec.name, spec.rows, spec.cols, seed, room, tuple(parts),
+                         _place_caches(plan, parts, spec, room))
+
+
+def _place_caches(plan: MappingPlan, parts: list[PlacedPartition], spec: ChipSpec, room: MuRoom) -> tuple:
+    """Each cache a kernel reads (role read:NAME) in MUs for the whole run, if it fits: one stripe
+    per reading CU on the nearest MU with room left after every partition's own stripes."""
+    readers = {k.role.split(":", 1)[1]: k for k in plan.kernels if k.role.startswith("read:")}
+    appenders = {k.role.split(":", 1)[1]: k for k in plan.kernels if k.role.startswith("append:")}
+    if not readers:
+        return ()
+    used: dict[int, int] = {}
+    for part in parts:  # an MU's room is what its fullest partition leaves
+        here: dict[int, int] = {}
+        for b in part.buffers:
+            for s in b.stripes:
+                here[s.mu] = here.get(s.mu, 0) + room.reserve(s.bytes)
+        for mu, n in here.items():
+            used[mu] = max(used.get(mu, 0), n)
+    where = {k.name: k.cus for part in parts for k in part.kernels}
+    mu_tiles = spec.mu_tiles()
+    caches = []
+    for name, reader in sorted(readers.items()):
+        cus = where[reader.name]
+        total = int(round(reader.extra_dram_bytes))
+        app = appenders.get(name)
+        growth = int(round(app.extra_dram_bytes)) if app is not None else 0
+        n_app = len(where[app.name]) if app is not None else 1
+        # stripes no larger than a buffer may be (leaving room to grow a while), dealt to the
+        # reading CUs in turn
+        count = max(len(cus), -(-total // max(1, room.biggest // 2)))
+        stripes = []
+        for s in range(count):
+            j = s % len(cus)
+            cu = cus[j]
+            lo, hi = share(total, count, s)
+            need = room.reserve(hi - lo)
+            dist = np.abs(mu_tiles // spec.cols - cu // spec.cols) + np.abs(mu_tiles % spec.cols - cu % spec.cols)
+            for idx in np.lexsort((mu_tiles, dist)):
+                mu = int(mu_tiles[idx])
+                if used.get(mu, 0) + need <= room.capacity:
+                    used[mu] = used.get(mu, 0) + need
+                    stripes.append(Stripe(mu, j, j + 1, hi - lo, s % n_app))
+                    break
+            else:
+                return tuple(caches)  # no room on chip: this cache and the rest stay in DRAM
+        g_lo, g_hi = share(growth, count, 0)
+        caches.append(PlacedCache(name, reader.name, app.name if app is not None else "", total // count,
+                                  g_hi - g_lo, tuple(stripes)))
+    return tuple(caches)
