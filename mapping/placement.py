@@ -209,7 +209,7 @@ class _Piece:
 def _pieces(plan: MappingPlan, kernels: list[KernelPlan], counts: dict[str, int]) -> tuple[list, list[_Piece]]:
     """(buffer descriptions, pieces to pack) of one partition."""
     names = {k.name for k in kernels}
-    kind = {k.name: k.kind for k in kernels}
+    by_name = {k.name: k for k in kernels}
     buffers, pieces = [], []
     for k in kernels:
         if k.weight_bytes > 0 and not k.streamed:
@@ -221,7 +221,9 @@ def _pieces(plan: MappingPlan, kernels: list[KernelPlan], counts: dict[str, int]
             tb = max(1, int(round(t.tile_bytes)))
             buffers.append((f"{t.producer}->{t.consumer}", "tiles", t.producer, (t.consumer,), tb, t.depth))
             n = counts[t.producer]
-            readers = float(counts[t.consumer]) if kind[t.consumer] in GEMM_KINDS else 1.0  # broadcast or shares
+            consumer = by_name[t.consumer]
+            whole = consumer.kind in GEMM_KINDS and not consumer.role.startswith("experts")
+            readers = float(counts[t.consumer]) if whole else 1.0  # every CU reads it all, or its share
             for p in range(n):
                 lo, hi = share(tb, n, p)
                 if hi > lo:
@@ -266,7 +268,7 @@ def _pack(pieces: list[_Piece], room: MuRoom, mus: int, port: float, what: str) 
 def _flows(kernels: list[KernelPlan], counts: dict[str, int], buffers: list, bins: list[list[_Piece]],
            slot_of: dict[tuple[str, int], int]) -> np.ndarray:
     """[CU slots, bins] bytes per tile between each CU slot and each MU's contents."""
-    kind = {k.name: k.kind for k in kernels}
+    by_name = {k.name: k for k in kernels}
     F = np.zeros((len(slot_of), len(bins)))
     for b, content in enumerate(bins):
         for pc in content:
@@ -276,7 +278,9 @@ def _flows(kernels: list[KernelPlan], counts: dict[str, int], buffers: list, bin
             for c in consumers:
                 n = counts[c]
                 for j in range(n):
-                    lo, hi = (0, tb) if (bkind == "tiles" and kind[c] in GEMM_KINDS) else share(tb, n, j)
+                    k = by_name[c]
+                    whole = bkind == "tiles" and k.kind in GEMM_KINDS and not k.role.startswith("experts")
+                    lo, hi = (0, tb) if whole else share(tb, n, j)
                     F[slot_of[c, j], b] += max(0, min(hi, pc.hi) - max(lo, pc.lo))
     return F
 

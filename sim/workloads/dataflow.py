@@ -149,6 +149,13 @@ class PartitionProgram:
         return max(terms, key=lambda k: terms[k])
 
 
+def reads_whole(kernel) -> bool:
+    """Does every CU of ``kernel`` need all of each input tile? GEMMs do (each CU computes some
+    output rows from every input column), unless their outer dimension is routed experts
+    (a CU needs its experts' tokens only)."""
+    return kernel.kind in GEMM_KINDS and not kernel.role.startswith("experts")
+
+
 def _dram_parts(nbytes: int, first: int, units: int) -> list[tuple[int, int]]:
     """(interface index, bytes) of a transfer interleaved over DRAM interfaces from ``first``."""
     if nbytes <= 0:
@@ -181,8 +188,8 @@ def build_partitions(plan: MappingPlan, placement: GridPlacement, spec: ChipSpec
             for c in pb.consumers:
                 cus = kernels[c].cus
                 for j, cu in enumerate(cus):
-                    whole = pb.kind == "tiles" and kplan[c].kind in GEMM_KINDS
-                    lo, hi = (0, pb.tile_bytes) if whole else share(pb.tile_bytes, len(cus), j)
+                    lo, hi = (0, pb.tile_bytes) if reads_whole(kplan[c]) and pb.kind == "tiles" \
+                        else share(pb.tile_bytes, len(cus), j)
                     for s, st in enumerate(pb.stripes):
                         nbytes = min(hi, st.hi) - max(lo, st.lo)
                         if nbytes > 0:
@@ -209,7 +216,9 @@ def build_partitions(plan: MappingPlan, placement: GridPlacement, spec: ChipSpec
                     lo, hi = share(int(round(total)), n, j)
                     return int(round(total)) if whole else hi - lo
 
-                dram_in = sum(mine(t.tile_bytes, kp.kind in GEMM_KINDS) for t in spilled_in[name])
+                # a spilled input comes from DRAM once: each CU loads its share (handing the rest
+                # of the tile round on chip is not modelled)
+                dram_in = sum(mine(t.tile_bytes) for t in spilled_in[name])
                 # a streamed weight (a weight kernel alone in its partition) comes from DRAM a slice
                 # per tile, each byte once per graph pass
                 dram_in += mine(kp.weight_bytes / tiles) if kp.streamed else 0
