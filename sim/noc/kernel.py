@@ -1,0 +1,528 @@
+"""The cycle-level router pipeline, compiled: credits, arrivals, VC allocation, switch
+allocation, traversal and injection of every router of a shard, cycle after cycle.
+
+``run`` simulates cycles [t, t1) of one shard in machine code (sim/noc/jit.py) and
+returns to Python only when it is done or needs something Python provides: the next
+chunk of synthetic packets, or room in a growable buffer (it checks before a cycle, so a
+cycle is never left half done). The model is NocShard's (sim/noc/shard.py documents the
+router and the index conventions); this file holds only its arithmetic.
+
+A cycle: credits due, then flits due (written into their input VCs), then router by
+router the VC and switch allocators (only routers with a VC waiting for either), then
+the switch winners' link traversals, then new packets and the sources. The allocators of
+one router touch only that router's state, so doing them router by router gives the
+winners BookSim2's IQRouter would, and every arbiter's keys are distinct within its group
+(a requester's round-robin position), so the order requests are visited in never matters.
+
+State lives in a few int64 tables (columns named below): ``vc[i]`` input VC ``i`` and
+output VC ``i`` of the same (router, port, vc), ``vs[i]`` its static indices; ``port[j]``
+input and output port ``j``; ``node[l]`` router ``l``: its terminal's source queue, its
+occupancy and how many of its VCs wait for an allocator; the event wheel
+``wheel_f``/``wheel_c`` holds flits and credits due in the next ``W`` cycles (every delay
+is shorter than ``W``). Router ``l``'s rows are contiguous in every table, so a router's
+allocation reads a few cache lines. The hot paths divide by nothing that is not a power
+of two (a 64-bit division costs tens of cycles): indices come from the static columns,
+and every modulo is of a sum below twice the modulus.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sim.noc.jit import inline, kernel
+
+HEAD, TAIL = 1, 2
+LOCAL = 0  # the terminal's port
+EAST, WEST, SOUTH, NORTH = 1, 2, 3, 4
+EJECT, LOCAL_LINK, REMOTE_LINK, NO_LINK = 0, 1, 2, 3  # output-port kinds (port[:, KIND])
+IDLE, WAIT_VC, WAIT_SWITCH = 0, 1, 2  # what an input VC waits for (vc[:, STATE])
+BIG = np.int64(1) << np.int64(62)
+
+# prm: static parameters
+(N, NL, P, V, B, PV, NI, COLS, TORUS, ROUTING_DELAY, VC_ALLOC_DELAY, FLIT_DELAY, CREDIT_RETURN,
+ INJECT_DELAY, INJECT_CREDIT_RETURN, EJECT_CREDIT_RETURN, PACKET_FLITS, SYNTHETIC, RECORD, W0, W1,
+ HORIZON, PKT_LO, PKT_HI, CLASS0_BITS, CLASS1_BITS, PRM_SIZE) = range(27)
+# sc: shard scalars
+(BUFFERED, QUEUED, QUEUED_FLITS, WINNERS, OUT_F, OUT_C, IN_FLIGHT, WHEEL_NEXT, SC_SIZE) = range(9)
+# vc columns (state): input-VC side, then output-VC side
+STATE, Q_HEAD, Q_COUNT, OUT_OP, OUT_VC, VA_READY, SA_READY, VA_IN_NPTR, VA_OUT_NPTR, VC_COLS = range(10)
+# vs columns (static): where input VC i's credits go, the input VC output VC i feeds (global
+# ids across a cut), its input port, vc, port number, index within the router, router,
+# and the row of the route table
+UP_CREDIT, DOWN_IVC, IP, VIDX, PIN, INL, ROUTER_L, ROUTE_ROW, VS_COLS = range(9)
+# port columns: allocation state, then static: kind, router across (global, -1 none),
+# port number, the port's first VC index within the router (o * vcs)
+FREE_VCS, SA_IN_NPTR, SA_VC_NOFF, SA_OUT_NPTR, KIND, NBR, PNUM, PV_OFF, PORT_COLS = range(9)
+# node columns
+(SQ_HEAD, SQ_COUNT, SRC_FLIT, SRC_VC, INJ_LAST, INJ_IN_USE, ROUTER, OCCUPANCY, WAITING,
+ NODE_COLS) = range(10)
+# work rows: arbiter scratch (indexed within one router) and the cycle's switch winners
+KEY_A, WHO_A, LIST_A, KEY_B, WHO_B, LIST_B, WON, WON_OP, WORK_ROWS = range(9)
+# buf / sq columns
+PKT, DST, FLAG = 0, 1, 2
+LENGTH = 2
+# measurement (sim/noc/measure.py)
+M_CREATED, M_EJECTED, M_LAT_SUM, M_LAT_COUNT, M_HOPS, M_N_INJ, M_N_EJ, M_N_DLV = range(8)
+REC_INJ, REC_EJ, REC_DLV = range(3)
+CREATED_ROW, EJECTED_ROW, WINDOW_ROW, TOTAL_ROW = 0, 1, 0, 1
+# cursor slots (sim/noc/sources.py)
+CRE_POS, SCR_POS = 0, 1
+# why run returned
+DONE, NEED_CHUNK, NEED_CYCLES, NEED_ROOM, NEED_QUEUE, SKIPPED = range(6)
+
+
+@inline
+def wrap(x, m):
+    """``x mod m`` for 0 <= x < 2 m."""
+    return x - m if x >= m else x
+
+
+@inline
+def push_flit(wheel_f, wheel_n, sc, due, ivc, pkt, dst, flag):
+    s = due & (wheel_f.shape[0] - 1)
+    k = wheel_n[0, s]
+    if k >= wheel_f.shape[1]:
+        raise RuntimeError("more flits due in one cycle than input ports")
+    wheel_f[s, k, 0] = ivc
+    wheel_f[s, k, 1] = pkt
+    wheel_f[s, k, 2] = dst
+    wheel_f[s, k, 3] = flag
+    wheel_n[0, s] = k + 1
+    sc[IN_FLIGHT] += 1
+
+
+@inline
+def push_credit(wheel_c, wheel_n, due, counter):
+    s = due & (wheel_c.shape[0] - 1)
+    k = wheel_n[1, s]
+    if k >= wheel_c.shape[1]:
+        raise RuntimeError("more credits due in one cycle than credit counters")
+    wheel_c[s, k] = counter
+    wheel_n[1, s] = k + 1
+
+
+@inline
+def wheel_next(wheel_n, t):
+    """Earliest cycle >= t with a flit or credit due (BIG when the wheel is empty)."""
+    w = wheel_n.shape[1]
+    for k in range(w):
+        s = (t + k) & (w - 1)
+        if wheel_n[0, s] or wheel_n[1, s]:
+            return t + k
+    return BIG
+
+
+@kernel
+def accept(prm, sc, local_of, wheel_f, wheel_c, wheel_n, t0, flits, credits):
+    """Queue inbound boundary traffic: flits (due, global input VC, packet, destination,
+    flags) and credits (due, global output VC), all due in [t0, t0 + W)."""
+    pv = prm[PV]
+    w = wheel_f.shape[0]
+    for k in range(flits.shape[1]):
+        due = flits[0, k]
+        if due < t0 or due >= t0 + w:
+            raise RuntimeError("inbound flit due outside the event wheel")
+        g = flits[1, k] // pv
+        push_flit(wheel_f, wheel_n, sc, due, local_of[g] * pv + flits[1, k] - g * pv,
+                  flits[2, k], flits[3, k], flits[4, k])
+    for k in range(credits.shape[1]):
+        due = credits[0, k]
+        if due < t0 or due >= t0 + w:
+            raise RuntimeError("inbound credit due outside the event wheel")
+        g = credits[1, k] // pv
+        push_credit(wheel_c, wheel_n, due, local_of[g] * pv + credits[1, k] - g * pv)
+    sc[WHEEL_NEXT] = wheel_next(wheel_n, t0)
+
+
+@inline
+def wait_for_vc(prm, vc, vs, route, i, dst, ready):
+    """A head at the front of input VC ``i``: route it (one lookup) and bid for a VC."""
+    vc[i, OUT_OP] = vs[i, ROUTER_L] * prm[P] + route[vs[i, ROUTE_ROW] + dst]
+    vc[i, VA_READY] = ready
+    vc[i, STATE] = WAIT_VC
+
+
+@inline
+def receive(prm, sc, vc, vs, buf, route, node, t, i, pkt, dst, flag):
+    """Write an arriving flit into its input VC; a flit reaching the front starts work."""
+    cnt = vc[i, Q_COUNT]
+    slot = i * prm[B] + wrap(vc[i, Q_HEAD] + cnt, prm[B])
+    buf[slot, PKT] = pkt
+    buf[slot, DST] = dst
+    buf[slot, FLAG] = flag
+    vc[i, Q_COUNT] = cnt + 1
+    sc[BUFFERED] += 1
+    l = vs[i, ROUTER_L]
+    node[l, OCCUPANCY] += 1
+    if cnt == 0:
+        node[l, WAITING] += 1
+        if flag & HEAD:
+            wait_for_vc(prm, vc, vs, route, i, dst, t + prm[ROUTING_DELAY])
+        else:  # a body flit reaching an empty active VC may bid for the switch at once
+            vc[i, SA_READY] = t
+            vc[i, STATE] = WAIT_SWITCH
+
+
+@inline
+def claim(work, key_row, who_row, list_row, n_listed, group, key, who):
+    """Round-robin arbitration: the smallest key of a group wins. Returns the new length
+    of the list of groups that have a request."""
+    old = work[key_row, group]
+    if old == BIG:
+        work[list_row, n_listed] = group
+        n_listed += 1
+    if key < old:
+        work[key_row, group] = key
+        work[who_row, group] = who
+    return n_listed
+
+
+@inline
+def dateline_bits(prm, vc, buf, port, i, op):
+    """VCs a head may take on a torus: the half of its dateline class (all at the terminal)."""
+    o = port[op, PNUM]
+    if o == LOCAL:
+        return (np.int64(1) << prm[V]) - 1
+    cols = prm[COLS]
+    src = buf[i * prm[B] + vc[i, Q_HEAD], PKT] % prm[N]
+    nxt = port[op, NBR]
+    if o == EAST:  # moving +col, it has wrapped iff it is now left of its source column
+        wrapped = nxt % cols < src % cols
+    elif o == WEST:
+        wrapped = nxt % cols > src % cols
+    elif o == SOUTH:
+        wrapped = nxt // cols < src // cols
+    else:
+        wrapped = nxt // cols > src // cols
+    return prm[CLASS1_BITS] if wrapped else prm[CLASS0_BITS]
+
+
+@inline
+def allocate(prm, sc, vc, vs, credit, port, buf, route, node, first_free, work, wheel_c, wheel_n,
+             m_sc, m_cycles, m_src, m_rec, out_c, t, l):
+    """Router ``l``'s separable input-first VC and switch allocators, one iteration each,
+    round-robin arbiters; switch winners leave their buffers (their traversal is done
+    after every router's allocation, in ``traverse``)."""
+    p_, v_, b, pv = prm[P], prm[V], prm[B], prm[PV]
+    base, pbase = l * pv, l * p_
+    nt = 0  # VC allocation requests, by output VC (local index)
+    na = 0  # switch requests, by input port (local index)
+    for i in range(base, base + pv):
+        state = vc[i, STATE]
+        if state == WAIT_VC:
+            if vc[i, VA_READY] > t:
+                continue
+            op = vc[i, OUT_OP]
+            bits = port[op, FREE_VCS]
+            if prm[TORUS]:
+                bits &= dateline_bits(prm, vc, buf, port, i, op)
+            # input stage: the first free output VC of its port in round-robin order over
+            # (port, vc) from its pointer; inside one port that is cyclic from the pointer
+            # if it points into the port, else from VC 0
+            rel = (pv - vc[i, VA_IN_NPTR]) - port[op, PV_OFF]
+            start = rel if 0 <= rel < v_ else 0
+            pick = first_free[bits * v_ + start]
+            if pick < 0:
+                continue
+            target = op * v_ + pick
+            # output stage: each output VC grants one of the input VCs that picked it
+            nt = claim(work, KEY_A, WHO_A, LIST_A, nt, target - base,
+                       wrap(vs[i, INL] + vc[target, VA_OUT_NPTR], pv), i)
+        elif state == WAIT_SWITCH:
+            if vc[i, SA_READY] > t or credit[vc[i, OUT_VC]] <= 0:
+                continue
+            # input stage: one VC per input port; round robin over outputs, then over VCs
+            ip = vs[i, IP]
+            key = (wrap(port[vc[i, OUT_OP], PNUM] + port[ip, SA_IN_NPTR], p_) * v_
+                   + wrap(vs[i, VIDX] + port[ip, SA_VC_NOFF], v_))
+            na = claim(work, KEY_B, WHO_B, LIST_B, na, ip - pbase, key, i)
+    for k in range(nt):
+        tl = work[LIST_A, k]
+        i = work[WHO_A, tl]
+        work[KEY_A, tl] = BIG
+        target = base + tl
+        op = vc[i, OUT_OP]
+        pick = target - op * v_
+        port[op, FREE_VCS] -= np.int64(1) << pick
+        vc[i, OUT_VC] = target
+        vc[i, SA_READY] = t + prm[VC_ALLOC_DELAY]  # >= t + 1: not a switch request this cycle
+        vc[i, VA_IN_NPTR] = pv - wrap(port[op, PV_OFF] + pick + 1, pv)
+        vc[target, VA_OUT_NPTR] = pv - wrap(vs[i, INL] + 1, pv)
+        vc[i, STATE] = WAIT_SWITCH
+    if na == 0:
+        return
+    # output stage: one input port per output port
+    nb = 0
+    for k in range(na):
+        ipl = work[LIST_B, k]
+        i = work[WHO_B, ipl]
+        work[KEY_B, ipl] = BIG
+        op = vc[i, OUT_OP]
+        nb = claim(work, KEY_A, WHO_A, LIST_A, nb, op - pbase, wrap(ipl + port[op, SA_OUT_NPTR], p_), i)
+    # winners: pointers, dequeue, credits upstream, ejections
+    for k in range(nb):
+        opl = work[LIST_A, k]
+        i = work[WHO_A, opl]
+        work[KEY_A, opl] = BIG
+        op = pbase + opl
+        ip = vs[i, IP]
+        ov = vc[i, OUT_VC]
+        port[ip, SA_IN_NPTR] = p_ - wrap(opl + 1, p_)
+        port[ip, SA_VC_NOFF] = v_ - wrap(vs[i, VIDX] + 1, v_)
+        port[op, SA_OUT_NPTR] = p_ - wrap(vs[i, PIN] + 1, p_)
+        head = vc[i, Q_HEAD]
+        slot = i * b + head
+        pk, fl = buf[slot, PKT], buf[slot, FLAG]
+        vc[i, Q_HEAD] = wrap(head + 1, b)
+        cnt = vc[i, Q_COUNT] - 1
+        vc[i, Q_COUNT] = cnt
+        sc[BUFFERED] -= 1
+        node[l, OCCUPANCY] -= 1
+        credit[ov] -= 1
+        if fl >= TAIL:
+            port[op, FREE_VCS] += np.int64(1) << (ov - op * v_)  # the output VC is free again
+            if cnt > 0:  # the next packet's head already waits behind the tail
+                wait_for_vc(prm, vc, vs, route, i, buf[i * b + vc[i, Q_HEAD], DST], t + 1 + prm[ROUTING_DELAY])
+            else:
+                vc[i, STATE] = IDLE
+                node[l, WAITING] -= 1
+        else:
+            vc[i, SA_READY] = t + 1  # the next flit of the packet may go next cycle
+            if cnt == 0:
+                vc[i, STATE] = IDLE
+                node[l, WAITING] -= 1
+        # the flit frees a slot: its credit goes upstream
+        tgt = vs[i, UP_CREDIT]
+        if port[ip, KIND] == REMOTE_LINK:
+            n = sc[OUT_C]
+            out_c[n, 0] = t + prm[CREDIT_RETURN]
+            out_c[n, 1] = tgt
+            sc[OUT_C] = n + 1
+        elif vs[i, PIN] == LOCAL:
+            push_credit(wheel_c, wheel_n, t + prm[INJECT_CREDIT_RETURN], tgt)
+        else:
+            push_credit(wheel_c, wheel_n, t + prm[CREDIT_RETURN], tgt)
+        if opl == LOCAL:
+            eject(prm, wheel_c, wheel_n, m_sc, m_cycles, m_src, m_rec, t, ov, pk, fl)
+        else:
+            work[WON, sc[WINNERS]] = i
+            work[WON_OP, sc[WINNERS]] = op  # OUT_OP may already be the next packet's
+            sc[WINNERS] += 1
+
+
+@inline
+def eject(prm, wheel_c, wheel_n, m_sc, m_cycles, m_src, m_rec, t, ov, pk, fl):
+    """A flit reaching its terminal, which sinks it and returns the credit at once."""
+    arrive = t + prm[FLIT_DELAY]
+    m_cycles[EJECTED_ROW, arrive] += 1
+    push_credit(wheel_c, wheel_n, t + prm[EJECT_CREDIT_RETURN], ov)
+    tail = fl >= TAIL
+    if prm[RECORD] and tail:
+        k = m_sc[M_N_DLV]
+        m_rec[REC_DLV, k, 0] = pk
+        m_rec[REC_DLV, k, 1] = arrive
+        m_sc[M_N_DLV] = k + 1
+    if prm[W0] <= arrive < prm[W1]:
+        m_src[EJECTED_ROW, pk % prm[N]] += 1
+    if arrive < prm[W0] or arrive >= prm[HORIZON]:  # a saturated run is cut at the horizon
+        return
+    if prm[PKT_LO] <= pk < prm[PKT_HI]:
+        m_sc[M_LAT_SUM] += arrive - pk // prm[N]
+        m_sc[M_LAT_COUNT] += 1
+        if tail:
+            m_sc[M_EJECTED] += 1
+            k = m_sc[M_N_EJ]
+            m_rec[REC_EJ, k, 0] = pk
+            m_rec[REC_EJ, k, 1] = arrive
+            m_sc[M_N_EJ] = k + 1
+
+
+@inline
+def traverse(prm, sc, vc, vs, buf, port, work, wheel_f, wheel_n, m_sc, m_links, out_f, t):
+    """The cycle's switch winners that leave on a link: flits per link, hops of measured
+    packets (counted until every measured packet is out: after this cycle's ejections)."""
+    b = prm[B]
+    count_window = prm[W0] <= t < prm[W1]
+    count_hops = t >= prm[W0] and (t < prm[W1] or m_sc[M_EJECTED] < m_sc[M_CREATED]) and t < prm[HORIZON]
+    arrive = t + prm[FLIT_DELAY]
+    for k in range(sc[WINNERS]):
+        i, op = work[WON, k], work[WON_OP, k]
+        head = vc[i, Q_HEAD]
+        slot = i * b + (head - 1 if head else b - 1)  # the flit it just dequeued
+        pk, ds, fl = buf[slot, PKT], buf[slot, DST], buf[slot, FLAG]
+        m_links[TOTAL_ROW, op] += 1
+        if count_window:
+            m_links[WINDOW_ROW, op] += 1
+        if count_hops and fl & HEAD and prm[PKT_LO] <= pk < prm[PKT_HI]:
+            m_sc[M_HOPS] += 1
+        down = vs[vc[i, OUT_VC], DOWN_IVC]
+        if port[op, KIND] == REMOTE_LINK:
+            n = sc[OUT_F]
+            out_f[n, 0] = arrive
+            out_f[n, 1] = down
+            out_f[n, 2] = pk
+            out_f[n, 3] = ds
+            out_f[n, 4] = fl
+            sc[OUT_F] = n + 1
+        else:
+            push_flit(wheel_f, wheel_n, sc, arrive, down, pk, ds, fl)
+    sc[WINNERS] = 0
+
+
+@inline
+def enqueue(prm, sc, node, sq, m_sc, m_cycles, m_src, t, l, dst, length):
+    """A new packet joins its source queue (an unbounded FIFO, as BookSim2's)."""
+    cnt = node[l, SQ_COUNT]
+    slot = wrap(node[l, SQ_HEAD] + cnt, sq.shape[1])
+    g = node[l, ROUTER]
+    sq[l, slot, PKT] = t * prm[N] + g
+    sq[l, slot, DST] = dst
+    sq[l, slot, LENGTH] = length
+    node[l, SQ_COUNT] = cnt + 1
+    sc[QUEUED] += 1
+    sc[QUEUED_FLITS] += length
+    m_cycles[CREATED_ROW, t] += length
+    if prm[W0] <= t < prm[W1]:
+        m_sc[M_CREATED] += 1
+        m_src[CREATED_ROW, g] += length
+
+
+@inline
+def send_from_sources(prm, sc, credit, node, sq, wheel_f, wheel_n, m_sc, m_rec, t):
+    """Each node with a waiting packet sends one flit into its router, credit permitting:
+    a head takes a free, non-full injection VC, round robin after the last one used."""
+    v_, pv, ni = prm[V], prm[PV], prm[NI]
+    for l in range(prm[NL]):
+        if node[l, SQ_COUNT] == 0:
+            continue
+        sv = node[l, SRC_VC]
+        c0 = ni + l * v_  # the node's injection VCs' credit counters
+        if sv < 0:
+            used = node[l, INJ_IN_USE]
+            w = node[l, INJ_LAST]
+            for _ in range(v_):
+                w = wrap(w + 1, v_)
+                if not (used >> w) & 1 and credit[c0 + w] > 0:
+                    sv = w
+                    break
+            if sv < 0:
+                continue
+        elif credit[c0 + sv] <= 0:
+            continue
+        qh = node[l, SQ_HEAD]
+        pk, ds, ln = sq[l, qh, PKT], sq[l, qh, DST], sq[l, qh, LENGTH]
+        fi = node[l, SRC_FLIT]
+        is_head = fi == 0
+        is_tail = fi == ln - 1
+        bit = np.int64(1) << sv
+        if is_head:
+            node[l, SRC_VC] = sv
+            node[l, INJ_IN_USE] |= bit
+            node[l, INJ_LAST] = sv
+        if is_tail:
+            node[l, INJ_IN_USE] &= ~bit
+            node[l, SRC_VC] = -1
+            node[l, SRC_FLIT] = 0
+        else:
+            node[l, SRC_FLIT] = fi + 1
+        credit[c0 + sv] -= 1
+        sc[QUEUED_FLITS] -= 1
+        if is_head and t < prm[HORIZON] and prm[PKT_LO] <= pk < prm[PKT_HI]:
+            k = m_sc[M_N_INJ]
+            m_rec[REC_INJ, k, 0] = pk
+            m_rec[REC_INJ, k, 1] = ds
+            m_rec[REC_INJ, k, 2] = t
+            m_sc[M_N_INJ] = k + 1
+        if is_tail:
+            node[l, SQ_HEAD] = wrap(qh + 1, sq.shape[1])
+            node[l, SQ_COUNT] -= 1
+            sc[QUEUED] -= 1
+        push_flit(wheel_f, wheel_n, sc, t + prm[INJECT_DELAY], l * pv + sv, pk, ds,
+                  HEAD * is_head + TAIL * is_tail)
+
+
+@inline
+def next_creation(cre, cursor, more):
+    """Earliest synthetic creation not yet taken; -1: the next chunk must be made first."""
+    pos = cursor[CRE_POS]
+    if pos < cre.shape[1]:
+        return cre[0, pos]
+    return -1 if more else BIG
+
+
+@kernel
+def run(t, t1, chunk_end, more, prm, sc, vc, vs, credit, port, buf, route, first_free, node, sq, work,
+        wheel_f, wheel_c, wheel_n, cre, scr, cursor, m_sc, m_cycles, m_src, m_links, m_rec, out_f, out_c,
+        room):
+    """Simulate cycles [t, t1); returns (cycle reached, why it returned). ``chunk_end``: end
+    of the synthetic chunk ``cre``; ``more``: a next chunk is due before the horizon;
+    ``room``: rows every output and record buffer must have free before a cycle."""
+    w = wheel_f.shape[0]
+    while t < t1:
+        if sc[BUFFERED] == 0 and sc[QUEUED] == 0:  # idle: skip to the next event
+            nxt = wheel_next(wheel_n, t)
+            if scr.shape[1] > cursor[SCR_POS] and scr[0, cursor[SCR_POS]] < nxt:
+                nxt = scr[0, cursor[SCR_POS]]
+            if prm[SYNTHETIC]:
+                c = next_creation(cre, cursor, more)
+                if c < 0:
+                    return t, NEED_CHUNK
+                if c < nxt:
+                    nxt = c
+            if nxt >= t1:
+                break
+            t = nxt
+        # before the cycle: everything it may need
+        if t + prm[FLIT_DELAY] >= m_cycles.shape[1]:
+            return t, NEED_CYCLES
+        if (out_f.shape[0] - sc[OUT_F] < room or out_c.shape[0] - sc[OUT_C] < room
+                or m_rec.shape[1] - max(m_sc[M_N_INJ], m_sc[M_N_EJ], m_sc[M_N_DLV]) < room):
+            return t, NEED_ROOM
+        if prm[SYNTHETIC] and t >= chunk_end:
+            return t, NEED_CHUNK
+        pos = cursor[CRE_POS]
+        if pos < cre.shape[1] and cre[0, pos] < t:
+            return t, SKIPPED
+        q = sq.shape[1]
+        while pos < cre.shape[1] and cre[0, pos] == t:
+            if node[cre[1, pos], SQ_COUNT] >= q - 1:
+                return t, NEED_QUEUE
+            pos += 1
+        spos = cursor[SCR_POS]
+        while spos < scr.shape[1] and scr[0, spos] <= t:
+            if node[scr[1, spos], SQ_COUNT] >= q - 1:
+                return t, NEED_QUEUE
+            spos += 1
+        # credits, then arrivals
+        s = t & (w - 1)
+        for k in range(wheel_n[1, s]):
+            credit[wheel_c[s, k]] += 1  # at most one credit per counter per cycle
+        wheel_n[1, s] = 0
+        nf = wheel_n[0, s]
+        wheel_n[0, s] = 0
+        sc[IN_FLIGHT] -= nf
+        for k in range(nf):
+            receive(prm, sc, vc, vs, buf, route, node, t, wheel_f[s, k, 0], wheel_f[s, k, 1],
+                    wheel_f[s, k, 2], wheel_f[s, k, 3])
+        for l in range(prm[NL]):
+            if node[l, WAITING]:
+                allocate(prm, sc, vc, vs, credit, port, buf, route, node, first_free, work, wheel_c, wheel_n,
+                         m_sc, m_cycles, m_src, m_rec, out_c, t, l)
+        if sc[WINNERS]:
+            traverse(prm, sc, vc, vs, buf, port, work, wheel_f, wheel_n, m_sc, m_links, out_f, t)
+        # new packets (synthetic first, then scripted), then the sources send
+        pos = cursor[CRE_POS]
+        while pos < cre.shape[1] and cre[0, pos] == t:
+            enqueue(prm, sc, node, sq, m_sc, m_cycles, m_src, t, cre[1, pos], cre[2, pos], prm[PACKET_FLITS])
+            pos += 1
+        cursor[CRE_POS] = pos
+        spos = cursor[SCR_POS]
+        while spos < scr.shape[1] and scr[0, spos] <= t:
+            enqueue(prm, sc, node, sq, m_sc, m_cycles, m_src, t, scr[1, spos], scr[2, spos], scr[3, spos])
+            spos += 1
+        cursor[SCR_POS] = spos
+        if sc[QUEUED]:
+            send_from_sources(prm, sc, credit, node, sq, wheel_f, wheel_n, m_sc, m_rec, t)
+        t += 1
+    sc[WHEEL_NEXT] = wheel_next(wheel_n, t)
+    return t, DONE
