@@ -7,19 +7,22 @@ chunk of synthetic packets, or room in a growable buffer (it checks before a cyc
 cycle is never left half done). The model is NocShard's (sim/noc/shard.py documents the
 router and the index conventions); this file holds only its arithmetic.
 
-A cycle: credits due, then flits due (written into their input VCs), then router by
-router the VC and switch allocators (only routers with a VC waiting for either), then
-the switch winners' link traversals, then new packets and the sources. The allocators of
-one router touch only that router's state, so doing them router by router gives the
-winners BookSim2's IQRouter would, and every arbiter's keys are distinct within its group
-(a requester's round-robin position), so the order requests are visited in never matters.
+A cycle: the credits due, then router by router: the flits due at its input ports are
+written into their VCs, its VC and switch allocators run, and the winners leave (to the
+next router's input port a few cycles on, or to the terminal); then new packets and the
+sources. Within a cycle a router reads and writes only its own state (what it sends is
+due in a later cycle), so visiting routers one after the other gives BookSim2's IQRouter's
+winners; and every arbiter's keys are distinct within its group (a requester's
+round-robin position), so the order requests are visited in never matters either. Hops of
+measured packets are added once the cycle's ejections are known.
 
 State lives in a few int64 tables (columns named below): ``vc[i]`` input VC ``i`` and
-output VC ``i`` of the same (router, port, vc), ``vs[i]`` its static indices; ``port[j]``
+output VC ``i`` of the same (router, port, vc), ``wait[i]`` which allocator it waits for
+(a byte, so a router's VCs are scanned in one cache line), ``vs[i]`` its static indices; ``port[j]``
 input and output port ``j``; ``node[l]`` router ``l``: its terminal's source queue, its
-occupancy and how many of its VCs wait for an allocator; the event wheel
-``wheel_f``/``wheel_c`` holds flits and credits due in the next ``W`` cycles (every delay
-is shorter than ``W``). Router ``l``'s rows are contiguous in every table, so a router's
+occupancy and how many of its VCs wait for an allocator; the event wheel holds what is
+due in the next ``W`` cycles (every delay is shorter than ``W``): ``wheel_f[s, j]`` the
+flit due at input port ``j`` (a port takes at most one a cycle), ``wheel_c[s]`` credits. Router ``l``'s rows are contiguous in every table, so a router's
 allocation reads a few cache lines. The hot paths divide by nothing that is not a power
 of two (a 64-bit division costs tens of cycles): indices come from the static columns,
 and every modulo is of a sum below twice the modulus.
@@ -35,7 +38,7 @@ HEAD, TAIL = 1, 2
 LOCAL = 0  # the terminal's port
 EAST, WEST, SOUTH, NORTH = 1, 2, 3, 4
 EJECT, LOCAL_LINK, REMOTE_LINK, NO_LINK = 0, 1, 2, 3  # output-port kinds (port[:, KIND])
-IDLE, WAIT_VC, WAIT_SWITCH = 0, 1, 2  # what an input VC waits for (vc[:, STATE])
+IDLE, WAIT_VC, WAIT_SWITCH = 0, 1, 2  # what an input VC waits for (``wait``, a byte per VC)
 BIG = np.int64(1) << np.int64(62)
 
 # prm: static parameters
@@ -43,21 +46,24 @@ BIG = np.int64(1) << np.int64(62)
  INJECT_DELAY, INJECT_CREDIT_RETURN, EJECT_CREDIT_RETURN, PACKET_FLITS, SYNTHETIC, RECORD, W0, W1,
  HORIZON, PKT_LO, PKT_HI, CLASS0_BITS, CLASS1_BITS, PRM_SIZE) = range(27)
 # sc: shard scalars
-(BUFFERED, QUEUED, QUEUED_FLITS, WINNERS, OUT_F, OUT_C, IN_FLIGHT, WHEEL_NEXT, SC_SIZE) = range(9)
+(BUFFERED, QUEUED, QUEUED_FLITS, HOPS_SEEN, OUT_F, OUT_C, IN_FLIGHT, WHEEL_NEXT, SC_SIZE) = range(9)
 # vc columns (state): input-VC side, then output-VC side
-STATE, Q_HEAD, Q_COUNT, OUT_OP, OUT_VC, VA_READY, SA_READY, VA_IN_NPTR, VA_OUT_NPTR, VC_COLS = range(10)
-# vs columns (static): where input VC i's credits go, the input VC output VC i feeds (global
-# ids across a cut), its input port, vc, port number, index within the router, router,
-# and the row of the route table
-UP_CREDIT, DOWN_IVC, IP, VIDX, PIN, INL, ROUTER_L, ROUTE_ROW, VS_COLS = range(9)
+Q_HEAD, Q_COUNT, OUT_OP, OUT_VC, VA_READY, SA_READY, VA_IN_NPTR, VA_OUT_NPTR, VC_COLS = range(9)
+# vs columns (static): where input VC i's credits go; the input VC output VC i feeds (a
+# global id across a cut), its input port and router (local); VC i's input port, vc,
+# port number, index within the router, router, and its row of the route table
+(UP_CREDIT, DOWN_IVC, DOWN_PORT, DOWN_ROUTER, IP, VIDX, PIN, INL, ROUTER_L, ROUTE_ROW,
+ VS_COLS) = range(11)
 # port columns: allocation state, then static: kind, router across (global, -1 none),
 # port number, the port's first VC index within the router (o * vcs)
 FREE_VCS, SA_IN_NPTR, SA_VC_NOFF, SA_OUT_NPTR, KIND, NBR, PNUM, PV_OFF, PORT_COLS = range(9)
 # node columns
 (SQ_HEAD, SQ_COUNT, SRC_FLIT, SRC_VC, INJ_LAST, INJ_IN_USE, ROUTER, OCCUPANCY, WAITING,
  NODE_COLS) = range(10)
-# work rows: arbiter scratch (indexed within one router) and the cycle's switch winners
-KEY_A, WHO_A, LIST_A, KEY_B, WHO_B, LIST_B, WON, WON_OP, WORK_ROWS = range(9)
+# work rows: arbiter scratch, indexed within one router
+KEY_A, WHO_A, LIST_A, KEY_B, WHO_B, LIST_B, WORK_ROWS = range(7)
+# wheel_f columns: VC + 1 (0: no flit), packet, destination, flags
+F_VC1, F_PKT, F_DST, F_FLAG = range(4)
 # buf / sq columns
 PKT, DST, FLAG = 0, 1, 2
 LENGTH = 2
@@ -78,16 +84,17 @@ def wrap(x, m):
 
 
 @inline
-def push_flit(wheel_f, wheel_n, sc, due, ivc, pkt, dst, flag):
+def push_flit(wheel_f, wheel_n, wheel_r, sc, due, l, j, v, pkt, dst, flag):
+    """A flit due at VC ``v`` of input port ``j`` (of router ``l``, local ids) at ``due``."""
     s = due & (wheel_f.shape[0] - 1)
-    k = wheel_n[0, s]
-    if k >= wheel_f.shape[1]:
-        raise RuntimeError("more flits due in one cycle than input ports")
-    wheel_f[s, k, 0] = ivc
-    wheel_f[s, k, 1] = pkt
-    wheel_f[s, k, 2] = dst
-    wheel_f[s, k, 3] = flag
-    wheel_n[0, s] = k + 1
+    if wheel_f[s, j, F_VC1]:
+        raise RuntimeError("two flits due at one input port in one cycle")
+    wheel_f[s, j, F_VC1] = v + 1
+    wheel_f[s, j, F_PKT] = pkt
+    wheel_f[s, j, F_DST] = dst
+    wheel_f[s, j, F_FLAG] = flag
+    wheel_n[0, s] += 1
+    wheel_r[s, l] += 1
     sc[IN_FLIGHT] += 1
 
 
@@ -113,7 +120,7 @@ def wheel_next(wheel_n, t):
 
 
 @kernel
-def accept(prm, sc, local_of, wheel_f, wheel_c, wheel_n, t0, flits, credits):
+def accept(prm, sc, local_of, wheel_f, wheel_c, wheel_n, wheel_r, t0, flits, credits):
     """Queue inbound boundary traffic: flits (due, global input VC, packet, destination,
     flags) and credits (due, global output VC), all due in [t0, t0 + W)."""
     pv = prm[PV]
@@ -123,7 +130,9 @@ def accept(prm, sc, local_of, wheel_f, wheel_c, wheel_n, t0, flits, credits):
         if due < t0 or due >= t0 + w:
             raise RuntimeError("inbound flit due outside the event wheel")
         g = flits[1, k] // pv
-        push_flit(wheel_f, wheel_n, sc, due, local_of[g] * pv + flits[1, k] - g * pv,
+        l = local_of[g]
+        rest = flits[1, k] - g * pv  # port * vcs + vc
+        push_flit(wheel_f, wheel_n, wheel_r, sc, due, l, l * prm[P] + rest // prm[V], rest % prm[V],
                   flits[2, k], flits[3, k], flits[4, k])
     for k in range(credits.shape[1]):
         due = credits[0, k]
@@ -135,16 +144,23 @@ def accept(prm, sc, local_of, wheel_f, wheel_c, wheel_n, t0, flits, credits):
 
 
 @inline
-def wait_for_vc(prm, vc, vs, route, i, dst, ready):
+def wait_for_vc(prm, vc, wait, vs, route, i, dst, ready):
     """A head at the front of input VC ``i``: route it (one lookup) and bid for a VC."""
     vc[i, OUT_OP] = vs[i, ROUTER_L] * prm[P] + route[vs[i, ROUTE_ROW] + dst]
     vc[i, VA_READY] = ready
-    vc[i, STATE] = WAIT_VC
+    wait[i] = WAIT_VC
 
 
 @inline
-def receive(prm, sc, vc, vs, buf, route, node, t, i, pkt, dst, flag):
-    """Write an arriving flit into its input VC; a flit reaching the front starts work."""
+def receive(prm, sc, vc, wait, vs, buf, route, node, wheel_f, s, t, l, j):
+    """The flit due at input port ``j`` of router ``l``, if any, enters its VC; a flit
+    reaching the front of its VC starts work."""
+    v1 = wheel_f[s, j, F_VC1]
+    if v1 == 0:
+        return
+    wheel_f[s, j, F_VC1] = 0
+    pkt, dst, flag = wheel_f[s, j, F_PKT], wheel_f[s, j, F_DST], wheel_f[s, j, F_FLAG]
+    i = j * prm[V] + v1 - 1
     cnt = vc[i, Q_COUNT]
     slot = i * prm[B] + wrap(vc[i, Q_HEAD] + cnt, prm[B])
     buf[slot, PKT] = pkt
@@ -152,15 +168,14 @@ def receive(prm, sc, vc, vs, buf, route, node, t, i, pkt, dst, flag):
     buf[slot, FLAG] = flag
     vc[i, Q_COUNT] = cnt + 1
     sc[BUFFERED] += 1
-    l = vs[i, ROUTER_L]
     node[l, OCCUPANCY] += 1
     if cnt == 0:
         node[l, WAITING] += 1
         if flag & HEAD:
-            wait_for_vc(prm, vc, vs, route, i, dst, t + prm[ROUTING_DELAY])
+            wait_for_vc(prm, vc, wait, vs, route, i, dst, t + prm[ROUTING_DELAY])
         else:  # a body flit reaching an empty active VC may bid for the switch at once
             vc[i, SA_READY] = t
-            vc[i, STATE] = WAIT_SWITCH
+            wait[i] = WAIT_SWITCH
 
 
 @inline
@@ -198,17 +213,17 @@ def dateline_bits(prm, vc, buf, port, i, op):
 
 
 @inline
-def allocate(prm, sc, vc, vs, credit, port, buf, route, node, first_free, work, wheel_c, wheel_n,
-             m_sc, m_cycles, m_src, m_rec, out_c, t, l):
+def allocate(prm, sc, vc, wait, vs, credit, port, buf, route, node, first_free, work, wheel_f, wheel_c,
+             wheel_n, wheel_r, m_sc, m_cycles, m_src, m_links, m_rec, out_f, out_c, t, l):
     """Router ``l``'s separable input-first VC and switch allocators, one iteration each,
-    round-robin arbiters; switch winners leave their buffers (their traversal is done
-    after every router's allocation, in ``traverse``)."""
+    round-robin arbiters; switch winners leave their buffers, traverse the switch and
+    their link (or reach their terminal)."""
     p_, v_, b, pv = prm[P], prm[V], prm[B], prm[PV]
     base, pbase = l * pv, l * p_
     nt = 0  # VC allocation requests, by output VC (local index)
     na = 0  # switch requests, by input port (local index)
     for i in range(base, base + pv):
-        state = vc[i, STATE]
+        state = wait[i]
         if state == WAIT_VC:
             if vc[i, VA_READY] > t:
                 continue
@@ -248,7 +263,7 @@ def allocate(prm, sc, vc, vs, credit, port, buf, route, node, first_free, work, 
         vc[i, SA_READY] = t + prm[VC_ALLOC_DELAY]  # >= t + 1: not a switch request this cycle
         vc[i, VA_IN_NPTR] = pv - wrap(port[op, PV_OFF] + pick + 1, pv)
         vc[target, VA_OUT_NPTR] = pv - wrap(vs[i, INL] + 1, pv)
-        vc[i, STATE] = WAIT_SWITCH
+        wait[i] = WAIT_SWITCH
     if na == 0:
         return
     # output stage: one input port per output port
@@ -282,14 +297,14 @@ def allocate(prm, sc, vc, vs, credit, port, buf, route, node, first_free, work, 
         if fl >= TAIL:
             port[op, FREE_VCS] += np.int64(1) << (ov - op * v_)  # the output VC is free again
             if cnt > 0:  # the next packet's head already waits behind the tail
-                wait_for_vc(prm, vc, vs, route, i, buf[i * b + vc[i, Q_HEAD], DST], t + 1 + prm[ROUTING_DELAY])
+                wait_for_vc(prm, vc, wait, vs, route, i, buf[i * b + vc[i, Q_HEAD], DST], t + 1 + prm[ROUTING_DELAY])
             else:
-                vc[i, STATE] = IDLE
+                wait[i] = IDLE
                 node[l, WAITING] -= 1
         else:
             vc[i, SA_READY] = t + 1  # the next flit of the packet may go next cycle
             if cnt == 0:
-                vc[i, STATE] = IDLE
+                wait[i] = IDLE
                 node[l, WAITING] -= 1
         # the flit frees a slot: its credit goes upstream
         tgt = vs[i, UP_CREDIT]
@@ -304,10 +319,25 @@ def allocate(prm, sc, vc, vs, credit, port, buf, route, node, first_free, work, 
             push_credit(wheel_c, wheel_n, t + prm[CREDIT_RETURN], tgt)
         if opl == LOCAL:
             eject(prm, wheel_c, wheel_n, m_sc, m_cycles, m_src, m_rec, t, ov, pk, fl)
+            continue
+        m_links[TOTAL_ROW, op] += 1
+        if prm[W0] <= t < prm[W1]:
+            m_links[WINDOW_ROW, op] += 1
+        if fl & HEAD and prm[PKT_LO] <= pk < prm[PKT_HI]:
+            sc[HOPS_SEEN] += 1
+        arrive = t + prm[FLIT_DELAY]
+        ds = buf[slot, DST]
+        if port[op, KIND] == REMOTE_LINK:
+            n = sc[OUT_F]
+            out_f[n, 0] = arrive
+            out_f[n, 1] = vs[ov, DOWN_IVC]
+            out_f[n, 2] = pk
+            out_f[n, 3] = ds
+            out_f[n, 4] = fl
+            sc[OUT_F] = n + 1
         else:
-            work[WON, sc[WINNERS]] = i
-            work[WON_OP, sc[WINNERS]] = op  # OUT_OP may already be the next packet's
-            sc[WINNERS] += 1
+            j = vs[ov, DOWN_PORT]
+            push_flit(wheel_f, wheel_n, wheel_r, sc, arrive, vs[ov, DOWN_ROUTER], j, vs[ov, VIDX], pk, ds, fl)
 
 
 @inline
@@ -338,38 +368,6 @@ def eject(prm, wheel_c, wheel_n, m_sc, m_cycles, m_src, m_rec, t, ov, pk, fl):
 
 
 @inline
-def traverse(prm, sc, vc, vs, buf, port, work, wheel_f, wheel_n, m_sc, m_links, out_f, t):
-    """The cycle's switch winners that leave on a link: flits per link, hops of measured
-    packets (counted until every measured packet is out: after this cycle's ejections)."""
-    b = prm[B]
-    count_window = prm[W0] <= t < prm[W1]
-    count_hops = t >= prm[W0] and (t < prm[W1] or m_sc[M_EJECTED] < m_sc[M_CREATED]) and t < prm[HORIZON]
-    arrive = t + prm[FLIT_DELAY]
-    for k in range(sc[WINNERS]):
-        i, op = work[WON, k], work[WON_OP, k]
-        head = vc[i, Q_HEAD]
-        slot = i * b + (head - 1 if head else b - 1)  # the flit it just dequeued
-        pk, ds, fl = buf[slot, PKT], buf[slot, DST], buf[slot, FLAG]
-        m_links[TOTAL_ROW, op] += 1
-        if count_window:
-            m_links[WINDOW_ROW, op] += 1
-        if count_hops and fl & HEAD and prm[PKT_LO] <= pk < prm[PKT_HI]:
-            m_sc[M_HOPS] += 1
-        down = vs[vc[i, OUT_VC], DOWN_IVC]
-        if port[op, KIND] == REMOTE_LINK:
-            n = sc[OUT_F]
-            out_f[n, 0] = arrive
-            out_f[n, 1] = down
-            out_f[n, 2] = pk
-            out_f[n, 3] = ds
-            out_f[n, 4] = fl
-            sc[OUT_F] = n + 1
-        else:
-            push_flit(wheel_f, wheel_n, sc, arrive, down, pk, ds, fl)
-    sc[WINNERS] = 0
-
-
-@inline
 def enqueue(prm, sc, node, sq, m_sc, m_cycles, m_src, t, l, dst, length):
     """A new packet joins its source queue (an unbounded FIFO, as BookSim2's)."""
     cnt = node[l, SQ_COUNT]
@@ -388,7 +386,7 @@ def enqueue(prm, sc, node, sq, m_sc, m_cycles, m_src, t, l, dst, length):
 
 
 @inline
-def send_from_sources(prm, sc, credit, node, sq, wheel_f, wheel_n, m_sc, m_rec, t):
+def send_from_sources(prm, sc, credit, node, sq, wheel_f, wheel_n, wheel_r, m_sc, m_rec, t):
     """Each node with a waiting packet sends one flit into its router, credit permitting:
     a head takes a free, non-full injection VC, round robin after the last one used."""
     v_, pv, ni = prm[V], prm[PV], prm[NI]
@@ -437,7 +435,7 @@ def send_from_sources(prm, sc, credit, node, sq, wheel_f, wheel_n, m_sc, m_rec, 
             node[l, SQ_HEAD] = wrap(qh + 1, sq.shape[1])
             node[l, SQ_COUNT] -= 1
             sc[QUEUED] -= 1
-        push_flit(wheel_f, wheel_n, sc, t + prm[INJECT_DELAY], l * pv + sv, pk, ds,
+        push_flit(wheel_f, wheel_n, wheel_r, sc, t + prm[INJECT_DELAY], l, l * prm[P] + LOCAL, sv, pk, ds,
                   HEAD * is_head + TAIL * is_tail)
 
 
@@ -451,8 +449,8 @@ def next_creation(cre, cursor, more):
 
 
 @kernel
-def run(t, t1, chunk_end, more, prm, sc, vc, vs, credit, port, buf, route, first_free, node, sq, work,
-        wheel_f, wheel_c, wheel_n, cre, scr, cursor, m_sc, m_cycles, m_src, m_links, m_rec, out_f, out_c,
+def run(t, t1, chunk_end, more, prm, sc, vc, wait, vs, credit, port, buf, route, first_free, node, sq, work,
+        wheel_f, wheel_c, wheel_n, wheel_r, cre, scr, cursor, m_sc, m_cycles, m_src, m_links, m_rec, out_f, out_c,
         room):
     """Simulate cycles [t, t1); returns (cycle reached, why it returned). ``chunk_end``: end
     of the synthetic chunk ``cre``; ``more``: a next chunk is due before the horizon;
@@ -501,15 +499,20 @@ def run(t, t1, chunk_end, more, prm, sc, vc, vs, credit, port, buf, route, first
         nf = wheel_n[0, s]
         wheel_n[0, s] = 0
         sc[IN_FLIGHT] -= nf
-        for k in range(nf):
-            receive(prm, sc, vc, vs, buf, route, node, t, wheel_f[s, k, 0], wheel_f[s, k, 1],
-                    wheel_f[s, k, 2], wheel_f[s, k, 3])
+        p_ = prm[P]
         for l in range(prm[NL]):
+            if wheel_r[s, l]:
+                wheel_r[s, l] = 0
+                for j in range(l * p_, l * p_ + p_):
+                    receive(prm, sc, vc, wait, vs, buf, route, node, wheel_f, s, t, l, j)
             if node[l, WAITING]:
-                allocate(prm, sc, vc, vs, credit, port, buf, route, node, first_free, work, wheel_c, wheel_n,
-                         m_sc, m_cycles, m_src, m_rec, out_c, t, l)
-        if sc[WINNERS]:
-            traverse(prm, sc, vc, vs, buf, port, work, wheel_f, wheel_n, m_sc, m_links, out_f, t)
+                allocate(prm, sc, vc, wait, vs, credit, port, buf, route, node, first_free, work, wheel_f, wheel_c,
+                         wheel_n, wheel_r, m_sc, m_cycles, m_src, m_links, m_rec, out_f, out_c, t, l)
+        # hops of measured packets count until every measured packet is out
+        if sc[HOPS_SEEN]:
+            if t >= prm[W0] and (t < prm[W1] or m_sc[M_EJECTED] < m_sc[M_CREATED]) and t < prm[HORIZON]:
+                m_sc[M_HOPS] += sc[HOPS_SEEN]
+            sc[HOPS_SEEN] = 0
         # new packets (synthetic first, then scripted), then the sources send
         pos = cursor[CRE_POS]
         while pos < cre.shape[1] and cre[0, pos] == t:
@@ -522,7 +525,7 @@ def run(t, t1, chunk_end, more, prm, sc, vc, vs, credit, port, buf, route, first
             spos += 1
         cursor[SCR_POS] = spos
         if sc[QUEUED]:
-            send_from_sources(prm, sc, credit, node, sq, wheel_f, wheel_n, m_sc, m_rec, t)
+            send_from_sources(prm, sc, credit, node, sq, wheel_f, wheel_n, wheel_r, m_sc, m_rec, t)
         t += 1
     sc[WHEEL_NEXT] = wheel_next(wheel_n, t)
     return t, DONE

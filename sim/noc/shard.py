@@ -115,9 +115,12 @@ class NocShard:
         self.vc = np.zeros((NI, k.VC_COLS), dtype=np.int64)
         self.vc[:, k.VA_IN_NPTR] = P * V  # round-robin pointers are stored negated (size - ptr)
         self.vc[:, k.VA_OUT_NPTR] = P * V
+        self.wait = np.zeros(NI, dtype=np.uint8)  # what each input VC waits for (kernel.IDLE...)
         i = np.arange(NI)
         self.vs = np.zeros((NI, k.VS_COLS), dtype=np.int64)
         self.vs[:, k.DOWN_IVC] = per_vc  # output VC -> input VC it feeds (global id if remote)
+        self.vs[:, k.DOWN_PORT] = per_vc // V
+        self.vs[:, k.DOWN_ROUTER] = per_vc // (P * V)
         self.vs[:, k.UP_CREDIT] = per_vc  # input VC -> credit counter upstream
         self.vs[np.repeat(self.out_kind == k.EJECT, V), k.UP_CREDIT] = src_credit
         self.vs[:, k.IP] = i // V
@@ -154,7 +157,8 @@ class NocShard:
         wheel = 1 << int(max(delays) + 1).bit_length()
         self.wheel_f = np.zeros((wheel, nl * P, 4), dtype=np.int64)  # an input port takes a flit a cycle
         self.wheel_c = np.zeros((wheel, len(self.credit)), dtype=np.int64)  # a counter, a credit a cycle
-        self.wheel_n = np.zeros((2, wheel), dtype=np.int64)
+        self.wheel_n = np.zeros((2, wheel), dtype=np.int64)  # flits, credits due in each slot
+        self.wheel_r = np.zeros((wheel, nl), dtype=np.int64)  # flits due at each router
         self.room = nl * P  # most rows any output or record buffer takes in one cycle
         self.out_f = np.zeros((max(64, self.room), 5), dtype=np.int64)
         self.out_c = np.zeros((max(64, self.room), 2), dtype=np.int64)
@@ -188,9 +192,9 @@ class NocShard:
         sc[k.OUT_F] = sc[k.OUT_C] = 0
         t = t0
         while True:
-            t, why = k.run(t, t1, src.chunk_end, src.more_chunks(), self.prm, sc, self.vc, self.vs, self.credit,
+            t, why = k.run(t, t1, src.chunk_end, src.more_chunks(), self.prm, sc, self.vc, self.wait, self.vs, self.credit,
                            self.port, self.buf, self.route, self.first_free, self.node, self.sq, self.work,
-                           self.wheel_f, self.wheel_c, self.wheel_n, src.cre, src.scr, src.cursor,
+                           self.wheel_f, self.wheel_c, self.wheel_n, self.wheel_r, src.cre, src.scr, src.cursor,
                            m.sc, m.cycles, m.by_src, m.links, m.rec, self.out_f, self.out_c, self.room)
             if why == k.DONE:
                 break
@@ -254,7 +258,8 @@ class NocShard:
             raise RuntimeError("inbound flit due before the epoch start")
         flits = np.stack((b.flit_cycle, b.flit_ivc, b.flit_pkt, b.flit_dst, b.flit_flag)).astype(np.int64)
         credits = np.stack((b.credit_cycle, b.credit_ovc)).astype(np.int64)
-        k.accept(self.prm, self.sc, self.local_of, self.wheel_f, self.wheel_c, self.wheel_n, t0, flits, credits)
+        k.accept(self.prm, self.sc, self.local_of, self.wheel_f, self.wheel_c, self.wheel_n, self.wheel_r, t0, flits,
+                 credits)
 
     # ------------------------------------------------------------------ results
     def _links_used(self) -> np.ndarray:
