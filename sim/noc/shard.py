@@ -154,7 +154,8 @@ class NocShard:
         # the event wheel: every delay is shorter than its length
         delays = (p.flit_delay, p.credit_return, p.inject_delay, p.inject_credit_return,
                   p.eject_credit_return, p.routing_delay)
-        wheel = 1 << int(max(delays) + 1).bit_length()
+        self.wheel = wheel = 1 << int(max(delays) + 1).bit_length()
+        self._later = None  # inbound (flits, credits) due beyond the wheel, as k.accept takes them
         self.wheel_f = np.zeros((wheel, nl * P, 4), dtype=np.int64)  # an input port takes a flit a cycle
         self.wheel_c = np.zeros((wheel, len(self.credit)), dtype=np.int64)  # a counter, a credit a cycle
         self.wheel_n = np.zeros((2, wheel), dtype=np.int64)  # flits, credits due in each slot
@@ -192,13 +193,21 @@ class NocShard:
         sc[k.OUT_F] = sc[k.OUT_C] = 0
         t = t0
         while True:
-            t, why = k.run(t, t1, src.chunk_end, src.more_chunks(), self.prm, sc, self.vc, self.wait, self.vs, self.credit,
-                           self.port, self.buf, self.route, self.first_free, self.node, self.sq, self.work,
-                           self.wheel_f, self.wheel_c, self.wheel_n, self.wheel_r, src.cre, src.scr, src.cursor,
-                           m.sc, m.cycles, m.by_src, m.links, m.rec, self.out_f, self.out_c, self.room)
-            if why == k.DONE:
+            stop = t1
+            if self._later is not None:  # stop where what is kept aside comes within reach
+                rest = self._admit(t)
+                if rest < float("inf"):
+                    stop = min(t1, int(rest) - self.wheel + 1)
+            t, why = k.run(t, stop, src.chunk_end, src.more_chunks(), self.prm, sc, self.vc, self.wait, self.vs,
+                           self.credit, self.port, self.buf, self.route, self.first_free, self.node, self.sq,
+                           self.work, self.wheel_f, self.wheel_c, self.wheel_n, self.wheel_r, src.cre, src.scr,
+                           src.cursor, m.sc, m.cycles, m.by_src, m.links, m.rec, self.out_f, self.out_c, self.room)
+            if why != k.DONE:
+                self._provide(t, why)
+            elif stop < t1:
+                t = stop
+            else:
                 break
-            self._provide(t, why)
         self.t = t1
         if not (sc[k.OUT_F] or sc[k.OUT_C]):
             return FlitBoundary()
@@ -245,8 +254,10 @@ class NocShard:
         sc = self.sc
         if sc[k.BUFFERED] or sc[k.QUEUED]:
             return float(self.t)
-        wheel = float(sc[k.WHEEL_NEXT]) if sc[k.WHEEL_NEXT] < k.BIG else float("inf")
-        return min(wheel, self.source.next_creation(), self.source.next_scripted())
+        nxt = float(sc[k.WHEEL_NEXT]) if sc[k.WHEEL_NEXT] < k.BIG else float("inf")
+        if self._later is not None:
+            nxt = min(nxt, float(self._later[0][0].min(initial=k.BIG)), float(self._later[1][0].min(initial=k.BIG)))
+        return min(nxt, self.source.next_creation(), self.source.next_scripted())
 
     def deliver(self, b: FlitBoundary) -> None:
         """Take boundary traffic into the event wheel without advancing (e.g. when stopping)."""
@@ -254,12 +265,32 @@ class NocShard:
             self._accept(b, self.t)
 
     def _accept(self, b: FlitBoundary, t0: int) -> None:
+        """Inbound traffic due from ``t0`` (where the shard will resume) on: into the wheel,
+        or kept aside while it is due beyond the wheel's reach."""
         if len(b.flit_cycle) and b.flit_cycle.min() < t0:
             raise RuntimeError("inbound flit due before the epoch start")
         flits = np.stack((b.flit_cycle, b.flit_ivc, b.flit_pkt, b.flit_dst, b.flit_flag)).astype(np.int64)
         credits = np.stack((b.credit_cycle, b.credit_ovc)).astype(np.int64)
-        k.accept(self.prm, self.sc, self.local_of, self.wheel_f, self.wheel_c, self.wheel_n, self.wheel_r, t0, flits,
-                 credits)
+        if self._later is not None:
+            flits = np.concatenate((self._later[0], flits), axis=1)
+            credits = np.concatenate((self._later[1], credits), axis=1)
+            self._later = None
+        self._later = (flits, credits)
+        self._admit(t0)
+
+    def _admit(self, t: int) -> float:
+        """Move the traffic kept aside that is due before ``t + wheel`` into the wheel;
+        return when the rest is due (inf: nothing is left)."""
+        flits, credits = self._later
+        fn, cn = flits[0] < t + self.wheel, credits[0] < t + self.wheel
+        k.accept(self.prm, self.sc, self.local_of, self.wheel_f, self.wheel_c, self.wheel_n, self.wheel_r, t,
+                 np.ascontiguousarray(flits[:, fn]), np.ascontiguousarray(credits[:, cn]))
+        flits, credits = flits[:, ~fn], credits[:, ~cn]
+        if not (flits.shape[1] or credits.shape[1]):
+            self._later = None
+            return float("inf")
+        self._later = (flits, credits)
+        return float(min(flits[0].min(initial=k.BIG), credits[0].min(initial=k.BIG)))
 
     # ------------------------------------------------------------------ results
     def _links_used(self) -> np.ndarray:
@@ -276,7 +307,7 @@ class NocShard:
             link_flits=m.links[WINDOW_ROW, used],
             flits_buffered=int(self.sc[k.BUFFERED]),
             flits_queued=int(self.sc[k.QUEUED_FLITS]),
-            flits_in_flight=int(self.sc[k.IN_FLIGHT]),
+            flits_in_flight=int(self.sc[k.IN_FLIGHT]) + (0 if self._later is None else self._later[0].shape[1]),
         )
 
     def offer(self, cycles, src, dst, flits=None) -> None:
