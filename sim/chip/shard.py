@@ -165,11 +165,15 @@ class ChipShard:
         busy = self.ni_busy[src_tile]
         tiles = self.tiles
         first = self.now + NI_LATENCY
+        last_r, last_c = None, first - 1
         for r, f in zip(readies, flits):
-            c = max(r, first)
+            # the first free cycle at or after max(r, first); when readies do not decrease,
+            # every cycle from there up to the previous packet's is already taken
+            c = max(r, first, last_c + 1) if last_r is not None and r >= last_r else max(r, first)
             while c in busy:
                 c += 1
             busy.add(c)
+            last_r, last_c = r, c
             pkt = c * tiles + src_tile
             self._offers.append((c, src_tile, dst_tile, f))
             if local:

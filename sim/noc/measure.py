@@ -83,7 +83,7 @@ class Measurement:
     def take_ejected(self) -> tuple[np.ndarray, np.ndarray]:
         """(packet ids, cycles their tails reached the destination terminal) since the last
         call; the shard must have been built with record_ejections."""
-        n = int(self.sc[N_DLV])
+        n = self.sc.item(N_DLV)
         if not n:
             return _EMPTY, _EMPTY
         d = self.rec[DLV, :n]

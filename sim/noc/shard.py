@@ -181,6 +181,8 @@ class NocShard:
         # a torus' dateline classes use the lower or the upper half of the VCs
         prm[[k.CLASS0_BITS, k.CLASS1_BITS]] = (1 << half) - 1, ((1 << V) - 1) ^ ((1 << half) - 1)
         self.prm = prm
+        self._synthetic = self.source.synthetic
+        self._nothing = FlitBoundary()  # returned whenever nothing leaves (never modified)
 
     # ------------------------------------------------------------------ epoch API
     def advance(self, t0: int, t1: int, inbound: FlitBoundary | None = None) -> FlitBoundary:
@@ -193,12 +195,13 @@ class NocShard:
         sc[k.OUT_F] = sc[k.OUT_C] = 0
         t = t0
         while True:
+            more = self._synthetic and src.chunk_end <= m.horizon
             stop = t1
             if self._later is not None:  # stop where what is kept aside comes within reach
                 rest = self._admit(t)
                 if rest < float("inf"):
                     stop = min(t1, int(rest) - self.wheel + 1)
-            t, why = k.run(t, stop, src.chunk_end, src.more_chunks(), self.prm, sc, self.vc, self.wait, self.vs,
+            t, why = k.run(t, stop, src.chunk_end, more, self.prm, sc, self.vc, self.wait, self.vs,
                            self.credit, self.port, self.buf, self.route, self.first_free, self.node, self.sq,
                            self.work, self.wheel_f, self.wheel_c, self.wheel_n, self.wheel_r, src.cre, src.scr,
                            src.cursor, m.sc, m.cycles, m.by_src, m.links, m.rec, self.out_f, self.out_c, self.room)
@@ -210,7 +213,7 @@ class NocShard:
                 break
         self.t = t1
         if not (sc[k.OUT_F] or sc[k.OUT_C]):
-            return FlitBoundary()
+            return self._nothing
         f, c = self.out_f[: sc[k.OUT_F]].T.copy(), self.out_c[: sc[k.OUT_C]].T.copy()
         out = FlitBoundary(f[0], f[1], f[2], f[3], f[4], c[0], c[1])
         if out.earliest() < t1:
@@ -252,12 +255,14 @@ class NocShard:
     def next_event(self) -> float:
         """Earliest cycle >= self.t at which this shard has something to do."""
         sc = self.sc
-        if sc[k.BUFFERED] or sc[k.QUEUED]:
+        if sc.item(k.BUFFERED) or sc.item(k.QUEUED):
             return float(self.t)
-        nxt = float(sc[k.WHEEL_NEXT]) if sc[k.WHEEL_NEXT] < k.BIG else float("inf")
+        nxt = sc.item(k.WHEEL_NEXT)
+        nxt = float(nxt) if nxt < k.BIG else float("inf")
         if self._later is not None:
             nxt = min(nxt, float(self._later[0][0].min(initial=k.BIG)), float(self._later[1][0].min(initial=k.BIG)))
-        return min(nxt, self.source.next_creation(), self.source.next_scripted())
+        nxt = min(nxt, self.source.next_scripted())
+        return min(nxt, self.source.next_creation()) if self._synthetic else nxt
 
     def deliver(self, b: FlitBoundary) -> None:
         """Take boundary traffic into the event wheel without advancing (e.g. when stopping)."""

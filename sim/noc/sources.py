@@ -66,8 +66,8 @@ class TrafficSource:
             self.new_chunk()
 
     def next_scripted(self) -> float:
-        pos = int(self.cursor[SCR_POS])
-        return float(self.scr[0, pos]) if pos < self.scr.shape[1] else float("inf")
+        pos = self.cursor.item(SCR_POS)
+        return float(self.scr.item(0, pos)) if pos < self.scr.shape[1] else float("inf")
 
     def offer(self, now: int, cycles, src, dst, flits=None) -> None:
         """Script packets: ``src`` (global router ids of this shard) creates a packet to
@@ -84,15 +84,20 @@ class TrafficSource:
             raise ValueError("offered packets must start at routers of this shard")
         if ((dst < 0) | (dst >= self.p.nodes)).any() or (flits < 1).any():
             raise ValueError("offered packets need destinations inside the grid and at least one flit")
+        new = np.stack((cycles, self.local_of[src], dst, flits))
+        new = new[:, np.lexsort((new[1], new[0]))]
         old = self.scr[:, int(self.cursor[SCR_POS]):]
-        merged = np.concatenate((old, np.stack((cycles, self.local_of[src], dst, flits))), axis=1)
-        merged = np.ascontiguousarray(merged[:, np.lexsort((merged[1], merged[0]))])
+        if old.shape[1] and new.shape[1] and (new[0, 0], new[1, 0]) <= (old[0, -1], old[1, -1]):
+            merged = np.concatenate((old, new), axis=1)  # interleaved: sort the lot (old first on ties)
+            merged = merged[:, np.lexsort((merged[1], merged[0]))]
+        else:  # the usual case: everything new comes after everything pending
+            merged = np.concatenate((old, new), axis=1)
         same = (merged[0, 1:] == merged[0, :-1]) & (merged[1, 1:] == merged[1, :-1])
         if same.any():
             i = int(np.argmax(same))
             raise ValueError(f"two packets offered at router {self.routers[merged[1, i]]} in cycle {merged[0, i]}: "
                              "a node creates at most one packet a cycle")
-        self.scr = merged
+        self.scr = np.ascontiguousarray(merged)
         self.cursor[SCR_POS] = 0
         if (flits > 1).any():
             self.single_flit = False

@@ -78,6 +78,10 @@ class PacketShard:
             p.packet_flits, self.source.synthetic, record_ejections, measure)
         prm[[k.W0, k.W1, k.HORIZON, k.PKT_LO, k.PKT_HI]] = m.w0, m.w1, m.horizon, m.pkt_lo, m.pkt_hi
         self.prm = prm
+        self._port_bits = int(prm[k.PORT_BITS])
+        self._synthetic = self.source.synthetic
+        self._horizon = m.horizon
+        self._nothing = PacketBoundary()  # returned whenever nothing leaves (never modified)
 
     # ------------------------------------------------------------------ epoch API
     def advance(self, t0: int, t1: int, inbound: PacketBoundary | None = None) -> PacketBoundary:
@@ -89,15 +93,15 @@ class PacketShard:
         sc, src, m = self.sc, self.source, self.measure
         sc[k.OUT_N] = 0
         while True:
-            why = k.run(t0, t1, src.more_chunks(), self.prm, sc, self.port, self.node, self.route, self.hkey,
-                        self.hval, src.cre, src.scr, src.cursor, m.sc, m.cycles, m.by_src, m.links, m.rec,
-                        self.out)
+            more = self._synthetic and src.chunk_end <= self._horizon
+            why = k.run(t0, t1, more, self.prm, sc, self.port, self.node, self.route, self.hkey, self.hval,
+                        src.cre, src.scr, src.cursor, m.sc, m.cycles, m.by_src, m.links, m.rec, self.out)
             if why == k.DONE:
                 break
             self._provide(why)
         self.t = t1
         if not sc[k.OUT_N]:
-            return PacketBoundary()
+            return self._nothing
         o = self.out[: sc[k.OUT_N]].T.copy()
         res = PacketBoundary(o[0], o[1], o[2], o[3], o[4])
         if res.earliest() < t1:
@@ -122,9 +126,11 @@ class PacketShard:
             raise RuntimeError("packets created before the epoch start were skipped")
 
     def next_event(self) -> float:
-        nxt = float(self.hkey[0] >> self.prm[k.PORT_BITS]) if self.sc[k.HEAP_N] else float("inf")
-        nxt = min(nxt, self.source.next_scripted())
-        if self.source.synthetic:
+        nxt = float(self.hkey.item(0) >> self._port_bits) if self.sc.item(k.HEAP_N) else float("inf")
+        scr = self.source.next_scripted()
+        if scr < nxt:
+            nxt = scr
+        if self._synthetic:
             nxt = min(nxt, self.source.next_creation())
         return nxt
 
