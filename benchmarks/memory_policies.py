@@ -207,7 +207,8 @@ def speed(quick: bool) -> None:
         med = statistics.median(rates)
         _emit({"bench": "memory_policies", "study": "speed", "case": f"kv-decode plasticine {net} NoC",
                "network": net, "shards": 1, "backend": "local", "requests": 8, "max_batch": 8,
-               "sim_cycles": s["sim_cycles"], "cycles_per_s": round(med), "runs_cycles_per_s": [round(r) for r in rates],
+               "sim_cycles": s["sim_cycles"], "cycles_per_s": round(med),
+               "runs_cycles_per_s": [round(r) for r in rates],
                "target_cycles_per_s": TARGETS[net], "meets_target": med >= TARGETS[net],
                "load_average": round(os.getloadavg()[0], 2), "cpus": os.cpu_count()})
 

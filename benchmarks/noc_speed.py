@@ -71,8 +71,8 @@ def ray_two_shards(k: int, measure: int) -> dict:
     from cluster.backends.local import run_local
     from cluster.backends.ray_backend import run_ray
     from cluster.noc_summary import summarize_noc
-    from cluster.regions import epoch_length, cut_grid
     from cluster.ray_env import init_ray
+    from cluster.regions import cut_grid, epoch_length
     from sim.noc.params import NocParams
 
     init_ray(num_cpus=2)

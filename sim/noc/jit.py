@@ -32,13 +32,14 @@ def _cache_dir_writable(path: str) -> bool:
 def _ensure_cache_location() -> None:
     """Point numba at a temporary cache directory when neither its in-tree nor its
     user-wide locator can write (numba would otherwise refuse to compile with cache=True)."""
-    if numba.config.CACHE_DIR:
+    config = numba.config  # module attributes read from the environment when numba loads
+    if config.CACHE_DIR:  # type: ignore[attr-defined]
         return
     here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
     user = caching.AppDirs(appname="numba", appauthor=False).user_cache_dir
     if _cache_dir_writable(here) or _cache_dir_writable(user):
         return
-    numba.config.CACHE_DIR = os.path.join(tempfile.gettempdir(), f"rdasim-numba-{os.getuid()}")
+    config.CACHE_DIR = os.path.join(tempfile.gettempdir(), f"rdasim-numba-{os.getuid()}")  # type: ignore[attr-defined]
 
 
 _ensure_cache_location()

@@ -18,12 +18,13 @@ measured packets are added once the cycle's ejections are known.
 
 State lives in a few int64 tables (columns named below): ``vc[i]`` input VC ``i`` and
 output VC ``i`` of the same (router, port, vc), ``wait[i]`` which allocator it waits for
-(a byte, so a router's VCs are scanned in one cache line), ``vs[i]`` its static indices; ``port[j]``
-input and output port ``j``; ``node[l]`` router ``l``: its terminal's source queue, its
-occupancy and how many of its VCs wait for an allocator; the event wheel holds what is
-due in the next ``W`` cycles (every delay is shorter than ``W``): ``wheel_f[s, j]`` the
-flit due at input port ``j`` (a port takes at most one a cycle), ``wheel_c[s]`` credits. Router ``l``'s rows are contiguous in every table, so a router's
-allocation reads a few cache lines. The hot paths divide by nothing that is not a power
+(a byte, so a router's VCs are scanned in one cache line), ``vs[i]`` its static indices;
+``port[j]`` input and output port ``j``; ``node[r]`` router ``r``: its terminal's source
+queue, its occupancy and how many of its VCs wait for an allocator; the event wheel holds
+what is due in the next ``W`` cycles (every delay is shorter than ``W``): ``wheel_f[s, j]``
+the flit due at input port ``j`` (a port takes at most one a cycle), ``wheel_c[s]``
+credits. Router ``r``'s rows are contiguous in every table, so a router's allocation
+reads a few cache lines. The hot paths divide by nothing that is not a power
 of two (a 64-bit division costs tens of cycles): indices come from the static columns,
 and every modulo is of a sum below twice the modulus.
 """
@@ -84,8 +85,8 @@ def wrap(x, m):
 
 
 @inline
-def push_flit(wheel_f, wheel_n, wheel_r, sc, due, l, j, v, pkt, dst, flag):
-    """A flit due at VC ``v`` of input port ``j`` (of router ``l``, local ids) at ``due``."""
+def push_flit(wheel_f, wheel_n, wheel_r, sc, due, r, j, v, pkt, dst, flag):
+    """A flit due at VC ``v`` of input port ``j`` (of router ``r``, local ids) at ``due``."""
     s = due & (wheel_f.shape[0] - 1)
     if wheel_f[s, j, F_VC1]:
         raise RuntimeError("two flits due at one input port in one cycle")
@@ -94,7 +95,7 @@ def push_flit(wheel_f, wheel_n, wheel_r, sc, due, l, j, v, pkt, dst, flag):
     wheel_f[s, j, F_DST] = dst
     wheel_f[s, j, F_FLAG] = flag
     wheel_n[0, s] += 1
-    wheel_r[s, l] += 1
+    wheel_r[s, r] += 1
     sc[IN_FLIGHT] += 1
 
 
@@ -130,9 +131,9 @@ def accept(prm, sc, local_of, wheel_f, wheel_c, wheel_n, wheel_r, t0, flits, cre
         if due < t0 or due >= t0 + w:
             raise RuntimeError("inbound flit due outside the event wheel")
         g = flits[1, k] // pv
-        l = local_of[g]
+        r = local_of[g]
         rest = flits[1, k] - g * pv  # port * vcs + vc
-        push_flit(wheel_f, wheel_n, wheel_r, sc, due, l, l * prm[P] + rest // prm[V], rest % prm[V],
+        push_flit(wheel_f, wheel_n, wheel_r, sc, due, r, r * prm[P] + rest // prm[V], rest % prm[V],
                   flits[2, k], flits[3, k], flits[4, k])
     for k in range(credits.shape[1]):
         due = credits[0, k]
@@ -152,8 +153,8 @@ def wait_for_vc(prm, vc, wait, vs, route, i, dst, ready):
 
 
 @inline
-def receive(prm, sc, vc, wait, vs, buf, route, node, wheel_f, s, t, l, j):
-    """The flit due at input port ``j`` of router ``l``, if any, enters its VC; a flit
+def receive(prm, sc, vc, wait, vs, buf, route, node, wheel_f, s, t, r, j):
+    """The flit due at input port ``j`` of router ``r``, if any, enters its VC; a flit
     reaching the front of its VC starts work."""
     v1 = wheel_f[s, j, F_VC1]
     if v1 == 0:
@@ -168,9 +169,9 @@ def receive(prm, sc, vc, wait, vs, buf, route, node, wheel_f, s, t, l, j):
     buf[slot, FLAG] = flag
     vc[i, Q_COUNT] = cnt + 1
     sc[BUFFERED] += 1
-    node[l, OCCUPANCY] += 1
+    node[r, OCCUPANCY] += 1
     if cnt == 0:
-        node[l, WAITING] += 1
+        node[r, WAITING] += 1
         if flag & HEAD:
             wait_for_vc(prm, vc, wait, vs, route, i, dst, t + prm[ROUTING_DELAY])
         else:  # a body flit reaching an empty active VC may bid for the switch at once
@@ -214,12 +215,12 @@ def dateline_bits(prm, vc, buf, port, i, op):
 
 @inline
 def allocate(prm, sc, vc, wait, vs, credit, port, buf, route, node, first_free, work, wheel_f, wheel_c,
-             wheel_n, wheel_r, m_sc, m_cycles, m_src, m_links, m_rec, out_f, out_c, t, l):
-    """Router ``l``'s separable input-first VC and switch allocators, one iteration each,
+             wheel_n, wheel_r, m_sc, m_cycles, m_src, m_links, m_rec, out_f, out_c, t, r):
+    """Router ``r``'s separable input-first VC and switch allocators, one iteration each,
     round-robin arbiters; switch winners leave their buffers, traverse the switch and
     their link (or reach their terminal)."""
     p_, v_, b, pv = prm[P], prm[V], prm[B], prm[PV]
-    base, pbase = l * pv, l * p_
+    base, pbase = r * pv, r * p_
     nt = 0  # VC allocation requests, by output VC (local index)
     na = 0  # switch requests, by input port (local index)
     for i in range(base, base + pv):
@@ -292,20 +293,21 @@ def allocate(prm, sc, vc, wait, vs, credit, port, buf, route, node, first_free, 
         cnt = vc[i, Q_COUNT] - 1
         vc[i, Q_COUNT] = cnt
         sc[BUFFERED] -= 1
-        node[l, OCCUPANCY] -= 1
+        node[r, OCCUPANCY] -= 1
         credit[ov] -= 1
         if fl >= TAIL:
             port[op, FREE_VCS] += np.int64(1) << (ov - op * v_)  # the output VC is free again
             if cnt > 0:  # the next packet's head already waits behind the tail
-                wait_for_vc(prm, vc, wait, vs, route, i, buf[i * b + vc[i, Q_HEAD], DST], t + 1 + prm[ROUTING_DELAY])
+                wait_for_vc(prm, vc, wait, vs, route, i, buf[i * b + vc[i, Q_HEAD], DST],
+                            t + 1 + prm[ROUTING_DELAY])
             else:
                 wait[i] = IDLE
-                node[l, WAITING] -= 1
+                node[r, WAITING] -= 1
         else:
             vc[i, SA_READY] = t + 1  # the next flit of the packet may go next cycle
             if cnt == 0:
                 wait[i] = IDLE
-                node[l, WAITING] -= 1
+                node[r, WAITING] -= 1
         # the flit frees a slot: its credit goes upstream
         tgt = vs[i, UP_CREDIT]
         if port[ip, KIND] == REMOTE_LINK:
@@ -337,7 +339,8 @@ def allocate(prm, sc, vc, wait, vs, credit, port, buf, route, node, first_free, 
             sc[OUT_F] = n + 1
         else:
             j = vs[ov, DOWN_PORT]
-            push_flit(wheel_f, wheel_n, wheel_r, sc, arrive, vs[ov, DOWN_ROUTER], j, vs[ov, VIDX], pk, ds, fl)
+            push_flit(wheel_f, wheel_n, wheel_r, sc, arrive, vs[ov, DOWN_ROUTER], j, vs[ov, VIDX], pk, ds,
+                      fl)
 
 
 @inline
@@ -368,15 +371,15 @@ def eject(prm, wheel_c, wheel_n, m_sc, m_cycles, m_src, m_rec, t, ov, pk, fl):
 
 
 @inline
-def enqueue(prm, sc, node, sq, m_sc, m_cycles, m_src, t, l, dst, length):
+def enqueue(prm, sc, node, sq, m_sc, m_cycles, m_src, t, r, dst, length):
     """A new packet joins its source queue (an unbounded FIFO, as BookSim2's)."""
-    cnt = node[l, SQ_COUNT]
-    slot = wrap(node[l, SQ_HEAD] + cnt, sq.shape[1])
-    g = node[l, ROUTER]
-    sq[l, slot, PKT] = t * prm[N] + g
-    sq[l, slot, DST] = dst
-    sq[l, slot, LENGTH] = length
-    node[l, SQ_COUNT] = cnt + 1
+    cnt = node[r, SQ_COUNT]
+    slot = wrap(node[r, SQ_HEAD] + cnt, sq.shape[1])
+    g = node[r, ROUTER]
+    sq[r, slot, PKT] = t * prm[N] + g
+    sq[r, slot, DST] = dst
+    sq[r, slot, LENGTH] = length
+    node[r, SQ_COUNT] = cnt + 1
     sc[QUEUED] += 1
     sc[QUEUED_FLITS] += length
     m_cycles[CREATED_ROW, t] += length
@@ -389,15 +392,15 @@ def enqueue(prm, sc, node, sq, m_sc, m_cycles, m_src, t, l, dst, length):
 def send_from_sources(prm, sc, credit, node, sq, wheel_f, wheel_n, wheel_r, m_sc, m_rec, t):
     """Each node with a waiting packet sends one flit into its router, credit permitting:
     a head takes a free, non-full injection VC, round robin after the last one used."""
-    v_, pv, ni = prm[V], prm[PV], prm[NI]
-    for l in range(prm[NL]):
-        if node[l, SQ_COUNT] == 0:
+    v_, ni = prm[V], prm[NI]
+    for r in range(prm[NL]):
+        if node[r, SQ_COUNT] == 0:
             continue
-        sv = node[l, SRC_VC]
-        c0 = ni + l * v_  # the node's injection VCs' credit counters
+        sv = node[r, SRC_VC]
+        c0 = ni + r * v_  # the node's injection VCs' credit counters
         if sv < 0:
-            used = node[l, INJ_IN_USE]
-            w = node[l, INJ_LAST]
+            used = node[r, INJ_IN_USE]
+            w = node[r, INJ_LAST]
             for _ in range(v_):
                 w = wrap(w + 1, v_)
                 if not (used >> w) & 1 and credit[c0 + w] > 0:
@@ -407,22 +410,22 @@ def send_from_sources(prm, sc, credit, node, sq, wheel_f, wheel_n, wheel_r, m_sc
                 continue
         elif credit[c0 + sv] <= 0:
             continue
-        qh = node[l, SQ_HEAD]
-        pk, ds, ln = sq[l, qh, PKT], sq[l, qh, DST], sq[l, qh, LENGTH]
-        fi = node[l, SRC_FLIT]
+        qh = node[r, SQ_HEAD]
+        pk, ds, ln = sq[r, qh, PKT], sq[r, qh, DST], sq[r, qh, LENGTH]
+        fi = node[r, SRC_FLIT]
         is_head = fi == 0
         is_tail = fi == ln - 1
         bit = np.int64(1) << sv
         if is_head:
-            node[l, SRC_VC] = sv
-            node[l, INJ_IN_USE] |= bit
-            node[l, INJ_LAST] = sv
+            node[r, SRC_VC] = sv
+            node[r, INJ_IN_USE] |= bit
+            node[r, INJ_LAST] = sv
         if is_tail:
-            node[l, INJ_IN_USE] &= ~bit
-            node[l, SRC_VC] = -1
-            node[l, SRC_FLIT] = 0
+            node[r, INJ_IN_USE] &= ~bit
+            node[r, SRC_VC] = -1
+            node[r, SRC_FLIT] = 0
         else:
-            node[l, SRC_FLIT] = fi + 1
+            node[r, SRC_FLIT] = fi + 1
         credit[c0 + sv] -= 1
         sc[QUEUED_FLITS] -= 1
         if is_head and t < prm[HORIZON] and prm[PKT_LO] <= pk < prm[PKT_HI]:
@@ -432,10 +435,10 @@ def send_from_sources(prm, sc, credit, node, sq, wheel_f, wheel_n, wheel_r, m_sc
             m_rec[REC_INJ, k, 2] = t
             m_sc[M_N_INJ] = k + 1
         if is_tail:
-            node[l, SQ_HEAD] = wrap(qh + 1, sq.shape[1])
-            node[l, SQ_COUNT] -= 1
+            node[r, SQ_HEAD] = wrap(qh + 1, sq.shape[1])
+            node[r, SQ_COUNT] -= 1
             sc[QUEUED] -= 1
-        push_flit(wheel_f, wheel_n, wheel_r, sc, t + prm[INJECT_DELAY], l, l * prm[P] + LOCAL, sv, pk, ds,
+        push_flit(wheel_f, wheel_n, wheel_r, sc, t + prm[INJECT_DELAY], r, r * prm[P] + LOCAL, sv, pk, ds,
                   HEAD * is_head + TAIL * is_tail)
 
 
@@ -500,14 +503,14 @@ def run(t, t1, chunk_end, more, prm, sc, vc, wait, vs, credit, port, buf, route,
         wheel_n[0, s] = 0
         sc[IN_FLIGHT] -= nf
         p_ = prm[P]
-        for l in range(prm[NL]):
-            if wheel_r[s, l]:
-                wheel_r[s, l] = 0
-                for j in range(l * p_, l * p_ + p_):
-                    receive(prm, sc, vc, wait, vs, buf, route, node, wheel_f, s, t, l, j)
-            if node[l, WAITING]:
+        for r in range(prm[NL]):
+            if wheel_r[s, r]:
+                wheel_r[s, r] = 0
+                for j in range(r * p_, r * p_ + p_):
+                    receive(prm, sc, vc, wait, vs, buf, route, node, wheel_f, s, t, r, j)
+            if node[r, WAITING]:
                 allocate(prm, sc, vc, wait, vs, credit, port, buf, route, node, first_free, work, wheel_f, wheel_c,
-                         wheel_n, wheel_r, m_sc, m_cycles, m_src, m_links, m_rec, out_f, out_c, t, l)
+                         wheel_n, wheel_r, m_sc, m_cycles, m_src, m_links, m_rec, out_f, out_c, t, r)
         # hops of measured packets count until every measured packet is out
         if sc[HOPS_SEEN]:
             if t >= prm[W0] and (t < prm[W1] or m_sc[M_EJECTED] < m_sc[M_CREATED]) and t < prm[HORIZON]:

@@ -27,7 +27,7 @@ from sim.network import NETWORKS, LinkCounts
 from sim.noc import kernel as k
 from sim.noc import topology as topo
 from sim.noc.boundary import FlitBoundary, split_flits
-from sim.noc.measure import TOTAL_ROW, WINDOW_ROW, EJECTED_ROW, Measurement
+from sim.noc.measure import EJECTED_ROW, TOTAL_ROW, WINDOW_ROW, Measurement
 from sim.noc.params import NocParams
 from sim.noc.sources import CHUNK, TrafficSource
 
@@ -155,7 +155,8 @@ class NocShard:
         delays = (p.flit_delay, p.credit_return, p.inject_delay, p.inject_credit_return,
                   p.eject_credit_return, p.routing_delay)
         self.wheel = wheel = 1 << int(max(delays) + 1).bit_length()
-        self._later = None  # inbound (flits, credits) due beyond the wheel, as k.accept takes them
+        # inbound (flits, credits) due beyond the wheel, as k.accept takes them
+        self._later: tuple[np.ndarray, np.ndarray] | None = None
         self.wheel_f = np.zeros((wheel, nl * P, 4), dtype=np.int64)  # an input port takes a flit a cycle
         self.wheel_c = np.zeros((wheel, len(self.credit)), dtype=np.int64)  # a counter, a credit a cycle
         self.wheel_n = np.zeros((2, wheel), dtype=np.int64)  # flits, credits due in each slot
@@ -257,8 +258,8 @@ class NocShard:
         sc = self.sc
         if sc.item(k.BUFFERED) or sc.item(k.QUEUED):
             return float(self.t)
-        nxt = sc.item(k.WHEEL_NEXT)
-        nxt = float(nxt) if nxt < k.BIG else float("inf")
+        wheel = sc.item(k.WHEEL_NEXT)
+        nxt = float(wheel) if wheel < k.BIG else float("inf")
         if self._later is not None:
             nxt = min(nxt, float(self._later[0][0].min(initial=k.BIG)), float(self._later[1][0].min(initial=k.BIG)))
         nxt = min(nxt, self.source.next_scripted())
@@ -286,6 +287,7 @@ class NocShard:
     def _admit(self, t: int) -> float:
         """Move the traffic kept aside that is due before ``t + wheel`` into the wheel;
         return when the rest is due (inf: nothing is left)."""
+        assert self._later is not None
         flits, credits = self._later
         fn, cn = flits[0] < t + self.wheel, credits[0] < t + self.wheel
         k.accept(self.prm, self.sc, self.local_of, self.wheel_f, self.wheel_c, self.wheel_n, self.wheel_r, t,

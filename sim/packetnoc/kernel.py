@@ -8,8 +8,8 @@ packets created at a cycle are injected before any bid of that cycle (their own 
 bids come later). ``run`` returns to Python when it is done or needs the next chunk of
 synthetic packets or room in a buffer (checked before an event, never half way through).
 
-State: ``port[j]`` output link ``j`` (first free cycle, where it leads), ``node[l]``
-router ``l``'s injection link and pending bids, the heap ``hkey``/``hval``; the
+State: ``port[j]`` output link ``j`` (first free cycle, where it leads), ``node[r]``
+router ``r``'s injection link and pending bids, the heap ``hkey``/``hval``; the
 measurement arrays are sim/noc/measure.py's.
 """
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.noc.jit import kernel
+from sim.noc.jit import inline, kernel
 
 LOCAL = 0
 BIG = np.int64(1) << np.int64(62)
@@ -43,7 +43,7 @@ CRE_POS, SCR_POS = 0, 1
 DONE, NEED_CHUNK, NEED_CYCLES, NEED_ROOM, NEED_HEAP, SKIPPED = range(6)
 
 
-@kernel
+@inline
 def heap_push(prm, sc, node, hkey, hval, cycle, port, pkt, lr, dst, fl):
     """Queue a bid of router ``lr`` (local) at ``cycle`` on global input port ``port``."""
     key = (cycle << prm[PORT_BITS]) | port
@@ -66,7 +66,7 @@ def heap_push(prm, sc, node, hkey, hval, cycle, port, pkt, lr, dst, fl):
     node[lr, PENDING] += 1
 
 
-@kernel
+@inline
 def heap_pop(sc, hkey, hval):
     """Remove the earliest bid (the caller has read it)."""
     n = sc[HEAP_N] - 1
@@ -98,12 +98,12 @@ def accept(prm, sc, node, hkey, hval, local_of, rows):
         heap_push(prm, sc, node, hkey, hval, rows[0, k], rows[1, k], rows[2, k], lr, rows[3, k], rows[4, k])
 
 
-@kernel
-def inject(prm, sc, node, hkey, hval, m_sc, m_cycles, m_src, m_rec, cycle, l, dst, fl):
+@inline
+def inject(prm, sc, node, hkey, hval, m_sc, m_cycles, m_src, m_rec, cycle, r, dst, fl):
     """A packet created at ``cycle`` reserves its source's injection link and bids at its router."""
-    s = max(cycle, node[l, INJ_FREE])
-    node[l, INJ_FREE] = s + fl
-    g = node[l, ROUTER]
+    s = max(cycle, node[r, INJ_FREE])
+    node[r, INJ_FREE] = s + fl
+    g = node[r, ROUTER]
     pkt = cycle * prm[N] + g
     if prm[MEASURE]:
         m_cycles[CREATED_ROW, cycle] += fl
@@ -115,10 +115,10 @@ def inject(prm, sc, node, hkey, hval, m_sc, m_cycles, m_src, m_rec, cycle, l, ds
             m_rec[REC_INJ, k, 1] = dst
             m_rec[REC_INJ, k, 2] = s
             m_sc[M_N_INJ] = k + 1
-    heap_push(prm, sc, node, hkey, hval, s + prm[FIRST_BID], g * prm[P] + LOCAL, pkt, l, dst, fl)
+    heap_push(prm, sc, node, hkey, hval, s + prm[FIRST_BID], g * prm[P] + LOCAL, pkt, r, dst, fl)
 
 
-@kernel
+@inline
 def eject(prm, m_sc, m_cycles, m_src, m_rec, pkt, head, fl):
     """A packet's head reaches its terminal at ``head``; its flits follow one a cycle."""
     tail = head + fl - 1
@@ -145,7 +145,7 @@ def eject(prm, m_sc, m_cycles, m_src, m_rec, pkt, head, fl):
         m_sc[M_N_EJ] = k + 1
 
 
-@kernel
+@inline
 def grant(prm, sc, port, node, route, hkey, hval, m_sc, m_cycles, m_src, m_links, m_rec, out):
     """Serve the earliest bid: its output link is granted from max(bid, link free) for as
     many cycles as it has flits; the head bids at the next router a hop later."""

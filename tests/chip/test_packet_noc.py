@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from cluster.backends.local import run_local
 from cluster.coordinator import NocModel, stop_rule
 from cluster.noc_summary import summarize_noc
-from cluster.regions import epoch_length, owner_map, cut_grid
+from cluster.regions import cut_grid, epoch_length, owner_map
 from sim.noc.params import NocParams
 from sim.noc.shard import NocShard
 from sim.noc.topology import LOCAL, OPPOSITE, PORTS, Grid, Region
@@ -70,7 +70,7 @@ def _brute_force_arrivals(p, packets):
                 s = max(c, inj_free.get(src, 0))
                 inj_free[src] = s + fl
                 bids.setdefault(s + first_bid, []).append((src * PORTS + LOCAL, c * p.nodes + src, src, dst, fl))
-        for port, pkt, router, dst, fl in sorted(bids.pop(t, [])):
+        for _port, pkt, router, dst, fl in sorted(bids.pop(t, [])):  # in input-port order
             o = int(grid.route(router, dst))
             s = max(t, link_free.get((router, o), 0))
             link_free[(router, o)] = s + fl

@@ -2,10 +2,11 @@
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cluster.errors import UserError
-from cluster.regions import cut_links, epoch_length, owner_map, cut_grid
+from cluster.regions import cut_grid, cut_links, epoch_length, owner_map
 from sim import rng
 from sim.noc import kernel
 from sim.noc.params import NocParams
