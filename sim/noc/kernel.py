@@ -18,15 +18,16 @@ measured packets are added once the cycle's ejections are known.
 
 State lives in a few int64 tables (columns named below): ``vc[i]`` input VC ``i`` and
 output VC ``i`` of the same (router, port, vc), ``wait[i]`` which allocator it waits for
-(a byte, so a router's VCs are scanned in one cache line), ``vs[i]`` its static indices;
-``port[j]`` input and output port ``j``; ``node[r]`` router ``r``: its terminal's source
-queue, its occupancy and how many of its VCs wait for an allocator; the event wheel holds
-what is due in the next ``W`` cycles (every delay is shorter than ``W``): ``wheel_f[s, j]``
-the flit due at input port ``j`` (a port takes at most one a cycle), ``wheel_c[s]``
-credits. Router ``r``'s rows are contiguous in every table, so a router's allocation
-reads a few cache lines. The hot paths divide by nothing that is not a power
-of two (a 64-bit division costs tens of cycles): indices come from the static columns,
-and every modulo is of a sum below twice the modulus.
+(a byte, so a router's VCs are scanned in one cache line); ``port[j]`` input and output
+port ``j`` with its static wiring (what it feeds, where its credits go); ``node[r]``
+router ``r``: its terminal's source queue, its occupancy and how many of its VCs wait for
+an allocator; the event wheel holds what is due in the next ``W`` cycles (every delay is
+shorter than ``W``): ``wheel_f[s, j]`` the flit due at input port ``j`` (a port takes at
+most one a cycle), ``wheel_c[s]`` credits. Router ``r``'s rows are contiguous in every
+table and a cycle visits the routers in order, so what a cycle touches streams through
+the cache (the footprint is what limits large grids). The hot paths divide by nothing (a
+64-bit division costs tens of cycles): indices come from the loops and the static
+columns, and every modulo is of a sum below twice the modulus.
 """
 
 from __future__ import annotations
@@ -50,19 +51,18 @@ BIG = np.int64(1) << np.int64(62)
 (BUFFERED, QUEUED, QUEUED_FLITS, HOPS_SEEN, OUT_F, OUT_C, IN_FLIGHT, WHEEL_NEXT, SC_SIZE) = range(9)
 # vc columns (state): input-VC side, then output-VC side
 Q_HEAD, Q_COUNT, OUT_OP, OUT_VC, VA_READY, SA_READY, VA_IN_NPTR, VA_OUT_NPTR, VC_COLS = range(9)
-# vs columns (static): where input VC i's credits go; the input VC output VC i feeds (a
-# global id across a cut), its input port and router (local); VC i's input port, vc,
-# port number, index within the router, router, and its row of the route table
-(UP_CREDIT, DOWN_IVC, DOWN_PORT, DOWN_ROUTER, IP, VIDX, PIN, INL, ROUTER_L, ROUTE_ROW,
- VS_COLS) = range(11)
 # port columns: allocation state, then static: kind, router across (global, -1 none),
-# port number, the port's first VC index within the router (o * vcs)
-FREE_VCS, SA_IN_NPTR, SA_VC_NOFF, SA_OUT_NPTR, KIND, NBR, PNUM, PV_OFF, PORT_COLS = range(9)
+# port number, the port's first VC index within the router (o * vcs); for an input port the
+# first of the credit counters its VCs' credits go to (an upstream output VC, global across
+# a cut; the source's for the terminal's port); for an output port the first input VC it
+# feeds (global across a cut), that input port and its router (local)
+(FREE_VCS, SA_IN_NPTR, SA_VC_NOFF, SA_OUT_NPTR, KIND, NBR, PNUM, PV_OFF, UP_BASE, DOWN_BASE,
+ DOWN_PORT, DOWN_ROUTER, PORT_COLS) = range(13)
 # node columns
 (SQ_HEAD, SQ_COUNT, SRC_FLIT, SRC_VC, INJ_LAST, INJ_IN_USE, ROUTER, OCCUPANCY, WAITING,
  NODE_COLS) = range(10)
 # work rows: arbiter scratch, indexed within one router
-KEY_A, WHO_A, LIST_A, KEY_B, WHO_B, LIST_B, WORK_ROWS = range(7)
+KEY_A, WHO_A, LIST_A, KEY_B, WHO_B, LIST_B, IN_PORT, WORK_ROWS = range(8)
 # wheel_f columns: VC + 1 (0: no flit), packet, destination, flags
 F_VC1, F_PKT, F_DST, F_FLAG = range(4)
 # buf / sq columns
@@ -145,15 +145,16 @@ def accept(prm, sc, local_of, wheel_f, wheel_c, wheel_n, wheel_r, t0, flits, cre
 
 
 @inline
-def wait_for_vc(prm, vc, wait, vs, route, i, dst, ready):
-    """A head at the front of input VC ``i``: route it (one lookup) and bid for a VC."""
-    vc[i, OUT_OP] = vs[i, ROUTER_L] * prm[P] + route[vs[i, ROUTE_ROW] + dst]
+def wait_for_vc(prm, vc, wait, route, i, r, dst, ready):
+    """A head at the front of input VC ``i`` of router ``r``: route it (one lookup) and bid
+    for a VC."""
+    vc[i, OUT_OP] = r * prm[P] + route[r * prm[N] + dst]
     vc[i, VA_READY] = ready
     wait[i] = WAIT_VC
 
 
 @inline
-def receive(prm, sc, vc, wait, vs, buf, route, node, wheel_f, s, t, r, j):
+def receive(prm, sc, vc, wait, buf, route, node, wheel_f, s, t, r, j):
     """The flit due at input port ``j`` of router ``r``, if any, enters its VC; a flit
     reaching the front of its VC starts work."""
     v1 = wheel_f[s, j, F_VC1]
@@ -173,7 +174,7 @@ def receive(prm, sc, vc, wait, vs, buf, route, node, wheel_f, s, t, r, j):
     if cnt == 0:
         node[r, WAITING] += 1
         if flag & HEAD:
-            wait_for_vc(prm, vc, wait, vs, route, i, dst, t + prm[ROUTING_DELAY])
+            wait_for_vc(prm, vc, wait, route, i, r, dst, t + prm[ROUTING_DELAY])
         else:  # a body flit reaching an empty active VC may bid for the switch at once
             vc[i, SA_READY] = t
             wait[i] = WAIT_SWITCH
@@ -214,7 +215,7 @@ def dateline_bits(prm, vc, buf, port, i, op):
 
 
 @inline
-def allocate(prm, sc, vc, wait, vs, credit, port, buf, route, node, first_free, work, wheel_f, wheel_c,
+def allocate(prm, sc, vc, wait, credit, port, buf, route, node, first_free, work, wheel_f, wheel_c,
              wheel_n, wheel_r, m_sc, m_cycles, m_src, m_links, m_rec, out_f, out_c, t, r):
     """Router ``r``'s separable input-first VC and switch allocators, one iteration each,
     round-robin arbiters; switch winners leave their buffers, traverse the switch and
@@ -223,35 +224,38 @@ def allocate(prm, sc, vc, wait, vs, credit, port, buf, route, node, first_free, 
     base, pbase = r * pv, r * p_
     nt = 0  # VC allocation requests, by output VC (local index)
     na = 0  # switch requests, by input port (local index)
-    for i in range(base, base + pv):
-        state = wait[i]
-        if state == WAIT_VC:
-            if vc[i, VA_READY] > t:
-                continue
-            op = vc[i, OUT_OP]
-            bits = port[op, FREE_VCS]
-            if prm[TORUS]:
-                bits &= dateline_bits(prm, vc, buf, port, i, op)
-            # input stage: the first free output VC of its port in round-robin order over
-            # (port, vc) from its pointer; inside one port that is cyclic from the pointer
-            # if it points into the port, else from VC 0
-            rel = (pv - vc[i, VA_IN_NPTR]) - port[op, PV_OFF]
-            start = rel if 0 <= rel < v_ else 0
-            pick = first_free[bits * v_ + start]
-            if pick < 0:
-                continue
-            target = op * v_ + pick
-            # output stage: each output VC grants one of the input VCs that picked it
-            nt = claim(work, KEY_A, WHO_A, LIST_A, nt, target - base,
-                       wrap(vs[i, INL] + vc[target, VA_OUT_NPTR], pv), i)
-        elif state == WAIT_SWITCH:
-            if vc[i, SA_READY] > t or credit[vc[i, OUT_VC]] <= 0:
-                continue
-            # input stage: one VC per input port; round robin over outputs, then over VCs
-            ip = vs[i, IP]
-            key = (wrap(port[vc[i, OUT_OP], PNUM] + port[ip, SA_IN_NPTR], p_) * v_
-                   + wrap(vs[i, VIDX] + port[ip, SA_VC_NOFF], v_))
-            na = claim(work, KEY_B, WHO_B, LIST_B, na, ip - pbase, key, i)
+    for p in range(p_):
+        ip = pbase + p
+        for v in range(v_):
+            inl = p * v_ + v  # the VC's index within the router
+            i = base + inl
+            state = wait[i]
+            if state == WAIT_VC:
+                if vc[i, VA_READY] > t:
+                    continue
+                op = vc[i, OUT_OP]
+                bits = port[op, FREE_VCS]
+                if prm[TORUS]:
+                    bits &= dateline_bits(prm, vc, buf, port, i, op)
+                # input stage: the first free output VC of its port in round-robin order
+                # over (port, vc) from its pointer; inside one port that is cyclic from the
+                # pointer if it points into the port, else from VC 0
+                rel = (pv - vc[i, VA_IN_NPTR]) - port[op, PV_OFF]
+                start = rel if 0 <= rel < v_ else 0
+                pick = first_free[bits * v_ + start]
+                if pick < 0:
+                    continue
+                target = op * v_ + pick
+                # output stage: each output VC grants one of the input VCs that picked it
+                nt = claim(work, KEY_A, WHO_A, LIST_A, nt, target - base,
+                           wrap(inl + vc[target, VA_OUT_NPTR], pv), i)
+            elif state == WAIT_SWITCH:
+                if vc[i, SA_READY] > t or credit[vc[i, OUT_VC]] <= 0:
+                    continue
+                # input stage: one VC per input port; round robin over outputs, then over VCs
+                key = (wrap(port[vc[i, OUT_OP], PNUM] + port[ip, SA_IN_NPTR], p_) * v_
+                       + wrap(v + port[ip, SA_VC_NOFF], v_))
+                na = claim(work, KEY_B, WHO_B, LIST_B, na, p, key, i)
     for k in range(nt):
         tl = work[LIST_A, k]
         i = work[WHO_A, tl]
@@ -263,29 +267,32 @@ def allocate(prm, sc, vc, wait, vs, credit, port, buf, route, node, first_free, 
         vc[i, OUT_VC] = target
         vc[i, SA_READY] = t + prm[VC_ALLOC_DELAY]  # >= t + 1: not a switch request this cycle
         vc[i, VA_IN_NPTR] = pv - wrap(port[op, PV_OFF] + pick + 1, pv)
-        vc[target, VA_OUT_NPTR] = pv - wrap(vs[i, INL] + 1, pv)
+        vc[target, VA_OUT_NPTR] = pv - wrap(i - base + 1, pv)
         wait[i] = WAIT_SWITCH
     if na == 0:
         return
     # output stage: one input port per output port
     nb = 0
     for k in range(na):
-        ipl = work[LIST_B, k]
-        i = work[WHO_B, ipl]
-        work[KEY_B, ipl] = BIG
+        p = work[LIST_B, k]
+        i = work[WHO_B, p]
+        work[KEY_B, p] = BIG
+        work[IN_PORT, i - base] = p
         op = vc[i, OUT_OP]
-        nb = claim(work, KEY_A, WHO_A, LIST_A, nb, op - pbase, wrap(ipl + port[op, SA_OUT_NPTR], p_), i)
-    # winners: pointers, dequeue, credits upstream, ejections
+        nb = claim(work, KEY_A, WHO_A, LIST_A, nb, op - pbase, wrap(p + port[op, SA_OUT_NPTR], p_), i)
+    # winners: pointers, dequeue, credits upstream, traversal or ejection
     for k in range(nb):
         opl = work[LIST_A, k]
         i = work[WHO_A, opl]
         work[KEY_A, opl] = BIG
         op = pbase + opl
-        ip = vs[i, IP]
+        p = work[IN_PORT, i - base]
+        ip = pbase + p
+        v = i - base - p * v_
         ov = vc[i, OUT_VC]
         port[ip, SA_IN_NPTR] = p_ - wrap(opl + 1, p_)
-        port[ip, SA_VC_NOFF] = v_ - wrap(vs[i, VIDX] + 1, v_)
-        port[op, SA_OUT_NPTR] = p_ - wrap(vs[i, PIN] + 1, p_)
+        port[ip, SA_VC_NOFF] = v_ - wrap(v + 1, v_)
+        port[op, SA_OUT_NPTR] = p_ - wrap(p + 1, p_)
         head = vc[i, Q_HEAD]
         slot = i * b + head
         pk, fl = buf[slot, PKT], buf[slot, FLAG]
@@ -295,10 +302,11 @@ def allocate(prm, sc, vc, wait, vs, credit, port, buf, route, node, first_free, 
         sc[BUFFERED] -= 1
         node[r, OCCUPANCY] -= 1
         credit[ov] -= 1
+        w = ov - op * v_  # the output VC's number
         if fl >= TAIL:
-            port[op, FREE_VCS] += np.int64(1) << (ov - op * v_)  # the output VC is free again
+            port[op, FREE_VCS] += np.int64(1) << w  # the output VC is free again
             if cnt > 0:  # the next packet's head already waits behind the tail
-                wait_for_vc(prm, vc, wait, vs, route, i, buf[i * b + vc[i, Q_HEAD], DST],
+                wait_for_vc(prm, vc, wait, route, i, r, buf[i * b + vc[i, Q_HEAD], DST],
                             t + 1 + prm[ROUTING_DELAY])
             else:
                 wait[i] = IDLE
@@ -309,13 +317,13 @@ def allocate(prm, sc, vc, wait, vs, credit, port, buf, route, node, first_free, 
                 wait[i] = IDLE
                 node[r, WAITING] -= 1
         # the flit frees a slot: its credit goes upstream
-        tgt = vs[i, UP_CREDIT]
+        tgt = port[ip, UP_BASE] + v
         if port[ip, KIND] == REMOTE_LINK:
             n = sc[OUT_C]
             out_c[n, 0] = t + prm[CREDIT_RETURN]
             out_c[n, 1] = tgt
             sc[OUT_C] = n + 1
-        elif vs[i, PIN] == LOCAL:
+        elif p == LOCAL:
             push_credit(wheel_c, wheel_n, t + prm[INJECT_CREDIT_RETURN], tgt)
         else:
             push_credit(wheel_c, wheel_n, t + prm[CREDIT_RETURN], tgt)
@@ -332,15 +340,14 @@ def allocate(prm, sc, vc, wait, vs, credit, port, buf, route, node, first_free, 
         if port[op, KIND] == REMOTE_LINK:
             n = sc[OUT_F]
             out_f[n, 0] = arrive
-            out_f[n, 1] = vs[ov, DOWN_IVC]
+            out_f[n, 1] = port[op, DOWN_BASE] + w
             out_f[n, 2] = pk
             out_f[n, 3] = ds
             out_f[n, 4] = fl
             sc[OUT_F] = n + 1
         else:
-            j = vs[ov, DOWN_PORT]
-            push_flit(wheel_f, wheel_n, wheel_r, sc, arrive, vs[ov, DOWN_ROUTER], j, vs[ov, VIDX], pk, ds,
-                      fl)
+            push_flit(wheel_f, wheel_n, wheel_r, sc, arrive, port[op, DOWN_ROUTER], port[op, DOWN_PORT], w, pk,
+                      ds, fl)
 
 
 @inline
@@ -452,7 +459,7 @@ def next_creation(cre, cursor, more):
 
 
 @kernel
-def run(t, t1, chunk_end, more, prm, sc, vc, wait, vs, credit, port, buf, route, first_free, node, sq, work,
+def run(t, t1, chunk_end, more, prm, sc, vc, wait, credit, port, buf, route, first_free, node, sq, work,
         wheel_f, wheel_c, wheel_n, wheel_r, cre, scr, cursor, m_sc, m_cycles, m_src, m_links, m_rec, out_f, out_c,
         room):
     """Simulate cycles [t, t1); returns (cycle reached, why it returned). ``chunk_end``: end
@@ -507,9 +514,9 @@ def run(t, t1, chunk_end, more, prm, sc, vc, wait, vs, credit, port, buf, route,
             if wheel_r[s, r]:
                 wheel_r[s, r] = 0
                 for j in range(r * p_, r * p_ + p_):
-                    receive(prm, sc, vc, wait, vs, buf, route, node, wheel_f, s, t, r, j)
+                    receive(prm, sc, vc, wait, buf, route, node, wheel_f, s, t, r, j)
             if node[r, WAITING]:
-                allocate(prm, sc, vc, wait, vs, credit, port, buf, route, node, first_free, work, wheel_f, wheel_c,
+                allocate(prm, sc, vc, wait, credit, port, buf, route, node, first_free, work, wheel_f, wheel_c,
                          wheel_n, wheel_r, m_sc, m_cycles, m_src, m_links, m_rec, out_f, out_c, t, r)
         # hops of measured packets count until every measured packet is out
         if sc[HOPS_SEEN]:

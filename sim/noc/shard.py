@@ -109,26 +109,11 @@ class NocShard:
         # o's upstream output port are both "port OPPOSITE[o] of the neighbour across o"
         twin = np.where(kind == k.REMOTE_LINK, (np.maximum(nbr, 0) * P + opp) * V,
                         (np.maximum(nbr_local, 0) * P + opp) * V)
-        per_vc = (np.repeat(twin.ravel(), V).reshape(-1, V) + np.arange(V)).ravel()
-        src_credit = (NI + np.arange(nl)[:, None] * V + np.arange(V)).ravel()  # sources' injection VCs
 
         self.vc = np.zeros((NI, k.VC_COLS), dtype=np.int64)
         self.vc[:, k.VA_IN_NPTR] = P * V  # round-robin pointers are stored negated (size - ptr)
         self.vc[:, k.VA_OUT_NPTR] = P * V
         self.wait = np.zeros(NI, dtype=np.uint8)  # what each input VC waits for (kernel.IDLE...)
-        i = np.arange(NI)
-        self.vs = np.zeros((NI, k.VS_COLS), dtype=np.int64)
-        self.vs[:, k.DOWN_IVC] = per_vc  # output VC -> input VC it feeds (global id if remote)
-        self.vs[:, k.DOWN_PORT] = per_vc // V
-        self.vs[:, k.DOWN_ROUTER] = per_vc // (P * V)
-        self.vs[:, k.UP_CREDIT] = per_vc  # input VC -> credit counter upstream
-        self.vs[np.repeat(self.out_kind == k.EJECT, V), k.UP_CREDIT] = src_credit
-        self.vs[:, k.IP] = i // V
-        self.vs[:, k.VIDX] = i % V
-        self.vs[:, k.PIN] = (i // V) % P
-        self.vs[:, k.INL] = i % (P * V)
-        self.vs[:, k.ROUTER_L] = i // (P * V)
-        self.vs[:, k.ROUTE_ROW] = (i // (P * V)) * N
         j = np.arange(nl * P)
         self.port = np.zeros((nl * P, k.PORT_COLS), dtype=np.int64)
         self.port[:, k.FREE_VCS] = np.where(self.out_kind == k.NO_LINK, 0, (1 << V) - 1)
@@ -139,6 +124,12 @@ class NocShard:
         self.port[:, k.NBR] = nbr.ravel()
         self.port[:, k.PNUM] = j % P
         self.port[:, k.PV_OFF] = (j % P) * V
+        twin = twin.ravel()
+        self.port[:, k.DOWN_BASE] = twin  # the input VC 0 output port j feeds (global id if remote)
+        self.port[:, k.DOWN_PORT] = twin // V
+        self.port[:, k.DOWN_ROUTER] = twin // (P * V)
+        # the credit counter of VC 0 of the output port upstream (the source's for port 0)
+        self.port[:, k.UP_BASE] = np.where(j % P == topo.LOCAL, NI + (j // P) * V, twin)
         self.credit = np.full(NI + nl * V, B, dtype=np.int64)  # output VCs, then the sources'
         self.credit[:NI][np.repeat(self.out_kind == k.NO_LINK, V)] = 0
         # route[l * N + dst]: output port id (l * P + o) a head at router l takes to dst
@@ -202,7 +193,7 @@ class NocShard:
                 rest = self._admit(t)
                 if rest < float("inf"):
                     stop = min(t1, int(rest) - self.wheel + 1)
-            t, why = k.run(t, stop, src.chunk_end, more, self.prm, sc, self.vc, self.wait, self.vs,
+            t, why = k.run(t, stop, src.chunk_end, more, self.prm, sc, self.vc, self.wait,
                            self.credit, self.port, self.buf, self.route, self.first_free, self.node, self.sq,
                            self.work, self.wheel_f, self.wheel_c, self.wheel_n, self.wheel_r, src.cre, src.scr,
                            src.cursor, m.sc, m.cycles, m.by_src, m.links, m.rec, self.out_f, self.out_c, self.room)
