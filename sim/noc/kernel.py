@@ -18,7 +18,8 @@ measured packets are added once the cycle's ejections are known.
 
 State lives in a few int64 tables (columns named below): ``vc[i]`` input VC ``i`` and
 output VC ``i`` of the same (router, port, vc), ``wait[i]`` which allocator it waits for
-(a byte, so a router's VCs are scanned in one cache line); ``port[j]`` input and output
+(a byte, so a router's VCs are scanned in one cache line) and ``ready[i]`` from which
+cycle on; ``port[j]`` input and output
 port ``j`` with its static wiring (what it feeds, where its credits go); ``node[r]``
 router ``r``: its terminal's source queue, its occupancy and how many of its VCs wait for
 an allocator; the event wheel holds what is due in the next ``W`` cycles (every delay is
@@ -50,7 +51,7 @@ BIG = np.int64(1) << np.int64(62)
 # sc: shard scalars
 (BUFFERED, QUEUED, QUEUED_FLITS, HOPS_SEEN, OUT_F, OUT_C, IN_FLIGHT, WHEEL_NEXT, SC_SIZE) = range(9)
 # vc columns (state): input-VC side, then output-VC side
-Q_HEAD, Q_COUNT, OUT_OP, OUT_VC, VA_READY, SA_READY, VA_IN_NPTR, VA_OUT_NPTR, VC_COLS = range(9)
+Q_HEAD, Q_COUNT, OUT_OP, OUT_VC, VA_IN_NPTR, VA_OUT_NPTR, VC_COLS = range(7)
 # port columns: allocation state, then static: kind, router across (global, -1 none),
 # port number, the port's first VC index within the router (o * vcs); for an input port the
 # first of the credit counters its VCs' credits go to (an upstream output VC, global across
@@ -145,16 +146,16 @@ def accept(prm, sc, local_of, wheel_f, wheel_c, wheel_n, wheel_r, t0, flits, cre
 
 
 @inline
-def wait_for_vc(prm, vc, wait, route, i, r, dst, ready):
+def wait_for_vc(prm, vc, wait, ready, route, i, r, dst, when):
     """A head at the front of input VC ``i`` of router ``r``: route it (one lookup) and bid
     for a VC."""
     vc[i, OUT_OP] = r * prm[P] + route[r * prm[N] + dst]
-    vc[i, VA_READY] = ready
+    ready[i] = when
     wait[i] = WAIT_VC
 
 
 @inline
-def receive(prm, sc, vc, wait, buf, route, node, wheel_f, s, t, r, j):
+def receive(prm, sc, vc, wait, ready, buf, route, node, wheel_f, s, t, r, j):
     """The flit due at input port ``j`` of router ``r``, if any, enters its VC; a flit
     reaching the front of its VC starts work."""
     v1 = wheel_f[s, j, F_VC1]
@@ -174,9 +175,9 @@ def receive(prm, sc, vc, wait, buf, route, node, wheel_f, s, t, r, j):
     if cnt == 0:
         node[r, WAITING] += 1
         if flag & HEAD:
-            wait_for_vc(prm, vc, wait, route, i, r, dst, t + prm[ROUTING_DELAY])
+            wait_for_vc(prm, vc, wait, ready, route, i, r, dst, t + prm[ROUTING_DELAY])
         else:  # a body flit reaching an empty active VC may bid for the switch at once
-            vc[i, SA_READY] = t
+            ready[i] = t
             wait[i] = WAIT_SWITCH
 
 
@@ -215,7 +216,7 @@ def dateline_bits(prm, vc, buf, port, i, op):
 
 
 @inline
-def allocate(prm, sc, vc, wait, credit, port, buf, route, node, first_free, work, wheel_f, wheel_c,
+def allocate(prm, sc, vc, wait, ready, credit, port, buf, route, node, first_free, work, wheel_f, wheel_c,
              wheel_n, wheel_r, m_sc, m_cycles, m_src, m_links, m_rec, out_f, out_c, t, r):
     """Router ``r``'s separable input-first VC and switch allocators, one iteration each,
     round-robin arbiters; switch winners leave their buffers, traverse the switch and
@@ -231,7 +232,7 @@ def allocate(prm, sc, vc, wait, credit, port, buf, route, node, first_free, work
             i = base + inl
             state = wait[i]
             if state == WAIT_VC:
-                if vc[i, VA_READY] > t:
+                if ready[i] > t:
                     continue
                 op = vc[i, OUT_OP]
                 bits = port[op, FREE_VCS]
@@ -250,7 +251,7 @@ def allocate(prm, sc, vc, wait, credit, port, buf, route, node, first_free, work
                 nt = claim(work, KEY_A, WHO_A, LIST_A, nt, target - base,
                            wrap(inl + vc[target, VA_OUT_NPTR], pv), i)
             elif state == WAIT_SWITCH:
-                if vc[i, SA_READY] > t or credit[vc[i, OUT_VC]] <= 0:
+                if ready[i] > t or credit[vc[i, OUT_VC]] <= 0:
                     continue
                 # input stage: one VC per input port; round robin over outputs, then over VCs
                 key = (wrap(port[vc[i, OUT_OP], PNUM] + port[ip, SA_IN_NPTR], p_) * v_
@@ -265,7 +266,7 @@ def allocate(prm, sc, vc, wait, credit, port, buf, route, node, first_free, work
         pick = target - op * v_
         port[op, FREE_VCS] -= np.int64(1) << pick
         vc[i, OUT_VC] = target
-        vc[i, SA_READY] = t + prm[VC_ALLOC_DELAY]  # >= t + 1: not a switch request this cycle
+        ready[i] = t + prm[VC_ALLOC_DELAY]  # >= t + 1: not a switch request this cycle
         vc[i, VA_IN_NPTR] = pv - wrap(port[op, PV_OFF] + pick + 1, pv)
         vc[target, VA_OUT_NPTR] = pv - wrap(i - base + 1, pv)
         wait[i] = WAIT_SWITCH
@@ -306,13 +307,13 @@ def allocate(prm, sc, vc, wait, credit, port, buf, route, node, first_free, work
         if fl >= TAIL:
             port[op, FREE_VCS] += np.int64(1) << w  # the output VC is free again
             if cnt > 0:  # the next packet's head already waits behind the tail
-                wait_for_vc(prm, vc, wait, route, i, r, buf[i * b + vc[i, Q_HEAD], DST],
+                wait_for_vc(prm, vc, wait, ready, route, i, r, buf[i * b + vc[i, Q_HEAD], DST],
                             t + 1 + prm[ROUTING_DELAY])
             else:
                 wait[i] = IDLE
                 node[r, WAITING] -= 1
         else:
-            vc[i, SA_READY] = t + 1  # the next flit of the packet may go next cycle
+            ready[i] = t + 1  # the next flit of the packet may go next cycle
             if cnt == 0:
                 wait[i] = IDLE
                 node[r, WAITING] -= 1
@@ -459,7 +460,7 @@ def next_creation(cre, cursor, more):
 
 
 @kernel
-def run(t, t1, chunk_end, more, prm, sc, vc, wait, credit, port, buf, route, first_free, node, sq, work,
+def run(t, t1, chunk_end, more, prm, sc, vc, wait, ready, credit, port, buf, route, first_free, node, sq, work,
         wheel_f, wheel_c, wheel_n, wheel_r, cre, scr, cursor, m_sc, m_cycles, m_src, m_links, m_rec, out_f, out_c,
         room):
     """Simulate cycles [t, t1); returns (cycle reached, why it returned). ``chunk_end``: end
@@ -514,9 +515,9 @@ def run(t, t1, chunk_end, more, prm, sc, vc, wait, credit, port, buf, route, fir
             if wheel_r[s, r]:
                 wheel_r[s, r] = 0
                 for j in range(r * p_, r * p_ + p_):
-                    receive(prm, sc, vc, wait, buf, route, node, wheel_f, s, t, r, j)
+                    receive(prm, sc, vc, wait, ready, buf, route, node, wheel_f, s, t, r, j)
             if node[r, WAITING]:
-                allocate(prm, sc, vc, wait, credit, port, buf, route, node, first_free, work, wheel_f, wheel_c,
+                allocate(prm, sc, vc, wait, ready, credit, port, buf, route, node, first_free, work, wheel_f, wheel_c,
                          wheel_n, wheel_r, m_sc, m_cycles, m_src, m_links, m_rec, out_f, out_c, t, r)
         # hops of measured packets count until every measured packet is out
         if sc[HOPS_SEEN]:

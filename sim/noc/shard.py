@@ -110,12 +110,13 @@ class NocShard:
         twin = np.where(kind == k.REMOTE_LINK, (np.maximum(nbr, 0) * P + opp) * V,
                         (np.maximum(nbr_local, 0) * P + opp) * V)
 
-        self.vc = np.zeros((NI, k.VC_COLS), dtype=np.int64)
+        self.vc = np.zeros((NI, k.VC_COLS), dtype=np.int32)  # every column fits: half the bytes
         self.vc[:, k.VA_IN_NPTR] = P * V  # round-robin pointers are stored negated (size - ptr)
         self.vc[:, k.VA_OUT_NPTR] = P * V
         self.wait = np.zeros(NI, dtype=np.uint8)  # what each input VC waits for (kernel.IDLE...)
+        self.ready = np.zeros(NI, dtype=np.int64)  # and from which cycle on
         j = np.arange(nl * P)
-        self.port = np.zeros((nl * P, k.PORT_COLS), dtype=np.int64)
+        self.port = np.zeros((nl * P, k.PORT_COLS), dtype=np.int32)  # every column fits: half the bytes
         self.port[:, k.FREE_VCS] = np.where(self.out_kind == k.NO_LINK, 0, (1 << V) - 1)
         self.port[:, k.SA_IN_NPTR] = P
         self.port[:, k.SA_VC_NOFF] = V
@@ -193,7 +194,7 @@ class NocShard:
                 rest = self._admit(t)
                 if rest < float("inf"):
                     stop = min(t1, int(rest) - self.wheel + 1)
-            t, why = k.run(t, stop, src.chunk_end, more, self.prm, sc, self.vc, self.wait,
+            t, why = k.run(t, stop, src.chunk_end, more, self.prm, sc, self.vc, self.wait, self.ready,
                            self.credit, self.port, self.buf, self.route, self.first_free, self.node, self.sq,
                            self.work, self.wheel_f, self.wheel_c, self.wheel_n, self.wheel_r, src.cre, src.scr,
                            src.cursor, m.sc, m.cycles, m.by_src, m.links, m.rec, self.out_f, self.out_c, self.room)
