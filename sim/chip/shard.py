@@ -228,9 +228,15 @@ class ChipShard:
         net_out = []
         step = self.cfg.step
         snap = self.cfg.memory_map_cycle
+        # the loop runs once per window of network work: keep its lookups local
+        heap, delay = self.heap, self.net_delay
+        net_next, net_advance = self.net.next_event, self.net.advance
+        run_units, collect = self._run_units, self._collect
         t = t0
         while t < t1:
-            nxt = min(self.heap[0][0] if self.heap else float("inf"), self.net.next_event())
+            nxt = net_next()
+            if heap and heap[0][0] < nxt:
+                nxt = heap[0][0]
             # every event before ``snap`` is done, and none can still arrive (inbound
             # traffic of later epochs is due at t1 or later)
             if snap >= 0 and self.memory_map is None and nxt >= snap and t1 >= snap:
@@ -241,14 +247,16 @@ class ChipShard:
             u = min(t + step, t1)
             if snap >= 0 and self.memory_map is None and t < snap < u:
                 u = snap
-            self._run_units(min(u, t + self.net_delay))
+            if heap and heap[0][0] < u:
+                run_units(min(u, t + delay))
             if self._offers:
                 self._flush_offers()
-            out = self.net.advance(t, u)
+            out = net_advance(t, u)
             if len(out):
                 net_out.append(out)
-            self._collect()
-            self._run_units(u)
+            collect()
+            if heap and heap[0][0] < u:
+                run_units(u)
             if self._offers:  # sent in the second pass: offered from cycle u on
                 self._flush_offers()
             t = u

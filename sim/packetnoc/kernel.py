@@ -187,8 +187,9 @@ def grant(prm, sc, port, node, route, hkey, hval, m_sc, m_cycles, m_src, m_links
 @kernel
 def run(t, t1, more, prm, sc, port, node, route, hkey, hval, cre, scr, cursor,
         m_sc, m_cycles, m_src, m_links, m_rec, out):
-    """Serve every creation and bid before ``t1`` (none may lie before ``t``); returns why
-    it stopped. ``more``: a next synthetic chunk is due before the horizon."""
+    """Serve every creation and bid before ``t1`` (none may lie before ``t``); returns (why
+    it stopped; when done, the next event's cycle (BIG: none) and the rows in ``out``).
+    ``more``: a next synthetic chunk is due before the horizon."""
     while True:
         pos = cursor[CRE_POS]
         cre_next = BIG
@@ -196,31 +197,31 @@ def run(t, t1, more, prm, sc, port, node, route, hkey, hval, cre, scr, cursor,
             if pos < cre.shape[1]:
                 cre_next = cre[0, pos]
             elif more:
-                return NEED_CHUNK
+                return NEED_CHUNK, 0, 0
         spos = cursor[SCR_POS]
         scr_next = scr[0, spos] if spos < scr.shape[1] else BIG
         bid_next = hkey[0] >> prm[PORT_BITS] if sc[HEAP_N] else BIG
         nxt = min(cre_next, scr_next, bid_next)
         if nxt >= t1:
-            return DONE
+            return DONE, nxt, sc[OUT_N]
         if nxt < t:
-            return SKIPPED
+            return SKIPPED, 0, 0
         if (out.shape[0] - sc[OUT_N] < 1 or hkey.shape[0] - sc[HEAP_N] < 1
                 or m_rec.shape[1] - max(m_sc[M_N_INJ], m_sc[M_N_EJ], m_sc[M_N_DLV]) < 1):
-            return NEED_ROOM
+            return NEED_ROOM, 0, 0
         if cre_next == nxt:  # synthetic packets first, then scripted ones, then bids
             if prm[MEASURE] and nxt >= m_cycles.shape[1]:
                 sc[NEED] = nxt
-                return NEED_CYCLES
+                return NEED_CYCLES, 0, 0
             inject(prm, sc, node, hkey, hval, m_sc, m_cycles, m_src, m_rec, nxt, cre[1, pos], cre[2, pos],
                    prm[PACKET_FLITS])
             cursor[CRE_POS] = pos + 1
         elif scr_next == nxt:
             if prm[MEASURE] and nxt >= m_cycles.shape[1]:
                 sc[NEED] = nxt
-                return NEED_CYCLES
+                return NEED_CYCLES, 0, 0
             inject(prm, sc, node, hkey, hval, m_sc, m_cycles, m_src, m_rec, nxt, scr[1, spos], scr[2, spos],
                    scr[3, spos])
             cursor[SCR_POS] = spos + 1
         elif not grant(prm, sc, port, node, route, hkey, hval, m_sc, m_cycles, m_src, m_links, m_rec, out):
-            return NEED_CYCLES
+            return NEED_CYCLES, 0, 0

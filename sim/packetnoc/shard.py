@@ -33,6 +33,8 @@ from sim.noc.sources import CHUNK, TrafficSource
 from sim.packetnoc import kernel as k
 from sim.packetnoc.boundary import PacketBoundary, split_packets
 
+_DONE = k.DONE
+
 
 @NETWORKS.register("packet")
 class PacketShard:
@@ -82,6 +84,7 @@ class PacketShard:
         self._synthetic = self.source.synthetic
         self._horizon = m.horizon
         self._nothing = PacketBoundary()  # returned whenever nothing leaves (never modified)
+        self._next: float | None = None  # next_event() as the last advance found it
 
     # ------------------------------------------------------------------ epoch API
     def advance(self, t0: int, t1: int, inbound: PacketBoundary | None = None) -> PacketBoundary:
@@ -94,15 +97,17 @@ class PacketShard:
         sc[k.OUT_N] = 0
         while True:
             more = self._synthetic and src.chunk_end <= self._horizon
-            why = k.run(t0, t1, more, self.prm, sc, self.port, self.node, self.route, self.hkey, self.hval,
-                        src.cre, src.scr, src.cursor, m.sc, m.cycles, m.by_src, m.links, m.rec, self.out)
-            if why == k.DONE:
+            why, nxt, n_out = k.run(t0, t1, more, self.prm, sc, self.port, self.node, self.route, self.hkey,
+                                    self.hval, src.cre, src.scr, src.cursor, m.sc, m.cycles, m.by_src, m.links,
+                                    m.rec, self.out)
+            if why == _DONE:
                 break
             self._provide(why)
         self.t = t1
-        if not sc[k.OUT_N]:
+        self._next = float(nxt) if nxt < k.BIG else float("inf")
+        if not n_out:
             return self._nothing
-        o = self.out[: sc[k.OUT_N]].T.copy()
+        o = self.out[:n_out].T.copy()
         res = PacketBoundary(o[0], o[1], o[2], o[3], o[4])
         if res.earliest() < t1:
             raise RuntimeError(f"boundary head due at cycle {res.earliest():.0f} inside the epoch ending at {t1}")
@@ -126,6 +131,8 @@ class PacketShard:
             raise RuntimeError("packets created before the epoch start were skipped")
 
     def next_event(self) -> float:
+        if self._next is not None:  # as advance left it, nothing offered or delivered since
+            return self._next
         nxt = float(self.hkey.item(0) >> self._port_bits) if self.sc.item(k.HEAP_N) else float("inf")
         scr = self.source.next_scripted()
         if scr < nxt:
@@ -139,6 +146,7 @@ class PacketShard:
             self._accept(b, self.t)
 
     def _accept(self, b: PacketBoundary, t0: int) -> None:
+        self._next = None
         if b.cycle.min() < t0:
             raise RuntimeError("inbound head due before the epoch start")
         rows = np.stack((b.cycle, b.port, b.pkt, b.dst, b.flits)).astype(np.int64)
@@ -149,6 +157,7 @@ class PacketShard:
     def offer(self, cycles, src, dst, flits=None) -> None:
         """Script packets (NocShard.offer)."""
         self.source.offer(self.t, cycles, src, dst, flits)
+        self._next = None
 
     def take_ejected(self) -> tuple[np.ndarray, np.ndarray]:
         """(packet ids, cycles their tails reached the terminal) since the last call."""
