@@ -1,57 +1,89 @@
 """Compiling the NoC kernels: numba's ``njit`` with an on-disk cache that also works read-only.
 
-Each kernel module keeps every compiled function it calls in its own file: numba keys a
-cached kernel by the source of the file that defines it, so a change to a helper in another
-file would not invalidate it.
+A cached kernel is stale as soon as any file of the NoC packages it is built from changes:
+its stamp hashes every module of its own package and of this one (numba's own stamp hashes
+only the kernel's file, so a changed helper, constant or compile option elsewhere would
+keep running the old machine code).
 
-Where the cache lives (numba's locators, first that is writable): ``NUMBA_CACHE_DIR`` when
-set; the ``__pycache__`` beside the source (an editable or user-writable install); the
-user-wide cache directory (``~/.cache/numba`` on Linux: a read-only install). When none of
-these can be written (read-only install and home), a per-user directory under the system's
-temporary directory is used, so the import never fails and later runs still start warm.
+Where the cache lives (the first that can be written): ``NUMBA_CACHE_DIR`` when set; the
+``__pycache__`` beside the sources (an editable or user-writable install); numba's
+user-wide directory (``~/.cache/numba`` on Linux: a read-only install); a per-user
+directory under the system's temporary directory (read-only install and home), so a
+read-only install never fails to start and later runs still load the machine code.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 
 import numba
 from numba.core import caching
 
-
-def _cache_dir_writable(path: str) -> bool:
-    try:
-        os.makedirs(path, exist_ok=True)
-        tempfile.TemporaryFile(dir=path).close()
-        return True
-    except OSError:
-        return False
+_HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _ensure_cache_location() -> None:
-    """Point numba at a temporary cache directory when neither its in-tree nor its
-    user-wide locator can write (numba would otherwise refuse to compile with cache=True)."""
-    config = numba.config  # module attributes read from the environment when numba loads
-    if config.CACHE_DIR:  # type: ignore[attr-defined]
-        return
-    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
-    user = caching.AppDirs(appname="numba", appauthor=False).user_cache_dir
-    if _cache_dir_writable(here) or _cache_dir_writable(user):
-        return
-    config.CACHE_DIR = os.path.join(tempfile.gettempdir(), f"rdasim-numba-{os.getuid()}")  # type: ignore[attr-defined]
+def _stamp(py_file: str) -> str:
+    """Hash of every module of the kernel's package and of this one."""
+    h = hashlib.sha256()
+    for d in sorted({_HERE, os.path.dirname(os.path.abspath(py_file))}):
+        for name in sorted(os.listdir(d)):
+            if name.endswith(".py"):
+                with open(os.path.join(d, name), "rb") as fh:
+                    h.update(name.encode() + b"\0" + fh.read())
+    return h.hexdigest()
 
 
-_ensure_cache_location()
+class _PackageStamp:
+    _py_file: str
+
+    def get_source_stamp(self) -> str:
+        return _stamp(self._py_file)
+
+
+class _Given(_PackageStamp, caching.UserProvidedCacheLocator):
+    """``NUMBA_CACHE_DIR``."""
+
+
+class _InTree(_PackageStamp, caching.InTreeCacheLocator):
+    """``__pycache__`` beside the sources."""
+
+
+class _UserWide(_PackageStamp, caching.UserWideCacheLocator):
+    """numba's user-wide cache directory."""
+
+
+class _Temporary(_PackageStamp, caching.InTreeCacheLocator):
+    """A per-user directory under the system's temporary directory."""
+
+    def __init__(self, py_func, py_file):
+        super().__init__(py_func, py_file)
+        self._cache_path = os.path.join(tempfile.gettempdir(), f"rdasim-numba-{os.getuid()}",
+                                        self.get_suitable_cache_subpath(py_file))
+
+
+class _Impl(caching.CompileResultCacheImpl):
+    _locator_classes = [_Given, _InTree, _UserWide, _Temporary]
+
+
+class _Cache(caching.FunctionCache):
+    _impl_class = _Impl
+
+
+def _compiled(fn, **options):
+    disp = numba.njit(nogil=True, error_model="numpy", _nrt=False, **options)(fn)
+    disp._cache = _Cache(fn)  # what njit(cache=True) sets up, with the locators above
+    return disp
 
 
 def kernel(fn):
-    """Compile ``fn`` to machine code once, cached on disk (numpy's error model: no
-    Python exception checks on integer division in the hot loops)."""
-    return numba.njit(cache=True, nogil=True, error_model="numpy", _nrt=False)(fn)
+    """Compile ``fn`` to machine code once, cached on disk. No Python exception checks on
+    integer division (numpy's error model) and no reference counting (a kernel allocates
+    no arrays; a count per array passed to a helper cost more than the helper's work)."""
+    return _compiled(fn)
 
 
 def inline(fn):
-    """A helper of a kernel, inlined into its callers: a compiled call that passes arrays
-    costs a reference-count update per array, far more than the helper's arithmetic."""
-    return numba.njit(cache=True, nogil=True, error_model="numpy", inline="always", _nrt=False)(fn)
+    """A helper of a kernel, inlined into its callers."""
+    return _compiled(fn, inline="always")

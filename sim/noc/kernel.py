@@ -36,6 +36,24 @@ from __future__ import annotations
 import numpy as np
 
 from sim.noc.jit import inline, kernel
+from sim.noc.measure import (
+    CREATED,
+    CREATED_ROW,
+    DLV,
+    EJ,
+    EJECTED,
+    EJECTED_ROW,
+    HOPS,
+    INJ,
+    LAT_COUNT,
+    LAT_SUM,
+    N_DLV,
+    N_EJ,
+    N_INJ,
+    TOTAL_ROW,
+    WINDOW_ROW,
+)
+from sim.noc.sources import CRE_POS, SCR_POS
 
 HEAD, TAIL = 1, 2
 LOCAL = 0  # the terminal's port
@@ -69,12 +87,6 @@ F_VC1, F_PKT, F_DST, F_FLAG = range(4)
 # buf / sq columns
 PKT, DST, FLAG = 0, 1, 2
 LENGTH = 2
-# measurement (sim/noc/measure.py)
-M_CREATED, M_EJECTED, M_LAT_SUM, M_LAT_COUNT, M_HOPS, M_N_INJ, M_N_EJ, M_N_DLV = range(8)
-REC_INJ, REC_EJ, REC_DLV = range(3)
-CREATED_ROW, EJECTED_ROW, WINDOW_ROW, TOTAL_ROW = 0, 1, 0, 1
-# cursor slots (sim/noc/sources.py)
-CRE_POS, SCR_POS = 0, 1
 # why run returned
 DONE, NEED_CHUNK, NEED_CYCLES, NEED_ROOM, NEED_QUEUE, SKIPPED = range(6)
 
@@ -359,23 +371,23 @@ def eject(prm, wheel_c, wheel_n, m_sc, m_cycles, m_src, m_rec, t, ov, pk, fl):
     push_credit(wheel_c, wheel_n, t + prm[EJECT_CREDIT_RETURN], ov)
     tail = fl >= TAIL
     if prm[RECORD] and tail:
-        k = m_sc[M_N_DLV]
-        m_rec[REC_DLV, k, 0] = pk
-        m_rec[REC_DLV, k, 1] = arrive
-        m_sc[M_N_DLV] = k + 1
+        k = m_sc[N_DLV]
+        m_rec[DLV, k, 0] = pk
+        m_rec[DLV, k, 1] = arrive
+        m_sc[N_DLV] = k + 1
     if prm[W0] <= arrive < prm[W1]:
         m_src[EJECTED_ROW, pk % prm[N]] += 1
     if arrive < prm[W0] or arrive >= prm[HORIZON]:  # a saturated run is cut at the horizon
         return
     if prm[PKT_LO] <= pk < prm[PKT_HI]:
-        m_sc[M_LAT_SUM] += arrive - pk // prm[N]
-        m_sc[M_LAT_COUNT] += 1
+        m_sc[LAT_SUM] += arrive - pk // prm[N]
+        m_sc[LAT_COUNT] += 1
         if tail:
-            m_sc[M_EJECTED] += 1
-            k = m_sc[M_N_EJ]
-            m_rec[REC_EJ, k, 0] = pk
-            m_rec[REC_EJ, k, 1] = arrive
-            m_sc[M_N_EJ] = k + 1
+            m_sc[EJECTED] += 1
+            k = m_sc[N_EJ]
+            m_rec[EJ, k, 0] = pk
+            m_rec[EJ, k, 1] = arrive
+            m_sc[N_EJ] = k + 1
 
 
 @inline
@@ -392,7 +404,7 @@ def enqueue(prm, sc, node, sq, m_sc, m_cycles, m_src, t, r, dst, length):
     sc[QUEUED_FLITS] += length
     m_cycles[CREATED_ROW, t] += length
     if prm[W0] <= t < prm[W1]:
-        m_sc[M_CREATED] += 1
+        m_sc[CREATED] += 1
         m_src[CREATED_ROW, g] += length
 
 
@@ -437,11 +449,11 @@ def send_from_sources(prm, sc, credit, node, sq, wheel_f, wheel_n, wheel_r, m_sc
         credit[c0 + sv] -= 1
         sc[QUEUED_FLITS] -= 1
         if is_head and t < prm[HORIZON] and prm[PKT_LO] <= pk < prm[PKT_HI]:
-            k = m_sc[M_N_INJ]
-            m_rec[REC_INJ, k, 0] = pk
-            m_rec[REC_INJ, k, 1] = ds
-            m_rec[REC_INJ, k, 2] = t
-            m_sc[M_N_INJ] = k + 1
+            k = m_sc[N_INJ]
+            m_rec[INJ, k, 0] = pk
+            m_rec[INJ, k, 1] = ds
+            m_rec[INJ, k, 2] = t
+            m_sc[N_INJ] = k + 1
         if is_tail:
             node[r, SQ_HEAD] = wrap(qh + 1, sq.shape[1])
             node[r, SQ_COUNT] -= 1
@@ -485,7 +497,7 @@ def run(t, t1, chunk_end, more, prm, sc, vc, wait, ready, credit, port, buf, rou
         if t + prm[FLIT_DELAY] >= m_cycles.shape[1]:
             return t, NEED_CYCLES
         if (out_f.shape[0] - sc[OUT_F] < room or out_c.shape[0] - sc[OUT_C] < room
-                or m_rec.shape[1] - max(m_sc[M_N_INJ], m_sc[M_N_EJ], m_sc[M_N_DLV]) < room):
+                or m_rec.shape[1] - max(m_sc[N_INJ], m_sc[N_EJ], m_sc[N_DLV]) < room):
             return t, NEED_ROOM
         if prm[SYNTHETIC] and t >= chunk_end:
             return t, NEED_CHUNK
@@ -521,8 +533,8 @@ def run(t, t1, chunk_end, more, prm, sc, vc, wait, ready, credit, port, buf, rou
                          wheel_n, wheel_r, m_sc, m_cycles, m_src, m_links, m_rec, out_f, out_c, t, r)
         # hops of measured packets count until every measured packet is out
         if sc[HOPS_SEEN]:
-            if t >= prm[W0] and (t < prm[W1] or m_sc[M_EJECTED] < m_sc[M_CREATED]) and t < prm[HORIZON]:
-                m_sc[M_HOPS] += sc[HOPS_SEEN]
+            if t >= prm[W0] and (t < prm[W1] or m_sc[EJECTED] < m_sc[CREATED]) and t < prm[HORIZON]:
+                m_sc[HOPS] += sc[HOPS_SEEN]
             sc[HOPS_SEEN] = 0
         # new packets (synthetic first, then scripted), then the sources send
         pos = cursor[CRE_POS]

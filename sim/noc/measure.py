@@ -14,8 +14,9 @@ plain int64 so the compiled kernels update them in place:
   (packet, tail cycle), ``sc[N_INJ + kind]`` rows each;
 - ``sc`` scalars: measured packets created / ejected, flit latency sum and count, hops.
 
-A kernel never writes past a buffer's end: it checks ``free_rows`` / ``cycles`` before a
-step and returns to Python, which calls ``make_room`` or ``grow_cycles`` and resumes it.
+A kernel never writes past a buffer's end: it checks the free rows and the length of
+``cycles`` before a step and returns to Python, which calls ``make_room`` or
+``grow_cycles`` and resumes it.
 """
 
 from __future__ import annotations
@@ -58,9 +59,6 @@ class Measurement:
             grown = np.zeros((2, size), dtype=np.int64)
             grown[:, : self.cycles.shape[1]] = self.cycles
             self.cycles = grown
-
-    def free_rows(self) -> int:
-        return self.rec.shape[1] - int(self.sc[N_INJ:N_DLV + 1].max())
 
     def make_room(self, rows: int) -> None:
         """At least ``rows`` free rows in every record buffer: grow the delivery buffer

@@ -36,7 +36,6 @@ class TrafficSource:
         self.chunk_end = 0
         self.scr = np.zeros((4, 0), dtype=np.int64)  # scripted: cycle, local node, destination, flits
         self.cursor = np.zeros(2, dtype=np.int64)
-        self.single_flit = p.packet_flits == 1  # every packet so far is one flit long
 
     @property
     def synthetic(self) -> bool:
@@ -99,5 +98,3 @@ class TrafficSource:
                              "a node creates at most one packet a cycle")
         self.scr = np.ascontiguousarray(merged)
         self.cursor[SCR_POS] = 0
-        if (flits > 1).any():
-            self.single_flit = False

@@ -18,6 +18,24 @@ from __future__ import annotations
 import numpy as np
 
 from sim.noc.jit import inline, kernel
+from sim.noc.measure import (
+    CREATED,
+    CREATED_ROW,
+    DLV,
+    EJ,
+    EJECTED,
+    EJECTED_ROW,
+    HOPS,
+    INJ,
+    LAT_COUNT,
+    LAT_SUM,
+    N_DLV,
+    N_EJ,
+    N_INJ,
+    TOTAL_ROW,
+    WINDOW_ROW,
+)
+from sim.noc.sources import CRE_POS, SCR_POS
 
 LOCAL = 0
 BIG = np.int64(1) << np.int64(62)
@@ -34,13 +52,8 @@ LINK_FREE, NBR_LOCAL, NEXT_PORT, PORT_COLS = range(4)
 INJ_FREE, ROUTER, PENDING, NODE_COLS = range(4)
 # hval columns
 PKT, ROUTER_AT, DST, FLITS = range(4)
-# measurement (sim/noc/measure.py)
-M_CREATED, M_EJECTED, M_LAT_SUM, M_LAT_COUNT, M_HOPS, M_N_INJ, M_N_EJ, M_N_DLV = range(8)
-REC_INJ, REC_EJ, REC_DLV = range(3)
-CREATED_ROW, EJECTED_ROW, WINDOW_ROW, TOTAL_ROW = 0, 1, 0, 1
-CRE_POS, SCR_POS = 0, 1
 # why run returned
-DONE, NEED_CHUNK, NEED_CYCLES, NEED_ROOM, NEED_HEAP, SKIPPED = range(6)
+DONE, NEED_CHUNK, NEED_CYCLES, NEED_ROOM, SKIPPED = range(5)
 
 
 @inline
@@ -108,13 +121,13 @@ def inject(prm, sc, node, hkey, hval, m_sc, m_cycles, m_src, m_rec, cycle, r, ds
     if prm[MEASURE]:
         m_cycles[CREATED_ROW, cycle] += fl
         if prm[W0] <= cycle < prm[W1]:
-            m_sc[M_CREATED] += 1
+            m_sc[CREATED] += 1
             m_src[CREATED_ROW, g] += fl
-            k = m_sc[M_N_INJ]
-            m_rec[REC_INJ, k, 0] = pkt
-            m_rec[REC_INJ, k, 1] = dst
-            m_rec[REC_INJ, k, 2] = s
-            m_sc[M_N_INJ] = k + 1
+            k = m_sc[N_INJ]
+            m_rec[INJ, k, 0] = pkt
+            m_rec[INJ, k, 1] = dst
+            m_rec[INJ, k, 2] = s
+            m_sc[N_INJ] = k + 1
     heap_push(prm, sc, node, hkey, hval, s + prm[FIRST_BID], g * prm[P] + LOCAL, pkt, r, dst, fl)
 
 
@@ -123,10 +136,10 @@ def eject(prm, m_sc, m_cycles, m_src, m_rec, pkt, head, fl):
     """A packet's head reaches its terminal at ``head``; its flits follow one a cycle."""
     tail = head + fl - 1
     if prm[RECORD]:
-        k = m_sc[M_N_DLV]
-        m_rec[REC_DLV, k, 0] = pkt
-        m_rec[REC_DLV, k, 1] = tail
-        m_sc[M_N_DLV] = k + 1
+        k = m_sc[N_DLV]
+        m_rec[DLV, k, 0] = pkt
+        m_rec[DLV, k, 1] = tail
+        m_sc[N_DLV] = k + 1
     if not prm[MEASURE]:
         return
     m_cycles[EJECTED_ROW, head] += 1  # differences: one flit a cycle from head to tail
@@ -136,13 +149,13 @@ def eject(prm, m_sc, m_cycles, m_src, m_rec, pkt, head, fl):
         m_src[EJECTED_ROW, pkt % prm[N]] += inside
     if prm[PKT_LO] <= pkt < prm[PKT_HI] and tail < prm[HORIZON]:
         # every flit i of the packet arrives at head + i: sum of (arrival - creation)
-        m_sc[M_LAT_SUM] += fl * (head - pkt // prm[N]) + fl * (fl - 1) // 2
-        m_sc[M_LAT_COUNT] += fl
-        m_sc[M_EJECTED] += 1
-        k = m_sc[M_N_EJ]
-        m_rec[REC_EJ, k, 0] = pkt
-        m_rec[REC_EJ, k, 1] = tail
-        m_sc[M_N_EJ] = k + 1
+        m_sc[LAT_SUM] += fl * (head - pkt // prm[N]) + fl * (fl - 1) // 2
+        m_sc[LAT_COUNT] += fl
+        m_sc[EJECTED] += 1
+        k = m_sc[N_EJ]
+        m_rec[EJ, k, 0] = pkt
+        m_rec[EJ, k, 1] = tail
+        m_sc[N_EJ] = k + 1
 
 
 @inline
@@ -169,7 +182,7 @@ def grant(prm, sc, port, node, route, hkey, hval, m_sc, m_cycles, m_src, m_links
         eject(prm, m_sc, m_cycles, m_src, m_rec, pkt, s + prm[FLIT_DELAY], fl)
         return True
     if prm[MEASURE] and prm[PKT_LO] <= pkt < prm[PKT_HI]:
-        m_sc[M_HOPS] += 1
+        m_sc[HOPS] += 1
     nxt = port[op, NBR_LOCAL]
     if nxt >= 0:
         heap_push(prm, sc, node, hkey, hval, s + prm[HOP], port[op, NEXT_PORT], pkt, nxt, dst, fl)
@@ -207,7 +220,7 @@ def run(t, t1, more, prm, sc, port, node, route, hkey, hval, cre, scr, cursor,
         if nxt < t:
             return SKIPPED, 0, 0
         if (out.shape[0] - sc[OUT_N] < 1 or hkey.shape[0] - sc[HEAP_N] < 1
-                or m_rec.shape[1] - max(m_sc[M_N_INJ], m_sc[M_N_EJ], m_sc[M_N_DLV]) < 1):
+                or m_rec.shape[1] - max(m_sc[N_INJ], m_sc[N_EJ], m_sc[N_DLV]) < 1):
             return NEED_ROOM, 0, 0
         if cre_next == nxt:  # synthetic packets first, then scripted ones, then bids
             if prm[MEASURE] and nxt >= m_cycles.shape[1]:
