@@ -35,24 +35,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from sim.noc import measure as ms
 from sim.noc.jit import inline, kernel
-from sim.noc.measure import (
-    CREATED,
-    CREATED_ROW,
-    DLV,
-    EJ,
-    EJECTED,
-    EJECTED_ROW,
-    HOPS,
-    INJ,
-    LAT_COUNT,
-    LAT_SUM,
-    N_DLV,
-    N_EJ,
-    N_INJ,
-    TOTAL_ROW,
-    WINDOW_ROW,
-)
 from sim.noc.sources import CRE_POS, SCR_POS
 
 HEAD, TAIL = 1, 2
@@ -343,9 +327,9 @@ def allocate(prm, sc, vc, wait, ready, credit, port, buf, route, node, first_fre
         if opl == LOCAL:
             eject(prm, wheel_c, wheel_n, m_sc, m_cycles, m_src, m_rec, t, ov, pk, fl)
             continue
-        m_links[TOTAL_ROW, op] += 1
+        m_links[ms.TOTAL_ROW, op] += 1
         if prm[W0] <= t < prm[W1]:
-            m_links[WINDOW_ROW, op] += 1
+            m_links[ms.WINDOW_ROW, op] += 1
         if fl & HEAD and prm[PKT_LO] <= pk < prm[PKT_HI]:
             sc[HOPS_SEEN] += 1
         arrive = t + prm[FLIT_DELAY]
@@ -367,27 +351,21 @@ def allocate(prm, sc, vc, wait, ready, credit, port, buf, route, node, first_fre
 def eject(prm, wheel_c, wheel_n, m_sc, m_cycles, m_src, m_rec, t, ov, pk, fl):
     """A flit reaching its terminal, which sinks it and returns the credit at once."""
     arrive = t + prm[FLIT_DELAY]
-    m_cycles[EJECTED_ROW, arrive] += 1
+    m_cycles[ms.EJECTED_ROW, arrive] += 1
     push_credit(wheel_c, wheel_n, t + prm[EJECT_CREDIT_RETURN], ov)
     tail = fl >= TAIL
     if prm[RECORD] and tail:
-        k = m_sc[N_DLV]
-        m_rec[DLV, k, 0] = pk
-        m_rec[DLV, k, 1] = arrive
-        m_sc[N_DLV] = k + 1
+        ms.append(m_sc, m_rec, ms.DLV, pk, arrive, 0)
     if prm[W0] <= arrive < prm[W1]:
-        m_src[EJECTED_ROW, pk % prm[N]] += 1
+        m_src[ms.EJECTED_ROW, pk % prm[N]] += 1
     if arrive < prm[W0] or arrive >= prm[HORIZON]:  # a saturated run is cut at the horizon
         return
     if prm[PKT_LO] <= pk < prm[PKT_HI]:
-        m_sc[LAT_SUM] += arrive - pk // prm[N]
-        m_sc[LAT_COUNT] += 1
+        m_sc[ms.LAT_SUM] += arrive - pk // prm[N]
+        m_sc[ms.LAT_COUNT] += 1
         if tail:
-            m_sc[EJECTED] += 1
-            k = m_sc[N_EJ]
-            m_rec[EJ, k, 0] = pk
-            m_rec[EJ, k, 1] = arrive
-            m_sc[N_EJ] = k + 1
+            m_sc[ms.EJECTED] += 1
+            ms.append(m_sc, m_rec, ms.EJ, pk, arrive, 0)
 
 
 @inline
@@ -402,10 +380,10 @@ def enqueue(prm, sc, node, sq, m_sc, m_cycles, m_src, t, r, dst, length):
     node[r, SQ_COUNT] = cnt + 1
     sc[QUEUED] += 1
     sc[QUEUED_FLITS] += length
-    m_cycles[CREATED_ROW, t] += length
+    m_cycles[ms.CREATED_ROW, t] += length
     if prm[W0] <= t < prm[W1]:
-        m_sc[CREATED] += 1
-        m_src[CREATED_ROW, g] += length
+        m_sc[ms.CREATED] += 1
+        m_src[ms.CREATED_ROW, g] += length
 
 
 @inline
@@ -449,11 +427,7 @@ def send_from_sources(prm, sc, credit, node, sq, wheel_f, wheel_n, wheel_r, m_sc
         credit[c0 + sv] -= 1
         sc[QUEUED_FLITS] -= 1
         if is_head and t < prm[HORIZON] and prm[PKT_LO] <= pk < prm[PKT_HI]:
-            k = m_sc[N_INJ]
-            m_rec[INJ, k, 0] = pk
-            m_rec[INJ, k, 1] = ds
-            m_rec[INJ, k, 2] = t
-            m_sc[N_INJ] = k + 1
+            ms.append(m_sc, m_rec, ms.INJ, pk, ds, t)
         if is_tail:
             node[r, SQ_HEAD] = wrap(qh + 1, sq.shape[1])
             node[r, SQ_COUNT] -= 1
@@ -497,7 +471,7 @@ def run(t, t1, chunk_end, more, prm, sc, vc, wait, ready, credit, port, buf, rou
         if t + prm[FLIT_DELAY] >= m_cycles.shape[1]:
             return t, NEED_CYCLES
         if (out_f.shape[0] - sc[OUT_F] < room or out_c.shape[0] - sc[OUT_C] < room
-                or m_rec.shape[1] - max(m_sc[N_INJ], m_sc[N_EJ], m_sc[N_DLV]) < room):
+                or m_rec.shape[1] - max(m_sc[ms.N_INJ], m_sc[ms.N_EJ], m_sc[ms.N_DLV]) < room):
             return t, NEED_ROOM
         if prm[SYNTHETIC] and t >= chunk_end:
             return t, NEED_CHUNK
@@ -533,8 +507,8 @@ def run(t, t1, chunk_end, more, prm, sc, vc, wait, ready, credit, port, buf, rou
                          wheel_n, wheel_r, m_sc, m_cycles, m_src, m_links, m_rec, out_f, out_c, t, r)
         # hops of measured packets count until every measured packet is out
         if sc[HOPS_SEEN]:
-            if t >= prm[W0] and (t < prm[W1] or m_sc[EJECTED] < m_sc[CREATED]) and t < prm[HORIZON]:
-                m_sc[HOPS] += sc[HOPS_SEEN]
+            if t >= prm[W0] and (t < prm[W1] or m_sc[ms.EJECTED] < m_sc[ms.CREATED]) and t < prm[HORIZON]:
+                m_sc[ms.HOPS] += sc[HOPS_SEEN]
             sc[HOPS_SEEN] = 0
         # new packets (synthetic first, then scripted), then the sources send
         pos = cursor[CRE_POS]

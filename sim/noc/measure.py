@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sim.noc.jit import inline
 from sim.noc.params import NocParams
 
 # scalar slots of Measurement.sc
@@ -34,6 +35,16 @@ CREATED_ROW, EJECTED_ROW = 0, 1
 WINDOW_ROW, TOTAL_ROW = 0, 1
 
 _EMPTY = np.zeros(0, dtype=np.int64)
+
+
+@inline
+def append(sc, rec, kind, a, b, c):
+    """In a kernel: add the row (a, b, c) to record buffer ``kind`` (room checked before)."""
+    k = sc[N_INJ + kind]
+    rec[kind, k, 0] = a
+    rec[kind, k, 1] = b
+    rec[kind, k, 2] = c
+    sc[N_INJ + kind] = k + 1
 
 
 class Measurement:

@@ -17,24 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from sim.noc import measure as ms
 from sim.noc.jit import inline, kernel
-from sim.noc.measure import (
-    CREATED,
-    CREATED_ROW,
-    DLV,
-    EJ,
-    EJECTED,
-    EJECTED_ROW,
-    HOPS,
-    INJ,
-    LAT_COUNT,
-    LAT_SUM,
-    N_DLV,
-    N_EJ,
-    N_INJ,
-    TOTAL_ROW,
-    WINDOW_ROW,
-)
 from sim.noc.sources import CRE_POS, SCR_POS
 
 LOCAL = 0
@@ -57,18 +41,21 @@ DONE, NEED_CHUNK, NEED_CYCLES, NEED_ROOM, SKIPPED = range(5)
 
 
 @inline
+def heap_move(hkey, hval, to, frm):
+    """Heap entry ``frm`` (key and values) to slot ``to``."""
+    hkey[to] = hkey[frm]
+    for c in range(4):
+        hval[to, c] = hval[frm, c]
+
+
+@inline
 def heap_push(prm, sc, node, hkey, hval, cycle, port, pkt, lr, dst, fl):
     """Queue a bid of router ``lr`` (local) at ``cycle`` on global input port ``port``."""
     key = (cycle << prm[PORT_BITS]) | port
     i = sc[HEAP_N]
-    while i > 0:
-        parent = (i - 1) >> 1
-        if hkey[parent] <= key:
-            break
-        hkey[i] = hkey[parent]
-        for c in range(4):
-            hval[i, c] = hval[parent, c]
-        i = parent
+    while i > 0 and hkey[(i - 1) >> 1] > key:  # sift up
+        heap_move(hkey, hval, i, (i - 1) >> 1)
+        i = (i - 1) >> 1
     hkey[i] = key
     hval[i, PKT] = pkt
     hval[i, ROUTER_AT] = lr
@@ -81,11 +68,10 @@ def heap_push(prm, sc, node, hkey, hval, cycle, port, pkt, lr, dst, fl):
 
 @inline
 def heap_pop(sc, hkey, hval):
-    """Remove the earliest bid (the caller has read it)."""
+    """Remove the earliest bid (the caller has read it): the last entry sifts down from
+    the root (it is parked in slot n, past the end, meanwhile)."""
     n = sc[HEAP_N] - 1
     sc[HEAP_N] = n
-    key = hkey[n]
-    v0, v1, v2, v3 = hval[n, 0], hval[n, 1], hval[n, 2], hval[n, 3]
     i = 0
     while True:
         c = 2 * i + 1
@@ -93,14 +79,11 @@ def heap_pop(sc, hkey, hval):
             break
         if c + 1 < n and hkey[c + 1] < hkey[c]:
             c += 1
-        if hkey[c] >= key:
+        if hkey[c] >= hkey[n]:
             break
-        hkey[i] = hkey[c]
-        for j in range(4):
-            hval[i, j] = hval[c, j]
+        heap_move(hkey, hval, i, c)
         i = c
-    hkey[i] = key
-    hval[i, 0], hval[i, 1], hval[i, 2], hval[i, 3] = v0, v1, v2, v3
+    heap_move(hkey, hval, i, n)
 
 
 @kernel
@@ -119,15 +102,11 @@ def inject(prm, sc, node, hkey, hval, m_sc, m_cycles, m_src, m_rec, cycle, r, ds
     g = node[r, ROUTER]
     pkt = cycle * prm[N] + g
     if prm[MEASURE]:
-        m_cycles[CREATED_ROW, cycle] += fl
+        m_cycles[ms.CREATED_ROW, cycle] += fl
         if prm[W0] <= cycle < prm[W1]:
-            m_sc[CREATED] += 1
-            m_src[CREATED_ROW, g] += fl
-            k = m_sc[N_INJ]
-            m_rec[INJ, k, 0] = pkt
-            m_rec[INJ, k, 1] = dst
-            m_rec[INJ, k, 2] = s
-            m_sc[N_INJ] = k + 1
+            m_sc[ms.CREATED] += 1
+            m_src[ms.CREATED_ROW, g] += fl
+            ms.append(m_sc, m_rec, ms.INJ, pkt, dst, s)
     heap_push(prm, sc, node, hkey, hval, s + prm[FIRST_BID], g * prm[P] + LOCAL, pkt, r, dst, fl)
 
 
@@ -136,26 +115,20 @@ def eject(prm, m_sc, m_cycles, m_src, m_rec, pkt, head, fl):
     """A packet's head reaches its terminal at ``head``; its flits follow one a cycle."""
     tail = head + fl - 1
     if prm[RECORD]:
-        k = m_sc[N_DLV]
-        m_rec[DLV, k, 0] = pkt
-        m_rec[DLV, k, 1] = tail
-        m_sc[N_DLV] = k + 1
+        ms.append(m_sc, m_rec, ms.DLV, pkt, tail, 0)
     if not prm[MEASURE]:
         return
-    m_cycles[EJECTED_ROW, head] += 1  # differences: one flit a cycle from head to tail
-    m_cycles[EJECTED_ROW, tail + 1] -= 1
+    m_cycles[ms.EJECTED_ROW, head] += 1  # differences: one flit a cycle from head to tail
+    m_cycles[ms.EJECTED_ROW, tail + 1] -= 1
     inside = min(tail + 1, prm[W1]) - max(head, prm[W0])
     if inside > 0:
-        m_src[EJECTED_ROW, pkt % prm[N]] += inside
+        m_src[ms.EJECTED_ROW, pkt % prm[N]] += inside
     if prm[PKT_LO] <= pkt < prm[PKT_HI] and tail < prm[HORIZON]:
         # every flit i of the packet arrives at head + i: sum of (arrival - creation)
-        m_sc[LAT_SUM] += fl * (head - pkt // prm[N]) + fl * (fl - 1) // 2
-        m_sc[LAT_COUNT] += fl
-        m_sc[EJECTED] += 1
-        k = m_sc[N_EJ]
-        m_rec[EJ, k, 0] = pkt
-        m_rec[EJ, k, 1] = tail
-        m_sc[N_EJ] = k + 1
+        m_sc[ms.LAT_SUM] += fl * (head - pkt // prm[N]) + fl * (fl - 1) // 2
+        m_sc[ms.LAT_COUNT] += fl
+        m_sc[ms.EJECTED] += 1
+        ms.append(m_sc, m_rec, ms.EJ, pkt, tail, 0)
 
 
 @inline
@@ -173,16 +146,16 @@ def grant(prm, sc, port, node, route, hkey, hval, m_sc, m_cycles, m_src, m_links
     sc[PENDING_FLITS] -= fl
     node[lr, PENDING] -= 1
     port[op, LINK_FREE] = s + fl
-    m_links[TOTAL_ROW, op] += fl
+    m_links[ms.TOTAL_ROW, op] += fl
     if prm[MEASURE]:
         inside = min(s + fl, prm[W1]) - max(s, prm[W0])
         if inside > 0:
-            m_links[WINDOW_ROW, op] += inside
+            m_links[ms.WINDOW_ROW, op] += inside
     if op % prm[P] == LOCAL:
         eject(prm, m_sc, m_cycles, m_src, m_rec, pkt, s + prm[FLIT_DELAY], fl)
         return True
     if prm[MEASURE] and prm[PKT_LO] <= pkt < prm[PKT_HI]:
-        m_sc[HOPS] += 1
+        m_sc[ms.HOPS] += 1
     nxt = port[op, NBR_LOCAL]
     if nxt >= 0:
         heap_push(prm, sc, node, hkey, hval, s + prm[HOP], port[op, NEXT_PORT], pkt, nxt, dst, fl)
@@ -220,7 +193,7 @@ def run(t, t1, more, prm, sc, port, node, route, hkey, hval, cre, scr, cursor,
         if nxt < t:
             return SKIPPED, 0, 0
         if (out.shape[0] - sc[OUT_N] < 1 or hkey.shape[0] - sc[HEAP_N] < 1
-                or m_rec.shape[1] - max(m_sc[N_INJ], m_sc[N_EJ], m_sc[N_DLV]) < 1):
+                or m_rec.shape[1] - max(m_sc[ms.N_INJ], m_sc[ms.N_EJ], m_sc[ms.N_DLV]) < 1):
             return NEED_ROOM, 0, 0
         if cre_next == nxt:  # synthetic packets first, then scripted ones, then bids
             if prm[MEASURE] and nxt >= m_cycles.shape[1]:
