@@ -31,8 +31,6 @@ from sim.noc.measure import EJECTED_ROW, TOTAL_ROW, WINDOW_ROW, Measurement
 from sim.noc.params import NocParams
 from sim.noc.sources import CHUNK, TrafficSource
 
-_EMPTY = np.zeros(0, dtype=np.int64)
-
 
 @dataclass
 class NocReport:
@@ -133,8 +131,8 @@ class NocShard:
         self.port[:, k.UP_BASE] = np.where(j % P == topo.LOCAL, NI + (j // P) * V, twin)
         self.credit = np.full(NI + nl * V, B, dtype=np.int64)  # output VCs, then the sources'
         self.credit[:NI][np.repeat(self.out_kind == k.NO_LINK, V)] = 0
-        # route[l * N + dst]: output port id (l * P + o) a head at router l takes to dst
-        self.route = grid.route_table(self.routers).ravel()  # output port number, l * N + dst
+        # route[l * N + dst]: the output port a head at router l takes towards dst
+        self.route = grid.route_table(self.routers).ravel()
         self.first_free = first_free_table(V)
         self.buf = np.zeros((NI * B, 3), dtype=np.int64)
         self.node = np.zeros((nl, k.NODE_COLS), dtype=np.int64)

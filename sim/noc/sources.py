@@ -18,7 +18,6 @@ import numpy as np
 from sim.noc.params import NocParams
 from sim.noc.traffic import creations
 
-_EMPTY = np.zeros(0, dtype=np.int64)
 CHUNK = 512  # cycles of synthetic creations generated at a time (at most ~1M draws)
 CRE_POS, SCR_POS = 0, 1  # cursor slots
 
