@@ -10,6 +10,7 @@ like any other config error.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from cluster.config import Field, Table
@@ -93,9 +94,12 @@ def _graph_keys() -> Table:
     from cluster.map_config import SCHEMA as MAP
 
     def optional(table: Table) -> Table:
-        return Table({k: optional(f) if isinstance(f, Table) else
-                      (Field(f.kind, None, f.doc, f.choices, f.min, f.max, f.item, f.clock, f.unit) if f.required else f)
-                      for k, f in table.fields.items()}, table.doc)
+        def loose(f):
+            if isinstance(f, Table):
+                return optional(f)
+            return dataclasses.replace(f, default=None) if isinstance(f, Field) and f.required else f
+
+        return Table({k: loose(f) for k, f in table.fields.items()}, table.doc)
 
     graph = optional(MAP.fields["workload"])
     kind = graph.fields["kind"]
@@ -131,6 +135,24 @@ RUN_SCHEMA = Table({"chip": CHIP, "noc": NOC, "memory": MEMORY, "workload": WORK
 _CHIP_KEYS = {"clock": "clock_hz"}
 
 
+def _dataflow_checks(d: dict, noc: dict) -> list[Issue]:
+    """A dataflow run: the chosen graph generator's required `rdasim map` keys, and no jitter."""
+    from cluster.map_config import SCHEMA as MAP
+
+    out = []
+    if noc["jitter"]:
+        out.append(Issue("noc.jitter", "must be 0 for a dataflow run: its tile writes from one CU to one MU "
+                         "are assumed to arrive in order"))
+    kind = (d.get("graph") or {}).get("kind")
+    if kind and not d.get("plan"):
+        table = MAP.fields["workload"].fields.get(kind)
+        given = d["graph"].get(kind) or {}
+        for key, f in (table.fields.items() if table is not None else ()):
+            if isinstance(f, Field) and f.required and given.get(key) is None:
+                out.append(Issue(f"workload.dataflow.graph.{kind}.{key}", "is required"))
+    return out
+
+
 def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1) -> ChipConfig:
     """The ChipConfig a resolved ``rdasim run`` config describes (raises ConfigError)."""
     chip, noc, mem, wl, run = cfg["chip"], cfg["noc"], cfg["memory"], cfg["workload"], cfg["run"]
@@ -152,6 +174,10 @@ def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1) -> ChipCon
     policy = POLICIES.get(mem["policy"]).from_config(mem["policy"], mem)
     issues += policy.problems(mu)
     kind = wl["kind"]
+    if kind == "dataflow":
+        issues += _dataflow_checks(wl["dataflow"], noc)
+        if issues:  # mapping needs every key it reads
+            raise ConfigError("config", issues)
     params = WORKLOADS.get(kind)
     workload = params.from_config(kind, wl[params.SECTION], ChipContext(spec, lay, policy.room(mu)), issues)
     if issues:
