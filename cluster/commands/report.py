@@ -20,9 +20,12 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from cluster.report.render import Options, write_report
+    from cluster import io
+    from cluster.report.render import Options, default_out, write_report
 
-    report = write_report(args.dir, args.out, Options(args.x, args.y, args.hue, args.point))
+    out = args.out or default_out(args.dir)
+    io.check_dir(out, "--out" if args.out else "the figures directory (--out)")
+    report = write_report(args.dir, out, Options(args.x, args.y, args.hue, args.point))
     for path in report.written:
         print(path)
     if not args.quiet:

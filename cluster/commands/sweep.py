@@ -6,7 +6,7 @@ import json
 import signal
 import sys
 
-from cluster.errors import UserError
+from cluster.errors import EXIT_POINTS_FAILED, UserError
 
 HELP = "Run a sweep of configs on Ray into a Parquet dataset"
 DEFAULT_OUT = "results"
@@ -42,6 +42,10 @@ def run(args) -> int:
     from cluster.sweep.plan import plan_sweep
 
     plan = plan_sweep(args.target[0])
+    if not args.dry_run:
+        from cluster import io
+
+        io.check_dir(args.out)  # before Ray starts: a bad --out costs a second
     if args.dry_run:
         try:
             for p in plan.points:
@@ -57,7 +61,7 @@ def run(args) -> int:
     if not args.quiet:
         print(f"{summary.name}: {summary.total} points ({summary.skipped} already stored, {summary.computed} run, "
               f"{summary.failed} failed) in {summary.seconds:.1f} s -> {summary.dataset}", file=sys.stderr)
-    return 1 if summary.failed else 0
+    return EXIT_POINTS_FAILED if summary.failed else 0
 
 
 def _terminate(signum, frame):  # noqa: ARG001 - signal handler signature

@@ -90,12 +90,16 @@ def _sweep(sweep: SweepTables, opts: Options, out: Path, report: Report, plt) ->
                   out / f"{sweep.name}-point-{point}-{name}.png", report, plt)
 
 
+def default_out(results: str | Path) -> Path:
+    return Path(results) / "figures"
+
+
 def write_report(path: str | Path, out: str | Path | None = None, opts: Options = Options()) -> Report:
     sources: Sources = discover(path)
     if sources.empty():
         raise UserError(f"no rdasim results at {str(path)!r}: expected Parquet tables (rdasim noc/run --out) "
                         "or a sweep (rdasim sweep --out)")
-    out = Path(out) if out else Path(path) / "figures"
+    out = Path(out) if out else default_out(path)
     plt = pyplot()
     report = Report()
     if sources.runs:

@@ -116,7 +116,7 @@ def error_table(result_schema: pa.Schema | None, point) -> pa.Table:
     if result_schema is None:
         return pa.table({})
     known = {"config_hash": point.id, "seed": (point.config.get("run") or {}).get("seed"),
-             "rdasim_version": schemas.package_version()}
+             **schemas.code_identity(), "status": "failed"}
     arrays = [pa.array([known.get(f.name)], type=f.type) for f in result_schema]
     return pa.Table.from_arrays(arrays, schema=result_schema)
 
