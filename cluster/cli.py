@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
-from cluster.errors import UserError
+from cluster.errors import EXIT_INTERRUPTED, UserError
 
 # name -> module under cluster.commands (kept here so `rdasim --help` lists them all)
 SUBCOMMANDS = {
@@ -75,7 +76,10 @@ def main(argv: list[str] | None = None) -> int:
         return err.exit_status
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `rdasim ... | head`: the reader has all it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -18,7 +18,7 @@ import pyarrow as pa
 from cluster import io, schemas
 from cluster.backends import RunOutcome, run_backend
 from cluster.config import config_hash
-from cluster.noc_config import booksim_reference, params_of, rates_of
+from cluster.noc_config import booksim_reference, check_footprint, params_of, rates_of
 from cluster.noc_summary import link_columns, summarize_noc
 from cluster.regions import epoch_length, cut_grid
 from cluster.progress import Progress
@@ -65,6 +65,7 @@ def run_noc(cfg: dict, out: str | Path | None = None, quiet: bool = False) -> No
     result then lists the ``missing`` ones, and is written like a whole curve.
     """
     run = cfg["run"]
+    check_footprint(cfg)
     rates = rates_of(cfg)
     plist = [params_of(cfg, r) for r in rates]
     p0 = plist[0]

@@ -32,7 +32,8 @@ def add_arguments(parser) -> None:
     p.add_argument("file", metavar="FILE.csv", help="buffers: id,lower,upper,size[,alignment[,offset]]")
     p.add_argument("--capacity", help="memory size the packing must fit, e.g. 1MiB or 1048576")
     p.add_argument("--method", choices=METHODS, default="exact", help="planner (default: exact)")
-    p.add_argument("--budget", default="10s", help="time budget of the exact search, e.g. 60 or 60s (default 10s)")
+    p.add_argument("--budget", default="10s", help="time budget of the exact search, e.g. 60 or 60s (default 10s); "
+                                                   "when it runs out the best plan found is printed, marked not proven")
     p.add_argument("--out", metavar="OFFSETS.csv", help="write the buffers with their offsets (MiniMalloc CSV)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
@@ -160,5 +161,7 @@ def _table(result) -> str:
     ]
     if result.method == "exact":
         rows.append(("search nodes", f"{result.nodes:,}"))
+    if result.note:
+        rows.append(("note", result.note))
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)

@@ -12,7 +12,7 @@ from cluster.commands.common import add_set_argument, report_files, save
 from cluster.config import config_hash
 from cluster.errors import EXIT_NO_ANSWER, UserError
 from cluster.io import write_json, write_parquet
-from cluster.map_config import resolve, to_problem
+from cluster.map_config import resolve, to_problem, tp_problem
 from cluster.schemas import MAP_KERNELS, MAP_PARTITIONS, MAP_PLAN, RunMeta
 from mapping.plan import MappingPlan
 from mapping.solver import solve
@@ -48,6 +48,10 @@ def run(args) -> int:
         report_files(save(lambda: write_results(plan, cfg, Path(args.out)), [plan.summary()], printed=args.json))
     if not plan.feasible:
         print(f"infeasible: {plan.reason}", file=sys.stderr)
+        return EXIT_NO_ANSWER
+    unphysical = tp_problem(cfg, plan.tp)
+    if unphysical:
+        print(f"not a usable mapping: {unphysical}", file=sys.stderr)
         return EXIT_NO_ANSWER
     return 0
 

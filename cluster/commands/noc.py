@@ -30,9 +30,12 @@ JSON_KEYS = ("rate", "avg_latency", "p50_latency", "p99_latency", "offered", "ac
 
 def _rates(text: str) -> list[float]:
     try:
-        return [float(x) for x in text.split(",") if x.strip()]
+        rates = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+    if not rates:
+        raise argparse.ArgumentTypeError(f"expected at least one offered load, got {text!r}")
+    return rates
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
