@@ -217,6 +217,7 @@ ALL_TABLES.extend([MAP_PLAN, MAP_KERNELS, MAP_PARTITIONS])
 # "noc_rate"), typed from the resolved values.
 SWEEP_COLUMNS = [
     Column("sweep_id", pa.string(), "sweep name ([sweep] name); also the first hive partition level"),
+    Column("sweep_spec", pa.string(), "hash of the spec version that computed the point (see the manifest's specs)"),
     Column("point_id", pa.string(), "stable point id: hash of the point's fully resolved config"),
     Column("point_index", pa.int64(), "position of the point in the spec's expansion"),
     Column("point_status", pa.string(), "ok, or error (the point failed: see point_error)"),

@@ -25,7 +25,14 @@ def add_arguments(p) -> None:
                    help="also rerun points stored as errors (finished points are always skipped)")
     p.add_argument("--in-process", dest="in_process", action="store_true",
                    help="run the points one by one in this process, without Ray (debugging)")
-    p.add_argument("--dry-run", dest="dry_run", action="store_true", help="check the spec and list its points")
+    p.add_argument("--add", action="store_true",
+                   help="the sweep in --out came from another version of the spec: add this version's points to it")
+    p.add_argument("--replace", action="store_true",
+                   help="delete the sweep's stored points (its dataset, tables and manifest in --out) and start again")
+    p.add_argument("--mix-code", dest="mix_code", action="store_true",
+                   help="continue a sweep whose stored points another version of rdasim computed")
+    p.add_argument("--dry-run", dest="dry_run", action="store_true",
+                   help="check the spec and every point as the run would (nothing runs), and list the points")
     p.add_argument("--json", action="store_true", help="status: print JSON")
     p.add_argument("--quiet", action="store_true", help="no progress output")
 
@@ -47,6 +54,9 @@ def run(args) -> int:
 
         io.check_dir(args.out)  # before Ray starts: a bad --out costs a second
     if args.dry_run:
+        from cluster.sweep.plan import check_points
+
+        check_points(plan)
         try:
             for p in plan.points:
                 print(json.dumps({"index": p.index, "point_id": p.id, **p.values}, default=str))
@@ -56,8 +66,11 @@ def run(args) -> int:
     from cluster.sweep.runner import run_sweep
 
     signal.signal(signal.SIGTERM, _terminate)  # `ray job stop`, kill: record the run as interrupted
+    if args.add and args.replace:
+        raise UserError("give --add or --replace, not both")
+    existing = "add" if args.add else "replace" if args.replace else "refuse"
     summary = run_sweep(plan, args.out, args.address, args.max_concurrency, args.quiet, args.retry_failed,
-                        args.in_process)
+                        args.in_process, existing, args.mix_code)
     if not args.quiet:
         print(f"{summary.name}: {summary.total} points ({summary.skipped} already stored, {summary.computed} run, "
               f"{summary.failed} failed) in {summary.seconds:.1f} s -> {summary.dataset}", file=sys.stderr)
@@ -82,6 +95,12 @@ def _status(path: str, as_json: bool) -> int:
     print(f"{'sweep':<24} {'command':<8} {'done':>7} {'failed':>7} {'pending':>8} {'total':>7}  state")
     for s in found:
         print(f"{s.sweep:<24} {s.command:<8} {s.done:>7} {s.failed:>7} {s.pending:>8} {s.total:>7}  {s.state}")
+        if s.specs > 1:
+            print(f"    points of {s.specs} spec versions (--add): the sweep_spec column tells them apart")
+        if len(s.code or []) > 1:
+            print(f"    computed by {len(s.code)} code versions (--mix-code): {', '.join(s.code)}")
+        if s.stray:
+            print(f"    {s.stray} file(s) in {s.dataset} belong to no point of this sweep (not counted)")
         for e in s.errors:
             print(f"    {e}")
     return 0

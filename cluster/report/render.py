@@ -91,7 +91,7 @@ def _sweep(sweep: SweepTables, opts: Options, out: Path, report: Report, plt) ->
 
 
 def default_out(results: str | Path) -> Path:
-    return Path(results) / "figures"
+    return Path(results) / "_figures"
 
 
 def write_report(path: str | Path, out: str | Path | None = None, opts: Options = Options()) -> Report:

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cluster.sweep.dataset import read_dataset
-from cluster.sweep.layout import find_manifests
+from cluster.sweep.layout import DatasetLayout, find_manifests
 from cluster.sweep.manifest import Manifest
 
 
@@ -45,7 +45,7 @@ def _sweep(manifest_path: Path) -> SweepTables | None:
     root = manifest_path.parent
     if not (root / m.sweep).is_dir():
         return None
-    siblings = {d.name[len(m.sweep) + 1:]: read_dataset(d) for d in sorted(root.glob(f"{m.sweep}.*")) if d.is_dir()}
+    siblings = {name: read_dataset(d) for name, d in DatasetLayout(root, m.sweep).sibling_dirs().items()}
     return SweepTables(m.sweep, m.command, list(m.columns), read_dataset(root / m.sweep), siblings)
 
 

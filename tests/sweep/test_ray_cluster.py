@@ -192,7 +192,7 @@ def noc_sweep(cluster, tmp_path_factory):
 
 def test_a_sweep_spreads_over_both_nodes_and_stores_every_point_once(noc_sweep):
     spec, out, proc = noc_sweep
-    assert proc.returncode == 1, proc.stderr_text  # 1: finished, with a failed point
+    assert proc.returncode == 3, proc.stderr_text  # 3: finished, with a failed point
     rows = _exactly_once(out, "noc", spec)
     assert len(rows) == 14
     assert len({r["point_node"] for r in rows}) == 2  # the head and the second node
@@ -248,7 +248,7 @@ def test_system_failures_are_retried_up_to_the_limit(cluster, tmp_path):
         noop.value = 3
     """)
     proc = cluster.sweep(spec, tmp_path / "out")
-    assert proc.returncode == 1, proc.stderr_text
+    assert proc.returncode == 3, proc.stderr_text
     rows = {r["point_index"]: r for r in _exactly_once(tmp_path / "out", "crash", spec)}
     assert (rows[0]["point_status"], rows[0]["point_attempts"]) == ("ok", 2)
     assert (rows[1]["point_status"], rows[1]["point_attempts"]) == ("error", 2)
@@ -297,7 +297,7 @@ def test_killing_the_driver_and_rerunning_resumes_without_recomputing(cluster, t
     rows = _exactly_once(out, "d", spec)
     assert all(r["point_status"] == "ok" for r in rows)
     assert {f: (f.stat().st_ino, f.stat().st_mtime_ns) for f in before} == before  # untouched
-    last = json.loads((out / "d.manifest.json").read_text())["runs"][-1]
+    last = json.loads((out / "_d.manifest.json").read_text())["runs"][-1]
     assert (last["skipped"], last["computed"], last["state"]) == (len(before), 24 - len(before), "finished")
 
 
