@@ -73,6 +73,7 @@ def plan(problem: Problem, method: str = "exact", capacity: int | None = None, b
         raise InputError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     if capacity is not None and capacity <= 0:
         raise InputError(f"capacity must be positive, got {capacity}")
+    _check_64_bits(problem)
     t0 = time.perf_counter()
     say = progress or (lambda message: None)
     prob = with_resident_weights(problem)
@@ -104,6 +105,22 @@ def plan(problem: Problem, method: str = "exact", capacity: int | None = None, b
         seconds=seconds, valid=not found, capacity=capacity, nodes=nodes, seconds_to_fit=fit_at,
         bank_conflicts=bank_conflicts(prob, offsets, partners),
         problems=tuple(f"{v.kind}: {', '.join(v.buffers)}: {v.detail}" for v in found), note=note)
+
+
+LIMIT = 1 << 62  # offsets, sizes and times are int64 in numpy; peaks may add sizes up
+
+
+def _check_64_bits(problem: Problem) -> None:
+    """Refuse numbers the planners' 64-bit arrays cannot hold (instead of an OverflowError)."""
+    for b in problem.buffers:
+        for name in ("start", "end", "size", "alignment"):
+            v = getattr(b, name)
+            if abs(v) >= LIMIT:
+                raise InputError(f"buffer {b.id!r}: {name} {v} is beyond what 64-bit addresses and times hold "
+                                 f"(at most {LIMIT - 1:,})")
+    total = sum(b.size + b.alignment for b in problem.buffers)
+    if total >= LIMIT:
+        raise InputError(f"the sizes add up to {total:,} B, beyond what 64-bit addresses hold (at most {LIMIT - 1:,})")
 
 
 def _peak_of(prob, offsets) -> int:

@@ -8,8 +8,8 @@ HELP = "Figures from a results directory"
 
 
 def add_arguments(p) -> None:
-    p.add_argument("dir", metavar="DIR", help="results: rdasim noc/run --out DIR, or rdasim sweep --out DIR")
-    p.add_argument("--out", metavar="FIGDIR", help="where the figures go (default: DIR/_figures)")
+    p.add_argument("dir", metavar="RESULTS", help="results: rdasim noc/run --out DIR, or rdasim sweep --out DIR")
+    p.add_argument("--out", metavar="DIR", help="where the figures go, as PNG, PDF and SVG (default: RESULTS/_figures)")
     p.add_argument("--x", action="append", default=[], metavar="AXIS",
                    help="sweeps: swept column to plot against, e.g. noc_rate (repeatable; default: every varied one)")
     p.add_argument("--y", action="append", default=[], metavar="METRIC",
