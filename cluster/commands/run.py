@@ -56,7 +56,7 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(figures))
     else:
-        print(f"{s['workload']} on {s['chip']} ({s['rows']}x{s['cols']}), {s['network']} NoC, policy {s['policy']}, "
+        print(f"{s['workload']} on {s['chip']} ({s['rows']} x {s['cols']} tiles), {s['network']} NoC, policy {s['policy']}, "
               f"reclaim {s['reclaim']}, {s['shards']} shard(s) on {s['backend']}")
         print(f"  simulated {s['sim_cycles']:,} cycles ({s['sim_seconds'] * 1e6:,.1f} us) in {s['wall_seconds']:.2f} s"
               f"{' (cut off at run.max_cycles)' if s['cut_off'] else ''}")

@@ -35,7 +35,7 @@ def pyplot():
         import matplotlib
     except ImportError:
         raise UserError("rdasim report draws with matplotlib, which is not installed: "
-                        "pip install 'rdasim[report]'") from None
+                        "pip install -e '.[report]' in the rdasim checkout") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

@@ -27,7 +27,7 @@ def test_without_matplotlib_report_says_how_to_install_it(tmp_path, monkeypatch,
     pq.write_table(pa.table({"rate": [0.1], "avg_latency": [12.0]}), tmp_path / "noc_summary.parquet")
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     assert main(["report", str(tmp_path)]) == 2
-    assert "pip install 'rdasim[report]'" in capsys.readouterr().err
+    assert "pip install -e '.[report]'" in capsys.readouterr().err
 
 
 def test_a_directory_without_results_is_a_clear_error(tmp_path, capsys):
