@@ -39,11 +39,16 @@ def _status(out: Path, capsys) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
-def test_a_changed_spec_is_refused_instead_of_mixed_into_the_old_points(tmp_path, capsys):
+def _rerun_changed(tmp_path: Path, *flags: str, expect: int = 0) -> Path:
+    """Run the spec, then a version with a changed [base] (the issue's `noc.vcs = 2`) into the same --out."""
     out = tmp_path / "out"
     assert _sweep(_spec(tmp_path / "s.toml"), out) == 0
-    changed = _spec(tmp_path / "s.toml", base="noop.sleep = 0.01")  # the issue's `add noc.vcs = 2 to [base]`
-    assert _sweep(changed, out) == 2
+    assert _sweep(_spec(tmp_path / "s.toml", base="noop.sleep = 0.01"), out, *flags) == expect
+    return out
+
+
+def test_a_changed_spec_is_refused_instead_of_mixed_into_the_old_points(tmp_path, capsys):
+    out = _rerun_changed(tmp_path, expect=2)
     err = capsys.readouterr().err
     assert "another spec version" in err and "--add" in err and "--replace" in err
     assert read_dataset(out / "s").num_rows == 2
@@ -52,28 +57,23 @@ def test_a_changed_spec_is_refused_instead_of_mixed_into_the_old_points(tmp_path
 
 
 def test_add_keeps_both_versions_and_says_which_point_is_which(tmp_path, capsys):
-    out = tmp_path / "out"
-    assert _sweep(_spec(tmp_path / "s.toml"), out) == 0
-    assert _sweep(_spec(tmp_path / "s.toml", base="noop.sleep = 0.01"), out, "--add") == 0
-    rows = read_dataset(out / "s").to_pylist()
+    rows = read_dataset(_rerun_changed(tmp_path, "--add") / "s").to_pylist()
     assert len(rows) == 4
     by_spec = {}
     for r in rows:
         by_spec.setdefault(r["sweep_spec"], set()).add((r["noop_value"], r["slept"]))
     assert sorted(by_spec.values(), key=sorted) == [{(1.0, 0.0), (2.0, 0.0)}, {(1.0, 0.01), (2.0, 0.01)}]
-    manifest = json.loads((out / "_s.manifest.json").read_text())
+    manifest = json.loads((tmp_path / "out" / "_s.manifest.json").read_text())
     assert {v["hash"] for v in manifest["specs"]} == set(by_spec)
     assert all("noop.value" in v["text"] for v in manifest["specs"])
-    got = _status(out, capsys)
+    got = _status(tmp_path / "out", capsys)
     assert (got["total"], got["done"], got["specs"]) == (4, 4, 2)
 
 
 def test_replace_starts_the_sweep_again(tmp_path, capsys):
-    out = tmp_path / "out"
-    assert _sweep(_spec(tmp_path / "s.toml"), out) == 0
-    assert _sweep(_spec(tmp_path / "s.toml", base="noop.sleep = 0.01"), out, "--replace") == 0
-    rows = read_dataset(out / "s").to_pylist()
-    assert sorted((r["noop_value"], r["slept"]) for r in rows) == [(1.0, 0.01), (2.0, 0.01)]
+    out = _rerun_changed(tmp_path, "--replace")
+    assert sorted((r["noop_value"], r["slept"]) for r in read_dataset(out / "s").to_pylist()) == [(1.0, 0.01),
+                                                                                               (2.0, 0.01)]
     assert len(json.loads((out / "_s.manifest.json").read_text())["specs"]) == 1
 
 
