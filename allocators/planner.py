@@ -118,9 +118,6 @@ def _check_64_bits(problem: Problem) -> None:
             if abs(v) >= LIMIT:
                 raise InputError(f"buffer {b.id!r}: {name} {v} is beyond what 64-bit addresses and times hold "
                                  f"(at most {LIMIT - 1:,})")
-    total = sum(b.size + b.alignment for b in problem.buffers)
-    if total >= LIMIT:
-        raise InputError(f"the sizes add up to {total:,} B, beyond what 64-bit addresses hold (at most {LIMIT - 1:,})")
 
 
 def _peak_of(prob, offsets) -> int:

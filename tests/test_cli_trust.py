@@ -129,7 +129,9 @@ def test_progress_against_a_bound_shows_no_eta_and_no_start_up_distortion():
 
 
 def test_rdasim_run_logs_no_eta_against_max_cycles(tmp_path):
-    got = subprocess.run([sys.executable, "-m", "cluster.cli", "run", str(ROOT / "examples" / "kv_decode.toml")],
+    small = ["--set", "workload.decode.requests=8", "--set", "workload.decode.output_tokens.max=16",
+             "--set", "workload.decode.output_tokens.min=8"]
+    got = subprocess.run([sys.executable, "-m", "cluster.cli", "run", str(ROOT / "examples" / "kv_decode.toml"), *small],
                          capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert got.returncode == 0
     assert "ETA" not in got.stderr and "left" not in got.stderr and not re.search(r"\bnan\b", got.stderr)
