@@ -154,7 +154,7 @@ class FreeList:
         if floor > self.floor:
             end = self._free.get(self.floor)
             if end is None or end < floor:
-                clash = min((a for a in self._allocated if a < floor), default=None)
+                clash = min(a for a in self._allocated if a < floor)
                 raise AllocatorError(
                     f"floor {floor} would lie above allocated block [{clash}, {clash + self._allocated[clash]})")
             self._remove(self.floor, end)
@@ -172,7 +172,7 @@ class FreeList:
     # ---------------------------------------------------------------- queries
     def statistics(self) -> Statistics:
         total = self.end - self.floor
-        largest, addrs = 0, ()
+        largest, addrs = 0, ()  # type: tuple[int, tuple[int, ...]]
         if self._classes:  # the largest block is in the highest non-empty class
             top = self._by_addr[self._classes.bit_length() - 1]
             largest = max(self._free[a] - a for a in top)

@@ -41,6 +41,8 @@ def slot_of(buffer: Buffer, bank_size: int | None) -> Slot:
     """The buffer's slot; allowed banks become merged windows [k * bank_size, (k+1) * bank_size)."""
     if buffer.banks is None:
         return Slot(buffer.size, buffer.alignment)
+    if bank_size is None:
+        raise InputError(f"buffer {buffer.id!r} names banks but the problem has no bank size")
     windows: list[list[int]] = []
     for k in sorted(buffer.banks):
         lo, hi = k * bank_size, (k + 1) * bank_size

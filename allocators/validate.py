@@ -43,7 +43,7 @@ def violations(problem: Problem, offsets: dict[str, int], capacity: int | None =
             found.append(Violation("alignment", (b.id,), f"offset {off} not a multiple of {b.alignment}"))
         if capacity is not None and off + b.size > capacity:
             found.append(Violation("capacity", (b.id,), f"[{off}, {off + b.size}) exceeds capacity {capacity}"))
-        if b.banks is not None:
+        if b.banks is not None and problem.bank_size is not None:
             first, last = off // problem.bank_size, (off + b.size - 1) // problem.bank_size
             outside = sorted(set(range(first, last + 1)) - b.banks)
             if outside:

@@ -32,7 +32,7 @@ from allocators.freelist import FreeList
 from allocators.planner import METHODS, plan
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_DATA = ROOT.parent / "shared" / "reference" / "dsa" / "minimalloc-challenging"
+DEFAULT_DATA = ROOT / "benchmarks" / "data" / "minimalloc-challenging"
 RATIO_TARGET = 1.35
 HEURISTIC_SECONDS = 1.0
 EXACT_SECONDS = 60.0

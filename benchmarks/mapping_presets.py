@@ -33,7 +33,8 @@ def main() -> int:
         row["solver_seconds_runs"] = [round(p.solver_seconds, 4) for p in plans]
         pub = PUBLISHED.get(name)
         if pub:
-            row["published"] = {k: pub[k] for k in ("seconds_per_batch", "utilization", "cost", "power", "solver_seconds")}
+            keys = ("seconds_per_batch", "utilization", "cost", "power", "solver_seconds")
+            row["published"] = {k: pub[k] for k in keys}
             row["published_note"] = pub["note"]
             row["seconds_vs_published"] = plan.seconds_per_batch / pub["seconds_per_batch"] - 1
         print(json.dumps(row), flush=True)

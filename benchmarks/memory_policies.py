@@ -114,7 +114,8 @@ def virtual_vs_realloc(kv: dict) -> None:
     _emit({"bench": "memory_policies", "study": "virtual_vs_realloc", "case": "verdict",
            "expected": "virtual copies nothing, reserves less at its peak, and is at least as fast",
            "virtual_bytes_copied": v["bytes_copied"], "realloc_bytes_copied": r["bytes_copied"],
-           "peak_reserved_virtual": round(v["peak_mu_reserved"], 4), "peak_reserved_realloc": round(r["peak_mu_reserved"], 4),
+           "peak_reserved_virtual": round(v["peak_mu_reserved"], 4),
+           "peak_reserved_realloc": round(r["peak_mu_reserved"], 4),
            "throughput_ratio_virtual_over_realloc": round(v["tokens_per_second"] / r["tokens_per_second"], 4),
            "shows_expected_effect": bool(v["bytes_copied"] == 0 < r["bytes_copied"]
                                          and v["peak_mu_reserved"] < r["peak_mu_reserved"]
@@ -163,7 +164,8 @@ def partial_free_vs_gated(quick: bool) -> None:
                            "and is at least as fast as gated counting; plain refcount races",
                "sync_messages_gated": g["sync_messages"], "sync_messages_partial_free": w["sync_messages"],
                "sync_wait_cycles_gated": g["sync_wait_cycles"], "sync_wait_cycles_partial_free": w["sync_wait_cycles"],
-               "step_latency_p50_gated": g["latency_p50_cycles"], "step_latency_p50_partial_free": w["latency_p50_cycles"],
+               "step_latency_p50_gated": g["latency_p50_cycles"],
+               "step_latency_p50_partial_free": w["latency_p50_cycles"],
                "throughput_ratio_partial_free_over_gated": round(w["tokens_per_second"] / g["tokens_per_second"], 4),
                "refcount_violations": res["refcount"]["use_after_free"] + res["refcount"]["double_free"],
                "shows_expected_effect": bool(w["sync_messages"] == 0 < g["sync_messages"]

@@ -7,23 +7,23 @@ end) and lasts one epoch length, so an idle stretch costs one exchange. These
 functions are pure so that the in-process loop and the Ray actors, which compute the
 same windows independently, cannot disagree.
 
-What is simulated is a ``ShardModel``: it builds a shard for a region, routes a
-shard's outbound traffic to the shards that own its destinations, and decides when
-to stop from every shard's EpochMeta. ``NocModel`` runs the cycle-level NoC with
-synthetic traffic (``rdasim noc``); the chip model (cluster/run_job.py) runs the CU/MU
-grid (``rdasim run``). A shard needs ``advance(t0, t1, inbound) -> outbound``,
-``next_event()``, ``deliver(inbound)`` and ``counters()``.
+What is simulated is a ``ShardModel`` (cluster/shard_model.py): it builds a shard for a
+region, routes a shard's outbound traffic to the shards that own its destinations, and
+decides when to stop from every shard's EpochMeta. ``NocModel`` runs the cycle-level NoC
+with synthetic traffic (``rdasim noc``); the chip model (cluster/run_job.py) runs the
+CU/MU grid (``rdasim run``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
 
 import numpy as np
 
+from cluster.shard_model import EpochShard
+from sim.network import NetBoundary
 from sim.noc.boundary import FlitBoundary
-from sim.noc.shard import NocShard
+from sim.noc.shard import NocReport, NocShard
 
 
 @dataclass(frozen=True)
@@ -77,25 +77,9 @@ def idle_rule(metas: list[EpochMeta], horizon: int) -> Stop:
     return Stop(False, False)
 
 
-def meta_after(shard, t0: int, t1: int, out) -> EpochMeta:
+def meta_after(shard: EpochShard, t0: int, t1: int, out: NetBoundary) -> EpochMeta:
     created, finished = shard.counters()
     return EpochMeta(t0, t1, shard.next_event(), out.earliest(), created, finished)
-
-
-class ShardModel(Protocol):
-    """What a backend needs to run shards of some model in lockstep."""
-
-    horizon: int  # for progress lines: the cycle a run ends by at the latest
-
-    def build(self, region, index: int) -> Any: ...
-    def empty(self) -> Any: ...
-    def concat(self, parts: list) -> Any: ...
-    def split(self, out, shards: int) -> list: ...
-    def stop(self, metas: list[EpochMeta]) -> Stop: ...
-    def report(self, shard) -> Any: ...
-    def in_transit(self, inbound: list) -> int: ...
-    def encode(self, b) -> list[list[np.ndarray]]: ...
-    def decode(self, sections: list[list[np.ndarray]]) -> Any: ...
 
 
 class NocModel:
@@ -122,7 +106,7 @@ class NocModel:
     def stop(self, metas: list[EpochMeta]) -> Stop:
         return stop_rule(metas, self.measure_end, self.horizon)
 
-    def report(self, shard: NocShard):
+    def report(self, shard: NocShard) -> NocReport:
         return shard.report()
 
     def in_transit(self, inbound: list[FlitBoundary]) -> int:

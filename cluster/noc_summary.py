@@ -17,7 +17,6 @@ from sim.noc.params import NocParams
 from sim.noc.shard import NocReport
 from sim.noc.topology import DIRECTION, Grid
 
-
 SATURATION_SHORTFALL = 0.03  # accepted this far below offered means the load is not sustained
 
 

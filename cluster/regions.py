@@ -55,7 +55,8 @@ def cut_grid(rows: int, cols: int, shards: int, cut: str = "rows") -> list[Regio
         raise UserError(f"run.cut {cut!r} is not one of {', '.join(CUTS)}")
     if cut == "rows":
         if shards > rows:
-            raise UserError(f"cannot cut {rows} rows into {shards} row bands; use fewer shards or run.cut = \"cols\"/\"blocks\"")
+            raise UserError(f"cannot cut {rows} rows into {shards} row bands; "
+                            "use fewer shards or run.cut = \"cols\"/\"blocks\"")
         return [Region(r0, r1, 0, cols) for r0, r1 in _bands(rows, shards)]
     if cut == "cols":
         if shards > cols:

@@ -20,8 +20,8 @@ from cluster.backends import RunOutcome, run_backend
 from cluster.config import config_hash
 from cluster.coordinator import idle_rule
 from cluster.noc_job import run_id_for
-from cluster.regions import epoch_length, owner_map, cut_grid
 from cluster.progress import Progress
+from cluster.regions import cut_grid, epoch_length, owner_map
 from sim.chip import memory_map
 from sim.chip.messages import FIELDS
 from sim.chip.report import shard_result, summarize_chip
@@ -144,6 +144,9 @@ def run_chip(cfg: dict, chip_cfg, out: str | Path | None = None, trace_path: str
         "run_buffers": schemas.RUN_BUFFERS.build(cols["buffers"], meta),
         "run_links": schemas.RUN_LINKS.build(cols["links"], meta),
     }
+    if "partitions" in cols:  # a mapped (dataflow) run
+        tables["run_partitions"] = schemas.RUN_PARTITIONS.build(cols["partitions"], meta)
+        tables["run_kernels"] = schemas.RUN_KERNELS.build(cols["kernels"], meta)
     res = RunResult(summary, tables, outcome)
     try:
         _write(res, cfg, chip_cfg, meta, results, out, trace_path, memory_map_cycle)

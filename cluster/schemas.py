@@ -362,7 +362,45 @@ RUN_LINKS = TableSchema(
     ),
 )
 
-ALL_TABLES.extend([RUN_SUMMARY, RUN_MU_SERIES, RUN_BUFFERS, RUN_LINKS])
+RUN_PARTITIONS = TableSchema(
+    "run_partitions",
+    "one row per partition run of a mapped (dataflow) simulation: simulated beside DFModel's time",
+    (
+        Column("partition", _I, "partition run (graph pass x partitions + position)"),
+        Column("index", pa.int32(), "the plan's partition index"),
+        Column("kernels", pa.int32(), "kernels in the partition"),
+        Column("tiles", _I, "tiles streamed through it"),
+        Column("simulated_seconds", _F, "from its buffers' allocation to its last CU finishing, s"),
+        Column("setup_seconds", _F, "allocating and sharing its buffers before its CUs start, s"),
+        Column("analytic_seconds", _F, "DFModel's time of the partition, s"),
+        Column("ratio", _F, "simulated / analytic"),
+        Column("bound", _S, "DFModel's largest term: compute, memory or network"),
+        Column("compute_seconds", _F, "DFModel's compute term, s"),
+        Column("memory_seconds", _F, "DFModel's memory term, s"),
+        Column("network_seconds", _F, "DFModel's network term, s"),
+        Column("traffic_byte_hops", _F, "placement: bytes x hops per tile between its CUs and MUs"),
+        Column("traffic_bound", _F, "placement: lower bound on traffic_byte_hops"),
+        Column("status", _S, "ok or failed"),
+    ),
+)
+
+RUN_KERNELS = TableSchema(
+    "run_kernels",
+    "one row per kernel and partition run of a mapped (dataflow) simulation",
+    (
+        Column("partition", _I, "partition run"),
+        Column("kernel", _S, "kernel name"),
+        Column("cus", pa.int32(), "CUs it ran on"),
+        Column("compute_cycles", _I, "cycles its CUs computed (summed)"),
+        Column("busy", _F, "compute_cycles / (CUs x the partition's cycles after its start)"),
+        Column("bytes_in", _I, "bytes its CUs read from MUs and DRAM"),
+        Column("bytes_out", _I, "bytes its CUs wrote to MUs and DRAM"),
+        Column("start", _I, "cycle its first CU started"),
+        Column("end", _I, "cycle its last CU finished"),
+    ),
+)
+
+ALL_TABLES.extend([RUN_SUMMARY, RUN_MU_SERIES, RUN_BUFFERS, RUN_LINKS, RUN_PARTITIONS, RUN_KERNELS])
 # --------------------------------------------------------------------------- end of rdasim run
 
 # --------------------------------------------------------------------------- ---- allocators

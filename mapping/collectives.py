@@ -43,7 +43,7 @@ def all_to_all_factors(shape: str, sizes: list[int], chips: int) -> list[tuple[f
     x, y, z = (list(sizes) + [1, 1])[:3]
     n2 = chips * (chips - 1) / 2.0
     pairs = lambda k: k * (k - 1) / 2.0  # noqa: E731 - tiny local helper
-    table = {
+    table: dict[str, list[tuple[float, float]]] = {
         "sw": [(x, n2)], "fc": [(x * x / 4.0, n2)], "r": [(2.0, n2)],
         "r_r": [(2.0 * x, n2), (2.0 * y, n2)],
         "fc_fc": [(x * x / 4.0, pairs(x)), (y * y / 4.0, n2)],

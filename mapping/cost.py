@@ -27,7 +27,7 @@ class CostBreakdown:
 def _counts(shape: str, x: int, y: int, z: int, per_copy: int, total: int) -> list[tuple[float, float]]:
     """(link multiplier, switch multiplier) per dimension: multiply by that dimension's GB/s."""
     n = per_copy
-    table = {
+    table: dict[str, list[tuple[float, float]]] = {
         "sw": [(n, n)],
         "fc": [(x * (x - 1), 0)],
         "r": [(x, 2)],

@@ -270,7 +270,8 @@ def _kernel_from(d: dict) -> Kernel:
     d = dict(d)
     d["kind"] = KernelKind(d["kind"])
     d["tiled"] = Dim(d.get("tiled", "n"))
-    d["collectives"] = tuple(Collective(CollectiveKind(c["kind"]), float(c.get("bytes", 0))) for c in d.get("collectives", []))
+    d["collectives"] = tuple(Collective(CollectiveKind(c["kind"]), float(c.get("bytes", 0)))
+                             for c in d.get("collectives", []))
     return Kernel(**d)
 
 

@@ -42,7 +42,7 @@ def contiguous(problem: PartitionProblem) -> np.ndarray | None:
     cache: dict[tuple[int, int], tuple[float, bool]] = {}
     for c in range(C):
         best[c + 1] = best[c]
-        for i in np.flatnonzero(np.isfinite(best[c])):
+        for i in np.flatnonzero(np.isfinite(best[c])).tolist():
             for j in range(i + 1, n + 1):
                 if c not in p.allowed(j - 1):
                     break

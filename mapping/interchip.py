@@ -129,6 +129,7 @@ def choose_splits(graph: nx.DiGraph, time_limit: float = 30.0) -> SplitPlan:
             model.set_cost(var[i, Dim.NONE], 1.0 + ks[i].flop / max(1.0, max(k.flop for k in ks)))
     second = model.solve(time_limit)
     x = second.x if second.has_solution else first.x
+    assert x is not None  # the first solve succeeded
     chosen = tuple(next(d for d in allowed[i] if x[var[i, d]] > 0.5) for i in range(len(ks)))
     edge_coll = tuple(
         edge_collective(PRODUCED[chosen[u]], required_layout(ks[v], op, chosen[v]))

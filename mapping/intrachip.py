@@ -213,11 +213,13 @@ def solve_partitions(problem: PartitionProblem, time_limit: float = 60.0, gap: f
             b.row([(t, 1.0) for t in T], hi=cutoff * b.scale * (1 + 1e-6) + 1e-9, name="incumbent cutoff")
     res = b.lp.solve(time_limit, gap)
     if elastic:
-        violated = tuple(name for col, name in b.slacks if res.has_solution and res.x[col] > 1e-7)
+        x = res.x if res.x is not None else np.zeros(0)
+        violated = tuple(name for col, name in b.slacks if res.has_solution and x[col] > 1e-7)
         return PartitionResult(None, INF, INF, res.status, res.seconds, violated)
     if not res.has_solution:
         bound = res.bound / b.scale if np.isfinite(res.bound) else res.bound
         return PartitionResult(None, INF, bound, res.status, res.seconds)
+    assert res.x is not None  # has_solution
     assignment = np.zeros(problem.n, dtype=np.int64)
     for (k, c), col in b.A.items():
         if res.x[col] > 0.5:

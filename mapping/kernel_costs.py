@@ -115,7 +115,8 @@ def core_options(kernel: Kernel, s: KernelSlice, width: int, height: int, cores:
             used.append(int(lanes[best]))
         secs.append(float(cycles[best]) * s.tiles / frequency)
     order = np.argsort(used, kind="stable")
-    keep_c, keep_t = [], []
+    keep_c: list[int] = []
+    keep_t: list[float] = []
     for i in order:  # Pareto: more cores only if strictly faster
         if not keep_t or secs[i] < keep_t[-1] - 1e-18:
             if keep_c and used[i] == keep_c[-1]:
@@ -158,8 +159,9 @@ def network_seconds(graph: nx.DiGraph, workload: Workload, system: System, cand:
         return passes * per_tile * s.tiles * coll.seconds_per_byte(kind, tp_dim.kind, cand.tp, tp_dim.link_bandwidth)
 
     for i, kernel in enumerate(ks):
-        if splits.kernel_collective[i] is not None:
-            out[i, 0] += tp_time(splits.kernel_collective[i], i)
+        kc = splits.kernel_collective[i]
+        if kc is not None:
+            out[i, 0] += tp_time(kc, i)
         for c in kernel.collectives:
             if c.kind in TP_KINDS:
                 out[i, 0] += tp_time(c.kind, i)
@@ -217,7 +219,8 @@ def partition_problem(workload: Workload, system: System, cand: Candidate, split
         onchip_sram=out_tile[u] * depth, spill_sram=2.0 * out_tile[u],
         edge_dram=out_tile[u] * tiles[u] * mb,
         dram_fixed=float(weight_full.sum()) * cand.layers_per_stage + workload.resident_dram_bytes / chips_per_copy,
-        sram_capacity=chip.sram_bytes if model.sram_limit else math.inf, dram_capacity=chip.dram_bytes, cores=chip.cores,
+        sram_capacity=chip.sram_bytes if model.sram_limit else math.inf, dram_capacity=chip.dram_bytes,
+        cores=chip.cores,
         partitions=len(ks) if model.kernel_by_kernel or not model.partitions else model.partitions,
         kernel_by_kernel=model.kernel_by_kernel, overlap=model.overlap,
         split_phases=workload.training and not model.kernel_by_kernel,

@@ -1,12 +1,16 @@
-"""The mapper's answer: a MappingPlan with per-kernel and per-partition detail.
+"""The mapper's answer: a MappingPlan with per-kernel, per-tensor and per-partition detail.
 
 Every plan states its lower bound and gap; an infeasible plan says which constraint fails.
+A plan carries what running it needs (each kernel's per-chip, per-tile slice, each
+tensor's tile size and buffer depth, the graph itself), and goes to JSON and back
+unchanged (``to_dict`` / ``MappingPlan.from_dict``).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -22,6 +26,25 @@ class KernelPlan:
     weight_bytes: float  # per chip
     streamed: bool  # weight sliced while the kernel runs alone (DFModel's tiling factor)
     collectives: str  # collectives the kernel issues, comma separated
+    # the per-chip, per-tile slice it computes (DFModel's shard sizes): out[m, n] from k
+    m: int = 0
+    k: int = 0
+    n: int = 0
+    tiles: int = 1  # tiles per graph pass
+    flop_per_tile: float = 0.0
+    extra_dram_bytes: float = 0.0  # per chip per graph pass, outside the graph's tensors (embeddings, KV cache)
+
+
+@dataclass(frozen=True)
+class TensorPlan:
+    """One edge of the graph as the chip sees it."""
+
+    producer: str
+    consumer: str
+    operand: int
+    tile_bytes: float  # per chip, per tile
+    depth: int  # tiles its on-chip buffer holds (DFModel's buffer depth)
+    on_chip: bool  # both ends in one partition; else it spills to DRAM between partitions
 
 
 @dataclass(frozen=True)
@@ -67,6 +90,9 @@ class MappingPlan:
     reason: str = ""  # for an infeasible plan: the failing constraint
     kernels: tuple[KernelPlan, ...] = ()
     partitions: tuple[PartitionPlan, ...] = ()
+    tensors: tuple[TensorPlan, ...] = ()
+    word: int = 2  # bytes per element
+    graph: dict | None = None  # mapping.graph.to_dict of the workload's graph
 
     SUMMARY_KEYS = ("tp", "pp", "dp", "micro_batch", "seconds_per_batch", "utilization", "cost", "power",
                     "solver_seconds", "gap", "status")
@@ -85,3 +111,17 @@ class MappingPlan:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "MappingPlan":
+        """The plan ``to_dict`` wrote (unknown keys are an error naming them)."""
+        known = {f.name for f in fields(cls)}
+        extra = sorted(set(data) - known)
+        if extra:
+            raise ValueError(f"not a mapping plan: unknown keys {extra}")
+        values: dict[str, Any] = dict(data)
+        values["kernels"] = tuple(KernelPlan(**k) for k in data.get("kernels", ()))
+        values["partitions"] = tuple(PartitionPlan(**{**p, "kernels": tuple(p["kernels"])})
+                                     for p in data.get("partitions", ()))
+        values["tensors"] = tuple(TensorPlan(**t) for t in data.get("tensors", ()))
+        return cls(**values)

@@ -1,6 +1,6 @@
 """The published DFModel configurations as plain specs (see mapping.specs), with their results.
 
-Inputs are those of shared/reference/dfmodel/presets.md (DFModel's Example/ and
+Inputs are those of the configurations DFModel publishes (its Example/ and
 LLM/Compare_w_existing/ folders). ``PUBLISHED`` holds the figures from the logs the
 DFModel repository ships with those runs, with a note where the logged run used a
 different formula or input than the preset (so the figures are not expected to match).
@@ -39,14 +39,16 @@ SPECS = {
         mapping=dict(execution="dataflow", partitions=6, overlap=True, utilization=0.9)),
     "gpt3-1t-4layer-2pp-sn30": dict(
         workload=dict(_gpt3(False, 4), name="gpt3-1t-4layer"),
-        system=dict(chips=32, chip="SN30", network=_net((R, 8, 25 * GB, "TP"), (R, 2, 25 * GB, "PP"), (R, 2, 25 * GB, "DP")),
+        system=dict(chips=32, chip="SN30",
+                    network=_net((R, 8, 25 * GB, "TP"), (R, 2, 25 * GB, "PP"), (R, 2, 25 * GB, "DP")),
                     prices=dict(SN30_PRICES, link_power=[0.052, 0.052, 0.052])),
         mapping=dict(execution="dataflow", partitions=3, overlap=True, utilization=0.9)),
     "megatron-145b-a100": dict(
         workload=dict(kind="llm", word=2, name="megatron-145b",
                       llm=dict(hidden=12288, heads=96, seq=2048, layers=80, global_batch=2304, micro_batch=1,
                                training=True, tile_size=0)),
-        system=dict(chips=1536, chip="A100", network=_net((R, 8, 600 * GB, "TP"), (R, 8, 25 * GB, "PP"), (R, 24, 25 * GB, "DP")),
+        system=dict(chips=1536, chip="A100",
+                    network=_net((R, 8, 600 * GB, "TP"), (R, 8, 25 * GB, "PP"), (R, 24, 25 * GB, "DP")),
                     prices=dict(chip=33_000, link=2, switch=24, dram=1, chip_power=750, link_power=[0.0104, 0.052, 0.0],
                                 switch_power=0.052, dram_power=0.16248)),
         mapping=dict(execution="kernel-by-kernel", overlap=False, utilization=0.9)),

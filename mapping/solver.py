@@ -11,19 +11,20 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
 from mapping.cost import system_cost, system_power
-from mapping.graph import kernels
+from mapping.graph import buffer_depths, edge_index, kernels, tensors
+from mapping.graph import to_dict as graph_to_dict
 from mapping.heuristics import heuristic
 from mapping.interchip import SplitInfeasible, SplitPlan, choose_splits, no_splits
 from mapping.intrachip import solve_partitions
 from mapping.kernel_costs import ExecutionModel, KernelSlice, partition_problem
 from mapping.parallelism import Candidate, candidates, check_network
 from mapping.partition import Evaluation, PartitionProblem, evaluate, time_lower_bound
-from mapping.plan import KernelPlan, MappingPlan, PartitionPlan
+from mapping.plan import KernelPlan, MappingPlan, PartitionPlan, TensorPlan
 from mapping.systems import System
 from mapping.workload import Scheme, Workload
 
@@ -132,8 +133,9 @@ def map_workload(workload: Workload, system: System, model: ExecutionModel | Non
     started = time.perf_counter()
     model = model or ExecutionModel()
     say = progress or (lambda _msg: None)
-    base = dict(workload=workload.name, system=f"{system.shape} {'x'.join(str(d.size or '?') for d in system.network)}",
-                chip=system.chip.name, chips=system.chips, copies=workload.copies)
+    sizes = "x".join(str(d.size or "?") for d in system.network)
+    base: dict[str, Any] = dict(workload=workload.name, system=f"{system.shape} {sizes}", chip=system.chip.name,
+                                chips=system.chips, copies=workload.copies)
 
     def infeasible(reason: str, **extra) -> MappingPlan:
         return MappingPlan(status="infeasible", reason=reason, solver_seconds=time.perf_counter() - started,
@@ -143,7 +145,8 @@ def map_workload(workload: Workload, system: System, model: ExecutionModel | Non
     if problems:
         return infeasible("; ".join(problems))
     try:
-        splits = choose_splits(workload.graph) if workload.scheme is Scheme.TENSOR_PARALLEL else no_splits(workload.graph)
+        tp = workload.scheme is Scheme.TENSOR_PARALLEL
+        splits = choose_splits(workload.graph) if tp else no_splits(workload.graph)
     except SplitInfeasible as exc:
         return infeasible(f"tensor split: {exc}")
     cands, skipped = candidates(workload, system)
@@ -184,6 +187,7 @@ def map_workload(workload: Workload, system: System, model: ExecutionModel | Non
 def _plan(workload: Workload, system: System, splits: SplitPlan, o: _Outcome, lower: float,
           seconds: float, n_cand: int, pruned: int, gap: float, base: dict) -> MappingPlan:
     p, ev, cand = o.problem, o.best, o.cand
+    assert ev is not None, "only solved candidates become plans"
     ks = kernels(workload.graph)
     sized = system.with_sizes(cand.sizes)
     total = o.value
@@ -192,13 +196,22 @@ def _plan(workload: Workload, system: System, splits: SplitPlan, o: _Outcome, lo
     kernel_rows = []
     for i, k in enumerate(ks):
         coll = [c.kind.value for c in k.collectives]
-        if splits.kernel_collective[i] is not None:
-            coll.insert(0, splits.kernel_collective[i].value)
+        kc = splits.kernel_collective[i]
+        if kc is not None:
+            coll.insert(0, kc.value)
         alone = p.compute[i] if p.core_options is None else float(p.core_options[i][1].min())
+        s = o.slices[i]
         kernel_rows.append(KernelPlan(
             k.name, k.kind.value, k.phase, splits.dims[i].value, int(ev.assignment[i]),
-            o.slices[i].flop(k) * o.slices[i].tiles, float(alone), float(p.network[i].sum()),
-            float(p.weight_sram[i]), bool(ev.streamed[i]), ",".join(coll)))
+            s.flop(k) * s.tiles, float(alone), float(p.network[i].sum()),
+            float(p.weight_sram[i]), bool(ev.streamed[i]), ",".join(coll),
+            m=s.m, k=s.k, n=s.n, tiles=s.tiles, flop_per_tile=s.flop(k), extra_dram_bytes=k.extra_dram_bytes))
+    word = workload.graph.graph["word"]
+    depths = buffer_depths(workload.graph)
+    tensor_rows = tuple(
+        TensorPlan(u, v, t.operand, float(o.slices[iu].m * o.slices[iu].n * word), depth,
+                   bool(ev.assignment[iu] == ev.assignment[iv]))
+        for (u, v, t), (iu, iv), depth in zip(tensors(workload.graph), edge_index(workload.graph)[1], depths))
     parts = tuple(
         PartitionPlan(c, tuple(p.names[k] for k in np.flatnonzero(ev.assignment == c)),
                       float(ev.compute[c]), float(ev.memory[c]), float(ev.network[c]), float(ev.time[c]),
@@ -216,7 +229,8 @@ def _plan(workload: Workload, system: System, splits: SplitPlan, o: _Outcome, lo
         cost=system_cost(sized, workload.copies).total, power=system_power(sized, workload.copies).total,
         p2p_seconds=cand.p2p_seconds, collective_bytes=splits.collective_bytes, dram_bytes=ev.dram_peak,
         solver_seconds=seconds, candidates=n_cand, pruned=pruned,
-        kernels=tuple(kernel_rows), partitions=parts,
+        kernels=tuple(kernel_rows), partitions=parts, tensors=tensor_rows, word=word,
+        graph=graph_to_dict(workload.graph),
     )
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
+from mapping.chips import RDA_PRESETS, Chip
+
 GB = 1e9
 
 
@@ -22,25 +24,6 @@ class Parallelism(str, Enum):
     TP = "TP"
     PP = "PP"
     DP = "DP"
-
-
-@dataclass(frozen=True)
-class Chip:
-    """One accelerator: ``cores`` compute units of ``width`` x ``height`` MACs each."""
-
-    name: str
-    cores: int
-    width: int  # systolic width (lanes)
-    height: int  # systolic height (stages)
-    frequency: float  # Hz
-    sram_bytes: float
-    dram_bandwidth: float  # bytes/s
-    dram_bytes: float  # capacity; inf when unlimited
-
-    @property
-    def peak_flops(self) -> float:
-        # DFModel: GFLOPS = 2 * W * H * cores * freq
-        return 2.0 * self.width * self.height * self.cores * self.frequency
 
 
 @dataclass(frozen=True)
@@ -84,7 +67,8 @@ class System:
         if any(s < 0 for s in fixed):
             raise ValueError("network dimension sizes must be >= 0 (0 = free)")
         if all(fixed) and _product(fixed) != self.chips:
-            raise ValueError(f"network {'x'.join(map(str, fixed))} has {_product(fixed)} chips, system has {self.chips}")
+            shape = "x".join(map(str, fixed))
+            raise ValueError(f"network {shape} has {_product(fixed)} chips, system has {self.chips}")
 
     @property
     def shape(self) -> str:
@@ -108,11 +92,9 @@ A100 = Chip("A100", 432, 16, 16, 1.41e9, 88_080_384, 2039 * GB, 80 * 2**30)
 H100 = Chip("H100", 528, 16, 16, 1.837e9, 118_489_088, 3350 * GB, 80 * 2**30)
 SN30 = Chip("SN30", 1280, 32, 6, 1.25e9, 671_088_640, 300 * GB, 2**40)
 WSE2 = Chip("WSE-2", 853_776, 4, 1, 1.1e9, 41_964_011_520, 153 * GB, 1.5 * 2**40)
-# Plasticine: 64 PCUs of 16 lanes x 6 stages and 64 PMUs of 256 KiB at 1 GHz; DRAM
-# as in the Plasticine paper's DDR3 (49 GB/s); 16 GiB is an assumption.
-PLASTICINE = Chip("Plasticine", 64, 16, 6, 1.0e9, 64 * 256 * 2**10, 49 * GB, 16 * 2**30)
-# SN40L-like: 1,040 PCUs (32 x 6) at 1.6 GHz = 638 BF16 TFLOPS, 520 MB SRAM, 64 GB HBM at 1.6 TB/s
-SN40L = Chip("SN40L", 1040, 32, 6, 1.6e9, 520e6, 1.6e12, 64e9)
+# The RDAs: derived from their grids (mapping/chips.py), the same chips the simulator runs
+PLASTICINE = RDA_PRESETS["plasticine"].dfmodel()
+SN40L = RDA_PRESETS["sn40l-like"].dfmodel()
 
 CHIPS = {c.name: c for c in (A100, H100, SN30, WSE2, PLASTICINE, SN40L)}
 

@@ -97,7 +97,7 @@ class NetworkShard(Protocol):
         ...
 
     @classmethod
-    def split(cls, out: NetBoundary, owner: np.ndarray, params: NocParams, shards: int) -> list:
+    def split(cls, out: NetBoundary, owner: np.ndarray, params: NocParams, shards: int) -> list[NetBoundary]:
         """``out`` cut into one boundary per destination shard (``owner[router]`` = shard)."""
         ...
 
@@ -110,7 +110,7 @@ class NetworkFactory(Protocol):
     def __call__(self, params: NocParams, region: Region, record_ejections: bool = False,
                  measure: bool = True) -> NetworkShard: ...
 
-    def split(self, out: NetBoundary, owner: np.ndarray, params: NocParams, shards: int) -> list: ...
+    def split(self, out: NetBoundary, owner: np.ndarray, params: NocParams, shards: int) -> list[NetBoundary]: ...
 
 
 # a new model is a module in one of these packages that registers its shard class

@@ -22,7 +22,8 @@ T = TypeVar("T")
 
 
 class Registry(Generic[T]):
-    """Names of the implementations of one seam, in registration order."""
+    """Names of the implementations of one seam (listed in alphabetical order, whatever
+    order their modules happened to be imported in)."""
 
     def __init__(self, what: str, packages: tuple[str, ...] = ()):
         self.what = what  # "memory policy", "workload", ... (for messages)
@@ -58,14 +59,14 @@ class Registry(Generic[T]):
 
     def names(self) -> tuple[str, ...]:
         self._load()
-        return tuple(self._items)
+        return tuple(sorted(self._items))
 
     def get(self, name: str) -> T:
         self._load()
         try:
             return self._items[name]
         except KeyError:
-            known = ", ".join(self._items) or "none"
+            known = ", ".join(sorted(self._items)) or "none"
             close = difflib.get_close_matches(str(name), list(self._items), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise KeyError(f"unknown {self.what} {name!r}{hint}; known: {known}") from None
@@ -82,7 +83,7 @@ class Registry(Generic[T]):
 
     def items(self) -> list[tuple[str, T]]:
         self._load()
-        return list(self._items.items())
+        return sorted(self._items.items())
 
 
 def _qualname(item: object) -> str:

@@ -3,7 +3,7 @@
 Every random draw in rdasim is keyed by the global seed, a stream id (what the number
 is for), the component that draws it (a node, a unit) and a counter (usually the
 cycle). No generator state is carried, so results cannot depend on how the grid is
-cut into shards, on the order shards run, or on which process runs them (DESIGN.md,
+cut into shards, on the order shards run, or on which process runs them (docs/design.md,
 "Determinism"). The mixer is SplitMix64's finaliser (Steele, Lea, Flood, OOPSLA 2014),
 applied to a combination of the four keys with distinct odd multipliers.
 """

@@ -1,7 +1,8 @@
 """Config loading: units, every error at once with key paths, overrides, hashing."""
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cluster.config import ConfigError, Field, Table, config_hash, load
 from cluster.config.units import UnitError, parse_bandwidth, parse_flops, parse_frequency, parse_size, parse_time

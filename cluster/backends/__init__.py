@@ -1,6 +1,6 @@
 """Backends run the same shards and the same epoch protocol: in-process, or as Ray actors.
 
-Both take a ``ShardModel`` (cluster/coordinator.py); without one they run the
+Both take a ``ShardModel`` (cluster/shard_model.py); without one they run the
 cycle-level NoC under synthetic traffic (``NocModel``), as ``rdasim noc`` always has.
 """
 

@@ -1,4 +1,4 @@
-"""Ray backend: one actor per shard; epochs chained from actor to actor.
+"""Ray backend: one actor per shard; by default a driver round trip per epoch.
 
 Each actor's epoch takes every shard's output of the previous epoch (a small report
 plus the boundary traffic addressed to each shard) and produces its own. All actors
@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import resource
 import time
+from dataclasses import dataclass
+from typing import Any
 
 from cluster import wire
 from cluster.backends import RunOutcome, noc_model
@@ -30,6 +32,18 @@ from cluster.ray_env import actor_cpus, cluster_cpus, init_ray
 # shards: ~6 ms per epoch for 8, 16 or 32) but raised compile time (1.3 s -> 3.9 s) and
 # actor memory (230 MB -> 480 MB, channel buffers), so rounds are short.
 EPOCHS_PER_ROUND = 8
+
+
+@dataclass(frozen=True, slots=True)
+class ActorReport:
+    """What a shard actor hands back when the run is over."""
+
+    report: Any  # the model's report of the shard
+    busy_seconds: float  # time spent advancing the shard
+    peak_rss_bytes: int
+    epochs: int
+    saturated: bool  # the stop rule cut the run off at its horizon
+    end_cycle: int
 
 
 class ShardActor:
@@ -67,9 +81,10 @@ class ShardActor:
         self.epochs += 1
         return wire.pack(meta_after(self.shard, t0, t1, out), model.split(out, n), model)
 
-    def report(self):
+    def report(self) -> ActorReport:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-        return self.model.report(self.shard), self.busy, peak, self.epochs, bool(self.stop and self.stop.saturated), self.shard.t
+        return ActorReport(self.model.report(self.shard), self.busy, peak, self.epochs,
+                           bool(self.stop and self.stop.saturated), self.shard.t)
 
 
 def _initial(n: int, model):
@@ -125,8 +140,8 @@ def run_ray(params, regions, epoch: int, address=None, progress=None, compiled: 
             ray.kill(a)
     wall = time.perf_counter() - start
     transit = 0  # actors took their last inbound traffic into their calendars when they stopped
-    _, _, _, epochs, saturated, end = results[0]
-    busy = max(r[1] for r in results)
-    return RunOutcome([r[0] for r in results], epochs, end, saturated, wall, wall - busy, transit,
-                   extra={"peak_rss_bytes": max(r[2] for r in results), "chaining": mode,
-                          "shard_busy_seconds": [r[1] for r in results]})
+    first = results[0]
+    busy = max(r.busy_seconds for r in results)
+    return RunOutcome([r.report for r in results], first.epochs, first.end_cycle, first.saturated, wall, wall - busy,
+                      transit, extra={"peak_rss_bytes": max(r.peak_rss_bytes for r in results), "chaining": mode,
+                                      "shard_busy_seconds": [r.busy_seconds for r in results]})

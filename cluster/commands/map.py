@@ -107,5 +107,25 @@ def write_results(plan: MappingPlan, cfg: dict, out: Path) -> list[Path]:
         "compute_seconds": [x.compute_seconds for x in p], "memory_seconds": [x.memory_seconds for x in p],
         "network_seconds": [x.network_seconds for x in p], "seconds": [x.seconds for x in p],
         "sram_bytes": [x.sram_bytes for x in p]}, meta), out / "map_partitions.parquet"))
-    files.append(write_json(plan.to_dict(), out / "plan.json"))
+    files.append(write_json(plan_file(plan), out / "plan.json"))
     return files
+
+
+def plan_file(plan: MappingPlan) -> dict:
+    """plan.json: the plan and, for a single-chip plan on an RDA this simulator has, its grid
+    placement with every buffer's address (`rdasim run` with workload.kind = "dataflow" runs it).
+    Placed for the default virtual policy's 4 KiB blocks; a run with another block size or
+    policy places it again."""
+    from mapping.chips import RDA_PRESETS
+
+    out: dict = {"plan": plan.to_dict()}
+    spec = RDA_PRESETS.get(plan.chip)
+    if spec is not None and plan.feasible and plan.chips == 1:
+        from mapping.placement import PlacementError, place_on_grid
+        from sim.workloads.dataflow import plan_addresses
+
+        try:
+            out["placement"] = plan_addresses(place_on_grid(plan, spec, 0, 4096), spec.mu_bytes).to_dict()
+        except PlacementError as exc:
+            out["placement_error"] = str(exc)
+    return out

@@ -27,6 +27,11 @@ JSON_KEYS = (
 )
 
 
+# a mapped (dataflow) run adds these
+MAPPED_KEYS = ("seconds_per_batch_simulated", "seconds_per_batch_analytic", "seconds_per_pass_simulated",
+               "seconds_per_pass_analytic", "partitions")
+
+
 def add_arguments(p) -> None:
     p.add_argument("config", help="TOML config ([chip], [noc], [memory], [workload], [run])")
     add_run_arguments(p)
@@ -52,7 +57,8 @@ def run(args) -> int:
                    memory_map_cycle=-1 if args.memory_map is None else args.memory_map,
                    quiet=args.quiet or args.json)
     s = res.summary
-    figures = {k: json_safe(s[k]) for k in JSON_KEYS}
+    keys = JSON_KEYS + tuple(k for k in MAPPED_KEYS if k in s)
+    figures = {k: json_safe(s[k]) if k != "partitions" else s[k] for k in keys}
     if args.json:
         print(json.dumps(figures))
     else:

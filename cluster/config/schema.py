@@ -1,80 +1,22 @@
-"""Declarative config schemas and their validation.
+"""Validation of config schemas.
 
 A schema is a tree of ``Table`` (TOML tables), ``TableList`` (arrays of tables),
-``OpenTable`` (free keys, one value type) and ``Field`` leaves. ``validate`` walks a
-raw TOML dict against it, normalises units, fills defaults, and returns every problem
-found (with its dotted key path) rather than stopping at the first.
+``OpenTable`` (free keys, one value type) and ``Field`` leaves, declared with sim/keys.py
+(so a memory policy or a workload declares its keys beside its code). ``validate``
+walks a raw TOML dict against it, normalises units, fills defaults, and returns every
+problem found (with its dotted key path) rather than stopping at the first.
 """
 
 from __future__ import annotations
 
 import difflib
 import math
-from dataclasses import dataclass, field
-from typing import Any, Callable
 
 from cluster.config import units
+from sim.keys import REQUIRED, Field, Issue, OpenTable, Table, TableList
 
-REQUIRED = object()
-
-
-@dataclass(frozen=True)
-class Issue:
-    """One problem in a config: where (dotted key path) and what."""
-
-    path: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.message}" if self.path else self.message
-
-
-@dataclass(frozen=True)
-class Field:
-    """A leaf value.
-
-    kind: int, float, bool, str, choice, size (bytes), frequency (Hz), bandwidth (B/s),
-    time (s), flops (FLOP/s), cycles (int; also a time string converted at ``clock``),
-    list (items checked by ``item``), any.
-    """
-
-    kind: str
-    default: Any = None
-    doc: str = ""
-    choices: tuple = ()
-    min: float | None = None
-    max: float | None = None
-    item: "Field | None" = None
-    clock: str | None = None
-    unit: str = ""  # shown in the reference ("bytes", "cycles", ...)
-
-    @property
-    def required(self) -> bool:
-        return self.default is REQUIRED
-
-
-@dataclass
-class Table:
-    fields: dict[str, Any]
-    doc: str = ""
-    # optional cross-field checks on this table's normalised dict: fn(values) -> list[(key, msg)]
-    checks: list[Callable[[dict], list[tuple[str, str]]]] = field(default_factory=list)
-
-
-@dataclass
-class TableList:
-    table: Table
-    doc: str = ""
-    default: list | None = None
-
-
-@dataclass
-class OpenTable:
-    """A table with free keys; each value checked by ``value`` (a Field) if given."""
-
-    value: Field | None = None
-    doc: str = ""
-
+__all__ = ["REQUIRED", "Field", "Issue", "OpenTable", "Table", "TableList", "all_paths", "check_field", "get_path",
+           "validate", "walk"]
 
 _PARSERS = {
     "size": units.parse_size,
@@ -119,7 +61,7 @@ def check_field(f: Field, value, path: str, issues: list[Issue]):
                 raise ValueError(f"expected a string, got {_describe(value)}")
             out = value
         elif kind == "choice":
-            if value not in f.choices:
+            if value not in tuple(f.choices):
                 close = difflib.get_close_matches(str(value), [str(c) for c in f.choices], n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
                 raise ValueError(
@@ -209,7 +151,7 @@ def _walk_table(raw, table: Table, path: str, issues: list[Issue], everything) -
         issues.append(Issue(path.rstrip("."), f"expected a table, got {_describe(raw)}"))
         raw = {}
     out: dict = {}
-    for key, value in raw.items():
+    for key in raw:
         if key not in table.fields:
             issues.append(_unknown(key, path, table, everything))
     for key, node in table.fields.items():
@@ -279,7 +221,8 @@ def _resolve_cycles(node: dict, table: Table, root: dict, path: str, issues: lis
         elif isinstance(sub, Field) and sub.kind == "cycles" and isinstance(value, tuple):
             clock = get_path(root, sub.clock) if sub.clock else None
             if not clock:
-                issues.append(Issue(f"{path}{key}", f"a time needs a clock; set {sub.clock or 'a clock'} or give cycles"))
+                need = sub.clock or "a clock"
+                issues.append(Issue(f"{path}{key}", f"a time needs a clock; set {need} or give cycles"))
                 node[key] = None
             else:
                 node[key] = units.time_to_cycles(value[1], clock)

@@ -34,7 +34,8 @@ def decode_workload(hidden: int, heads: int, context: int, batch: int, layers: i
     new_entry = float(b) * hidden * word
     spec = [
         ("Add_Prev_Layer", EW, 1, hidden, 1, 0.0), ("LayerNorm_1", EW, 1, hidden, 1, 0.0),
-        ("Q", GW, heads, d, hidden, 0.0), ("K", GW, heads, d, hidden, new_entry), ("V", GW, heads, d, hidden, new_entry),
+        ("Q", GW, heads, d, hidden, 0.0), ("K", GW, heads, d, hidden, new_entry),
+        ("V", GW, heads, d, hidden, new_entry),
         ("MHA_GEMM_1", GG, heads, ctx, d, cache_read), ("SOFTMAX", EW, heads, ctx, 1, 0.0),
         ("MHA_GEMM_2", GG, heads, d, ctx, cache_read), ("PROJ_GEMM", GW, 1, hidden, hidden, 0.0),
         ("Add_1", EW2, 1, hidden, 1, 0.0), ("LayerNorm_2", EW, 1, hidden, 1, 0.0),

@@ -3,37 +3,29 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from mapping.chips import ChipSpec
 from sim.chip.messages import Sizing
-from sim.chip.spec import ChipSpec
-from sim.memory.policies import PolicyParams
+from sim.chip.reclaim import Reclamation
+from sim.memory.policies import MuGeometry, PolicyParams
 from sim.noc.params import NocParams
+from sim.workloads import Workload
 
-NETWORKS = ("cycle", "packet")
-PROTOCOLS = ("refcount", "refcount-gated", "partial-free")
 OOM_BEHAVIOURS = ("stall", "evict", "fail")
 PLACEMENTS = ("spread", "near", "random")
 NI_LATENCY = 1  # cycles from a unit sending a message to its first packet being offered (packetisation)
 
 
 @dataclass(frozen=True)
-class ReclaimParams:
-    protocol: str = "refcount-gated"
-    weight_bits: int = 8  # partial-free: bits of a reference's weight
-    split: str = "halve"  # partial-free: how a copy splits its holder's weight
-    on_unsplittable: str = "borrow"  # partial-free: what a holder with weight 1 does
-
-
-@dataclass(frozen=True)
 class ChipConfig:
     spec: ChipSpec
     noc: NocParams  # router timing and grid; its traffic fields are unused
-    network: str  # "cycle" (VC routers) or "packet" (link reservations)
+    network: str  # a registered NoC model (sim/network.py): "cycle" or "packet"
     sizing: Sizing
-    policy: PolicyParams
-    reclaim: ReclaimParams
-    workload: Any  # the workload's params dataclass (has .kind)
+    mu: MuGeometry  # what every MU tells its memory policy
+    policy: PolicyParams  # a registered memory policy's parameters (sim/memory/policies)
+    reclaim: Reclamation  # a registered reclamation protocol (sim/chip/reclaim)
+    workload: Workload  # a registered workload's parameters (sim/workloads)
     on_oom: str = "stall"
     placement: str = "spread"
     jitter: int = 0  # extra random 0..jitter cycles before a message enters the network

@@ -1,8 +1,10 @@
-"""DRAM interface unit on the chip's edge: holds evicted buffers' data.
+"""DRAM interface unit on the chip's edge: holds evicted buffers' and spilled tensors' data.
 
 One port of ``dram_bytes_per_cycle`` serves requests in arrival order after
-``dram_latency`` cycles. A read forwarded by an MU (for a buffer it evicted) is
-answered straight to the unit that asked (``arg``), with the tag it asked with.
+``dram_latency`` cycles. A read (forwarded by an MU for a buffer it evicted, or sent by a
+CU) is answered straight to the unit named in ``arg``, with the tag it asked with. A
+CTRL_LOAD control message streams ``nbytes`` into an MU's tile buffer (weights entering a
+partition): ``mu``, ``buf`` and ``alloc`` name it.
 """
 
 from __future__ import annotations
@@ -26,17 +28,23 @@ class DramUnit(Unit):
         self.busy_until = start + -(-nbytes // self.bw)
         return start
 
+    def _chunks_ready(self, start: int, nbytes: int) -> list[int]:
+        return self.cfg.sizing.chunk_ready(start + self.latency, nbytes, self.bw)
+
     def on_message(self, msg: m.Message) -> None:
+        if msg.kind == m.CONTROL and msg.arg == m.CTRL_LOAD:
+            start = self._serve(msg.nbytes)
+            self.bytes_read += msg.nbytes
+            self.send(m.WRITE, msg.mu, ready=self._chunks_ready(start, msg.nbytes), nbytes=msg.nbytes, mu=msg.mu,
+                      buf=msg.buf, alloc=msg.alloc, flags=m.STREAM)
+            return
         if msg.kind in (m.WRITE, m.APPEND):
             self._serve(msg.nbytes)
             self.bytes_written += msg.nbytes
         elif msg.kind == m.READ_REQ:
             start = self._serve(msg.nbytes)
             self.bytes_read += msg.nbytes
-            ready, done = [], 0
-            for c in self.cfg.sizing.chunk_bytes(msg.nbytes):
-                done += c
-                ready.append(start + self.latency + -(-done // self.bw))
-            self.send(m.READ_RESP, msg.arg, ready=ready, nbytes=msg.nbytes, tag=msg.tag, mu=msg.mu)
+            self.send(m.READ_RESP, msg.arg, ready=self._chunks_ready(start, msg.nbytes), nbytes=msg.nbytes,
+                      tag=msg.tag, mu=msg.mu)
         elif msg.kind != m.FREE:
             raise RuntimeError(f"DRAM unit {self.uid} cannot handle a {m.KINDS[msg.kind]} message")

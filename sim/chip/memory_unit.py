@@ -20,10 +20,9 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from sim.chip import messages as m
+from sim.chip.records import BufferLife, MuStats
 from sim.chip.units import Unit
 from sim.memory import oracle
-from sim.memory.policies import make_storage
-from sim.memory.weights import from_field, max_weight, to_field
 
 CONTROL_LATENCY = 1
 
@@ -47,13 +46,20 @@ class BufferRecord:
     failed: bool = False
     last_use: int = 0
     reads: list = field(default_factory=list)  # reads waiting for data
+    stream: bool = False  # a tile buffer: room reserved once, writes advance ``written``
+    room: int = 0  # stream: bytes reserved
+    written: int = 0  # stream: bytes written so far (its stream position)
+
+    def life(self, mu: int, freed: int, how: str) -> BufferLife:
+        return BufferLife(self.alloc, mu, self.buf, self.label, self.owner, self.created, freed, how, self.peak,
+                          self.grows, self.copies, self.copied, self.evicted, self.total, self.collected)
 
 
 class MemoryUnit(Unit):
     def __init__(self, uid: int, tile: int, shard, cfg, dram: int):
         super().__init__(uid, tile, shard)
         self.cfg = cfg
-        self.storage = make_storage(cfg.policy)
+        self.storage = cfg.policy.storage(cfg.mu)
         self.table: dict[int, BufferRecord] = {}
         self.buf_space = 1 << cfg.sizing.buffer_id_bits
         self.next_buf = 0
@@ -63,23 +69,27 @@ class MemoryUnit(Unit):
         self.latency = cfg.spec.mu_access_latency + (cfg.spec.translation_latency if self.storage.translates else 0)
         self.stalled: deque = deque()  # (message, cycle it first ran out of memory)
         self.dram = dram
-        self.protocol = cfg.reclaim.protocol
-        self.split = cfg.reclaim.split
-        self.full_weight = max_weight(cfg.reclaim.weight_bits, self.split) if self.protocol == "partial-free" else 0
-        self.stats = dict(oom_events=0, stalls=0, stall_cycles=0, evictions=0, bytes_evicted=0, failures=0,
-                          bytes_copied=0, copy_cycles=0, translations=0, sync_acks=0, weight_topups=0)
+        self.total_weight, self.weight_field = cfg.reclaim.first_weight()
+        self.stats = MuStats()
+        # memory requests may find the MU full and be retried (``retry``); the reclamation
+        # protocol's messages never allocate
         self.handlers = {
             m.ALLOC: self._allocate, m.APPEND: self._write, m.WRITE: self._write, m.READ_REQ: self._read,
-            m.FREE: self._free_msg, m.TRUNCATE: self._truncate, m.REF_INC: self._ref_inc, m.REF_DEC: self._ref_dec,
-            m.WEIGHT_RETURN: self._weight_return, m.WEIGHT_REQ: self._weight_request, m.CONTROL: self._control,
+            m.FREE: self._free_msg, m.TRUNCATE: self._truncate, m.CONTROL: self._control,
         }
+        self.protocol_handlers = cfg.reclaim.mu_handlers()
 
     # ------------------------------------------------------------------ plumbing
     def on_message(self, msg: m.Message) -> None:
         h = self.handlers.get(msg.kind)
-        if h is None:
-            raise RuntimeError(f"MU {self.uid} cannot handle a {m.KINDS[msg.kind]} message")
-        h(msg, False)
+        if h is not None:
+            h(msg, False)
+            return
+        p = self.protocol_handlers.get(msg.kind)
+        if p is None:
+            raise RuntimeError(f"MU {self.uid} cannot handle a {m.KINDS[msg.kind]} message "
+                               f"under reclamation protocol {self.cfg.reclaim.name}")
+        p(self, msg)
 
     def _serve(self, nbytes: int) -> tuple[int, int]:
         """(service start, cycle the last byte is done) on the SRAM port."""
@@ -88,10 +98,11 @@ class MemoryUnit(Unit):
         dur = -(-nbytes // self.bw)
         self.busy_until = start + dur
         if self.storage.translates:
-            self.stats["translations"] += 1
+            self.stats.translations += 1
         return start, start + self.latency + dur
 
-    def _lookup(self, msg: m.Message) -> BufferRecord | None:
+    def lookup(self, msg: m.Message) -> BufferRecord | None:
+        """The buffer a message's reference names (the oracle learns of a stale reference)."""
         rec = self.table.get(msg.buf)
         if rec is None or rec.alloc != msg.alloc:
             self.shard.oracle(self, oracle.ACCESS, msg.alloc)
@@ -103,7 +114,7 @@ class MemoryUnit(Unit):
         if used or reserved:
             self.shard.mem_delta(self.uid, used, reserved)
 
-    def _reply(self, msg: m.Message, kind: int = m.ACK, ready: int | None = None, **fields) -> None:
+    def reply(self, msg: m.Message, kind: int = m.ACK, ready: int | list[int] | None = None, **fields) -> None:
         self.send(kind, msg.src, ready if ready is not None else self.shard.now + CONTROL_LATENCY,
                   tag=msg.tag, mu=self.uid, **fields)
 
@@ -116,13 +127,15 @@ class MemoryUnit(Unit):
         self.allocs += 1
         now = self.shard.now
         rec = BufferRecord(buf, (self.uid << 32) | self.allocs, msg.src, msg.arg, now, last_use=now,
-                           total=self.full_weight)
+                           total=self.total_weight)
+        if msg.flags & m.STREAM:
+            rec.stream, rec.room = True, msg.nbytes
         self.table[buf] = rec
         self.next_buf = (buf + 1) % self.buf_space
         self._delta(0, g.reserved)
         self.shard.oracle(self, oracle.ALLOC, rec.alloc)
         self.shard.trace_instant(self.uid, "allocate", {"buffer": buf, "bytes": g.reserved})
-        self._reply(msg, buf=buf, alloc=rec.alloc, arg=to_field(self.full_weight, self.split) if self.full_weight else 0)
+        self.reply(msg, buf=buf, alloc=rec.alloc, arg=self.weight_field)
         return True
 
     def _free_id(self) -> int:
@@ -138,8 +151,11 @@ class MemoryUnit(Unit):
         if msg.buf < 0:  # unmanaged area (background fills): only the port time
             self._serve(msg.nbytes)
             return True
-        rec = self._lookup(msg)
+        rec = self.lookup(msg)
         if rec is None or rec.failed:
+            return True
+        if rec.stream:
+            self._stream_write(rec, msg.nbytes)
             return True
         new = rec.size + msg.nbytes if msg.kind == m.APPEND else max(rec.size, msg.arg + msg.nbytes)
         if rec.evicted:  # it lives in DRAM now: the data goes there
@@ -157,8 +173,8 @@ class MemoryUnit(Unit):
             start, done = self._serve(g.copy_bytes)
             rec.copies += 1
             rec.copied += g.copy_bytes
-            self.stats["bytes_copied"] += g.copy_bytes
-            self.stats["copy_cycles"] += done - start
+            self.stats.bytes_copied += g.copy_bytes
+            self.stats.copy_cycles += done - start
             self.shard.trace_span(self.uid, "copy", start, done - start, "memory")
             self.shard.at(done, self, self._copy_done, g.old_start)
         elif g.old_start >= 0:
@@ -172,12 +188,26 @@ class MemoryUnit(Unit):
             self._serve_ready_reads(rec)
         return True
 
+    def _stream_write(self, rec: BufferRecord, nbytes: int) -> None:
+        """A tile buffer's write: port time, the stream position advances, the room was reserved
+        at allocation (the writer's credits keep it from running over unread tiles)."""
+        self._serve(nbytes)
+        rec.written += nbytes
+        held = min(rec.written, rec.room)
+        if held != rec.size:
+            self._delta(held - rec.size, 0)
+            self.storage.set_size(rec.buf, held)
+            rec.size = held
+            rec.peak = max(rec.peak, held)
+        if rec.reads:
+            self._serve_ready_reads(rec)
+
     def _copy_done(self, old_start: int) -> None:
-        self._delta(0, -self.storage.finish_copy(old_start))
+        self._delta(0, -self.storage.copy_done(old_start))
         self._wake_stalled()
 
     def _truncate(self, msg: m.Message, retry: bool) -> bool:
-        rec = self._lookup(msg)
+        rec = self.lookup(msg)
         if rec is None or rec.size <= msg.arg:
             return True
         keep = msg.arg
@@ -196,12 +226,12 @@ class MemoryUnit(Unit):
 
     # ------------------------------------------------------------------ reads
     def _read(self, msg: m.Message, retry: bool) -> bool:
-        rec = self._lookup(msg)
+        rec = self.lookup(msg)
         if rec is not None and rec.evicted:
             fwd = dict(buf=-1, nbytes=msg.nbytes, arg=msg.src, tag=msg.tag, mu=self.uid)
             self.send(m.READ_REQ, self.dram, **fwd)
             return True
-        if rec is not None and not rec.failed and rec.size < msg.nbytes:
+        if rec is not None and not rec.failed and not self._readable(rec, msg):
             rec.reads.append(msg)  # the data it expects has not been written yet
             return True
         self._respond_read(msg, failed=rec is not None and rec.failed)
@@ -210,77 +240,36 @@ class MemoryUnit(Unit):
     def _serve_ready_reads(self, rec: BufferRecord) -> None:
         waiting, rec.reads = rec.reads, []
         for r in waiting:
-            if rec.size >= r.nbytes:
+            if self._readable(rec, r):
                 self._respond_read(r)
             else:
                 rec.reads.append(r)
 
+    @staticmethod
+    def _readable(rec: BufferRecord, msg: m.Message) -> bool:
+        """A read names what it waits for: the buffer's size (``nbytes``), or for a tile buffer
+        the stream position ``arg`` (the end of the tile it reads)."""
+        return rec.written >= msg.arg if rec.stream else rec.size >= msg.nbytes
+
     def _respond_read(self, msg: m.Message, failed: bool = False) -> None:
         if failed:
-            self._reply(msg, m.READ_RESP, status=m.STATUS_FAILED)
+            self.reply(msg, m.READ_RESP, status=m.STATUS_FAILED)
             return
         start, _ = self._serve(msg.nbytes)
-        ready, done = [], 0
-        first = start + self.latency
-        for c in self.cfg.sizing.chunk_bytes(msg.nbytes):
-            done += c
-            ready.append(first + -(-done // self.bw))
-        self._reply(msg, m.READ_RESP, ready=ready, nbytes=msg.nbytes, buf=msg.buf, alloc=msg.alloc)
+        ready = self.cfg.sizing.chunk_ready(start + self.latency, msg.nbytes, self.bw)
+        self.reply(msg, m.READ_RESP, ready=ready, nbytes=msg.nbytes, buf=msg.buf, alloc=msg.alloc)
 
     # ------------------------------------------------------------------ reclamation
     def _free_msg(self, msg: m.Message, retry: bool) -> bool:
-        rec = self._lookup(msg)
+        rec = self.lookup(msg)
         if rec is None:
             self.shard.oracle(self, oracle.FREE, msg.alloc)  # nothing there: a double free
         else:
-            self._release(rec, "free")
+            self.release(rec, "free")
         return True
 
-    def _ref_inc(self, msg: m.Message, retry: bool) -> bool:
-        rec = self._lookup(msg)
-        self.shard.trace_instant(self.uid, "ref +1", {"buffer": msg.buf, "from": msg.src})
-        if rec is not None:
-            rec.count += 1
-        if self.protocol == "refcount-gated":
-            self.stats["sync_acks"] += 1
-            self._reply(msg, buf=msg.buf, alloc=msg.alloc)
-        return True
-
-    def _ref_dec(self, msg: m.Message, retry: bool) -> bool:
-        rec = self._lookup(msg)
-        self.shard.trace_instant(self.uid, "ref -1", {"buffer": msg.buf, "from": msg.src})
-        if rec is None:
-            self.shard.oracle(self, oracle.FREE, msg.alloc)  # the count of a freed buffer hits zero again
-            return True
-        rec.count -= 1
-        if rec.count <= 0:
-            self._release(rec, "refcount")
-        return True
-
-    def _weight_return(self, msg: m.Message, retry: bool) -> bool:
-        rec = self._lookup(msg)
-        self.shard.trace_instant(self.uid, "weight return", {"buffer": msg.buf, "from": msg.src})
-        if rec is None:
-            self.shard.oracle(self, oracle.FREE, msg.alloc)
-            return True
-        rec.collected += from_field(msg.arg, self.split)
-        if rec.collected >= rec.total:
-            self._release(rec, "weight")
-        return True
-
-    def _weight_request(self, msg: m.Message, retry: bool) -> bool:
-        """A holder with weight 1 asks for ``arg`` top-ups to the full weight."""
-        rec = self._lookup(msg)
-        grant = msg.arg * (self.full_weight - 1)
-        self.stats["weight_topups"] += msg.arg
-        self.shard.trace_instant(self.uid, "weight request", {"buffer": msg.buf, "top-ups": msg.arg})
-        if rec is not None:
-            rec.total += grant
-        self.stats["sync_acks"] += 1
-        self._reply(msg, buf=msg.buf, alloc=msg.alloc, arg=msg.arg)
-        return True
-
-    def _release(self, rec: BufferRecord, how: str) -> None:
+    def release(self, rec: BufferRecord, how: str) -> None:
+        """Free a buffer (its data in DRAM too) and log its life."""
         now = self.shard.now
         if rec.evicted:
             self.send(m.FREE, self.dram, buf=-1, mu=self.uid)
@@ -289,7 +278,7 @@ class MemoryUnit(Unit):
             self._delta(-used, -self.storage.release(rec.buf))
         del self.table[rec.buf]
         self.shard.oracle(self, oracle.FREE, rec.alloc)
-        self.shard.buffer_life(self, rec, now, how)
+        self.shard.buffer_life(rec.life(self.uid, now, how))
         self.shard.trace_instant(self.uid, "free", {"buffer": rec.buf, "how": how})
         for r in rec.reads:  # a read of a freed buffer gets nothing
             self._respond_read(r, failed=True)
@@ -299,16 +288,16 @@ class MemoryUnit(Unit):
     def _out_of_memory(self, msg: m.Message, retry: bool) -> bool:
         if retry:
             return False
-        self.stats["oom_events"] += 1
+        self.stats.oom_events += 1
         mode = self.cfg.on_oom
         if mode == "evict" and self._evict_until(msg):
             return True
         if mode in ("stall", "evict"):
-            self.stats["stalls"] += 1
+            self.stats.stalls += 1
             self.stalled.append((msg, self.shard.now))
             self.shard.trace_instant(self.uid, "out of memory: stall", {"kind": m.KINDS[msg.kind]})
             return False
-        self.stats["failures"] += 1
+        self.stats.failures += 1
         self.shard.trace_instant(self.uid, "out of memory: fail", {"kind": m.KINDS[msg.kind]})
         rec = self.table.get(msg.buf) if msg.kind != m.ALLOC else None
         if rec is not None:
@@ -316,7 +305,7 @@ class MemoryUnit(Unit):
             for r in rec.reads:
                 self._respond_read(r, failed=True)
             rec.reads = []
-        self._reply(msg, buf=msg.buf, alloc=msg.alloc, status=m.STATUS_FAILED)
+        self.reply(msg, buf=msg.buf, alloc=msg.alloc, status=m.STATUS_FAILED)
         return False
 
     def _evict_until(self, msg: m.Message) -> bool:
@@ -324,7 +313,7 @@ class MemoryUnit(Unit):
         handler = self.handlers[msg.kind]
         while True:
             victims = [r for r in self.table.values()
-                       if not r.evicted and not r.reads and r.buf != msg.buf and r.size > 0]
+                       if not r.evicted and not r.reads and not r.stream and r.buf != msg.buf and r.size > 0]
             if not victims:
                 return False
             v = min(victims, key=lambda r: (r.last_use, r.buf))
@@ -333,8 +322,8 @@ class MemoryUnit(Unit):
             used = self.storage.size[v.buf]
             self._delta(-used, -self.storage.release(v.buf))
             v.evicted = True
-            self.stats["evictions"] += 1
-            self.stats["bytes_evicted"] += v.size
+            self.stats.evictions += 1
+            self.stats.bytes_evicted += v.size
             self.shard.trace_instant(self.uid, "evict", {"buffer": v.buf, "bytes": v.size})
             if handler(msg, True):
                 return True
@@ -346,7 +335,7 @@ class MemoryUnit(Unit):
             if not self.handlers[msg.kind](msg, True):
                 return
             self.stalled.popleft()
-            self.stats["stall_cycles"] += self.shard.now - since
+            self.stats.stall_cycles += self.shard.now - since
             self.shard.trace_span(self.uid, "stalled", since, self.shard.now - since, "wait")
 
     # ------------------------------------------------------------------ background traffic
@@ -354,14 +343,6 @@ class MemoryUnit(Unit):
         """CTRL_STREAM: read ``nbytes`` and write them to unit ``buf``'s unmanaged area."""
         if msg.arg == m.CTRL_STREAM:
             start, _ = self._serve(msg.nbytes)
-            ready, done = [], 0
-            for c in self.cfg.sizing.chunk_bytes(msg.nbytes):
-                done += c
-                ready.append(start + self.latency + -(-done // self.bw))
+            ready = self.cfg.sizing.chunk_ready(start + self.latency, msg.nbytes, self.bw)
             self.send(m.WRITE, msg.buf, ready=ready, nbytes=msg.nbytes, buf=-1, mu=msg.buf)
         return True
-
-    # ------------------------------------------------------------------ state for reports
-    def regions(self) -> list:
-        st = self.storage
-        return st.block_map() if hasattr(st, "block_map") else st.regions()

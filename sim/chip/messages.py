@@ -22,7 +22,10 @@ KINDS = (
 SYNC_KINDS = frozenset({REF_INC, ACK, WEIGHT_REQ})
 
 # control opcodes (CONTROL messages: ``arg`` = opcode, ``buf`` = subject, ``nbytes`` = value)
-CTRL_STREAM, CTRL_ADMIT, CTRL_STEP, CTRL_EXPERT = 1, 2, 3, 4
+CTRL_STREAM, CTRL_ADMIT, CTRL_STEP, CTRL_EXPERT, CTRL_LOAD, CTRL_PARTITION = 1, 2, 3, 4, 5, 6
+
+# message flags
+STREAM = 1  # a tile buffer: allocate its room once; writes advance its stream position; a read waits for ``arg``
 # status a worker reports to its scheduler (in an acknowledgement's ``arg``)
 RUNNING, FINISHED, FAILED = 0, 1, 2
 
@@ -31,7 +34,8 @@ STATUS_OK, STATUS_FAILED = 0, 1
 
 # Message fields, in wire order (all int64). ``alloc`` is the oracle's shadow id of the
 # allocation a reference points to: simulator bookkeeping, never counted in flits.
-FIELDS = ("msg", "kind", "src", "dst", "mu", "buf", "alloc", "nbytes", "arg", "tag", "status", "sent", "packets")
+FIELDS = ("msg", "kind", "src", "dst", "mu", "buf", "alloc", "nbytes", "arg", "tag", "status", "sent", "packets",
+          "flags")
 
 
 @dataclass(slots=True)
@@ -49,10 +53,11 @@ class Message:
     status: int = STATUS_OK
     sent: int = 0  # cycle the sender queued it
     packets: int = 1
+    flags: int = 0  # STREAM: tile-buffer semantics (allocate, write, read)
 
     def row(self) -> tuple:
         return (self.msg, self.kind, self.src, self.dst, self.mu, self.buf, self.alloc, self.nbytes, self.arg,
-                self.tag, self.status, self.sent, self.packets)
+                self.tag, self.status, self.sent, self.packets, self.flags)
 
 
 @dataclass(frozen=True)
@@ -94,6 +99,15 @@ class Sizing:
         if rest:
             out.append(-(-(fixed + 8 * rest) // fb))
         return out
+
+    def chunk_ready(self, first: int, data_bytes: int, bytes_per_cycle: int) -> list[int]:
+        """Cycle each packet of a ``data_bytes`` transfer is ready when the port streams it at
+        ``bytes_per_cycle`` from cycle ``first`` on (a packet leaves once its last byte is read)."""
+        ready, done = [], 0
+        for c in self.chunk_bytes(data_bytes):
+            done += c
+            ready.append(first + -(-done // bytes_per_cycle))
+        return ready
 
     def chunk_bytes(self, data_bytes: int) -> list[int]:
         """Data bytes in each packet (as packet_flits cuts them)."""

@@ -9,21 +9,18 @@ are the same for any shard count and backend.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from sim.chip import diagnosis, messages as m
+from sim.chip.records import BUFFER_LABELS, BufferLife, MuStats, WorkRecord
 from sim.chip.spec import unit_layout
 from sim.memory import oracle
-from sim.noc.topology import DIRECTION, LOCAL, Grid
-
-LIFE_COLUMNS = ("alloc", "mu", "buffer", "label", "owner", "created", "freed", "freed_by", "peak_bytes", "grows",
-                "copies", "bytes_copied", "evicted", "total_weight", "collected_weight")
-LABELS = {0: "other", 1: "kv", 2: "activation", 3: "expert-input", 4: "race"}
-MU_STATS = ("oom_events", "stalls", "stall_cycles", "evictions", "bytes_evicted", "failures", "bytes_copied",
-            "copy_cycles", "translations", "sync_acks", "weight_topups")
+from sim.network import LinkCounts
+from sim.noc.topology import DIRECTION, Grid
 
 
 @dataclass
@@ -34,17 +31,18 @@ class ShardResult:
     sent_flits: np.ndarray
     oracle_log: np.ndarray
     mem_log: np.ndarray  # [n, 4]: cycle, mu, d_used, d_reserved
-    life: list
-    records: list
-    routes: np.ndarray  # [n, 3]: src tile, dst tile, flits of every packet
+    life: list[BufferLife]
+    records: list[WorkRecord]
+    links: LinkCounts  # flits over each link the shard owns, as the NoC model counted them
     deliveries: np.ndarray  # [n, 4]: message id, destination unit, cycle, kind
     waits: dict
     compute_cycles: int
-    mu_stats: dict
+    mu_stats: MuStats
     stalled_at_end: int
     counts: dict
     trace: list = field(default_factory=list)
     trace_dropped: int = 0
+    logged: list = field(default_factory=list)  # workload-specific records
     memory_map: dict | None = None
     units: list = field(default_factory=list)  # unit ids simulated by the shard
     waiting: diagnosis.Waits = field(default_factory=diagnosis.Waits)  # who still waits at the end
@@ -60,13 +58,13 @@ def shard_result(shard) -> ShardResult:
     for cu in cus:
         for k, v in cu.wait_cycles.items():
             waits[k] = waits.get(k, 0) + v
-    stats = {k: sum(mu.stats[k] for mu in mus) for k in MU_STATS}
+    stats = MuStats()
+    for mu in mus:
+        stats = stats.add(mu.stats)
     now = shard.now
-    life = list(shard.life_rows)
+    life = list(shard.lives)
     for mu in mus:  # buffers still allocated at the end: freed = -1
-        for rec in mu.table.values():
-            life.append((rec.alloc, mu.uid, rec.buf, rec.label, rec.owner, rec.created, -1, "", rec.peak, rec.grows,
-                         rec.copies, rec.copied, rec.evicted, rec.total, rec.collected))
+        life += [rec.life(mu.uid, -1, "") for rec in mu.table.values()]
     mm = shard.memory_map
     if mm is None and shard.cfg.memory_map_cycle >= 0:
         mm = shard._snapshot(now)
@@ -74,11 +72,11 @@ def shard_result(shard) -> ShardResult:
     return ShardResult(
         end_cycle=now, sent_count=shard.sent_count, sent_packets=shard.sent_packets, sent_flits=shard.sent_flits,
         oracle_log=_arr(shard.oracle_log, len(oracle.COLUMNS)), mem_log=_arr(shard.mem_log, 4), life=life,
-        records=list(shard.records), routes=_arr(shard.route_log, 3), deliveries=_arr(shard.delivery_log, 4),
+        records=list(shard.records), links=shard.net.link_totals(), deliveries=_arr(shard.delivery_log, 4),
         waits=waits, compute_cycles=sum(cu.compute_cycles for cu in cus), mu_stats=stats,
         stalled_at_end=sum(len(mu.stalled) for mu in mus), counts=dict(shard.counts),
         trace=shard.trace_events, trace_dropped=shard.trace_dropped, memory_map=mm, units=sorted(shard.units),
-        waiting=diagnosis.waits_of(shard),
+        logged=list(shard.logged), waiting=diagnosis.waits_of(shard),
     )
 
 
@@ -107,23 +105,14 @@ def _time_integral(cyc: np.ndarray, val: np.ndarray, end: int) -> float:
     return float((widths * v).sum())
 
 
-def link_loads(cfg, routes: np.ndarray) -> dict:
-    """Flits over every directed router-to-router link: each packet's flits cross every link
-    of its XY route (Grid.route), so the counts follow from the packets sent."""
+def link_loads(cfg, counts: list[LinkCounts]) -> dict:
+    """Flits over every directed router-to-router link, as the NoC model counted them while
+    they crossed (whatever the routing); each shard counts the links it owns."""
     p = cfg.noc
     grid = Grid(p.rows, p.cols, p.torus)
-    n = grid.n
-    load = np.zeros((n, 5), dtype=np.int64)
-    if len(routes):
-        cur, dst, fl = routes[:, 0].copy(), routes[:, 1], routes[:, 2]
-        for _ in range(p.rows + p.cols + 2):
-            port = grid.route(cur, dst).astype(np.int64)
-            moving = port != LOCAL
-            if not moving.any():
-                break
-            np.add.at(load, (cur[moving], port[moving]), fl[moving])
-            cur = np.where(moving, grid.neighbor(cur, port), cur)
-            cur, dst, fl = cur[moving], dst[moving], fl[moving]
+    load = np.zeros((grid.n, 5), dtype=np.int64)
+    for c in counts:
+        load[c.router, c.port] += c.flits
     src, port, dst = grid.links()
     return {"src_router": src, "dst_router": dst, "src_row": src // p.cols, "src_col": src % p.cols,
             "direction": [DIRECTION[i] for i in port.tolist()], "flits": load[src, port]}
@@ -136,10 +125,12 @@ def summarize_chip(cfg, results: list[ShardResult]) -> tuple[dict, dict]:
     n_mu = len(lay.mus)
     cap = n_mu * spec.mu_bytes
     end = max(r.end_cycle for r in results) + 1
-    sent = sum(r.sent_count for r in results)
-    flits = sum(r.sent_flits for r in results)
-    packets = sum(r.sent_packets for r in results)
-    stats = {k: sum(r.mu_stats[k] for r in results) for k in MU_STATS}
+    sent = np.sum([r.sent_count for r in results], axis=0)
+    flits = np.sum([r.sent_flits for r in results], axis=0)
+    packets = np.sum([r.sent_packets for r in results], axis=0)
+    stats = MuStats()
+    for r in results:
+        stats = stats.add(r.mu_stats)
     waits: dict[str, int] = {}
     for r in results:
         for k, v in r.waits.items():
@@ -149,22 +140,22 @@ def summarize_chip(cfg, results: list[ShardResult]) -> tuple[dict, dict]:
     uc, uv = memory_curve(mem_log, 2)
     rc, rv = memory_curve(mem_log, 3)
     used_int, res_int = _time_integral(uc, uv, end), _time_integral(rc, rv, end)
-    records = sorted(rec for r in results for rec in r.records)
-    req = [x for x in records if x[0] == "request"]
-    done = [x for x in req if x[5] == "ok"]
-    lat = np.array([x[3] - x[2] for x in done], dtype=np.float64)
-    tokens = int(sum(x[4] for x in req))
+    records = sorted((rec for r in results for rec in r.records), key=WorkRecord.row)
+    req = [x for x in records if x.kind == "request"]
+    done = [x for x in req if x.status == "ok"]
+    lat = np.array([x.end - x.start for x in done], dtype=np.float64)
+    tokens = int(sum(x.tokens for x in req))
     seconds = end / spec.clock_hz
     admitted = sum(r.counts.get("admitted", 0) for r in results)
     finished = sum(r.counts.get("finished", 0) for r in results)
-    expected = _expected_work(cfg)
-    sync_msgs = int(sent[m.REF_INC] + sent[m.WEIGHT_REQ] + stats["sync_acks"])
+    expected = cfg.workload.work_items
+    sync_msgs = int(sent[m.REF_INC] + sent[m.WEIGHT_REQ] + stats.sync_acks)
     summary = {
         "workload": cfg.workload.kind, "chip": spec.name, "rows": spec.rows, "cols": spec.cols,
-        "network": cfg.network, "policy": cfg.policy.policy, "reclaim": cfg.reclaim.protocol,
+        "network": cfg.network, "policy": cfg.policy.name, "reclaim": cfg.reclaim.name,
         "on_oom": cfg.on_oom, "placement": cfg.placement,
-        "weight_bits": cfg.reclaim.weight_bits if cfg.reclaim.protocol == "partial-free" else 0,
-        "block_bytes": cfg.policy.block_bytes if cfg.policy.policy == "virtual" else 0,
+        "weight_bits": cfg.reclaim.ref_weight_bits,
+        "block_bytes": getattr(cfg.policy, "block_bytes", 0),
         "sim_cycles": int(end), "sim_seconds": seconds,
         "requests": len(req), "requests_failed": len(req) - len(done), "tokens": tokens,
         "tokens_per_second": tokens / seconds if seconds > 0 else 0.0,
@@ -173,15 +164,15 @@ def summarize_chip(cfg, results: list[ShardResult]) -> tuple[dict, dict]:
         "peak_mu_utilization": float(uv.max()) / cap, "mean_mu_utilization": used_int / (cap * end),
         "peak_mu_reserved": float(rv.max()) / cap,
         "fragmentation": 1.0 - used_int / res_int if res_int > 0 else 0.0,
-        "bytes_copied": stats["bytes_copied"], "copy_cycles": stats["copy_cycles"],
+        "bytes_copied": stats.bytes_copied, "copy_cycles": stats.copy_cycles,
         "messages_total": int(sent.sum()), "flits_total": int(flits.sum()), "packets_total": int(packets.sum()),
         "messages": {k: int(v) for k, v in zip(m.KINDS, sent.tolist())},
         "sync_messages": sync_msgs, "sync_wait_cycles": int(waits.get("sync", 0)),
-        "weight_topups": stats["weight_topups"],
+        "weight_topups": stats.weight_topups,
         "memory_wait_cycles": int(waits.get("memory", 0)), "control_wait_cycles": int(waits.get("control", 0)),
         "compute_cycles": int(sum(r.compute_cycles for r in results)),
-        "oom_events": stats["oom_events"], "stalls": stats["stalls"], "stall_cycles": stats["stall_cycles"],
-        "evictions": stats["evictions"], "bytes_evicted": stats["bytes_evicted"], "oom_failures": stats["failures"],
+        "oom_events": stats.oom_events, "stalls": stats.stalls, "stall_cycles": stats.stall_cycles,
+        "evictions": stats.evictions, "bytes_evicted": stats.bytes_evicted, "oom_failures": stats.failures,
         "stalled_at_end": int(sum(r.stalled_at_end for r in results)),
         "use_after_free": verdict.use_after_free, "double_free": verdict.double_free,
         "premature_free": verdict.premature_free, "leaks": verdict.leaks,
@@ -193,6 +184,11 @@ def summarize_chip(cfg, results: list[ShardResult]) -> tuple[dict, dict]:
         "mu_series": _mu_series(cfg, lay, mem_log, end),
         "links": _links(cfg, results, end),
     }
+    figures = getattr(cfg.workload, "figures", None)  # a workload's own figures and tables, if it has any
+    if figures is not None:
+        extra, extra_tables = figures([x for r in results for x in r.logged], spec.clock_hz)
+        summary.update(extra)
+        tables.update(extra_tables)
     summary["result_hash"] = chip_result_hash(results, summary)  # before the status: hashes stay as recorded
     waiting = diagnosis.merge([r.waiting for r in results])
     summary["status"] = diagnosis.status_of(summary["completed"], summary["requests_failed"], cut_off=False)
@@ -202,19 +198,10 @@ def summarize_chip(cfg, results: list[ShardResult]) -> tuple[dict, dict]:
     return summary, tables
 
 
-def _expected_work(cfg) -> int:
-    w = cfg.workload
-    if w.kind in ("kv-decode", "spec-decode"):
-        return w.requests
-    if w.kind == "moe":
-        return w.steps
-    return w.trials
-
-
 def _life_columns(results) -> dict:
-    rows = sorted(row for r in results for row in r.life)
-    cols = {name: [row[i] for row in rows] for i, name in enumerate(LIFE_COLUMNS)}
-    cols["label"] = [LABELS.get(x, str(x)) for x in cols["label"]]
+    rows = sorted(life.row() for r in results for life in r.life)
+    cols = {f.name: [row[i] for row in rows] for i, f in enumerate(dataclasses.fields(BufferLife))}
+    cols["label"] = [BUFFER_LABELS.get(x, str(x)) for x in cols["label"]]
     return cols
 
 
@@ -222,7 +209,8 @@ def _mu_series(cfg, lay, mem_log: np.ndarray, end: int) -> dict:
     period = max(cfg.sample_cycles, -(-end // 2000))
     samples = np.arange(0, end, period, dtype=np.int64)
     mus = lay.mus
-    cols = {"cycle": [], "mu": [], "row": [], "col": [], "used_bytes": [], "reserved_bytes": []}
+    cols: dict[str, list[np.ndarray]] = {"cycle": [], "mu": [], "row": [], "col": [], "used_bytes": [],
+                                         "reserved_bytes": []}
     for uid in mus.tolist():
         mine = mem_log[mem_log[:, 1] == uid] if len(mem_log) else mem_log
         order = np.argsort(mine[:, 0], kind="stable") if len(mine) else np.zeros(0, dtype=np.int64)
@@ -245,8 +233,7 @@ def _mu_series(cfg, lay, mem_log: np.ndarray, end: int) -> dict:
 
 
 def _links(cfg, results, end: int) -> dict:
-    routes = np.concatenate([r.routes for r in results])
-    cols = link_loads(cfg, routes)
+    cols = link_loads(cfg, [r.links for r in results])
     cols["utilization"] = cols["flits"] / max(end, 1)
     return cols
 
@@ -259,8 +246,11 @@ def chip_result_hash(results, summary: dict) -> str:
     dl = dl[np.lexsort((dl[:, 2], dl[:, 1], dl[:, 0]))] if len(dl) else dl
     h.update(dl.astype("<i8").tobytes())
     h.update(oracle.merge_logs([r.oracle_log for r in results]).astype("<i8").tobytes())
-    h.update(repr(sorted(row for r in results for row in r.life)).encode())
-    h.update(repr(sorted(rec for r in results for rec in r.records)).encode())
+    h.update(repr(sorted(life.row() for r in results for life in r.life)).encode())
+    h.update(repr(sorted(rec.row() for r in results for rec in r.records)).encode())
+    logged = sorted((type(x).__name__, x.row()) for r in results for x in r.logged)
+    if logged:  # workload-specific records (none for most workloads: their hash stays as it was)
+        h.update(repr(logged).encode())
     ints = {k: v for k, v in summary.items() if isinstance(v, (int, str, dict)) and not isinstance(v, bool)}
     h.update(repr(sorted(ints.items())).encode())
     return h.hexdigest()[:32]

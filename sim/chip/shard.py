@@ -12,7 +12,8 @@ Inside an epoch the units and the network take turns in windows [t, u) of at mos
 through the window, and the units handle the rest of the window's events, including
 deliveries the network just made (a packet granted at s >= t arrives at
 s + flit_delay or later). What a unit sends in that second pass enters the network at
-``u`` or later, so nothing is ever offered in the past and no delivery is missed. Same-cycle events at a unit are ordered by (cycle,
+``u`` or later, so nothing is ever offered in the past and no delivery is missed.
+Same-cycle events at a unit are ordered by (cycle,
 class: deliveries before timers, unit, message id or the unit's own sequence); a
 unit's behaviour depends only on its own event sequence, which is therefore the same
 for any shard count, cut and backend.
@@ -34,8 +35,9 @@ from sim.chip import messages as m
 from sim.chip.config import NI_LATENCY
 from sim.chip.dram import DramUnit
 from sim.chip.memory_unit import MemoryUnit
+from sim.chip.records import BufferLife, WorkRecord
 from sim.chip.spec import CU, MU, unit_layout
-from sim.chip.units import ComputeUnit
+from sim.chip.units import ComputeUnit, Unit
 from sim.memory import oracle
 from sim.network import NETWORKS, NetBoundary
 
@@ -85,7 +87,7 @@ class ChipShard:
         self.t = 0
         self.net_delay = cfg.noc.flit_delay
         self.heap: list = []
-        self.units: dict[int, object] = {}
+        self.units: dict[int, Unit] = {}
         home_dram = self._home_dram()
         for uid in np.flatnonzero(mine[lay.tile]).tolist():
             kind, tile = int(lay.kind[uid]), int(lay.tile[uid])
@@ -106,19 +108,19 @@ class ChipShard:
         self.sent_count = np.zeros(len(m.KINDS), dtype=np.int64)
         self.sent_flits = np.zeros(len(m.KINDS), dtype=np.int64)
         self.sent_packets = np.zeros(len(m.KINDS), dtype=np.int64)
-        self.route_log: list[tuple[int, int, int]] = []  # (src tile, dst tile, flits) per packet
         self.delivery_log: list[tuple[int, int, int, int]] = []  # (message id, destination, cycle, kind)
         self.oracle_log: list[tuple] = []
         self.mem_log: list[tuple[int, int, int, int]] = []  # (cycle, mu, d_used, d_reserved)
-        self.life_rows: list[tuple] = []
-        self.records: list[tuple] = []  # workload records: (kind, id, start, end, tokens, status)
+        self.lives: list[BufferLife] = []  # buffers freed so far
+        self.records: list[WorkRecord] = []
+        self.logged: list = []  # workload-specific records (KernelRecord, PartitionRecord, ...)
         self.counts = {"admitted": 0, "finished": 0}
         self.trace_events: list[tuple] = []
         self.trace_dropped = 0
         self.memory_map = None
         self._pruned = 0
         # start the workload's units
-        for uid, u in self.units.items():
+        for u in self.units.values():
             if isinstance(u, ComputeUnit):
                 self.at(0, u, self._start_unit, u)
 
@@ -189,12 +191,15 @@ class ChipShard:
     def mem_delta(self, mu: int, used: int, reserved: int) -> None:
         self.mem_log.append((self.now, mu, used, reserved))
 
-    def buffer_life(self, mu_unit, rec, freed: int, how: str) -> None:
-        self.life_rows.append((rec.alloc, mu_unit.uid, rec.buf, rec.label, rec.owner, rec.created, freed, how,
-                               rec.peak, rec.grows, rec.copies, rec.copied, rec.evicted, rec.total, rec.collected))
+    def buffer_life(self, life: BufferLife) -> None:
+        self.lives.append(life)
 
     def record(self, kind: str, ident: int, start: int, end: int, tokens: int, status: str) -> None:
-        self.records.append((kind, ident, start, end, tokens, status))
+        self.records.append(WorkRecord(kind, ident, start, end, tokens, status))
+
+    def log(self, record) -> None:
+        """Keep a workload's own typed record (its ``figures`` reads them after the run)."""
+        self.logged.append(record)
 
     def trace_span(self, uid: int, name: str, start: int, dur: int, cat: str, args=None) -> None:
         if self.cfg.trace:
@@ -262,7 +267,6 @@ class ChipShard:
     def _flush_offers(self) -> None:
         a = np.array(self._offers, dtype=np.int64)
         self._offers = []
-        self.route_log.extend(zip(a[:, 1].tolist(), a[:, 2].tolist(), a[:, 3].tolist()))
         self.net.offer(a[:, 0], a[:, 1], a[:, 2], a[:, 3])
 
     def _collect(self) -> None:
@@ -323,9 +327,9 @@ class ChipShard:
         out = {}
         for uid, u in sorted(self.units.items()):
             if isinstance(u, MemoryUnit):
-                out[uid] = {"policy": self.cfg.policy.policy, "used": u.storage.used,
-                            "reserved": u.storage.reserved, "buffers": len(u.table),
-                            "regions": u.regions(),
+                out[uid] = {"policy": self.cfg.policy.name, "used": u.storage.used,
+                            "reserved": u.storage.reserved, "buffers": len(u.table), "paged": u.storage.paged,
+                            "extents": [[e.start, e.size, e.buffer, e.used, e.virtual] for e in u.storage.extents()],
                             "sizes": {b: r.size for b, r in u.table.items()},
                             "evicted": sorted(b for b, r in u.table.items() if r.evicted)}
         return {"cycle": cycle, "mus": out}

@@ -34,11 +34,12 @@ class Unit:
         self.seq += 1
         return self.seq
 
-    def send(self, kind: int, dst: int, ready: int | None = None, **fields) -> Message:
-        """Queue a message (at the network interface from cycle ``ready``, default now)."""
+    def send(self, kind: int, dst: int, ready: int | list[int] | None = None, **fields) -> Message:
+        """Queue a message (at the network interface from cycle ``ready``, default now; a list
+        gives each packet of a long message its own cycle)."""
         return self.shard.send(self, kind, dst, ready, **fields)
 
-    def request(self, kind: int, dst: int, ready: int | None = None, **fields) -> int:
+    def request(self, kind: int, dst: int, ready: int | list[int] | None = None, **fields) -> int:
         """Send a message whose reply carries a fresh tag; returns the tag."""
         self.tags += 1
         self.shard.send(self, kind, dst, ready, tag=self.tags, **fields)

@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 TOPOLOGIES = ("mesh", "torus")
+# router and link timing, in cycles: the keys of a config's [noc] table and of NocParams
+TIMING_KEYS = ("routing_delay", "vc_alloc_delay", "sw_alloc_delay", "st_delay", "link_latency", "credit_delay")
 TRAFFIC = ("uniform", "transpose", "bitcomp", "neighbor", "hotspot")
 
 

@@ -112,7 +112,8 @@ class PacketShard:
         self.window_created_by_src = np.zeros(N, dtype=np.int64)
         self.window_ejected_by_src = np.zeros(N, dtype=np.int64)
         self.link_flits = np.zeros(nl * P, dtype=np.int64)  # flits over the measurement window
-        self.link_flits_total = np.zeros(nl * P, dtype=np.int64)  # flits over the whole run
+        self.link_flits_total = np.zeros(nl * P, dtype=np.int64)  # flits over the whole run (vector path)
+        self._link_total = [0] * (nl * P)  # the same, counted by the scalar path
         self._inj_rec: list[tuple[np.ndarray, ...]] = []
         self._ej_rec: list[tuple[np.ndarray, ...]] = []
 
@@ -196,11 +197,13 @@ class PacketShard:
         keyed = sorted((route.item(lr * N + dst), c, port, pkt, dst, fl) for c, port, pkt, lr, dst, fl in due)
         ejected, remote, starts = [], [], []
         bag, push, nloc, nport = self.bag, heapq.heappush, self._nbr_local, self._next_port
+        lt = self._link_total
         for op, c, port, pkt, dst, fl in keyed:
             s = lf.item(op)
             if c > s:
                 s = c
             lf[op] = s + fl
+            lt[op] += fl
             starts.append(s)
             if op % P == topo.LOCAL:
                 ejected.append((pkt, s + fd, fl))
@@ -212,7 +215,7 @@ class PacketShard:
                 remote.append((s + hop, nport[op], pkt, dst, fl))
         if self.measure:
             k = np.array(keyed, dtype=np.int64).T
-            self._count_links(k[0], np.array(starts, dtype=np.int64), k[5])
+            self._count_window(k[0], np.array(starts, dtype=np.int64), k[5])
             lk = k[3][k[0] % P != topo.LOCAL]
             self.measured_hops += int(np.count_nonzero((lk >= self.pkt_lo) & (lk < self.pkt_hi)))
         if remote:
@@ -238,8 +241,9 @@ class PacketShard:
         last = last_of_group(op)
         self.link_free[op[last]] = start[last] + fl[last]
         self.pending_flits -= int(fl.sum())
+        np.add.at(self.link_flits_total, op, fl)
         if self.measure:
-            self._count_links(op, start, fl)
+            self._count_window(op, start, fl)
         ej = (op % P) == topo.LOCAL
         n_ej = int(np.count_nonzero(ej))
         if n_ej:
@@ -262,8 +266,8 @@ class PacketShard:
             rows = rows[:, ~rem]
         self._add(rows)
 
-    def _count_links(self, op, start, fl) -> None:
-        self.link_flits_total += np.bincount(op, weights=fl, minlength=len(self.link_flits)).astype(np.int64)
+    def _count_window(self, op, start, fl) -> None:
+        """Flits of these link reservations that fall inside the measurement window."""
         lo, hi = np.maximum(start, self.w0), np.minimum(start + fl, self.w1)
         inside = np.maximum(hi - lo, 0)
         if inside.any():
@@ -357,7 +361,8 @@ class PacketShard:
     def link_totals(self) -> LinkCounts:
         """Flits over every router-to-router link of the shard, over the whole run."""
         used = np.flatnonzero((self.nbr >= 0) & (np.arange(len(self.nbr)) % self.P != topo.LOCAL))
-        return LinkCounts(self.routers[used // self.P], used % self.P, self.link_flits_total[used])
+        total = self.link_flits_total + np.array(self._link_total, dtype=np.int64)
+        return LinkCounts(self.routers[used // self.P], used % self.P, total[used])
 
     @classmethod
     def split(cls, out: PacketBoundary, owner: np.ndarray, params: NocParams, shards: int) -> list[PacketBoundary]:

@@ -1,22 +1,80 @@
-"""Workloads: the programs the chip's compute units run (kv-decode, spec-decode, moe, race)."""
+"""Workloads: the programs the chip's compute units run.
+
+A workload registers its parameters class by kind in ``WORKLOADS`` (``workload.kind``).
+The class declares its config keys (``SECTION``, the table under [workload] they live in,
+and ``KEYS``), builds itself from that table (``from_config``, with cross-checks against
+the chip), says how many work items a complete run finishes (``work_items``), and makes
+the program every CU of a shard runs (``program``). A program starts tasks on CUs
+(``start``) and reacts to the messages they receive (``on_message``); tasks are generators
+that yield what they wait for (sim/chip/units.py). Built in: kv-decode and spec-decode
+(kv_decode.py), moe (moe.py), race (race.py). Adding one is a module in this package
+(docs/design.md, "Adding a workload").
+"""
 
 from __future__ import annotations
 
-KINDS = ("kv-decode", "spec-decode", "moe", "race")
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Generator, Protocol
+
+from sim.keys import Issue, Table
+from sim.registry import Registry
+
+if TYPE_CHECKING:
+    from mapping.chips import ChipSpec
+    from sim.chip.messages import Message
+    from sim.chip.spec import UnitLayout
+    from sim.chip.units import ComputeUnit
+
+Task = Generator[Any, Any, Any]
 
 
-def make_program(params, cfg):
-    """The program object every CU of a chip shard runs, for ``params.kind``."""
-    if params.kind in ("kv-decode", "spec-decode"):
-        from sim.workloads.kv_decode import KvDecode
+@dataclass(frozen=True)
+class ChipContext:
+    """What a workload's config is checked against: the chip, where its units are, and the
+    bytes an MU allocates in under the run's memory policy."""
 
-        return KvDecode(params, cfg)
-    if params.kind == "moe":
-        from sim.workloads.moe import Moe
+    spec: "ChipSpec"
+    layout: "UnitLayout"
+    granule: int = 64
 
-        return Moe(params, cfg)
-    if params.kind == "race":
-        from sim.workloads.race import Race
 
-        return Race(params, cfg)
-    raise ValueError(f"unknown workload kind {params.kind!r}; expected one of {KINDS}")
+class WorkloadProgram(Protocol):
+    """What every CU of a chip shard runs."""
+
+    def start(self, cu: "ComputeUnit") -> Task | None:
+        """The task a CU starts at cycle 0, if any."""
+        ...
+
+    def on_message(self, cu: "ComputeUnit", msg: "Message") -> Task | None:
+        """The task a message that is not a reply starts on its CU, if any."""
+        ...
+
+
+class Workload(Protocol):
+    """A registered workload's parameters (a frozen dataclass whose first field is ``kind``)."""
+
+    @property
+    def kind(self) -> str: ...
+
+    SECTION: ClassVar[str]  # its table under [workload]
+    KEYS: ClassVar[Table]
+
+    @classmethod
+    def from_config(cls, kind: str, section: dict[str, Any], chip: ChipContext, issues: list[Issue]) -> "Workload":
+        """Parameters from the resolved [workload.SECTION] table; problems go to ``issues``."""
+        ...
+
+    @property
+    def work_items(self) -> int:
+        """Work items (requests, steps, trials) a complete run finishes."""
+        ...
+
+    def program(self, cfg: Any) -> WorkloadProgram: ...
+
+
+WORKLOADS: Registry[type[Workload]] = Registry("workload", packages=("sim.workloads",))
+
+
+def make_program(params: Workload, cfg: Any) -> WorkloadProgram:
+    """The program object every CU of a chip shard runs."""
+    return params.program(cfg)

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim import rng
-from sim.chip.spec import unit_layout
+from sim.chip.spec import CU, MU, unit_layout
+from sim.keys import Field, Issue, Table
 
 DISTS = ("fixed", "uniform", "lognormal")
 # rng stream ids of the workloads (sim/rng.py uses 1..3, sim/chip 101)
@@ -41,6 +42,50 @@ class Dist:
         # standard normal quantile z = sqrt(2) erfinv(2u - 1)
         z = math.sqrt(2.0) * _erfinv(2.0 * max(min(u, 1 - 1e-12), 1e-12) - 1.0)
         return int(min(max(round(self.mean * math.exp(self.sigma * z)), self.lo), self.hi))
+
+
+def dist_table(default: Dist) -> Table:
+    """Config keys of a token-count distribution, with ``default``'s values."""
+    return Table({
+        "dist": Field("choice", default.kind, "fixed (mean), uniform [min, max], lognormal (median mean)",
+                      choices=DISTS),
+        "mean": Field("int", default.mean, "fixed value or lognormal median", min=1),
+        "min": Field("int", default.lo, "smallest value", min=1),
+        "max": Field("int", default.hi, "largest value", min=1),
+        "sigma": Field("float", default.sigma, "lognormal shape", min=0.0),
+    }, doc="a distribution of token counts")
+
+
+def dist_of(d: dict, key: str, issues: list[Issue]) -> Dist:
+    if d["min"] > d["max"]:
+        issues.append(Issue(f"{key}.min", "is larger than max"))
+    return Dist(d["dist"], d["mean"], d["min"], d["max"], d["sigma"])
+
+
+def tile_field(default, doc: str) -> Field:
+    """A [row, col] config key."""
+    return Field("list", default, doc, item=Field("int", min=0))
+
+
+def tile_of(value, key: str, spec, lay, want: int | None, issues: list[Issue]) -> tuple[int, int] | None:
+    """(row, col) of a [row, col] key, checked against the grid and, with ``want``, the unit kind."""
+    if not isinstance(value, list) or len(value) != 2:
+        issues.append(Issue(key, f"expected [row, col], got {value!r}"))
+        return None
+    r, c = value
+    if not (0 <= r < spec.rows and 0 <= c < spec.cols):
+        issues.append(Issue(key, f"tile {value} is outside the {spec.rows}x{spec.cols} grid"))
+        return None
+    kind = int(lay.kind[r * spec.cols + c])
+    if want is not None and kind != want:
+        names = {CU: "compute unit (row + col even)", MU: "memory unit (row + col odd)"}
+        issues.append(Issue(key, f"tile {value} holds a {names[kind].split(' (')[0]}; this needs a {names[want]}"))
+        return None
+    return (r, c)
+
+
+def tile_id(rc: tuple[int, int] | None, spec) -> int:
+    return rc[0] * spec.cols + rc[1] if rc else 0
 
 
 def _erfinv(y: float) -> float:

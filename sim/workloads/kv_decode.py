@@ -23,19 +23,38 @@ protocols matter for moe and race.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
 from sim import rng
 from sim.chip import messages as m
+from sim.chip.records import buffer_label
 from sim.chip.references import allocate, free
+from sim.chip.spec import CU
 from sim.chip.units import Compute, Replies, Sleep
-from sim.workloads.base import (STREAM_ACCEPT, STREAM_ARRIVAL, STREAM_OUTPUT, STREAM_PROMPT, Dist, Floorplan,
-                                attention_cycles)
+from sim.keys import Field, Issue, Table
+from sim.workloads import WORKLOADS, ChipContext
+from sim.workloads.base import (
+    STREAM_ACCEPT,
+    STREAM_ARRIVAL,
+    STREAM_OUTPUT,
+    STREAM_PROMPT,
+    Dist,
+    Floorplan,
+    attention_cycles,
+    dist_of,
+    dist_table,
+    tile_field,
+    tile_id,
+    tile_of,
+)
 
-KV_BUFFER = 1  # buffer label in the life table
+KV_BUFFER = buffer_label(1, "kv")
 
 
+@WORKLOADS.register("spec-decode")
+@WORKLOADS.register("kv-decode")
 @dataclass(frozen=True)
 class KvParams:
     kind: str = "kv-decode"
@@ -52,6 +71,31 @@ class KvParams:
     draft: int = 4  # spec-decode
     accept: float = 0.7  # spec-decode
 
+    SECTION: ClassVar[str] = "decode"
+    KEYS: ClassVar[Table]  # set below the class (it reads the defaults)
+
+    @classmethod
+    def from_config(cls, kind: str, d: dict, chip: ChipContext, issues: list[Issue]) -> "KvParams":
+        spec, lay = chip.spec, chip.layout
+        sched = tile_of(d["scheduler_tile"], "workload.decode.scheduler_tile", spec, lay, CU, issues)
+        n_cu = len(lay.cus)
+        if d["max_batch"] > n_cu - 1:
+            issues.append(Issue("workload.decode.max_batch", f"{d['max_batch']} sequences need that many worker CUs; "
+                                f"the chip has {n_cu - 1} besides the scheduler"))
+        return cls(kind=kind, requests=d["requests"], max_batch=d["max_batch"], layers=d["layers"],
+                   heads=d["heads"], head_dim=d["head_dim"], dtype_bytes=d["dtype_bytes"],
+                   prompt=dist_of(d["prompt_tokens"], "workload.decode.prompt_tokens", issues),
+                   output=dist_of(d["output_tokens"], "workload.decode.output_tokens", issues),
+                   arrival_interval=d["arrival_interval"], scheduler_tile=tile_id(sched, spec),
+                   draft=d["draft"], accept=d["accept"])
+
+    @property
+    def work_items(self) -> int:
+        return self.requests
+
+    def program(self, cfg) -> "KvDecode":
+        return KvDecode(self, cfg)
+
     @property
     def token_bytes(self) -> int:
         """Bytes one token adds to one head's K (or V) buffer."""
@@ -60,6 +104,30 @@ class KvParams:
     @property
     def buffers_per_sequence(self) -> int:
         return 2 * self.layers * self.heads
+
+
+def _keys(d: KvParams) -> Table:
+    def i(doc, default, lo=1, unit=""):
+        return Field("int", default, doc, min=lo, unit=unit)
+
+    return Table({
+        "requests": i("sequences to serve", d.requests),
+        "max_batch": i("sequences running at once (one worker CU each)", d.max_batch),
+        "layers": i("layers", d.layers),
+        "heads": i("KV heads per layer", d.heads),
+        "head_dim": i("head dimension", d.head_dim),
+        "dtype_bytes": i("bytes per element", d.dtype_bytes, unit="bytes"),
+        "prompt_tokens": dist_table(d.prompt),
+        "output_tokens": dist_table(d.output),
+        "arrival_interval": i("mean cycles between arrivals (exponential); 0: all at once", 0, 0, "cycles"),
+        "scheduler_tile": tile_field([0, 0], "[row, col] of the scheduler CU"),
+        "draft": i("spec-decode: draft tokens per step", d.draft),
+        "accept": Field("float", d.accept, "spec-decode: acceptance probability of each draft token", min=0.0,
+                        max=1.0),
+    }, doc="kv-decode and spec-decode")
+
+
+KvParams.KEYS = _keys(KvParams())
 
 
 class KvDecode:

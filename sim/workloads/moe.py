@@ -22,19 +22,26 @@ ICML 2019) from counter-based random numbers of (seed, step, token), a pure func
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 from sim import rng
 from sim.chip import messages as m
+from sim.chip.records import buffer_label
 from sim.chip.references import allocate, allocate_many, drop, free, received, share
+from sim.chip.spec import CU
 from sim.chip.units import Compute, Replies
-from sim.workloads.base import STREAM_ROUTE, Floorplan
+from sim.keys import Field, Issue, Table
+from sim.workloads import WORKLOADS, ChipContext
+from sim.workloads.base import STREAM_ROUTE, Floorplan, tile_field, tile_id, tile_of
 
-ACTIVATION, EXPERT_INPUT = 2, 3  # buffer labels
+ACTIVATION = buffer_label(2, "activation")
+EXPERT_INPUT = buffer_label(3, "expert-input")
 _STEP = 1 << 16  # a REFERENCE's tag is step * _STEP + expert
 
 
+@WORKLOADS.register("moe")
 @dataclass(frozen=True)
 class MoeParams:
     kind: str = "moe"
@@ -50,9 +57,55 @@ class MoeParams:
     expert_cus: int = 1  # CUs an expert's FFN is spread over (only the host is simulated)
     scheduler_tile: int = 0
 
+    SECTION: ClassVar[str] = "moe"
+    KEYS: ClassVar[Table]
+
+    @classmethod
+    def from_config(cls, kind: str, d: dict, chip: ChipContext, issues: list[Issue]) -> "MoeParams":
+        spec, lay = chip.spec, chip.layout
+        sched = tile_of(d["scheduler_tile"], "workload.moe.scheduler_tile", spec, lay, CU, issues)
+        n_cu = len(lay.cus)
+        if d["top_k"] > d["experts"]:
+            issues.append(Issue("workload.moe.top_k", f"{d['top_k']} is more than the {d['experts']} experts"))
+        if d["producers"] > n_cu - 2:
+            issues.append(Issue("workload.moe.producers", f"{d['producers']} leaves no CU for the experts "
+                                f"({n_cu} CUs, one is the scheduler)"))
+        return cls(steps=d["steps"], tokens=d["tokens"], experts=d["experts"], top_k=d["top_k"], skew=d["skew"],
+                   hidden=d["hidden"], expert_ffn=d["expert_ffn"], dtype_bytes=d["dtype_bytes"],
+                   producers=d["producers"], expert_cus=d["expert_cus"], scheduler_tile=tile_id(sched, spec))
+
+    @property
+    def work_items(self) -> int:
+        return self.steps
+
+    def program(self, cfg) -> "Moe":
+        return Moe(self, cfg)
+
     @property
     def act_bytes(self) -> int:
         return self.hidden * self.dtype_bytes
+
+
+def _keys(d: MoeParams) -> Table:
+    def i(doc, default, unit=""):
+        return Field("int", default, doc, min=1, unit=unit)
+
+    return Table({
+        "steps": i("routing steps", d.steps),
+        "tokens": i("tokens per step", d.tokens),
+        "experts": i("experts E", d.experts),
+        "top_k": i("experts per token", d.top_k),
+        "skew": Field("float", d.skew, "Zipf exponent of expert popularity (0: uniform)", min=0.0),
+        "hidden": i("hidden size", d.hidden),
+        "expert_ffn": i("expert FFN width", d.expert_ffn),
+        "dtype_bytes": i("bytes per element", d.dtype_bytes, "bytes"),
+        "producers": i("token-producing CUs (the gate)", d.producers),
+        "expert_cus": i("CUs each expert's FFN is spread over (divides its compute time)", d.expert_cus),
+        "scheduler_tile": tile_field([0, 0], "[row, col] of the scheduler CU"),
+    }, doc="moe")
+
+
+MoeParams.KEYS = _keys(MoeParams())
 
 
 def route(seed: int, step: int, tokens: int, experts: int, top_k: int, skew: float) -> np.ndarray:

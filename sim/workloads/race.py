@@ -16,15 +16,21 @@ M first: the count drops to zero and M frees a buffer P still holds; P's +1, rea
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from sim.chip import messages as m
+from sim.chip.records import buffer_label
 from sim.chip.references import allocate, drop, received, share
+from sim.chip.spec import CU, MU
 from sim.chip.units import Replies, Sleep
-from sim.workloads.base import Floorplan
+from sim.keys import Field, Issue, Table
+from sim.workloads import WORKLOADS, ChipContext
+from sim.workloads.base import Floorplan, tile_field, tile_of
 
-RACE_BUFFER = 4
+RACE_BUFFER = buffer_label(4, "race")
 
 
+@WORKLOADS.register("race")
 @dataclass(frozen=True)
 class RaceParams:
     kind: str = "race"
@@ -38,6 +44,51 @@ class RaceParams:
     hold_cycles: int = 400
     gap_cycles: int = 2000
     data_bytes: int = 256
+
+    SECTION: ClassVar[str] = "race"
+    KEYS: ClassVar[Table]
+
+    @classmethod
+    def from_config(cls, kind: str, d: dict, chip: ChipContext, issues: list[Issue]) -> "RaceParams":
+        spec, lay = chip.spec, chip.layout
+        p = tile_of(d["producer"], "workload.race.producer", spec, lay, CU, issues)
+        c = tile_of(d["consumer"], "workload.race.consumer", spec, lay, CU, issues)
+        mem = tile_of(d["memory"], "workload.race.memory", spec, lay, MU, issues)
+        jams = [tile_of(j, f"workload.race.jammers[{i}]", spec, lay, MU, issues) for i, j in enumerate(d["jammers"])]
+        if p and c and p == c:
+            issues.append(Issue("workload.race.consumer", "must differ from the producer"))
+        return cls(trials=d["trials"], producer=p or (0, 0), consumer=c or (0, 0), memory=mem or (0, 1),
+                   jammers=tuple(j for j in jams if j), jam_bytes=d["jam_bytes"], lead_cycles=d["lead_cycles"],
+                   hold_cycles=d["hold_cycles"], gap_cycles=d["gap_cycles"], data_bytes=d["data_bytes"])
+
+    @property
+    def work_items(self) -> int:
+        return self.trials
+
+    def program(self, cfg) -> "Race":
+        return Race(self, cfg)
+
+
+def _keys(d: RaceParams) -> Table:
+    def cycles(doc, default):
+        return Field("int", default, doc, min=0, unit="cycles")
+
+    return Table({
+        "trials": Field("int", d.trials, "repetitions of the scenario", min=1),
+        "producer": tile_field(list(d.producer), "[row, col] of the producer CU"),
+        "consumer": tile_field(list(d.consumer), "[row, col] of the consumer CU"),
+        "memory": tile_field(list(d.memory), "[row, col] of the MU holding the buffer"),
+        "jammers": Field("list", [list(j) for j in d.jammers], "[row, col] of each MU streaming into the MU",
+                         item=Field("list", item=Field("int", min=0))),
+        "jam_bytes": Field("size", d.jam_bytes, "bytes each jammer streams per trial", min=0),
+        "lead_cycles": cycles("cycles between starting the jam and copying the reference", d.lead_cycles),
+        "hold_cycles": cycles("cycles the producer holds its reference before using it", d.hold_cycles),
+        "gap_cycles": cycles("idle cycles between trials", d.gap_cycles),
+        "data_bytes": Field("size", d.data_bytes, "size of the shared buffer", min=1),
+    }, doc="race")
+
+
+RaceParams.KEYS = _keys(RaceParams())
 
 
 class Race:

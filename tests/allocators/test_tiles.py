@@ -8,8 +8,15 @@ from hypothesis import strategies as st
 
 from allocators.errors import InputError
 from allocators.tile_conflicts import LiveTile, find_conflicts
-from allocators.tiles import (PhysicalTile, SbufSpec, legal_start_partitions, mod_alloc,
-                              psum_alloc, psum_mod_alloc, sbuf_alloc)
+from allocators.tiles import (
+    PhysicalTile,
+    SbufSpec,
+    legal_start_partitions,
+    mod_alloc,
+    psum_alloc,
+    psum_mod_alloc,
+    sbuf_alloc,
+)
 
 
 @pytest.mark.parametrize("partitions,starts", [

@@ -54,7 +54,7 @@ def test_outputs_written(tmp_path):
     plan = pq.read_table(tmp_path / "map_plan.parquet").to_pylist()[0]
     assert plan["tp"] == 8 and plan["status"] == "optimal" and plan["config_hash"]
     assert pq.read_table(tmp_path / "map_kernels.parquet").num_rows == 18
-    assert json.loads((tmp_path / "plan.json").read_text())["pp"] == 2
+    assert json.loads((tmp_path / "plan.json").read_text())["plan"]["pp"] == 2
 
 
 def test_example_config_runs():
@@ -64,12 +64,13 @@ def test_example_config_runs():
 
 
 @pytest.mark.parametrize("workload", [
-    'kind = "moe"\n[workload.moe]\nhidden = 1024\nheads = 8\nseq = 256\nexperts = 8\ntop_k = 2\nlayers = 4\nglobal_batch = 8\n',
+    'kind = "moe"\n[workload.moe]\nhidden = 1024\nheads = 8\nseq = 256\nexperts = 8\ntop_k = 2\n'
+    'layers = 4\nglobal_batch = 8\n',
     'kind = "decode"\n[workload.decode]\nhidden = 1024\nheads = 8\ncontext = 2048\nbatch = 16\nlayers = 4\n',
 ])
 def test_new_generators_map_end_to_end(tmp_path, workload):
     path = tmp_path / "w.toml"
-    path.write_text("[workload]\n" + workload + '[system]\nchips = 4\nchip = "SN40L"\n'
+    path.write_text("[workload]\n" + workload + '[system]\nchips = 4\nchip = "sn40l-like"\n'
                     '[[system.network]]\nsize = 4\nlink_bandwidth = "100GB/s"\nparallelism = "TP"\n'
                     '[mapping]\npartitions = 3\ntime_limit = "10s"\n')
     plan = solve(to_problem(resolve(str(path))))

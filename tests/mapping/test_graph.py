@@ -8,8 +8,20 @@ import pytest
 from mapping.generators import dlrm_workload, fft_workload, hpl_workload, llm_layer, llm_layers, moe_workload
 from mapping.generators.decode import decode_workload
 from mapping.graph import (
-    Dim, GraphError, Kernel, KernelKind, add_kernel, buffer_depths, connect, from_dict, kernels, load_graph, new_graph,
-    save_graph, to_dict, validate_graph,
+    Dim,
+    GraphError,
+    Kernel,
+    KernelKind,
+    add_kernel,
+    buffer_depths,
+    connect,
+    from_dict,
+    kernels,
+    load_graph,
+    new_graph,
+    save_graph,
+    to_dict,
+    validate_graph,
 )
 
 

@@ -3,11 +3,12 @@
 import itertools
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mapping.generators import llm_layer
 from mapping.graph import Dim, Kernel, KernelKind, add_kernel, connect, kernels, new_graph
-from mapping.interchip import PRODUCED, SplitInfeasible, allowed_dims, edge_collective, required_layout, choose_splits
+from mapping.interchip import PRODUCED, SplitInfeasible, allowed_dims, choose_splits, edge_collective, required_layout
 
 
 @given(heads=st.sampled_from([2, 4, 8]), head_dim=st.sampled_from([8, 16, 64]), seq=st.sampled_from([16, 128]),

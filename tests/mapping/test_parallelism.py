@@ -9,6 +9,9 @@ from mapping.parallelism import candidates, divisors, network_sizes, pipeline_fa
 from mapping.systems import A100, GB, LinkKind, NetworkDim, Parallelism, System
 
 
+def _ring(size, parallelism):
+    return NetworkDim(LinkKind.RING, size, GB, parallelism)
+
 def test_pipeline_factor_by_hand():
     # Megatron-145B: PP 8, 96 micro-batches, 10 layers per stage -> bubble spread over 9 boundaries
     assert pipeline_factor(8, 96, 10) == pytest.approx(1 + 7 / (96 * 9))
@@ -19,9 +22,9 @@ def test_pipeline_factor_by_hand():
 
 def test_divisors_and_free_dimensions():
     assert divisors(12) == [1, 2, 3, 4, 6, 12]
-    sys = System(16, A100, (NetworkDim(LinkKind.RING, 0, GB, Parallelism.TP), NetworkDim(LinkKind.RING, 0, GB, Parallelism.DP)))
+    sys = System(16, A100, (_ring(0, Parallelism.TP), _ring(0, Parallelism.DP)))
     assert sorted(network_sizes(sys, 16)) == [(1, 16), (2, 8), (4, 4), (8, 2), (16, 1)]
-    fixed = System(16, A100, (NetworkDim(LinkKind.RING, 4, GB, Parallelism.TP), NetworkDim(LinkKind.RING, 0, GB, Parallelism.DP)))
+    fixed = System(16, A100, (_ring(4, Parallelism.TP), _ring(0, Parallelism.DP)))
     assert network_sizes(fixed, 16) == [(4, 4)]
 
 
@@ -39,7 +42,7 @@ def test_candidate_multiplier_and_p2p():
 
 def test_enumeration_covers_free_sizes_micro_batches_and_tiles():
     w = llm_workload(256, 4, 8, layers=4, global_batch=8, micro_batch=None, tile_size=None)
-    sys = System(8, A100, (NetworkDim(LinkKind.RING, 0, GB, Parallelism.TP), NetworkDim(LinkKind.RING, 0, GB, Parallelism.PP)))
+    sys = System(8, A100, (_ring(0, Parallelism.TP), _ring(0, Parallelism.PP)))
     cands, skipped = candidates(w, sys)
     pps = {c.pp for c in cands}
     assert pps == {1, 2, 4}  # PP 8 > 4 layers is skipped with a reason

@@ -2,13 +2,18 @@
 
 import pytest
 
-from sim.memory.policies import PolicyParams, make_storage
+from sim.memory.policies import MuGeometry, policy_params
 
 KIB = 1024
 
 
+def make(policy: str, capacity: int, **keys):
+    """The storage of one MU of ``capacity`` bytes under ``policy`` with these config keys."""
+    return policy_params(policy, **keys).storage(MuGeometry(capacity))
+
+
 def test_static_single_holds_one_buffer_of_the_whole_mu():
-    s = make_storage(PolicyParams("static-single", capacity=64 * KIB))
+    s = make("static-single", 64 * KIB)
     assert s.create(1, 100).reserved == 64 * KIB
     assert s.create(2, 100) is None  # one buffer per MU, however small
     assert s.grow(1, 64 * KIB).reserved == 0
@@ -18,7 +23,7 @@ def test_static_single_holds_one_buffer_of_the_whole_mu():
 
 
 def test_static_multi_packs_fixed_size_buffers_first_fit():
-    s = make_storage(PolicyParams("static-multi", capacity=64 * KIB, buffers_per_mu=4))
+    s = make("static-multi", 64 * KIB, buffers_per_mu=4)
     starts = []
     for b in range(4):
         assert s.create(b, 1).reserved == 16 * KIB
@@ -32,7 +37,7 @@ def test_static_multi_packs_fixed_size_buffers_first_fit():
 
 
 def test_realloc_copy_grows_geometrically_and_copies_the_contents():
-    s = make_storage(PolicyParams("realloc-copy", capacity=256 * KIB, initial_bytes=4 * KIB, growth=2.0))
+    s = make("realloc-copy", 256 * KIB, initial_bytes=4 * KIB, growth=2.0)
     s.create(1, 0)
     copied, size, moves = 0, 0, 0
     for _ in range(100):  # append 1 KiB at a time up to 100 KiB
@@ -43,7 +48,7 @@ def test_realloc_copy_grows_geometrically_and_copies_the_contents():
             copied += g.copy_bytes
             # both regions are reserved during the copy
             assert s.reserved == s.cap[1] + s.old[g.old_start]
-            s.finish_copy(g.old_start)
+            s.copy_done(g.old_start)
         s.set_size(1, size)
     # regions 4, 8, 16, 32, 64, 128 KiB: five moves, each copying what the old region held
     assert moves == 5 and s.cap[1] == 128 * KIB
@@ -52,7 +57,7 @@ def test_realloc_copy_grows_geometrically_and_copies_the_contents():
 
 
 def test_realloc_copy_runs_out_when_no_contiguous_region_is_large_enough():
-    s = make_storage(PolicyParams("realloc-copy", capacity=64 * KIB, initial_bytes=16 * KIB, growth=2.0))
+    s = make("realloc-copy", 64 * KIB, initial_bytes=16 * KIB, growth=2.0)
     for b in range(4):
         s.create(b, 0)
     s.release(1)
@@ -62,7 +67,7 @@ def test_realloc_copy_runs_out_when_no_contiguous_region_is_large_enough():
 
 
 def test_virtual_grows_block_by_block_and_shrinks():
-    s = make_storage(PolicyParams("virtual", capacity=64 * KIB, block_bytes=4 * KIB))
+    s = make("virtual", 64 * KIB, block_bytes=4 * KIB)
     assert s.create(1, 0).reserved == 0
     assert s.grow(1, 1).reserved == 4 * KIB
     assert s.grow(1, 4 * KIB).reserved == 0
@@ -74,7 +79,7 @@ def test_virtual_grows_block_by_block_and_shrinks():
 
 
 def test_virtual_block_table_entries_bound_the_mapped_blocks():
-    s = make_storage(PolicyParams("virtual", capacity=64 * KIB, block_bytes=4 * KIB, table_entries=5))
+    s = make("virtual", 64 * KIB, block_bytes=4 * KIB, block_table_entries=5)
     s.create(1, 12 * KIB)
     s.create(2, 8 * KIB)
     assert s.grow(1, 16 * KIB) is None  # 16 blocks free, but all 5 entries are in use
@@ -84,7 +89,7 @@ def test_virtual_block_table_entries_bound_the_mapped_blocks():
 
 @pytest.mark.parametrize("policy", ["static-single", "static-multi", "realloc-copy", "virtual"])
 def test_used_and_reserved_return_to_zero(policy):
-    s = make_storage(PolicyParams(policy, capacity=64 * KIB))
+    s = make(policy, 64 * KIB)
     s.create(1, 1000)
     s.grow(1, 3000)
     s.set_size(1, 3000)

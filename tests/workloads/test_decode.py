@@ -5,43 +5,43 @@ import pytest
 from sim.workloads.base import Dist
 from tests.chip.chiprun import run
 
-P, O = 20, 5  # prompt and output tokens of every sequence
+P, OUT = 20, 5  # prompt and output tokens of every sequence
 TOKEN = 64 * 2  # head_dim x dtype bytes
 
 
 def _kv(kind="kv-decode", **decode):
     return {"workload": {"kind": kind, "decode": {
         "requests": 5, "max_batch": 3, "layers": 2, "heads": 1, "head_dim": 64, "dtype_bytes": 2,
-        "prompt_tokens": {"dist": "fixed", "mean": P}, "output_tokens": {"dist": "fixed", "mean": O}, **decode}}}
+        "prompt_tokens": {"dist": "fixed", "mean": P}, "output_tokens": {"dist": "fixed", "mean": OUT}, **decode}}}
 
 
 def test_kv_decode_generates_every_token_and_frees_every_buffer():
     s, t, _, _ = run(_kv())
-    assert s["completed"] and s["requests"] == 5 and s["tokens"] == 5 * O
+    assert s["completed"] and s["requests"] == 5 and s["tokens"] == 5 * OUT
     assert s["leaks"] == 0 and s["use_after_free"] == 0
     b = t["buffers"]
     assert len(b["alloc"]) == 5 * 4 and set(b["label"]) == {"kv"}
-    # the prefill makes the first token; each of the O - 1 steps appends one token
-    assert set(b["peak_bytes"]) == {(P + O - 1) * TOKEN}
-    assert s["messages"]["append"] == 5 * 4 * O  # the prompt, then one per step
-    assert s["messages"]["read_request"] == 5 * 4 * O  # attention reads every buffer every step
+    # the prefill makes the first token; each of the OUT - 1 steps appends one token
+    assert set(b["peak_bytes"]) == {(P + OUT - 1) * TOKEN}
+    assert s["messages"]["append"] == 5 * 4 * OUT  # the prompt, then one per step
+    assert s["messages"]["read_request"] == 5 * 4 * OUT  # attention reads every buffer every step
     assert s["messages"]["free"] == 5 * 4
 
 
 def test_spec_decode_with_full_acceptance_never_truncates():
     s, t, _, _ = run(_kv("spec-decode", draft=3, accept=1.0))
-    assert s["completed"] and s["tokens"] == 5 * O and s["messages"]["truncate"] == 0
-    # after the prefill, steps of draft + 1 = 4 tokens: ceil((O - 1) / 4) = 1 step of 4
+    assert s["completed"] and s["tokens"] == 5 * OUT and s["messages"]["truncate"] == 0
+    # after the prefill, steps of draft + 1 = 4 tokens: ceil((OUT - 1) / 4) = 1 step of 4
     assert set(t["buffers"]["peak_bytes"]) == {(P + 4) * TOKEN}
 
 
 def test_spec_decode_with_no_acceptance_truncates_every_draft():
     s, t, _, _ = run(_kv("spec-decode", draft=3, accept=0.0))
-    assert s["completed"] and s["tokens"] == 5 * O
-    steps = O - 1  # each step keeps only the bonus token
+    assert s["completed"] and s["tokens"] == 5 * OUT
+    steps = OUT - 1  # each step keeps only the bonus token
     assert s["messages"]["truncate"] == 5 * 4 * steps
     # every step grows by 4 and is truncated back by 3: the peak is the last step's
-    assert set(t["buffers"]["peak_bytes"]) == {(P + O - 2 + 4) * TOKEN}
+    assert set(t["buffers"]["peak_bytes"]) == {(P + OUT - 2 + 4) * TOKEN}
 
 
 def test_virtual_copies_nothing_where_realloc_copy_moves_buffers():

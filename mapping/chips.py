@@ -1,0 +1,146 @@
+"""Chips, described once: an RDA's grid of tiles (``ChipSpec``) and the roofline figures
+DFModel reads (``Chip``), derived from the grid for every RDA preset.
+
+``ChipSpec`` is what the simulator builds (sim/chip): rows x cols tiles, each a router plus a
+compute unit (CU) or memory unit (MU) in a checkerboard (Plasticine, Prabhakar et al., ISCA
+2017), DRAM interfaces on the left and right edge tiles, the NoC's flit width and buffers.
+``Chip`` is DFModel's view of any accelerator (cores of width x height MACs, SRAM, DRAM
+bandwidth and capacity). For an RDA, ``ChipSpec.dfmodel()`` derives it: cores = CUs, width x
+height = lanes x stages, SRAM = MUs x scratchpad, DRAM bandwidth = interfaces x bytes/cycle x
+clock. GPUs and other chips DFModel maps onto have no grid here and are given as ``Chip``
+directly (mapping/systems.py). Units: bytes, Hz, bytes/s, FLOP/s; sizes of a ChipSpec in
+bytes and times in cycles of its clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Chip:
+    """One accelerator as DFModel sees it: ``cores`` compute units of ``width`` x ``height`` MACs."""
+
+    name: str
+    cores: int
+    width: int  # systolic width (lanes)
+    height: int  # systolic height (stages)
+    frequency: float  # Hz
+    sram_bytes: float
+    dram_bandwidth: float  # bytes/s
+    dram_bytes: float  # capacity; inf when unlimited
+
+    @property
+    def peak_flops(self) -> float:
+        # DFModel: GFLOPS = 2 * W * H * cores * freq
+        return 2.0 * self.width * self.height * self.cores * self.frequency
+
+
+@dataclass(frozen=True)
+class ChipSpec:
+    """A reconfigurable dataflow accelerator tile by tile (sizes in bytes, times in cycles)."""
+
+    name: str = "plasticine"
+    rows: int = 8
+    cols: int = 16
+    clock_hz: float = 1e9
+    flit_bits: int = 512
+    vcs: int = 4
+    vc_buffers: int = 4
+    cu_lanes: int = 16
+    cu_stages: int = 6
+    mu_bytes: int = 256 * 1024
+    mu_banks: int = 16
+    mu_word_bytes: int = 4
+    mu_access_latency: int = 2  # cycles from a request's service start to its first word
+    translation_latency: int = 2  # block-table lookup per access (virtual policy only)
+    dram_bytes_per_cycle: int = 3  # per DRAM interface unit
+    dram_latency: int = 100
+    dram_bytes: float = 16 * 2**30  # capacity of the chip's DRAM
+
+    @property
+    def tiles(self) -> int:
+        return self.rows * self.cols
+
+    @property
+    def cu_count(self) -> int:
+        """Tiles with r + c even hold a CU: ceil(tiles / 2) of them."""
+        return (self.tiles + 1) // 2
+
+    @property
+    def mu_count(self) -> int:
+        return self.tiles // 2
+
+    @property
+    def dram_units(self) -> int:
+        """One DRAM interface on every tile of the left and right edge columns."""
+        return 2 * self.rows
+
+    def cu_tiles(self) -> np.ndarray:
+        """Tile ids (row * cols + col) holding a CU: r + c even (the checkerboard)."""
+        t = np.arange(self.tiles)
+        return t[(t // self.cols + t % self.cols) % 2 == 0]
+
+    def mu_tiles(self) -> np.ndarray:
+        """Tile ids holding an MU: r + c odd."""
+        t = np.arange(self.tiles)
+        return t[(t // self.cols + t % self.cols) % 2 == 1]
+
+    def dram_tiles(self) -> np.ndarray:
+        """Tiles of the DRAM interfaces: the left edge top to bottom, then the right edge."""
+        rows = np.arange(self.rows) * self.cols
+        return np.concatenate([rows, rows + self.cols - 1])
+
+    @property
+    def mu_bytes_per_cycle(self) -> int:
+        """One word per bank per cycle."""
+        return self.mu_banks * self.mu_word_bytes
+
+    @property
+    def cu_flops_per_cycle(self) -> int:
+        """Each functional unit (lane x stage) retires one fused multiply-add (2 FLOP) per cycle."""
+        return 2 * self.cu_lanes * self.cu_stages
+
+    @property
+    def flit_bytes(self) -> int:
+        return self.flit_bits // 8
+
+    @property
+    def dram_bandwidth(self) -> float:
+        """Bytes/s over every DRAM interface."""
+        return self.dram_units * self.dram_bytes_per_cycle * self.clock_hz
+
+    def with_(self, **changes) -> "ChipSpec":
+        return replace(self, **changes)
+
+    def dfmodel(self) -> Chip:
+        """The chip as DFModel's roofline sees it (mapping/)."""
+        return Chip(self.name, self.cu_count, self.cu_lanes, self.cu_stages, self.clock_hz,
+                    float(self.mu_count * self.mu_bytes), float(self.dram_bandwidth), float(self.dram_bytes))
+
+    def problems(self) -> list[str]:
+        out = []
+        if self.rows < 1 or self.cols < 2:
+            out.append(f"a {self.rows}x{self.cols} grid needs at least one row and two columns (a CU and an MU)")
+        if self.flit_bits < 64 or self.flit_bits % 8:
+            out.append(f"flit_bits {self.flit_bits} must be a multiple of 8 and at least 64")
+        for name in ("cu_lanes", "cu_stages", "mu_bytes", "mu_banks", "mu_word_bytes", "dram_bytes_per_cycle"):
+            if getattr(self, name) < 1:
+                out.append(f"{name} must be at least 1")
+        return out
+
+
+RDA_PRESETS = {
+    # Plasticine (ISCA 2017): 16 x 8 tiles, 64 PCUs of 16 lanes x 6 stages, 64 PMUs of 256 KiB
+    # in 16 banks, 1 GHz; 512-bit (16-word) vector network, 4 VCs; DDR3 at 49 GB/s in the
+    # paper, here 3 B/cycle on each of 16 edge interfaces (48 GB/s); 16 GiB is an assumption
+    "plasticine": ChipSpec(),
+    # SN40L-like (Prabhakar et al., IEEE Micro 2024): 1,040 PCUs and 1,040 PMUs at 1.6 GHz,
+    # 520 MB of SRAM in the paper (here 512 KiB per PMU: 545 MB), 40 x 52 tiles, 32-lane
+    # PCUs; 64 GB of HBM at 1.6 TB/s, here 12 B/cycle on each of 80 edge interfaces (1.536 TB/s)
+    "sn40l-like": ChipSpec(name="sn40l-like", rows=40, cols=52, clock_hz=1.6e9, cu_lanes=32, cu_stages=6,
+                           mu_bytes=512 * 1024, mu_banks=32, dram_bytes_per_cycle=12, dram_latency=160,
+                           dram_bytes=64e9),
+}

@@ -1,0 +1,322 @@
+"""Placement of a plan's partitions on an RDA's grid: kernels on CUs, tensors in MUs.
+
+For each partition of a single-chip plan, every kernel gets a set of CUs (in proportion to
+its FLOPs, at least one: a balanced spatial pipeline, as DFModel's roofline assumes) and
+every buffer the partition needs gets MU space:
+
+- a weight (a ``gemm_weight`` kernel whose weight is resident, not streamed) of ``W`` bytes,
+  read every tile in slices by the kernel's CUs;
+- an on-chip tensor (producer and consumer in the partition): a circular buffer of
+  ``depth`` tiles (DFModel's buffer depth) per producer CU, each holding that CU's share of
+  a tile; the consumer's CUs read the whole tile (GEMMs: every CU needs every input column)
+  or their share (elementwise kernels).
+
+A buffer larger than the room left in an MU is cut into stripes over several MUs (the
+seed proposal's multi-MU virtual buffer): weights by byte range, tile buffers by a range
+of every tile's bytes, so each stripe has one writer and a fixed share of every tile.
+Stripes are packed into MUs in kernel order, and the assignment of CUs and MU contents
+to tiles minimises the partition's traffic, bytes per tile x hops, by alternating two
+linear assignment problems (scipy's ``linear_sum_assignment``): CUs given the MUs, then
+MUs given the CUs, until neither improves. Each step is optimal for its half, so the
+objective never rises; restarts from seeded random CU orders keep the best. The bound
+reported beside it is Gilmore and Lawler's (1962, 1963) for this bipartite quadratic
+assignment: each CU slot's traffic, at its best tile, sent to the nearest MU tiles in
+order of bytes (rearrangement), minimised over a CU-to-tile assignment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from mapping.chips import ChipSpec
+from mapping.plan import KernelPlan, MappingPlan
+
+GEMM_KINDS = ("gemm", "gemm_weight")
+
+
+class PlacementError(ValueError):
+    """A partition that cannot be placed on the grid (names the partition and what is short)."""
+
+
+@dataclass(frozen=True)
+class Stripe:
+    """One MU's part of a buffer: the byte range [lo, hi) of the weight, or of every tile
+    (tile buffers), that it holds; ``writer`` is the producer's CU slot (-1: loaded from DRAM)."""
+
+    mu: int  # tile id of the MU
+    lo: int
+    hi: int
+    bytes: int  # reserved: hi - lo (weights) or (hi - lo) x depth (tile buffers)
+    writer: int = -1
+    address: int = -1  # byte offset in the MU (set by the address plan)
+
+
+@dataclass(frozen=True)
+class PlacedBuffer:
+    name: str  # "weight:Q" or "Q->MHA_GEMM_1"
+    kind: str  # "weight" or "tiles"
+    producer: str  # kernel writing it ("" for weights: DRAM loads it)
+    consumers: tuple[str, ...]
+    tile_bytes: int  # per tile (tile buffers) or whole (weights)
+    depth: int  # tiles it holds (1 for weights)
+    stripes: tuple[Stripe, ...]
+
+
+@dataclass(frozen=True)
+class PlacedKernel:
+    name: str
+    kind: str
+    cus: tuple[int, ...]  # tile ids of its CUs (slot order)
+
+
+@dataclass(frozen=True)
+class PlacedPartition:
+    index: int
+    kernels: tuple[PlacedKernel, ...]
+    buffers: tuple[PlacedBuffer, ...]
+    traffic: float  # bytes x hops per tile between the partition's CUs and MUs
+    traffic_bound: float  # Gilmore-Lawler lower bound on it
+
+
+@dataclass(frozen=True)
+class GridPlacement:
+    chip: str
+    rows: int
+    cols: int
+    seed: int
+    granule: int  # bytes an MU allocates in, which the packing rounded to
+    partitions: tuple[PlacedPartition, ...]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "GridPlacement":
+        parts = []
+        for p in d["partitions"]:
+            kernels = tuple(PlacedKernel(k["name"], k["kind"], tuple(k["cus"])) for k in p["kernels"])
+            buffers = tuple(PlacedBuffer(b["name"], b["kind"], b["producer"], tuple(b["consumers"]), b["tile_bytes"],
+                                         b["depth"], tuple(Stripe(**s) for s in b["stripes"])) for b in p["buffers"])
+            parts.append(PlacedPartition(p["index"], kernels, buffers, p["traffic"], p["traffic_bound"]))
+        return cls(d["chip"], d["rows"], d["cols"], d["seed"], d["granule"], tuple(parts))
+
+
+def share(total: int, parts: int, i: int) -> tuple[int, int]:
+    """Byte range of part ``i`` when ``total`` bytes are cut into ``parts`` near-equal parts."""
+    return total * i // parts, total * (i + 1) // parts
+
+
+def cu_counts(flops: list[float], cores: int, most: int = 0) -> list[int]:
+    """CUs per kernel in proportion to its FLOPs, at least one each, ``cores`` at most in all
+    (largest remainders get the spare CUs), and ``most`` at most each (0: no limit)."""
+    n = len(flops)
+    if n > cores:
+        raise PlacementError(f"{n} kernels for {cores} CUs")
+    if most:
+        cores = min(cores, most * n)
+    total = sum(flops) or 1.0
+    ideal = [cores * f / total for f in flops]
+    if most:
+        ideal = [min(x, most) for x in ideal]
+    counts = [max(1, int(x)) for x in ideal]
+    while sum(counts) > cores:  # the minimum of one CU each pushed the sum over
+        i = max((j for j in range(n) if counts[j] > 1), key=lambda j: (counts[j] - ideal[j], counts[j]))
+        counts[i] -= 1
+    order = sorted(range(n), key=lambda j: (-(ideal[j] - counts[j]), j))
+    for j in order[: cores - sum(counts)]:
+        if not most or counts[j] < most:
+            counts[j] += 1
+    return counts
+
+
+@dataclass
+class _Piece:
+    """A buffer's piece before packing: one writer's share (or a weight), bytes per tile."""
+
+    buffer: int
+    lo: int
+    hi: int
+    depth: int
+    writer: int
+    readers: float = 1.0  # bytes read per byte of it each tile (every CU reading it counts)
+
+    @property
+    def traffic(self) -> float:
+        """Bytes through its MU's port each tile: the readers' and (tile buffers) the writer's."""
+        return (self.hi - self.lo) * (self.readers + (1 if self.writer >= 0 else 0))
+
+    def cut(self, lo: int, hi: int) -> "_Piece":
+        return _Piece(self.buffer, lo, hi, self.depth, self.writer, self.readers)
+
+
+def _pieces(plan: MappingPlan, kernels: list[KernelPlan], counts: dict[str, int]) -> tuple[list, list[_Piece]]:
+    """(buffer descriptions, pieces to pack) of one partition."""
+    names = {k.name for k in kernels}
+    kind = {k.name: k.kind for k in kernels}
+    buffers, pieces = [], []
+    for k in kernels:
+        if k.weight_bytes > 0 and not k.streamed:
+            w = int(round(k.weight_bytes))
+            buffers.append(("weight:" + k.name, "weight", "", (k.name,), w, 1))
+            pieces.append(_Piece(len(buffers) - 1, 0, w, 1, -1))  # each byte read once per tile
+    for t in plan.tensors:
+        if t.on_chip and t.producer in names:
+            tb = max(1, int(round(t.tile_bytes)))
+            buffers.append((f"{t.producer}->{t.consumer}", "tiles", t.producer, (t.consumer,), tb, t.depth))
+            n = counts[t.producer]
+            readers = float(counts[t.consumer]) if kind[t.consumer] in GEMM_KINDS else 1.0  # broadcast or shares
+            for p in range(n):
+                lo, hi = share(tb, n, p)
+                if hi > lo:
+                    pieces.append(_Piece(len(buffers) - 1, lo, hi, t.depth, p, readers))
+    return buffers, pieces
+
+
+def _round(nbytes: int, granule: int) -> int:
+    return -(-nbytes // granule) * granule
+
+
+def _pack(pieces: list[_Piece], capacity: int, granule: int, mus: int, port: float, what: str) -> list[list[_Piece]]:
+    """Pieces into at most ``mus`` MU-sized bins, balancing the bytes each MU's port moves per
+    tile (its SRAM port and its network interface move one word row per cycle, so a crowded
+    MU, not the CUs, could set the pace). A piece larger than an MU, or moving more than
+    ``port`` bytes per tile (what one MU moves while the partition's slowest kernel
+    computes a tile), is cut first (weights by bytes, tile buffers by a range of every
+    tile's bytes); then the heaviest piece goes to the least loaded MU with room (longest
+    processing time first, Graham 1969)."""
+    cut: list[_Piece] = []
+    for pc in pieces:
+        per_tile = pc.hi - pc.lo
+        room_parts = -(-_round(per_tile * pc.depth, granule) // (capacity // granule * granule))
+        load_parts = int(-(-pc.traffic // port)) if port > 0 else 1
+        parts = max(1, room_parts, min(load_parts, per_tile // max(1, granule // pc.depth), mus))
+        for i in range(parts):
+            lo, hi = share(per_tile, parts, i)
+            if hi > lo:
+                cut.append(pc.cut(pc.lo + lo, pc.lo + hi))
+    bins: list[list[_Piece]] = [[] for _ in range(mus)]
+    load = [0.0] * mus
+    room = [capacity] * mus
+    for pc in sorted(cut, key=lambda x: (-x.traffic, x.buffer, x.lo)):
+        need = _round((pc.hi - pc.lo) * pc.depth, granule)
+        fits = [b for b in range(mus) if room[b] >= need]
+        if not fits:
+            raise PlacementError(f"{what}: a {need:,} B stripe of buffer {pc.buffer} fits in no MU "
+                                 f"(largest room left {max(room):,} B of {capacity:,} B)")
+        b = min(fits, key=lambda x: (load[x], x))
+        bins[b].append(pc)
+        load[b] += pc.traffic
+        room[b] -= need
+    return [b for b in bins if b]
+
+
+def _flows(kernels: list[KernelPlan], counts: dict[str, int], buffers: list, bins: list[list[_Piece]],
+           slot_of: dict[tuple[str, int], int]) -> np.ndarray:
+    """[CU slots, bins] bytes per tile between each CU slot and each MU's contents."""
+    kind = {k.name: k.kind for k in kernels}
+    F = np.zeros((len(slot_of), len(bins)))
+    for b, content in enumerate(bins):
+        for pc in content:
+            name, bkind, producer, consumers, tb, depth = buffers[pc.buffer]
+            if bkind == "tiles":
+                F[slot_of[producer, pc.writer], b] += pc.hi - pc.lo  # the writer's share of each tile
+            for c in consumers:
+                n = counts[c]
+                for j in range(n):
+                    lo, hi = (0, tb) if (bkind == "tiles" and kind[c] in GEMM_KINDS) else share(tb, n, j)
+                    F[slot_of[c, j], b] += max(0, min(hi, pc.hi) - max(lo, pc.lo))
+    return F
+
+
+def _distances(spec: ChipSpec, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Hops (Manhattan distance on the mesh) between every tile of ``a`` and every tile of ``b``."""
+    ra, ca = a // spec.cols, a % spec.cols
+    rb, cb = b // spec.cols, b % spec.cols
+    return np.abs(ra[:, None] - rb[None, :]) + np.abs(ca[:, None] - cb[None, :])
+
+
+def _assign(F: np.ndarray, D: np.ndarray, seed: int, restarts: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """(CU tile index of each slot, MU tile index of each bin, objective): alternating LAPs."""
+    slots, bins = F.shape
+    best = None
+    rng = np.random.default_rng(seed)
+    for r in range(restarts):
+        cu = np.arange(slots) if r == 0 else rng.permutation(D.shape[0])[:slots]
+        cost = np.inf
+        for _ in range(50):
+            _, mu = linear_sum_assignment(F.T @ D[cu])  # bins given the CUs
+            _, cu_new = linear_sum_assignment(F @ D[:, mu].T)  # CUs given the bins
+            new = float((F * D[np.ix_(cu_new, mu)]).sum())
+            cu = cu_new
+            if new >= cost - 1e-9:
+                cost = min(cost, new)
+                break
+            cost = new
+        if best is None or cost < best[2] - 1e-9:
+            best = (cu, mu, cost)
+    assert best is not None
+    return best
+
+
+def _bound(F: np.ndarray, D: np.ndarray) -> float:
+    """Gilmore-Lawler: slot s at CU tile t pays at least its flows, largest first, to the MU
+    tiles nearest t; the cheapest assignment of slots to tiles bounds the objective."""
+    nearest = np.sort(D, axis=1)  # [CU tiles, MU tiles]
+    g = np.zeros((F.shape[0], D.shape[0]))
+    for s in range(F.shape[0]):
+        f = np.sort(F[s][F[s] > 0])[::-1]
+        if f.size:
+            g[s] = nearest[:, : f.size] @ f
+    rows, cols = linear_sum_assignment(g)
+    return float(g[rows, cols].sum())
+
+
+def place_on_grid(plan: MappingPlan, spec: ChipSpec, seed: int = 0, granule: int = 64,
+                  restarts: int = 4, max_cus: int = 0) -> GridPlacement:
+    """Place every partition of a single-chip ``plan`` on ``spec``'s grid.
+
+    ``granule``: bytes an MU allocates in (64: an SRAM row; a virtual policy's block size);
+    ``restarts``: seeded random starting points of the local search (the first is in order);
+    ``max_cus``: CUs a kernel may use at most (0: as many as its share of the FLOPs).
+    """
+    if not plan.feasible:
+        raise PlacementError(f"the plan is {plan.status}: {plan.reason}")
+    if plan.chips != 1:
+        raise PlacementError(f"the plan maps onto {plan.chips} chips; grid placement takes a single-chip plan")
+    cu_tiles, mu_tiles = spec.cu_tiles(), spec.mu_tiles()
+    D = _distances(spec, cu_tiles, mu_tiles)
+    by_name = {k.name: k for k in plan.kernels}
+    parts = []
+    for part in plan.partitions:
+        kernels = [by_name[n] for n in part.kernels]
+        counts = dict(zip(part.kernels, cu_counts([k.flop for k in kernels], len(cu_tiles), max_cus)))
+        slot_of = {}
+        for k in kernels:
+            for j in range(counts[k.name]):
+                slot_of[k.name, j] = len(slot_of)
+        buffers, pieces = _pieces(plan, kernels, counts)
+        need = sum(_round((p.hi - p.lo) * p.depth, granule) for p in pieces)
+        if need > len(mu_tiles) * spec.mu_bytes:
+            raise PlacementError(f"partition {part.index} needs {need:,} B of MU space; the chip has "
+                                 f"{len(mu_tiles)} MUs of {spec.mu_bytes:,} B")
+        stage = max(k.flop_per_tile / counts[k.name] / spec.cu_flops_per_cycle for k in kernels)
+        bins = _pack(pieces, spec.mu_bytes, granule, len(mu_tiles), stage * spec.mu_bytes_per_cycle,
+                     f"partition {part.index}")
+        F = _flows(kernels, counts, buffers, bins, slot_of)
+        cu_idx, mu_idx, traffic = _assign(F, D, seed + part.index, restarts)
+        placed_kernels = tuple(
+            PlacedKernel(k.name, k.kind,
+                         tuple(int(cu_tiles[cu_idx[slot_of[k.name, j]]]) for j in range(counts[k.name])))
+            for k in kernels)
+        stripes: dict[int, list[Stripe]] = {i: [] for i in range(len(buffers))}
+        for b, content in enumerate(bins):
+            for pc in content:
+                stripes[pc.buffer].append(Stripe(int(mu_tiles[mu_idx[b]]), pc.lo, pc.hi, (pc.hi - pc.lo) * pc.depth,
+                                                 pc.writer))
+        placed_buffers = tuple(PlacedBuffer(name, kind, producer, consumers, tb, depth, tuple(stripes[i]))
+                               for i, (name, kind, producer, consumers, tb, depth) in enumerate(buffers))
+        parts.append(PlacedPartition(part.index, placed_kernels, placed_buffers, traffic, _bound(F, D)))
+    return GridPlacement(spec.name, spec.rows, spec.cols, seed, granule, tuple(parts))

@@ -1,0 +1,126 @@
+"""Typed records a chip run produces, and the table columns derived from them.
+
+A record's fields, in order, are the columns of its result table (cluster/schemas.py
+builds the Arrow schema from the ``column`` metadata: type and documentation), so a column
+is declared once. ``row()`` gives the values in column order (sorting and hashing use it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import astuple, dataclass, field, fields
+from typing import Any
+
+# buffer labels: the code a workload puts in an allocation request, and its name in tables
+BUFFER_LABELS: dict[int, str] = {0: "other"}
+
+
+def buffer_label(code: int, name: str) -> int:
+    """Declare a buffer label (a workload module does it for its own buffers); returns ``code``."""
+    if BUFFER_LABELS.get(code, name) != name:
+        raise ValueError(f"buffer label {code} is already {BUFFER_LABELS[code]!r}")
+    BUFFER_LABELS[code] = name
+    return code
+
+
+def column(arrow: str, doc: str) -> Any:
+    """A record field that is also a table column: its Arrow type name and its documentation."""
+    return field(metadata={"arrow": arrow, "doc": doc})
+
+
+def columns(record: type) -> list[tuple[str, str, str]]:
+    """(name, Arrow type name, doc) of every column of a record class."""
+    return [(f.name, f.metadata["arrow"], f.metadata["doc"]) for f in fields(record)]
+
+
+@dataclass(frozen=True, slots=True)
+class BufferLife:
+    """One allocation's life at its MU (a row of run_buffers)."""
+
+    alloc: int = column("int64", "allocation id (MU unit id * 2**32 + the MU's count)")
+    mu: int = column("int32", "MU unit id")
+    buffer: int = column("int32", "MU-local buffer id (reused after a free)")
+    label: int = column("string", "what the buffer holds: kv, activation, expert-input, race, ...")
+    owner: int = column("int32", "unit that allocated it")
+    created: int = column("int64", "cycle of the allocation")
+    freed: int = column("int64", "cycle of the free (-1: never freed, a leak)")
+    freed_by: str = column("string", "free, refcount or weight")
+    peak_bytes: int = column("int64", "largest size reached")
+    grows: int = column("int64", "times its reservation grew")
+    copies: int = column("int64", "realloc-copy moves")
+    bytes_copied: int = column("int64", "bytes copied by those moves")
+    evicted: bool = column("bool", "evicted to DRAM at some point")
+    total_weight: int = column("int64", "partial-free: weight handed out in all")
+    collected_weight: int = column("int64", "partial-free: weight returned")
+
+    def row(self) -> tuple:
+        return astuple(self)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkRecord:
+    """A unit of a workload's work, as its program reports it (a request, a step, a trial)."""
+
+    kind: str  # "request" (what latency and throughput count) or "step"
+    ident: int
+    start: int  # cycle it arrived or started
+    end: int  # cycle it finished
+    tokens: int
+    status: str  # "ok" or "failed"
+
+    def row(self) -> tuple:
+        return astuple(self)
+
+
+@dataclass(frozen=True, slots=True)
+class KernelRecord:
+    """One CU's share of a kernel in one partition of a mapped (dataflow) run."""
+
+    partition: int = column("int64", "partition run (graph pass x partitions + position)")
+    kernel: str = column("string", "kernel name")
+    cu: int = column("int32", "CU unit id (its tile id)")
+    start: int = column("int64", "cycle the CU started the kernel")
+    end: int = column("int64", "cycle it finished (last tile written and read)")
+    compute_cycles: int = column("int64", "cycles its pipeline computed")
+    bytes_in: int = column("int64", "bytes it read (MUs and DRAM)")
+    bytes_out: int = column("int64", "bytes it wrote (MUs and DRAM)")
+
+    def row(self) -> tuple:
+        return astuple(self)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRecord:
+    """One partition run of a mapped (dataflow) run."""
+
+    partition: int  # graph pass x partitions + position
+    index: int  # the plan's partition index
+    start: int  # cycle the controller began allocating its buffers
+    started: int  # cycle its CUs were told to start (buffers allocated and shared)
+    end: int  # cycle its last CU finished
+    status: str
+
+    def row(self) -> tuple:
+        return astuple(self)
+
+
+@dataclass(slots=True)
+class MuStats:
+    """An MU's counters (summed over MUs and shards into the run summary)."""
+
+    oom_events: int = 0
+    stalls: int = 0
+    stall_cycles: int = 0
+    evictions: int = 0
+    bytes_evicted: int = 0
+    failures: int = 0
+    bytes_copied: int = 0
+    copy_cycles: int = 0
+    translations: int = 0
+    sync_acks: int = 0
+    weight_topups: int = 0
+
+    def add(self, other: "MuStats") -> "MuStats":
+        return MuStats(*(a + b for a, b in zip(astuple(self), astuple(other))))
+
+
+MU_STATS = tuple(f.name for f in fields(MuStats))

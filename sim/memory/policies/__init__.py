@@ -1,0 +1,159 @@
+"""MU memory policies: where a buffer's bytes live and what growing it costs.
+
+A policy only does the bookkeeping (no timing): ``create`` reserves a new buffer,
+``grow`` makes room for a larger size (or reports that memory ran out), ``shrink``
+and ``release`` give room back, ``copy_done`` returns the old region of a growth that
+had to copy. The MU turns the answers into time (copies at the MU's bandwidth, block-
+table lookups) and into out-of-memory behaviour (sim/chip/memory_unit.py).
+
+Policies register by name in ``POLICIES`` (``memory.policy``); each is a frozen params
+dataclass (its config keys declared beside it in ``KEYS``, flat under [memory]) that
+builds its ``Storage`` for an MU. Built in: ``static-single``, ``static-multi``
+(static.py), ``realloc-copy`` (realloc.py), ``virtual`` (virtual.py). Adding one is a
+module in this package (docs/design.md, "Adding a memory policy").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+from sim.keys import Field, Issue
+from sim.registry import Registry
+
+
+@dataclass(frozen=True)
+class MuGeometry:
+    """What an MU tells its storage policy about itself."""
+
+    capacity: int  # bytes of scratchpad
+    word_bytes: int = 4  # the reference's offset counts words
+    align: int = 64  # contiguous regions start on SRAM rows
+    mu_id_bits: int = 6
+    buffer_id_bits: int = 16
+    virtual_bits: int = 16  # virtual block + word offset in a reference
+
+
+@dataclass(frozen=True)
+class Growth:
+    """What a create or grow reserved, and any copy it needs."""
+
+    reserved: int  # bytes newly reserved
+    copy_bytes: int = 0  # bytes that must be copied before the old region can go
+    old_start: int = -1  # the region to give back (copy_done) once the copy is done
+
+
+@dataclass(frozen=True, slots=True)
+class Extent:
+    """A piece of an MU's scratchpad for memory maps: a region (contiguous policies) or a
+    block (paged policies). ``buffer`` -1: free; -2: the old region of a growth being copied."""
+
+    start: int  # byte address
+    size: int
+    buffer: int
+    used: int = 0  # bytes of data in it (regions)
+    virtual: int = -1  # virtual block index (blocks)
+
+
+@runtime_checkable
+class Storage(Protocol):
+    """How one MU holds its buffers under a policy; ``used``/``reserved`` are its live data
+    and reserved bytes, ``size`` each buffer's data bytes."""
+
+    translates: bool  # accesses pay a block-table lookup
+    paged: bool  # extents() lists blocks (else regions)
+    used: int
+    reserved: int
+    size: dict[int, int]
+
+    def create(self, buf: int, nbytes: int) -> Growth | None:
+        """Reserve a new buffer with room for ``nbytes``; None when it does not fit."""
+        ...
+
+    def grow(self, buf: int, nbytes: int) -> Growth | None:
+        """Make room for ``nbytes`` in ``buf``; None when memory ran out."""
+        ...
+
+    def shrink(self, buf: int, nbytes: int) -> int:
+        """Keep room for ``nbytes``; returns bytes released."""
+        ...
+
+    def release(self, buf: int) -> int:
+        """Free the buffer; returns bytes released."""
+        ...
+
+    def set_size(self, buf: int, nbytes: int) -> None: ...
+
+    def copy_done(self, old_start: int) -> int:
+        """A growth's copy finished: release its old region; returns bytes released."""
+        ...
+
+    def extents(self) -> list[Extent]:
+        """The scratchpad by address, for memory maps."""
+        ...
+
+    def external_fragmentation(self) -> float: ...
+
+
+class PolicyParams(Protocol):
+    """A registered policy's parameters: a frozen dataclass whose first field is ``name``."""
+
+    @property
+    def name(self) -> str: ...
+
+    KEYS: ClassVar[dict[str, Field]]
+
+    @classmethod
+    def from_config(cls, name: str, memory: dict[str, Any]) -> "PolicyParams":
+        """Parameters from the resolved [memory] table."""
+        ...
+
+    def problems(self, mu: MuGeometry) -> list[Issue]:
+        """What makes these parameters unusable on this MU (key paths under memory.)."""
+        ...
+
+    @property
+    def granule(self) -> int:
+        """Bytes an MU allocates in under this policy (a block, or an SRAM row)."""
+        ...
+
+    def storage(self, mu: MuGeometry) -> Storage: ...
+
+
+POLICIES: Registry[type[PolicyParams]] = Registry("memory policy", packages=("sim.memory.policies",))
+
+
+def policy_params(name: str, **values: Any) -> PolicyParams:
+    """Parameters of policy ``name``: its defaults with ``values`` (the config's keys) over them."""
+    cls = POLICIES.get(name)
+    return cls.from_config(name, values)
+
+
+class StorageBase:
+    """The accounting every policy shares: bytes of data per buffer, used and reserved totals."""
+
+    translates = False
+    paged = False
+
+    def __init__(self) -> None:
+        self.size: dict[int, int] = {}  # buffer -> bytes of data it holds
+        self.used = 0
+        self.reserved = 0
+
+    def buffers(self) -> int:
+        return len(self.size)
+
+    def external_fragmentation(self) -> float:
+        return 0.0
+
+    def set_size(self, buf: int, nbytes: int) -> None:
+        self.used += nbytes - self.size[buf]
+        self.size[buf] = nbytes
+
+    def copy_done(self, old_start: int) -> int:
+        return 0
+
+
+def keyed_defaults(cls: Any, memory: dict[str, Any]) -> dict[str, Any]:
+    """The values of ``cls.KEYS`` in ``memory``, defaults where absent (for ``from_config``)."""
+    return {k: memory[k] if memory.get(k) is not None else f.default for k, f in cls.KEYS.items()}

@@ -1,0 +1,106 @@
+"""static-single (one statically sized buffer per MU, SARA/Revet style) and static-multi
+(fixed-size buffers, first fit from the MU's free list: allocators' tt-metal-style list)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from allocators.errors import AllocatorError
+from allocators.freelist import FreeList
+from sim.keys import Field, Issue
+from sim.memory.policies import POLICIES, Extent, Growth, MuGeometry, StorageBase, keyed_defaults
+
+
+@POLICIES.register("static-multi")
+@POLICIES.register("static-single")
+@dataclass(frozen=True)
+class StaticParams:
+    name: str = "static-single"
+    static_buffer_bytes: int = 0  # 0: the whole MU (single) or capacity / buffers_per_mu (multi)
+    buffers_per_mu: int = 4  # static-multi, when static_buffer_bytes is 0
+
+    KEYS: ClassVar[dict[str, Field]] = {
+        "static_buffer_bytes": Field("size", 0, "static-*: buffer size (0: the MU, or MU / buffers_per_mu)", min=0),
+        "buffers_per_mu": Field("int", 4, "static-multi: buffers per MU when static_buffer_bytes is 0", min=1),
+    }
+
+    @classmethod
+    def from_config(cls, name: str, memory: dict) -> "StaticParams":
+        return cls(name, **keyed_defaults(cls, memory))
+
+    @property
+    def granule(self) -> int:
+        return 64  # contiguous regions start on SRAM rows (MuGeometry.align)
+
+    def problems(self, mu: MuGeometry) -> list[Issue]:
+        if self.static_buffer_bytes > mu.capacity:
+            return [Issue("memory.static_buffer_bytes", f"{self.static_buffer_bytes} is larger than an MU")]
+        return []
+
+    def storage(self, mu: MuGeometry) -> "StaticStorage":
+        return StaticStorage(self, mu)
+
+
+class ContiguousStorage(StorageBase):
+    """Buffers as contiguous regions of a first-fit free list (bottom up, coalescing)."""
+
+    def __init__(self, mu: MuGeometry):
+        super().__init__()
+        self.capacity = mu.capacity
+        self.free_list = FreeList(mu.capacity, alignment=mu.align)
+        self.start: dict[int, int] = {}
+        self.cap: dict[int, int] = {}
+
+    def _take(self, nbytes: int) -> int | None:
+        try:
+            return self.free_list.allocate(nbytes)
+        except AllocatorError:  # out of memory (or fragmented)
+            return None
+
+    def _place(self, buf: int, start: int) -> Growth:
+        size = self.free_list.size_of(start)
+        self.start[buf], self.cap[buf], self.size[buf] = start, size, 0
+        self.reserved += size
+        return Growth(size)
+
+    def shrink(self, buf: int, nbytes: int) -> int:
+        return 0
+
+    def release(self, buf: int) -> int:
+        n = self.cap.pop(buf)
+        self.free_list.free(self.start.pop(buf))
+        self.used -= self.size.pop(buf)
+        self.reserved -= n
+        return n
+
+    def external_fragmentation(self) -> float:
+        st = self.free_list.statistics()
+        return 1.0 - st.largest_free_block / st.free if st.free else 0.0
+
+    def extents(self) -> list[Extent]:
+        rows = [Extent(s, self.cap[b], b, self.size[b]) for b, s in self.start.items()]
+        rows += [Extent(b.address, b.size, -1) for b in self.free_list.blocks() if not b.allocated]
+        return sorted(rows, key=lambda e: e.start)
+
+
+class StaticStorage(ContiguousStorage):
+    """Fixed-size slots: a buffer never grows past its slot."""
+
+    def __init__(self, p: StaticParams, mu: MuGeometry):
+        super().__init__(mu)
+        single = p.name == "static-single"
+        default = mu.capacity if single else mu.capacity // max(1, p.buffers_per_mu)
+        self.slot = p.static_buffer_bytes or default
+        self.max_buffers = 1 if single else None
+
+    def create(self, buf: int, nbytes: int) -> Growth | None:
+        if self.max_buffers is not None and len(self.start) >= self.max_buffers:
+            return None
+        if nbytes > self.slot:
+            return None
+        s = self._take(self.slot)
+        return None if s is None else self._place(buf, s)
+
+    def grow(self, buf: int, nbytes: int) -> Growth | None:
+        return Growth(0) if nbytes <= self.cap[buf] else None

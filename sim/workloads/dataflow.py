@@ -1,0 +1,516 @@
+"""dataflow: a DFModel mapping plan executed on the CU/MU grid.
+
+The plan (mapping/) says which kernels run together in each partition and how big every
+tile and weight is; the grid placement (mapping/placement.py) puts each kernel on CUs and
+each buffer in MUs; the address plan gives every buffer its offset in its MUs
+(allocators' static planner). This module turns that into what the units do.
+
+Partitions run one after another, started by a controller (the CU at tile (0, 0)):
+
+1. it allocates the partition's buffers at their MUs (tile buffers: the room for
+   ``depth`` tiles, reserved once), asks the DRAM interfaces to stream the weights in,
+   shares every buffer's reference with the CUs that use it (under the run's reclamation
+   protocol) and drops its own, then tells every CU of the partition to start;
+2. each CU runs its kernel's slice as a software pipeline over the partition's tiles:
+   read the operand tiles (a read of a tile buffer waits at the MU until the writer has
+   written that tile: data-flow synchronisation; weights likewise until they are loaded;
+   spilled tensors, streamed weights and extra DRAM traffic come from DRAM interfaces,
+   interleaved), prefetch the next tile's operands, compute for ``FLOPs / (CUs x 2 x lanes
+   x stages)`` cycles (a lane x stage unit retires a fused multiply-add per cycle), write
+   its share of the output tile to its stripes (after a credit says the reader is done with
+   the slot ``depth`` tiles back: flow control) or to DRAM for a spilled tensor;
+3. a CU done with every tile (and whose last tiles have been read) drops its references
+   and reports; the partition ends when every CU has, and the protocol frees the buffers.
+
+Every message travels the run's NoC model. A graph pass is the partitions in order; the
+run makes ``passes`` of them. Reported beside each partition: DFModel's analytic time and
+which of its terms (compute, memory, network) bounds it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from mapping.chips import ChipSpec
+from mapping.placement import GEMM_KINDS, GridPlacement, PlacementError, place_on_grid, share
+from mapping.plan import MappingPlan
+from sim.chip import messages as m
+from sim.chip.records import KernelRecord, PartitionRecord, buffer_label
+from sim.chip.references import allocate_many, drop, received
+from sim.chip.references import share as share_refs
+from sim.chip.units import Compute, Replies
+from sim.keys import Field, Issue, Table
+from sim.workloads import WORKLOADS, ChipContext
+
+WEIGHT = buffer_label(5, "weight")
+TILES = buffer_label(6, "tiles")
+CREDIT = 1 << 62  # tag space of flow-control credits (request tags count up from 1)
+DRAM_INTERLEAVE = 512  # bytes a transfer puts on each DRAM interface at least
+LOAD_CHUNK = 16384  # bytes of a weight one DRAM interface streams per load request
+
+
+def credit_tag(buffer: int, tile: int, reader: int) -> int:
+    """The ACK tag of reader ``reader``'s credit for ``tile`` of ``buffer`` (unique per writer CU)."""
+    return CREDIT | (buffer << 40) | (tile << 12) | reader
+
+
+@dataclass(frozen=True)
+class StripeSpec:
+    mu: int  # MU unit id
+    room: int  # bytes reserved
+    tile_bytes: int  # bytes of every tile it holds (tile buffers), or the weight bytes it holds
+    writer: int  # unit id of the CU writing it (-1: DRAM loads it)
+
+
+@dataclass(frozen=True)
+class BufferSpec:
+    name: str
+    kind: str  # "weight" or "tiles"
+    depth: int
+    stripes: tuple[StripeSpec, ...]
+
+
+@dataclass(frozen=True)
+class StripeRead:
+    """What a CU reads of one stripe each tile."""
+
+    buffer: int
+    stripe: int
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class SlotSpec:
+    """One CU's part of a kernel: what it reads, computes and writes each tile."""
+
+    kernel: str
+    cu: int
+    cycles: int  # compute cycles per tile
+    reads: tuple[StripeRead, ...]
+    writes: tuple[tuple[int, int], ...]  # (buffer, stripe) it writes every tile
+    credits_to: tuple[tuple[int, int, int], ...]  # (buffer, writer CU, my index among its readers)
+    readers: tuple[tuple[int, int], ...]  # (buffer, readers of my stripes): credits I wait for per tile
+    dram_read: int  # bytes per tile from DRAM (spills in, streamed weights, extra traffic)
+    dram_write: int  # bytes per tile to DRAM (spills out)
+    flops: float  # per tile
+
+
+@dataclass(frozen=True)
+class PartitionProgram:
+    index: int  # the plan's partition index
+    tiles: int
+    kernels: tuple[str, ...]
+    slots: tuple[SlotSpec, ...]
+    buffers: tuple[BufferSpec, ...]
+    compute_seconds: float  # DFModel's terms for one graph pass
+    memory_seconds: float
+    network_seconds: float
+    analytic_seconds: float
+    traffic: float  # placement objective: bytes x hops per tile, and its lower bound
+    traffic_bound: float
+
+    @property
+    def bound(self) -> str:
+        """Which of DFModel's three terms is largest."""
+        terms = {"compute": self.compute_seconds, "memory": self.memory_seconds, "network": self.network_seconds}
+        return max(terms, key=lambda k: terms[k])
+
+
+def _dram_parts(nbytes: int, first: int, units: int) -> list[tuple[int, int]]:
+    """(interface index, bytes) of a transfer interleaved over DRAM interfaces from ``first``."""
+    if nbytes <= 0:
+        return []
+    n = max(1, min(units, -(-nbytes // DRAM_INTERLEAVE)))
+    return [((first + i) % units, b - a) for i in range(n) for a, b in [share(nbytes, n, i)] if b > a]
+
+
+def build_partitions(plan: MappingPlan, placement: GridPlacement, spec: ChipSpec) -> tuple[PartitionProgram, ...]:
+    """What every CU does in each partition, from a single-chip plan and its grid placement."""
+    kplan = {k.name: k for k in plan.kernels}
+    pplan = {p.index: p for p in plan.partitions}
+    tiles = max(1, plan.num_tiles)
+    flops_per_cycle = spec.cu_flops_per_cycle
+    out = []
+    for part in placement.partitions:
+        kernels = {k.name: k for k in part.kernels}
+        buffers: list[BufferSpec] = []
+        readers: dict[tuple[int, int], list[int]] = {}  # (buffer, writer CU) -> reader CUs, sorted later
+        reads: dict[int, list[StripeRead]] = {}
+        writes: dict[int, list[tuple[int, int]]] = {}
+        for b, pb in enumerate(part.buffers):
+            stripes = []
+            for s, st in enumerate(pb.stripes):
+                writer = kernels[pb.producer].cus[st.writer] if st.writer >= 0 else -1
+                stripes.append(StripeSpec(st.mu, st.bytes, st.hi - st.lo, writer))
+                if writer >= 0:
+                    writes.setdefault(writer, []).append((b, s))
+            buffers.append(BufferSpec(pb.name, pb.kind, pb.depth, tuple(stripes)))
+            for c in pb.consumers:
+                cus = kernels[c].cus
+                for j, cu in enumerate(cus):
+                    whole = pb.kind == "tiles" and kplan[c].kind in GEMM_KINDS
+                    lo, hi = (0, pb.tile_bytes) if whole else share(pb.tile_bytes, len(cus), j)
+                    for s, st in enumerate(pb.stripes):
+                        nbytes = min(hi, st.hi) - max(lo, st.lo)
+                        if nbytes > 0:
+                            reads.setdefault(cu, []).append(StripeRead(b, s, nbytes))
+                            if stripes[s].writer >= 0:
+                                r = readers.setdefault((b, stripes[s].writer), [])
+                                if cu not in r:
+                                    r.append(cu)
+        for r in readers.values():
+            r.sort()
+        spilled_in = {k: [t for t in plan.tensors if t.consumer == k and not t.on_chip] for k in kernels}
+        spilled_out = {k: [t for t in plan.tensors if t.producer == k and not t.on_chip] for k in kernels}
+        slots = []
+        for name, pk in kernels.items():
+            kp = kplan[name]
+            n = len(pk.cus)
+            for j, cu in enumerate(pk.cus):
+                def mine(total: float, whole: bool = False, n: int = n, j: int = j) -> int:
+                    """This CU's share of ``total`` bytes (all of it when ``whole``)."""
+                    lo, hi = share(int(round(total)), n, j)
+                    return int(round(total)) if whole else hi - lo
+
+                dram_in = sum(mine(t.tile_bytes, kp.kind in GEMM_KINDS) for t in spilled_in[name])
+                dram_in += mine(kp.weight_bytes) if kp.streamed else 0
+                dram_in += mine(kp.extra_dram_bytes / tiles)
+                dram_out = sum(mine(t.tile_bytes) for t in spilled_out[name])
+                credits_to = tuple(sorted({(b, w, rs.index(cu)) for (b, w), rs in readers.items() if cu in rs}))
+                mine_readers = tuple(sorted((b, len(rs)) for (b, w), rs in readers.items() if w == cu))
+                flops = kp.flop / tiles / n
+                slots.append(SlotSpec(name, cu, -(-int(round(flops)) // flops_per_cycle), tuple(reads.get(cu, ())),
+                                      tuple(writes.get(cu, ())), credits_to, mine_readers, dram_in, dram_out, flops))
+        pp = pplan[part.index]
+        out.append(PartitionProgram(part.index, tiles, tuple(kernels), tuple(slots), tuple(buffers),
+                                    pp.compute_seconds, pp.memory_seconds, pp.network_seconds, pp.seconds,
+                                    part.traffic, part.traffic_bound))
+    return tuple(out)
+
+
+def plan_addresses(placement: GridPlacement, capacity: int, method: str = "exact", budget: float = 5.0,
+                   alignment: int = 64) -> GridPlacement:
+    """Every stripe's offset in its MU from allocators' static planner: a stripe lives while its
+    partition runs (lifetime [p, p + 1) for the p-th partition), so partitions share the room.
+    A stripe that does not fit raises PlacementError naming the MU, the buffer and the shortfall."""
+    from dataclasses import replace
+
+    from allocators.errors import AllocatorError
+    from allocators.lifetimes import Buffer, Problem
+    from allocators.planner import plan as plan_buffers
+
+    per_mu: dict[int, list[tuple[str, int, int, int]]] = {}  # mu -> (id, partition order, bytes, ...)
+    for p, part in enumerate(placement.partitions):
+        for b, buf in enumerate(part.buffers):
+            for s, st in enumerate(buf.stripes):
+                per_mu.setdefault(st.mu, []).append((f"{p}/{b}/{s}", p, st.bytes, 0))
+    offsets: dict[str, int] = {}
+    for mu, items in sorted(per_mu.items()):
+        problem = Problem(tuple(Buffer(i, p, p + 1, n, alignment) for i, p, n, _ in items))
+        try:
+            result = plan_buffers(problem, method, capacity=capacity, budget=budget)
+        except AllocatorError as exc:
+            raise PlacementError(f"MU at tile {mu}: {exc}") from None
+        if result.peak > capacity:
+            worst = max(items, key=lambda x: x[2])
+            p, b, _ = (int(x) for x in worst[0].split("/"))
+            name = placement.partitions[p].buffers[b].name
+            raise PlacementError(f"MU at tile {mu} needs {result.peak:,} B for its stripes (largest: {name}, "
+                                 f"{worst[2]:,} B) but holds {capacity:,} B: {result.peak - capacity:,} B short")
+        offsets.update(result.offsets)
+    parts = []
+    for p, part in enumerate(placement.partitions):
+        bufs = tuple(replace(buf, stripes=tuple(replace(st, address=offsets[f"{p}/{b}/{s}"])
+                                                for s, st in enumerate(buf.stripes)))
+                     for b, buf in enumerate(part.buffers))
+        parts.append(replace(part, buffers=bufs))
+    return replace(placement, partitions=tuple(parts))
+
+
+@WORKLOADS.register("dataflow")
+@dataclass(frozen=True)
+class DataflowParams:
+    kind: str = "dataflow"
+    partitions: tuple[PartitionProgram, ...] = ()
+    passes: int = 1  # graph passes the run makes
+    controller: int = 0  # unit id of the controlling CU
+    plan_name: str = ""
+    seconds_per_batch: float = 0.0  # DFModel's figure
+    pass_seconds: float = 0.0  # DFModel's time of one graph pass (sum of partition times)
+
+    SECTION: ClassVar[str] = "dataflow"
+    KEYS: ClassVar[Table] = Table({
+        "plan": Field("str", "", "plan.json written by `rdasim map --out DIR` (else the graph keys are mapped here)"),
+        "passes": Field("int", 1, "graph passes to simulate", min=1),
+        "placement_seed": Field("int", 0, "seed of the placement's local search restarts", min=0),
+        "address_method": Field("choice", "exact", "static planner giving buffers their MU addresses",
+                                choices=("exact", "layergroup", "greedy")),
+        "address_budget": Field("time", 5.0, "seconds the exact address planner may take per MU", min=0.01),
+    }, doc="a DFModel plan run on the grid")
+
+    @classmethod
+    def from_config(cls, kind: str, d: dict, chip: ChipContext, issues: list[Issue]) -> "DataflowParams":
+        spec = chip.spec
+        try:
+            plan, placement = resolve_plan(d, spec, chip.granule)
+            placement = plan_addresses(placement, spec.mu_bytes, d["address_method"], d["address_budget"])
+        except (PlacementError, ValueError, KeyError, OSError) as exc:
+            issues.append(Issue("workload.dataflow", str(exc)))
+            return cls()
+        return cls.from_plan(plan, placement, spec, d["passes"])
+
+    @classmethod
+    def from_plan(cls, plan: MappingPlan, placement: GridPlacement, spec: ChipSpec,
+                  passes: int = 1) -> "DataflowParams":
+        parts = build_partitions(plan, placement, spec)
+        return cls("dataflow", parts, passes, int(spec.cu_tiles()[0]), plan.workload, plan.seconds_per_batch,
+                   sum(p.analytic_seconds for p in parts))
+
+    @property
+    def work_items(self) -> int:
+        return self.passes
+
+    def program(self, cfg) -> "Dataflow":
+        return Dataflow(self, cfg)
+
+    def figures(self, logged: list, clock_hz: float) -> tuple[dict, dict]:
+        """Per-partition simulated and analytic seconds, per-kernel activity: summary and tables."""
+        parts = sorted((r for r in logged if isinstance(r, PartitionRecord)), key=lambda r: r.partition)
+        kernels = sorted((r for r in logged if isinstance(r, KernelRecord)), key=KernelRecord.row)
+        n = len(self.partitions)
+        rows = []
+        for r in parts:
+            prog = self.partitions[r.partition % n]
+            sim = (r.end - r.start) / clock_hz
+            rows.append({"partition": r.partition, "index": r.index, "kernels": len(prog.kernels),
+                         "tiles": prog.tiles, "simulated_seconds": sim,
+                         "setup_seconds": (r.started - r.start) / clock_hz,
+                         "analytic_seconds": prog.analytic_seconds,
+                         "ratio": sim / prog.analytic_seconds if prog.analytic_seconds > 0 else float("nan"),
+                         "bound": prog.bound, "compute_seconds": prog.compute_seconds,
+                         "memory_seconds": prog.memory_seconds, "network_seconds": prog.network_seconds,
+                         "traffic_byte_hops": prog.traffic, "traffic_bound": prog.traffic_bound, "status": r.status})
+        by = {}
+        for k in kernels:
+            key = (k.partition, k.kernel)
+            a = by.setdefault(key, {"partition": k.partition, "kernel": k.kernel, "cus": 0, "compute_cycles": 0,
+                                    "bytes_in": 0, "bytes_out": 0, "start": k.start, "end": k.end})
+            a["cus"] += 1
+            a["compute_cycles"] += k.compute_cycles
+            a["bytes_in"] += k.bytes_in
+            a["bytes_out"] += k.bytes_out
+            a["start"], a["end"] = min(a["start"], k.start), max(a["end"], k.end)
+        span = {r.partition: max(1, r.end - r.started) for r in parts}
+        krows = [{**a, "busy": a["compute_cycles"] / (a["cus"] * span.get(a["partition"], 1))}
+                 for _, a in sorted(by.items())]
+        simulated = sum(r["simulated_seconds"] for r in rows) / max(1, self.passes)
+        scale = self.seconds_per_batch / self.pass_seconds if self.pass_seconds > 0 else 1.0
+        summary = {
+            "seconds_per_pass_simulated": simulated, "seconds_per_pass_analytic": self.pass_seconds,
+            "seconds_per_batch_simulated": simulated * scale, "seconds_per_batch_analytic": self.seconds_per_batch,
+            "partitions": [{"index": r["index"], "kernels": list(self.partitions[r["partition"] % n].kernels),
+                            "simulated_seconds": r["simulated_seconds"], "analytic_seconds": r["analytic_seconds"],
+                            "bound": r["bound"]} for r in rows],
+        }
+        cols = lambda rs, keys: {k: [r[k] for r in rs] for k in keys}  # noqa: E731
+        tables = {"partitions": cols(rows, PARTITION_COLUMNS), "kernels": cols(krows, KERNEL_COLUMNS)}
+        return summary, tables
+
+
+PARTITION_COLUMNS = ("partition", "index", "kernels", "tiles", "simulated_seconds", "setup_seconds", "analytic_seconds",
+                     "ratio", "bound", "compute_seconds", "memory_seconds", "network_seconds", "traffic_byte_hops",
+                     "traffic_bound", "status")
+KERNEL_COLUMNS = ("partition", "kernel", "cus", "compute_cycles", "busy", "bytes_in", "bytes_out", "start", "end")
+
+
+def resolve_plan(d: dict, spec: ChipSpec, granule: int = 64) -> tuple[MappingPlan, GridPlacement]:
+    """The plan and its placement: from a plan file, or mapped here from the graph keys."""
+    if d.get("plan"):
+        path = Path(d["plan"])
+        if not path.is_file():
+            raise ValueError(f"plan file {str(path)!r} does not exist (write one with `rdasim map ... --out DIR`)")
+        data = json.loads(path.read_text())
+        plan = MappingPlan.from_dict(data["plan"] if "plan" in data else data)
+        if plan.chip != spec.name:
+            raise ValueError(f"the plan maps onto {plan.chip!r}; this run's chip is {spec.name!r}")
+        stored = data.get("placement")
+        if stored and stored.get("granule") == granule and stored.get("seed") == d.get("placement_seed", 0):
+            return plan, GridPlacement.from_dict(stored)
+        return plan, place_on_grid(plan, spec, d.get("placement_seed", 0), granule)  # for this run's memory policy
+    graph = d.get("graph") or {}
+    if not graph.get("kind"):
+        raise ValueError("give workload.dataflow.plan (a plan.json) or the graph keys "
+                         "(workload.dataflow.graph.kind, ...)")
+    from mapping.solver import map_workload
+    from mapping.specs import build_model, build_workload
+    from mapping.systems import LinkKind, NetworkDim, Parallelism, System
+
+    workload = build_workload({k: v for k, v in graph.items() if v is not None})
+    system = System(1, spec.dfmodel(), (NetworkDim(LinkKind.RING, 1, 1.0, Parallelism.TP),))
+    opts = d.get("mapping") or {}
+    plan = map_workload(workload, system, build_model(opts), float(opts.get("time_limit") or 60.0),
+                        float(opts.get("gap") or 1e-3))
+    return plan, place_on_grid(plan, spec, d.get("placement_seed", 0), granule)
+
+
+class Dataflow:
+    """The program every CU runs: the controller's partition loop, and kernel slices."""
+
+    def __init__(self, p: DataflowParams, cfg):
+        self.p = p
+        self.cfg = cfg
+        self.dram = list(range(cfg.spec.tiles, cfg.spec.tiles + cfg.spec.dram_units))
+        self.slot_of = [{s.cu: i for i, s in enumerate(part.slots)} for part in p.partitions]
+        # what each CU of each partition needs before it starts: the stripes it touches
+        self.needs = []
+        for part, slots in zip(p.partitions, self.slot_of):
+            need = {}
+            for cu, i in slots.items():
+                s = part.slots[i]
+                need[cu] = {(r.buffer, r.stripe) for r in s.reads} | set(s.writes)
+            self.needs.append(need)
+
+    def start(self, cu):
+        return self._control(cu) if cu.uid == self.p.controller else None
+
+    def on_message(self, cu, msg):
+        st = cu.state
+        if msg.kind == m.REFERENCE:
+            st.setdefault("refs", {})[divmod(msg.tag, 1 << 20)] = received(cu, msg)
+        elif msg.kind == m.CONTROL and msg.arg == m.CTRL_PARTITION:
+            st["start"] = msg
+        else:
+            raise RuntimeError(f"dataflow CU {cu.uid} got an unexpected {m.KINDS[msg.kind]} message")
+        start = st.get("start")
+        if start is None:
+            return None
+        p = start.buf % len(self.p.partitions)
+        refs = st.get("refs", {})
+        if not self.needs[p][cu.uid] <= set(refs):
+            return None
+        st.pop("start")
+        st["refs"] = {}
+        return self._kernel(cu, start, p, refs)
+
+    # ------------------------------------------------------------------ controller
+    def _control(self, cu):
+        shard, reclaim = cu.shard, self.cfg.reclaim
+        nparts = len(self.p.partitions)
+        for rep in range(self.p.passes):
+            t_pass = shard.now
+            shard.counts["admitted"] += 1
+            ok_pass = True
+            for pi, part in enumerate(self.p.partitions):
+                t0 = shard.now
+                order = [(b, s) for b, buf in enumerate(part.buffers) for s in range(len(buf.stripes))]
+                reqs = [(part.buffers[b].stripes[s].mu, part.buffers[b].stripes[s].room,
+                         WEIGHT if part.buffers[b].kind == "weight" else TILES) for b, s in order]
+                refs = yield from allocate_many(cu, reqs, m.STREAM)
+                if any(r is None for r in refs):  # on_oom = fail: the partition cannot run
+                    shard.log(PartitionRecord(rep * nparts + pi, part.index, t0, shard.now, shard.now, "failed"))
+                    ok_pass = False
+                    break
+                self._load_weights(cu, part, order, refs)
+                users: dict[tuple[int, int], list[int]] = {}
+                for slot in part.slots:
+                    for key in self.needs[pi][slot.cu]:
+                        users.setdefault(key, []).append(slot.cu)
+                receivers = [sorted(users.get(key, [])) for key in order]
+                tags = [[(b << 20) | s] * len(rc) for (b, s), rc in zip(order, receivers)]
+                yield from share_refs(cu, refs, receivers, reclaim, tags)
+                for r in refs:
+                    drop(cu, r, reclaim)
+                started = shard.now
+                tags2 = [cu.request(m.CONTROL, slot.cu, arg=m.CTRL_PARTITION, buf=rep * nparts + pi, nbytes=i)
+                         for i, slot in enumerate(part.slots)]
+                got = yield Replies(tags2, "control")
+                ok = all(r.arg == m.FINISHED for r in got.values())
+                ok_pass = ok_pass and ok
+                shard.trace_span(cu.uid, f"partition {part.index}", t0, shard.now - t0, "partition")
+                status = "ok" if ok else "failed"
+                shard.log(PartitionRecord(rep * nparts + pi, part.index, t0, started, shard.now, status))
+            shard.counts["finished"] += 1
+            shard.record("request", rep, t_pass, shard.now, 1, "ok" if ok_pass else "failed")
+            if not ok_pass:
+                break
+
+    def _load_weights(self, cu, part: PartitionProgram, order, refs) -> None:
+        """Ask the DRAM interfaces to stream every weight stripe in, in chunks spread over them."""
+        k = 0
+        for (b, s), ref in zip(order, refs):
+            if part.buffers[b].kind != "weight":
+                continue
+            room = part.buffers[b].stripes[s].room
+            for lo in range(0, room, LOAD_CHUNK):
+                n = min(LOAD_CHUNK, room - lo)
+                cu.send(m.CONTROL, self.dram[k % len(self.dram)], arg=m.CTRL_LOAD, nbytes=n, mu=ref.mu, buf=ref.buf,
+                        alloc=ref.alloc)
+                k += 1
+
+    # ------------------------------------------------------------------ a kernel's slice on one CU
+    def _kernel(self, cu, start, pi: int, refs: dict):
+        shard, reclaim = cu.shard, self.cfg.reclaim
+        part = self.p.partitions[pi]
+        slot = part.slots[start.nbytes]
+        t0 = shard.now
+        compute = 0
+        failed = False
+        units = len(self.dram)
+        first = slot.cu % units
+
+        def issue(i: int) -> list[int]:
+            tags = []
+            for r in slot.reads:
+                ref = refs[r.buffer, r.stripe]
+                st = part.buffers[r.buffer].stripes[r.stripe]
+                pos = st.tile_bytes * (i + 1) if part.buffers[r.buffer].kind == "tiles" else st.tile_bytes
+                tags.append(cu.request(m.READ_REQ, ref.mu, nbytes=r.nbytes, arg=pos, mu=ref.mu, buf=ref.buf,
+                                       alloc=ref.alloc, flags=m.STREAM))
+            for u, n in _dram_parts(slot.dram_read, first + i, units):
+                tags.append(cu.request(m.READ_REQ, self.dram[u], nbytes=n, arg=cu.uid, buf=-1))
+            return tags
+
+        pending = issue(0)
+        for i in range(part.tiles):
+            if pending:
+                got = yield Replies(pending, "memory")
+                failed = failed or any(r.status != m.STATUS_OK for r in got.values())
+            for b, writer, k in slot.credits_to:
+                cu.send(m.ACK, writer, tag=credit_tag(b, i, k))
+            pending = issue(i + 1) if i + 1 < part.tiles else []
+            if slot.cycles:
+                yield Compute(slot.cycles)
+                compute += slot.cycles
+            waits = [credit_tag(b, i - part.buffers[b].depth, k) for b, n in slot.readers
+                     if i >= part.buffers[b].depth for k in range(n)]
+            if waits:
+                yield Replies(waits, "flow")
+            for b, s in slot.writes:
+                ref = refs[b, s]
+                st = part.buffers[b].stripes[s]
+                cu.send(m.WRITE, ref.mu, nbytes=st.tile_bytes, arg=(i % part.buffers[b].depth) * st.tile_bytes,
+                        mu=ref.mu, buf=ref.buf, alloc=ref.alloc, flags=m.STREAM)
+            for u, n in _dram_parts(slot.dram_write, first + i, units):
+                cu.send(m.WRITE, self.dram[u], nbytes=n, buf=-1)
+        drain = [credit_tag(b, i, k) for b, n in slot.readers
+                 for i in range(max(0, part.tiles - part.buffers[b].depth), part.tiles) for k in range(n)]
+        if drain:
+            yield Replies(drain, "flow")
+        for ref in refs.values():
+            drop(cu, ref, reclaim)
+        shard.trace_span(cu.uid, slot.kernel, t0, shard.now - t0, "kernel")
+        shard.log(KernelRecord(start.buf, slot.kernel, cu.uid, t0, shard.now, compute, _bytes_in(part, slot),
+                               _bytes_out(part, slot)))
+        cu.send(m.ACK, start.src, tag=start.tag, arg=m.FAILED if failed else m.FINISHED)
+
+
+def _bytes_in(part: PartitionProgram, slot: SlotSpec) -> int:
+    return part.tiles * (sum(r.nbytes for r in slot.reads) + slot.dram_read)
+
+
+def _bytes_out(part: PartitionProgram, slot: SlotSpec) -> int:
+    per = sum(part.buffers[b].stripes[s].tile_bytes for b, s in slot.writes)
+    return part.tiles * (per + slot.dram_write)
