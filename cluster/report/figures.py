@@ -26,6 +26,11 @@ def _grid_axes(ax, rows: int, cols: int) -> None:
     ax.set_ylabel("row")
 
 
+def _share(column: str) -> str:
+    """'utilization' -> 'MU utilisation (share of its bytes holding data)'."""
+    return "MU utilisation (share of its bytes holding data)" if "util" in column else column
+
+
 def latency_vs_load(tables: dict[str, pa.Table], plt):
     """Mean and p99 packet latency against offered load (the classic NoC curve), saturated loads marked."""
     _, t = find_table(tables, lambda t: "avg_latency" in t.column_names and first(t, ("rate", "offered")))
@@ -94,8 +99,8 @@ def mu_heatmap(tables: dict[str, pa.Table], plt):
         data[rv, cv] = sum(vs) / len(vs)
     fig, ax = plt.subplots(figsize=(6, 5))
     im = ax.imshow(data, cmap="magma", vmin=0)
-    fig.colorbar(im, ax=ax, label=u)
-    ax.set_title(f"memory-unit {u} ({name})")
+    fig.colorbar(im, ax=ax, shrink=0.6, label=f"{'mean ' if first(t, TIME) else ''}{_share(u)}")
+    ax.set_title("memory-unit utilisation on the grid (blank: no MU)")
     _grid_axes(ax, rows, cols)
     return fig
 
@@ -116,9 +121,9 @@ def memory_over_time(tables: dict[str, pa.Table], plt, max_lines: int = 16):
     xs, ys, lo, hi = next(iter(grouped(t, x, u).values()))
     ax.plot(xs, ys, color="black", linewidth=2, label="mean over units")
     ax.fill_between(xs, lo, hi, color="grey", alpha=0.2, label="min..max")
-    ax.set_xlabel(x)
-    ax.set_ylabel(u)
-    ax.set_title(f"memory utilisation over time ({name})")
+    ax.set_xlabel("simulated time (cycles)" if x in ("cycle", "cycles") else x)
+    ax.set_ylabel(_share(u))
+    ax.set_title("memory-unit utilisation over time")
     ax.legend(fontsize="small")
     return fig
 

@@ -91,6 +91,9 @@ def _git(*args: str) -> str:
 
 
 def test_every_row_and_the_manifest_record_the_code_that_ran(tmp_path):
+    from cluster.version import code_version
+
+    code_version.cache_clear()  # asked once per process: ask now, not when an earlier test did
     out = tmp_path / "out"
     assert _sweep(_spec(tmp_path / "s.toml"), out) == 0
     rows = read_dataset(out / "s").to_pylist()
