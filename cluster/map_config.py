@@ -85,6 +85,8 @@ SCHEMA = Table({
             "kind": Field("choice", "r", "r (ring), sw (switch) or fc (fully connected)", choices=("r", "sw", "fc")),
             "size": _i("chips along this dimension; 0 = enumerate", 0, 0),
             "link_bandwidth": Field("bandwidth", REQUIRED, "per-link bandwidth", min=1),
+            "link_latency": Field("time", 500e-9, "per-link latency (the mapper ignores it; a simulated system does not)",
+                                  min=1e-12),
             "parallelism": Field("choice", "DP", "what the dimension carries", choices=("TP", "PP", "DP")),
         }), "1 to 3 network dimensions"),
         "prices": Table({

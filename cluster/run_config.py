@@ -10,6 +10,7 @@ like any other config error.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from cluster.config import Field, Table
@@ -25,6 +26,7 @@ from sim.keys import merge_fields
 from sim.memory.policies import POLICIES, MuGeometry
 from sim.network import NETWORKS
 from sim.noc.params import TIMING_KEYS
+from mapping.systems import CHIPS
 from sim.workloads import WORKLOADS, ChipContext
 
 
@@ -94,9 +96,12 @@ def _graph_keys() -> Table:
     from cluster.map_config import SCHEMA as MAP
 
     def optional(table: Table) -> Table:
-        return Table({k: optional(f) if isinstance(f, Table) else
-                      (Field(f.kind, None, f.doc, f.choices, f.min, f.max, f.item, f.clock, f.unit) if f.required else f)
-                      for k, f in table.fields.items()}, table.doc)
+        def loose(f):
+            if isinstance(f, Table):
+                return optional(f)
+            return dataclasses.replace(f, default=None) if isinstance(f, Field) and f.required else f
+
+        return Table({k: loose(f) for k, f in table.fields.items()}, table.doc)
 
     graph = optional(MAP.fields["workload"])
     kind = graph.fields["kind"]
@@ -105,14 +110,35 @@ def _graph_keys() -> Table:
     return Table({"graph": graph, "mapping": MAP.fields["mapping"]})
 
 
+MAPS_A_GRAPH = ("dataflow", "pipeline")  # workloads that may map `rdasim map`'s graph keys themselves
+
+
 def _workload_sections() -> dict:
     """One table per registered workload's section ([workload.decode], [workload.moe], ...)."""
     out: dict = {}
     for _, cls in WORKLOADS.items():
         out.setdefault(cls.SECTION, cls.KEYS)
-    if "dataflow" in out:  # a mapped run takes `rdasim map`'s graph and mapping keys too
-        out["dataflow"] = Table({**out["dataflow"].fields, **_graph_keys().fields}, out["dataflow"].doc)
+    for name in MAPS_A_GRAPH:  # a mapped run takes `rdasim map`'s graph and mapping keys too
+        if name in out:
+            out[name] = Table({**out[name].fields, **_graph_keys().fields}, out[name].doc)
     return out
+
+
+def _system_table() -> Table:
+    from cluster.map_config import SCHEMA as MAP
+    from sim.system.config import FIDELITIES
+
+    net = MAP.fields["system"].fields["network"]
+    return Table({
+        "chips": Field("int", 0, "chips in the system (0: a single chip, the [chip] above)", min=0),
+        "chip": Field("choice", "SN30", "the chip of every node (box fidelity: any of the mapper's chips)",
+                      choices=tuple(CHIPS)),
+        "fidelity": Field("choice", "box", "box: a chip is its mapped partitions' times behind its network "
+                          "interface", choices=FIDELITIES),
+        "packet_bytes": Field("size", 4096, "bytes of a packet on an inter-chip link", min=64),
+        "max_seconds": Field("float", 86400.0, "simulated seconds after which the run is cut off", min=1e-9),
+        "network": net,
+    }, doc="a system of chips joined by inter-chip links (rdasim run simulates it when chips > 0)")
 
 
 WORKLOAD = Table({
@@ -127,15 +153,70 @@ RUN = Table({
     "trace_limit": _i("trace events kept per shard (--trace)", 200_000, 1),
 }, doc=RUN_SECTION.doc, checks=RUN_SECTION.checks)
 
-RUN_SCHEMA = Table({"chip": CHIP, "noc": NOC, "memory": MEMORY, "workload": WORKLOAD, "run": RUN})
+RUN_SCHEMA = Table({"chip": CHIP, "noc": NOC, "memory": MEMORY, "workload": WORKLOAD, "run": RUN},
+                   extend=lambda: {"system": _system_table()})
 
 _CHIP_KEYS = {"clock": "clock_hz"}
+
+
+def _dataflow_checks(d: dict, noc: dict) -> list[Issue]:
+    """A dataflow run: the chosen graph generator's required `rdasim map` keys, and no jitter."""
+    from cluster.map_config import SCHEMA as MAP
+
+    out = []
+    if noc["jitter"]:
+        out.append(Issue("noc.jitter", "must be 0 for a dataflow run: its tile writes from one CU to one MU "
+                         "are assumed to arrive in order"))
+    kind = (d.get("graph") or {}).get("kind")
+    if kind and not d.get("plan"):
+        table = MAP.fields["workload"].fields.get(kind)
+        given = d["graph"].get(kind) or {}
+        for key, f in (table.fields.items() if table is not None else ()):
+            if isinstance(f, Field) and f.required and given.get(key) is None:
+                out.append(Issue(f"workload.dataflow.graph.{kind}.{key}", "is required"))
+    return out
+
+
+def system_config(cfg: dict):
+    """The SystemConfig a resolved ``rdasim run`` config with a [system] describes (raises ConfigError)."""
+    from mapping.specs import build_system
+    from sim.system.config import SystemConfig
+
+    sysd, wl, run = cfg["system"], cfg["workload"], cfg["run"]
+    issues: list[Issue] = []
+    params = WORKLOADS.get(wl["kind"])
+    if not getattr(params, "SYSTEM", False):
+        system_kinds = ", ".join(n for n, c in WORKLOADS.items() if getattr(c, "SYSTEM", False))
+        raise ConfigError("config", [Issue("workload.kind", f"{wl['kind']} runs on one chip; a [system] runs "
+                                           f"{system_kinds}")])
+    if not 1 <= len(sysd["network"]) <= 3:
+        raise ConfigError("config", [Issue("system.network", f"needs 1 to 3 [[system.network]] dimensions, got "
+                                           f"{len(sysd['network'])}")])
+    try:
+        system = build_system({"chips": sysd["chips"], "chip": sysd["chip"], "network": sysd["network"]})
+    except (ValueError, KeyError) as exc:
+        raise ConfigError("config", [Issue("system", str(exc))]) from None
+    if any(d.size < 1 for d in system.network):
+        issues.append(Issue("system.network", "every dimension needs its size (0 = enumerate is for rdasim map)"))
+    kind = wl["kind"]
+    if not issues:
+        workload = params.from_config(kind, wl[params.SECTION], ChipContext(None, None, None, system), issues)
+    if issues:
+        raise ConfigError("config", issues)
+    try:
+        return SystemConfig(system, system.chip.frequency, sysd["packet_bytes"], sysd["fidelity"], workload,
+                            run["seed"], int(sysd["max_seconds"] * system.chip.frequency))
+    except ValueError as exc:
+        raise ConfigError("config", [Issue("system", str(exc))]) from None
 
 
 def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1) -> ChipConfig:
     """The ChipConfig a resolved ``rdasim run`` config describes (raises ConfigError)."""
     chip, noc, mem, wl, run = cfg["chip"], cfg["noc"], cfg["memory"], cfg["workload"], cfg["run"]
     issues: list[Issue] = []
+    if getattr(WORKLOADS.get(wl["kind"]), "SYSTEM", False):
+        raise ConfigError("config", [Issue("workload.kind", f"{wl['kind']} runs on a system of chips: give a "
+                                           "[system] with chips > 0 and its [[system.network]]")])
     over = {_CHIP_KEYS.get(k, k): v for k, v in chip.items() if k != "preset" and v is not None}
     spec = PRESETS[chip["preset"]].with_(**over)
     issues += [Issue("chip", p) for p in spec.problems()]
@@ -154,8 +235,12 @@ def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1) -> ChipCon
     policy = POLICIES.get(mem["policy"]).from_config(mem["policy"], mem)
     issues += policy.problems(mu)
     kind = wl["kind"]
+    if kind == "dataflow":
+        issues += _dataflow_checks(wl["dataflow"], noc)
+        if issues:  # mapping needs every key it reads
+            raise ConfigError("config", issues)
     params = WORKLOADS.get(kind)
-    workload = params.from_config(kind, wl[params.SECTION], ChipContext(spec, lay, policy.granule), issues)
+    workload = params.from_config(kind, wl[params.SECTION], ChipContext(spec, lay, policy.room(mu)), issues)
     if issues:
         raise ConfigError("config", issues)
     return ChipConfig(

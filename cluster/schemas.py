@@ -465,3 +465,53 @@ def reference_markdown() -> str:
 
 if __name__ == "__main__":  # pragma: no cover
     print(reference_markdown())
+
+# --------------------------------------------------------------------------- rdasim run with a [system]
+SYSTEM_SUMMARY = TableSchema(
+    "system_summary",
+    "one row per system simulation (rdasim run with a [system])",
+    (
+        Column("workload", _S, "collective or pipeline"),
+        Column("chips", _I, "chips in the system"),
+        Column("chip", _S, "the chip of every node"),
+        Column("topology", _S, "DFModel's shape name: r, sw, fc per dimension (r_r: a 2-D torus)"),
+        Column("fidelity", _S, "box: a chip is its mapped partitions' times behind its network interface"),
+        Column("sim_cycles", _I, "simulated cycles at the chips' clock"),
+        Column("sim_seconds", _F, "simulated seconds"),
+        Column("messages_total", _I, "messages between chips"),
+        Column("bytes_total", _I, "bytes between chips"),
+        Column("shards", pa.int32(), "shards (groups of chips) the run was cut into"),
+        Column("backend", _S, "local or ray"),
+        Column("epochs", _I, "lockstep epochs"),
+        Column("lookahead", _I, "least latency of a link between shards, cycles (0: one shard)"),
+        Column("wall_seconds", _F, "wall-clock seconds of the simulation"),
+        Column("result_hash", _S, "hash of every step record, every link's bytes and the integer figures"),
+    ),
+)
+
+SYSTEM_STEPS = TableSchema(
+    "system_steps",
+    "one row per step a chip's program recorded (a collective, a pipeline stage's micro-batches)",
+    (
+        Column("kind", _S, "what the step was"),
+        Column("chip", _I, "chip"),
+        Column("ident", _I, "which one (repetition, stage)"),
+        Column("start", _I, "cycle it started"),
+        Column("end", _I, "cycle it ended"),
+        Column("nbytes", _I, "bytes it moved, or micro-batches it ran"),
+    ),
+)
+
+SYSTEM_LINKS = TableSchema(
+    "system_links",
+    "one row per directed inter-chip link",
+    (
+        Column("src", _I, "node it leaves (chips first, then switches)"),
+        Column("dst", _I, "node it enters"),
+        Column("dim", pa.int32(), "network dimension"),
+        Column("bytes", _I, "bytes it carried"),
+        Column("utilization", _F, "bytes / (simulated cycles x bytes per cycle)"),
+    ),
+)
+
+ALL_TABLES.extend([SYSTEM_SUMMARY, SYSTEM_STEPS, SYSTEM_LINKS])

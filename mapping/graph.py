@@ -72,6 +72,10 @@ class Kernel:
     phase: str = "fwd"  # "fwd" or "bwd" (training graphs keep them in separate partitions)
     collectives: tuple[Collective, ...] = ()
     extra_dram_bytes: float = 0.0  # DRAM traffic outside the graph's tensors (embeddings, KV cache)
+    # what its extra traffic or work is, for a simulator that models it (DFModel does not look):
+    # "append:NAME" / "read:NAME" a cache that grows a token per pass (its extra bytes are the
+    # growth / the cache), "experts:K" the outer dimension is experts, each token routed to K
+    role: str = ""
 
     @property
     def is_gemm(self) -> bool:
@@ -220,6 +224,8 @@ def _kernel_problems(kernel: Kernel) -> list[str]:
         out.append(f"kernel {kernel.name!r}: phase must be 'fwd' or 'bwd', got {kernel.phase!r}")
     if kernel.extra_dram_bytes < 0:
         out.append(f"kernel {kernel.name!r}: extra DRAM bytes must be >= 0")
+    if kernel.role and kernel.role.split(":")[0] not in ("append", "read", "experts"):
+        out.append(f"kernel {kernel.name!r}: role {kernel.role!r} is not experts:K, append:NAME or read:NAME")
     for c in kernel.collectives:
         if c.kind in EXPLICIT_SIZE and not c.bytes > 0:
             out.append(f"kernel {kernel.name!r}: {c.kind.value} needs a positive size in bytes")

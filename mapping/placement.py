@@ -35,10 +35,33 @@ from mapping.chips import ChipSpec
 from mapping.plan import KernelPlan, MappingPlan
 
 GEMM_KINDS = ("gemm", "gemm_weight")
+ROUNDS = 12  # alternations of the local search at most (each never raises the objective)
+LARGE = 256  # CUs beyond which the local search is cut short (sn40l-like: 1,040)
+MIN_SHARE = 512  # bytes of a tile's output a CU computes at least
 
 
 class PlacementError(ValueError):
     """A partition that cannot be placed on the grid (names the partition and what is short)."""
+
+
+@dataclass(frozen=True)
+class MuRoom:
+    """How an MU gives out room under a memory policy: a buffer of ``n`` bytes reserves
+    ``max(minimum, n rounded up to granule)``; none may exceed ``largest``; an MU holds
+    ``per_mu`` buffers at most (0: any number)."""
+
+    capacity: int
+    granule: int = 64
+    minimum: int = 0
+    largest: int = 0  # 0: the capacity
+    per_mu: int = 0
+
+    def reserve(self, nbytes: int) -> int:
+        return max(self.minimum, -(-nbytes // self.granule) * self.granule)
+
+    @property
+    def biggest(self) -> int:
+        return self.largest or self.capacity
 
 
 @dataclass(frozen=True)
@@ -73,6 +96,19 @@ class PlacedKernel:
 
 
 @dataclass(frozen=True)
+class PlacedCache:
+    """A cache that lives through the whole run and grows each pass (a decode step's KV
+    cache): stripes dealt to the CUs of the kernel reading it, each on an MU near its CU."""
+
+    name: str
+    reader: str  # kernel reading it every pass
+    appender: str  # kernel appending to it every pass ("" if none)
+    initial: int  # bytes of each stripe at the start
+    growth: int  # bytes each stripe grows per pass
+    stripes: tuple[Stripe, ...]  # writer: the appender's CU slot feeding it; lo: the reader's CU slot
+
+
+@dataclass(frozen=True)
 class PlacedPartition:
     index: int
     kernels: tuple[PlacedKernel, ...]
@@ -87,8 +123,9 @@ class GridPlacement:
     rows: int
     cols: int
     seed: int
-    granule: int  # bytes an MU allocates in, which the packing rounded to
+    room: MuRoom  # how the MUs give out room (the memory policy the packing assumed)
     partitions: tuple[PlacedPartition, ...]
+    caches: tuple[PlacedCache, ...] = ()
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -101,7 +138,9 @@ class GridPlacement:
             buffers = tuple(PlacedBuffer(b["name"], b["kind"], b["producer"], tuple(b["consumers"]), b["tile_bytes"],
                                          b["depth"], tuple(Stripe(**s) for s in b["stripes"])) for b in p["buffers"])
             parts.append(PlacedPartition(p["index"], kernels, buffers, p["traffic"], p["traffic_bound"]))
-        return cls(d["chip"], d["rows"], d["cols"], d["seed"], d["granule"], tuple(parts))
+        caches = tuple(PlacedCache(c["name"], c["reader"], c["appender"], c["initial"], c["growth"],
+                                   tuple(Stripe(**s) for s in c["stripes"])) for c in d.get("caches", ()))
+        return cls(d["chip"], d["rows"], d["cols"], d["seed"], MuRoom(**d["room"]), tuple(parts), caches)
 
 
 def share(total: int, parts: int, i: int) -> tuple[int, int]:
@@ -109,25 +148,40 @@ def share(total: int, parts: int, i: int) -> tuple[int, int]:
     return total * i // parts, total * (i + 1) // parts
 
 
-def cu_counts(flops: list[float], cores: int, most: int = 0) -> list[int]:
-    """CUs per kernel in proportion to its FLOPs, at least one each, ``cores`` at most in all
-    (largest remainders get the spare CUs), and ``most`` at most each (0: no limit)."""
+def cu_counts(flops: list[float], cores: int, most: int | list[int] = 0) -> list[int]:
+    """CUs per kernel in proportion to its FLOPs, at least one each and ``cores`` at most in
+    all, and ``most`` at most each (one cap, or one per kernel; 0: no limit): a kernel's
+    ideal share beyond its cap goes to the others (water filling), whole CUs by largest
+    remainders."""
     n = len(flops)
     if n > cores:
         raise PlacementError(f"{n} kernels for {cores} CUs")
-    if most:
-        cores = min(cores, most * n)
-    total = sum(flops) or 1.0
-    ideal = [cores * f / total for f in flops]
-    if most:
-        ideal = [min(x, most) for x in ideal]
-    counts = [max(1, int(x)) for x in ideal]
+    caps = [c or cores for c in (most if isinstance(most, list) else [most] * n)]
+    cores = min(cores, sum(caps))
+    ideal = [0.0] * n
+    open_ = set(range(n))
+    left = float(cores)
+    while open_:  # water filling: share what is left among the kernels below their caps
+        total = sum(flops[j] for j in open_) or float(len(open_))
+        share_ = {j: left * (flops[j] if sum(flops[k] for k in open_) else 1.0) / total for j in open_}
+        capped = [j for j in open_ if share_[j] >= caps[j]]
+        if not capped:
+            for j in open_:
+                ideal[j] = share_[j]
+            break
+        for j in capped:
+            ideal[j] = caps[j]
+            left -= caps[j]
+            open_.discard(j)
+    counts = [min(caps[j], max(1, int(ideal[j]))) for j in range(n)]
     while sum(counts) > cores:  # the minimum of one CU each pushed the sum over
         i = max((j for j in range(n) if counts[j] > 1), key=lambda j: (counts[j] - ideal[j], counts[j]))
         counts[i] -= 1
     order = sorted(range(n), key=lambda j: (-(ideal[j] - counts[j]), j))
-    for j in order[: cores - sum(counts)]:
-        if not most or counts[j] < most:
+    for j in order:
+        if sum(counts) >= cores:
+            break
+        if counts[j] < caps[j] and ideal[j] - counts[j] > 0:
             counts[j] += 1
     return counts
 
@@ -155,7 +209,7 @@ class _Piece:
 def _pieces(plan: MappingPlan, kernels: list[KernelPlan], counts: dict[str, int]) -> tuple[list, list[_Piece]]:
     """(buffer descriptions, pieces to pack) of one partition."""
     names = {k.name for k in kernels}
-    kind = {k.name: k.kind for k in kernels}
+    by_name = {k.name: k for k in kernels}
     buffers, pieces = [], []
     for k in kernels:
         if k.weight_bytes > 0 and not k.streamed:
@@ -167,7 +221,9 @@ def _pieces(plan: MappingPlan, kernels: list[KernelPlan], counts: dict[str, int]
             tb = max(1, int(round(t.tile_bytes)))
             buffers.append((f"{t.producer}->{t.consumer}", "tiles", t.producer, (t.consumer,), tb, t.depth))
             n = counts[t.producer]
-            readers = float(counts[t.consumer]) if kind[t.consumer] in GEMM_KINDS else 1.0  # broadcast or shares
+            consumer = by_name[t.consumer]
+            whole = consumer.kind in GEMM_KINDS and not consumer.role.startswith("experts")
+            readers = float(counts[t.consumer]) if whole else 1.0  # every CU reads it all, or its share
             for p in range(n):
                 lo, hi = share(tb, n, p)
                 if hi > lo:
@@ -175,48 +231,44 @@ def _pieces(plan: MappingPlan, kernels: list[KernelPlan], counts: dict[str, int]
     return buffers, pieces
 
 
-def _round(nbytes: int, granule: int) -> int:
-    return -(-nbytes // granule) * granule
-
-
-def _pack(pieces: list[_Piece], capacity: int, granule: int, mus: int, port: float, what: str) -> list[list[_Piece]]:
-    """Pieces into at most ``mus`` MU-sized bins, balancing the bytes each MU's port moves per
-    tile (its SRAM port and its network interface move one word row per cycle, so a crowded
-    MU, not the CUs, could set the pace). A piece larger than an MU, or moving more than
-    ``port`` bytes per tile (what one MU moves while the partition's slowest kernel
+def _pack(pieces: list[_Piece], room: MuRoom, mus: int, port: float, what: str) -> list[list[_Piece]]:
+    """Pieces into at most ``mus`` MUs, balancing the bytes each MU's port moves per tile (its
+    SRAM port and its network interface move one word row per cycle, so a crowded MU, not
+    the CUs, could set the pace). A piece larger than one buffer may be, or moving more
+    than ``port`` bytes per tile (what one MU moves while the partition's slowest kernel
     computes a tile), is cut first (weights by bytes, tile buffers by a range of every
     tile's bytes); then the heaviest piece goes to the least loaded MU with room (longest
     processing time first, Graham 1969)."""
     cut: list[_Piece] = []
     for pc in pieces:
         per_tile = pc.hi - pc.lo
-        room_parts = -(-_round(per_tile * pc.depth, granule) // (capacity // granule * granule))
+        room_parts = -(-per_tile * pc.depth // max(1, room.biggest - room.granule))
         load_parts = int(-(-pc.traffic // port)) if port > 0 else 1
-        parts = max(1, room_parts, min(load_parts, per_tile // max(1, granule // pc.depth), mus))
+        parts = max(1, room_parts, min(load_parts, per_tile // max(1, room.granule // pc.depth), mus))
         for i in range(parts):
             lo, hi = share(per_tile, parts, i)
             if hi > lo:
                 cut.append(pc.cut(pc.lo + lo, pc.lo + hi))
     bins: list[list[_Piece]] = [[] for _ in range(mus)]
     load = [0.0] * mus
-    room = [capacity] * mus
+    free = [room.capacity] * mus
     for pc in sorted(cut, key=lambda x: (-x.traffic, x.buffer, x.lo)):
-        need = _round((pc.hi - pc.lo) * pc.depth, granule)
-        fits = [b for b in range(mus) if room[b] >= need]
+        need = room.reserve((pc.hi - pc.lo) * pc.depth)
+        fits = [b for b in range(mus) if free[b] >= need and not (room.per_mu and len(bins[b]) >= room.per_mu)]
         if not fits:
             raise PlacementError(f"{what}: a {need:,} B stripe of buffer {pc.buffer} fits in no MU "
-                                 f"(largest room left {max(room):,} B of {capacity:,} B)")
+                                 f"(largest room left {max(free):,} B of {room.capacity:,} B)")
         b = min(fits, key=lambda x: (load[x], x))
         bins[b].append(pc)
         load[b] += pc.traffic
-        room[b] -= need
+        free[b] -= need
     return [b for b in bins if b]
 
 
 def _flows(kernels: list[KernelPlan], counts: dict[str, int], buffers: list, bins: list[list[_Piece]],
            slot_of: dict[tuple[str, int], int]) -> np.ndarray:
     """[CU slots, bins] bytes per tile between each CU slot and each MU's contents."""
-    kind = {k.name: k.kind for k in kernels}
+    by_name = {k.name: k for k in kernels}
     F = np.zeros((len(slot_of), len(bins)))
     for b, content in enumerate(bins):
         for pc in content:
@@ -226,7 +278,9 @@ def _flows(kernels: list[KernelPlan], counts: dict[str, int], buffers: list, bin
             for c in consumers:
                 n = counts[c]
                 for j in range(n):
-                    lo, hi = (0, tb) if (bkind == "tiles" and kind[c] in GEMM_KINDS) else share(tb, n, j)
+                    k = by_name[c]
+                    whole = bkind == "tiles" and k.kind in GEMM_KINDS and not k.role.startswith("experts")
+                    lo, hi = (0, tb) if whole else share(tb, n, j)
                     F[slot_of[c, j], b] += max(0, min(hi, pc.hi) - max(lo, pc.lo))
     return F
 
@@ -239,19 +293,23 @@ def _distances(spec: ChipSpec, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _assign(F: np.ndarray, D: np.ndarray, seed: int, restarts: int) -> tuple[np.ndarray, np.ndarray, float]:
-    """(CU tile index of each slot, MU tile index of each bin, objective): alternating LAPs."""
+    """(CU tile index of each slot, MU tile index of each bin, objective): alternating LAPs.
+    A LAP costs O(n^3): on grids of more than LARGE CUs one start and a few rounds."""
     slots, bins = F.shape
+    rounds = ROUNDS
+    if D.shape[0] > LARGE:
+        restarts, rounds = 1, 4
     best = None
     rng = np.random.default_rng(seed)
     for r in range(restarts):
         cu = np.arange(slots) if r == 0 else rng.permutation(D.shape[0])[:slots]
         cost = np.inf
-        for _ in range(50):
+        for _ in range(rounds):
             _, mu = linear_sum_assignment(F.T @ D[cu])  # bins given the CUs
             _, cu_new = linear_sum_assignment(F @ D[:, mu].T)  # CUs given the bins
             new = float((F * D[np.ix_(cu_new, mu)]).sum())
             cu = cu_new
-            if new >= cost - 1e-9:
+            if new >= cost * (1 - 1e-3):  # less than 0.1 % better: settled
                 cost = min(cost, new)
                 break
             cost = new
@@ -274,11 +332,11 @@ def _bound(F: np.ndarray, D: np.ndarray) -> float:
     return float(g[rows, cols].sum())
 
 
-def place_on_grid(plan: MappingPlan, spec: ChipSpec, seed: int = 0, granule: int = 64,
-                  restarts: int = 4, max_cus: int = 0) -> GridPlacement:
+def place_on_grid(plan: MappingPlan, spec: ChipSpec, seed: int = 0, room: MuRoom | None = None,
+                  restarts: int = 2, max_cus: int = 0) -> GridPlacement:
     """Place every partition of a single-chip ``plan`` on ``spec``'s grid.
 
-    ``granule``: bytes an MU allocates in (64: an SRAM row; a virtual policy's block size);
+    ``room``: how an MU gives out room under the run's memory policy (default: 64-byte rows);
     ``restarts``: seeded random starting points of the local search (the first is in order);
     ``max_cus``: CUs a kernel may use at most (0: as many as its share of the FLOPs).
     """
@@ -286,25 +344,29 @@ def place_on_grid(plan: MappingPlan, spec: ChipSpec, seed: int = 0, granule: int
         raise PlacementError(f"the plan is {plan.status}: {plan.reason}")
     if plan.chips != 1:
         raise PlacementError(f"the plan maps onto {plan.chips} chips; grid placement takes a single-chip plan")
+    room = room or MuRoom(spec.mu_bytes)
     cu_tiles, mu_tiles = spec.cu_tiles(), spec.mu_tiles()
     D = _distances(spec, cu_tiles, mu_tiles)
     by_name = {k.name: k for k in plan.kernels}
     parts = []
     for part in plan.partitions:
         kernels = [by_name[n] for n in part.kernels]
-        counts = dict(zip(part.kernels, cu_counts([k.flop for k in kernels], len(cu_tiles), max_cus)))
+        # a CU's share of a tile's output no smaller than MIN_SHARE bytes: finer splits of a
+        # small tile cost more messages than they save cycles (every consumer CU of a GEMM
+        # reads the whole tile from every producer CU)
+        caps = [max(1, min(max_cus or len(cu_tiles), int(k.m * k.n * plan.word) // MIN_SHARE)) for k in kernels]
+        counts = dict(zip(part.kernels, cu_counts([k.flop for k in kernels], len(cu_tiles), caps)))
         slot_of = {}
         for k in kernels:
             for j in range(counts[k.name]):
                 slot_of[k.name, j] = len(slot_of)
         buffers, pieces = _pieces(plan, kernels, counts)
-        need = sum(_round((p.hi - p.lo) * p.depth, granule) for p in pieces)
+        need = sum(room.reserve((p.hi - p.lo) * p.depth) for p in pieces)
         if need > len(mu_tiles) * spec.mu_bytes:
             raise PlacementError(f"partition {part.index} needs {need:,} B of MU space; the chip has "
                                  f"{len(mu_tiles)} MUs of {spec.mu_bytes:,} B")
         stage = max(k.flop_per_tile / counts[k.name] / spec.cu_flops_per_cycle for k in kernels)
-        bins = _pack(pieces, spec.mu_bytes, granule, len(mu_tiles), stage * spec.mu_bytes_per_cycle,
-                     f"partition {part.index}")
+        bins = _pack(pieces, room, len(mu_tiles), stage * spec.mu_bytes_per_cycle, f"partition {part.index}")
         F = _flows(kernels, counts, buffers, bins, slot_of)
         cu_idx, mu_idx, traffic = _assign(F, D, seed + part.index, restarts)
         placed_kernels = tuple(
@@ -319,4 +381,53 @@ def place_on_grid(plan: MappingPlan, spec: ChipSpec, seed: int = 0, granule: int
         placed_buffers = tuple(PlacedBuffer(name, kind, producer, consumers, tb, depth, tuple(stripes[i]))
                                for i, (name, kind, producer, consumers, tb, depth) in enumerate(buffers))
         parts.append(PlacedPartition(part.index, placed_kernels, placed_buffers, traffic, _bound(F, D)))
-    return GridPlacement(spec.name, spec.rows, spec.cols, seed, granule, tuple(parts))
+    return GridPlacement(spec.name, spec.rows, spec.cols, seed, room, tuple(parts),
+                         _place_caches(plan, parts, spec, room))
+
+
+def _place_caches(plan: MappingPlan, parts: list[PlacedPartition], spec: ChipSpec, room: MuRoom) -> tuple:
+    """Each cache a kernel reads (role read:NAME) in MUs for the whole run, if it fits: one stripe
+    per reading CU on the nearest MU with room left after every partition's own stripes."""
+    readers = {k.role.split(":", 1)[1]: k for k in plan.kernels if k.role.startswith("read:")}
+    appenders = {k.role.split(":", 1)[1]: k for k in plan.kernels if k.role.startswith("append:")}
+    if not readers:
+        return ()
+    used: dict[int, int] = {}
+    for part in parts:  # an MU's room is what its fullest partition leaves
+        here: dict[int, int] = {}
+        for b in part.buffers:
+            for s in b.stripes:
+                here[s.mu] = here.get(s.mu, 0) + room.reserve(s.bytes)
+        for mu, n in here.items():
+            used[mu] = max(used.get(mu, 0), n)
+    where = {k.name: k.cus for part in parts for k in part.kernels}
+    mu_tiles = spec.mu_tiles()
+    caches = []
+    for name, reader in sorted(readers.items()):
+        cus = where[reader.name]
+        total = int(round(reader.extra_dram_bytes))
+        app = appenders.get(name)
+        growth = int(round(app.extra_dram_bytes)) if app is not None else 0
+        n_app = len(where[app.name]) if app is not None else 1
+        # stripes no larger than a buffer may be (leaving room to grow a while), dealt to the
+        # reading CUs in turn
+        count = max(len(cus), -(-total // max(1, room.biggest // 2)))
+        stripes = []
+        for s in range(count):
+            j = s % len(cus)
+            cu = cus[j]
+            lo, hi = share(total, count, s)
+            need = room.reserve(hi - lo)
+            dist = np.abs(mu_tiles // spec.cols - cu // spec.cols) + np.abs(mu_tiles % spec.cols - cu % spec.cols)
+            for idx in np.lexsort((mu_tiles, dist)):
+                mu = int(mu_tiles[idx])
+                if used.get(mu, 0) + need <= room.capacity:
+                    used[mu] = used.get(mu, 0) + need
+                    stripes.append(Stripe(mu, j, j + 1, hi - lo, s % n_app))
+                    break
+            else:
+                return tuple(caches)  # no room on chip: this cache and the rest stay in DRAM
+        g_lo, g_hi = share(growth, count, 0)
+        caches.append(PlacedCache(name, reader.name, app.name if app is not None else "", total // count,
+                                  g_hi - g_lo, tuple(stripes)))
+    return tuple(caches)

@@ -33,6 +33,8 @@ class KernelPlan:
     tiles: int = 1  # tiles per graph pass
     flop_per_tile: float = 0.0
     extra_dram_bytes: float = 0.0  # per chip per graph pass, outside the graph's tensors (embeddings, KV cache)
+    role: str = ""  # mapping.graph.Kernel.role: a cache it appends to or reads, or experts
+    outer: int = 1  # the graph kernel's outer dimension (experts, heads)
 
 
 @dataclass(frozen=True)

@@ -114,18 +114,20 @@ def write_results(plan: MappingPlan, cfg: dict, out: Path) -> list[Path]:
 def plan_file(plan: MappingPlan) -> dict:
     """plan.json: the plan and, for a single-chip plan on an RDA this simulator has, its grid
     placement with every buffer's address (`rdasim run` with workload.kind = "dataflow" runs it).
-    Placed for the default virtual policy's 4 KiB blocks; a run with another block size or
-    policy places it again."""
+    Placed for the default memory policy (virtual, 4 KiB blocks); a run with another policy
+    places it again."""
     from mapping.chips import RDA_PRESETS
 
     out: dict = {"plan": plan.to_dict()}
     spec = RDA_PRESETS.get(plan.chip)
     if spec is not None and plan.feasible and plan.chips == 1:
         from mapping.placement import PlacementError, place_on_grid
+        from sim.memory.policies import MuGeometry, policy_params
         from sim.workloads.dataflow import plan_addresses
 
+        room = policy_params("virtual").room(MuGeometry(spec.mu_bytes, spec.mu_word_bytes))
         try:
-            out["placement"] = plan_addresses(place_on_grid(plan, spec, 0, 4096), spec.mu_bytes).to_dict()
+            out["placement"] = plan_addresses(place_on_grid(plan, spec, 0, room), spec.mu_bytes).to_dict()
         except PlacementError as exc:
             out["placement_error"] = str(exc)
     return out

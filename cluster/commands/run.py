@@ -32,6 +32,34 @@ MAPPED_KEYS = ("seconds_per_batch_simulated", "seconds_per_batch_analytic", "sec
                "seconds_per_pass_analytic", "partitions")
 
 
+def run_system_command(args, cfg: dict) -> int:
+    """`rdasim run` with a [system]: chips as nodes of the inter-chip network."""
+    from cluster.run_config import system_config
+    from cluster.system_job import run_system
+
+    summary, files = run_system(cfg, system_config(cfg), out=args.out, quiet=args.quiet or args.json)
+    if args.json:
+        print(json.dumps({k: json_safe(v) if not isinstance(v, list) else [json_safe(x) for x in v]
+                          for k, v in summary.items()}))
+    else:
+        s = summary
+        print(f"{s['workload']} on {s['chips']} x {s['chip']} ({s['topology']}, {s['fidelity']} chips), "
+              f"{s['shards']} shard(s) on {s['backend']}")
+        print(f"  simulated {s['sim_seconds']:.6g} s ({s['sim_cycles']:,} cycles) in {s['wall_seconds']:.2f} s; "
+              f"{s['messages_total']:,} messages, {s['bytes_total']:,} bytes between chips")
+        if "seconds_per_batch_analytic" in s:
+            print(f"  seconds per batch: simulated {s['seconds_simulated']:.6g}, DFModel {s['seconds_per_batch_analytic']:.6g}"
+                  f"; pipeline factor simulated {s['pipeline_factor_simulated']:.6f}, "
+                  f"DFModel {s['pipeline_factor_analytic']:.6f}")
+        if "closed_form_cycles" in s:
+            print(f"  {s['collective']} over {s['group_chips']} chips: {s['collective_cycles'][0]:,} cycles "
+                  f"(closed form {s['closed_form_cycles']:,})")
+        print(f"  result hash {s['result_hash']}")
+    for f in files:
+        print(f"wrote {f}", file=sys.stderr)
+    return 0
+
+
 def add_arguments(p) -> None:
     p.add_argument("config", help="TOML config ([chip], [noc], [memory], [workload], [run])")
     add_run_arguments(p)
@@ -49,6 +77,8 @@ def run(args) -> int:
         raise UserError(f"--memory-map {args.memory_map}: the cycle cannot be negative")
     cfg = load(RUN_SCHEMA, args.config, args.overrides, flag_values(args, FLAGS))
     check_outputs(args)  # before the work: a bad path costs a second, not a run
+    if cfg["system"]["chips"]:
+        return run_system_command(args, cfg)
     from cluster.run_config import chip_config  # imported late: keeps `rdasim run --help` quick
     from cluster.run_job import run_chip
 

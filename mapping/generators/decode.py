@@ -33,18 +33,19 @@ def decode_workload(hidden: int, heads: int, context: int, batch: int, layers: i
     cache_read = float(b) * context * hidden * word  # keys (or values) of every sequence
     new_entry = float(b) * hidden * word
     spec = [
-        ("Add_Prev_Layer", EW, 1, hidden, 1, 0.0), ("LayerNorm_1", EW, 1, hidden, 1, 0.0),
-        ("Q", GW, heads, d, hidden, 0.0), ("K", GW, heads, d, hidden, new_entry),
-        ("V", GW, heads, d, hidden, new_entry),
-        ("MHA_GEMM_1", GG, heads, ctx, d, cache_read), ("SOFTMAX", EW, heads, ctx, 1, 0.0),
-        ("MHA_GEMM_2", GG, heads, d, ctx, cache_read), ("PROJ_GEMM", GW, 1, hidden, hidden, 0.0),
-        ("Add_1", EW2, 1, hidden, 1, 0.0), ("LayerNorm_2", EW, 1, hidden, 1, 0.0),
-        ("FFN0", GW, 1, ffn, hidden, 0.0), ("GeLU", EW, 1, ffn, 1, 0.0), ("FFN1", GW, 1, hidden, ffn, 0.0),
-        ("Add_2", EW2, 1, hidden, 1, 0.0),
+        ("Add_Prev_Layer", EW, 1, hidden, 1, 0.0, ""), ("LayerNorm_1", EW, 1, hidden, 1, 0.0, ""),
+        ("Q", GW, heads, d, hidden, 0.0, ""), ("K", GW, heads, d, hidden, new_entry, "append:k_cache"),
+        ("V", GW, heads, d, hidden, new_entry, "append:v_cache"),
+        ("MHA_GEMM_1", GG, heads, ctx, d, cache_read, "read:k_cache"), ("SOFTMAX", EW, heads, ctx, 1, 0.0, ""),
+        ("MHA_GEMM_2", GG, heads, d, ctx, cache_read, "read:v_cache"),
+        ("PROJ_GEMM", GW, 1, hidden, hidden, 0.0, ""),
+        ("Add_1", EW2, 1, hidden, 1, 0.0, ""), ("LayerNorm_2", EW, 1, hidden, 1, 0.0, ""),
+        ("FFN0", GW, 1, ffn, hidden, 0.0, ""), ("GeLU", EW, 1, ffn, 1, 0.0, ""), ("FFN1", GW, 1, hidden, ffn, 0.0, ""),
+        ("Add_2", EW2, 1, hidden, 1, 0.0, ""),
     ]
     graph = new_graph(name, word)
-    for kname, kind, outer, m, k, extra in spec:
-        add_kernel(graph, Kernel(kname, kind, m, k, b, outer, extra_dram_bytes=extra))
+    for kname, kind, outer, m, k, extra, role in spec:
+        add_kernel(graph, Kernel(kname, kind, m, k, b, outer, extra_dram_bytes=extra, role=role))
     for u, v in _EDGES:
         connect(graph, u, v)
     return Workload(name=name, graph=graph, scheme=Scheme.TENSOR_PARALLEL, layers=layers,

@@ -50,8 +50,9 @@ def moe_workload(hidden: int, heads: int, seq: int, experts: int, top_k: int, la
     for kernel in [
         Kernel("Router", GW, experts, hidden, seq), Kernel("TopK_Gate", EW, experts, 1, seq),
         Kernel("Dispatch", EW2, hidden, 1, slots, experts, collectives=a2a),
-        Kernel("Expert_FFN0", GW, ffn, hidden, slots, experts), Kernel("Expert_GeLU", EW, ffn, 1, slots, experts),
-        Kernel("Expert_FFN1", GW, hidden, ffn, slots, experts),
+        Kernel("Expert_FFN0", GW, ffn, hidden, slots, experts, role=f"experts:{top_k}"),
+        Kernel("Expert_GeLU", EW, ffn, 1, slots, experts, role=f"experts:{top_k}"),
+        Kernel("Expert_FFN1", GW, hidden, ffn, slots, experts, role=f"experts:{top_k}"),
         Kernel("Combine", EW2, hidden, 1, seq, collectives=a2a), Kernel("Add_2", EW2, hidden, 1, seq),
     ]:
         add_kernel(graph, kernel)

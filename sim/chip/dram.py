@@ -3,8 +3,9 @@
 One port of ``dram_bytes_per_cycle`` serves requests in arrival order after
 ``dram_latency`` cycles. A read (forwarded by an MU for a buffer it evicted, or sent by a
 CU) is answered straight to the unit named in ``arg``, with the tag it asked with. A
-CTRL_LOAD control message streams ``nbytes`` into an MU's tile buffer (weights entering a
-partition): ``mu``, ``buf`` and ``alloc`` name it.
+CTRL_LOAD control message streams ``nbytes`` into an MU's buffer (weights entering a
+partition, a cache's first contents): ``mu``, ``buf`` and ``alloc`` name it, ``flags`` says
+whether it is a tile buffer (STREAM) or one that grows.
 """
 
 from __future__ import annotations
@@ -35,8 +36,9 @@ class DramUnit(Unit):
         if msg.kind == m.CONTROL and msg.arg == m.CTRL_LOAD:
             start = self._serve(msg.nbytes)
             self.bytes_read += msg.nbytes
-            self.send(m.WRITE, msg.mu, ready=self._chunks_ready(start, msg.nbytes), nbytes=msg.nbytes, mu=msg.mu,
-                      buf=msg.buf, alloc=msg.alloc, flags=m.STREAM)
+            kind = m.WRITE if msg.flags & m.STREAM else m.APPEND  # a tile buffer, or a buffer that grows
+            self.send(kind, msg.mu, ready=self._chunks_ready(start, msg.nbytes), nbytes=msg.nbytes, mu=msg.mu,
+                      buf=msg.buf, alloc=msg.alloc, flags=msg.flags)
             return
         if msg.kind in (m.WRITE, m.APPEND):
             self._serve(msg.nbytes)

@@ -247,9 +247,10 @@ class MemoryUnit(Unit):
 
     @staticmethod
     def _readable(rec: BufferRecord, msg: m.Message) -> bool:
-        """A read names what it waits for: the buffer's size (``nbytes``), or for a tile buffer
-        the stream position ``arg`` (the end of the tile it reads)."""
-        return rec.written >= msg.arg if rec.stream else rec.size >= msg.nbytes
+        """A read names what it waits for: the buffer's size (``nbytes``, or ``arg`` when a
+        reader of a part waits for more), or for a tile buffer the stream position ``arg``
+        (the end of the tile it reads)."""
+        return rec.written >= msg.arg if rec.stream else rec.size >= max(msg.nbytes, msg.arg)
 
     def _respond_read(self, msg: m.Message, failed: bool = False) -> None:
         if failed:

@@ -165,11 +165,15 @@ class ChipShard:
         busy = self.ni_busy[src_tile]
         tiles = self.tiles
         first = self.now + NI_LATENCY
+        last_r, last_c = None, first - 1
         for r, f in zip(readies, flits):
-            c = max(r, first)
+            # the first free cycle at or after max(r, first); when readies do not decrease,
+            # every cycle from there up to the previous packet's is already taken
+            c = max(r, first, last_c + 1) if last_r is not None and r >= last_r else max(r, first)
             while c in busy:
                 c += 1
             busy.add(c)
+            last_r, last_c = r, c
             pkt = c * tiles + src_tile
             self._offers.append((c, src_tile, dst_tile, f))
             if local:
@@ -224,9 +228,15 @@ class ChipShard:
         net_out = []
         step = self.cfg.step
         snap = self.cfg.memory_map_cycle
+        # the loop runs once per window of network work: keep its lookups local
+        heap, delay = self.heap, self.net_delay
+        net_next, net_advance = self.net.next_event, self.net.advance
+        run_units, collect = self._run_units, self._collect
         t = t0
         while t < t1:
-            nxt = min(self.heap[0][0] if self.heap else float("inf"), self.net.next_event())
+            nxt = net_next()
+            if heap and heap[0][0] < nxt:
+                nxt = heap[0][0]
             # every event before ``snap`` is done, and none can still arrive (inbound
             # traffic of later epochs is due at t1 or later)
             if snap >= 0 and self.memory_map is None and nxt >= snap and t1 >= snap:
@@ -237,14 +247,16 @@ class ChipShard:
             u = min(t + step, t1)
             if snap >= 0 and self.memory_map is None and t < snap < u:
                 u = snap
-            self._run_units(min(u, t + self.net_delay))
+            if heap and heap[0][0] < u:
+                run_units(min(u, t + delay))
             if self._offers:
                 self._flush_offers()
-            out = self.net.advance(t, u)
+            out = net_advance(t, u)
             if len(out):
                 net_out.append(out)
-            self._collect()
-            self._run_units(u)
+            collect()
+            if heap and heap[0][0] < u:
+                run_units(u)
             if self._offers:  # sent in the second pass: offered from cycle u on
                 self._flush_offers()
             t = u

@@ -102,18 +102,16 @@ class Grid:
         keep = dst >= 0
         return routers[keep], ports[keep], dst[keep]
 
-    def route_table(self, routers, offset=None) -> np.ndarray:
-        """[len(routers), n] int32 output ports (plus ``offset[i]`` for row i), so routing
-        is one lookup per head flit; built a block of rows at a time to bound memory."""
+    def route_table(self, routers) -> np.ndarray:
+        """[len(routers), n] int8 output port of each router towards each destination, so
+        routing is one lookup per head flit (a byte each: the table stays in cache); built a
+        block of rows at a time to bound memory."""
         routers = np.asarray(routers, dtype=np.int64)
-        out = np.empty((len(routers), self.n), dtype=np.int32)
+        out = np.empty((len(routers), self.n), dtype=np.int8)
         dst = np.arange(self.n)[None, :]
         step = max(1, (1 << 20) // self.n)
         for i in range(0, len(routers), step):
-            block = self.route(routers[i:i + step, None], dst).astype(np.int32)
-            if offset is not None:
-                block += np.asarray(offset[i:i + step], dtype=np.int32)[:, None]
-            out[i:i + step] = block
+            out[i:i + step] = self.route(routers[i:i + step, None], dst)
         return out
 
 

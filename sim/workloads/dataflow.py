@@ -14,8 +14,9 @@ Partitions run one after another, started by a controller (the CU at tile (0, 0)
 2. each CU runs its kernel's slice as a software pipeline over the partition's tiles:
    read the operand tiles (a read of a tile buffer waits at the MU until the writer has
    written that tile: data-flow synchronisation; weights likewise until they are loaded;
-   spilled tensors, streamed weights and extra DRAM traffic come from DRAM interfaces,
-   interleaved), prefetch the next tile's operands, compute for ``FLOPs / (CUs x 2 x lanes
+   spilled tensors, streamed weights (a slice per tile) and extra DRAM traffic come from
+   the DRAM interfaces, interleaved), keep asking for the operands of the tiles ahead (two
+   tiles' requests in flight, like a DMA engine's queue), compute for ``FLOPs / (CUs x 2 x lanes
    x stages)`` cycles (a lane x stage unit retires a fused multiply-add per cycle), write
    its share of the output tile to its stripes (after a credit says the reader is done with
    the slot ``depth`` tiles back: flow control) or to DRAM for a spilled tensor;
@@ -30,12 +31,15 @@ which of its terms (compute, memory, network) bounds it.
 from __future__ import annotations
 
 import json
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+import numpy as np
+
 from mapping.chips import ChipSpec
-from mapping.placement import GEMM_KINDS, GridPlacement, PlacementError, place_on_grid, share
+from mapping.placement import GEMM_KINDS, GridPlacement, MuRoom, PlacementError, place_on_grid, share
 from mapping.plan import MappingPlan
 from sim.chip import messages as m
 from sim.chip.records import KernelRecord, PartitionRecord, buffer_label
@@ -44,11 +48,15 @@ from sim.chip.references import share as share_refs
 from sim.chip.units import Compute, Replies
 from sim.keys import Field, Issue, Table
 from sim.workloads import WORKLOADS, ChipContext
+from sim.workloads.moe import route as moe_route
 
 WEIGHT = buffer_label(5, "weight")
 TILES = buffer_label(6, "tiles")
+CACHED = buffer_label(7, "cache")
 CREDIT = 1 << 62  # tag space of flow-control credits (request tags count up from 1)
-DRAM_INTERLEAVE = 512  # bytes a transfer puts on each DRAM interface at least
+CACHE = 1 << 40  # REFERENCE tags of cache stripes (partition buffers' tags stay below)
+PREFETCH = 2  # tiles whose operands a CU has asked for at once (the one it waits for and the next)
+DRAM_INTERLEAVE = 2048  # bytes a transfer puts on each DRAM interface at least (a packet's data)
 LOAD_CHUNK = 16384  # bytes of a weight one DRAM interface streams per load request
 
 
@@ -96,6 +104,28 @@ class SlotSpec:
     dram_read: int  # bytes per tile from DRAM (spills in, streamed weights, extra traffic)
     dram_write: int  # bytes per tile to DRAM (spills out)
     flops: float  # per tile
+    cache_reads: tuple[tuple[int, int], ...] = ()  # (cache, stripe) it reads whole every pass
+    cache_appends: tuple[tuple[int, int], ...] = ()  # (cache, stripe) it appends to every pass
+    experts: tuple[int, ...] = ()  # experts it computes (a kernel over routed experts)
+    route: tuple[int, int, int] = ()  # (experts, top_k, slots per expert per tile) of that kernel
+    rank: tuple[int, int] = (0, 1)  # (its index, CUs) within the kernel: spreads its DRAM traffic
+
+
+@dataclass(frozen=True)
+class CacheStripe:
+    mu: int  # MU unit id
+    initial: int  # bytes at the start
+    growth: int  # bytes appended every pass
+    reader: int  # CU unit id reading it every pass
+    appender: int  # CU unit id appending to it (-1: none)
+
+
+@dataclass(frozen=True)
+class CacheSpec:
+    """A cache that lives through the run, grows every pass and is read whole every pass."""
+
+    name: str
+    stripes: tuple[CacheStripe, ...]
 
 
 @dataclass(frozen=True)
@@ -117,6 +147,13 @@ class PartitionProgram:
         """Which of DFModel's three terms is largest."""
         terms = {"compute": self.compute_seconds, "memory": self.memory_seconds, "network": self.network_seconds}
         return max(terms, key=lambda k: terms[k])
+
+
+def reads_whole(kernel) -> bool:
+    """Does every CU of ``kernel`` need all of each input tile? GEMMs do (each CU computes some
+    output rows from every input column), unless their outer dimension is routed experts
+    (a CU needs its experts' tokens only)."""
+    return kernel.kind in GEMM_KINDS and not kernel.role.startswith("experts")
 
 
 def _dram_parts(nbytes: int, first: int, units: int) -> list[tuple[int, int]]:
@@ -151,8 +188,8 @@ def build_partitions(plan: MappingPlan, placement: GridPlacement, spec: ChipSpec
             for c in pb.consumers:
                 cus = kernels[c].cus
                 for j, cu in enumerate(cus):
-                    whole = pb.kind == "tiles" and kplan[c].kind in GEMM_KINDS
-                    lo, hi = (0, pb.tile_bytes) if whole else share(pb.tile_bytes, len(cus), j)
+                    lo, hi = (0, pb.tile_bytes) if reads_whole(kplan[c]) and pb.kind == "tiles" \
+                        else share(pb.tile_bytes, len(cus), j)
                     for s, st in enumerate(pb.stripes):
                         nbytes = min(hi, st.hi) - max(lo, st.lo)
                         if nbytes > 0:
@@ -169,21 +206,38 @@ def build_partitions(plan: MappingPlan, placement: GridPlacement, spec: ChipSpec
         for name, pk in kernels.items():
             kp = kplan[name]
             n = len(pk.cus)
+            on_chip = any(c.reader == name or c.appender == name for c in placement.caches)
+            route = ()
+            if kp.role.startswith("experts:"):
+                route = (kp.outer, int(kp.role.split(":")[1]), max(1, kp.n))
             for j, cu in enumerate(pk.cus):
                 def mine(total: float, whole: bool = False, n: int = n, j: int = j) -> int:
                     """This CU's share of ``total`` bytes (all of it when ``whole``)."""
                     lo, hi = share(int(round(total)), n, j)
                     return int(round(total)) if whole else hi - lo
 
-                dram_in = sum(mine(t.tile_bytes, kp.kind in GEMM_KINDS) for t in spilled_in[name])
-                dram_in += mine(kp.weight_bytes) if kp.streamed else 0
-                dram_in += mine(kp.extra_dram_bytes / tiles)
+                # a spilled input comes from DRAM once: each CU loads its share (handing the rest
+                # of the tile round on chip is not modelled)
+                dram_in = sum(mine(t.tile_bytes) for t in spilled_in[name])
+                # a streamed weight (a weight kernel alone in its partition) comes from DRAM a slice
+                # per tile, each byte once per graph pass
+                dram_in += mine(kp.weight_bytes / tiles) if kp.streamed else 0
+                if not on_chip:  # a cache that stays in DRAM, or other extra traffic
+                    dram_in += mine(kp.extra_dram_bytes / tiles)
                 dram_out = sum(mine(t.tile_bytes) for t in spilled_out[name])
+                cache_reads = tuple((c, s) for c, pc in enumerate(placement.caches) for s, st in enumerate(pc.stripes)
+                                    if pc.reader == name and st.lo == j)
+                cache_appends = tuple((c, s) for c, pc in enumerate(placement.caches)
+                                      for s, st in enumerate(pc.stripes) if pc.appender == name and st.writer == j)
+                experts = ()
+                if route:  # expert parallel: CU j takes experts j, j + n, ... (or a share of one)
+                    experts = tuple(range(j, route[0], n)) if n <= route[0] else (j % route[0],)
                 credits_to = tuple(sorted({(b, w, rs.index(cu)) for (b, w), rs in readers.items() if cu in rs}))
                 mine_readers = tuple(sorted((b, len(rs)) for (b, w), rs in readers.items() if w == cu))
                 flops = kp.flop / tiles / n
                 slots.append(SlotSpec(name, cu, -(-int(round(flops)) // flops_per_cycle), tuple(reads.get(cu, ())),
-                                      tuple(writes.get(cu, ())), credits_to, mine_readers, dram_in, dram_out, flops))
+                                      tuple(writes.get(cu, ())), credits_to, mine_readers, dram_in, dram_out, flops,
+                                      cache_reads, cache_appends, experts, route, (j, n)))
         pp = pplan[part.index]
         out.append(PartitionProgram(part.index, tiles, tuple(kernels), tuple(slots), tuple(buffers),
                                     pp.compute_seconds, pp.memory_seconds, pp.network_seconds, pp.seconds,
@@ -191,8 +245,18 @@ def build_partitions(plan: MappingPlan, placement: GridPlacement, spec: ChipSpec
     return tuple(out)
 
 
+def build_caches(placement: GridPlacement) -> tuple[CacheSpec, ...]:
+    """The run's caches, stripe by stripe, with the CUs reading and appending to them."""
+    where = {k.name: k.cus for part in placement.partitions for k in part.kernels}
+    return tuple(CacheSpec(c.name, tuple(CacheStripe(s.mu, s.bytes, c.growth, where[c.reader][s.lo],
+                                                     where[c.appender][s.writer] if c.appender else -1)
+                                         for s in c.stripes))
+                 for c in placement.caches)
+
+
 def plan_addresses(placement: GridPlacement, capacity: int, method: str = "exact", budget: float = 5.0,
                    alignment: int = 64) -> GridPlacement:
+    """(Each stripe takes the room its MU's policy gives it: ``placement.room.reserve``.)"""
     """Every stripe's offset in its MU from allocators' static planner: a stripe lives while its
     partition runs (lifetime [p, p + 1) for the p-th partition), so partitions share the room.
     A stripe that does not fit raises PlacementError naming the MU, the buffer and the shortfall."""
@@ -202,24 +266,29 @@ def plan_addresses(placement: GridPlacement, capacity: int, method: str = "exact
     from allocators.lifetimes import Buffer, Problem
     from allocators.planner import plan as plan_buffers
 
-    per_mu: dict[int, list[tuple[str, int, int, int]]] = {}  # mu -> (id, partition order, bytes, ...)
+    per_mu: dict[int, list[tuple[str, int, int, int]]] = {}  # mu -> (id, first, last + 1 partition, bytes)
     for p, part in enumerate(placement.partitions):
         for b, buf in enumerate(part.buffers):
             for s, st in enumerate(buf.stripes):
-                per_mu.setdefault(st.mu, []).append((f"{p}/{b}/{s}", p, st.bytes, 0))
+                per_mu.setdefault(st.mu, []).append((f"{p}/{b}/{s}", p, p + 1, placement.room.reserve(st.bytes)))
+    end = len(placement.partitions)
+    for c, cache in enumerate(placement.caches):  # caches live through the run (at their first size)
+        for s, st in enumerate(cache.stripes):
+            per_mu.setdefault(st.mu, []).append((f"cache/{c}/{s}", 0, end, placement.room.reserve(st.bytes)))
     offsets: dict[str, int] = {}
     for mu, items in sorted(per_mu.items()):
-        problem = Problem(tuple(Buffer(i, p, p + 1, n, alignment) for i, p, n, _ in items))
+        problem = Problem(tuple(Buffer(i, a, b, n, alignment) for i, a, b, n in items))
         try:
             result = plan_buffers(problem, method, capacity=capacity, budget=budget)
         except AllocatorError as exc:
             raise PlacementError(f"MU at tile {mu}: {exc}") from None
         if result.peak > capacity:
-            worst = max(items, key=lambda x: x[2])
-            p, b, _ = (int(x) for x in worst[0].split("/"))
-            name = placement.partitions[p].buffers[b].name
+            worst = max(items, key=lambda x: x[3])
+            parts = worst[0].split("/")
+            name = (placement.caches[int(parts[1])].name if parts[0] == "cache"
+                    else placement.partitions[int(parts[0])].buffers[int(parts[1])].name)
             raise PlacementError(f"MU at tile {mu} needs {result.peak:,} B for its stripes (largest: {name}, "
-                                 f"{worst[2]:,} B) but holds {capacity:,} B: {result.peak - capacity:,} B short")
+                                 f"{worst[3]:,} B) but holds {capacity:,} B: {result.peak - capacity:,} B short")
         offsets.update(result.offsets)
     parts = []
     for p, part in enumerate(placement.partitions):
@@ -227,7 +296,10 @@ def plan_addresses(placement: GridPlacement, capacity: int, method: str = "exact
                                                 for s, st in enumerate(buf.stripes)))
                      for b, buf in enumerate(part.buffers))
         parts.append(replace(part, buffers=bufs))
-    return replace(placement, partitions=tuple(parts))
+    caches = tuple(replace(c, stripes=tuple(replace(st, address=offsets[f"cache/{ci}/{s}"])
+                                            for s, st in enumerate(c.stripes)))
+                   for ci, c in enumerate(placement.caches))
+    return replace(placement, partitions=tuple(parts), caches=caches)
 
 
 @WORKLOADS.register("dataflow")
@@ -240,6 +312,8 @@ class DataflowParams:
     plan_name: str = ""
     seconds_per_batch: float = 0.0  # DFModel's figure
     pass_seconds: float = 0.0  # DFModel's time of one graph pass (sum of partition times)
+    caches: tuple[CacheSpec, ...] = ()  # kept in MUs through the run (a decode step's KV cache)
+    skew: float = 0.0  # Zipf exponent of expert popularity for kernels over routed experts
 
     SECTION: ClassVar[str] = "dataflow"
     KEYS: ClassVar[Table] = Table({
@@ -249,25 +323,27 @@ class DataflowParams:
         "address_method": Field("choice", "exact", "static planner giving buffers their MU addresses",
                                 choices=("exact", "layergroup", "greedy")),
         "address_budget": Field("time", 5.0, "seconds the exact address planner may take per MU", min=0.01),
+        "skew": Field("float", 0.0, "Zipf exponent of expert popularity when tokens are routed to experts "
+                      "(0: uniform); each tile's routes are drawn from the run's seed", min=0.0),
     }, doc="a DFModel plan run on the grid")
 
     @classmethod
     def from_config(cls, kind: str, d: dict, chip: ChipContext, issues: list[Issue]) -> "DataflowParams":
         spec = chip.spec
         try:
-            plan, placement = resolve_plan(d, spec, chip.granule)
+            plan, placement = resolve_plan(d, spec, chip.room)
             placement = plan_addresses(placement, spec.mu_bytes, d["address_method"], d["address_budget"])
         except (PlacementError, ValueError, KeyError, OSError) as exc:
             issues.append(Issue("workload.dataflow", str(exc)))
             return cls()
-        return cls.from_plan(plan, placement, spec, d["passes"])
+        return cls.from_plan(plan, placement, spec, d["passes"], d["skew"])
 
     @classmethod
     def from_plan(cls, plan: MappingPlan, placement: GridPlacement, spec: ChipSpec,
-                  passes: int = 1) -> "DataflowParams":
+                  passes: int = 1, skew: float = 0.0) -> "DataflowParams":
         parts = build_partitions(plan, placement, spec)
         return cls("dataflow", parts, passes, int(spec.cu_tiles()[0]), plan.workload, plan.seconds_per_batch,
-                   sum(p.analytic_seconds for p in parts))
+                   sum(p.analytic_seconds for p in parts), build_caches(placement), skew)
 
     @property
     def work_items(self) -> int:
@@ -326,7 +402,7 @@ PARTITION_COLUMNS = ("partition", "index", "kernels", "tiles", "simulated_second
 KERNEL_COLUMNS = ("partition", "kernel", "cus", "compute_cycles", "busy", "bytes_in", "bytes_out", "start", "end")
 
 
-def resolve_plan(d: dict, spec: ChipSpec, granule: int = 64) -> tuple[MappingPlan, GridPlacement]:
+def resolve_plan(d: dict, spec: ChipSpec, room: MuRoom | None = None) -> tuple[MappingPlan, GridPlacement]:
     """The plan and its placement: from a plan file, or mapped here from the graph keys."""
     if d.get("plan"):
         path = Path(d["plan"])
@@ -337,9 +413,10 @@ def resolve_plan(d: dict, spec: ChipSpec, granule: int = 64) -> tuple[MappingPla
         if plan.chip != spec.name:
             raise ValueError(f"the plan maps onto {plan.chip!r}; this run's chip is {spec.name!r}")
         stored = data.get("placement")
-        if stored and stored.get("granule") == granule and stored.get("seed") == d.get("placement_seed", 0):
+        room = room or MuRoom(spec.mu_bytes)
+        if stored and MuRoom(**stored["room"]) == room and stored.get("seed") == d.get("placement_seed", 0):
             return plan, GridPlacement.from_dict(stored)
-        return plan, place_on_grid(plan, spec, d.get("placement_seed", 0), granule)  # for this run's memory policy
+        return plan, place_on_grid(plan, spec, d.get("placement_seed", 0), room)  # for this run's memory policy
     graph = d.get("graph") or {}
     if not graph.get("kind"):
         raise ValueError("give workload.dataflow.plan (a plan.json) or the graph keys "
@@ -353,7 +430,7 @@ def resolve_plan(d: dict, spec: ChipSpec, granule: int = 64) -> tuple[MappingPla
     opts = d.get("mapping") or {}
     plan = map_workload(workload, system, build_model(opts), float(opts.get("time_limit") or 60.0),
                         float(opts.get("gap") or 1e-3))
-    return plan, place_on_grid(plan, spec, d.get("placement_seed", 0), granule)
+    return plan, place_on_grid(plan, spec, d.get("placement_seed", 0), room)
 
 
 class Dataflow:
@@ -362,6 +439,7 @@ class Dataflow:
     def __init__(self, p: DataflowParams, cfg):
         self.p = p
         self.cfg = cfg
+        self._routes: dict[tuple, tuple[int, ...]] = {}
         self.dram = list(range(cfg.spec.tiles, cfg.spec.tiles + cfg.spec.dram_units))
         self.slot_of = [{s.cu: i for i, s in enumerate(part.slots)} for part in p.partitions]
         # what each CU of each partition needs before it starts: the stripes it touches
@@ -378,7 +456,9 @@ class Dataflow:
 
     def on_message(self, cu, msg):
         st = cu.state
-        if msg.kind == m.REFERENCE:
+        if msg.kind == m.REFERENCE and msg.tag & CACHE:
+            st.setdefault("cache", {})[divmod(msg.tag & (CACHE - 1), 1 << 20)] = received(cu, msg)
+        elif msg.kind == m.REFERENCE:
             st.setdefault("refs", {})[divmod(msg.tag, 1 << 20)] = received(cu, msg)
         elif msg.kind == m.CONTROL and msg.arg == m.CTRL_PARTITION:
             st["start"] = msg
@@ -391,14 +471,19 @@ class Dataflow:
         refs = st.get("refs", {})
         if not self.needs[p][cu.uid] <= set(refs):
             return None
+        slot = self.p.partitions[p].slots[start.nbytes]
+        if not {*slot.cache_reads, *slot.cache_appends} <= set(st.get("cache", {})):
+            return None
         st.pop("start")
         st["refs"] = {}
-        return self._kernel(cu, start, p, refs)
+        return self._kernel(cu, start, p, refs, st.get("cache", {}))
 
     # ------------------------------------------------------------------ controller
     def _control(self, cu):
         shard, reclaim = cu.shard, self.cfg.reclaim
         nparts = len(self.p.partitions)
+        if self.p.caches:
+            yield from self._caches(cu)
         for rep in range(self.p.passes):
             t_pass = shard.now
             shard.counts["admitted"] += 1
@@ -437,6 +522,50 @@ class Dataflow:
             if not ok_pass:
                 break
 
+    def _caches(self, cu):
+        """Allocate every cache stripe at its MU, have DRAM stream its first contents in, and
+        hand the references to the CUs that read and append to it for the whole run."""
+        shard, reclaim = cu.shard, self.cfg.reclaim
+        order = [(c, s) for c, cache in enumerate(self.p.caches) for s in range(len(cache.stripes))]
+        stripes = [self.p.caches[c].stripes[s] for c, s in order]
+        refs = yield from allocate_many(cu, [(st.mu, st.initial, CACHED) for st in stripes])
+        if any(r is None for r in refs):
+            shard.log(PartitionRecord(-1, -1, 0, shard.now, shard.now, "failed"))
+            return
+        k = 0
+        for st, ref in zip(stripes, refs):
+            for lo in range(0, st.initial, LOAD_CHUNK):
+                n = min(LOAD_CHUNK, st.initial - lo)
+                cu.send(m.CONTROL, self.dram[k % len(self.dram)], arg=m.CTRL_LOAD, nbytes=n, mu=ref.mu, buf=ref.buf,
+                        alloc=ref.alloc)
+                k += 1
+        receivers = [sorted({st.reader} | ({st.appender} if st.appender >= 0 else set())) for st in stripes]
+        tags = [[CACHE | (c << 20) | s] * len(rc) for (c, s), rc in zip(order, receivers)]
+        yield from share_refs(cu, refs, receivers, reclaim, tags)
+        for r in refs:
+            drop(cu, r, reclaim)
+
+    def _expert_tiles(self, route: tuple[int, int, int], tile: int) -> list[int]:
+        """Token copies each expert gets in ``tile`` (routes drawn as the moe workload draws them)."""
+        key = (route, tile)
+        if key not in self._routes:
+            experts, top_k, slots = route
+            tokens = max(1, experts * slots // max(1, top_k))
+            r = moe_route(self.cfg.seed, tile, tokens, experts, top_k, self.p.skew)
+            self._routes[key] = tuple(int(x) for x in np.bincount(r.ravel(), minlength=experts))
+        return list(self._routes[key])
+
+    def _cycles(self, slot: SlotSpec, tile: int) -> int:
+        """Compute cycles of a tile: for a kernel over routed experts, the share of its padded
+        work its experts really got (copies beyond an expert's slots are dropped, as a
+        capacity factor does)."""
+        if not slot.route:
+            return slot.cycles
+        got = self._expert_tiles(slot.route, tile)
+        cap = slot.route[2]
+        used = sum(min(got[e], cap) for e in slot.experts)
+        return -(-slot.cycles * used // (cap * len(slot.experts)))
+
     def _load_weights(self, cu, part: PartitionProgram, order, refs) -> None:
         """Ask the DRAM interfaces to stream every weight stripe in, in chunks spread over them."""
         k = 0
@@ -447,19 +576,20 @@ class Dataflow:
             for lo in range(0, room, LOAD_CHUNK):
                 n = min(LOAD_CHUNK, room - lo)
                 cu.send(m.CONTROL, self.dram[k % len(self.dram)], arg=m.CTRL_LOAD, nbytes=n, mu=ref.mu, buf=ref.buf,
-                        alloc=ref.alloc)
+                        alloc=ref.alloc, flags=m.STREAM)
                 k += 1
 
     # ------------------------------------------------------------------ a kernel's slice on one CU
-    def _kernel(self, cu, start, pi: int, refs: dict):
+    def _kernel(self, cu, start, pi: int, refs: dict, cache: dict):
         shard, reclaim = cu.shard, self.cfg.reclaim
         part = self.p.partitions[pi]
         slot = part.slots[start.nbytes]
+        rep = start.buf // len(self.p.partitions)  # the graph pass
         t0 = shard.now
         compute = 0
         failed = False
         units = len(self.dram)
-        first = slot.cu % units
+        first = slot.rank[0] * units // slot.rank[1]  # the kernel's CUs start on interfaces spread evenly
 
         def issue(i: int) -> list[int]:
             tags = []
@@ -471,19 +601,30 @@ class Dataflow:
                                        alloc=ref.alloc, flags=m.STREAM))
             for u, n in _dram_parts(slot.dram_read, first + i, units):
                 tags.append(cu.request(m.READ_REQ, self.dram[u], nbytes=n, arg=cu.uid, buf=-1))
+            for c, s in slot.cache_reads:  # a tile's part of the cache as it stood at this pass
+                st = self.p.caches[c].stripes[s]
+                size = st.initial + rep * st.growth
+                lo, hi = share(size, part.tiles, i)
+                ref = cache[c, s]
+                if hi > lo:
+                    tags.append(cu.request(m.READ_REQ, ref.mu, nbytes=hi - lo, arg=size, mu=ref.mu, buf=ref.buf,
+                                           alloc=ref.alloc))
             return tags
 
-        pending = issue(0)
+        ahead = deque(issue(j) for j in range(min(PREFETCH, part.tiles)))
         for i in range(part.tiles):
+            pending = ahead.popleft()
             if pending:
                 got = yield Replies(pending, "memory")
                 failed = failed or any(r.status != m.STATUS_OK for r in got.values())
             for b, writer, k in slot.credits_to:
                 cu.send(m.ACK, writer, tag=credit_tag(b, i, k))
-            pending = issue(i + 1) if i + 1 < part.tiles else []
-            if slot.cycles:
-                yield Compute(slot.cycles)
-                compute += slot.cycles
+            if i + PREFETCH < part.tiles:
+                ahead.append(issue(i + PREFETCH))
+            cycles = self._cycles(slot, rep * part.tiles + i)
+            if cycles:
+                yield Compute(cycles)
+                compute += cycles
             waits = [credit_tag(b, i - part.buffers[b].depth, k) for b, n in slot.readers
                      if i >= part.buffers[b].depth for k in range(n)]
             if waits:
@@ -499,8 +640,16 @@ class Dataflow:
                  for i in range(max(0, part.tiles - part.buffers[b].depth), part.tiles) for k in range(n)]
         if drain:
             yield Replies(drain, "flow")
+        for c, s in slot.cache_appends:  # this pass's new entries
+            ref = cache[c, s]
+            cu.send(m.APPEND, ref.mu, nbytes=self.p.caches[c].stripes[s].growth, mu=ref.mu, buf=ref.buf,
+                    alloc=ref.alloc)
         for ref in refs.values():
             drop(cu, ref, reclaim)
+        if rep == self.p.passes - 1:  # its last pass: done with the caches too
+            for key in [*slot.cache_reads, *slot.cache_appends]:
+                if key in cache:
+                    drop(cu, cache.pop(key), reclaim)
         shard.trace_span(cu.uid, slot.kernel, t0, shard.now - t0, "kernel")
         shard.log(KernelRecord(start.buf, slot.kernel, cu.uid, t0, shard.now, compute, _bytes_in(part, slot),
                                _bytes_out(part, slot)))

@@ -41,7 +41,7 @@ def run_plan(plan, raw: dict | None = None, chip: str = "plasticine", passes: in
     raw.setdefault("chip", {"preset": chip})
     cfg = config(raw)
     spec = cfg.spec
-    placement = plan_addresses(place_on_grid(plan, spec, 0, cfg.policy.granule), spec.mu_bytes)
+    placement = plan_addresses(place_on_grid(plan, spec, 0, cfg.policy.room(cfg.mu)), spec.mu_bytes)
     params = DataflowParams.from_plan(plan, placement, spec, passes)
     cfg = dataclasses.replace(cfg, workload=params)
     from cluster.run_job import simulate_chip

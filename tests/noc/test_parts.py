@@ -2,12 +2,13 @@
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cluster.errors import UserError
-from cluster.regions import cut_links, epoch_length, owner_map, cut_grid
+from cluster.regions import cut_grid, cut_links, epoch_length, owner_map
 from sim import rng
-from sim.noc.arbiter import GroupArgmin, rr_key
+from sim.noc import kernel
 from sim.noc.params import NocParams
 from sim.noc.topology import Grid
 
@@ -15,18 +16,22 @@ from sim.noc.topology import Grid
 @given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 7)), min_size=1, max_size=40),
        st.lists(st.integers(0, 7), min_size=6, max_size=6))
 def test_group_round_robin_matches_brute_force(requests, pointers):
-    # each group is an arbiter of size 8 with a pointer; request = (group, requester index)
+    # each group is an arbiter of size 8 with a pointer; request = (group, requester index);
+    # the kernel keys a request by its round-robin position from the pointer, which it
+    # stores negated (8 - pointer), and the smallest key of a group wins
     requests = list(dict.fromkeys(requests))  # a requester asks once
-    group = np.array([g for g, _ in requests])
-    idx = np.array([i for _, i in requests])
-    ptr = np.array(pointers)
-    win = GroupArgmin(6).winners(group, rr_key(idx, ptr[group], 8))
-    for g in set(group.tolist()):
+    work = np.full((kernel.WORK_ROWS, 8), kernel.BIG, dtype=np.int64)
+    listed = 0
+    for g, i in requests:
+        key = (i + 8 - pointers[g]) % 8
+        listed = kernel.claim(work, kernel.KEY_A, kernel.WHO_A, kernel.LIST_A, listed, g, key, i)
+    groups = sorted({g for g, _ in requests})
+    assert sorted(work[kernel.LIST_A, :listed].tolist()) == groups  # each group listed once
+    for g in groups:
         asking = sorted(i for gg, i in requests if gg == g)
         # brute force: first requester at or after the pointer, cyclically
-        expected = next(i for i in [(ptr[g] + k) % 8 for k in range(8)] if i in asking)
-        won = [i for (gg, i), w in zip(requests, win) if gg == g and w]
-        assert won == [expected]
+        expected = next(i for i in [(pointers[g] + k) % 8 for k in range(8)] if i in asking)
+        assert work[kernel.WHO_A, g] == expected
 
 
 @pytest.mark.parametrize("rows,cols,shards,cut", [(8, 8, 3, "rows"), (8, 8, 4, "blocks"), (5, 7, 3, "cols"),

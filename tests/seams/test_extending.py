@@ -14,6 +14,7 @@ from sim.chip.records import buffer_label
 from sim.chip.references import allocate, free
 from sim.chip.spec import CU
 from sim.chip.units import Replies
+from mapping.placement import MuRoom
 from sim.keys import Field, Issue, Table
 from sim.memory.policies import POLICIES, Extent, Growth, StorageBase
 from sim.workloads import WORKLOADS
@@ -36,7 +37,8 @@ class ExactFit:
     def problems(self, mu):
         return []
 
-    granule = 1
+    def room(self, mu):
+        return MuRoom(mu.capacity, 1)
 
     def storage(self, mu):
         return ExactFitStorage(self.exact_cap)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
+from mapping.placement import MuRoom
 from sim.keys import Field, Issue
 from sim.registry import Registry
 
@@ -112,9 +113,8 @@ class PolicyParams(Protocol):
         """What makes these parameters unusable on this MU (key paths under memory.)."""
         ...
 
-    @property
-    def granule(self) -> int:
-        """Bytes an MU allocates in under this policy (a block, or an SRAM row)."""
+    def room(self, mu: MuGeometry) -> MuRoom:
+        """How an MU gives out room under this policy (what a placement must plan for)."""
         ...
 
     def storage(self, mu: MuGeometry) -> Storage: ...

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from sim.keys import Field, Issue
+from mapping.placement import MuRoom
 from sim.memory.policies import POLICIES, Extent, Growth, MuGeometry, keyed_defaults
 from sim.memory.policies.static import ContiguousStorage
 
@@ -27,9 +28,9 @@ class ReallocParams:
     def from_config(cls, name: str, memory: dict) -> "ReallocParams":
         return cls(name, **keyed_defaults(cls, memory))
 
-    @property
-    def granule(self) -> int:
-        return 64  # contiguous regions start on SRAM rows (MuGeometry.align)
+    def room(self, mu: MuGeometry) -> MuRoom:
+        """Regions start on SRAM rows; the first reservation is at least initial_bytes."""
+        return MuRoom(mu.capacity, mu.align, self.initial_bytes)
 
     def problems(self, mu: MuGeometry) -> list[Issue]:
         return []

@@ -9,6 +9,7 @@ from typing import ClassVar
 from allocators.errors import AllocatorError
 from allocators.freelist import FreeList
 from sim.keys import Field, Issue
+from mapping.placement import MuRoom
 from sim.memory.policies import POLICIES, Extent, Growth, MuGeometry, StorageBase, keyed_defaults
 
 
@@ -29,9 +30,11 @@ class StaticParams:
     def from_config(cls, name: str, memory: dict) -> "StaticParams":
         return cls(name, **keyed_defaults(cls, memory))
 
-    @property
-    def granule(self) -> int:
-        return 64  # contiguous regions start on SRAM rows (MuGeometry.align)
+    def room(self, mu: MuGeometry) -> MuRoom:
+        """Every buffer takes a whole slot; static-single has one slot per MU."""
+        single = self.name == "static-single"
+        slot = self.static_buffer_bytes or (mu.capacity if single else mu.capacity // max(1, self.buffers_per_mu))
+        return MuRoom(mu.capacity, slot, slot, slot, 1 if single else mu.capacity // slot)
 
     def problems(self, mu: MuGeometry) -> list[Issue]:
         if self.static_buffer_bytes > mu.capacity:

@@ -10,6 +10,7 @@ from typing import ClassVar
 
 from allocators.errors import AllocatorError
 from allocators.paged import BlockPool, PagedLayout
+from mapping.placement import MuRoom
 from sim.keys import Field, Issue
 from sim.memory.policies import POLICIES, Extent, Growth, MuGeometry, StorageBase, keyed_defaults
 
@@ -42,9 +43,9 @@ class VirtualParams:
         return PagedLayout(mu.capacity, self.block_bytes, mu.word_bytes, mu.mu_id_bits, mu.buffer_id_bits,
                            mu.virtual_bits)
 
-    @property
-    def granule(self) -> int:
-        return self.block_bytes
+    def room(self, mu: MuGeometry) -> MuRoom:
+        """Whole blocks; a buffer no larger than the reference's virtual field addresses."""
+        return MuRoom(mu.capacity, self.block_bytes, 0, self.layout(mu).max_blocks_per_buffer * self.block_bytes)
 
     def problems(self, mu: MuGeometry) -> list[Issue]:
         try:

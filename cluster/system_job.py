@@ -1,0 +1,181 @@
+"""``rdasim run`` with a [system]: chips as nodes of the inter-chip network, grouped into shards.
+
+``SystemModel`` adapts system shards (sim/system/shard.py) to the generic backends: shards
+are contiguous groups of chips (a switch goes with the first chip of its group), the links
+between groups are the cuts, and their least latency is the lookahead, so an epoch is
+hundreds of cycles or more. The run stops when no shard has anything left to do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from cluster.backends import RunOutcome, run_backend
+from cluster.coordinator import idle_rule
+from cluster.errors import UserError
+from sim.system.config import SystemConfig
+from sim.system.network import SystemNet
+from sim.system.shard import StepRecord, SystemBoundary, SystemShard
+
+
+def groups(cfg: SystemConfig, shards: int) -> list[list[int]]:
+    """Nodes of each shard: chips in contiguous blocks, each switch with its group's first chip."""
+    g = cfg.graph
+    if not 1 <= shards <= g.chips:
+        raise UserError(f"run.shards = {shards}: a system of {g.chips} chips takes 1 to {g.chips} shards")
+    edges = [round(i * g.chips / shards) for i in range(shards + 1)]
+    out = [list(range(edges[i], edges[i + 1])) for i in range(shards)]
+    owner = np.zeros(g.nodes, dtype=np.int64)
+    for i, nodes in enumerate(out):
+        owner[nodes] = i
+    for (dim, first), sw in sorted(g.switch_of.items()):
+        out[int(owner[first])].append(sw)
+    return out
+
+
+def owners(cfg: SystemConfig, parts: list[list[int]]) -> np.ndarray:
+    owner = np.zeros(cfg.graph.nodes, dtype=np.int64)
+    for i, nodes in enumerate(parts):
+        owner[nodes] = i
+    return owner
+
+
+def lookahead(cfg: SystemConfig, net: SystemNet, owner: np.ndarray) -> int:
+    """Least latency of a link between two shards (0: nothing is cut)."""
+    cut = [i for i, lk in enumerate(net.links) if owner[lk.src] != owner[lk.dst]]
+    return net.lookahead(cut)
+
+
+class SystemModel:
+    """System shards for the epoch loop of either backend."""
+
+    def __init__(self, cfg: SystemConfig, parts: list[list[int]]):
+        self.cfg = cfg
+        self.parts = parts
+        self.owner = owners(cfg, parts)
+        self.horizon = cfg.max_cycles
+
+    def build(self, region, index: int) -> SystemShard:
+        return SystemShard(self.cfg.net(), region, self.cfg.workload.system_program(self.cfg), self.owner)
+
+    def empty(self) -> SystemBoundary:
+        return SystemBoundary()
+
+    def concat(self, parts: list[SystemBoundary]) -> SystemBoundary:
+        return SystemBoundary.concat(parts)
+
+    def split(self, out: SystemBoundary, shards: int) -> list[SystemBoundary]:
+        if not len(out):
+            return [SystemBoundary() for _ in range(shards)]
+        own = self.owner[out.node]
+        return [out.select(own == s) for s in range(shards)]
+
+    def stop(self, metas):
+        return idle_rule(metas, self.horizon)
+
+    def report(self, shard: SystemShard) -> "SystemResult":
+        return SystemResult(shard.now, list(shard.records), np.array(shard.link_bytes, dtype=np.int64), shard.messages,
+                            shard.bytes_sent, {c: ch.compute_cycles for c, ch in shard.chips.items()})
+
+    def in_transit(self, inbound: list[SystemBoundary]) -> int:
+        return sum(b.flit_count() for b in inbound)
+
+    def encode(self, b: SystemBoundary) -> list[list[np.ndarray]]:
+        return b.sections()
+
+    def decode(self, sections: list[list[np.ndarray]]) -> SystemBoundary:
+        return SystemBoundary.from_sections(sections)
+
+    @property
+    def section_widths(self) -> tuple[int, ...]:
+        return tuple(len(s) for s in SystemBoundary.SECTIONS)
+
+
+@dataclass
+class SystemResult:
+    end_cycle: int
+    records: list[StepRecord]
+    link_bytes: np.ndarray  # bytes each link carried (links the shard owns)
+    messages: int
+    bytes_sent: int
+    compute: dict[int, int]  # chip -> cycles computed
+
+
+def simulate_system(cfg: SystemConfig, shards: int = 1, backend: str = "local", epoch: int | None = None,
+                    address: str | None = None, progress=None) -> tuple[dict, dict, RunOutcome]:
+    """Run a system: (summary, table columns, backend outcome)."""
+    parts = groups(cfg, shards)
+    model = SystemModel(cfg, parts)
+    la = lookahead(cfg, cfg.net(), model.owner)
+    if epoch is not None and la and epoch > la:
+        raise UserError(f"run.epoch = {epoch} cycles is longer than the least latency of a link between shards "
+                        f"({la} cycles); use run.epoch <= {la} or leave it unset")
+    e = epoch or la or (1 << 40)
+    o = run_backend(backend, None, parts, e, address=address, progress=progress, model=model)
+    summary, tables = summarize_system(cfg, o.reports)
+    summary.update(shards=len(parts), backend=backend, wall_seconds=o.wall_seconds, epochs=o.epochs,
+                   lookahead=la, cut_off=bool(o.saturated))
+    return summary, tables, o
+
+
+def summarize_system(cfg: SystemConfig, results: list[SystemResult]) -> tuple[dict, dict]:
+    end = max(r.end_cycle for r in results)
+    records = sorted((x for r in results for x in r.records), key=StepRecord.row)
+    link_bytes = np.sum([r.link_bytes for r in results], axis=0)
+    w = cfg.workload
+    summary = {
+        "workload": w.kind, "chips": cfg.graph.chips, "chip": cfg.system.chip.name, "topology": cfg.system.shape,
+        "fidelity": cfg.fidelity, "sim_cycles": int(end), "sim_seconds": end / cfg.clock_hz,
+        "messages_total": int(sum(r.messages for r in results)), "bytes_total": int(sum(r.bytes_sent for r in results)),
+        "compute_cycles": int(sum(sum(r.compute.values()) for r in results)),
+    }
+    figures = getattr(w, "system_figures", None)
+    if figures is not None:
+        summary.update(figures(records, cfg))
+    links = cfg.net().links
+    tables = {
+        "steps": {"kind": [x.kind for x in records], "chip": [x.chip for x in records],
+                  "ident": [x.ident for x in records], "start": [x.start for x in records],
+                  "end": [x.end for x in records], "nbytes": [x.nbytes for x in records]},
+        "links": {"src": [lk.src for lk in links], "dst": [lk.dst for lk in links],
+                  "dim": [cfg.graph.links[i].dim for i in range(len(links))], "bytes": link_bytes.tolist(),
+                  "utilization": (link_bytes / np.maximum(1, end) / np.array([lk.bytes_per_cycle for lk in links])
+                                  ).tolist()},
+    }
+    h = hashlib.sha256()
+    h.update(repr([x.row() for x in records]).encode())
+    h.update(link_bytes.astype("<i8").tobytes())
+    h.update(repr(sorted((k, v) for k, v in summary.items() if isinstance(v, (int, str)))).encode())
+    summary["result_hash"] = h.hexdigest()[:32]
+    return summary, tables
+
+
+def run_system(cfg: dict, sys_cfg: SystemConfig, out=None, quiet: bool = False) -> tuple[dict, list]:
+    """Simulate a resolved ``rdasim run`` config with a [system]; write its tables if ``out`` is given."""
+    from pathlib import Path
+
+    from cluster import io, schemas
+    from cluster.config import config_hash
+    from cluster.noc_job import run_id_for
+    from cluster.progress import Progress
+
+    run = cfg["run"]
+    prog = Progress(f"system {sys_cfg.workload.kind}", quiet)
+    summary, tables, _ = simulate_system(sys_cfg, run["shards"], run["backend"], run["epoch"], run["address"],
+                                         progress=prog)
+    prog.close()
+    files = []
+    if out is not None:
+        chash = config_hash(cfg)
+        meta = schemas.RunMeta(run_id_for(chash, run["seed"]), chash, run["seed"])
+        row = {c.name: summary.get(c.name) for c in schemas.SYSTEM_SUMMARY.columns}
+        out = Path(out)
+        files.append(io.write_parquet(schemas.SYSTEM_SUMMARY.build(row, meta), out / "system_summary.parquet"))
+        files.append(io.write_parquet(schemas.SYSTEM_STEPS.build(tables["steps"], meta), out / "system_steps.parquet"))
+        files.append(io.write_parquet(schemas.SYSTEM_LINKS.build(tables["links"], meta), out / "system_links.parquet"))
+        files.append(io.write_json({"run_id": meta.run_id, "config_hash": chash, "config": cfg, "summary": summary,
+                                    "rdasim_version": schemas.package_version()}, out / "run.json"))
+    return summary, files

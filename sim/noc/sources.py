@@ -1,0 +1,99 @@
+"""The packets a shard's nodes create: synthetic (Bernoulli) traffic and scripted packets.
+
+Both NoC models take their packets from a ``TrafficSource`` (composition, one
+implementation). Synthetic creations (traffic.creations) are generated a chunk of cycles
+at a time; chunks tile time from cycle 0, so a node's packets never depend on how the
+run is cut into epochs or shards. Scripted packets are the ones a caller ``offer``s (the
+chip's messages); they are kept sorted by (cycle, node).
+
+The arrays are plain int64 columns that a compiled kernel reads directly; ``cursor``
+holds the positions the kernel has consumed up to (``CRE_POS``, ``SCR_POS``). A kernel
+that needs the next chunk returns to Python, which calls ``new_chunk`` and resumes it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sim.noc.params import NocParams
+from sim.noc.traffic import creations
+
+CHUNK = 512  # cycles of synthetic creations generated at a time (at most ~1M draws)
+CRE_POS, SCR_POS = 0, 1  # cursor slots
+
+
+class TrafficSource:
+    """Synthetic and scripted packets of the routers ``routers`` (global ids, local order)."""
+
+    def __init__(self, p: NocParams, routers: np.ndarray, local_of: np.ndarray, horizon: int):
+        self.p = p
+        self.routers = routers
+        self.local_of = local_of
+        self.horizon = horizon  # synthetic chunks that start after it are only made on demand
+        self.chunk_cycles = max(16, min(CHUNK, (1 << 20) // len(routers)))
+        self.cre = np.zeros((3, 0), dtype=np.int64)  # current chunk: cycle, local node, destination
+        self.chunk_end = 0
+        self.scr = np.zeros((4, 0), dtype=np.int64)  # scripted: cycle, local node, destination, flits
+        self.cursor = np.zeros(2, dtype=np.int64)
+
+    @property
+    def synthetic(self) -> bool:
+        return self.p.packet_rate > 0
+
+    def new_chunk(self) -> None:
+        """Replace the current chunk by the next one in time."""
+        start = self.chunk_end
+        end = start + self.chunk_cycles
+        cyc, src, dst = creations(self.p, self.routers, start, end)
+        self.cre = np.stack((cyc, self.local_of[src], dst))
+        self.cursor[CRE_POS] = 0
+        self.chunk_end = end
+
+    def more_chunks(self) -> bool:
+        """Whether a next chunk is due before the horizon (after it, only on demand)."""
+        return self.synthetic and self.chunk_end <= self.horizon
+
+    def next_creation(self) -> float:
+        """Earliest synthetic creation not yet taken, making chunks up to the horizon."""
+        while True:
+            pos = int(self.cursor[CRE_POS])
+            if pos < self.cre.shape[1]:
+                return float(self.cre[0, pos])
+            if not self.more_chunks():
+                return float("inf")
+            self.new_chunk()
+
+    def next_scripted(self) -> float:
+        pos = self.cursor.item(SCR_POS)
+        return float(self.scr.item(0, pos)) if pos < self.scr.shape[1] else float("inf")
+
+    def offer(self, now: int, cycles, src, dst, flits=None) -> None:
+        """Script packets: ``src`` (global router ids of this shard) creates a packet to
+        ``dst`` of ``flits`` flits at each cycle. At most one packet per node per cycle,
+        counting the synthetic ones; cycles must not lie before ``now``."""
+        cycles = np.asarray(cycles, dtype=np.int64)
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        flits = (np.full(len(cycles), self.p.packet_flits, dtype=np.int64) if flits is None
+                 else np.asarray(flits, dtype=np.int64))
+        if len(cycles) and cycles.min() < now:
+            raise ValueError(f"cannot offer packets at cycle {cycles.min()}: shard is at cycle {now}")
+        if (self.local_of[src] < 0).any():
+            raise ValueError("offered packets must start at routers of this shard")
+        if ((dst < 0) | (dst >= self.p.nodes)).any() or (flits < 1).any():
+            raise ValueError("offered packets need destinations inside the grid and at least one flit")
+        new = np.stack((cycles, self.local_of[src], dst, flits))
+        new = new[:, np.lexsort((new[1], new[0]))]
+        old = self.scr[:, int(self.cursor[SCR_POS]):]
+        if old.shape[1] and new.shape[1] and (new[0, 0], new[1, 0]) <= (old[0, -1], old[1, -1]):
+            merged = np.concatenate((old, new), axis=1)  # interleaved: sort the lot (old first on ties)
+            merged = merged[:, np.lexsort((merged[1], merged[0]))]
+        else:  # the usual case: everything new comes after everything pending
+            merged = np.concatenate((old, new), axis=1)
+        same = (merged[0, 1:] == merged[0, :-1]) & (merged[1, 1:] == merged[1, :-1])
+        if same.any():
+            i = int(np.argmax(same))
+            raise ValueError(f"two packets offered at router {self.routers[merged[1, i]]} in cycle {merged[0, i]}: "
+                             "a node creates at most one packet a cycle")
+        self.scr = np.ascontiguousarray(merged)
+        self.cursor[SCR_POS] = 0
