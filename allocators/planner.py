@@ -17,7 +17,7 @@ from allocators.greedy import greedy_by_size
 from allocators.layergroup import bank_conflicts, conflict_partners, layergroup
 from allocators.lifetimes import Problem, with_resident_weights
 from allocators.placement import slot_of
-from allocators.sweep import sweep
+from allocators.sweep import Sweep, sweep
 from allocators.validate import violations
 
 
@@ -27,9 +27,9 @@ class Placing:
     """A placement problem as every planner receives it."""
 
     problem: Problem  # resident weights already expanded
-    sweep: object  # allocators.sweep.Sweep of the problem
+    sweep: Sweep
     lower_bound: int
-    partners: object  # conflict_partners(problem, sweep)
+    partners: list[set[int]]  # conflict_partners(problem, sweep)
     capacity: int | None
     budget: float  # seconds, counted from ``t0``
     t0: float
@@ -40,7 +40,7 @@ class Placing:
 class Placed:
     """What a planner found: offsets in buffer order (None: no placement) and how it searched."""
 
-    offsets: object
+    offsets: list[int] | None
     nodes: int = 0
     seconds_to_fit: float | None = None
     proved_lower_bound: int | None = None  # a search's proof (None: only the problem's bound)
@@ -128,22 +128,23 @@ def plan(problem: Problem, method: str = "exact", capacity: int | None = None, b
         f"({time.perf_counter() - t0:.1f} s)")
     partners = conflict_partners(prob, sw)
     found = PLANNERS[method](Placing(prob, sw, lb, partners, capacity, budget, t0, say))
-    offsets, nodes, fit_at, note = found.offsets, found.nodes, found.seconds_to_fit, found.note
+    nodes, fit_at, note = found.nodes, found.seconds_to_fit, found.note
     proved = lb if found.proved_lower_bound is None else found.proved_lower_bound
-    if offsets is None:
+    if found.offsets is None:
         raise NoPlacementError("no placement found within the budget (the bank constraints leave no room)")
-    placed = {b.id: int(o) for b, o in zip(prob.buffers, offsets)}
+    offsets = [int(o) for o in found.offsets]
+    placed = {b.id: o for b, o in zip(prob.buffers, offsets)}
     peak = max(o + b.size for b, o in zip(prob.buffers, offsets))
-    found = violations(prob, placed)
+    wrong = violations(prob, placed)
     seconds = time.perf_counter() - t0
     if fit_at is None and (capacity is None or peak <= capacity):
         fit_at = seconds
     return Plan(
         method=method, offsets=placed, peak=peak, lower_bound=lb,
-        proved_optimal=peak <= lb or (method == "exact" and peak <= proved),
-        seconds=seconds, valid=not found, capacity=capacity, nodes=nodes, seconds_to_fit=fit_at,
+        proved_optimal=peak <= proved,  # the problem's bound, or a search's proof
+        seconds=seconds, valid=not wrong, capacity=capacity, nodes=nodes, seconds_to_fit=fit_at,
         bank_conflicts=bank_conflicts(prob, offsets, partners),
-        problems=tuple(f"{v.kind}: {', '.join(v.buffers)}: {v.detail}" for v in found), note=note)
+        problems=tuple(f"{v.kind}: {', '.join(v.buffers)}: {v.detail}" for v in wrong), note=note)
 
 
 LIMIT = 1 << 62  # offsets, sizes and times are int64 in numpy; peaks may add sizes up
@@ -184,7 +185,8 @@ def _exact(x: Placing) -> Placed:
     prob, sw, capacity, budget, t0, lb, partners, say = (x.problem, x.sweep, x.capacity, x.budget, x.t0,
                                                          x.lower_bound, x.partners, x.say)
     deadline = t0 + budget
-    seeds, skipped = [], []
+    seeds: list[list[int]] = []
+    skipped: list[str] = []
     for name, heuristic in (("greedy", lambda: greedy_by_size(prob, sw, say)),
                             ("layergroup", lambda: layergroup(prob, sw, capacity, partners))):
         if seeds and time.perf_counter() >= deadline:

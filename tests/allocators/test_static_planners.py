@@ -200,7 +200,7 @@ def test_a_planner_registered_here_is_a_method():
     @planner("stack")
     def stack(x):
         sizes = np.array([b.size for b in x.problem.buffers], dtype=np.int64)
-        return Placed(np.concatenate([[0], np.cumsum(sizes)[:-1]]))
+        return Placed([0, *np.cumsum(sizes)[:-1].tolist()])
 
     try:
         prob = Problem((Buffer("a", 0, 4, 100), Buffer("b", 2, 6, 50), Buffer("c", 5, 9, 70)))
