@@ -21,7 +21,6 @@ from allocators.sweep import Sweep, sweep
 from allocators.validate import violations
 
 
-
 @dataclass(frozen=True)
 class Placing:
     """A placement problem as every planner receives it."""

@@ -32,7 +32,8 @@ class Sweep:
         the greedy planner does without)."""
         n = len(self.ranges)
         flat = [(lo, hi, b) for b, rs in enumerate(self.ranges) for lo, hi in rs]
-        r_lo, r_hi, r_buf = (np.array(col, dtype=np.int64) for col in zip(*flat)) if flat else (np.zeros(0, np.int64),) * 3
+        empty = (np.zeros(0, np.int64),) * 3
+        r_lo, r_hi, r_buf = (np.array(col, dtype=np.int64) for col in zip(*flat)) if flat else empty
         return tuple(_overlapping(r_lo, r_hi, r_buf, b, self.ranges[b], n) for b in range(n))
 
     @property

@@ -13,8 +13,9 @@
    (sweep - loop) / points is then expressed against a 2 s point, and the cost of
    1,000 points is extrapolated from it (measured on fewer points, as stated in the
    JSON). "machinery" is the sweep's wall time minus the time spent inside the jobs:
-   what the sweep itself costs, free of the noise in the jobs' own run time. Ray's start-up and the first start of its worker processes are one-off costs
-   and reported apart. A sweep with two points in flight is also timed against half
+   what the sweep itself costs, free of the noise in the jobs' own run time. Ray's
+   start-up and the first start of its worker processes are one-off costs and reported
+   apart. A sweep with two points in flight is also timed against half
    the loop (the ideal on two cores).
 """
 

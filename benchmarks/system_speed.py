@@ -83,7 +83,8 @@ def grid_case(chips: int, repeats: int, layer: str) -> dict:
            "speedup": round(one / ray2, 3), "target_speedup": GRID_TARGET, "meets_target": one / ray2 >= GRID_TARGET,
            "same_result_hash": len(hashes) == 1, "epochs": o.epochs, "lookahead_cycles": s["lookahead"],
            "mean_window_cycles": round(s["sim_cycles"] / max(1, o.epochs), 1),
-           "ray_exchange_share": round(statistics.median(o.sync_seconds / o.wall_seconds for _, _, o in runs["ray2"]), 3),
+           "ray_exchange_share": round(
+               statistics.median(o.sync_seconds / o.wall_seconds for _, _, o in runs["ray2"]), 3),
            "simulated_over_dfmodel": round(s["seconds_per_batch_simulated"] / s["seconds_per_batch_analytic"], 3),
            "cpus": os.cpu_count(), "load_average_1min": round(os.getloadavg()[0], 2)}
     emit(row)

@@ -41,9 +41,11 @@ RUN_SECTION = Table(
     {
         "seed": Field("int", 1, "global random seed; every stream derives from (seed, component)", min=0),
         "shards": Field("int", 1, "number of rectangular shards the grid is cut into", min=1),
-        "cut": Field("choice", "rows", "shard shape: row bands, column bands or blocks", choices=("rows", "cols", "blocks")),
+        "cut": Field("choice", "rows", "shard shape: row bands, column bands or blocks",
+                     choices=("rows", "cols", "blocks")),
         "epoch": Field("int", None, "cycles per lockstep epoch (default: the lookahead)", min=1, unit="cycles"),
-        "backend": Field("choice", "local", "local (in-process) or ray (one actor per shard)", choices=("local", "ray")),
+        "backend": Field("choice", "local", "local (in-process) or ray (one actor per shard)",
+                         choices=("local", "ray")),
         "address": Field("str", None, "Ray cluster address (auto, ray://host:10001); default: embedded local Ray"),
     },
     doc="how to run",

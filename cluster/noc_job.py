@@ -20,8 +20,8 @@ from cluster.backends import RunOutcome, run_backend
 from cluster.config import config_hash
 from cluster.noc_config import booksim_reference, check_footprint, params_of, rates_of
 from cluster.noc_summary import link_columns, summarize_noc
-from cluster.regions import epoch_length, cut_grid
 from cluster.progress import Progress
+from cluster.regions import cut_grid, epoch_length
 
 
 @dataclass

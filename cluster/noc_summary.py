@@ -15,7 +15,7 @@ import numpy as np
 
 from sim.noc.params import NocParams
 from sim.noc.shard import NocReport
-from sim.noc.topology import DIRECTION, Grid
+from sim.noc.topology import DIRECTION
 
 SATURATION_SHORTFALL = 0.03  # accepted this far below offered means the load is not sustained
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from cluster.errors import UserError
 from sim.noc.params import NocParams
-from sim.noc.topology import DIRECTION, Grid, Region
+from sim.noc.topology import DIRECTION, Region
 
 CUTS = ("rows", "cols", "blocks")
 

@@ -283,7 +283,8 @@ def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=Non
     if issues:
         raise ConfigError("config", issues)
     return ChipConfig(
-        spec=spec, noc=noc_params_for(spec, run["seed"], routing=noc["routing"], **{k: noc[k] for k in TIMING_KEYS}), network=noc["model"],
+        spec=spec, noc=noc_params_for(spec, run["seed"], routing=noc["routing"], **{k: noc[k] for k in TIMING_KEYS}),
+        network=noc["model"],
         sizing=sizing, mu=mu, policy=policy, reclaim=reclaim, workload=workload, on_oom=mem["on_oom"],
         placement=mem["placement"], jitter=noc["jitter"], seed=run["seed"], max_cycles=run["max_cycles"],
         sample_cycles=run["sample_cycles"], trace=trace, trace_limit=run["trace_limit"], memory_map_cycle=memory_map,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from cluster.version import code_version, package_version
+from cluster.version import code_version
 from sim.chip.messages import KINDS as MESSAGE_KINDS
 from sim.chip.records import BufferLife, columns
 

@@ -17,6 +17,7 @@ from cluster import schemas
 from cluster.backends import RunOutcome, run_backend
 from cluster.coordinator import idle_rule
 from cluster.errors import UserError
+from cluster.version import package_version
 from sim.system.config import SystemConfig
 from sim.system.network import SystemNet
 from sim.system.shard import StepRecord, SystemBoundary, SystemShard
@@ -32,7 +33,7 @@ def groups(cfg: SystemConfig, shards: int) -> list[list[int]]:
     owner = np.zeros(g.nodes, dtype=np.int64)
     for i, nodes in enumerate(out):
         owner[nodes] = i
-    for (dim, first), sw in sorted(g.switch_of.items()):
+    for (_dim, first), sw in sorted(g.switch_of.items()):
         out[int(owner[first])].append(sw)
     return out
 
@@ -219,7 +220,7 @@ def run_system(cfg: dict, sys_cfg: SystemConfig, out=None, quiet: bool = False) 
     """Simulate a resolved ``rdasim run`` config with a [system]; write its tables if ``out`` is given."""
     from pathlib import Path
 
-    from cluster import io, schemas
+    from cluster import io
     from cluster.config import config_hash
     from cluster.noc_job import run_id_for
     from cluster.progress import Progress
@@ -236,7 +237,7 @@ def run_system(cfg: dict, sys_cfg: SystemConfig, out=None, quiet: bool = False) 
             files.append(io.write_parquet(table, out / f"{name}.parquet"))
         chash = config_hash(cfg)
         files.append(io.write_json({"run_id": run_id_for(chash, run["seed"]), "config_hash": chash, "config": cfg,
-                                    "summary": summary, "rdasim_version": schemas.package_version()},
+                                    "summary": summary, "rdasim_version": package_version()},
                                    out / "run.json"))
     return summary, files
 

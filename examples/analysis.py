@@ -86,7 +86,8 @@ def with_pandas(dataset: Path, axes: list[str], metric: str, has_status: bool):
     out = df.groupby(axes).agg(**{metric: (metric, "mean"), "sd": (metric, "std"), "seeds": (metric, "count")})
     out = out.reset_index().sort_values(axes)
     rows = [[None if isinstance(v, float) and v != v else v for v in r] for r in out.itertuples(index=False)]
-    return [[v.item() if hasattr(v, "item") else v for v in r] for r in rows], {k: str(v) for k, v in out.dtypes.items()}
+    values = [[v.item() if hasattr(v, "item") else v for v in r] for r in rows]
+    return values, {k: str(v) for k, v in out.dtypes.items()}
 
 
 def with_pyarrow(dataset: Path, axes: list[str], metric: str, has_status: bool):

@@ -54,7 +54,8 @@ def test_a_mapping_onto_more_chips_than_the_model_has_columns_is_refused_or_expl
     (["noc", "--k", "1000", "--rate", "0.1"], "noc.k: 1000: this simulation would need about 3.6 TiB"),
     (["run", str(ROOT / "examples" / "race.toml"), "--set", "chip.rows=10000", "--set", "chip.cols=10000"],
      "chip.rows x chip.cols: 10000 x 10000"),
-    (["run", str(ROOT / "examples" / "kv_decode.toml"), "--set", "chip.mu_bytes=1TiB"], "chip.mu_bytes: 1,099,511,627,776 bytes"),
+    (["run", str(ROOT / "examples" / "kv_decode.toml"), "--set", "chip.mu_bytes=1TiB"],
+     "chip.mu_bytes: 1,099,511,627,776 bytes"),
 ])
 def test_absurd_sizes_are_refused_with_the_key_and_the_estimate(capsys, argv, key):
     err = _one_line_error(capsys, argv, key, "of memory per shard", "this machine has")
@@ -131,7 +132,8 @@ def test_progress_against_a_bound_shows_no_eta_and_no_start_up_distortion():
 def test_rdasim_run_logs_no_eta_against_max_cycles(tmp_path):
     small = ["--set", "workload.decode.requests=8", "--set", "workload.decode.output_tokens.max=16",
              "--set", "workload.decode.output_tokens.min=8"]
-    got = subprocess.run([sys.executable, "-m", "cluster.cli", "run", str(ROOT / "examples" / "kv_decode.toml"), *small],
+    kv_decode = str(ROOT / "examples" / "kv_decode.toml")
+    got = subprocess.run([sys.executable, "-m", "cluster.cli", "run", kv_decode, *small],
                          capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert got.returncode == 0
     assert "ETA" not in got.stderr and "left" not in got.stderr and not re.search(r"\bnan\b", got.stderr)

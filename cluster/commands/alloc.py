@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-
 from pathlib import Path
 
 from allocators.banks import MEMORY_KINDS, BankAllocator
@@ -13,10 +12,10 @@ from allocators.dsa_csv import format_csv, read_csv
 from allocators.errors import InputError, NoPlacementError
 from allocators.planner import METHODS, plan
 from allocators.trace import parse_trace, replay
-from cluster.alloc_reports import write_reports
-from cluster.config.units import UnitError, parse_size, parse_time
 from cluster import io
+from cluster.alloc_reports import write_reports
 from cluster.commands.common import report_files, save
+from cluster.config.units import UnitError, parse_size, parse_time
 from cluster.errors import EXIT_NO_ANSWER, UserError
 from cluster.io import write_text
 from cluster.schemas import RunMeta
@@ -155,7 +154,8 @@ def _table(result) -> str:
         ("lower bound", f"{result.lower_bound:,} B (max bytes live at once)"),
         ("ratio", f"{result.ratio:.4f}"),
         ("proved optimal", "yes" if result.proved_optimal else "no"),
-        ("capacity", "none" if result.capacity is None else f"{result.capacity:,} B ({'fits' if result.fits else 'DOES NOT FIT'})"),
+        ("capacity", "none" if result.capacity is None
+         else f"{result.capacity:,} B ({'fits' if result.fits else 'DOES NOT FIT'})"),
         ("valid", "yes" if result.valid else "NO"),
         ("seconds", f"{result.seconds:.3f}"),
     ]

@@ -26,7 +26,8 @@ def add_arguments(parser) -> None:
     add_set_argument(parser)
     parser.add_argument("--time-limit", help="solver budget, e.g. 30s (mapping.time_limit)")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    parser.add_argument("--out", metavar="DIR", help="write map_plan/map_kernels/map_partitions.parquet and plan.json here")
+    parser.add_argument("--out", metavar="DIR",
+                        help="write map_plan/map_kernels/map_partitions.parquet and plan.json here")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 
@@ -76,7 +77,8 @@ def summary_table(plan: MappingPlan) -> str:
     lines = [f"{k:<{width}}  {v}" for k, v in rows]
     if plan.feasible and plan.partitions:
         lines.append("")
-        lines.append(f"{'part':>4} {'kernels':>7} {'compute s':>11} {'memory s':>11} {'network s':>11} {'time s':>11} {'SRAM B':>10}")
+        lines.append(f"{'part':>4} {'kernels':>7} {'compute s':>11} {'memory s':>11} {'network s':>11} "
+                     f"{'time s':>11} {'SRAM B':>10}")
         for p in plan.partitions[:40]:
             lines.append(f"{p.index:>4} {len(p.kernels):>7} {p.compute_seconds:>11.4g} {p.memory_seconds:>11.4g} "
                          f"{p.network_seconds:>11.4g} {p.seconds:>11.4g} {p.sram_bytes:>10.4g}")

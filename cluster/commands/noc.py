@@ -50,7 +50,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="offered loads of a latency/throughput curve (noc.rates; default: BookSim2's reference curve)")
     p.add_argument("--packet-flits", dest="packet_flits", type=int, help="flits per packet (noc.packet_flits)")
     p.add_argument("--vcs", type=int, help="virtual channels per port (noc.vcs)")
-    p.add_argument("--vc-buffers", dest="vc_buffers", type=int, help="flit buffers per virtual channel (noc.vc_buffers)")
+    p.add_argument("--vc-buffers", dest="vc_buffers", type=int,
+                   help="flit buffers per virtual channel (noc.vc_buffers)")
     p.add_argument("--link-latency", dest="link_latency", type=int, help="link latency, cycles (noc.link_latency)")
     add_run_arguments(p)
     p.add_argument("--out", metavar="DIR", help="write noc_summary.parquet and noc_links.parquet here")

@@ -18,8 +18,8 @@ def add_arguments(p) -> None:
     p.add_argument("--out", metavar="DIR", default=DEFAULT_OUT,
                    help=f"output directory; the dataset goes to DIR/<sweep name>/ (default: {DEFAULT_OUT})")
     p.add_argument("--address", metavar="ADDR",
-                   help="Ray cluster to join: auto, ray://host:10001 or host:6379 (default: $RAY_ADDRESS if set, else an "
-                        "embedded local Ray)")
+                   help="Ray cluster to join: auto, ray://host:10001 or host:6379 "
+                        "(default: $RAY_ADDRESS if set, else an embedded local Ray)")
     p.add_argument("--max-concurrency", dest="max_concurrency", type=int, metavar="N",
                    help="points in flight at once (default: [sweep] max_concurrency, else twice what the CPUs hold)")
     p.add_argument("--retry-failed", dest="retry_failed", action="store_true",

@@ -74,7 +74,8 @@ def set_path(cfg: dict, dotted: str, value) -> None:
             tables = node.get(name)
             if not isinstance(tables, list) or i >= len(tables) or not isinstance(tables[i], dict):
                 n = len(tables) if isinstance(tables, list) else 0
-                raise ConfigError("overrides", [Issue(dotted, f"{name} has {n} table(s) here; [{i}] is not one of them")])
+                raise ConfigError("overrides",
+                                  [Issue(dotted, f"{name} has {n} table(s) here; [{i}] is not one of them")])
             node = tables[i]
             continue
         nxt = node.get(part)

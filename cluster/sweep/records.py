@@ -17,9 +17,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cluster import schemas
-from cluster.version import code_version
 from cluster.config.schema import get_path
 from cluster.sweep.layout import column_name
+from cluster.version import code_version
 
 STATUS_OK, STATUS_ERROR = "ok", "error"
 SWEEP_FIELDS = [pa.field(c.name, c.type) for c in schemas.SWEEP_COLUMNS]

@@ -55,8 +55,9 @@ def _previous(plan: SweepPlan, layout: DatasetLayout, existing: str, mix_code: b
         _remove(layout)
         return None
     if layout.legacy_manifest.is_file() and not layout.manifest.is_file():
-        raise UserError(f"sweep {name!r} in {str(root)!r} was written by an older rdasim ({layout.legacy_manifest.name}); "
-                        "rerun with --replace to start it again, or use another --out or [sweep] name")
+        raise UserError(f"sweep {name!r} in {str(root)!r} was written by an older rdasim "
+                        f"({layout.legacy_manifest.name}); rerun with --replace to start it again, "
+                        "or use another --out or [sweep] name")
     if not layout.manifest.is_file():
         return None
     old = Manifest.load(layout.manifest)

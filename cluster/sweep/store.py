@@ -18,8 +18,17 @@ from cluster.sweep.commands import pick_result
 from cluster.sweep.layout import DatasetLayout
 from cluster.sweep.plan import SweepPlan
 from cluster.sweep.points import Point
-from cluster.sweep.records import (STATUS_ERROR, STATUS_OK, SWEEP_FIELDS, PointRun, decorate, error_table,
-                                   file_metadata, prefix_values, read_status)
+from cluster.sweep.records import (
+    STATUS_ERROR,
+    STATUS_OK,
+    SWEEP_FIELDS,
+    PointRun,
+    decorate,
+    error_table,
+    file_metadata,
+    prefix_values,
+    read_status,
+)
 
 ORPHAN_AGE_SECONDS = 300.0  # a temporary file lives for the milliseconds of one write
 

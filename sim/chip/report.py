@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sim.chip import diagnosis, messages as m
+from sim.chip import diagnosis
+from sim.chip import messages as m
 from sim.chip.records import BUFFER_LABELS, BufferLife, MuStats, WorkRecord
 from sim.chip.spec import unit_layout
 from sim.memory import oracle
 from sim.network import LinkCounts
-from sim.noc.topology import DIRECTION, Grid
+from sim.noc.topology import DIRECTION
 
 
 @dataclass

@@ -227,7 +227,8 @@ def resolve_system_plan(d: dict, system) -> MappingPlan:
         return plan
     graph = d.get("graph") or {}
     if not graph.get("kind"):
-        raise ValueError("give workload.pipeline.plan (a plan.json) or the graph keys (workload.pipeline.graph.kind, ...)")
+        raise ValueError("give workload.pipeline.plan (a plan.json) "
+                         "or the graph keys (workload.pipeline.graph.kind, ...)")
     from mapping.solver import map_workload
     from mapping.specs import build_model, build_workload
 

@@ -2,8 +2,9 @@
 
 Everything a shard owns runs from one event heap, ordered by (cycle, class: deliveries,
 then messages moving on, then tasks resuming; node; then the message id and hop, or the
-chip's own sequence), never by the order events were pushed, so any cut gives the same run: messages moving hop by hop through the network (sim/system/network.py)
-and chips running their programs. A chip here is a box: its program's compute is a time
+chip's own sequence), never by the order events were pushed, so any cut gives the same
+run: messages moving hop by hop through the network (sim/system/network.py) and chips
+running their programs. A chip here is a box: its program's compute is a time
 on its one pipeline (``Compute``), and it talks to other chips only through messages
 (``send``, ``Recv``). A message whose next node belongs to another shard leaves as
 boundary traffic; its head cannot get there before the link's latency has passed, which

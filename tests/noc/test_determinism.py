@@ -62,7 +62,7 @@ def test_ray_backend_matches_local(ray_session):
 def test_ray_compiled_graph_chaining_matches_local(ray_session):
     from cluster.backends.ray_backend import run_ray
     from cluster.noc_summary import summarize_noc
-    from cluster.regions import epoch_length, cut_grid
+    from cluster.regions import cut_grid, epoch_length
 
     p = NocParams(rate=0.2, **BASE)
     regions = cut_grid(8, 8, 2, "rows")

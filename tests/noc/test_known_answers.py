@@ -38,7 +38,8 @@ def _all_pairs_latency(p: NocParams) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return src, dst, eject - cycles
 
 
-@pytest.mark.parametrize("k,topology,flits", [(4, "mesh", 1), (8, "mesh", 1), (4, "mesh", 4), (4, "torus", 1), (5, "torus", 2)])
+@pytest.mark.parametrize("k,topology,flits",
+                         [(4, "mesh", 1), (8, "mesh", 1), (4, "mesh", 4), (4, "torus", 1), (5, "torus", 2)])
 def test_zero_load_latency_equals_formula_for_every_pair(k, topology, flits):
     p = NocParams(rows=k, cols=k, topology=topology, rate=0.0, packet_flits=flits,
                   warmup_cycles=0, measure_cycles=10**7, drain_cycles=0)

@@ -9,12 +9,12 @@ import pytest
 from cluster.config import ConfigError, load
 from cluster.run_config import RUN_SCHEMA, chip_config
 from cluster.run_job import simulate_chip
+from mapping.placement import MuRoom
 from sim.chip import messages as m
 from sim.chip.records import buffer_label
 from sim.chip.references import allocate, free
 from sim.chip.spec import CU
 from sim.chip.units import Replies
-from mapping.placement import MuRoom
 from sim.keys import Field, Issue, Table
 from sim.memory.policies import POLICIES, Extent, Growth, StorageBase
 from sim.workloads import WORKLOADS

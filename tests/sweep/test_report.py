@@ -10,8 +10,8 @@ import pytest
 
 from cluster.cli import main
 from cluster.report.data import Skip, grouped
-from cluster.report.sources import SweepTables
 from cluster.report.figures import link_heatmap, memory_over_time
+from cluster.report.sources import SweepTables
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -67,7 +67,8 @@ def test_report_of_a_noc_run_draws_its_figures_and_skips_the_memory_ones(tmp_pat
     assert main(["report", str(tmp_path)]) == 0
     out, err = capsys.readouterr()
     written = {p.split("/")[-1] for p in out.split()}
-    assert written == {f"{name}.{fmt}" for name in ("latency_vs_load", "link_utilization") for fmt in ("png", "pdf", "svg")}
+    assert written == {f"{name}.{fmt}" for name in ("latency_vs_load", "link_utilization")
+                       for fmt in ("png", "pdf", "svg")}
     figures = tmp_path / "_figures"
     assert all((figures / w).read_bytes().startswith(PNG) for w in written if w.endswith(".png"))
     assert all((figures / w).read_bytes().startswith(b"%PDF") for w in written if w.endswith(".pdf"))

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from sim.keys import Field, Issue
 from mapping.placement import MuRoom
+from sim.keys import Field, Issue
 from sim.memory.policies import POLICIES, Extent, Growth, MuGeometry, keyed_defaults
 from sim.memory.policies.static import ContiguousStorage
 

@@ -8,8 +8,8 @@ from typing import ClassVar
 
 from allocators.errors import AllocatorError
 from allocators.freelist import FreeList
-from sim.keys import Field, Issue
 from mapping.placement import MuRoom
+from sim.keys import Field, Issue
 from sim.memory.policies import POLICIES, Extent, Growth, MuGeometry, StorageBase, keyed_defaults
 
 
