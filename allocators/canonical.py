@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Generator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -35,6 +36,8 @@ from allocators.sweep import Sweep
 
 INF = np.int64(UNBOUNDED)
 HEURISTICS = ("TAW", "TWA", "WAT")  # T: max section total, A: area, W: lifetime; all descending
+# a search step: yields to pause (the caller resumes it), returns whether a packing exists
+Search = Generator[None, None, bool]
 
 
 @dataclass(frozen=True)
@@ -114,7 +117,7 @@ class _Search:
         self.offsets = np.full(n, -1, dtype=np.int64)
         self.nodes = 0
 
-    def run(self):
+    def run(self) -> Search:
         """Generator: yields to pause, returns True (packing in ``offsets``) or False (none exists)."""
         inst = self.inst
         if len(self.total) and int(self.total.max()) > self.cap:
@@ -129,7 +132,7 @@ class _Search:
                 return False
         return True
 
-    def _subsolve(self, bufs: np.ndarray, a: int, z: int) -> bool:
+    def _subsolve(self, bufs: np.ndarray, a: int, z: int) -> Search:
         """Solve an independent sub-problem with a fresh static order (its own canonical order)."""
         inst, total = self.inst, self.total
         keys = []
@@ -143,7 +146,7 @@ class _Search:
         rank[by_rank] = np.arange(len(by_rank))
         return (yield from self._search(by_rank, rank, by_rank, a, z, -1))
 
-    def _search(self, cands, rank, by_rank, a: int, z: int, last_key: int) -> bool:
+    def _search(self, cands, rank, by_rank, a: int, z: int, last_key: int) -> Search:
         self.nodes += 1
         if self.nodes >= self.pause_at or (not self.nodes & 255 and time.perf_counter() > self.deadline):
             yield
@@ -208,7 +211,7 @@ class _Search:
             floor[c] = min(start, cap + 1)  # no legal start: a floor above the capacity prunes it
         return stranded
 
-    def _descend(self, b: int, key: int, cands, rank, by_rank, a: int, z: int) -> bool:
+    def _descend(self, b: int, key: int, cands, rank, by_rank, a: int, z: int) -> Search:
         """Continue in this partition, or split it if b was the last buffer across a boundary."""
         s0, s1 = int(self.inst.span[b, 0]), int(self.inst.span[b, 1])
         cuts = self.cuts[s0:max(s1 - 1, s0)]

@@ -61,6 +61,7 @@ def solve_exact(problem: Problem, sw: Sweep, capacity: int | None, deadline: flo
         nodes += out.nodes
         elapsed = time.perf_counter() - t0
         if out.status == "found":
+            assert out.offsets is not None  # a found packing always carries its offsets
             peak = int((out.offsets + sizes).max())
             if best_peak is None or peak < best_peak:
                 best, best_peak = out.offsets.tolist(), peak

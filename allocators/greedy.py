@@ -75,10 +75,10 @@ def _best_fit(buf, bank_size, lo: np.ndarray, hi: np.ndarray) -> int:
     a = slot.alignment
     # gap k lies between the highest end among the first k ranges (reach) and range k's start
     reach = np.concatenate(([0], np.maximum.accumulate(hi))) if len(hi) else np.zeros(1, dtype=np.int64)
-    start = -(-reach // a) * a
+    starts = -(-reach // a) * a
     room = np.concatenate((lo, [UNBOUNDED])) - reach
-    fits = np.concatenate((lo, [UNBOUNDED])) - start >= slot.size
+    fits = np.concatenate((lo, [UNBOUNDED])) - starts >= slot.size
     fits[-1] = True  # on top of them all
     candidates = np.flatnonzero(fits)
     best = candidates[np.argmin(room[candidates])]  # smallest gap; argmin takes the lowest on ties
-    return int(start[best])
+    return int(starts[best])

@@ -58,7 +58,9 @@ def layergroup(problem: Problem, sw: Sweep, capacity: int | None,
     bufs = problem.buffers
     n = len(bufs)
     slots = [slot_of(b, problem.bank_size) for b in bufs]
-    avoid_banks = bool(problem.bank_size) and capacity is not None
+    bank_size = problem.bank_size or 0
+    avoid_banks = bool(bank_size) and capacity is not None
+    limit = UNBOUNDED if capacity is None else capacity  # only bank avoidance (which needs a capacity) reads it
     rank = {u: r for r, u in enumerate(sorted(
         range(n), key=lambda u: (-int(bool(partners[u])), -bufs[u].area, bufs[u].start, u)))}
     busy: list[list[tuple[int, int]]] = [[] for _ in range(n)]   # placed neighbours
@@ -73,7 +75,7 @@ def layergroup(problem: Problem, sw: Sweep, capacity: int | None,
         if not banned[v] or conflicted[v]:
             return lowest_fit(slots[v], busy[v], low[v])
         o = lowest_fit(slots[v], list(heapq.merge(busy[v], banned[v])), low[v])
-        if o + bufs[v].size <= capacity:
+        if o + bufs[v].size <= limit:
             return o
         conflicted[v] = True
         return lowest_fit(slots[v], busy[v], 0)
@@ -98,8 +100,8 @@ def layergroup(problem: Problem, sw: Sweep, capacity: int | None,
             if offsets[v] < 0:
                 block(int(v), rng, busy)
         if avoid_banks:
-            first, last = at // problem.bank_size, (at + bufs[u].size - 1) // problem.bank_size
-            bank_rng = (first * problem.bank_size, (last + 1) * problem.bank_size)
+            first, last = at // bank_size, (at + bufs[u].size - 1) // bank_size
+            bank_rng = (first * bank_size, (last + 1) * bank_size)
             for v in partners[u]:
                 if offsets[v] < 0:
                     block(v, bank_rng, banned)

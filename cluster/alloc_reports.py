@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -11,7 +12,7 @@ from allocators.memory_report import block_listing, l1_summary, usage_summary
 from cluster.io import write_csv, write_parquet
 from cluster.schemas import ALLOC_BLOCKS, ALLOC_L1_SUMMARY, ALLOC_MEMORY_SUMMARY, RunMeta, TableSchema
 
-REPORTS: dict[str, tuple[TableSchema, callable]] = {
+REPORTS: dict[str, tuple[TableSchema, Callable[[dict[str, BankAllocator]], list[dict]]]] = {
     "memory_usage_summary": (ALLOC_MEMORY_SUMMARY, usage_summary),
     "l1_usage_summary": (ALLOC_L1_SUMMARY, l1_summary),
     "detailed_memory_usage": (ALLOC_BLOCKS, block_listing),

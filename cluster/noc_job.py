@@ -81,8 +81,9 @@ def run_noc(cfg: dict, out: str | Path | None = None, quiet: bool = False) -> No
         else:
             for i, p in enumerate(plist):
                 prog = Progress(f"noc rate {p.rate:g}", quiet, bound=True)  # drained loads stop early
-                outcomes[i] = run_backend(backend, p, regions, epoch, address=run["address"], progress=prog)
-                prog.close(f"noc rate {p.rate:g}: done in {outcomes[i].wall_seconds:.1f} s")
+                outcome = run_backend(backend, p, regions, epoch, address=run["address"], progress=prog)
+                outcomes[i] = outcome
+                prog.close(f"noc rate {p.rate:g}: done in {outcome.wall_seconds:.1f} s")
     except KeyboardInterrupt:
         if not any(outcomes):
             raise

@@ -101,8 +101,8 @@ def summarize_noc(p: NocParams, reports: list[NocReport], saturated: bool, in_tr
     # Beyond saturation source queues grow without bound: the network accepts less than
     # is offered (beyond the window's noise), some source falls behind (a permutation can
     # saturate a few flows while the average barely moves), or measured packets never drain.
-    by_src_in = sum(r.window_created_by_src for r in reports)
-    by_src_out = sum(r.window_ejected_by_src for r in reports)
+    by_src_in = np.sum([r.window_created_by_src for r in reports], axis=0)
+    by_src_out = np.sum([r.window_ejected_by_src for r in reports], axis=0)
     src_backlog = by_src_in - by_src_out
     allowed = np.maximum(max(32, 8 * p.packet_flits), SATURATION_SHORTFALL * by_src_in)
     backlog = accepted < (1.0 - SATURATION_SHORTFALL) * offered or bool((src_backlog > allowed).any())

@@ -16,6 +16,7 @@ imports Ray, and only through here.
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 from pathlib import Path
@@ -69,19 +70,17 @@ def init_ray(address: str | None = None, num_cpus: int | None = None):
     where = "--address"
     if not address and os.environ.get("RAY_ADDRESS"):
         address, where = os.environ["RAY_ADDRESS"], "RAY_ADDRESS"
-    kwargs = dict(logging_level="ERROR", log_to_driver=True, include_dashboard=False)
     if address:
         if os.environ.get("RAY_AUTH_MODE", "").lower() == "token" and not token_available():
             raise UserError(
                 f"RAY_AUTH_MODE=token but no token for the cluster at {address}: set RAY_AUTH_TOKEN, "
                 "RAY_AUTH_TOKEN_PATH, or copy the head node's ~/.ray/auth_token (`ray get-auth-token`)"
             )
-        kwargs.pop("include_dashboard")
         unreachable = _unreachable(address)
         if unreachable:  # Ray itself would retry for minutes before giving up
             raise UserError(f"cannot connect to the Ray cluster at {address!r} (from {where}): {unreachable}")
         try:
-            ray.init(address=address, **kwargs)
+            ray.init(address=address, logging_level=logging.ERROR, log_to_driver=True)
         except (ConnectionError, RuntimeError, ValueError) as exc:
             hint = ""
             text = str(exc).lower()
@@ -92,7 +91,8 @@ def init_ray(address: str | None = None, num_cpus: int | None = None):
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise UserError(f"cannot connect to the Ray cluster at {address!r} (from {where}): {first}{hint}") from None
     else:
-        ray.init(address="local", num_cpus=num_cpus, **kwargs)
+        ray.init(address="local", num_cpus=num_cpus, logging_level=logging.ERROR, log_to_driver=True,
+                 include_dashboard=False)
     return ray
 
 

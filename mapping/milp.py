@@ -33,7 +33,7 @@ class MilpResult:
 
 
 class LinearModel:
-    def __init__(self):
+    def __init__(self) -> None:
         self._lb: list[float] = []
         self._ub: list[float] = []
         self._int: list[int] = []

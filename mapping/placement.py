@@ -358,7 +358,7 @@ def place_on_grid(plan: MappingPlan, spec: ChipSpec, seed: int = 0, room: MuRoom
         # reads the whole tile from every producer CU)
         caps = [max(1, min(max_cus or len(cu_tiles), int(k.m * k.n * plan.word) // MIN_SHARE)) for k in kernels]
         counts = dict(zip(part.kernels, cu_counts([k.flop for k in kernels], len(cu_tiles), caps)))
-        slot_of = {}
+        slot_of: dict[tuple[str, int], int] = {}
         for k in kernels:
             for j in range(counts[k.name]):
                 slot_of[k.name, j] = len(slot_of)
@@ -398,13 +398,13 @@ def _place_caches(plan: MappingPlan, parts: list[PlacedPartition], spec: ChipSpe
     for part in parts:  # an MU's room is what its fullest partition leaves
         here: dict[int, int] = {}
         for b in part.buffers:
-            for s in b.stripes:
-                here[s.mu] = here.get(s.mu, 0) + room.reserve(s.bytes)
+            for stripe in b.stripes:
+                here[stripe.mu] = here.get(stripe.mu, 0) + room.reserve(stripe.bytes)
         for mu, n in here.items():
             used[mu] = max(used.get(mu, 0), n)
     where = {k.name: k.cus for part in parts for k in part.kernels}
     mu_tiles = spec.mu_tiles()
-    caches = []
+    caches: list[PlacedCache] = []
     for name, reader in sorted(readers.items()):
         cus = where[reader.name]
         total = int(round(reader.extra_dram_bytes))

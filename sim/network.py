@@ -16,7 +16,7 @@ and registers it (docs/design.md, "Adding a NoC model").
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from sim.noc.params import NocParams
     from sim.noc.topology import Region
 
+# a model's own boundary class: its shards take and return only that kind of traffic
 B = TypeVar("B", bound="NetBoundary")
 
 
@@ -62,21 +63,25 @@ class LinkCounts:
 
 
 @runtime_checkable
-class NetworkShard(Protocol):
-    """One shard of a NoC model (see the module docstring)."""
+class NetworkShard(Protocol[B]):
+    """One shard of a NoC model (see the module docstring), exchanging boundaries of type ``B``."""
 
-    boundary: ClassVar[type]  # its NetBoundary class: empty(), concat(parts), from_sections(s)
+    @property
+    def boundary(self) -> type[B]:
+        """Its NetBoundary class: empty(), concat(parts), from_sections(s) (a class attribute)."""
+        ...
+
     t: int  # every cycle before this one has been simulated
 
     def offer(self, cycles: np.ndarray, src: np.ndarray, dst: np.ndarray, flits: np.ndarray | None = None) -> None:
         """Packets created at ``cycles`` by routers ``src`` (of this shard) for ``dst``."""
         ...
 
-    def advance(self, t0: int, t1: int, inbound: NetBoundary | None = None) -> NetBoundary:
+    def advance(self, t0: int, t1: int, inbound: B | None = None) -> B:
         """Simulate [t0, t1); return what leaves the shard (all of it due at t1 or later)."""
         ...
 
-    def deliver(self, inbound: NetBoundary) -> None:
+    def deliver(self, inbound: B) -> None:
         """Take traffic from other shards without advancing."""
         ...
 
@@ -97,21 +102,25 @@ class NetworkShard(Protocol):
         ...
 
     @classmethod
-    def split(cls, out: NetBoundary, owner: np.ndarray, params: NocParams, shards: int) -> list[NetBoundary]:
+    def split(cls, out: B, owner: np.ndarray, params: NocParams, shards: int) -> list[B]:
         """``out`` cut into one boundary per destination shard (``owner[router]`` = shard)."""
         ...
 
 
-class NetworkFactory(Protocol):
+class NetworkFactory(Protocol[B]):
     """How a registered model is built: the shard class itself."""
 
-    boundary: ClassVar[type]
+    # read-only, not a ClassVar: the factory is the class, so its class attributes are the
+    # factory's own (a ClassVar protocol member can never be matched by a class object)
+    @property
+    def boundary(self) -> type[B]: ...
 
     def __call__(self, params: NocParams, region: Region, record_ejections: bool = False,
-                 measure: bool = True) -> NetworkShard: ...
+                 measure: bool = True) -> NetworkShard[B]: ...
 
-    def split(self, out: NetBoundary, owner: np.ndarray, params: NocParams, shards: int) -> list[NetBoundary]: ...
+    def split(self, out: B, owner: np.ndarray, params: NocParams, shards: int) -> list[B]: ...
 
 
-# a new model is a module in one of these packages that registers its shard class
-NETWORKS: Registry[NetworkFactory] = Registry("NoC model", packages=("sim.noc", "sim.packetnoc"))
+# a new model is a module in one of these packages that registers its shard class (each model
+# has its own boundary type, hence Any)
+NETWORKS: Registry[NetworkFactory[Any]] = Registry("NoC model", packages=("sim.noc", "sim.packetnoc"))

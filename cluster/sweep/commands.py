@@ -14,11 +14,14 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import pyarrow as pa
 
 from cluster.errors import UserError
+
+if TYPE_CHECKING:
+    from cluster.config import Table
 
 
 @dataclass(frozen=True)
@@ -27,7 +30,7 @@ class Command:
 
     name: str
     doc: str
-    schema: Callable[[], object]  # () -> cluster.config.Table of the command's config
+    schema: Callable[[], Table]  # the command's config schema
     job: Callable[[dict], dict[str, pa.Table]]  # resolved config -> {table name: table}
     result: str  # name of the table whose rows are the point's result
     result_schema: Callable[[], pa.Schema | None]  # its Arrow schema, when known up front

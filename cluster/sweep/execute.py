@@ -15,13 +15,16 @@ import time
 import traceback as tb
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import pyarrow as pa
 
 from cluster.ray_env import actor_cpus
 from cluster.sweep.points import Point
 from cluster.sweep.records import STATUS_ERROR, STATUS_OK, PointRun
+
+if TYPE_CHECKING:
+    from ray.util.placement_group import PlacementGroup
 
 
 class SystemFailure(Exception):
@@ -99,7 +102,7 @@ def job_outcome(command: str, config: dict, node: str | None) -> PointOutcome:
 class _Flight:
     point: Point
     attempt: int
-    pg: object = None
+    pg: PlacementGroup | None = None
 
 
 class Executor:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cluster import schemas
-from cluster.config import ConfigError, Issue, config_hash
+from cluster.config import ConfigError, Issue, Table, config_hash
 from cluster.errors import UserError
 from cluster.sweep import commands
 from cluster.sweep.layout import column_name
@@ -39,25 +39,27 @@ def spec_hash(spec: SweepSpec) -> str:
     return config_hash({"spec": raw, "base": spec.base})
 
 
-def _command(spec: SweepSpec, issues: list[Issue]):
+def _command(spec: SweepSpec, issues: list[Issue]) -> tuple[commands.Command, Table] | None:
+    """The spec's command and its config schema; None (and an issue) if it names none that works."""
     if spec.command not in commands.COMMANDS:
         close = difflib.get_close_matches(spec.command, PUBLIC_COMMANDS, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         issues.append(Issue("sweep.command", f"{spec.command!r} is not one of {', '.join(PUBLIC_COMMANDS)}{hint}"))
-        return None, None
+        return None
     command = commands.get(spec.command)
     try:
         return command, command.schema()
     except UserError as exc:
         issues.append(Issue("sweep.command", exc.message))
-        return None, None
+        return None
 
 
 def _collisions(paths: list[str], command: commands.Command) -> list[Issue]:
     reserved = {c.name for c in schemas.SWEEP_COLUMNS}
     result = command.result_schema()
     taken = set(result.names) if result is not None else set()
-    issues, seen = [], {}
+    issues: list[Issue] = []
+    seen: dict[str, str] = {}  # column name -> the path that took it
     for path in paths:
         name = column_name(path)
         if name in seen:
@@ -71,15 +73,17 @@ def _collisions(paths: list[str], command: commands.Command) -> list[Issue]:
 def plan_from_spec(spec: SweepSpec, issues: list[Issue] | None = None) -> SweepPlan:
     """Expand a parsed spec; raise ConfigError with the parse ``issues`` and every new one."""
     issues = list(issues or [])
-    command, schema = None, None
-    if spec.command:
-        command, schema = _command(spec, issues)
-    points, duplicates = [], 0
-    if command is not None:
+    resolved = _command(spec, issues) if spec.command else None
+    points: list[Point] = []
+    duplicates = 0
+    if resolved is not None:
+        command, schema = resolved
         points, found, duplicates = expand(spec, schema)
         issues += found + _collisions(spec.swept_paths(), command)
-    if issues:
-        raise ConfigError(spec.source or "sweep spec", issues)
+    if issues or resolved is None:  # reading a spec reports a missing command; a spec built in code may not
+        raise ConfigError(spec.source or "sweep spec",
+                          issues or [Issue("sweep.command", "is required: what each point runs (noc or run)")])
+    command = resolved[0]
     axes = AxisColumns.of(spec.swept_paths(), [p.config for p in points])
     return SweepPlan(spec, command, points, axes, duplicates, spec_hash(spec))
 

@@ -56,7 +56,7 @@ def draws(rnd: RandomAxes) -> list[dict[str, object]]:
     rng = np.random.default_rng(rnd.seed)
     out = []
     for _ in range(rnd.samples):
-        point = {}
+        point: dict[str, object] = {}
         for path in sorted(rnd.dists):
             kind, args = rnd.dists[path]
             if kind == "uniform":

@@ -161,6 +161,7 @@ def _execute(plan, todo, store: Store, manifest: Manifest, run: RunEntry, layout
              max_concurrency, quiet, log, in_process) -> None:
     from cluster.sweep.execute import Executor, InProcessExecutor
 
+    executor: Executor | InProcessExecutor
     if in_process:
         executor = InProcessExecutor(plan.command.name)
     else:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -70,7 +71,9 @@ class SweepSpec:
     def set_paths(self) -> list[str]:
         """Every dotted path the axes, zips, random draws or explicit points set, in spec order."""
         out: list[str] = []
-        for group in [self.axes, *self.zips, self.random.dists if self.random else {}, *self.points]:
+        groups: list[Mapping[str, object]] = [self.axes, *self.zips, self.random.dists if self.random else {},
+                                              *self.points]
+        for group in groups:
             out += [p for p in group if p not in out]
         return out
 

@@ -62,7 +62,7 @@ def sweep_status(manifest_path: Path, max_errors: int = 5) -> SweepStatus:
     m = Manifest.load(manifest_path)
     root = manifest_path.parent
     done = failed = 0
-    errors = []
+    errors: list[str] = []
     for pid, entry in m.points.items():
         found = read_status(root / entry.file)
         if found is None or found[0] != pid:

@@ -60,6 +60,8 @@ class Store:
         """Store a finished point; returns its run (turned into an error if storing failed)."""
         if run.status == STATUS_OK:
             try:
+                if tables is None:
+                    raise ValueError("the point reported ok but returned no tables")
                 name = pick_result(tables, self.plan.command.result)
                 others = {t: self._decorate(tab, point, run) for t, tab in tables.items() if t != name}
                 main = self._decorate(tables[name], point, run)

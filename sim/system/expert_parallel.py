@@ -83,7 +83,7 @@ class ExpertParallelParams:
     def system_figures(self, records: list, cfg) -> dict:
         """Step times, and what skew did: the most tokens a chip's experts took against the
         mean, and the landing buffer that took against a static worst-case reservation."""
-        steps = {}
+        steps: dict[int, tuple[int, int]] = {}  # step -> (first start, last end) over the chips
         for r in records:
             a, b = steps.get(r.ident, (r.start, r.end))
             steps[r.ident] = (min(a, r.start), max(b, r.end))

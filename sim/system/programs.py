@@ -61,7 +61,7 @@ class CollectiveParams:
 
     def system_figures(self, records: list, cfg) -> dict:
         """Each repetition's time (first start to last end over the chips) beside the closed form."""
-        reps = {}
+        reps: dict[int, tuple[int, int]] = {}  # repetition -> (first start, last end)
         for r in records:
             a, b = reps.get(r.ident, (r.start, r.end))
             reps[r.ident] = (min(a, r.start), max(b, r.end))

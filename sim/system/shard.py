@@ -82,7 +82,8 @@ class SystemBoundary:
     hop: np.ndarray = field(default_factory=lambda: _E)
     head: np.ndarray = field(default_factory=lambda: _E)
     tail: np.ndarray = field(default_factory=lambda: _E)
-    payload: np.ndarray = field(default_factory=_no_payload)  # [n, FIELDS] between grid chips, else no rows
+    # [n, FIELDS] between grid chips, else no rows; keyword-only: the columns above come positionally
+    payload: np.ndarray = field(default_factory=_no_payload, kw_only=True)
 
     SECTIONS: ClassVar[tuple[tuple[str, ...], ...]] = (_COLUMNS, FIELDS)
 
@@ -267,8 +268,9 @@ class SystemShard:
         link = route[tr.hop]
         dst, bpc, lat, port = self._links[link]
         n = tr.nbytes
-        hold = -(-n // bpc) if n > 0 else 1
-        pkt = -(-min(n, self._packet) // bpc) if n > 0 else 1
+        # cycles (ints; bytes per cycle is a float): the link is held, and a packet's serialisation
+        hold = int(-(-n // bpc)) if n > 0 else 1
+        pkt = int(-(-min(n, self._packet) // bpc)) if n > 0 else 1
         start = tr.head if tr.head > self.port_free[port] else self.port_free[port]
         end = start + hold if start + hold > tr.tail + pkt else tr.tail + pkt
         self.port_free[port] = end

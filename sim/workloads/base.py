@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sim import rng
 from sim.chip.spec import CU, MU, unit_layout
 from sim.keys import Field, Issue, Table
+
+if TYPE_CHECKING:
+    from sim.chip.config import ChipConfig
 
 DISTS = ("fixed", "uniform", "lognormal")
 # rng stream ids of the workloads (sim/rng.py uses 1..3, sim/chip 101)
@@ -109,7 +113,7 @@ def _erfinv(y: float) -> float:
 class Floorplan:
     """Static facts about the chip a workload places work on."""
 
-    def __init__(self, cfg):
+    def __init__(self, cfg: ChipConfig) -> None:
         self.cfg = cfg
         self.spec = cfg.spec
         self.lay = unit_layout(cfg.spec)

@@ -34,7 +34,7 @@ import json
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -47,9 +47,9 @@ from sim.chip.collectives import SIMULATED, collective
 from sim.chip.records import KernelRecord, PartitionRecord, buffer_label
 from sim.chip.references import allocate_many, drop, received
 from sim.chip.references import share as share_refs
-from sim.chip.units import Compute, Replies
+from sim.chip.units import Compute, ComputeUnit, Replies
 from sim.keys import Field, Issue, Table
-from sim.workloads import WORKLOADS, ChipContext
+from sim.workloads import WORKLOADS, ChipContext, Task
 from sim.workloads.moe import route as moe_route
 
 WEIGHT = buffer_label(5, "weight")
@@ -112,7 +112,7 @@ class SlotSpec:
     cache_reads: tuple[tuple[int, int], ...] = ()  # (cache, stripe) it reads whole every pass
     cache_appends: tuple[tuple[int, int], ...] = ()  # (cache, stripe) it appends to every pass
     experts: tuple[int, ...] = ()  # experts it computes (a kernel over routed experts)
-    route: tuple[int, int, int] = ()  # (experts, top_k, slots per expert per tile) of that kernel
+    route: tuple[int, int, int] | tuple[()] = ()  # (experts, top_k, slots per expert per tile) of that kernel
     rank: tuple[int, int] = (0, 1)  # (its index, CUs) within the kernel: spreads its DRAM traffic
     collectives: tuple[str, ...] = ()  # over its output share with its peers on the TP group's chips
 
@@ -224,7 +224,7 @@ def build_partitions(plan: MappingPlan, placement: GridPlacement, spec: ChipSpec
             kp = kplan[name]
             n = len(pk.cus)
             on_chip = any(c.reader == name or c.appender == name for c in placement.caches)
-            route = ()
+            route: tuple[int, int, int] | tuple[()] = ()
             if kp.role.startswith("experts:"):
                 route = (kp.outer, int(kp.role.split(":")[1]), max(1, kp.n))
             for j, cu in enumerate(pk.cus):
@@ -246,7 +246,7 @@ def build_partitions(plan: MappingPlan, placement: GridPlacement, spec: ChipSpec
                                     if pc.reader == name and st.lo == j)
                 cache_appends = tuple((c, s) for c, pc in enumerate(placement.caches)
                                       for s, st in enumerate(pc.stripes) if pc.appender == name and st.writer == j)
-                experts = ()
+                experts: tuple[int, ...] = ()
                 if route:  # expert parallel: CU j takes experts j, j + n, ... (or a share of one)
                     experts = tuple(range(j, route[0], n)) if n <= route[0] else (j % route[0],)
                 credits_to = tuple(sorted({(b, w, rs.index(cu)) for (b, w), rs in readers.items() if cu in rs}))
@@ -302,9 +302,9 @@ def plan_addresses(placement: GridPlacement, capacity: int, method: str = "exact
             raise PlacementError(f"MU at tile {mu}: {exc}") from None
         if result.peak > capacity:
             worst = max(items, key=lambda x: x[3])
-            parts = worst[0].split("/")
-            name = (placement.caches[int(parts[1])].name if parts[0] == "cache"
-                    else placement.partitions[int(parts[0])].buffers[int(parts[1])].name)
+            where = worst[0].split("/")  # the stripe's id: partition/buffer/stripe or cache/cache/stripe
+            name = (placement.caches[int(where[1])].name if where[0] == "cache"
+                    else placement.partitions[int(where[0])].buffers[int(where[1])].name)
             raise PlacementError(f"MU at tile {mu} needs {result.peak:,} B for its stripes (largest: {name}, "
                                  f"{worst[3]:,} B) but holds {capacity:,} B: {result.peak - capacity:,} B short")
         offsets.update(result.offsets)
@@ -350,6 +350,7 @@ class DataflowParams:
     @classmethod
     def from_config(cls, kind: str, d: dict, chip: ChipContext, issues: list[Issue]) -> "DataflowParams":
         spec = chip.spec
+        assert spec is not None, "dataflow runs on one chip: only system workloads are built without a chip spec"
         try:
             plan, placement = resolve_plan(d, spec, chip.room, chip.system)
             placement = plan_addresses(placement, spec.mu_bytes, d["address_method"], d["address_budget"])
@@ -377,7 +378,7 @@ class DataflowParams:
         parts = sorted((r for r in logged if isinstance(r, PartitionRecord)), key=lambda r: r.partition)
         kernels = sorted((r for r in logged if isinstance(r, KernelRecord)), key=KernelRecord.row)
         n = len(self.partitions)
-        rows = []
+        rows: list[dict[str, Any]] = []
         for r in parts:
             prog = self.partitions[r.partition % n]
             sim = (r.end - r.start) / clock_hz
@@ -389,7 +390,7 @@ class DataflowParams:
                          "bound": prog.bound, "compute_seconds": prog.compute_seconds,
                          "memory_seconds": prog.memory_seconds, "network_seconds": prog.network_seconds,
                          "traffic_byte_hops": prog.traffic, "traffic_bound": prog.traffic_bound, "status": r.status})
-        by = {}
+        by: dict[tuple[int, str], dict[str, Any]] = {}
         for k in kernels:
             key = (k.partition, k.kernel)
             a = by.setdefault(key, {"partition": k.partition, "kernel": k.kernel, "cus": 0, "compute_cycles": 0,
@@ -516,7 +517,7 @@ class Dataflow:
         return self._kernel(cu, start, p, refs, st.get("cache", {}))
 
     # ------------------------------------------------------------------ controller
-    def _control(self, cu):
+    def _control(self, cu: ComputeUnit) -> Task:
         shard, reclaim = cu.shard, self.cfg.reclaim
         nparts = len(self.p.partitions)
         if self.p.caches:
