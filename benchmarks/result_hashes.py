@@ -40,8 +40,8 @@ def chip_cases(networks: list[str]) -> dict[str, tuple[str, list[str]]]:
     cases = {}
     for path in sorted(glob.glob(os.path.join(ROOT, "examples", "*.toml"))):
         text = open(path).read()
-        if "[workload]" not in text or ("[chip]" not in text and "[system]" not in text):
-            continue  # not an `rdasim run` config
+        if "[workload]" not in text or ("[chip]" not in text and "[system]" not in text) or "[mapping]" in text:
+            continue  # not an `rdasim run` config (one with [mapping] is an `rdasim map` config)
         name = os.path.basename(path)
         cases[f"run {name}"] = (path, [])
         if "[system]" in text:
