@@ -47,7 +47,10 @@ class ChipModel:
         self.net_sections = self.net.boundary.SECTIONS
 
     def build(self, region, index: int) -> ChipShard:
-        return ChipShard(self.cfg, region, make_program(self.cfg.workload, self.cfg))
+        s = ChipShard(self.cfg, region, make_program(self.cfg.workload, self.cfg))
+        if self.owner.max() > 0:
+            s.watch_cut(self.owner)
+        return s
 
     def empty(self) -> ChipBoundary:
         return ChipBoundary(self.net.boundary.empty())

@@ -38,6 +38,11 @@ class EpochShard(Protocol):
         """Take inbound traffic without advancing (when the run stops)."""
         ...
 
+    def earliest_output(self) -> np.ndarray:
+        """Per shard, the earliest cycle anything this one holds could arrive there (the
+        window bound, cluster/coordinator.py); valid once the model built it for a cut."""
+        ...
+
     def counters(self) -> tuple[int, int]:
         """(work created, work finished) for the stop rule."""
         ...

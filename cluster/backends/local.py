@@ -25,7 +25,7 @@ def run_local(params, regions, epoch: int, progress=None, model=None) -> RunOutc
         a = time.perf_counter()
         outs = [s.advance(t0, t1, b) for s, b in zip(shards, inbound)]
         advancing += time.perf_counter() - a
-        metas = [meta_after(s, t0, t1, o) for s, o in zip(shards, outs)]
+        metas = [meta_after(s, t0, t1, o, n) for s, o in zip(shards, outs)]
         if n > 1:
             routed = [model.split(o, n) for o in outs]
             inbound = [model.concat([routed[j][i] for j in range(n)]) for i in range(n)]

@@ -79,7 +79,7 @@ class ShardActor:
         out = self.shard.advance(t0, t1, inbound)
         self.busy += time.perf_counter() - a
         self.epochs += 1
-        return wire.pack(meta_after(self.shard, t0, t1, out), model.split(out, n), model)
+        return wire.pack(meta_after(self.shard, t0, t1, out, n), model.split(out, n), model)
 
     def report(self) -> ActorReport:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
