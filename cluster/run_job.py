@@ -9,6 +9,7 @@ when no shard has anything left to do (or at ``run.max_cycles``).
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from cluster.coordinator import idle_rule
 from cluster.noc_job import run_id_for
 from cluster.progress import Progress
 from cluster.regions import cut_grid, epoch_length, owner_map
+from cluster.shard_plan import distribution_figures, plan_shards
 from sim.chip import memory_map
 from sim.chip.messages import FIELDS
 from sim.chip.report import shard_result, summarize_chip
@@ -111,17 +113,24 @@ class RunResult:
     memory_map: str | None = None
 
 
-def simulate_chip(chip_cfg, shards: int = 1, cut: str = "rows", backend: str = "local", epoch: int | None = None,
-             address: str | None = None, progress=None) -> tuple[dict, dict, RunOutcome, list]:
-    """Run one ChipConfig: (summary, table columns, backend outcome, shard results)."""
+def simulate_chip(chip_cfg, shards: int | str = 1, cut: str = "rows", backend: str = "local",
+                  epoch: int | None = None, address: str | None = None,
+                  progress=None) -> tuple[dict, dict, RunOutcome, list]:
+    """Run one ChipConfig: (summary, table columns, backend outcome, shard results).
+    ``shards = "auto"``: the count a pilot predicts fastest (cluster/shard_plan.py)."""
     spec = chip_cfg.spec
-    regions = cut_grid(spec.rows, spec.cols, shards, cut)
+    a = time.perf_counter()
+    plan = plan_shards(shards, lambda regs: ChipModel(chip_cfg, regs), chip_cfg.noc, spec.rows, spec.cols, cut,
+                       backend, chip_cfg.max_cycles, address)
+    plan_seconds = time.perf_counter() - a
+    backend = plan.backend(backend)
+    regions = cut_grid(spec.rows, spec.cols, plan.shards, cut)
     e, lookahead = epoch_length(chip_cfg.noc, regions, epoch)
     model = ChipModel(chip_cfg, regions)
     o = run_backend(backend, chip_cfg.noc, regions, e, address=address, progress=progress, model=model)
     summary, tables = summarize_chip(chip_cfg, o.reports)
-    summary.update(shards=len(regions), backend=backend, wall_seconds=o.wall_seconds, epochs=o.epochs,
-                   lookahead=lookahead or 0, cut_off=bool(o.saturated))
+    summary.update(shards=len(regions), backend=backend, wall_seconds=o.wall_seconds, lookahead=lookahead or 0,
+                   cut_off=bool(o.saturated), **distribution_figures(plan, o, plan_seconds))
     return summary, tables, o, o.reports
 
 

@@ -19,6 +19,7 @@ from typing import Callable
 
 import pyarrow as pa
 
+from cluster.errors import UserError
 from cluster.sweep.points import Point
 from cluster.sweep.records import STATUS_ERROR, STATUS_OK, PointRun
 
@@ -56,6 +57,9 @@ def shape_of(config: dict, cluster_cpus: float) -> Shape:
     cluster/backends/ray_backend.py sizes its actors (min(1, cluster CPUs / n)). Anything
     else runs inside its task on one CPU."""
     run = config.get("run") or {}
+    if run.get("shards") == "auto":
+        raise UserError("run.shards = \"auto\" cannot be swept: a sweep reserves each point's cores up front; "
+                        "give a count")
     shards = int(run.get("shards") or 1)
     if run.get("backend") == "ray" and shards > 1:
         return Shape(max(min(1.0, cluster_cpus / shards), 0.01), shards)

@@ -1,0 +1,159 @@
+"""How many shards pay (``run.shards = "auto"``): a cost model fitted to a pilot of the run.
+
+Per simulated cycle, a run cut into ``n`` shards on ``cores`` cores takes about
+
+    max(slowest shard's work, all shards' work / cores) + epochs per cycle x round trip
+
+where a shard's work is advancing its region plus its own bookkeeping (earliest output,
+routing its traffic), and the round trip is what the backend pays per epoch to move the
+reports between processes (EPOCH_ROUND_TRIP). Work and epochs per cycle depend on the
+workload and the cut (how often traffic comes near it, cluster/coordinator.py), so they
+are measured: a pilot simulates the run's first cycles in this process, once whole and
+once cut into each candidate count, and the model above extrapolates from them. The
+pilot covers the start of the run only; a workload whose traffic changes later is
+predicted from its opening.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+
+from cluster.regions import cut_grid, epoch_length
+
+# A driver round trip per epoch between actors on one node, measured with trivial actors
+# on the 2-core machine (cluster/backends/ray_backend.py's note: 1.6 ms; issue 11: ~1.5 ms).
+# In process, the exchange is the bookkeeping the pilot measures already.
+EPOCH_ROUND_TRIP = {"local": 0.0, "ray": 1.6e-3}
+PILOT_CYCLES = 8192  # at most; a sixteenth of the run's horizon when that is shorter
+WARM_UP_CYCLES = 64
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """What the cost model expects of one shard count."""
+
+    shards: int
+    seconds_per_kcycle: float  # predicted wall seconds per 1,000 simulated cycles
+    speedup: float  # against one process (itself measured by the pilot)
+    window_mean: float  # cycles per epoch in the pilot
+
+    def describe(self, backend: str) -> str:
+        if self.shards == 1:
+            return "1 process"
+        return (f"{self.shards} shards on {backend}: predicted {self.speedup:.2f}x of 1 process "
+                f"(epochs of {self.window_mean:.1f} cycles)")
+
+
+@dataclass(frozen=True)
+class Plan:
+    shards: int
+    predictions: list[Prediction]
+    reason: str
+
+    def backend(self, requested: str) -> str:
+        """One process chosen by "auto" runs in this process: a single actor would only add
+        its start-up and a round trip per epoch."""
+        return "local" if self.shards == 1 and self.reason.startswith("auto") else requested
+
+    def prediction(self, shards: int) -> Prediction | None:
+        return next((p for p in self.predictions if p.shards == shards), None)
+
+
+def _pilot(make_model, params, regions, until: int) -> tuple[float, float, float]:
+    """(max shard seconds, total shard seconds, epochs), each per cycle, for ``until`` cycles."""
+    from cluster.backends.local import run_local
+
+    e, _ = epoch_length(params, regions, None)
+    # a first call of a compiled kernel loads it (~0.1 s each): not the run's cost per cycle
+    run_local(params, regions, e, model=make_model(regions), until=WARM_UP_CYCLES)
+    o = run_local(params, regions, e, model=make_model(regions), until=until)
+    cycles = max(o.end_cycle, 1)
+    per = [b + x for b, x in zip(o.extra["shard_busy_seconds"], o.extra["exchange_seconds"])]
+    return max(per) / cycles, sum(per) / cycles, o.epochs / cycles
+
+
+def predict(make_model, params, rows: int, cols: int, cut: str, backend: str, candidates: list[int], horizon: int,
+            cores: float) -> list[Prediction]:
+    """Pilot 1 process and each candidate count; predict each one's speed-up."""
+    until = max(min(PILOT_CYCLES, horizon // 16), 64)
+    one, _, e1 = _pilot(make_model, params, cut_grid(rows, cols, 1, cut), until)
+    out = [Prediction(1, one * 1e3, 1.0, 1 / e1)]
+    rtt = EPOCH_ROUND_TRIP[backend]
+    par = cores if backend == "ray" else 1.0  # in process, shards run one after another
+    for n in candidates:
+        if n == 1:
+            continue
+        slowest, total, epochs = _pilot(make_model, params, cut_grid(rows, cols, n, cut), until)
+        t = max(slowest, total / min(par, n)) + epochs * rtt
+        out.append(Prediction(n, t * 1e3, one / t, 1 / epochs))
+    return out
+
+
+def candidates_for(rows: int, cols: int, cut: str, cores: float) -> list[int]:
+    """1, and every count up to the cores that the cut can make."""
+    out = [1]
+    for n in range(2, max(int(cores), 1) + 1):
+        try:
+            cut_grid(rows, cols, n, cut)
+        except Exception:  # noqa: BLE001 - a count the cut cannot make is no candidate
+            continue
+        out.append(n)
+    return out
+
+
+def plan_shards(requested, make_model, params, rows: int, cols: int, cut: str, backend: str, horizon: int,
+                address: str | None = None) -> Plan:
+    """The shard count to run: ``requested`` when it is a number (with a one-line warning on
+    stderr when the model predicts it slower than one process on Ray), or the predicted
+    fastest when it is "auto"."""
+    if requested != "auto" and (requested == 1 or backend != "ray"):
+        return Plan(int(requested), [], "requested")
+    if backend != "ray":
+        return Plan(1, [], "auto: 1 process (shards in one process run one after another)")
+    cores = _cores(backend, address)
+    if requested == "auto":
+        preds = predict(make_model, params, rows, cols, cut, backend, candidates_for(rows, cols, cut, cores),
+                        horizon, cores)
+        best = max(preds, key=lambda p: (p.speedup, -p.shards))
+        others = "; ".join(p.describe(backend) for p in preds if p.shards != 1)
+        return Plan(best.shards, preds, f"auto: {best.describe(backend) if best.shards > 1 else '1 process'}"
+                    + (f" ({others})" if best.shards == 1 and others else ""))
+    preds = predict(make_model, params, rows, cols, cut, backend, [requested], horizon, cores)
+    p = preds[-1]
+    if p.speedup < 1.0:
+        print(f"rdasim: warning: {p.describe(backend)}; run.shards = \"auto\" would run 1 process",
+              file=sys.stderr)
+    return Plan(int(requested), preds, "requested")
+
+
+def _cores(backend: str, address: str | None) -> float:
+    if backend != "ray":
+        return float(os.cpu_count() or 1)
+    from cluster.ray_env import cluster_cpus, init_ray
+
+    init_ray(address)
+    return cluster_cpus()
+
+
+def distribution_figures(plan: Plan | None, outcome, plan_seconds: float = 0.0) -> dict:
+    """Per-run figures of a distributed run (issue 11): windows, simulation against exchange
+    time per shard, peak memory per shard, and the speed-up against the pilot's prediction
+    of one process (only when a pilot ran)."""
+    x = outcome.extra
+    out = {"epochs": outcome.epochs, "window_mean": x.get("window_mean"), "window_median": x.get("window_median"),
+           "chaining": x.get("chaining"),
+           "simulate_seconds_per_shard": [round(b, 3) for b in x.get("shard_busy_seconds", [])],
+           "exchange_seconds_per_shard": [round(b, 3) for b in x.get("exchange_seconds", [])]}
+    rss = x.get("peak_rss_bytes_per_shard") or ([x["peak_rss_bytes"]] if "peak_rss_bytes" in x else [])
+    out["peak_rss_mb_per_shard"] = [round(b / 2**20, 1) for b in rss]
+    if plan is not None and plan.predictions:
+        one = plan.prediction(1)
+        mine = plan.prediction(plan.shards)
+        predicted_one = one.seconds_per_kcycle * outcome.end_cycle / 1e3
+        out.update(shards_reason=plan.reason, plan_seconds=round(plan_seconds, 3),
+                   predicted_speedup=round(mine.speedup, 3) if mine else None,
+                   predicted_one_process_seconds=round(predicted_one, 3),
+                   speedup_vs_predicted_one_process=round(predicted_one / max(outcome.wall_seconds, 1e-9), 3))
+    return out
