@@ -48,6 +48,9 @@ TODAY = {"kv-sn40l": "~0.1x", "kv-plasticine": "< 0.02x", "noc32": "0.51x (0.30x
          "noc64": "1.27x"}
 
 
+SETTLE_SECONDS = 3.0
+
+
 class OverBudget(Exception):
     pass
 
@@ -125,9 +128,13 @@ def run_case(name: str, repeats: int, budget: float, auto: bool) -> dict:
     from cluster.ray_env import init_ray
 
     kind, what, targets = CASES[name]
-    configs = {"one_process": (1, "local"), "ray2": (2, "ray")}
+    # Ray's killed actors die asynchronously: a run right after a Ray run shares the cores
+    # with them for a moment, so each Ray run is followed by a pause, and "auto" (which may
+    # run in this process) comes before the forced Ray run, never right after it
+    configs = {"one_process": (1, "local")}
     if auto:
         configs["auto"] = ("auto", "ray")
+    configs["ray2"] = (2, "ray")
     runs: dict[str, list[dict]] = {c: [] for c in configs}
     total = None
     one_rss = None
@@ -136,6 +143,8 @@ def run_case(name: str, repeats: int, budget: float, auto: bool) -> dict:
             if backend == "ray":
                 init_ray(num_cpus=os.cpu_count())
             r = _one(kind, what, shards, backend, 1e9 if conf == "one_process" else budget, total)
+            if backend == "ray":
+                time.sleep(SETTLE_SECONDS)
             if conf == "one_process":
                 total = r["sim_cycles"]
                 one_rss = one_rss or round(_rss_mb(), 1)  # before Ray starts in this process

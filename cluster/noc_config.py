@@ -38,7 +38,8 @@ RUN_SECTION = Table(
         "shards": Field("int_or_auto", 1, "number of rectangular shards the grid is cut into; \"auto\": the count a "
                         "pilot of the run predicts fastest (1 included)", min=1),
         "cut": Field("choice", "rows", "shard shape: row bands, column bands or blocks", choices=("rows", "cols", "blocks")),
-        "epoch": Field("int", None, "cycles per lockstep epoch (default: the lookahead)", min=1, unit="cycles"),
+        "epoch": Field("int", None, "least cycles per lockstep epoch (default: the lookahead); an epoch runs on "
+                       "while nothing any shard holds can reach another", min=1, unit="cycles"),
         "backend": Field("choice", "local", "local (in-process) or ray (one actor per shard)", choices=("local", "ray")),
         "address": Field("str", None, "Ray cluster address (auto, ray://host:10001); default: embedded local Ray"),
     },

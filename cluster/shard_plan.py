@@ -16,16 +16,17 @@ predicted from its opening.
 
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass
 
 from cluster.regions import cut_grid, epoch_length
 
-# A driver round trip per epoch between actors on one node, measured with trivial actors
-# on the 2-core machine (cluster/backends/ray_backend.py's note: 1.6 ms; issue 11: ~1.5 ms).
-# In process, the exchange is the bookkeeping the pilot measures already.
-EPOCH_ROUND_TRIP = {"local": 0.0, "ray": 1.6e-3}
+# The least round trip per epoch between Ray actors on one node: a compiled graph with
+# trivial actors, 0.5 ms on the 2-core machine (cluster/backends/ray_backend.py's note; a
+# driver round trip 1.6 ms there, ~6 ms with the machine loaded). A count this floor
+# already predicts slower is dropped without measuring; otherwise the round trip is
+# measured (ray_backend.round_trip_seconds) under the machine's load of the moment.
+ROUND_TRIP_FLOOR = 5e-4
 PILOT_CYCLES = 8192  # at most; a sixteenth of the run's horizon when that is shorter
 WARM_UP_CYCLES = 64
 
@@ -74,21 +75,30 @@ def _pilot(make_model, params, regions, until: int) -> tuple[float, float, float
     return max(per) / cycles, sum(per) / cycles, o.epochs / cycles
 
 
-def predict(make_model, params, rows: int, cols: int, cut: str, backend: str, candidates: list[int], horizon: int,
-            cores: float) -> list[Prediction]:
-    """Pilot 1 process and each candidate count; predict each one's speed-up."""
+@dataclass(frozen=True)
+class Pilot:
+    """Per simulated cycle, from a pilot: the slowest shard's and all shards' seconds, epochs."""
+
+    shards: int
+    slowest: float
+    total: float
+    epochs: float
+
+    def predict(self, one: "Pilot", cores: float, round_trip: float) -> Prediction:
+        t = max(self.slowest, self.total / min(cores, self.shards)) + (self.epochs * round_trip if self.shards > 1
+                                                                        else 0.0)
+        return Prediction(self.shards, t * 1e3, one.total / t, 1 / self.epochs)
+
+
+def pilots(make_model, params, rows: int, cols: int, cut: str, candidates: list[int], horizon: int) -> list[Pilot]:
+    """Pilot 1 process and each candidate count over the run's first cycles."""
     until = max(min(PILOT_CYCLES, horizon // 16), 64)
-    one, _, e1 = _pilot(make_model, params, cut_grid(rows, cols, 1, cut), until)
-    out = [Prediction(1, one * 1e3, 1.0, 1 / e1)]
-    rtt = EPOCH_ROUND_TRIP[backend]
-    par = cores if backend == "ray" else 1.0  # in process, shards run one after another
-    for n in candidates:
-        if n == 1:
-            continue
-        slowest, total, epochs = _pilot(make_model, params, cut_grid(rows, cols, n, cut), until)
-        t = max(slowest, total / min(par, n)) + epochs * rtt
-        out.append(Prediction(n, t * 1e3, one / t, 1 / epochs))
-    return out
+    return [Pilot(n, *_pilot(make_model, params, cut_grid(rows, cols, n, cut), until))
+            for n in sorted(set([1, *candidates]))]
+
+
+def predict(ps: list[Pilot], cores: float, round_trip: float) -> list[Prediction]:
+    return [p.predict(ps[0], cores, round_trip) for p in ps]
 
 
 def candidates_for(rows: int, cols: int, cut: str, cores: float) -> list[int]:
@@ -112,15 +122,19 @@ def plan_shards(requested, make_model, params, rows: int, cols: int, cut: str, b
         return Plan(int(requested), [], "requested")
     if backend != "ray":
         return Plan(1, [], "auto: 1 process (shards in one process run one after another)")
-    cores = _cores(backend, address)
+    cores = _cores(address)
+    wanted = candidates_for(rows, cols, cut, cores) if requested == "auto" else [requested]
+    ps = pilots(make_model, params, rows, cols, cut, wanted, horizon)
+    preds = predict(ps, cores, ROUND_TRIP_FLOOR)
+    if any(p.speedup >= 1.0 for p in preds[1:]):  # in doubt: measure what an epoch costs now
+        from cluster.backends.ray_backend import round_trip_seconds
+
+        preds = predict(ps, cores, round_trip_seconds(max(p.shards for p in ps), address))
     if requested == "auto":
-        preds = predict(make_model, params, rows, cols, cut, backend, candidates_for(rows, cols, cut, cores),
-                        horizon, cores)
         best = max(preds, key=lambda p: (p.speedup, -p.shards))
         others = "; ".join(p.describe(backend) for p in preds if p.shards != 1)
         return Plan(best.shards, preds, f"auto: {best.describe(backend) if best.shards > 1 else '1 process'}"
                     + (f" ({others})" if best.shards == 1 and others else ""))
-    preds = predict(make_model, params, rows, cols, cut, backend, [requested], horizon, cores)
     p = preds[-1]
     if p.speedup < 1.0:
         print(f"rdasim: warning: {p.describe(backend)}; run.shards = \"auto\" would run 1 process",
@@ -128,9 +142,7 @@ def plan_shards(requested, make_model, params, rows: int, cols: int, cut: str, b
     return Plan(int(requested), preds, "requested")
 
 
-def _cores(backend: str, address: str | None) -> float:
-    if backend != "ray":
-        return float(os.cpu_count() or 1)
+def _cores(address: str | None) -> float:
     from cluster.ray_env import cluster_cpus, init_ray
 
     init_ray(address)

@@ -19,9 +19,12 @@ selects the compiled graph, which should pay on nodes with cores to spare.
 from __future__ import annotations
 
 import resource
+import statistics
 import time
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from cluster import wire
 from cluster.backends import RunOutcome, noc_model, window_stats
@@ -97,6 +100,32 @@ class ShardActor:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         return ActorReport(self.model.report(self.shard), self.busy, self.handling, peak, window_stats(self.windows),
                            self.epochs, bool(self.stop and self.stop.saturated), self.shard.t)
+
+
+class _Echo:
+    """A shard actor without a shard: what an epoch costs besides simulating."""
+
+    def epoch(self, *outputs):
+        return outputs[0]
+
+
+def round_trip_seconds(n: int, address: str | None = None, rounds: int = 12) -> float:
+    """Median seconds of one driver round trip through ``n`` trivial actors that each take
+    every actor's small array, as epochs do (cluster/shard_plan.py's per-epoch cost)."""
+    ray = init_ray(address)
+    cpus = max(min(1.0, cluster_cpus() / n), 0.01)
+    actors = [ray.remote(num_cpus=cpus)(_Echo).remote() for _ in range(n)]
+    try:
+        outs = [np.zeros(64, dtype=np.int64)] * n
+        times = []
+        for _ in range(rounds + 2):  # the first two include starting the actors
+            a = time.perf_counter()
+            outs = ray.get([x.epoch.remote(*outs) for x in actors])
+            times.append(time.perf_counter() - a)
+        return statistics.median(times[2:])
+    finally:
+        for x in actors:
+            ray.kill(x)
 
 
 def _initial(n: int, model):

@@ -22,6 +22,7 @@ import numpy as np
 
 from sim.noc import topology as topo
 from sim.noc.jit import inline
+from sim.noc.sources import CRE_POS, SCR_POS
 
 BIG = np.int64(1) << np.int64(62)
 HALF = np.int64(1) << np.int64(60)  # "unreachable" in tables that get cycles added to them
@@ -56,6 +57,32 @@ def walk(cut, out, n, p_, l, dst, t, step, eject_delay):
             return
         l = nxt_local[op]
         t += step
+
+
+@inline
+def _scan(cut, out, n, p_, packets, start, first, step, eject_delay):
+    """``packets`` [cycle, src, dst] rows from ``start`` on, sorted by cycle (``offered``)."""
+    adjacent = cut[6]
+    for pos in range(start, packets.shape[1]):
+        c = packets[0, pos] + first
+        if c + step >= cap_of(out, adjacent):
+            break
+        walk(cut, out, n, p_, packets[1, pos], packets[2, pos], c, step, eject_delay)
+
+
+@inline
+def offered(cut, out, n, p_, scr, cre, cursor, synthetic, more, chunk_end, first, step, eject_delay):
+    """Packets the shard's source has yet to inject, scripted (``scr``) and, under synthetic
+    traffic, created (``cre``), each granted ``first`` cycles after its cycle at the
+    earliest; both are sorted by cycle, so the scans stop where nothing can lower a bound.
+    ``more``: a chunk not drawn yet, whose packets may go anywhere from ``chunk_end`` on."""
+    reach_min, adjacent = cut[5], cut[6]
+    _scan(cut, out, n, p_, scr, cursor[SCR_POS], first, step, eject_delay)
+    if synthetic:
+        _scan(cut, out, n, p_, cre, cursor[CRE_POS], first, step, eject_delay)
+        if more:
+            for k in range(adjacent.shape[0]):
+                lower(out, adjacent[k], chunk_end + reach_min[adjacent[k]])
 
 
 @inline

@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from sim.noc import measure as ms
-from sim.noc.cut import cap_of, lower, walk
+from sim.noc.cut import cap_of, lower, offered, walk
 from sim.noc.jit import inline, kernel
 from sim.noc.sources import CRE_POS, SCR_POS
 
@@ -537,7 +537,7 @@ def earliest_output(prm, vc, buf, node, sq, wheel_f, wheel_r, later, local_of, c
     ``flit_delay``). ``cut``: (route, nxt_local, exit_to, in_from, reach, reach_min,
     adjacent, relay); ``order``/``floor``: routers by the least delay from anything there to
     another shard, so the scan stops where nothing can lower a bound."""
-    in_from, reach_min, adjacent = cut[3], cut[5], cut[6]
+    in_from, adjacent = cut[3], cut[6]
     n, p_, v_, b_, fd, cr, inj = prm[N], prm[P], prm[V], prm[B], prm[FLIT_DELAY], prm[CREDIT_RETURN], prm[INJECT_DELAY]
     w = wheel_f.shape[0]
     for j in range(out.shape[0]):
@@ -579,17 +579,4 @@ def earliest_output(prm, vc, buf, node, sq, wheel_f, wheel_r, later, local_of, c
         if in_from[j] >= 0:
             lower(out, in_from[j], later[0, k] + cr)
         walk(cut, out, n, p_, r, later[3, k], later[0, k], fd, fd)
-    for pos in range(cursor[SCR_POS], scr.shape[1]):  # offered packets, by cycle
-        c = scr[0, pos] + inj
-        if c + fd >= cap_of(out, adjacent):
-            break
-        walk(cut, out, n, p_, scr[1, pos], scr[2, pos], c, fd, fd)
-    if prm[SYNTHETIC]:
-        for pos in range(cursor[CRE_POS], cre.shape[1]):
-            c = cre[0, pos] + inj
-            if c + fd >= cap_of(out, adjacent):
-                break
-            walk(cut, out, n, p_, cre[1, pos], cre[2, pos], c, fd, fd)
-        if more:  # the next chunk's packets, destinations unknown yet
-            for k in range(adjacent.shape[0]):
-                lower(out, adjacent[k], chunk_end + reach_min[adjacent[k]])
+    offered(cut, out, n, p_, scr, cre, cursor, prm[SYNTHETIC], more, chunk_end, inj, fd, fd)

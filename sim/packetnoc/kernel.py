@@ -19,7 +19,7 @@ import numpy as np
 
 from sim.noc import measure as ms
 from sim.noc.cut import BIG as NEVER
-from sim.noc.cut import cap_of, lower, walk
+from sim.noc.cut import cap_of, offered, walk
 from sim.noc.jit import inline, kernel
 from sim.noc.sources import CRE_POS, SCR_POS
 
@@ -221,7 +221,7 @@ def earliest_output(prm, sc, hkey, hval, scr, cre, cursor, chunk_end, more, cut,
     """``out[j]``: the earliest cycle a head now pending or offered here could bid in shard
     ``j`` (sim/noc/cut.py), each hop at its least delay (``HOP``). ``cut``: (route,
     nxt_local, exit_to, in_from, reach, reach_min, adjacent, relay)."""
-    reach_min, adjacent = cut[5], cut[6]
+    adjacent = cut[6]
     n, p_, hop, fd = prm[N], prm[P], prm[HOP], prm[FLIT_DELAY]
     for j in range(out.shape[0]):
         out[j] = NEVER
@@ -229,18 +229,4 @@ def earliest_output(prm, sc, hkey, hval, scr, cre, cursor, chunk_end, more, cut,
         c = hkey[i] >> prm[PORT_BITS]
         if c + hop < cap_of(out, adjacent):
             walk(cut, out, n, p_, hval[i, ROUTER_AT], hval[i, DST], c, hop, fd)
-    first = prm[FIRST_BID]
-    for pos in range(cursor[SCR_POS], scr.shape[1]):  # offered packets, by cycle
-        c = scr[0, pos] + first
-        if c + hop >= cap_of(out, adjacent):
-            break
-        walk(cut, out, n, p_, scr[1, pos], scr[2, pos], c, hop, fd)
-    if prm[SYNTHETIC]:
-        for pos in range(cursor[CRE_POS], cre.shape[1]):
-            c = cre[0, pos] + first
-            if c + hop >= cap_of(out, adjacent):
-                break
-            walk(cut, out, n, p_, cre[1, pos], cre[2, pos], c, hop, fd)
-        if more:  # the next chunk's packets, destinations unknown yet
-            for k in range(adjacent.shape[0]):
-                lower(out, adjacent[k], chunk_end + reach_min[adjacent[k]])
+    offered(cut, out, n, p_, scr, cre, cursor, prm[SYNTHETIC], more, chunk_end, prm[FIRST_BID], hop, fd)
