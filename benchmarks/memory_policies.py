@@ -23,7 +23,11 @@ Studies (plasticine, packet-level NoC, one shard, local backend):
    weight requests, synchronisation cycles, throughput. Expected: narrow weights need
    top-ups (a weight request and grant per token); halving ``top_k`` times needs a
    weight of 2**top_k = 2**(bits - 1), so from ``top_k + 1`` = 5 bits on none are needed.
-5. ``speed``: simulated cycles per second of kv-decode on plasticine (the example's
+5. ``deadlock``: examples/kv_decode.toml (32 sequences, 16 at a time, prompts of 64-512
+   tokens) under each policy: how each run ended (``status``) and who waited on what.
+   Expected: the static and realloc policies can run out of room in a way nothing frees
+   (a deadlock, reported as such, not as 0 tokens); virtual completes.
+6. ``speed``: simulated cycles per second of kv-decode on plasticine (the example's
    sequences, ``requests = 8, max_batch = 8``: about 1.25 M cycles), one shard on one
    core, with the packet model (target 300,000) and the cycle model (target 50,000,
    issue 15): the median of 5 whole runs.
@@ -80,7 +84,8 @@ def _run(raw: dict) -> dict:
 FIGURES = ("tokens_per_second", "sim_cycles", "latency_p50_cycles", "latency_p99_cycles", "peak_mu_utilization",
            "mean_mu_utilization", "peak_mu_reserved", "fragmentation", "bytes_copied", "copy_cycles",
            "sync_messages", "sync_wait_cycles", "weight_topups", "oom_events", "stalls", "stall_cycles",
-           "use_after_free", "double_free", "premature_free", "leaks", "completed", "wall_seconds")
+           "use_after_free", "double_free", "premature_free", "leaks", "completed", "status", "status_detail",
+           "wall_seconds")
 
 
 def _row(study: str, case: str, s: dict, **extra) -> dict:
@@ -191,6 +196,25 @@ def weight_bits(quick: bool) -> None:
                                          and all(a >= b for a, b in zip(req, req[1:])))})
 
 
+def deadlock() -> None:
+    import tomllib
+
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "kv_decode.toml"), "rb") as f:
+        example = tomllib.load(f)
+    ended = {}
+    for policy in ("static-single", "static-multi", "realloc-copy", "virtual"):
+        raw = json.loads(json.dumps(example))
+        raw["memory"]["policy"] = policy
+        s = _run(raw)
+        ended[policy] = s["status"]
+        _emit(_row("deadlock", f"kv_decode.toml, {policy}", s))
+    _emit({"bench": "memory_policies", "study": "deadlock", "case": "verdict",
+           "expected": "virtual completes; a policy that deadlocks is reported deadlocked with who waits on what",
+           "status_by_policy": ended,
+           "shows_expected_effect": bool(ended["virtual"] == "completed"
+                                         and all(v in ("completed", "deadlocked") for v in ended.values()))})
+
+
 def speed(quick: bool) -> None:
     runs = 1 if quick else 5
     # examples/kv_decode.toml's sequences, 8 of them, all at once
@@ -222,7 +246,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="smaller workloads, one speed run")
     ap.add_argument("--only", choices=("virtual_vs_realloc", "buffers_per_mu", "partial_free_vs_gated",
-                                       "weight_bits", "speed"), help="run one study")
+                                       "weight_bits", "deadlock", "speed"), help="run one study")
     args = ap.parse_args()
     kv = KV
     if args.quick:
@@ -232,6 +256,7 @@ def main() -> None:
         "buffers_per_mu": lambda: buffers_per_mu(kv),
         "partial_free_vs_gated": lambda: partial_free_vs_gated(args.quick),
         "weight_bits": lambda: weight_bits(args.quick),
+        "deadlock": deadlock,
         "speed": lambda: speed(args.quick),
     }
     for name, fn in studies.items():

@@ -10,11 +10,13 @@ like any other config error.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from cluster.config import Field, Table
 from cluster.config.loader import ConfigError
 from cluster.config.schema import Issue
+from cluster.footprint import chip_issues as footprint_issues
 from cluster.noc_config import RUN_SECTION
 from sim.chip.config import OOM_BEHAVIOURS, PLACEMENTS, ChipConfig, noc_params_for
 from sim.chip.messages import Sizing
@@ -24,6 +26,7 @@ from sim.keys import merge_fields
 from sim.memory.policies import POLICIES, MuGeometry
 from sim.network import NETWORKS
 from sim.noc.params import TIMING_KEYS
+from mapping.systems import CHIPS
 from sim.workloads import WORKLOADS, ChipContext
 
 
@@ -93,9 +96,12 @@ def _graph_keys() -> Table:
     from cluster.map_config import SCHEMA as MAP
 
     def optional(table: Table) -> Table:
-        return Table({k: optional(f) if isinstance(f, Table) else
-                      (Field(f.kind, None, f.doc, f.choices, f.min, f.max, f.item, f.clock, f.unit) if f.required else f)
-                      for k, f in table.fields.items()}, table.doc)
+        def loose(f):
+            if isinstance(f, Table):
+                return optional(f)
+            return dataclasses.replace(f, default=None) if isinstance(f, Field) and f.required else f
+
+        return Table({k: loose(f) for k, f in table.fields.items()}, table.doc)
 
     graph = optional(MAP.fields["workload"])
     kind = graph.fields["kind"]
@@ -104,14 +110,36 @@ def _graph_keys() -> Table:
     return Table({"graph": graph, "mapping": MAP.fields["mapping"]})
 
 
+MAPS_A_GRAPH = ("dataflow", "pipeline")  # workloads that may map `rdasim map`'s graph keys themselves
+
+
 def _workload_sections() -> dict:
     """One table per registered workload's section ([workload.decode], [workload.moe], ...)."""
     out: dict = {}
     for _, cls in WORKLOADS.items():
         out.setdefault(cls.SECTION, cls.KEYS)
-    if "dataflow" in out:  # a mapped run takes `rdasim map`'s graph and mapping keys too
-        out["dataflow"] = Table({**out["dataflow"].fields, **_graph_keys().fields}, out["dataflow"].doc)
+    for name in MAPS_A_GRAPH:  # a mapped run takes `rdasim map`'s graph and mapping keys too
+        if name in out:
+            out[name] = Table({**out[name].fields, **_graph_keys().fields}, out[name].doc)
     return out
+
+
+def _system_table() -> Table:
+    from cluster.map_config import SCHEMA as MAP
+    from sim.system.config import FIDELITIES
+
+    net = MAP.fields["system"].fields["network"]
+    return Table({
+        "chips": Field("int", 0, "chips in the system (0: a single chip, the [chip] above)", min=0),
+        "chip": Field("choice", "SN30", "the chip of every node (box fidelity: any of the mapper's chips)",
+                      choices=tuple(CHIPS)),
+        "fidelity": Field("choice", "box", "box: a chip is its mapped partitions' times behind its network "
+                          "interface (system.chip); grid: every chip is the [chip] above, its whole CU/MU grid and "
+                          "NoC running a dataflow plan mapped over the system", choices=FIDELITIES),
+        "packet_bytes": Field("size", 4096, "bytes of a packet on an inter-chip link", min=64),
+        "max_seconds": Field("float", 86400.0, "simulated seconds after which the run is cut off", min=1e-9),
+        "network": net,
+    }, doc="a system of chips joined by inter-chip links (rdasim run simulates it when chips > 0)")
 
 
 WORKLOAD = Table({
@@ -126,18 +154,110 @@ RUN = Table({
     "trace_limit": _i("trace events kept per shard (--trace)", 200_000, 1),
 }, doc=RUN_SECTION.doc, checks=RUN_SECTION.checks)
 
-RUN_SCHEMA = Table({"chip": CHIP, "noc": NOC, "memory": MEMORY, "workload": WORKLOAD, "run": RUN})
+RUN_SCHEMA = Table({"chip": CHIP, "noc": NOC, "memory": MEMORY, "workload": WORKLOAD, "run": RUN},
+                   extend=lambda: {"system": _system_table()})
 
 _CHIP_KEYS = {"clock": "clock_hz"}
 
 
-def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1) -> ChipConfig:
-    """The ChipConfig a resolved ``rdasim run`` config describes (raises ConfigError)."""
+def _dataflow_checks(d: dict, noc: dict) -> list[Issue]:
+    """A dataflow run: the chosen graph generator's required `rdasim map` keys, and no jitter."""
+    from cluster.map_config import SCHEMA as MAP
+
+    out = []
+    if noc["jitter"]:
+        out.append(Issue("noc.jitter", "must be 0 for a dataflow run: its tile writes from one CU to one MU "
+                         "are assumed to arrive in order"))
+    kind = (d.get("graph") or {}).get("kind")
+    if kind and not d.get("plan"):
+        table = MAP.fields["workload"].fields.get(kind)
+        given = d["graph"].get(kind) or {}
+        for key, f in (table.fields.items() if table is not None else ()):
+            if isinstance(f, Field) and f.required and given.get(key) is None:
+                out.append(Issue(f"workload.dataflow.graph.{kind}.{key}", "is required"))
+    return out
+
+
+def system_config(cfg: dict):
+    """The SystemConfig a resolved ``rdasim run`` config with a [system] describes (raises ConfigError)."""
+    from sim.system.config import SystemConfig
+
+    sysd, wl, run = cfg["system"], cfg["workload"], cfg["run"]
+    issues: list[Issue] = []
+    params = WORKLOADS.get(wl["kind"])
+    if sysd["fidelity"] == "grid":
+        return _grid_system_config(cfg)
+    if not getattr(params, "SYSTEM", False):
+        system_kinds = ", ".join(n for n, c in WORKLOADS.items() if getattr(c, "SYSTEM", False))
+        raise ConfigError("config", [Issue("workload.kind", f"{wl['kind']} runs on one chip; a [system] runs "
+                                           f"{system_kinds}")])
+    system = system_of(sysd)
+    kind = wl["kind"]
+    workload = params.from_config(kind, wl[params.SECTION], ChipContext(None, None, None, system), issues)
+    if issues:
+        raise ConfigError("config", issues)
+    try:
+        return SystemConfig(system, system.chip.frequency, sysd["packet_bytes"], sysd["fidelity"], workload,
+                            run["seed"], int(sysd["max_seconds"] * system.chip.frequency))
+    except ValueError as exc:
+        raise ConfigError("config", [Issue("system", str(exc))]) from None
+
+
+def system_of(sysd: dict, chip=None):
+    """The mapper's System a [system] table describes (``chip``: every node's chip instead of system.chip)."""
+    from dataclasses import replace
+
+    from mapping.specs import build_system
+
+    if not 1 <= len(sysd["network"]) <= 3:
+        raise ConfigError("config", [Issue("system.network", f"needs 1 to 3 [[system.network]] dimensions, got "
+                                           f"{len(sysd['network'])}")])
+    try:
+        system = build_system({"chips": sysd["chips"], "chip": sysd["chip"], "network": sysd["network"]})
+    except (ValueError, KeyError) as exc:
+        raise ConfigError("config", [Issue("system", str(exc))]) from None
+    if any(d.size < 1 for d in system.network):
+        raise ConfigError("config", [Issue("system.network", "every dimension needs its size (0 = enumerate is "
+                                           "for rdasim map)")])
+    return replace(system, chip=chip) if chip is not None else system
+
+
+def _grid_system_config(cfg: dict):
+    """A system of grid-fidelity chips: every chip is the [chip] above, running a plan mapped over the system."""
+    from sim.system.config import SystemConfig
+
+    sysd, wl, run = cfg["system"], cfg["workload"], cfg["run"]
+    if wl["kind"] != "dataflow":
+        raise ConfigError("config", [Issue("workload.kind", f"{wl['kind']}: grid-fidelity chips run a plan mapped "
+                                           "over the system (dataflow); box chips run collective and pipeline")])
+    pp = [i for i, d in enumerate(sysd["network"]) if d.get("parallelism") == "PP"]
+    if pp:
+        raise ConfigError("config", [Issue(f"system.network[{pp[0]}].parallelism", "PP: grid-fidelity chips run TP "
+                                           "and DP plans; simulate pipelines with the pipeline workload on box chips")])
+    over = {_CHIP_KEYS.get(k, k): v for k, v in cfg["chip"].items() if k != "preset" and v is not None}
+    spec = PRESETS[cfg["chip"]["preset"]].with_(**over)
+    system = system_of(sysd, spec.dfmodel())
+    chip = chip_config(cfg, system=system)
+    max_cycles = min(run["max_cycles"], int(sysd["max_seconds"] * spec.clock_hz))
+    try:
+        return SystemConfig(system, spec.clock_hz, sysd["packet_bytes"], "grid", chip.workload, run["seed"],
+                            max_cycles, chip=chip)
+    except ValueError as exc:
+        raise ConfigError("config", [Issue("system", str(exc))]) from None
+
+
+def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=None) -> ChipConfig:
+    """The ChipConfig a resolved ``rdasim run`` config describes (raises ConfigError); ``system``: the
+    mapper's System its chip is a grid chip of."""
     chip, noc, mem, wl, run = cfg["chip"], cfg["noc"], cfg["memory"], cfg["workload"], cfg["run"]
     issues: list[Issue] = []
+    if getattr(WORKLOADS.get(wl["kind"]), "SYSTEM", False):
+        raise ConfigError("config", [Issue("workload.kind", f"{wl['kind']} runs on a system of chips: give a "
+                                           "[system] with chips > 0 and its [[system.network]]")])
     over = {_CHIP_KEYS.get(k, k): v for k, v in chip.items() if k != "preset" and v is not None}
     spec = PRESETS[chip["preset"]].with_(**over)
     issues += [Issue("chip", p) for p in spec.problems()]
+    issues += footprint_issues(spec, mem, noc, run)  # before unit_layout allocates anything
     if issues:
         raise ConfigError("config", issues)
     lay = unit_layout(spec)
@@ -152,8 +272,12 @@ def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1) -> ChipCon
     policy = POLICIES.get(mem["policy"]).from_config(mem["policy"], mem)
     issues += policy.problems(mu)
     kind = wl["kind"]
+    if kind == "dataflow":
+        issues += _dataflow_checks(wl["dataflow"], noc)
+        if issues:  # mapping needs every key it reads
+            raise ConfigError("config", issues)
     params = WORKLOADS.get(kind)
-    workload = params.from_config(kind, wl[params.SECTION], ChipContext(spec, lay, policy.room(mu)), issues)
+    workload = params.from_config(kind, wl[params.SECTION], ChipContext(spec, lay, policy.room(mu), system), issues)
     if issues:
         raise ConfigError("config", issues)
     return ChipConfig(

@@ -9,18 +9,19 @@ The README's result-column reference is generated from this module
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib import metadata
 
 import numpy as np
 import pyarrow as pa
 
+from cluster.version import code_version, package_version
+
 _COLUMN_TYPES = (list, tuple, np.ndarray, pa.Array, pa.ChunkedArray)
 
-def package_version() -> str:
-    try:
-        return metadata.version("rdasim")
-    except metadata.PackageNotFoundError:  # running from a source tree without install
-        return "0+unknown"
+
+def code_identity() -> dict:
+    """The code columns of every row (rdasim_version, rdasim_commit, rdasim_dirty), for run.json too."""
+    v = code_version()
+    return {"rdasim_version": v.version, "rdasim_commit": v.commit, "rdasim_dirty": v.dirty}
 
 
 @dataclass(frozen=True)
@@ -40,11 +41,13 @@ class RunMeta:
     version: str = ""
 
     def columns(self) -> dict:
+        code = code_identity()
         return {
             "run_id": self.run_id,
             "config_hash": self.config_hash,
             "seed": int(self.seed),
-            "rdasim_version": self.version or package_version(),
+            **code,
+            "rdasim_version": self.version or code["rdasim_version"],
         }
 
 
@@ -53,6 +56,8 @@ META_COLUMNS = [
     Column("config_hash", pa.string(), "hash of the fully resolved config"),
     Column("seed", pa.int64(), "global random seed"),
     Column("rdasim_version", pa.string(), "rdasim package version"),
+    Column("rdasim_commit", pa.string(), "git commit of the rdasim checkout that ran (null outside a checkout)"),
+    Column("rdasim_dirty", pa.bool_(), "the checkout's code differed from that commit (null outside a checkout)"),
 ]
 
 
@@ -212,6 +217,7 @@ ALL_TABLES.extend([MAP_PLAN, MAP_KERNELS, MAP_PARTITIONS])
 # "noc_rate"), typed from the resolved values.
 SWEEP_COLUMNS = [
     Column("sweep_id", pa.string(), "sweep name ([sweep] name); also the first hive partition level"),
+    Column("sweep_spec", pa.string(), "hash of the spec version that computed the point (see the manifest's specs)"),
     Column("point_id", pa.string(), "stable point id: hash of the point's fully resolved config"),
     Column("point_index", pa.int64(), "position of the point in the spec's expansion"),
     Column("point_status", pa.string(), "ok, or error (the point failed: see point_error)"),
@@ -293,7 +299,13 @@ RUN_SUMMARY = TableSchema(
         Column("double_free", _I, "oracle: frees of already-freed allocations"),
         Column("premature_free", _I, "oracle: frees while true references were live"),
         Column("leaks", _I, "oracle: allocations never freed"),
-        Column("completed", _B, "every request of the workload finished"),
+        Column("completed", _B, "every request of the workload finished (served or refused)"),
+        Column("status", _S, "completed; failed (requests refused for lack of memory); cut_off (stopped at "
+                             "run.max_cycles); deadlocked (work left, nothing pending anywhere); failed also for "
+                             "a sweep point that raised"),
+        Column("status_detail", _S, "why a run did not complete: who waits on what, e.g. \"4 append requests "
+                                    "stalled out of memory at 4 MUs; ...\" (empty when completed)"),
+        Column("cut_off", _B, "the run reached run.max_cycles with events still pending"),
         Column("epochs", _I, "lockstep epochs executed"),
         Column("lookahead", _I, "epoch length bound, cycles (0 with one shard)"),
         Column("result_hash", _S, "hash of every delivery, oracle event, buffer life and figure"),
@@ -453,3 +465,82 @@ def reference_markdown() -> str:
 
 if __name__ == "__main__":  # pragma: no cover
     print(reference_markdown())
+
+# --------------------------------------------------------------------------- rdasim run with a [system]
+SYSTEM_SUMMARY = TableSchema(
+    "system_summary",
+    "one row per system simulation (rdasim run with a [system])",
+    (
+        Column("workload", _S, "collective, pipeline, expert-parallel (box chips) or dataflow (grid chips)"),
+        Column("chips", _I, "chips in the system"),
+        Column("chip", _S, "the chip of every node"),
+        Column("topology", _S, "DFModel's shape name: r, sw, fc per dimension (r_r: a 2-D torus)"),
+        Column("fidelity", _S, "box: a chip is its mapped partitions' times behind its network interface; "
+               "grid: its whole CU/MU grid and NoC"),
+        Column("status", _S, "completed, deadlocked or cut_off"),
+        Column("status_detail", _S, "why, when not completed"),
+        Column("sim_cycles", _I, "simulated cycles at the chips' clock"),
+        Column("sim_seconds", _F, "simulated seconds"),
+        Column("messages_total", _I, "messages between chips"),
+        Column("bytes_total", _I, "bytes between chips"),
+        Column("seconds_simulated", _F, "pipeline: simulated seconds of the micro-batches run"),
+        Column("seconds_per_batch_analytic", _F, "pipeline: DFModel's seconds per batch"),
+        Column("bubble_fraction", _F, "pipeline: share of the run a stage waited, as it emerged"),
+        Column("seconds_per_batch_simulated", _F, "grid chips: simulated seconds per batch of the slowest chip"),
+        Column("step_seconds_mean", _F, "expert-parallel: mean seconds of a step (dispatch, experts, combine)"),
+        Column("expert_imbalance", _F, "expert-parallel: most tokens a chip's experts took / the mean"),
+        Column("landing_bytes_peak", _I, "expert-parallel: most bytes of tokens that landed on a chip in a step"),
+        Column("landing_bytes_static", _I, "expert-parallel: what a static landing buffer must reserve"),
+        Column("shards", pa.int32(), "shards (groups of chips) the run was cut into"),
+        Column("backend", _S, "local or ray"),
+        Column("epochs", _I, "lockstep epochs"),
+        Column("lookahead", _I, "least latency of a link between shards, cycles (0: one shard)"),
+        Column("wall_seconds", _F, "wall-clock seconds of the simulation"),
+        Column("result_hash", _S, "hash of every step record, every link's bytes and the integer figures"),
+    ),
+)
+
+SYSTEM_STEPS = TableSchema(
+    "system_steps",
+    "one row per step a chip's program recorded (a collective, a pipeline stage's micro-batches)",
+    (
+        Column("kind", _S, "what the step was"),
+        Column("chip", _I, "chip"),
+        Column("ident", _I, "which one (repetition, stage)"),
+        Column("start", _I, "cycle it started"),
+        Column("end", _I, "cycle it ended"),
+        Column("nbytes", _I, "bytes it moved, or micro-batches it ran"),
+    ),
+)
+
+SYSTEM_LINKS = TableSchema(
+    "system_links",
+    "one row per directed inter-chip link",
+    (
+        Column("src", _I, "node it leaves (chips first, then switches)"),
+        Column("dst", _I, "node it enters"),
+        Column("dim", pa.int32(), "network dimension"),
+        Column("bytes", _I, "bytes it carried"),
+        Column("utilization", _F, "bytes / (simulated cycles x bytes per cycle)"),
+    ),
+)
+
+SYSTEM_CHIPS = TableSchema(
+    "system_chips",
+    "grid fidelity: one row per chip, each summarised as a run of its own",
+    (
+        Column("chip", _I, "chip"),
+        Column("sim_cycles", _I, "cycle its last unit finished"),
+        Column("compute_cycles", _I, "cycles its CUs computed"),
+        Column("messages_total", _I, "messages its units sent (NoC and other chips)"),
+        Column("sync_wait_cycles", _I, "cycles its CUs waited on flow control between kernels"),
+        Column("memory_wait_cycles", _I, "cycles its CUs waited on memory"),
+        Column("peak_mu_utilization", _F, "peak share of its MU bytes holding data"),
+        Column("oom_events", _I, "allocations that found no room"),
+        Column("stalls", _I, "tasks stalled on allocation"),
+        Column("completed", pa.bool_(), "its program finished"),
+        Column("result_hash", _S, "its own run's result hash"),
+    ),
+)
+
+ALL_TABLES.extend([SYSTEM_SUMMARY, SYSTEM_STEPS, SYSTEM_LINKS, SYSTEM_CHIPS])

@@ -65,7 +65,8 @@ def build_system(spec: dict) -> System:
         overrides["dram_bytes"] = math.inf  # negative: unlimited
     the_chip = replace(base, name=spec.get("chip_name") or base.name, **overrides)
     network = tuple(NetworkDim(LinkKind(d["kind"]), int(d.get("size", 0)), float(d["link_bandwidth"]),
-                               Parallelism(d.get("parallelism", "DP"))) for d in spec["network"])
+                               Parallelism(d.get("parallelism", "DP")), float(d.get("link_latency") or 500e-9))
+                    for d in spec["network"])
     prices = dict(spec.get("prices", {}))
     prices["link_power"] = tuple(prices.get("link_power", ()))
     return System(int(spec["chips"]), the_chip, network, Prices(**prices))

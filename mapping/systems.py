@@ -37,6 +37,7 @@ class NetworkDim:
     size: int
     link_bandwidth: float  # bytes/s per link
     parallelism: Parallelism = Parallelism.DP
+    link_latency: float = 500e-9  # seconds a byte takes to cross a link (DFModel ignores it; the simulator does not)
 
 
 @dataclass(frozen=True)

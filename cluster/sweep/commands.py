@@ -31,6 +31,7 @@ class Command:
     job: Callable[[dict], dict[str, pa.Table]]  # resolved config -> {table name: table}
     result: str  # name of the table whose rows are the point's result
     result_schema: Callable[[], pa.Schema | None]  # its Arrow schema, when known up front
+    check: Callable[[dict], None] = lambda cfg: None  # what the job checks before it simulates (raises UserError)
 
 
 def tables_of(result) -> dict[str, pa.Table]:
@@ -75,6 +76,19 @@ def _noc_schema():
     return NOC_SCHEMA
 
 
+def _noc_check(cfg: dict) -> None:
+    """What `rdasim noc` checks before simulating: memory, every load's parameters, the shard cut and epoch."""
+    from cluster.noc_config import check_footprint, params_of, rates_of
+    from cluster.footprint import least_shards
+    from cluster.regions import cut_grid, epoch_length
+
+    check_footprint(cfg)
+    run = cfg["run"]
+    for rate in rates_of(cfg):
+        p = params_of(cfg, rate)
+        epoch_length(p, cut_grid(p.rows, p.cols, least_shards(run["shards"]), run["cut"]), run["epoch"])
+
+
 def _noc_job(cfg: dict) -> dict[str, pa.Table]:
     from cluster.noc_job import run_noc
 
@@ -97,10 +111,41 @@ def _run_schema():
     return _import_run("cluster.run_config").RUN_SCHEMA
 
 
+def _run_check(cfg: dict) -> None:
+    """What `rdasim run` checks before simulating: chip_config's cross-field checks, the shard cut and epoch."""
+    from cluster.footprint import least_shards
+    from cluster.regions import cut_grid, epoch_length
+
+    if cfg["system"]["chips"]:
+        raise UserError("a point with a [system] (system.chips >= 1) is a system of chips: use command = \"system\"")
+    chip = _import_run("cluster.run_config").chip_config(cfg)
+    run = cfg["run"]
+    epoch_length(chip.noc, cut_grid(chip.spec.rows, chip.spec.cols, least_shards(run["shards"]), run["cut"]),
+                 run["epoch"])
+
+
 def _run_job(cfg: dict) -> dict[str, pa.Table]:
     """What `rdasim run CONFIG` does, without its files: chip_config, then run_chip."""
     chip = _import_run("cluster.run_config").chip_config(cfg)
     return tables_of(_import_run("cluster.run_job").run_chip(cfg, chip, out=None, quiet=True))
+
+
+def _system_check(cfg: dict) -> None:
+    """What `rdasim run` checks before simulating a [system]: the system config (its plan mapped)."""
+    if not cfg["system"]["chips"]:
+        raise UserError("sweep command 'system' needs a [system] with system.chips >= 1 in every point; "
+                        "use command = \"run\" for one chip")
+    _import_run("cluster.run_config").system_config(cfg)
+
+
+def _system_job(cfg: dict) -> dict[str, pa.Table]:
+    """What `rdasim run CONFIG` does with a [system], without its files."""
+    _system_check(cfg)
+    job = _import_run("cluster.system_job")
+    sys_cfg = _import_run("cluster.run_config").system_config(cfg)
+    run = cfg["run"]
+    summary, tables, _ = job.simulate_system(sys_cfg, run["shards"], run["backend"], run["epoch"], run["address"])
+    return job.system_tables(cfg, summary, tables)
 
 
 # ----------------------------------------------------------------------------- noop
@@ -153,9 +198,11 @@ def _noop_job(cfg: dict) -> dict[str, pa.Table]:
 
 COMMANDS: dict[str, Command] = {
     "noc": Command("noc", "rdasim noc: one point is a config `rdasim noc` accepts", _noc_schema, _noc_job,
-                   "noc_summary", lambda: _known_schema("noc_summary")),
+                   "noc_summary", lambda: _known_schema("noc_summary"), _noc_check),
     "run": Command("run", "rdasim run: one point is a config `rdasim run` accepts", _run_schema, _run_job,
-                   "run_summary", lambda: _known_schema("run_summary")),
+                   "run_summary", lambda: _known_schema("run_summary"), _run_check),
+    "system": Command("system", "rdasim run with a [system]: one point is a system of chips", _run_schema,
+                      _system_job, "system_summary", lambda: _known_schema("system_summary"), _system_check),
     "noop": Command("noop", "echo the config back (tests, overhead benchmarks)", _noop_schema, _noop_job,
                     "sweep_noop", lambda: _known_schema("sweep_noop")),
 }

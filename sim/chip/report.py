@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sim.chip import messages as m
+from sim.chip import diagnosis, messages as m
 from sim.chip.records import BUFFER_LABELS, BufferLife, MuStats, WorkRecord
 from sim.chip.spec import unit_layout
 from sim.memory import oracle
@@ -45,6 +45,7 @@ class ShardResult:
     logged: list = field(default_factory=list)  # workload-specific records
     memory_map: dict | None = None
     units: list = field(default_factory=list)  # unit ids simulated by the shard
+    waiting: diagnosis.Waits = field(default_factory=diagnosis.Waits)  # who still waits at the end
 
 
 def _arr(rows, width) -> np.ndarray:
@@ -75,7 +76,7 @@ def shard_result(shard) -> ShardResult:
         waits=waits, compute_cycles=sum(cu.compute_cycles for cu in cus), mu_stats=stats,
         stalled_at_end=sum(len(mu.stalled) for mu in mus), counts=dict(shard.counts),
         trace=shard.trace_events, trace_dropped=shard.trace_dropped, memory_map=mm, units=sorted(shard.units),
-        logged=list(shard.logged),
+        logged=list(shard.logged), waiting=diagnosis.waits_of(shard),
     )
 
 
@@ -188,7 +189,11 @@ def summarize_chip(cfg, results: list[ShardResult]) -> tuple[dict, dict]:
         extra, extra_tables = figures([x for r in results for x in r.logged], spec.clock_hz)
         summary.update(extra)
         tables.update(extra_tables)
-    summary["result_hash"] = chip_result_hash(results, summary)
+    summary["result_hash"] = chip_result_hash(results, summary)  # before the status: hashes stay as recorded
+    waiting = diagnosis.merge([r.waiting for r in results])
+    summary["status"] = diagnosis.status_of(summary["completed"], summary["requests_failed"], cut_off=False)
+    summary["status_detail"] = diagnosis.detail(summary["status"], waiting, cfg.workload.kind, finished, admitted,
+                                                expected, summary["requests_failed"])
     summary["oracle_first"] = verdict.first
     return summary, tables
 

@@ -22,6 +22,7 @@ from sim.registry import Registry
 if TYPE_CHECKING:
     from mapping.chips import ChipSpec
     from mapping.placement import MuRoom
+    from mapping.systems import System
     from sim.chip.messages import Message
     from sim.chip.spec import UnitLayout
     from sim.chip.units import ComputeUnit
@@ -34,9 +35,10 @@ class ChipContext:
     """What a workload's config is checked against: the chip, where its units are, and the
     bytes an MU allocates in under the run's memory policy."""
 
-    spec: "ChipSpec"
-    layout: "UnitLayout"
+    spec: "ChipSpec | None"
+    layout: "UnitLayout | None"
     room: "MuRoom | None" = None  # how an MU gives out room under the run's policy
+    system: "System | None" = None  # the system of chips a system workload runs on
 
 
 class WorkloadProgram(Protocol):
@@ -73,7 +75,7 @@ class Workload(Protocol):
     def program(self, cfg: Any) -> WorkloadProgram: ...
 
 
-WORKLOADS: Registry[type[Workload]] = Registry("workload", packages=("sim.workloads",))
+WORKLOADS: Registry[type[Workload]] = Registry("workload", packages=("sim.workloads", "sim.system"))
 
 
 def make_program(params: Workload, cfg: Any) -> WorkloadProgram:

@@ -1,0 +1,139 @@
+"""Mapped execution against DFModel: per partition, simulated and analytic seconds. JSON lines.
+
+    python benchmarks/mapped_vs_analytic.py             # the three mapped examples and the presets
+    python benchmarks/mapped_vs_analytic.py --quick     # the examples only
+
+For every mapped example (examples/mapped_*.toml) and for each published DFModel preset
+whose workload fits a single RDA (its graph mapped onto one plasticine or one sn40l-like
+chip instead of its multi-chip system), one line per partition: simulated and analytic
+seconds and their ratio, which of DFModel's terms bounds it, the kernels in it; and one
+line per run: wall seconds, messages per wall second, simulated cycles per wall second.
+Ratios outside [0.9, 1.5] are the findings: the docs (docs/run.md, "Mapped execution")
+say where each comes from.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BAND = (0.9, 1.5)  # ratios inside it need no explanation
+MAX_MESSAGES = 3_000_000  # a preset whose run would send more is reported, not run
+
+
+def emit(row: dict) -> None:
+    print(json.dumps(row), flush=True)
+
+
+def run_config(path: str | None = None, raw: dict | None = None, label: str = "") -> None:
+    from cluster.config import load
+    from cluster.run_config import RUN_SCHEMA, chip_config
+    from cluster.run_job import simulate_chip
+
+    cfg = load(RUN_SCHEMA, path, raw=raw)
+    chip = chip_config(cfg)
+    t = time.perf_counter()
+    s, tables, _, _ = simulate_chip(chip)
+    wall = time.perf_counter() - t
+    parts = tables["partitions"]
+    for i in range(len(parts["partition"])):
+        ratio = parts["ratio"][i]
+        emit({"bench": "mapped_vs_analytic", "case": label, "partition": parts["index"][i],
+              "kernels": s["partitions"][i]["kernels"], "simulated_seconds": parts["simulated_seconds"][i],
+              "analytic_seconds": parts["analytic_seconds"][i], "ratio": round(ratio, 3), "bound": parts["bound"][i],
+              "in_band": BAND[0] <= ratio <= BAND[1], "setup_seconds": parts["setup_seconds"][i]})
+    emit({"bench": "mapped_vs_analytic", "case": label, "run": True, "status": s.get("status", ""),
+          "completed": s["completed"], "seconds_per_batch_simulated": s["seconds_per_batch_simulated"],
+          "seconds_per_batch_analytic": s["seconds_per_batch_analytic"],
+          "ratio": round(s["seconds_per_batch_simulated"] / s["seconds_per_batch_analytic"], 3),
+          "wall_seconds": round(wall, 2), "sim_cycles": s["sim_cycles"], "messages": s["messages_total"],
+          "messages_per_second": round(s["messages_total"] / wall), "cycles_per_second": round(s["sim_cycles"] / wall)})
+
+
+def estimate_messages(params) -> int:
+    """Messages a mapped run would send, roughly: per tile, every CU's reads, writes and credits."""
+    total = 0
+    for part in params.partitions:
+        per_tile = sum(len(s.reads) * 2 + len(s.writes) + len(s.credits_to) + 4 for s in part.slots)
+        total += part.tiles * per_tile
+    return total * params.passes
+
+
+def presets() -> None:
+    """Each DFModel preset's graph mapped onto one RDA, run if it fits and is not too big."""
+    from mapping.chips import RDA_PRESETS
+    from mapping.placement import PlacementError, place_on_grid
+    from mapping.presets import SPECS, preset
+    from mapping.solver import map_workload
+    from mapping.systems import LinkKind, NetworkDim, Parallelism, System
+    from sim.workloads.dataflow import DataflowParams, plan_addresses
+
+    for name in SPECS:
+        problem = preset(name)
+        for chip in ("plasticine", "sn40l-like"):
+            spec = RDA_PRESETS[chip]
+            system = System(1, spec.dfmodel(), (NetworkDim(LinkKind.RING, 1, 1.0, Parallelism.TP),))
+            t = time.perf_counter()
+            plan = map_workload(problem.workload, system, problem.model, time_limit=20.0)
+            row = {"bench": "mapped_vs_analytic", "case": f"preset {name} on one {chip}",
+                   "mapped": plan.feasible, "solver_seconds": round(time.perf_counter() - t, 2)}
+            if not plan.feasible:
+                emit({**row, "fits_one_chip": False, "reason": plan.reason})
+                continue
+            try:
+                placement = plan_addresses(place_on_grid(plan, spec), spec.mu_bytes)
+            except PlacementError as exc:
+                emit({**row, "fits_one_chip": False, "reason": str(exc)})
+                continue
+            params = DataflowParams.from_plan(plan, placement, spec)
+            n = estimate_messages(params)
+            if n > MAX_MESSAGES:
+                emit({**row, "fits_one_chip": True, "simulated": False, "estimated_messages": n,
+                      "reason": f"about {n:,} messages: more than this benchmark's {MAX_MESSAGES:,}"})
+                continue
+            emit({**row, "fits_one_chip": True, "estimated_messages": n})
+            run_plan_here(plan, placement, spec, params, row["case"])
+
+
+def run_plan_here(plan, placement, spec, params, label: str) -> None:
+    import dataclasses
+
+    from cluster.config import load
+    from cluster.run_config import RUN_SCHEMA, chip_config
+    from cluster.run_job import simulate_chip
+
+    base = chip_config(load(RUN_SCHEMA, raw={"chip": {"preset": spec.name}, "noc": {"model": "packet"}}))
+    cfg = dataclasses.replace(base, workload=params)
+    t = time.perf_counter()
+    s, tables, _, _ = simulate_chip(cfg)
+    wall = time.perf_counter() - t
+    parts = tables["partitions"]
+    for i in range(len(parts["partition"])):
+        ratio = parts["ratio"][i]
+        emit({"bench": "mapped_vs_analytic", "case": label, "partition": parts["index"][i],
+              "simulated_seconds": parts["simulated_seconds"][i], "analytic_seconds": parts["analytic_seconds"][i],
+              "ratio": round(ratio, 3), "bound": parts["bound"][i], "in_band": BAND[0] <= ratio <= BAND[1]})
+    emit({"bench": "mapped_vs_analytic", "case": label, "run": True, "completed": s["completed"],
+          "wall_seconds": round(wall, 2), "messages_per_second": round(s["messages_total"] / wall)})
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="the mapped examples only")
+    args = ap.parse_args()
+    for path in sorted(glob.glob(os.path.join(ROOT, "examples", "mapped_*.toml"))):
+        run_config(path, label=os.path.basename(path))
+    if not args.quick:
+        presets()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,280 @@
+"""What the chips of a system run: a collective on its own (to measure it), and a mapped plan's
+pipeline with box chips (each stage's time from DFModel's partitions; activations sent
+stage to stage as messages, so the pipeline's bubble emerges instead of being assumed).
+
+Both register in sim/workloads' ``WORKLOADS`` (``workload.kind``) with ``SYSTEM = True``:
+they need a [system], and their ``system_program(cfg)`` gives what every chip runs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from mapping.plan import MappingPlan
+from mapping.systems import LinkKind, Parallelism
+from mapping.topology import SystemGraph
+from sim.keys import Field, Issue, Table
+from sim.system.collectives import COLLECTIVES
+from sim.system.shard import BoxChip, Compute, Recv
+from sim.workloads import WORKLOADS, ChipContext
+
+OPS = tuple(COLLECTIVES) + ("point_to_point",)
+
+
+@WORKLOADS.register("collective")
+@dataclass(frozen=True)
+class CollectiveParams:
+    """Every group along one network dimension runs one collective, ``repeats`` times."""
+
+    kind: str = "collective"
+    op: str = "all_reduce"
+    dim: int = 0
+    nbytes: int = 1 << 20
+    repeats: int = 1
+
+    SYSTEM: ClassVar[bool] = True
+    SECTION: ClassVar[str] = "collective"
+    KEYS: ClassVar[Table] = Table({
+        "op": Field("choice", "all_reduce", "collective", choices=OPS),
+        "dim": Field("int", 0, "network dimension whose groups run it (0 = the first [[system.network]])", min=0),
+        "nbytes": Field("size", 1 << 20, "bytes of the collective (point_to_point: of the message)", min=1),
+        "repeats": Field("int", 1, "times in a row", min=1),
+    }, doc="a collective on its own")
+
+    @classmethod
+    def from_config(cls, kind: str, d: dict, chip: ChipContext, issues: list[Issue]) -> "CollectiveParams":
+        return cls(kind, d["op"], d["dim"], d["nbytes"], d["repeats"])
+
+    @property
+    def work_items(self) -> int:
+        return self.repeats
+
+    def program(self, cfg):  # pragma: no cover - a system workload has no single-chip program
+        raise TypeError("collective is a system workload: give a [system]")
+
+    def system_program(self, cfg) -> "CollectiveProgram":
+        return CollectiveProgram(self, cfg.graph)
+
+    def system_figures(self, records: list, cfg) -> dict:
+        """Each repetition's time (first start to last end over the chips) beside the closed form."""
+        reps = {}
+        for r in records:
+            a, b = reps.get(r.ident, (r.start, r.end))
+            reps[r.ident] = (min(a, r.start), max(b, r.end))
+        times = [b - a for _, (a, b) in sorted(reps.items())]
+        dim = cfg.system.network[self.dim]
+        p = cfg.graph.sizes[self.dim]
+        bpc = dim.link_bandwidth / cfg.clock_hz
+        lat = max(1, round(dim.link_latency * cfg.clock_hz))
+        return {"collective": self.op, "group_chips": p, "collective_cycles": times,
+                "collective_seconds": [t / cfg.clock_hz for t in times],
+                "closed_form_cycles": closed_form(self.op, dim.kind, p, self.nbytes, bpc, lat,
+                                                  math.ceil(min(cfg.packet_bytes, -(-self.nbytes // p)) / bpc))}
+
+
+def closed_form(op: str, kind: LinkKind, p: int, nbytes: int, bytes_per_cycle: float, latency: int,
+                packet_cycles: int = 0) -> int:
+    """Cycles of a collective on idle links (sim/system/collectives.py): one hop costs the
+    latency plus the message's serialisation; through a switch a step is two hops (the
+    second adds the latency and one packet's serialisation)."""
+    if p < 2:
+        return 0
+    ser = math.ceil(-(-nbytes // p) / bytes_per_cycle)
+    alpha = latency if kind is not LinkKind.SWITCH else 2 * latency + packet_cycles
+    if op == "point_to_point":
+        return math.ceil(nbytes / bytes_per_cycle) + alpha
+    if op == "all_to_all":
+        return (p - 1) * ser + alpha
+    steps = {"all_reduce": 2, "reduce_scatter": 1, "all_gather": 1}[op]
+    if kind is LinkKind.FULLY_CONNECTED:
+        return steps * ((p - 1) * ser + alpha)
+    return steps * (p - 1) * (alpha + ser)
+
+
+class CollectiveProgram:
+    def __init__(self, p: CollectiveParams, graph: SystemGraph):
+        self.p = p
+        self.graph = graph
+
+    def start(self, chip: BoxChip):
+        return self._run(chip)
+
+    def _run(self, chip: BoxChip):
+        p, shard = self.p, chip.shard
+        group = self.graph.group(chip.cid, p.dim)
+        kind = self.graph.kinds[p.dim]
+        for r in range(p.repeats):
+            t0 = shard.now
+            if chip.cid == group[0]:
+                shard.counts["created"] += 1
+            if p.op == "point_to_point":  # the first chip of each group to the next
+                if chip.cid == group[0] and len(group) > 1:
+                    chip.send(group[1], p.nbytes, r)
+                elif len(group) > 1 and chip.cid == group[1]:
+                    yield Recv([(group[0], r)])
+            else:
+                yield from COLLECTIVES[p.op](chip, group, p.nbytes, r, kind)
+            shard.record(p.op, chip.cid, r, t0, shard.now, p.nbytes)
+            if chip.cid == group[0]:
+                shard.counts["finished"] += 1
+
+
+@WORKLOADS.register("pipeline")
+@dataclass(frozen=True)
+class PipelineParams:
+    """A mapped plan over the system with box chips: each chip computes its stage of every
+    micro-batch for DFModel's per-micro-batch stage time (TP and DP collectives inside it,
+    as DFModel charges them) and sends its share of the activations to the next stage."""
+
+    kind: str = "pipeline"
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    micro_batches: int = 1
+    stage_seconds: float = 0.0  # per micro-batch: sum of partition times x layers per stage x micro-batch
+    activation_bytes: int = 0  # a chip's share of what crosses a stage boundary per micro-batch
+    seconds_per_batch: float = 0.0  # DFModel's
+    p2p_seconds: float = 0.0  # DFModel's point-to-point term of it
+    pipeline_factor: float = 1.0
+    plan_name: str = ""
+
+    SYSTEM: ClassVar[bool] = True
+    SECTION: ClassVar[str] = "pipeline"
+    KEYS: ClassVar[Table] = Table({
+        "plan": Field("str", "", "plan.json written by `rdasim map --out DIR` for this system "
+                      "(else the graph keys are mapped onto the [system] here)"),
+        "micro_batches": Field("int", 0, "micro-batches to run (0: the plan's, a whole batch)", min=0),
+    }, doc="a mapped plan's pipeline over the system, box chips")
+
+    @classmethod
+    def from_config(cls, kind: str, d: dict, chip: ChipContext, issues: list[Issue]) -> "PipelineParams":
+        system = chip.system
+        try:
+            plan = resolve_system_plan(d, system)
+        except (ValueError, KeyError, OSError) as exc:
+            issues.append(Issue("workload.pipeline", str(exc)))
+            return cls()
+        if not plan.feasible:
+            issues.append(Issue("workload.pipeline", f"the plan is {plan.status}: {plan.reason}"))
+            return cls()
+        return cls.from_plan(plan, d.get("micro_batches") or 0)
+
+    @classmethod
+    def from_plan(cls, plan: MappingPlan, micro_batches: int = 0) -> "PipelineParams":
+        stage = sum(p.seconds for p in plan.partitions) * plan.layers_per_stage * plan.micro_batch
+        return cls("pipeline", plan.tp, plan.pp, plan.dp, micro_batches or plan.num_micro_batches, stage,
+                   stage_boundary_bytes(plan), plan.seconds_per_batch, plan.p2p_seconds, plan.pipeline_factor,
+                   plan.workload)
+
+    @property
+    def work_items(self) -> int:
+        return 1
+
+    def program(self, cfg):  # pragma: no cover - a system workload has no single-chip program
+        raise TypeError("pipeline is a system workload: give a [system]")
+
+    def system_program(self, cfg) -> "PipelineProgram":
+        return PipelineProgram(self, cfg)
+
+    def system_figures(self, records: list, cfg) -> dict:
+        """Simulated seconds per batch (the micro-batches run, scaled to the plan's batch)
+        beside DFModel's, and the pipeline's bubble as it emerged."""
+        if not records:
+            return {}
+        end = max(r.end for r in records)
+        start = min(r.start for r in records)
+        stage = PipelineProgram(self, cfg).stage_cycles
+        sim = (end - start) / cfg.clock_hz
+        ideal = self.micro_batches * stage / cfg.clock_hz  # no bubble, no transfers
+        planned = self.seconds_per_batch
+        return {"tp": self.tp, "pp": self.pp, "dp": self.dp, "micro_batches": self.micro_batches,
+                "stage_seconds": stage / cfg.clock_hz, "seconds_simulated": sim,
+                "bubble_fraction": 1.0 - ideal / sim if sim > 0 else 0.0,
+                "pipeline_factor_simulated": sim / ideal if ideal > 0 else 1.0,
+                "pipeline_factor_analytic": self.pipeline_factor,
+                "seconds_per_batch_analytic": planned, "p2p_seconds_analytic": self.p2p_seconds}
+
+
+def stage_boundary_bytes(plan: MappingPlan) -> int:
+    """A chip's share of the activations one micro-batch takes across a stage boundary: the
+    graph's last forward kernel's output (and, for training, the gradient coming back)."""
+    if plan.pp < 2 or not plan.graph:
+        return 0
+    fwd = [k for k in plan.graph["kernels"] if k.get("phase", "fwd") == "fwd"]
+    if not fwd:
+        return 0
+    last = fwd[-1]
+    per_sample = last["outer"] * last["m"] * last["n"] * plan.word
+    both_ways = 2 if any(k.get("phase") == "bwd" for k in plan.graph["kernels"]) else 1
+    return int(per_sample * plan.micro_batch * both_ways // max(1, plan.tp))
+
+
+def resolve_system_plan(d: dict, system) -> MappingPlan:
+    """The plan: from a plan file, or mapped here from the graph keys onto ``system``."""
+    if d.get("plan"):
+        path = Path(d["plan"])
+        if not path.is_file():
+            raise ValueError(f"plan file {str(path)!r} does not exist (write one with `rdasim map ... --out DIR`)")
+        data = json.loads(path.read_text())
+        plan = MappingPlan.from_dict(data["plan"] if "plan" in data else data)
+        if plan.chips != system.chips or plan.chip != system.chip.name:
+            raise ValueError(f"the plan maps onto {plan.chips} x {plan.chip}; this system is "
+                             f"{system.chips} x {system.chip.name}")
+        return plan
+    graph = d.get("graph") or {}
+    if not graph.get("kind"):
+        raise ValueError("give workload.pipeline.plan (a plan.json) or the graph keys (workload.pipeline.graph.kind, ...)")
+    from mapping.solver import map_workload
+    from mapping.specs import build_model, build_workload
+
+    opts = d.get("mapping") or {}
+    return map_workload(build_workload({k: v for k, v in graph.items() if v is not None}), system,
+                        build_model(opts), float(opts.get("time_limit") or 60.0), float(opts.get("gap") or 1e-3))
+
+
+class PipelineProgram:
+    """Stage ``s`` (the chip's coordinate along the PP dimension) takes micro-batch ``m`` once
+    stage ``s - 1`` has sent it and it has finished ``m - 1`` (GPipe's fill and drain)."""
+
+    def __init__(self, p: PipelineParams, cfg):
+        self.p = p
+        self.cfg = cfg
+        graph: SystemGraph = cfg.graph
+        system = cfg.system
+        self.pp_dim = next((i for i, d in enumerate(system.network) if d.parallelism is Parallelism.PP), -1)
+        if p.pp > 1 and self.pp_dim < 0:
+            raise ValueError("the plan has pipeline stages but no network dimension carries PP")
+        self.graph = graph
+        # seconds to cycles rounds up, but not for a product's last-bit error (1e-4 s * 1.25e9 Hz)
+        self.stage_cycles = max(1, math.ceil(p.stage_seconds * cfg.clock_hz * (1 - 1e-12)))
+        self.act_bytes = p.activation_bytes
+
+    def start(self, chip: BoxChip):
+        return self._run(chip)
+
+    def _run(self, chip: BoxChip):
+        shard, p = chip.shard, self.p
+        d = self.pp_dim
+        stage = self.graph.coords(chip.cid)[d] if d >= 0 else 0
+        group = self.graph.group(chip.cid, d) if d >= 0 else [chip.cid]
+        prev = group[stage - 1] if stage > 0 else -1
+        nxt = group[stage + 1] if stage + 1 < len(group) else -1
+        first = shard.now
+        if chip.cid == 0:
+            shard.counts["created"] += 1
+        for m in range(p.micro_batches):
+            if prev >= 0:
+                yield Recv([(prev, m)])
+            yield Compute(self.stage_cycles)
+            if nxt >= 0:
+                chip.send(nxt, self.act_bytes, m)
+        shard.record("stage", chip.cid, stage, first, shard.now, p.micro_batches)
+        if chip.cid == 0:
+            shard.counts["finished"] += 1
+
+
+__all__ = ["CollectiveParams", "LinkKind", "PipelineParams"]

@@ -1,0 +1,345 @@
+"""One shard of a system: some of its nodes (chips and switches) and the links that leave them.
+
+Everything a shard owns runs from one event heap, ordered by (cycle, class: deliveries,
+then messages moving on, then tasks resuming; node; then the message id and hop, or the
+chip's own sequence), never by the order events were pushed, so any cut gives the same run: messages moving hop by hop through the network (sim/system/network.py)
+and chips running their programs. A chip here is a box: its program's compute is a time
+on its one pipeline (``Compute``), and it talks to other chips only through messages
+(``send``, ``Recv``). A message whose next node belongs to another shard leaves as
+boundary traffic; its head cannot get there before the link's latency has passed, which
+is the lookahead (every epoch is at most the latency of the links the cut crosses).
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+
+from sim.chip.messages import FIELDS
+from sim.system.grid import GridChip
+from sim.system.network import SystemNet, Transit
+
+DELIVER, ARRIVE, RESUME = 0, 1, 2
+_E = np.zeros(0, dtype=np.int64)
+
+
+@dataclass
+class Compute:
+    """Occupy the chip's pipeline for ``cycles`` (after whatever it is computing already)."""
+
+    cycles: int
+
+
+@dataclass
+class Sleep:
+    cycles: int
+
+
+@dataclass
+class Recv:
+    """Wait for the messages ``(source chip, tag)`` (each once); the task gets their sizes."""
+
+    keys: list[tuple[int, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class StepRecord:
+    """A span of a chip's program: a micro-batch stage, a collective, ... (a run's records)."""
+
+    kind: str
+    chip: int
+    ident: int
+    start: int
+    end: int
+    nbytes: int
+
+    def row(self) -> tuple:
+        return (self.kind, self.chip, self.ident, self.start, self.end, self.nbytes)
+
+
+_COLUMNS = ("node", "msg", "src", "dst", "nbytes", "tag", "hop", "head", "tail")
+_NF = len(FIELDS)
+
+
+def _no_payload() -> np.ndarray:
+    return np.zeros((0, _NF), dtype=np.int64)
+
+
+@dataclass
+class SystemBoundary:
+    """Messages crossing to nodes of other shards, as int64 columns (``node``: where they arrive)."""
+
+    node: np.ndarray = field(default_factory=lambda: _E)
+    msg: np.ndarray = field(default_factory=lambda: _E)
+    src: np.ndarray = field(default_factory=lambda: _E)
+    dst: np.ndarray = field(default_factory=lambda: _E)
+    nbytes: np.ndarray = field(default_factory=lambda: _E)
+    tag: np.ndarray = field(default_factory=lambda: _E)
+    hop: np.ndarray = field(default_factory=lambda: _E)
+    head: np.ndarray = field(default_factory=lambda: _E)
+    tail: np.ndarray = field(default_factory=lambda: _E)
+    payload: np.ndarray = field(default_factory=_no_payload)  # [n, FIELDS] between grid chips, else no rows
+
+    SECTIONS: ClassVar[tuple[tuple[str, ...], ...]] = (_COLUMNS, FIELDS)
+
+    def __len__(self) -> int:
+        return len(self.node)
+
+    def earliest(self) -> float:
+        return float(self.head.min()) if len(self.head) else float("inf")
+
+    def flit_count(self) -> int:
+        return int(self.nbytes.sum())
+
+    def sections(self) -> list[list[np.ndarray]]:
+        return [[getattr(self, n) for n in _COLUMNS], [np.ascontiguousarray(c) for c in self.payload.T]]
+
+    @classmethod
+    def from_sections(cls, sections: list[list[np.ndarray]]) -> "SystemBoundary":
+        pay = np.stack(sections[1], axis=1) if len(sections[1][0]) else _no_payload()
+        return cls(*sections[0], payload=pay)
+
+    @classmethod
+    def empty(cls) -> "SystemBoundary":
+        return cls()
+
+    @classmethod
+    def from_rows(cls, rows: list[tuple], payloads: list[tuple] | None = None) -> "SystemBoundary":
+        """Transit rows (node first) and, between grid chips, each one's message row."""
+        if not rows:
+            return cls()
+        a = np.array(rows, dtype=np.int64).reshape(-1, len(_COLUMNS))
+        pay = np.array(payloads, dtype=np.int64).reshape(-1, _NF) if payloads else _no_payload()
+        return cls(*(np.ascontiguousarray(a[:, i]) for i in range(len(_COLUMNS))), payload=pay)
+
+    @classmethod
+    def concat(cls, parts: list["SystemBoundary"]) -> "SystemBoundary":
+        parts = [p for p in parts if len(p)]
+        if not parts:
+            return cls()
+        if len(parts) == 1:
+            return parts[0]
+        return cls(*(np.concatenate([getattr(p, n) for p in parts]) for n in _COLUMNS),
+                   payload=np.concatenate([p.payload for p in parts]))
+
+    def select(self, mask: np.ndarray) -> "SystemBoundary":
+        pay = self.payload[mask] if len(self.payload) else self.payload
+        return SystemBoundary(*(getattr(self, n)[mask] for n in _COLUMNS), payload=pay)
+
+    def transits(self):
+        """(node, Transit) of every message in it."""
+        pay = self.payload.tolist() if len(self.payload) else None
+        for i, row in enumerate(zip(*(getattr(self, n).tolist() for n in _COLUMNS))):
+            yield row[0], Transit(*row[1:], payload=tuple(pay[i]) if pay is not None else None)
+
+
+class BoxChip:
+    """A chip as a box: one compute pipeline, a mailbox, and its program's tasks."""
+
+    def __init__(self, cid: int, shard: "SystemShard"):
+        self.cid = cid
+        self.shard = shard
+        self.busy_until = 0
+        self.sent = 0
+        self.seq = 0
+        self.mailbox: dict[tuple[int, int], list[int]] = {}  # (src, tag) -> sizes of messages not yet taken
+        self.waiting: dict[tuple[int, int], tuple] = {}  # (src, tag) -> (task, Recv, got)
+        self.compute_cycles = 0
+        self.state: dict = {}
+
+    def next_seq(self) -> int:
+        self.seq += 1
+        return self.seq
+
+    def send(self, dst: int, nbytes: int, tag: int) -> None:
+        """Post a message to chip ``dst`` (the network takes it from now on)."""
+        self.sent += 1
+        self.shard.inject(self, dst, int(nbytes), tag)
+
+    def spawn(self, task) -> None:
+        if task is not None:
+            self._resume(task, None)
+
+    def deliver(self, src: int, nbytes: int, tag: int) -> None:
+        key = (src, tag)
+        entry = self.waiting.pop(key, None)
+        if entry is None:
+            self.mailbox.setdefault(key, []).append(nbytes)
+            return
+        task, w, got = entry
+        got[key] = nbytes
+        if len(got) == len(w.keys):
+            self._resume(task, got)
+
+    def _resume(self, task, value) -> None:
+        shard = self.shard
+        while True:
+            try:
+                w = task.send(value)
+            except StopIteration:
+                return
+            if type(w) is Compute:
+                start = max(shard.now, self.busy_until)
+                self.busy_until = start + max(0, w.cycles)
+                self.compute_cycles += max(0, w.cycles)
+                shard.at(self.busy_until, self, task)
+                return
+            if isinstance(w, Sleep):
+                shard.at(shard.now + max(0, w.cycles), self, task)
+                return
+            if isinstance(w, Recv):
+                got: dict = {}
+                for key in w.keys:
+                    box = self.mailbox.get(key)
+                    if box:
+                        got[key] = box.pop(0)
+                        if not box:
+                            del self.mailbox[key]
+                if len(got) == len(w.keys):
+                    value = got
+                    continue
+                for key in w.keys:
+                    if key not in got:
+                        self.waiting[key] = (task, w, got)
+                return
+            raise TypeError(f"a chip task yielded {w!r}; expected Compute, Sleep or Recv")
+
+
+class SystemShard:
+    """The nodes of one shard of a system, their outgoing links' ports, and one event heap."""
+
+    def __init__(self, net: SystemNet, nodes: list[int], program, owner: np.ndarray, grid=None):
+        """``program``: the box chips' program; ``grid``: chip id -> ChipConfig for grid-fidelity chips."""
+        self.net = net
+        self.nodes = set(nodes)
+        self.owner = owner  # node -> shard index
+        self.program = program
+        self.heap: list = []
+        self.now = 0
+        self.t = 0
+        self.port_free = [0] * net.ports  # plain lists: scalar updates are the hot path
+        self.link_bytes = [0] * len(net.links)
+        # per link: (far node, bytes per cycle, latency, port)
+        self._links = [(lk.dst, lk.bytes_per_cycle, lk.latency, lk.port) for lk in net.links]
+        self._packet = net.packet_bytes
+        chip_ids = [c for c in sorted(nodes) if c < net.graph.chips]
+        self.grid = {c: GridChip(c, grid(c)) for c in chip_ids} if grid is not None else {}
+        self.chips = {c: BoxChip(c, self) for c in chip_ids} if grid is None else {}
+        self.records: list[StepRecord] = []
+        self.messages = 0
+        self.bytes_sent = 0
+        self.counts = {"created": 0, "finished": 0}
+        self._out: list[tuple] = []
+        self._out_payload: list[tuple] = []
+        for chip in self.chips.values():
+            task = program.start(chip) if program is not None else None
+            if task is not None:
+                self.at(0, chip, task)
+
+    # ------------------------------------------------------------------ services
+    def at(self, cycle: int, chip: BoxChip, task) -> None:
+        heapq.heappush(self.heap, (cycle, RESUME, chip.cid, chip.next_seq(), task))
+
+    @staticmethod
+    def _key(tr: Transit) -> int:
+        return (tr.msg << 6) | tr.hop
+
+    def record(self, kind: str, chip: int, ident: int, start: int, end: int, nbytes: int = 0) -> None:
+        self.records.append(StepRecord(kind, chip, ident, start, end, nbytes))
+
+    def inject(self, chip: BoxChip, dst: int, nbytes: int, tag: int) -> None:
+        self.messages += 1
+        self.bytes_sent += nbytes
+        msg = (chip.cid << 32) | chip.sent
+        if dst == chip.cid:  # to itself: no network
+            tr = Transit(msg, chip.cid, dst, nbytes, tag, 0, self.now, self.now)
+            heapq.heappush(self.heap, (self.now, DELIVER, dst, self._key(tr), tr))
+            return
+        self._arrive(chip.cid, Transit(msg, chip.cid, dst, nbytes, tag, 0, self.now, self.now))
+
+    def _arrive(self, node: int, tr: Transit) -> None:
+        """A message's head has reached ``node``: forward it (its next link's port permitting)."""
+        route = self.net.route(tr.src, tr.dst)
+        link = route[tr.hop]
+        dst, bpc, lat, port = self._links[link]
+        n = tr.nbytes
+        hold = -(-n // bpc) if n > 0 else 1
+        pkt = -(-min(n, self._packet) // bpc) if n > 0 else 1
+        start = tr.head if tr.head > self.port_free[port] else self.port_free[port]
+        end = start + hold if start + hold > tr.tail + pkt else tr.tail + pkt
+        self.port_free[port] = end
+        self.link_bytes[link] += n
+        nxt = Transit(tr.msg, tr.src, tr.dst, n, tr.tag, tr.hop + 1, int(start + pkt + lat), int(end + lat),
+                      tr.payload)
+        if dst not in self.nodes:
+            self._out.append((dst, *nxt.row()))
+            if nxt.payload is not None:
+                self._out_payload.append(nxt.payload)
+        elif nxt.hop == len(route) and self.grid:
+            self._to_grid(dst, nxt)
+        elif nxt.hop == len(route):
+            heapq.heappush(self.heap, (nxt.tail, DELIVER, dst, (nxt.msg << 6) | nxt.hop, nxt))
+        else:
+            heapq.heappush(self.heap, (nxt.head, ARRIVE, dst, (nxt.msg << 6) | nxt.hop, nxt))
+
+    # ------------------------------------------------------------------ epoch API
+    def advance(self, t0: int, t1: int, inbound: SystemBoundary | None = None) -> SystemBoundary:
+        if t0 < self.t:
+            raise ValueError(f"system shard already at cycle {self.t}, cannot restart at {t0}")
+        if inbound is not None and len(inbound):
+            self.deliver(inbound)
+        for cid, chip in self.grid.items():  # chips first: what they hand over enters the network in time order
+            for msg in chip.advance(t0, t1):
+                tr = Transit((cid << 48) | msg.msg, cid, msg.chip, msg.nbytes, msg.tag, 0, msg.sent, msg.sent,
+                             msg.row())
+                self.messages += 1
+                self.bytes_sent += msg.nbytes
+                heapq.heappush(self.heap, (msg.sent, ARRIVE, cid, self._key(tr), tr))
+        heap, pop = self.heap, heapq.heappop
+        while heap and heap[0][0] < t1:
+            cycle, kind, node, _, item = pop(heap)
+            self.now = cycle
+            if kind == RESUME:
+                self.chips[node]._resume(item, None)
+            elif kind == ARRIVE:
+                self._arrive(node, item)
+            else:
+                self.chips[node].deliver(item.src, item.nbytes, item.tag)
+        self.t = t1
+        out = SystemBoundary.from_rows(self._out, self._out_payload)
+        self._out, self._out_payload = [], []
+        if len(out) and out.earliest() < t1:
+            raise RuntimeError(f"a message reaches another shard at cycle {out.earliest():.0f}, inside the epoch "
+                               f"ending at {t1}: the epoch is longer than the lookahead")
+        return out
+
+    def deliver(self, b: SystemBoundary) -> None:
+        """Messages arriving from other shards (each at its node, due at its head's arrival)."""
+        route = self.net.route
+        for node, tr in b.transits():
+            if tr.hop == len(route(tr.src, tr.dst)):
+                if self.grid:
+                    self._to_grid(node, tr)
+                else:
+                    heapq.heappush(self.heap, (tr.tail, DELIVER, node, self._key(tr), tr))
+            else:
+                heapq.heappush(self.heap, (tr.head, ARRIVE, node, self._key(tr), tr))
+
+    def _to_grid(self, node: int, tr: Transit) -> None:
+        """A message's tail will reach grid chip ``node``: it enters by the IO unit of its last link's dimension."""
+        last = self.net.route(tr.src, tr.dst)[-1]
+        assert tr.payload is not None
+        self.grid[node].arrive(tr.tail, self.net.graph.links[last].dim, tr.payload)
+
+    def next_event(self) -> float:
+        t = float(self.heap[0][0]) if self.heap else float("inf")
+        return min([t, *(c.next_event() for c in self.grid.values())])
+
+    def counters(self) -> tuple[int, int]:
+        if self.grid:
+            pairs = [c.counters() for c in self.grid.values()]
+            return sum(a for a, _ in pairs), sum(f for _, f in pairs)
+        return self.counts["created"], self.counts["finished"]
