@@ -19,6 +19,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
+from cluster.backends.local import run_local
 from cluster.regions import cut_grid, epoch_length
 
 # The least round trip per epoch between Ray actors on one node: a compiled graph with
@@ -28,7 +29,9 @@ from cluster.regions import cut_grid, epoch_length
 # measured (ray_backend.round_trip_seconds) under the machine's load of the moment.
 ROUND_TRIP_FLOOR = 5e-4
 PILOT_CYCLES = 8192  # at most; a sixteenth of the run's horizon when that is shorter
+PILOT_SECONDS = 0.4  # of simulation in the one-process pilot at most; the cut ones run as many cycles
 WARM_UP_CYCLES = 64
+BUDGET_STEP = 128  # cycles between looks at the one-process pilot's clock
 
 
 @dataclass(frozen=True)
@@ -62,17 +65,15 @@ class Plan:
         return next((p for p in self.predictions if p.shards == shards), None)
 
 
-def _pilot(make_model, params, regions, until: int) -> tuple[float, float, float]:
-    """(max shard seconds, total shard seconds, epochs), each per cycle, for ``until`` cycles."""
-    from cluster.backends.local import run_local
-
+def _pilot(make_model, params, regions, until: int, budget: float | None = None) -> tuple[float, float, float, int]:
+    """(max shard seconds, total shard seconds, epochs), each per cycle, and the cycles run:
+    ``until`` cycles or ``budget`` seconds of simulation."""
     e, _ = epoch_length(params, regions, None)
-    # a first call of a compiled kernel loads it (~0.1 s each): not the run's cost per cycle
-    run_local(params, regions, e, model=make_model(regions), until=WARM_UP_CYCLES)
-    o = run_local(params, regions, e, model=make_model(regions), until=until)
+    step = None if budget is None else min(e, BUDGET_STEP)  # one process: windows short enough to stop in time
+    o = run_local(params, regions, step or e, model=make_model(regions), until=until, budget=budget, max_window=step)
     cycles = max(o.end_cycle, 1)
     per = [b + x for b, x in zip(o.extra["shard_busy_seconds"], o.extra["exchange_seconds"])]
-    return max(per) / cycles, sum(per) / cycles, o.epochs / cycles
+    return max(per) / cycles, sum(per) / cycles, o.epochs / cycles, o.end_cycle
 
 
 @dataclass(frozen=True)
@@ -91,10 +92,18 @@ class Pilot:
 
 
 def pilots(make_model, params, rows: int, cols: int, cut: str, candidates: list[int], horizon: int) -> list[Pilot]:
-    """Pilot 1 process and each candidate count over the run's first cycles."""
+    """Pilot 1 process and each candidate count over the run's first cycles (as many as
+    one process simulates in PILOT_SECONDS, at most)."""
     until = max(min(PILOT_CYCLES, horizon // 16), 64)
-    return [Pilot(n, *_pilot(make_model, params, cut_grid(rows, cols, n, cut), until))
-            for n in sorted(set([1, *candidates]))]
+    # a first call of a compiled kernel loads it (~0.1 s each): not the run's cost per cycle;
+    # the most shards call every kernel the others do
+    most = cut_grid(rows, cols, max(candidates), cut)
+    e, _ = epoch_length(params, most, None)
+    run_local(params, most, min(e, WARM_UP_CYCLES), model=make_model(most), until=WARM_UP_CYCLES,
+              max_window=WARM_UP_CYCLES)
+    *one, until = _pilot(make_model, params, cut_grid(rows, cols, 1, cut), until, PILOT_SECONDS)
+    return [Pilot(1, *one)] + [Pilot(n, *_pilot(make_model, params, cut_grid(rows, cols, n, cut), until)[:3])
+                               for n in sorted(set(candidates) - {1})]
 
 
 def predict(ps: list[Pilot], cores: float, round_trip: float) -> list[Prediction]:

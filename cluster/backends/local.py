@@ -13,9 +13,12 @@ from cluster.backends import RunOutcome, noc_model, window_stats
 from cluster.coordinator import meta_after, next_window
 
 
-def run_local(params, regions, epoch: int, progress=None, model=None, until: int | None = None) -> RunOutcome:
+def run_local(params, regions, epoch: int, progress=None, model=None, until: int | None = None,
+              budget: float | None = None, max_window: int | None = None) -> RunOutcome:
     """Run ``model`` (default: the NoC under ``params``' synthetic traffic) on ``regions``;
-    ``until``: stop after the window that reaches this cycle (a pilot, cluster/shard_plan.py)."""
+    a pilot (cluster/shard_plan.py) stops after the window that reaches cycle ``until`` or
+    once its shards have advanced for ``budget`` seconds (checked every ``max_window``
+    cycles at most)."""
     start = time.perf_counter()
     model = model or noc_model(params, regions)
     shards = [model.build(r, i) for i, r in enumerate(regions)]
@@ -45,9 +48,11 @@ def run_local(params, regions, epoch: int, progress=None, model=None, until: int
         stop = model.stop(metas)
         if progress is not None:
             progress(t1, model.horizon)
-        if stop.done or (until is not None and t1 >= until):
+        if stop.done or (until is not None and t1 >= until) or (budget is not None and sum(busy) >= budget):
             break
         t0, t1 = next_window(metas, epoch)
+        if max_window is not None:
+            t1 = min(t1, t0 + max_window)
     wall = time.perf_counter() - start
     transit = model.in_transit(inbound) if n > 1 else 0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
