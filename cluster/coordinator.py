@@ -51,8 +51,8 @@ class Stop:
     saturated: bool
 
 
-# the longest window: how often progress, the stop rule and the driver see the run when
-# nothing limits it (one shard, or no traffic near any cut)
+# the longest window of a cut run: how often progress, the stop rule and the driver see
+# it when nothing is near any cut
 MAX_WINDOW = 4096
 
 
@@ -94,7 +94,10 @@ def idle_rule(metas: list[EpochMeta], horizon: int) -> Stop:
 
 def meta_after(shard: EpochShard, t0: int, t1: int, out: NetBoundary, shards: int = 1) -> EpochMeta:
     created, finished = shard.counters()
-    safe = float(shard.earliest_output().min()) if shards > 1 else float("inf")
+    # one shard, or a shard that cannot bound its output (a system of chips): windows of
+    # ``epoch`` cycles, as the model asked (a system's grid chips rely on it)
+    bound = getattr(shard, "earliest_output", None) if shards > 1 else None
+    safe = float(bound().min()) if bound is not None else 0.0
     return EpochMeta(t0, t1, shard.next_event(), out.earliest(), created, finished, safe_until=safe)
 
 

@@ -40,7 +40,8 @@ class EpochShard(Protocol):
 
     def earliest_output(self) -> np.ndarray:
         """Per shard, the earliest cycle anything this one holds could arrive there (the
-        window bound, cluster/coordinator.py); valid once the model built it for a cut."""
+        window bound, cluster/coordinator.py); valid once the model built it for a cut.
+        Optional: a shard without it (a system of chips) runs windows of one lookahead."""
         ...
 
     def counters(self) -> tuple[int, int]:
