@@ -111,10 +111,13 @@ class NocModel:
         self.horizon = self.measure_end + params.drain_cycles
 
     def build(self, region, index: int) -> NocShard:
-        s = NocShard(self.p, region)
+        return self.watching(NocShard(self.p, region))
+
+    def watching(self, shard):
+        """``shard``, told who owns each router when the grid is cut (its earliest output)."""
         if self.owner.max() > 0:
-            s.watch_cut(self.owner)
-        return s
+            shard.watch_cut(self.owner)
+        return shard
 
     def empty(self) -> FlitBoundary:
         return FlitBoundary()
