@@ -9,6 +9,8 @@ from cluster.commands.common import RUN_FLAGS, add_run_arguments, flag_values, j
 from cluster.config import load
 from cluster.errors import UserError
 from cluster.run_config import RUN_SCHEMA
+from cluster.schemas import ENERGY_COLUMNS, INPUT_COLUMNS
+from sim.energy.table import COMPONENTS
 
 HELP = "Simulate a workload on the CU/MU grid with a memory policy"
 
@@ -23,11 +25,13 @@ JSON_KEYS = (
     "sync_wait_cycles", "memory_wait_cycles", "oom_events", "stalls", "stall_cycles", "evictions", "oom_failures",
     "use_after_free", "double_free", "premature_free", "leaks", "completed", "cut_off", "epochs", "result_hash",
 )
+ENERGY_KEYS = tuple(c.name for c in ENERGY_COLUMNS)
 
 
 # a mapped (dataflow) run adds these
 MAPPED_KEYS = ("seconds_per_batch_simulated", "seconds_per_batch_analytic", "seconds_per_pass_simulated",
                "seconds_per_pass_analytic", "partitions")
+INPUT_KEYS = tuple(c.name for c in INPUT_COLUMNS)  # a trace's or a routing's measured figures, when there are any
 
 
 def run_system_command(args, cfg: dict) -> int:
@@ -85,7 +89,7 @@ def run(args) -> int:
                    quiet=args.quiet or args.json)
     s = res.summary
     if args.json:
-        keys = JSON_KEYS + tuple(k for k in MAPPED_KEYS if k in s)
+        keys = JSON_KEYS + ENERGY_KEYS + tuple(k for k in MAPPED_KEYS + INPUT_KEYS if s.get(k) is not None)
         print(json.dumps({k: json_safe(s[k]) if k != "partitions" else s[k] for k in keys}))
     else:
         print(f"{s['workload']} on {s['chip']} ({s['rows']}x{s['cols']}), {s['network']} NoC, policy {s['policy']}, "
@@ -100,6 +104,8 @@ def run(args) -> int:
         print(f"  {s['messages_total']:,} messages ({s['sync_messages']:,} for synchronisation, "
               f"{s['sync_wait_cycles']:,} cycles waited on them); out of memory {s['oom_events']} times "
               f"(stalls {s['stalls']}, evictions {s['evictions']}, failures {s['oom_failures']})")
+        print(f"  energy {s['energy_joules']:.4g} J ({s['energy_per_token_joules']:.4g} J/token): "
+              + ", ".join(f"{c} {s[f'energy_{c}_joules']:.3g}" for c in COMPONENTS) + f" J [{s['energy_table']}]")
         print(f"  oracle: use after free {s['use_after_free']}, double free {s['double_free']}, "
               f"premature free {s['premature_free']}, leaks {s['leaks']}")
         print(f"  result hash {s['result_hash']}")
