@@ -5,9 +5,10 @@ from __future__ import annotations
 from cluster import schemas
 from cluster.report.data import Skip, distinct, grouped, numeric, only_ok
 from cluster.report.sources import SweepTables
+from sim.energy.table import COMPONENTS
 
 PREFERRED = ("avg_latency", "p99_latency", "accepted", "tokens_per_second", "peak_mu_utilization",
-             "bytes_copied", "sync_wait_cycles", "use_after_free", "value")
+             "bytes_copied", "energy_per_token_joules", "sync_wait_cycles", "use_after_free", "value")
 NOT_METRICS = {c.name for c in schemas.SWEEP_COLUMNS + schemas.META_COLUMNS}
 
 
@@ -71,24 +72,41 @@ def message_columns(sweep: SweepTables) -> list[str]:
 
 def messages_vs_axis(sweep: SweepTables, x: str, plt, max_values: int = 12):
     """Protocol messages by type for each value of a swept axis (stacked bars, mean over the rest)."""
-    kinds = message_columns(sweep)
+    return stacked_vs_axis(sweep, x, message_columns(sweep), lambda c: c[len("messages_"):], "messages",
+                           "protocol messages", plt, max_values)
+
+
+def energy_columns(sweep: SweepTables) -> list[str]:
+    t = sweep.result
+    return [c for c in (f"energy_{k}_joules" for k in COMPONENTS) if c in t.column_names and numeric(t, c)]
+
+
+def energy_vs_axis(sweep: SweepTables, x: str, plt, max_values: int = 12):
+    """A run's energy by component for each value of a swept axis, e.g. memory.policy (stacked bars)."""
+    return stacked_vs_axis(sweep, x, energy_columns(sweep), lambda c: c[len("energy_"):-len("_joules")],
+                           "energy (J)", "energy", plt, max_values)
+
+
+def stacked_vs_axis(sweep: SweepTables, x: str, columns: list[str], label, unit: str, what: str, plt,
+                    max_values: int = 12):
+    """Columns stacked for each value of a swept axis (bars, mean over the other axes)."""
     t = only_ok(sweep.result)
-    if not kinds or x not in t.column_names:
-        raise Skip("no messages_* columns in the results")
-    means = {k: grouped(t, x, k)[None] for k in kinds}
+    if not columns or x not in t.column_names:
+        raise Skip(f"no {what} columns in the results")
+    means = {k: grouped(t, x, k)[None] for k in columns}
     values = next(iter(means.values()))[0]
     if len(values) > max_values:
         raise Skip(f"{x} has {len(values)} values; at most {max_values} bars")
-    kinds = [k for k in kinds if any(means[k][1])] or kinds
+    columns = [k for k in columns if any(means[k][1])] or columns
     fig, ax = plt.subplots(figsize=(8, 4))
     bottom = [0.0] * len(values)
-    for k in kinds:
+    for k in columns:
         ys = means[k][1]
-        ax.bar([str(v) for v in values], ys, bottom=bottom, label=k[len("messages_"):])
+        ax.bar([str(v) for v in values], ys, bottom=bottom, label=label(k))
         bottom = [b + y for b, y in zip(bottom, ys)]
     ax.set_xlabel(x)
-    ax.set_ylabel("messages (mean over the other axes)")
-    ax.set_title(f"{sweep.name}: protocol messages by {x}")
+    ax.set_ylabel(f"{unit} (mean over the other axes)")
+    ax.set_title(f"{sweep.name}: {what} by {x}")
     ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     return fig

@@ -99,6 +99,9 @@ def test_accelergy_counts_are_the_run_energy_counts(tmp_path, capsys):
     assert text.startswith("action_counts:\n  version: 0.3\n")
     for c, a, n in zip(energy["component"], energy["action"], energy["count"]):
         assert f"- name: {a}\n" in text and f"counts: {n}\n" in text
+    pytest.importorskip("matplotlib")
+    assert main(["report", str(out), "--quiet"]) == 0
+    assert (out / "figures" / "energy.png").read_bytes().startswith(b"\x89PNG")
     bad = tmp_path / "bad.toml"
     bad.write_text("[table]\nname = 1\n")
     assert main(["run", str(ROOT / "examples" / "kv_decode_trace.toml"), "--quiet",

@@ -103,3 +103,21 @@ def test_report_of_a_sweep_plots_metrics_against_its_axes(tmp_path, pyplot, caps
     written = {p.split("/")[-1] for p in capsys.readouterr().out.split()}
     assert {"s-latency_vs_load.png", "s-avg_latency-vs-noc_rate.png", "s-avg_latency-vs-noc_vcs.png"} <= written
     assert any(w.startswith("s-point-") and w.endswith("link_utilization.png") for w in written)
+
+
+def test_energy_by_policy_stacks_the_components_to_each_run_total(pyplot):
+    from cluster.report.sources import SweepTables
+    from cluster.report.sweep_figures import energy_vs_axis
+
+    # two points per policy: each bar is the mean of its points, its segments the mean components
+    t = pa.table({"memory_policy": ["virtual", "virtual", "realloc-copy", "realloc-copy"],
+                  "point_status": ["ok"] * 4, "energy_cu_joules": [1.0, 3.0, 2.0, 2.0],
+                  "energy_mu_joules": [4.0, 4.0, 5.0, 7.0], "energy_realloc_copy_joules": [0.0, 0.0, 1.0, 3.0]})
+    fig = energy_vs_axis(SweepTables("s", "run", ["memory_policy"], t), "memory_policy", pyplot)
+    bars = {(p.get_x(), p.get_y()): p.get_height() for p in fig.axes[0].patches}
+    tops = {}
+    for (x, y), h in bars.items():
+        tops[x] = max(tops.get(x, 0.0), y + h)
+    assert sorted(tops.values()) == [6.0, 10.0]  # virtual 2 + 4 + 0; realloc-copy 2 + 6 + 2
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["cu", "mu", "realloc_copy"]
+    pyplot.close(fig)
