@@ -106,6 +106,12 @@ def run(args) -> int:
               f"(stalls {s['stalls']}, evictions {s['evictions']}, failures {s['oom_failures']})")
         print(f"  energy {s['energy_joules']:.4g} J ({s['energy_per_token_joules']:.4g} J/token): "
               + ", ".join(f"{c} {s[f'energy_{c}_joules']:.3g}" for c in COMPONENTS) + f" J [{s['energy_table']}]")
+        if s.get("trace_requests") is not None:
+            print(f"  trace: {s['trace_requests']} requests at {s['trace_arrival_rate']:,.4g} per simulated s; "
+                  f"prompts capped {s['trace_capped_prompts']}, outputs capped {s['trace_capped_outputs']}")
+        if s.get("moe_skew_measured") is not None:
+            print(f"  routing: measured Zipf skew {s['moe_skew_measured']:.3f}, busiest expert "
+                  f"{s['moe_load_imbalance']:.2f}x the mean per step")
         print(f"  oracle: use after free {s['use_after_free']}, double free {s['double_free']}, "
               f"premature free {s['premature_free']}, leaks {s['leaks']}")
         print(f"  result hash {s['result_hash']}")

@@ -15,6 +15,7 @@ Zipf routing as much as for a trace.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -151,13 +152,16 @@ def read_routing(path: str | Path) -> dict[tuple[int, int], np.ndarray]:
 def select(steps: dict[tuple[int, int], np.ndarray], layers: list[int] | None = None, max_steps: int = 0,
            max_tokens: int = 0) -> RoutingTrace:
     """The simulated steps: the chosen layers of each trace step, step-major, at most
-    ``max_steps`` of them (0: all), the first ``max_tokens`` tokens of each (0: all)."""
+    ``max_steps`` of them (0: all), the first ``max_tokens`` tokens of each (0: all).
+    A (layer, step) without tokens is no step."""
     have = sorted({layer for layer, _ in steps})
     chosen = list(layers) if layers else have
     unknown = [x for x in chosen if x not in have]
     if unknown:
         raise TraceError(f"layer(s) {unknown} are not in the trace (it has {have[0]}..{have[-1]})")
-    order = sorted((s, layer) for layer, s in steps if layer in chosen)
+    order = sorted((s, layer) for layer, s in steps if layer in chosen and len(steps[(layer, s)]))  # empty: no step
+    if not order:
+        raise TraceError(f"layer(s) {chosen} of the trace route no token")
     if max_steps:
         order = order[:max_steps]
     parts = [steps[(layer, s)][: max_tokens or None] for s, layer in order]
@@ -183,3 +187,42 @@ def imbalance_of(step_counts: list[np.ndarray]) -> float:
     """Mean over steps of (tokens of the busiest expert) / (mean tokens per expert)."""
     ratios = [c.max() / c.mean() for c in step_counts if c.sum() > 0]
     return float(np.mean(ratios)) if ratios else float("nan")
+
+
+def padded(steps: dict[tuple[int, int], np.ndarray]) -> tuple[np.ndarray, list[int], list[int]]:
+    """The .npz form of ``steps``: experts [layers, steps, tokens, top_k], absent tokens -1,
+    with the trace's layer and step numbers of each index (numbered densely in order)."""
+    layers = sorted({lyr for lyr, _ in steps})
+    step_ids = sorted({s for _, s in steps})
+    k = next(e.shape[1] for e in steps.values() if len(e))
+    n = max(len(e) for e in steps.values())
+    dtype = np.int16 if max(int(e.max()) for e in steps.values() if len(e)) < 2**15 else np.int32
+    out = np.full((len(layers), len(step_ids), n, k), -1, dtype=dtype)
+    for (lyr, s), e in steps.items():
+        out[layers.index(lyr), step_ids.index(s), :len(e)] = e
+    return out, layers, step_ids
+
+
+STEP_NAME = re.compile(r"iter_(\d+)_layer_(\d+)\.npz$")
+
+
+def from_step_artifact(paths: list[Path]) -> dict[tuple[int, int], np.ndarray]:
+    """{(layer, iteration): [tokens, top_k]} from the STeP artifact's per-layer files
+    (``iter_008_layer_010.npz``, array ``data`` of [tokens, top_k] expert ids)."""
+    out = {}
+    for p in paths:
+        m = STEP_NAME.search(p.name)
+        if not m:
+            raise TraceError(f"{p}: expected a name like iter_008_layer_010.npz")
+        try:
+            with np.load(p, allow_pickle=False) as z:
+                data = z["data"] if "data" in z else None
+        except (OSError, ValueError) as exc:
+            raise TraceError(f"{p}: not a readable .npz file ({exc})") from None
+        if data is None or data.ndim != 2 or not np.issubdtype(data.dtype, np.integer):
+            raise TraceError(f"{p}: expected an integer array 'data' of [tokens, top_k]")
+        _check_tokens(str(p), data.astype(np.int64))
+        out[(int(m.group(2)), int(m.group(1)))] = data.astype(np.int64)
+    if not out:
+        raise TraceError("no iter_*_layer_*.npz files")
+    return out

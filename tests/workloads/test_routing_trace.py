@@ -141,3 +141,40 @@ def test_shipped_routing_trace_reads(tmp_path):
     t = select(steps, layers=[2])  # the layer drawn with Zipf exponent 1.2 over 8 experts
     counts = np.bincount(t.routes.ravel(), minlength=8)
     assert skew_of(counts) > skew_of(np.bincount(select(steps, layers=[0]).routes.ravel(), minlength=8))
+
+
+def test_step_artifact_files_convert_to_exactly_their_routes(tmp_path):
+    import subprocess
+    import sys
+
+    src = tmp_path / "step"
+    src.mkdir()
+    files = {(10, 8): [[0, 1], [2, 3], [1, 0]], (10, 9): [[7, 1], [2, 3]], (12, 8): [[5, 4]]}
+    for (layer, it), data in files.items():
+        np.savez(src / f"iter_{it:03d}_layer_{layer:03d}.npz", data=np.array(data))
+    out = tmp_path / "t.npz"
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "traces" / "convert_routing.py"), "step", str(src),
+                           "--out", str(out)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "layers [10, 12] -> 0..1; iterations [8, 9] -> steps 0..1" in done.stdout
+    got = read_routing(out)
+    assert {k: v.tolist() for k, v in got.items() if len(v)} == {(0, 0): files[(10, 8)], (0, 1): files[(10, 9)],
+                                                                  (1, 0): files[(12, 8)]}
+    t = select(got)  # layer 1 has no step 1: three steps, not four
+    assert t.source == ((0, 0), (1, 0), (0, 1)) and [t.tokens(k) for k in range(3)] == [3, 1, 2]
+    np.savez(src / "iter_010_layer_010.npz", data=np.array([[1, 1]]))
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "traces" / "convert_routing.py"), "step", str(src),
+                           "--out", str(out)], capture_output=True, text=True)
+    assert done.returncode == 2 and "iter_010_layer_010.npz, token 0: routed twice to expert 1" in done.stderr
+
+
+def test_the_example_replays_its_trace_and_prints_the_measured_skew(capsys):
+    from cluster.cli import main
+
+    assert main(["run", str(ROOT / "examples" / "moe_trace.toml"), "--set", "workload.moe.steps=2"]) == 0
+    out = capsys.readouterr().out
+    steps = read_routing(ROOT / "examples" / "traces" / "moe_routing_sample.npz")
+    t = select(steps, layers=[0, 2], max_steps=2)
+    counts = [np.bincount(t.step(k).ravel(), minlength=8) for k in range(2)]
+    assert f"measured Zipf skew {skew_of(np.sum(counts, axis=0)):.3f}" in out
+    assert f"{sum(t.tokens(k) for k in range(2))} tokens" in out
