@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from decimal import Decimal, InvalidOperation
@@ -66,9 +67,13 @@ class RequestTrace:
         return (n - 1) / self.span_seconds if n > 1 and self.span_seconds > 0 else float("nan")
 
 
+_OFFSET = re.compile(r"(Z|[+-]\d\d:\d\d)$")
+
+
 def parse_timestamp(text: str) -> int:
-    """Nanoseconds from seconds ("12.5") or a UTC date and time ("2023-11-16 18:15:46.6805900",
-    a "T" between them and a trailing "Z" allowed), exactly: fractions to 9 digits."""
+    """Nanoseconds from seconds ("12.5") or a date and time ("2023-11-16 18:15:46.6805900",
+    UTC unless it ends in an offset, "Z" or "+00:00" as the 2024 trace has; a "T" between
+    date and time allowed), exactly: fractions to 9 digits."""
     s = text.strip()
     try:
         seconds = Decimal(s)
@@ -76,14 +81,21 @@ def parse_timestamp(text: str) -> int:
         seconds = None
     if seconds is not None and seconds.is_finite():
         return int(seconds * 1_000_000_000)
-    head, _, frac = s.removesuffix("Z").replace("T", " ").partition(".")
+    m = _OFFSET.search(s)
+    offset = 0
+    if m:
+        s = s[:m.start()]
+        if m.group(1) != "Z":
+            sign = -1 if m.group(1)[0] == "-" else 1
+            offset = sign * (int(m.group(1)[1:3]) * 3600 + int(m.group(1)[4:6]) * 60)
+    head, _, frac = s.replace("T", " ").partition(".")
     try:
         if frac and not (frac.isdigit() and len(frac) <= 9):
             raise ValueError
         when = datetime.strptime(head, "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc)
     except ValueError:
-        raise ValueError(f"TIMESTAMP {text!r} is neither seconds nor YYYY-MM-DD HH:MM:SS[.fraction]") from None
-    return int(when.timestamp()) * 1_000_000_000 + int(frac.ljust(9, "0") or 0)
+        raise ValueError(f"TIMESTAMP {text!r} is neither seconds nor YYYY-MM-DD HH:MM:SS[.fraction][offset]") from None
+    return (int(when.timestamp()) - offset) * 1_000_000_000 + int(frac.ljust(9, "0") or 0)
 
 
 def _tokens(text, column: str) -> int:

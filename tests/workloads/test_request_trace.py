@@ -70,6 +70,15 @@ def test_plain_csv_and_parquet_read_the_same(tmp_path):
         assert got.prompt == want.prompt and got.output == want.output
 
 
+def test_timestamps_with_offsets_and_without_fractions():
+    base = parse_timestamp("2024-05-10 00:00:00")
+    assert parse_timestamp("2024-05-10 00:00:00.009930+00:00") == base + 9_930_000
+    assert parse_timestamp("2024-05-10T01:00:00.5+01:00") == base + 500_000_000
+    assert parse_timestamp("2024-05-09 23:30:00-00:30") == base
+    assert parse_timestamp("2024-05-10 00:00:00Z") == base == 1_715_299_200 * 10**9
+    assert parse_timestamp("12.000000001") == 12_000_000_001
+
+
 def test_rows_out_of_order_are_taken_in_time_order(tmp_path):
     lines = AZURE.splitlines()
     rows = read_requests(_write(tmp_path, "t.csv", "\n".join([lines[0], lines[3], lines[1], lines[2]]) + "\n"))
