@@ -155,3 +155,8 @@ def test_shipped_trace_is_what_its_generator_makes(tmp_path):
         assert (tmp_path / name).read_bytes() == (ROOT / "examples" / "traces" / name).read_bytes()
     rows = read_requests(ROOT / "examples" / "traces" / "azure_code_sample.csv")
     assert len(rows.t_ns) == 240 and min(rows.prompt) >= 1 and max(rows.prompt) <= 8192
+
+
+def test_a_trace_run_gives_one_result_for_any_shard_count(tmp_path):
+    raw = _decode(_write(tmp_path, "t.csv", AZURE))
+    assert run(raw)[0]["result_hash"] == run(raw, shards=2, cut="cols")[0]["result_hash"]

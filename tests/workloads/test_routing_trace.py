@@ -178,3 +178,9 @@ def test_the_example_replays_its_trace_and_prints_the_measured_skew(capsys):
     counts = [np.bincount(t.step(k).ravel(), minlength=8) for k in range(2)]
     assert f"measured Zipf skew {skew_of(np.sum(counts, axis=0)):.3f}" in out
     assert f"{sum(t.tokens(k) for k in range(2))} tokens" in out
+
+
+def test_a_replayed_trace_gives_one_result_for_any_shard_count(tmp_path):
+    raw = _moe(_npz(tmp_path))
+    one = run(raw)[0]["result_hash"]
+    assert run(raw, shards=2)[0]["result_hash"] == one == run(raw, shards=4, cut="cols")[0]["result_hash"]
