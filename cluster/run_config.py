@@ -134,7 +134,8 @@ def _system_table() -> Table:
         "chip": Field("choice", "SN30", "the chip of every node (box fidelity: any of the mapper's chips)",
                       choices=tuple(CHIPS)),
         "fidelity": Field("choice", "box", "box: a chip is its mapped partitions' times behind its network "
-                          "interface", choices=FIDELITIES),
+                          "interface (system.chip); grid: every chip is the [chip] above, its whole CU/MU grid and "
+                          "NoC running a dataflow plan mapped over the system", choices=FIDELITIES),
         "packet_bytes": Field("size", 4096, "bytes of a packet on an inter-chip link", min=64),
         "max_seconds": Field("float", 86400.0, "simulated seconds after which the run is cut off", min=1e-9),
         "network": net,
@@ -184,28 +185,20 @@ def _dataflow_checks(d: dict, noc: dict) -> list[Issue]:
 
 def system_config(cfg: dict):
     """The SystemConfig a resolved ``rdasim run`` config with a [system] describes (raises ConfigError)."""
-    from mapping.specs import build_system
     from sim.system.config import SystemConfig
 
     sysd, wl, run = cfg["system"], cfg["workload"], cfg["run"]
     issues: list[Issue] = []
     params = WORKLOADS.get(wl["kind"])
+    if sysd["fidelity"] == "grid":
+        return _grid_system_config(cfg)
     if not getattr(params, "SYSTEM", False):
         system_kinds = ", ".join(n for n, c in WORKLOADS.items() if getattr(c, "SYSTEM", False))
         raise ConfigError("config", [Issue("workload.kind", f"{wl['kind']} runs on one chip; a [system] runs "
                                            f"{system_kinds}")])
-    if not 1 <= len(sysd["network"]) <= 3:
-        raise ConfigError("config", [Issue("system.network", f"needs 1 to 3 [[system.network]] dimensions, got "
-                                           f"{len(sysd['network'])}")])
-    try:
-        system = build_system({"chips": sysd["chips"], "chip": sysd["chip"], "network": sysd["network"]})
-    except (ValueError, KeyError) as exc:
-        raise ConfigError("config", [Issue("system", str(exc))]) from None
-    if any(d.size < 1 for d in system.network):
-        issues.append(Issue("system.network", "every dimension needs its size (0 = enumerate is for rdasim map)"))
+    system = system_of(sysd)
     kind = wl["kind"]
-    if not issues:
-        workload = params.from_config(kind, wl[params.SECTION], ChipContext(None, None, None, system), issues)
+    workload = params.from_config(kind, wl[params.SECTION], ChipContext(None, None, None, system), issues)
     if issues:
         raise ConfigError("config", issues)
     try:
@@ -215,8 +208,52 @@ def system_config(cfg: dict):
         raise ConfigError("config", [Issue("system", str(exc))]) from None
 
 
-def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1) -> ChipConfig:
-    """The ChipConfig a resolved ``rdasim run`` config describes (raises ConfigError)."""
+def system_of(sysd: dict, chip=None):
+    """The mapper's System a [system] table describes (``chip``: every node's chip instead of system.chip)."""
+    from dataclasses import replace
+
+    from mapping.specs import build_system
+
+    if not 1 <= len(sysd["network"]) <= 3:
+        raise ConfigError("config", [Issue("system.network", f"needs 1 to 3 [[system.network]] dimensions, got "
+                                           f"{len(sysd['network'])}")])
+    try:
+        system = build_system({"chips": sysd["chips"], "chip": sysd["chip"], "network": sysd["network"]})
+    except (ValueError, KeyError) as exc:
+        raise ConfigError("config", [Issue("system", str(exc))]) from None
+    if any(d.size < 1 for d in system.network):
+        raise ConfigError("config", [Issue("system.network", "every dimension needs its size (0 = enumerate is "
+                                           "for rdasim map)")])
+    return replace(system, chip=chip) if chip is not None else system
+
+
+def _grid_system_config(cfg: dict):
+    """A system of grid-fidelity chips: every chip is the [chip] above, running a plan mapped over the system."""
+    from sim.system.config import SystemConfig
+
+    sysd, wl, run = cfg["system"], cfg["workload"], cfg["run"]
+    if wl["kind"] != "dataflow":
+        raise ConfigError("config", [Issue("workload.kind", f"{wl['kind']}: grid-fidelity chips run a plan mapped "
+                                           "over the system (dataflow); box chips run collective and pipeline")])
+    pp = [i for i, d in enumerate(sysd["network"]) if d.get("parallelism") == "PP"]
+    if pp:
+        raise ConfigError("config", [Issue(f"system.network[{pp[0]}].parallelism", "PP: grid-fidelity chips run TP "
+                                           "and DP plans; simulate pipelines with the pipeline workload on box chips")])
+    over = {_CHIP_KEYS.get(k, k): v for k, v in cfg["chip"].items() if k != "preset" and v is not None}
+    spec = PRESETS[cfg["chip"]["preset"]].with_(**over)
+    system = system_of(sysd, spec.dfmodel())
+    chip = chip_config(cfg, system=system)
+    max_cycles = min(run["max_cycles"], int(sysd["max_seconds"] * spec.clock_hz))
+    try:
+        return SystemConfig(system, spec.clock_hz, sysd["packet_bytes"], "grid", chip.workload, run["seed"],
+                            max_cycles, chip=chip)
+    except ValueError as exc:
+        raise ConfigError("config", [Issue("system", str(exc))]) from None
+
+
+def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=None) -> ChipConfig:
+    """The ChipConfig a resolved ``rdasim run`` config describes (raises ConfigError); ``system``: the
+    mapper's System its chip is a grid chip of."""
     chip, noc, mem, wl, run = cfg["chip"], cfg["noc"], cfg["memory"], cfg["workload"], cfg["run"]
     issues: list[Issue] = []
     if getattr(WORKLOADS.get(wl["kind"]), "SYSTEM", False):
@@ -244,7 +281,7 @@ def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1) -> ChipCon
         if issues:  # mapping needs every key it reads
             raise ConfigError("config", issues)
     params = WORKLOADS.get(kind)
-    workload = params.from_config(kind, wl[params.SECTION], ChipContext(spec, lay, policy.room(mu)), issues)
+    workload = params.from_config(kind, wl[params.SECTION], ChipContext(spec, lay, policy.room(mu), system), issues)
     try:
         energy = load_table(cfg["energy"]["table"])
     except EnergyTableError as exc:

@@ -9,7 +9,7 @@ hundreds of cycles or more. The run stops when no shard has anything left to do.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -44,7 +44,10 @@ def owners(cfg: SystemConfig, parts: list[list[int]]) -> np.ndarray:
 
 
 def lookahead(cfg: SystemConfig, net: SystemNet, owner: np.ndarray) -> int:
-    """Least latency of a link between two shards (0: nothing is cut)."""
+    """Least latency of a link between two shards (0: nothing is cut). Grid chips run an epoch
+    ahead of the network inside a shard too, so with them it is every link's least latency."""
+    if cfg.fidelity == "grid":
+        return net.lookahead(range(len(net.links)))
     cut = [i for i, lk in enumerate(net.links) if owner[lk.src] != owner[lk.dst]]
     return net.lookahead(cut)
 
@@ -59,6 +62,8 @@ class SystemModel:
         self.horizon = cfg.max_cycles
 
     def build(self, region, index: int) -> SystemShard:
+        if self.cfg.fidelity == "grid":
+            return SystemShard(self.cfg.net(), region, None, self.owner, grid=self.cfg.chip_config)
         return SystemShard(self.cfg.net(), region, self.cfg.workload.system_program(self.cfg), self.owner)
 
     def empty(self) -> SystemBoundary:
@@ -77,8 +82,12 @@ class SystemModel:
         return idle_rule(metas, self.horizon)
 
     def report(self, shard: SystemShard) -> "SystemResult":
-        return SystemResult(shard.now, list(shard.records), np.array(shard.link_bytes, dtype=np.int64), shard.messages,
-                            shard.bytes_sent, {c: ch.compute_cycles for c, ch in shard.chips.items()})
+        compute = {c: ch.compute_cycles for c, ch in shard.chips.items()}
+        chips = {c: ch.result() for c, ch in shard.grid.items()}
+        compute.update({c: r.compute_cycles for c, r in chips.items()})
+        end = max([shard.now, *(r.end_cycle for r in chips.values())])
+        return SystemResult(end, list(shard.records), np.array(shard.link_bytes, dtype=np.int64), shard.messages,
+                            shard.bytes_sent, compute, chips)
 
     def in_transit(self, inbound: list[SystemBoundary]) -> int:
         return sum(b.flit_count() for b in inbound)
@@ -102,6 +111,7 @@ class SystemResult:
     messages: int
     bytes_sent: int
     compute: dict[int, int]  # chip -> cycles computed
+    chips: dict = field(default_factory=dict)  # grid fidelity: chip -> its ShardResult (sim/chip/report.py)
 
 
 def simulate_system(cfg: SystemConfig, shards: int = 1, backend: str = "local", epoch: int | None = None,
@@ -135,6 +145,8 @@ def summarize_system(cfg: SystemConfig, results: list[SystemResult]) -> tuple[di
     figures = getattr(w, "system_figures", None)
     if figures is not None:
         summary.update(figures(records, cfg))
+    chip_rows = _grid_chips(cfg, results, summary) if cfg.fidelity == "grid" else {}
+    end = summary["sim_cycles"]
     links = cfg.net().links
     tables = {
         "steps": {"kind": [x.kind for x in records], "chip": [x.chip for x in records],
@@ -145,12 +157,44 @@ def summarize_system(cfg: SystemConfig, results: list[SystemResult]) -> tuple[di
                   "utilization": (link_bytes / np.maximum(1, end) / np.array([lk.bytes_per_cycle for lk in links])
                                   ).tolist()},
     }
+    if chip_rows:
+        tables["chips"] = chip_rows
     h = hashlib.sha256()
     h.update(repr([x.row() for x in records]).encode())
     h.update(link_bytes.astype("<i8").tobytes())
+    h.update(repr(chip_rows.get("result_hash", [])).encode())  # each grid chip's own run
     h.update(repr(sorted((k, v) for k, v in summary.items() if isinstance(v, (int, str)))).encode())
     summary["result_hash"] = h.hexdigest()[:32]
     return summary, tables
+
+
+CHIP_FIGURES = ("sim_cycles", "compute_cycles", "messages_total", "sync_wait_cycles", "memory_wait_cycles",
+                "peak_mu_utilization", "oom_events", "stalls", "completed", "result_hash")
+
+
+def _grid_chips(cfg: SystemConfig, results: list[SystemResult], summary: dict) -> dict:
+    """Grid fidelity: every chip summarised as a run of its own (sim/chip/report.py); the system's
+    figures are its slowest chip's. Returns the per-chip table."""
+    from sim.chip.report import summarize_chip
+
+    per = {}
+    for r in results:
+        for c, res in r.chips.items():
+            per[c] = summarize_chip(cfg.chip_config(c), [res])[0]
+    slowest = max(sorted(per), key=lambda c: per[c]["sim_cycles"])
+    worst = per[slowest]
+    summary["sim_cycles"] = int(worst["sim_cycles"])
+    summary["sim_seconds"] = worst["sim_seconds"]
+    summary["compute_cycles"] = int(sum(s["compute_cycles"] for s in per.values()))
+    summary["completed"] = all(s["completed"] for s in per.values())
+    summary["slowest_chip"] = slowest
+    for k, v in worst.items():  # the workload's own figures (simulated beside analytic seconds, ...)
+        if k.startswith("seconds_per_") or k == "partitions":
+            summary[k] = v
+    rows: dict = {"chip": sorted(per)}
+    for k in CHIP_FIGURES:
+        rows[k] = [per[c][k] for c in rows["chip"]]
+    return rows
 
 
 def run_system(cfg: dict, sys_cfg: SystemConfig, out=None, quiet: bool = False) -> tuple[dict, list]:

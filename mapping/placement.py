@@ -334,7 +334,8 @@ def _bound(F: np.ndarray, D: np.ndarray) -> float:
 
 def place_on_grid(plan: MappingPlan, spec: ChipSpec, seed: int = 0, room: MuRoom | None = None,
                   restarts: int = 2, max_cus: int = 0) -> GridPlacement:
-    """Place every partition of a single-chip ``plan`` on ``spec``'s grid.
+    """Place every partition of ``plan`` on ``spec``'s grid: the plan of one chip, or of a system
+    without pipeline stages (every chip runs the same per-chip slices: TP and DP).
 
     ``room``: how an MU gives out room under the run's memory policy (default: 64-byte rows);
     ``restarts``: seeded random starting points of the local search (the first is in order);
@@ -342,8 +343,9 @@ def place_on_grid(plan: MappingPlan, spec: ChipSpec, seed: int = 0, room: MuRoom
     """
     if not plan.feasible:
         raise PlacementError(f"the plan is {plan.status}: {plan.reason}")
-    if plan.chips != 1:
-        raise PlacementError(f"the plan maps onto {plan.chips} chips; grid placement takes a single-chip plan")
+    if plan.pp > 1:
+        raise PlacementError(f"the plan has {plan.pp} pipeline stages; grid placement takes a plan whose chips all "
+                             "run the same partitions (TP and DP)")
     room = room or MuRoom(spec.mu_bytes)
     cu_tiles, mu_tiles = spec.cu_tiles(), spec.mu_tiles()
     D = _distances(spec, cu_tiles, mu_tiles)

@@ -18,6 +18,28 @@ NI_LATENCY = 1  # cycles from a unit sending a message to its first packet being
 
 
 @dataclass(frozen=True)
+class SystemPlace:
+    """Where a chip sits in a system of chips (sim/system/): what its units need to reach the others."""
+
+    chip: int  # this chip's id
+    chips: int
+    egress: tuple[int, ...]  # per destination chip: unit id of the IO unit its route leaves by (-1: this chip)
+    groups: tuple[tuple[int, ...], ...]  # per network dimension: the chips of this chip's group, in ring order
+    parallelism: tuple[str, ...]  # per network dimension: "TP", "PP" or "DP"
+
+    @property
+    def io_ports(self) -> int:
+        return len(self.groups)
+
+    def group(self, parallelism: str) -> tuple[int, ...]:
+        """This chip's group along the dimension carrying ``parallelism`` (just this chip if none does)."""
+        for g, p in zip(self.groups, self.parallelism):
+            if p == parallelism:
+                return g
+        return (self.chip,)
+
+
+@dataclass(frozen=True)
 class ChipConfig:
     spec: ChipSpec
     noc: NocParams  # router timing and grid; its traffic fields are unused
@@ -37,6 +59,11 @@ class ChipConfig:
     trace_limit: int = 200_000  # events kept per shard
     memory_map_cycle: int = -1  # snapshot every MU's map at the start of this cycle (-1: none)
     energy: EnergyTable | None = None  # per-action energies (None: the default table)
+    system: SystemPlace | None = None  # the chip's place in a system of chips (None: a chip on its own)
+
+    @property
+    def io_ports(self) -> int:
+        return self.system.io_ports if self.system is not None else 0
 
     @property
     def step(self) -> int:

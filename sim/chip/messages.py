@@ -26,8 +26,26 @@ CTRL_STREAM, CTRL_ADMIT, CTRL_STEP, CTRL_EXPERT, CTRL_LOAD, CTRL_PARTITION = 1, 
 
 # message flags
 STREAM = 1  # a tile buffer: allocate its room once; writes advance its stream position; a read waits for ``arg``
+POSTED = 2  # data a CU pushes to a CU that posted a receive for ``tag`` (a collective's step): taken as a reply
 # status a worker reports to its scheduler (in an acknowledgement's ``arg``)
 RUNNING, FINISHED, FAILED = 0, 1, 2
+
+# A unit of another chip of a system is named by a negative id (its chip and its unit id there):
+# a unit sends to it like to any other; the IO units translate ids at the chip's edge
+# (sim/chip/io.py), so replies to a remote sender find their way back.
+_UNIT_BITS = 24
+
+
+def remote_unit(chip: int, uid: int) -> int:
+    """The id of unit ``uid`` of chip ``chip`` as units of other chips name it."""
+    return -((chip << _UNIT_BITS) | uid) - 1
+
+
+def split_remote(ref: int) -> tuple[int, int]:
+    """(chip, unit id) of a remote unit id."""
+    v = -ref - 1
+    return v >> _UNIT_BITS, v & ((1 << _UNIT_BITS) - 1)
+
 
 LENGTH_BITS = 32  # a byte count or a token count in a message
 STATUS_OK, STATUS_FAILED = 0, 1
@@ -35,7 +53,7 @@ STATUS_OK, STATUS_FAILED = 0, 1
 # Message fields, in wire order (all int64). ``alloc`` is the oracle's shadow id of the
 # allocation a reference points to: simulator bookkeeping, never counted in flits.
 FIELDS = ("msg", "kind", "src", "dst", "mu", "buf", "alloc", "nbytes", "arg", "tag", "status", "sent", "packets",
-          "flags")
+          "flags", "chip")
 
 
 @dataclass(slots=True)
@@ -53,11 +71,12 @@ class Message:
     status: int = STATUS_OK
     sent: int = 0  # cycle the sender queued it
     packets: int = 1
-    flags: int = 0  # STREAM: tile-buffer semantics (allocate, write, read)
+    flags: int = 0  # STREAM: tile-buffer semantics (allocate, write, read); POSTED: a pushed reply
+    chip: int = -1  # the chip ``dst`` is on when it is another chip of a system (-1: this chip)
 
     def row(self) -> tuple:
         return (self.msg, self.kind, self.src, self.dst, self.mu, self.buf, self.alloc, self.nbytes, self.arg,
-                self.tag, self.status, self.sent, self.packets, self.flags)
+                self.tag, self.status, self.sent, self.packets, self.flags, self.chip)
 
 
 @dataclass(frozen=True)

@@ -34,9 +34,10 @@ from sim import rng
 from sim.chip import messages as m
 from sim.chip.config import NI_LATENCY
 from sim.chip.dram import DramUnit
+from sim.chip.io import IoUnit
 from sim.chip.memory_unit import MemoryUnit
 from sim.chip.records import BufferLife, WorkRecord
-from sim.chip.spec import CU, MU, unit_layout
+from sim.chip.spec import CU, DRAM, MU, unit_layout
 from sim.chip.units import ComputeUnit, Unit
 from sim.memory import oracle
 from sim.network import NETWORKS, NetBoundary
@@ -73,7 +74,7 @@ class ChipShard:
         self.cfg = cfg
         self.region = region
         spec = cfg.spec
-        self.lay = lay = unit_layout(spec)
+        self.lay = lay = unit_layout(spec, cfg.io_ports)
         self.tiles = spec.tiles
         network = NETWORKS.get(cfg.network)
         self.net = network(cfg.noc, region, record_ejections=True, measure=False)
@@ -95,8 +96,10 @@ class ChipShard:
                 u = ComputeUnit(uid, tile, self, workload)
             elif kind == MU:
                 u = MemoryUnit(uid, tile, self, cfg, int(home_dram[uid]))
-            else:
+            elif kind == DRAM:
                 u = DramUnit(uid, tile, self, cfg)
+            else:
+                u = IoUnit(uid, tile, self)
             self.units[uid] = u
         self.ni_busy: dict[int, set] = {int(t): set() for t in self.my_tiles}
         self.inbox: dict[int, list] = {}  # message id -> [Message, packets left, last arrival]
@@ -104,6 +107,9 @@ class ChipShard:
         self._offers: list[tuple[int, int, int, int]] = []
         self._out_msgs: list[tuple] = []
         self._out_pkts: list[tuple[int, int, int]] = []
+        self.egress = cfg.system.egress if cfg.system is not None else ()
+        self.chip_id = cfg.system.chip if cfg.system is not None else 0
+        self.left_chip: list[m.Message] = []  # messages IO units handed to the chip network (``now`` in ``sent``)
         # measurements
         self.sent_count = np.zeros(len(m.KINDS), dtype=np.int64)
         self.sent_flits = np.zeros(len(m.KINDS), dtype=np.int64)
@@ -146,7 +152,10 @@ class ChipShard:
 
     def send(self, unit, kind: int, dst: int, ready, **fields) -> m.Message:
         unit.sent += 1
-        msg = m.Message((unit.uid << 32) | unit.sent, kind, unit.uid, dst, sent=self.now, **fields)
+        src = fields.pop("src", unit.uid)  # an IO unit passes on a remote sender's id
+        msg = m.Message((unit.uid << 32) | unit.sent, kind, src, dst, sent=self.now, **fields)
+        if dst < 0:  # a unit of another chip (messages.remote_unit)
+            msg.chip, msg.dst = m.split_remote(dst)
         data = msg.nbytes if kind in (m.WRITE, m.APPEND, m.READ_RESP) else 0
         flits = self.cfg.sizing.packet_flits(kind, data)
         msg.packets = len(flits)
@@ -160,7 +169,8 @@ class ChipShard:
             j = int(rng.below(self.cfg.seed, STREAM_JITTER, unit.uid, unit.sent, self.cfg.jitter + 1))
             readies = [r + j for r in readies]
         src_tile = unit.tile
-        dst_tile = int(self.lay.tile[dst])
+        # a message for another chip crosses this chip's NoC to the IO unit its route leaves by
+        dst_tile = int(self.lay.tile[dst if msg.chip < 0 else self.egress[msg.chip]])
         local = bool(self.mine[dst_tile])
         busy = self.ni_busy[src_tile]
         tiles = self.tiles
@@ -188,6 +198,17 @@ class ChipShard:
         self.sent_packets[kind] += len(flits)
         self.sent_flits[kind] += sum(flits)
         return msg
+
+    def leave_chip(self, msg: m.Message) -> None:
+        """An IO unit hands ``msg`` to the chip network now."""
+        msg.sent = self.now
+        self.left_chip.append(msg)
+
+    def enter_chip(self, cycle: int, io: int, msg: m.Message) -> None:
+        """``msg`` from another chip reaches IO unit ``io`` at ``cycle`` (not before this epoch's end)."""
+        io_unit = self.units[io]
+        assert isinstance(io_unit, IoUnit)
+        self.at(cycle, io_unit, io_unit.arrive, msg)
 
     def oracle(self, unit, event: int, alloc: int) -> None:
         self.oracle_log.append(oracle.entry(self.now, unit.uid, unit.next_seq(), event, alloc))
@@ -296,7 +317,8 @@ class ChipShard:
             if e[1] == 0:
                 del inbox[mid]
                 msg = e[0]
-                heapq.heappush(heap, (e[2], DELIVERY, msg.dst, mid, None, msg))
+                dst = msg.dst if msg.chip < 0 else self.egress[msg.chip]
+                heapq.heappush(heap, (e[2], DELIVERY, dst, mid, None, msg))
 
     def _accept(self, b: ChipBoundary) -> None:
         if len(b.net):

@@ -6,46 +6,59 @@ is odd (Plasticine's checkerboard, Prabhakar et al., ISCA 2017). DRAM interface 
 sit on the tiles of the left and right edge columns, sharing the tile's router and
 network interface with the tile's CU or MU. Unit ids: tile id (row * cols + col) for
 the CU/MU of a tile, ``tiles + k`` for the k-th DRAM interface unit (left edge top to
-bottom, then right edge).
+bottom, then right edge). A chip of a system has one inter-chip network interface (IO) unit
+per network dimension, after the DRAM units: dimension 0's in the middle of the top edge,
+1's in the middle of the bottom edge, 2's a quarter along the top edge.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from mapping.chips import RDA_PRESETS as PRESETS
 from mapping.chips import ChipSpec
 
-CU, MU, DRAM = 0, 1, 2
-KIND_NAMES = ("CU", "MU", "DRAM")
+CU, MU, DRAM, IO = 0, 1, 2, 3
+KIND_NAMES = ("CU", "MU", "DRAM", "IO")
 
 
 @dataclass(frozen=True)
 class UnitLayout:
     """Where every unit is: kind and tile of each unit id, and the ids of each kind."""
 
-    kind: np.ndarray  # per unit: CU, MU or DRAM
+    kind: np.ndarray  # per unit: CU, MU, DRAM or IO
     tile: np.ndarray  # per unit: tile id of its router
     cus: np.ndarray
     mus: np.ndarray
     drams: np.ndarray
+    ios: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # one per network dimension
 
     @property
     def units(self) -> int:
         return len(self.kind)
 
 
-def unit_layout(spec: ChipSpec) -> UnitLayout:
+def io_tiles(spec: ChipSpec, ports: int) -> list[int]:
+    """Tiles of the IO units of a chip with ``ports`` network dimensions (at most 3)."""
+    spots = [(0, spec.cols // 2), (spec.rows - 1, spec.cols // 2), (0, spec.cols // 4)]
+    if ports > len(spots):
+        raise ValueError(f"a chip has IO units for at most {len(spots)} network dimensions, not {ports}")
+    return [r * spec.cols + c for r, c in spots[:ports]]
+
+
+def unit_layout(spec: ChipSpec, io_ports: int = 0) -> UnitLayout:
     kind = np.full(spec.tiles, MU)
     kind[spec.cu_tiles()] = CU
     tiles = np.arange(spec.tiles)
     edge = spec.dram_tiles()
-    all_kind = np.concatenate([kind, np.full(len(edge), DRAM)])
-    all_tile = np.concatenate([tiles, edge])
+    io = io_tiles(spec, io_ports)
+    all_kind = np.concatenate([kind, np.full(len(edge), DRAM), np.full(len(io), IO)])
+    all_tile = np.concatenate([tiles, edge, np.array(io, dtype=np.int64)])
     ids = np.arange(len(all_kind))
-    return UnitLayout(all_kind, all_tile, ids[all_kind == CU], ids[all_kind == MU], ids[all_kind == DRAM])
+    return UnitLayout(all_kind, all_tile, ids[all_kind == CU], ids[all_kind == MU], ids[all_kind == DRAM],
+                      ids[all_kind == IO])
 
 
 def unit_name(spec: ChipSpec, lay: UnitLayout, uid: int) -> str:
@@ -53,4 +66,5 @@ def unit_name(spec: ChipSpec, lay: UnitLayout, uid: int) -> str:
     return f"{KIND_NAMES[int(lay.kind[uid])]} ({t // spec.cols},{t % spec.cols})"
 
 
-__all__ = ["CU", "DRAM", "KIND_NAMES", "MU", "PRESETS", "ChipSpec", "UnitLayout", "unit_layout", "unit_name"]
+__all__ = ["CU", "DRAM", "IO", "KIND_NAMES", "MU", "PRESETS", "ChipSpec", "UnitLayout", "io_tiles", "unit_layout",
+           "unit_name"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sim.chip.messages import ACK, READ_RESP, Message
+from sim.chip.messages import ACK, POSTED, READ_RESP, Message
 
 REPLY_KINDS = frozenset({ACK, READ_RESP})
 
@@ -95,7 +95,7 @@ class ComputeUnit(Unit):
             self._resume(task, None)
 
     def on_message(self, msg: Message) -> None:
-        if msg.kind not in REPLY_KINDS:
+        if msg.kind not in REPLY_KINDS and not msg.flags & POSTED:
             self.spawn(self.program.on_message(self, msg))
             return
         entry = self.waiting.pop(msg.tag, None)
@@ -110,6 +110,11 @@ class ComputeUnit(Unit):
                 self.waiting.pop(t, None)
             self._waited(w)
             self._resume(task, w.got)
+
+    def signal(self, tag: int) -> None:
+        """Hand ``tag`` to the task of this CU waiting for it (now, or whenever it waits): one
+        task of a CU telling another that its part is done."""
+        self.on_message(Message(0, ACK, self.uid, self.uid, tag=tag, sent=self.shard.now))
 
     def arrived(self, tag: int) -> Message | None:
         """The reply carrying ``tag`` if it came while no task waited for it (taken)."""

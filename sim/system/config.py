@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mapping.systems import System
 from mapping.topology import SystemGraph, system_graph
+from sim.chip.config import ChipConfig, SystemPlace
+from sim.chip.spec import unit_layout
 from sim.system.network import SystemNet
 
-FIDELITIES = ("box",)  # "grid": every chip's CU/MU grid and NoC (mapped execution on each chip) is not built yet
+# box: a chip is its mapped partitions' times behind its network interface (cheap: 1,000s of chips);
+# grid: a chip is its whole CU/MU grid and NoC running a chip workload (sim/system/grid.py)
+FIDELITIES = ("box", "grid")
 
 
 @dataclass(frozen=True)
@@ -18,13 +22,32 @@ class SystemConfig:
     clock_hz: float  # the chips' clock: the simulation's cycle
     packet_bytes: int  # messages cross links in packets of this size
     fidelity: str
-    workload: Any  # a system workload's parameters (sim/system/programs.py)
+    workload: Any  # box: a system workload's parameters (sim/system/programs.py); grid: a chip workload's
     seed: int = 1
     max_cycles: int = 1 << 62
+    chip: ChipConfig | None = None  # grid fidelity: every chip's configuration (its place aside)
     graph: SystemGraph = field(init=False)
 
     def __post_init__(self):
         object.__setattr__(self, "graph", system_graph(self.system))
+        if self.fidelity not in FIDELITIES:
+            raise ValueError(f"fidelity {self.fidelity!r}: expected one of {', '.join(FIDELITIES)}")
+        if self.fidelity == "grid" and self.chip is None:
+            raise ValueError("grid fidelity needs the chip's configuration")
 
     def net(self) -> SystemNet:
         return SystemNet(self.graph, self.clock_hz, self.packet_bytes)
+
+    def place(self, cid: int) -> SystemPlace:
+        """Chip ``cid``'s place: its groups along each dimension and the IO unit towards every chip."""
+        g = self.graph
+        assert self.chip is not None
+        ios = unit_layout(self.chip.spec, len(g.sizes)).ios.tolist()
+        egress = tuple(-1 if d == cid else ios[g.links[g.route(cid, d)[0]].dim] for d in range(g.chips))
+        groups = tuple(tuple(g.group(cid, d)) for d in range(len(g.sizes)))
+        return SystemPlace(cid, g.chips, egress, groups, tuple(d.parallelism.value for d in self.system.network))
+
+    def chip_config(self, cid: int) -> ChipConfig:
+        """Grid fidelity: chip ``cid``'s configuration."""
+        assert self.chip is not None
+        return replace(self.chip, system=self.place(cid))

@@ -43,6 +43,7 @@ class Transit:
     hop: int  # index into its route of the link it takes next
     head: int  # cycle its head reached the current node
     tail: int  # cycle its tail reached it
+    payload: tuple | None = None  # a grid chip's message (sim/chip/messages.py FIELDS), None between boxes
 
     def row(self) -> tuple:
         return (self.msg, self.src, self.dst, self.nbytes, self.tag, self.hop, self.head, self.tail)

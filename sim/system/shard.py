@@ -18,6 +18,8 @@ from typing import ClassVar
 
 import numpy as np
 
+from sim.chip.messages import FIELDS
+from sim.system.grid import GridChip
 from sim.system.network import SystemNet, Transit
 
 DELIVER, ARRIVE, RESUME = 0, 1, 2
@@ -59,6 +61,11 @@ class StepRecord:
 
 
 _COLUMNS = ("node", "msg", "src", "dst", "nbytes", "tag", "hop", "head", "tail")
+_NF = len(FIELDS)
+
+
+def _no_payload() -> np.ndarray:
+    return np.zeros((0, _NF), dtype=np.int64)
 
 
 @dataclass
@@ -74,8 +81,9 @@ class SystemBoundary:
     hop: np.ndarray = field(default_factory=lambda: _E)
     head: np.ndarray = field(default_factory=lambda: _E)
     tail: np.ndarray = field(default_factory=lambda: _E)
+    payload: np.ndarray = field(default_factory=_no_payload)  # [n, FIELDS] between grid chips, else no rows
 
-    SECTIONS: ClassVar[tuple[tuple[str, ...], ...]] = (_COLUMNS,)
+    SECTIONS: ClassVar[tuple[tuple[str, ...], ...]] = (_COLUMNS, FIELDS)
 
     def __len__(self) -> int:
         return len(self.node)
@@ -87,22 +95,25 @@ class SystemBoundary:
         return int(self.nbytes.sum())
 
     def sections(self) -> list[list[np.ndarray]]:
-        return [[getattr(self, n) for n in _COLUMNS]]
+        return [[getattr(self, n) for n in _COLUMNS], [np.ascontiguousarray(c) for c in self.payload.T]]
 
     @classmethod
     def from_sections(cls, sections: list[list[np.ndarray]]) -> "SystemBoundary":
-        return cls(*sections[0])
+        pay = np.stack(sections[1], axis=1) if len(sections[1][0]) else _no_payload()
+        return cls(*sections[0], payload=pay)
 
     @classmethod
     def empty(cls) -> "SystemBoundary":
         return cls()
 
     @classmethod
-    def from_rows(cls, rows: list[tuple]) -> "SystemBoundary":
+    def from_rows(cls, rows: list[tuple], payloads: list[tuple] | None = None) -> "SystemBoundary":
+        """Transit rows (node first) and, between grid chips, each one's message row."""
         if not rows:
             return cls()
         a = np.array(rows, dtype=np.int64).reshape(-1, len(_COLUMNS))
-        return cls(*(np.ascontiguousarray(a[:, i]) for i in range(len(_COLUMNS))))
+        pay = np.array(payloads, dtype=np.int64).reshape(-1, _NF) if payloads else _no_payload()
+        return cls(*(np.ascontiguousarray(a[:, i]) for i in range(len(_COLUMNS))), payload=pay)
 
     @classmethod
     def concat(cls, parts: list["SystemBoundary"]) -> "SystemBoundary":
@@ -111,10 +122,18 @@ class SystemBoundary:
             return cls()
         if len(parts) == 1:
             return parts[0]
-        return cls(*(np.concatenate([getattr(p, n) for p in parts]) for n in _COLUMNS))
+        return cls(*(np.concatenate([getattr(p, n) for p in parts]) for n in _COLUMNS),
+                   payload=np.concatenate([p.payload for p in parts]))
 
     def select(self, mask: np.ndarray) -> "SystemBoundary":
-        return SystemBoundary(*(getattr(self, n)[mask] for n in _COLUMNS))
+        pay = self.payload[mask] if len(self.payload) else self.payload
+        return SystemBoundary(*(getattr(self, n)[mask] for n in _COLUMNS), payload=pay)
+
+    def transits(self):
+        """(node, Transit) of every message in it."""
+        pay = self.payload.tolist() if len(self.payload) else None
+        for i, row in enumerate(zip(*(getattr(self, n).tolist() for n in _COLUMNS))):
+            yield row[0], Transit(*row[1:], payload=tuple(pay[i]) if pay is not None else None)
 
 
 class BoxChip:
@@ -192,7 +211,8 @@ class BoxChip:
 class SystemShard:
     """The nodes of one shard of a system, their outgoing links' ports, and one event heap."""
 
-    def __init__(self, net: SystemNet, nodes: list[int], program, owner: np.ndarray):
+    def __init__(self, net: SystemNet, nodes: list[int], program, owner: np.ndarray, grid=None):
+        """``program``: the box chips' program; ``grid``: chip id -> ChipConfig for grid-fidelity chips."""
         self.net = net
         self.nodes = set(nodes)
         self.owner = owner  # node -> shard index
@@ -205,14 +225,17 @@ class SystemShard:
         # per link: (far node, bytes per cycle, latency, port)
         self._links = [(lk.dst, lk.bytes_per_cycle, lk.latency, lk.port) for lk in net.links]
         self._packet = net.packet_bytes
-        self.chips = {c: BoxChip(c, self) for c in sorted(nodes) if c < net.graph.chips}
+        chip_ids = [c for c in sorted(nodes) if c < net.graph.chips]
+        self.grid = {c: GridChip(c, grid(c)) for c in chip_ids} if grid is not None else {}
+        self.chips = {c: BoxChip(c, self) for c in chip_ids} if grid is None else {}
         self.records: list[StepRecord] = []
         self.messages = 0
         self.bytes_sent = 0
         self.counts = {"created": 0, "finished": 0}
         self._out: list[tuple] = []
+        self._out_payload: list[tuple] = []
         for chip in self.chips.values():
-            task = program.start(chip)
+            task = program.start(chip) if program is not None else None
             if task is not None:
                 self.at(0, chip, task)
 
@@ -249,9 +272,14 @@ class SystemShard:
         end = start + hold if start + hold > tr.tail + pkt else tr.tail + pkt
         self.port_free[port] = end
         self.link_bytes[link] += n
-        nxt = Transit(tr.msg, tr.src, tr.dst, n, tr.tag, tr.hop + 1, int(start + pkt + lat), int(end + lat))
+        nxt = Transit(tr.msg, tr.src, tr.dst, n, tr.tag, tr.hop + 1, int(start + pkt + lat), int(end + lat),
+                      tr.payload)
         if dst not in self.nodes:
             self._out.append((dst, *nxt.row()))
+            if nxt.payload is not None:
+                self._out_payload.append(nxt.payload)
+        elif nxt.hop == len(route) and self.grid:
+            self._to_grid(dst, nxt)
         elif nxt.hop == len(route):
             heapq.heappush(self.heap, (nxt.tail, DELIVER, dst, (nxt.msg << 6) | nxt.hop, nxt))
         else:
@@ -263,6 +291,13 @@ class SystemShard:
             raise ValueError(f"system shard already at cycle {self.t}, cannot restart at {t0}")
         if inbound is not None and len(inbound):
             self.deliver(inbound)
+        for cid, chip in self.grid.items():  # chips first: what they hand over enters the network in time order
+            for msg in chip.advance(t0, t1):
+                tr = Transit((cid << 48) | msg.msg, cid, msg.chip, msg.nbytes, msg.tag, 0, msg.sent, msg.sent,
+                             msg.row())
+                self.messages += 1
+                self.bytes_sent += msg.nbytes
+                heapq.heappush(self.heap, (msg.sent, ARRIVE, cid, self._key(tr), tr))
         heap, pop = self.heap, heapq.heappop
         while heap and heap[0][0] < t1:
             cycle, kind, node, _, item = pop(heap)
@@ -274,8 +309,8 @@ class SystemShard:
             else:
                 self.chips[node].deliver(item.src, item.nbytes, item.tag)
         self.t = t1
-        out = SystemBoundary.from_rows(self._out)
-        self._out = []
+        out = SystemBoundary.from_rows(self._out, self._out_payload)
+        self._out, self._out_payload = [], []
         if len(out) and out.earliest() < t1:
             raise RuntimeError(f"a message reaches another shard at cycle {out.earliest():.0f}, inside the epoch "
                                f"ending at {t1}: the epoch is longer than the lookahead")
@@ -283,17 +318,28 @@ class SystemShard:
 
     def deliver(self, b: SystemBoundary) -> None:
         """Messages arriving from other shards (each at its node, due at its head's arrival)."""
-        route_len = self.net.route
-        for row in zip(*(getattr(b, n).tolist() for n in _COLUMNS)):
-            node, msg, src, dst, nbytes, tag, hop, head, tail = row
-            tr = Transit(msg, src, dst, nbytes, tag, hop, head, tail)
-            if hop == len(route_len(src, dst)):
-                heapq.heappush(self.heap, (tail, DELIVER, node, self._key(tr), tr))
+        route = self.net.route
+        for node, tr in b.transits():
+            if tr.hop == len(route(tr.src, tr.dst)):
+                if self.grid:
+                    self._to_grid(node, tr)
+                else:
+                    heapq.heappush(self.heap, (tr.tail, DELIVER, node, self._key(tr), tr))
             else:
-                heapq.heappush(self.heap, (head, ARRIVE, node, self._key(tr), tr))
+                heapq.heappush(self.heap, (tr.head, ARRIVE, node, self._key(tr), tr))
+
+    def _to_grid(self, node: int, tr: Transit) -> None:
+        """A message's tail will reach grid chip ``node``: it enters by the IO unit of its last link's dimension."""
+        last = self.net.route(tr.src, tr.dst)[-1]
+        assert tr.payload is not None
+        self.grid[node].arrive(tr.tail, self.net.graph.links[last].dim, tr.payload)
 
     def next_event(self) -> float:
-        return float(self.heap[0][0]) if self.heap else float("inf")
+        t = float(self.heap[0][0]) if self.heap else float("inf")
+        return min([t, *(c.next_event() for c in self.grid.values())])
 
     def counters(self) -> tuple[int, int]:
+        if self.grid:
+            pairs = [c.counters() for c in self.grid.values()]
+            return sum(a for a, _ in pairs), sum(f for _, f in pairs)
         return self.counts["created"], self.counts["finished"]

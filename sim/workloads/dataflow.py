@@ -41,7 +41,9 @@ import numpy as np
 from mapping.chips import ChipSpec
 from mapping.placement import GEMM_KINDS, GridPlacement, MuRoom, PlacementError, place_on_grid, share
 from mapping.plan import MappingPlan
+from mapping.systems import System
 from sim.chip import messages as m
+from sim.chip.collectives import SIMULATED, collective
 from sim.chip.records import KernelRecord, PartitionRecord, buffer_label
 from sim.chip.references import allocate_many, drop, received
 from sim.chip.references import share as share_refs
@@ -56,6 +58,9 @@ CACHED = buffer_label(7, "cache")
 CREDIT = 1 << 62  # tag space of flow-control credits (request tags count up from 1)
 CACHE = 1 << 40  # REFERENCE tags of cache stripes (partition buffers' tags stay below)
 PREFETCH = 2  # tiles whose operands a CU has asked for at once (the one it waits for and the next)
+PARTIALS = 4  # tiles of partial sums a CU holds while its peers reduce them (a kernel with collectives)
+SIGNAL = 1 << 60  # tag space of a CU's tasks signalling each other
+WRITTEN, FREED = 1, 2  # a tile's reduction is written: for the next tile's writer, for the compute loop
 DRAM_INTERLEAVE = 2048  # bytes a transfer puts on each DRAM interface at least (a packet's data)
 LOAD_CHUNK = 16384  # bytes of a weight one DRAM interface streams per load request
 
@@ -109,6 +114,7 @@ class SlotSpec:
     experts: tuple[int, ...] = ()  # experts it computes (a kernel over routed experts)
     route: tuple[int, int, int] = ()  # (experts, top_k, slots per expert per tile) of that kernel
     rank: tuple[int, int] = (0, 1)  # (its index, CUs) within the kernel: spreads its DRAM traffic
+    collectives: tuple[str, ...] = ()  # over its output share with its peers on the TP group's chips
 
 
 @dataclass(frozen=True)
@@ -162,6 +168,17 @@ def _dram_parts(nbytes: int, first: int, units: int) -> list[tuple[int, int]]:
         return []
     n = max(1, min(units, -(-nbytes // DRAM_INTERLEAVE)))
     return [((first + i) % units, b - a) for i in range(n) for a, b in [share(nbytes, n, i)] if b > a]
+
+
+def kernel_collectives(kernel) -> tuple[str, ...]:
+    """The collectives a kernel runs over the TP group, in order (ValueError for one the grid
+    chips do not simulate)."""
+    kinds = tuple(c for c in kernel.collectives.split(",") if c)
+    other = [c for c in kinds if c not in SIMULATED]
+    if other:
+        raise ValueError(f"kernel {kernel.name!r} issues {', '.join(other)}: grid-fidelity chips simulate "
+                         f"{', '.join(SIMULATED)} over the TP group; use fidelity = \"box\"")
+    return kinds
 
 
 def build_partitions(plan: MappingPlan, placement: GridPlacement, spec: ChipSpec) -> tuple[PartitionProgram, ...]:
@@ -237,7 +254,8 @@ def build_partitions(plan: MappingPlan, placement: GridPlacement, spec: ChipSpec
                 flops = kp.flop / tiles / n
                 slots.append(SlotSpec(name, cu, -(-int(round(flops)) // flops_per_cycle), tuple(reads.get(cu, ())),
                                       tuple(writes.get(cu, ())), credits_to, mine_readers, dram_in, dram_out, flops,
-                                      cache_reads, cache_appends, experts, route, (j, n)))
+                                      cache_reads, cache_appends, experts, route, (j, n),
+                                      kernel_collectives(kp) if plan.tp > 1 else ()))
         pp = pplan[part.index]
         out.append(PartitionProgram(part.index, tiles, tuple(kernels), tuple(slots), tuple(buffers),
                                     pp.compute_seconds, pp.memory_seconds, pp.network_seconds, pp.seconds,
@@ -314,6 +332,8 @@ class DataflowParams:
     pass_seconds: float = 0.0  # DFModel's time of one graph pass (sum of partition times)
     caches: tuple[CacheSpec, ...] = ()  # kept in MUs through the run (a decode step's KV cache)
     skew: float = 0.0  # Zipf exponent of expert popularity for kernels over routed experts
+    word: int = 2  # bytes per element (the reduction of a collective adds elements)
+    tp: int = 1  # chips of a TP group (grid-fidelity systems)
 
     SECTION: ClassVar[str] = "dataflow"
     KEYS: ClassVar[Table] = Table({
@@ -331,7 +351,7 @@ class DataflowParams:
     def from_config(cls, kind: str, d: dict, chip: ChipContext, issues: list[Issue]) -> "DataflowParams":
         spec = chip.spec
         try:
-            plan, placement = resolve_plan(d, spec, chip.room)
+            plan, placement = resolve_plan(d, spec, chip.room, chip.system)
             placement = plan_addresses(placement, spec.mu_bytes, d["address_method"], d["address_budget"])
         except (PlacementError, ValueError, KeyError, OSError) as exc:
             issues.append(Issue("workload.dataflow", str(exc)))
@@ -343,7 +363,7 @@ class DataflowParams:
                   passes: int = 1, skew: float = 0.0) -> "DataflowParams":
         parts = build_partitions(plan, placement, spec)
         return cls("dataflow", parts, passes, int(spec.cu_tiles()[0]), plan.workload, plan.seconds_per_batch,
-                   sum(p.analytic_seconds for p in parts), build_caches(placement), skew)
+                   sum(p.analytic_seconds for p in parts), build_caches(placement), skew, plan.word, max(1, plan.tp))
 
     @property
     def work_items(self) -> int:
@@ -402,8 +422,10 @@ PARTITION_COLUMNS = ("partition", "index", "kernels", "tiles", "simulated_second
 KERNEL_COLUMNS = ("partition", "kernel", "cus", "compute_cycles", "busy", "bytes_in", "bytes_out", "start", "end")
 
 
-def resolve_plan(d: dict, spec: ChipSpec, room: MuRoom | None = None) -> tuple[MappingPlan, GridPlacement]:
-    """The plan and its placement: from a plan file, or mapped here from the graph keys."""
+def resolve_plan(d: dict, spec: ChipSpec, room: MuRoom | None = None,
+                 system: System | None = None) -> tuple[MappingPlan, GridPlacement]:
+    """The plan and its placement: from a plan file, or mapped here from the graph keys (over
+    ``system`` when the chips are grid chips of a system, else onto the one chip)."""
     if d.get("plan"):
         path = Path(d["plan"])
         if not path.is_file():
@@ -412,6 +434,7 @@ def resolve_plan(d: dict, spec: ChipSpec, room: MuRoom | None = None) -> tuple[M
         plan = MappingPlan.from_dict(data["plan"] if "plan" in data else data)
         if plan.chip != spec.name:
             raise ValueError(f"the plan maps onto {plan.chip!r}; this run's chip is {spec.name!r}")
+        _check_chips(plan, system)
         stored = data.get("placement")
         room = room or MuRoom(spec.mu_bytes)
         if stored and MuRoom(**stored["room"]) == room and stored.get("seed") == d.get("placement_seed", 0):
@@ -423,14 +446,28 @@ def resolve_plan(d: dict, spec: ChipSpec, room: MuRoom | None = None) -> tuple[M
                          "(workload.dataflow.graph.kind, ...)")
     from mapping.solver import map_workload
     from mapping.specs import build_model, build_workload
-    from mapping.systems import LinkKind, NetworkDim, Parallelism, System
+    from mapping.systems import LinkKind, NetworkDim, Parallelism
 
     workload = build_workload({k: v for k, v in graph.items() if v is not None})
-    system = System(1, spec.dfmodel(), (NetworkDim(LinkKind.RING, 1, 1.0, Parallelism.TP),))
+    if system is None:
+        system = System(1, spec.dfmodel(), (NetworkDim(LinkKind.RING, 1, 1.0, Parallelism.TP),))
     opts = d.get("mapping") or {}
     plan = map_workload(workload, system, build_model(opts), float(opts.get("time_limit") or 60.0),
                         float(opts.get("gap") or 1e-3))
+    _check_chips(plan, system)
     return plan, place_on_grid(plan, spec, d.get("placement_seed", 0), room)
+
+
+def _check_chips(plan: MappingPlan, system: System | None) -> None:
+    """A plan fits the run's chips: one chip, or a system of grid chips it runs on whole."""
+    if not plan.feasible:
+        raise ValueError(f"the plan is {plan.status}: {plan.reason}")
+    chips = system.chips if system is not None else 1
+    if plan.chips != chips:
+        raise ValueError(f"the plan is for {plan.chips} chips; this run has {chips}")
+    if plan.pp > 1:
+        raise ValueError(f"the plan has {plan.pp} pipeline stages; grid-fidelity chips run TP and DP plans "
+                         "(simulate pipelines with the pipeline workload on box chips)")
 
 
 class Dataflow:
@@ -580,6 +617,44 @@ class Dataflow:
                 k += 1
 
     # ------------------------------------------------------------------ a kernel's slice on one CU
+    def _tp_group(self, slot: SlotSpec) -> tuple[int, ...]:
+        """The chips this CU's collectives run over (empty: none, or a chip on its own)."""
+        place = self.cfg.system
+        if not slot.collectives or place is None:
+            return ()
+        group = place.group("TP")
+        return group if len(group) > 1 else ()
+
+    def _write_tile(self, cu, part: PartitionProgram, slot: SlotSpec, refs: dict, i: int, first: int):
+        """Write this CU's share of output tile ``i`` once its readers have freed the slot."""
+        waits = [credit_tag(b, i - part.buffers[b].depth, k) for b, n in slot.readers
+                 if i >= part.buffers[b].depth for k in range(n)]
+        if waits:
+            yield Replies(waits, "flow")
+        for b, s in slot.writes:
+            ref = refs[b, s]
+            st = part.buffers[b].stripes[s]
+            cu.send(m.WRITE, ref.mu, nbytes=st.tile_bytes, arg=(i % part.buffers[b].depth) * st.tile_bytes,
+                    mu=ref.mu, buf=ref.buf, alloc=ref.alloc, flags=m.STREAM)
+        for u, n in _dram_parts(slot.dram_write, first + i, len(self.dram)):
+            cu.send(m.WRITE, self.dram[u], nbytes=n, buf=-1)
+
+    def _reduce_and_write(self, cu, part: PartitionProgram, slot: SlotSpec, refs: dict, run: int,
+                          group: tuple[int, ...], first: int, i: int):
+        """Tile ``i``, just computed: the kernel's collectives over this CU's share with its peers
+        on the group's chips, then its write, after the previous tile's (up to PARTIALS tiles'
+        collectives are in flight at once, as a DMA engine keeps several transfers going)."""
+        share_bytes = sum(part.buffers[b].stripes[s].tile_bytes for b, s in slot.writes) + slot.dram_write
+        add = 2.0 / (self.p.word * self.cfg.spec.cu_flops_per_cycle)  # cycles per byte of an add (an FMA = 2 flops)
+        chip = self.cfg.system.chip
+        for k, kind in enumerate(slot.collectives):
+            yield from collective(cu, kind, group, chip, share_bytes, run, i * 4 + k, add)
+        if i > 0:
+            yield Replies([signal_tag(run, i - 1, WRITTEN)], "flow")
+        yield from self._write_tile(cu, part, slot, refs, i, first)
+        cu.signal(signal_tag(run, i, WRITTEN))
+        cu.signal(signal_tag(run, i, FREED))
+
     def _kernel(self, cu, start, pi: int, refs: dict, cache: dict):
         shard, reclaim = cu.shard, self.cfg.reclaim
         part = self.p.partitions[pi]
@@ -611,6 +686,7 @@ class Dataflow:
                                            alloc=ref.alloc))
             return tags
 
+        group = self._tp_group(slot)
         ahead = deque(issue(j) for j in range(min(PREFETCH, part.tiles)))
         for i in range(part.tiles):
             pending = ahead.popleft()
@@ -621,21 +697,19 @@ class Dataflow:
                 cu.send(m.ACK, writer, tag=credit_tag(b, i, k))
             if i + PREFETCH < part.tiles:
                 ahead.append(issue(i + PREFETCH))
+            if group and i >= PARTIALS:  # room for its partial sums: the tile PARTIALS back is written
+                yield Replies([signal_tag(start.buf, i - PARTIALS, FREED)], "network")
             cycles = self._cycles(slot, rep * part.tiles + i)
             if cycles:
                 yield Compute(cycles)
                 compute += cycles
-            waits = [credit_tag(b, i - part.buffers[b].depth, k) for b, n in slot.readers
-                     if i >= part.buffers[b].depth for k in range(n)]
-            if waits:
-                yield Replies(waits, "flow")
-            for b, s in slot.writes:
-                ref = refs[b, s]
-                st = part.buffers[b].stripes[s]
-                cu.send(m.WRITE, ref.mu, nbytes=st.tile_bytes, arg=(i % part.buffers[b].depth) * st.tile_bytes,
-                        mu=ref.mu, buf=ref.buf, alloc=ref.alloc, flags=m.STREAM)
-            for u, n in _dram_parts(slot.dram_write, first + i, units):
-                cu.send(m.WRITE, self.dram[u], nbytes=n, buf=-1)
+            if group:  # another task reduces the tile with the peers and writes it
+                cu.spawn(self._reduce_and_write(cu, part, slot, refs, start.buf, group, first, i))
+            else:
+                yield from self._write_tile(cu, part, slot, refs, i, first)
+        if group:
+            yield Replies([signal_tag(start.buf, i, FREED) for i in range(max(0, part.tiles - PARTIALS), part.tiles)],
+                          "network")
         drain = [credit_tag(b, i, k) for b, n in slot.readers
                  for i in range(max(0, part.tiles - part.buffers[b].depth), part.tiles) for k in range(n)]
         if drain:
@@ -654,6 +728,11 @@ class Dataflow:
         shard.log(KernelRecord(start.buf, slot.kernel, cu.uid, t0, shard.now, compute, _bytes_in(part, slot),
                                _bytes_out(part, slot)))
         cu.send(m.ACK, start.src, tag=start.tag, arg=m.FAILED if failed else m.FINISHED)
+
+
+def signal_tag(run: int, tile: int, what: int) -> int:
+    """Tag of a CU's two kernel tasks telling each other a tile is computed / reduced and written."""
+    return SIGNAL | (run << 28) | (tile << 8) | what
 
 
 def _bytes_in(part: PartitionProgram, slot: SlotSpec) -> int:
