@@ -33,6 +33,7 @@ class Plan:
     seconds_to_fit: float | None = None
     bank_conflicts: int = 0
     problems: tuple[str, ...] = field(default=())  # validator findings, empty when valid
+    note: str = ""  # how the budget went when it cut the search short
 
     @property
     def ratio(self) -> float:
@@ -51,6 +52,7 @@ class Plan:
             "seconds": round(self.seconds, 4), "valid": self.valid, "capacity": self.capacity,
             "fits": self.fits, "seconds_to_fit": None if self.seconds_to_fit is None else round(self.seconds_to_fit, 4),
             "nodes": self.nodes, "bank_conflicts": self.bank_conflicts, "buffers": len(self.offsets),
+            "note": self.note,
         }
 
 
@@ -62,28 +64,33 @@ def lower_bound(problem: Problem, sw) -> int:
 
 def plan(problem: Problem, method: str = "exact", capacity: int | None = None, budget: float = 10.0,
          progress=None) -> Plan:
-    """Place every buffer with ``method``; ``budget`` (seconds) bounds the exact search.
+    """Place every buffer with ``method``; ``budget`` (seconds, from the call) bounds the exact search.
 
-    ``progress``, if given, receives one-line messages while the exact search runs.
+    When the budget runs out, the best plan found so far is returned, marked not proven (``note``
+    says what was skipped). ``progress``, if given, receives one-line messages as each phase ends.
     """
     if method not in METHODS:
         raise InputError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     if capacity is not None and capacity <= 0:
         raise InputError(f"capacity must be positive, got {capacity}")
+    _check_64_bits(problem)
     t0 = time.perf_counter()
+    say = progress or (lambda message: None)
     prob = with_resident_weights(problem)
     if not prob.buffers:
         return Plan(method, {}, 0, 0, True, 0.0, True, capacity)
     sw = sweep(prob)
     lb = lower_bound(prob, sw)
+    say(f"{len(prob.buffers):,} buffers, {sw.sections:,} time sections, lower bound {lb:,} B "
+        f"({time.perf_counter() - t0:.1f} s)")
     partners = conflict_partners(prob, sw)
-    nodes, fit_at, proved = 0, None, lb
+    nodes, fit_at, proved, note = 0, None, lb, ""
     if method == "greedy":
-        offsets = greedy_by_size(prob, sw)
+        offsets = greedy_by_size(prob, sw, progress)
     elif method == "layergroup":
         offsets = layergroup(prob, sw, capacity, partners)
     else:
-        offsets, nodes, fit_at, proved = _exact(prob, sw, capacity, budget, t0, lb, partners, progress)
+        offsets, nodes, fit_at, proved, note = _exact(prob, sw, capacity, budget, t0, lb, partners, say)
     if offsets is None:
         raise NoPlacementError("no placement found within the budget (the bank constraints leave no room)")
     placed = {b.id: int(o) for b, o in zip(prob.buffers, offsets)}
@@ -97,17 +104,52 @@ def plan(problem: Problem, method: str = "exact", capacity: int | None = None, b
         proved_optimal=peak <= lb or (method == "exact" and peak <= proved),
         seconds=seconds, valid=not found, capacity=capacity, nodes=nodes, seconds_to_fit=fit_at,
         bank_conflicts=bank_conflicts(prob, offsets, partners),
-        problems=tuple(f"{v.kind}: {', '.join(v.buffers)}: {v.detail}" for v in found))
+        problems=tuple(f"{v.kind}: {', '.join(v.buffers)}: {v.detail}" for v in found), note=note)
 
 
-def _exact(prob, sw, capacity, budget, t0, lb, partners, progress):
-    """Exact search seeded with the better of the two heuristics."""
-    seeds = []
-    for heuristic in (lambda: greedy_by_size(prob, sw), lambda: layergroup(prob, sw, capacity, partners)):
+LIMIT = 1 << 62  # offsets, sizes and times are int64 in numpy; peaks may add sizes up
+
+
+def _check_64_bits(problem: Problem) -> None:
+    """Refuse numbers the planners' 64-bit arrays cannot hold (instead of an OverflowError)."""
+    for b in problem.buffers:
+        for name in ("start", "end", "size", "alignment"):
+            v = getattr(b, name)
+            if abs(v) >= LIMIT:
+                raise InputError(f"buffer {b.id!r}: {name} {v} is beyond what 64-bit addresses and times hold "
+                                 f"(at most {LIMIT - 1:,})")
+
+
+def _peak_of(prob, offsets) -> int:
+    return max(o + b.size for b, o in zip(prob.buffers, offsets))
+
+
+def _exact(prob, sw, capacity, budget, t0, lb, partners, say):
+    """Exact search seeded with the better of the two heuristics, all within the budget.
+
+    The greedy seed always runs (it is fast, and a plan is better than none); layergroup and
+    the search run only while budget is left, so a budget spent early returns the best seed."""
+    deadline = t0 + budget
+    seeds, skipped = [], []
+    for name, heuristic in (("greedy", lambda: greedy_by_size(prob, sw, say)),
+                            ("layergroup", lambda: layergroup(prob, sw, capacity, partners))):
+        if seeds and time.perf_counter() >= deadline:
+            skipped.append(name)
+            continue
         try:
             seeds.append(heuristic())
+            say(f"{name}: peak {_peak_of(prob, seeds[-1]):,} B ({time.perf_counter() - t0:.1f} s)")
         except NoPlacementError:
             pass
-    incumbent = min(seeds, key=lambda offs: max(o + b.size for b, o in zip(prob.buffers, offs)), default=None)
-    result = solve_exact(prob, sw, capacity, t0 + budget, t0, incumbent, lb, progress)
-    return result.offsets, result.nodes, result.seconds_to_fit, result.proved_lower_bound
+    incumbent = min(seeds, key=lambda offs: _peak_of(prob, offs), default=None)
+    if incumbent is not None and time.perf_counter() >= deadline:
+        skipped.append("the exact search")
+        note = (f"the {budget:g} s budget was spent before {' and '.join(skipped)}: best heuristic plan, "
+                "not proven optimal")
+        say(note)
+        return incumbent, 0, None, lb, note
+    result = solve_exact(prob, sw, capacity, deadline, t0, incumbent, lb, say)
+    note = "" if result.peak is None or result.peak <= result.proved_lower_bound else (
+        f"the {budget:g} s budget ran out: best plan found, optimum not proven (proved peak >= "
+        f"{result.proved_lower_bound:,} B)")
+    return result.offsets, result.nodes, result.seconds_to_fit, result.proved_lower_bound, note

@@ -9,6 +9,7 @@ what the exact search reasons about (MiniMalloc, Moffitt ASPLOS'23, section 4).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -23,8 +24,16 @@ class Sweep:
     ranges: tuple[tuple[tuple[int, int], ...], ...]  # per buffer: half-open section ranges
     span: np.ndarray             # (n, 2): first section, last section + 1 (covers all ranges)
     members: tuple[np.ndarray, ...]  # per section: buffers live in it
-    neighbours: tuple[np.ndarray, ...]  # per buffer: buffers live at a common time
     totals: np.ndarray           # per section: bytes live
+
+    @cached_property
+    def neighbours(self) -> tuple[np.ndarray, ...]:
+        """Per buffer: buffers live at a common time (built on first use: O(n x overlap), which
+        the greedy planner does without)."""
+        n = len(self.ranges)
+        flat = [(lo, hi, b) for b, rs in enumerate(self.ranges) for lo, hi in rs]
+        r_lo, r_hi, r_buf = (np.array(col, dtype=np.int64) for col in zip(*flat)) if flat else (np.zeros(0, np.int64),) * 3
+        return tuple(_overlapping(r_lo, r_hi, r_buf, b, self.ranges[b], n) for b in range(n))
 
     @property
     def sections(self) -> int:
@@ -58,9 +67,7 @@ def sweep(problem: Problem) -> Sweep:
     bounds = np.searchsorted(pair_sec, np.arange(m + 1))
     members = tuple(pair_buf[bounds[s]:bounds[s + 1]] for s in range(m))
     totals = np.bincount(pair_sec, weights=sizes[pair_buf], minlength=m).astype(np.int64)[:m]
-    neighbours = tuple(_overlapping(r_lo, r_hi, r_buf, b, ranges[b], n) for b in range(n))
-    return Sweep(times=times, ranges=ranges, span=span, members=members,
-                 neighbours=neighbours, totals=totals)
+    return Sweep(times=times, ranges=ranges, span=span, members=members, totals=totals)
 
 
 def _overlapping(r_lo, r_hi, r_buf, b: int, own: tuple[tuple[int, int], ...], n: int) -> np.ndarray:

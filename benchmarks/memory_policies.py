@@ -28,7 +28,11 @@ Studies (plasticine, packet-level NoC, one shard, local backend):
    45 nm table). Expected: virtual spends less per token than realloc-copy (it copies
    nothing; its block-table lookups cost less than the bytes realloc-copy moves) and
    within 5 % of static allocation (the lookups are its only extra).
-6. ``speed``: simulated cycles per second of kv-decode on plasticine (the example's
+6. ``deadlock``: examples/kv_decode.toml (32 sequences, 16 at a time, prompts of 64-512
+   tokens) under each policy: how each run ended (``status``) and who waited on what.
+   Expected: the static and realloc policies can run out of room in a way nothing frees
+   (a deadlock, reported as such, not as 0 tokens); virtual completes.
+7. ``speed``: simulated cycles per second of kv-decode on plasticine (the example's
    sequences, ``requests = 8, max_batch = 8``: about 1.25 M cycles), one shard on one
    core, with the packet model (target 300,000) and the cycle model (target 50,000,
    issue 15): the median of 5 whole runs.
@@ -85,8 +89,8 @@ def _run(raw: dict) -> dict:
 FIGURES = ("tokens_per_second", "sim_cycles", "latency_p50_cycles", "latency_p99_cycles", "peak_mu_utilization",
            "mean_mu_utilization", "peak_mu_reserved", "fragmentation", "bytes_copied", "copy_cycles",
            "sync_messages", "sync_wait_cycles", "weight_topups", "oom_events", "stalls", "stall_cycles",
-           "use_after_free", "double_free", "premature_free", "leaks", "completed", "wall_seconds",
-           "energy_joules", "energy_per_token_joules")
+           "use_after_free", "double_free", "premature_free", "leaks", "completed", "status", "status_detail",
+           "wall_seconds", "energy_joules", "energy_per_token_joules")
 
 
 def _row(study: str, case: str, s: dict, **extra) -> dict:
@@ -230,6 +234,25 @@ def energy(kv: dict) -> None:
                                          and v["energy_per_token_joules"] <= 1.05 * st["energy_per_token_joules"])})
 
 
+def deadlock() -> None:
+    import tomllib
+
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "kv_decode.toml"), "rb") as f:
+        example = tomllib.load(f)
+    ended = {}
+    for policy in ("static-single", "static-multi", "realloc-copy", "virtual"):
+        raw = json.loads(json.dumps(example))
+        raw["memory"]["policy"] = policy
+        s = _run(raw)
+        ended[policy] = s["status"]
+        _emit(_row("deadlock", f"kv_decode.toml, {policy}", s))
+    _emit({"bench": "memory_policies", "study": "deadlock", "case": "verdict",
+           "expected": "virtual completes; a policy that deadlocks is reported deadlocked with who waits on what",
+           "status_by_policy": ended,
+           "shows_expected_effect": bool(ended["virtual"] == "completed"
+                                         and all(v in ("completed", "deadlocked") for v in ended.values()))})
+
+
 def speed(quick: bool) -> None:
     runs = 1 if quick else 5
     # examples/kv_decode.toml's sequences, 8 of them, all at once
@@ -261,7 +284,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="smaller workloads, one speed run")
     ap.add_argument("--only", choices=("virtual_vs_realloc", "buffers_per_mu", "partial_free_vs_gated",
-                                       "weight_bits", "energy", "speed"), help="run one study")
+                                       "weight_bits", "energy", "deadlock", "speed"), help="run one study")
     args = ap.parse_args()
     kv = KV
     if args.quick:
@@ -272,6 +295,7 @@ def main() -> None:
         "partial_free_vs_gated": lambda: partial_free_vs_gated(args.quick),
         "weight_bits": lambda: weight_bits(args.quick),
         "energy": lambda: energy(kv),
+        "deadlock": deadlock,
         "speed": lambda: speed(args.quick),
     }
     for name, fn in studies.items():

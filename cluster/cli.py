@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
-from cluster.errors import UserError
+from cluster.errors import EXIT_INTERRUPTED, UserError
 
 # name -> module under cluster.commands (kept here so `rdasim --help` lists them all)
 SUBCOMMANDS = {
@@ -32,7 +33,12 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    parser = _Parser(prog="rdasim", description="rdasim: simulator for dynamic on-chip memory on RDAs")
+    parser = _Parser(prog="rdasim", description="rdasim: simulator for dynamic on-chip memory on RDAs",
+                     epilog="exit status: 0 ok; 1 internal error or results not written; 2 bad input (nothing ran); "
+                            "3 sweep with failed points; 4/5/6 run deadlocked/cut off/failed; 7 map infeasible or "
+                            "alloc plan does not fit; 130 interrupted")
+    parser.add_argument("--version", action="version", version=f"rdasim {_version()}",
+                        help="print the version (and the git commit of a checkout) and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, help_text in SUBCOMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
@@ -41,6 +47,15 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             if module is not None:
                 module.add_arguments(p)
     return parser
+
+
+def _version() -> str:
+    from cluster.version import code_version
+
+    v = code_version()
+    if v.commit is None:
+        return v.version
+    return f"{v.version} (commit {v.commit[:12]}{', with uncommitted changes' if v.dirty else ''})"
 
 
 def _load(name: str):
@@ -75,7 +90,10 @@ def main(argv: list[str] | None = None) -> int:
         return err.exit_status
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `rdasim ... | head`: the reader has all it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

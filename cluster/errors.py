@@ -20,3 +20,20 @@ class UserError(Exception):
         lines = [f"error: {self.message}"]
         lines += [f"  {d}" for d in self.details]
         return "\n".join(lines)
+
+
+# Exit statuses of every rdasim command (README "Exit status"); a KubeRay RayJob or a
+# script can tell "fix the input" (2) from "retry" (1) from "look at the results" (3-7).
+EXIT_OK = 0
+EXIT_CRASH = 1  # an unexpected error (a traceback), or results that could not be written
+EXIT_USAGE = 2  # bad input: config, option, output path; nothing ran
+EXIT_POINTS_FAILED = 3  # rdasim sweep: finished, but some points are error rows
+EXIT_RUN_STATUS = {"completed": EXIT_OK, "deadlocked": 4, "cut_off": 5, "failed": 6}  # rdasim run
+EXIT_NO_ANSWER = 7  # rdasim map: infeasible; rdasim alloc plan: does not fit, or an invalid placement
+EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT); SIGTERM gives 143
+
+
+class SaveError(UserError):
+    """The work is done but its files could not be written (the result was printed instead)."""
+
+    exit_status = EXIT_CRASH

@@ -1,7 +1,10 @@
 """Atomic result files: write to a temporary name in the same directory, then rename.
 
 A failed or interrupted run therefore never leaves a half-written Parquet, CSV or JSON
-file behind: readers see either the old file, the complete new one, or nothing.
+file behind: readers see either the old file, the complete new one, or nothing. Files
+get the mode the umask allows (``mkstemp`` alone would leave them 0600, unreadable to
+the rest of a group on shared cluster storage). ``check_dir``/``check_file`` try an
+output path before any work starts, so a bad ``--out`` costs a second, not a run.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from cluster.errors import UserError
+
 
 @contextlib.contextmanager
 def atomic_path(path: str | Path):
@@ -26,11 +31,66 @@ def atomic_path(path: str | Path):
     os.close(fd)
     try:
         yield Path(tmp)
+        os.chmod(tmp, 0o666 & ~umask())  # what open() would have given the file
         os.replace(tmp, final)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def umask() -> int:
+    """The process umask, read without changing it where the kernel reports it."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except OSError:
+        pass
+    old = os.umask(0o022)  # elsewhere the only way to read it is to set it (and put it back)
+    os.umask(old)
+    return old
+
+
+class OutputError(UserError):
+    """An output path that cannot be written (exit 2); the message names the path and the reason."""
+
+
+def _dir_problem(d: Path) -> str | None:
+    """Why no file can be written in directory ``d`` (creating it if needed), or None."""
+    if d.exists() and not d.is_dir():
+        return f"{str(d)!r} is a file, not a directory"
+    for parent in d.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                return f"{str(parent)!r} is a file, not a directory"
+            break
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".rdasim-probe.", dir=d)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        return f"cannot write in {str(d)!r} ({(exc.strerror or str(exc)).lower()})"
+    return None
+
+
+def check_dir(path: str | Path, what: str = "--out") -> Path:
+    """Create directory ``path`` if needed and prove a file can be written in it, before any work."""
+    d = Path(path)
+    why = _dir_problem(d)
+    if why:
+        raise OutputError(f"{what} {str(path)}: {why}")
+    return d
+
+
+def check_file(path: str | Path, what: str) -> Path:
+    """Prove ``path`` can be written as a file (its directory writable, itself not a directory)."""
+    f = Path(path)
+    why = f"{str(path)!r} is a directory, expected a file name" if f.is_dir() else _dir_problem(f.parent)
+    if why:
+        raise OutputError(f"{what} {str(path)}: {why}")
+    return f
 
 
 def write_parquet(table: pa.Table, path: str | Path) -> Path:

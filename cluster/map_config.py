@@ -120,6 +120,43 @@ def _merge(base: dict, top: dict) -> dict:
     return out
 
 
+# workload kinds whose tensor-parallel group splits the hidden dimension: (batch key, layers key)
+_SPLIT = {"llm": "global_batch", "moe": "global_batch", "decode": "batch"}
+
+
+def split_limit(cfg: dict) -> tuple[str, int] | None:
+    """(key, size) of the dimension a TP group splits, for the generators that have one."""
+    kind = cfg["workload"]["kind"]
+    if kind not in _SPLIT or not cfg["workload"].get(kind):
+        return None
+    return f"workload.{kind}.hidden", cfg["workload"][kind]["hidden"]
+
+
+def tp_problem(cfg: dict, tp: int) -> str | None:
+    """Why a mapping with tensor-parallel group ``tp`` is not physical (more chips than columns), or None."""
+    limit = split_limit(cfg)
+    if limit is None or tp <= limit[1]:
+        return None
+    key, hidden = limit
+    return (f"TP = {tp:,} splits {key} = {hidden:,} into fractions of a column: the model's even split does "
+            "not hold there; use fewer system.chips or more data parallelism")
+
+
+def _too_many_chips(cfg: dict) -> str | None:
+    limit = split_limit(cfg)
+    if limit is None:
+        return None
+    kind = cfg["workload"]["kind"]
+    w = cfg["workload"][kind]
+    batch = w[_SPLIT[kind]]
+    most = limit[1] * w["layers"] * batch  # TP <= hidden, PP <= layers, DP <= batch
+    chips = cfg["system"]["chips"]
+    if chips <= most:
+        return None
+    return (f"system.chips = {chips:,} is more than this workload can use: at most {most:,} "
+            f"(TP <= {limit[0]} = {limit[1]:,}, PP <= layers = {w['layers']:,}, DP <= {_SPLIT[kind]} = {batch:,})")
+
+
 def _checks(cfg: dict) -> list[str]:
     out = []
     net = cfg["system"]["network"]
@@ -128,6 +165,8 @@ def _checks(cfg: dict) -> list[str]:
     kind = cfg["workload"]["kind"]
     if kind != "graph" and not cfg["workload"][kind]:
         out.append(f"workload.{kind}: section missing for workload kind {kind!r}")
+    elif (why := _too_many_chips(cfg)) is not None:
+        out.append(why)
     return out
 
 

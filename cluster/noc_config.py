@@ -8,7 +8,10 @@ is the reference latency/throughput curve.
 
 from __future__ import annotations
 
+from cluster import footprint
 from cluster.config import Field, Table
+from cluster.config.loader import ConfigError
+from cluster.config.schema import Issue
 from cluster.errors import UserError
 from sim.noc.params import TOPOLOGIES, TRAFFIC, NocParams
 
@@ -52,11 +55,15 @@ def _noc_checks(noc: dict) -> list[tuple[str, str]]:
         out.append(("k", "give either k (a k x k grid) or rows and cols, not both"))
     if noc.get("rate") is not None and noc.get("rates"):
         out.append(("rates", "give either rate (one run) or rates (a curve), not both"))
+    if noc.get("rates") is not None and not noc["rates"]:
+        out.append(("rates", "is empty: give at least one offered load, or leave rates out for the reference curve"))
     pf = noc.get("packet_flits") or 1
     for i, r in enumerate([noc.get("rate")] if noc.get("rate") is not None else (noc.get("rates") or [])):
-        if not 0 <= r <= pf:
-            key = "rate" if noc.get("rate") is not None else f"rates[{i}]"
-            out.append((key, f"{r} is outside 0..packet_flits ({pf}) flits/node/cycle"))
+        key = "rate" if noc.get("rate") is not None else f"rates[{i}]"
+        if r == 0:
+            out.append((key, "0 offers no traffic, so there is no latency or throughput to measure; give a load > 0"))
+        elif not 0 < r <= pf:
+            out.append((key, f"{r} is outside (0, packet_flits = {pf}] flits/node/cycle"))
     return out
 
 
@@ -119,3 +126,16 @@ def params_of(cfg: dict, rate: float) -> NocParams:
         )
     except ValueError as exc:
         raise UserError(f"noc: {exc}") from None
+
+
+def check_footprint(cfg: dict) -> None:
+    """Refuse (ConfigError naming the key) a run whose largest shard would not fit in this machine's memory."""
+    noc, run = cfg["noc"], cfg["run"]
+    rows, cols = noc["k"] or noc["rows"] or 8, noc["k"] or noc["cols"] or 8
+    grid = "noc.k" if noc["k"] else "noc.rows x noc.cols"
+    cycles = noc["warmup_cycles"] + noc["measure_cycles"] + noc["drain_cycles"]
+    est = footprint.noc_estimate(rows, cols, noc["vcs"], noc["vc_buffers"], run["shards"], cycles, grid)
+    found = footprint.problem(est, {grid: noc["k"] or f"{rows} x {cols}",
+                                    "noc.warmup_cycles + measure_cycles + drain_cycles": f"{cycles:,} cycles"})
+    if found:
+        raise ConfigError("config", [Issue(*found)])

@@ -9,7 +9,7 @@ loads run one after another, each as a group of shard actors.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -18,7 +18,7 @@ import pyarrow as pa
 from cluster import io, schemas
 from cluster.backends import RunOutcome, run_backend
 from cluster.config import config_hash
-from cluster.noc_config import booksim_reference, params_of, rates_of
+from cluster.noc_config import booksim_reference, check_footprint, params_of, rates_of
 from cluster.noc_summary import link_columns, summarize_noc
 from cluster.regions import epoch_length, cut_grid
 from cluster.progress import Progress
@@ -30,6 +30,12 @@ class NocResult:
     summary: pa.Table
     links: pa.Table
     files: list[Path]
+    record: dict = field(default_factory=dict)  # run.json: identity, config, loads missing
+    missing: list[float] = field(default_factory=list)  # loads not simulated (the run was interrupted)
+
+    @property
+    def interrupted(self) -> bool:
+        return bool(self.missing)
 
 
 def run_id_for(cfg_hash: str, seed: int) -> str:
@@ -53,7 +59,13 @@ def _run_one_local(params, regions, epoch):
 
 
 def run_noc(cfg: dict, out: str | Path | None = None, quiet: bool = False) -> NocResult:
+    """Simulate every offered load of a resolved noc config (writing the tables if ``out`` is given).
+
+    Ctrl-C (or SIGTERM turned into KeyboardInterrupt) keeps the loads that finished: the
+    result then lists the ``missing`` ones, and is written like a whole curve.
+    """
     run = cfg["run"]
+    check_footprint(cfg)
     rates = rates_of(cfg)
     plist = [params_of(cfg, r) for r in rates]
     p0 = plist[0]
@@ -62,16 +74,22 @@ def run_noc(cfg: dict, out: str | Path | None = None, quiet: bool = False) -> No
     backend = run["backend"]
     chash = config_hash(cfg)
     meta = schemas.RunMeta(run_id_for(chash, run["seed"]), chash, run["seed"])
-    outcomes: list[RunOutcome] = []
-    if backend == "ray" and len(regions) == 1 and len(plist) > 1:
-        outcomes = _curve_as_ray_tasks(plist, regions, epoch, run["address"], quiet)
-    else:
-        for p in plist:
-            prog = Progress(f"noc rate {p.rate:g}", quiet)
-            outcomes.append(run_backend(backend, p, regions, epoch, address=run["address"], progress=prog))
-            prog.close()
+    outcomes: list[RunOutcome | None] = [None] * len(plist)
+    try:
+        if backend == "ray" and len(regions) == 1 and len(plist) > 1:
+            _curve_as_ray_tasks(plist, regions, epoch, run["address"], quiet, outcomes)
+        else:
+            for i, p in enumerate(plist):
+                prog = Progress(f"noc rate {p.rate:g}", quiet, bound=True)  # drained loads stop early
+                outcomes[i] = run_backend(backend, p, regions, epoch, address=run["address"], progress=prog)
+                prog.close(f"noc rate {p.rate:g}: done in {outcomes[i].wall_seconds:.1f} s")
+    except KeyboardInterrupt:
+        if not any(outcomes):
+            raise
     rows, link_parts = [], []
     for p, o in zip(plist, outcomes):
+        if o is None:
+            continue
         s = summarize_noc(p, o.reports, o.saturated, o.in_transit_flits)
         row = {
             "topology": p.topology, "rows": p.rows, "cols": p.cols, "traffic": p.traffic,
@@ -87,31 +105,43 @@ def run_noc(cfg: dict, out: str | Path | None = None, quiet: bool = False) -> No
     cols = [c.name for c in schemas.NOC_SUMMARY.columns]
     summary = schemas.NOC_SUMMARY.build({c: [r[c] for r in rows] for c in cols}, meta)
     links_table = pa.concat_tables(link_parts)
-    files = []
+    missing = [p.rate for p, o in zip(plist, outcomes) if o is None]
+    record = {"run_id": meta.run_id, "config_hash": chash, "config": cfg, **schemas.code_identity(),
+              "complete": not missing, "missing_rates": missing}
+    result = NocResult(rows, summary, links_table, [], record, missing)
     if out is not None:
-        out = Path(out)
-        files.append(io.write_parquet(summary, out / "noc_summary.parquet"))
-        files.append(io.write_parquet(links_table, out / "noc_links.parquet"))
-        io.write_json({"run_id": meta.run_id, "config_hash": chash, "config": cfg,
-                       "rdasim_version": schemas.package_version()}, out / "run.json")
-    return NocResult(rows, summary, links_table, files)
+        result.files = write_noc(result, out)
+    return result
 
 
-def _curve_as_ray_tasks(plist, regions, epoch, address, quiet) -> list[RunOutcome]:
+def write_noc(result: NocResult, out: str | Path) -> list[Path]:
+    """noc_summary.parquet, noc_links.parquet and run.json in ``out`` (each atomically)."""
+    out = Path(out)
+    return [io.write_parquet(result.summary, out / "noc_summary.parquet"),
+            io.write_parquet(result.links, out / "noc_links.parquet"),
+            io.write_json(result.record, out / "run.json")]
+
+
+def _curve_as_ray_tasks(plist, regions, epoch, address, quiet, outcomes: list) -> None:
+    """Each load a Ray task; ``outcomes[i]`` is filled as load i finishes (so an interrupt keeps it)."""
     from cluster.ray_env import init_ray
 
     ray = init_ray(address)
     task = ray.remote(num_cpus=1)(_run_one_local)
     refs = [task.remote(p, regions, epoch) for p in plist]
+    index = {ref: i for i, ref in enumerate(refs)}
     prog = Progress("noc curve on ray", quiet)
     start, done = time.perf_counter(), 0
     pending = list(refs)
-    while pending:
-        ready, pending = ray.wait(pending, num_returns=1)
-        done += len(ready)
-        prog(done, len(refs), unit="loads")
-    prog.close()
-    outcomes = ray.get(refs)
-    for o in outcomes:
-        o.extra["curve_wall_seconds"] = time.perf_counter() - start
-    return outcomes
+    try:
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            for ref in ready:
+                outcomes[index[ref]] = ray.get(ref)
+                outcomes[index[ref]].extra["curve_wall_seconds"] = time.perf_counter() - start
+            done += len(ready)
+            prog(done, len(refs), unit="loads")
+    finally:
+        for ref in pending:
+            ray.cancel(ref, force=True)
+        prog.close()

@@ -1,5 +1,11 @@
 """Starting or joining Ray the way rdasim needs it, on a fresh machine or a cluster.
 
+Which Ray: ``--address``/``run.address`` if given, else ``RAY_ADDRESS`` (which ``ray job
+submit`` sets for its driver, so a sweep submitted as a Ray job runs on the whole
+cluster, not on an embedded Ray beside it), else an embedded local Ray. The installed
+Ray must be in the range rdasim is tested with (``SUPPORTED_RAY``), and a cluster's Ray
+must equal the driver's (Ray itself refuses otherwise; the error says which is which).
+
 Ray 2.60 turns token authentication on for local instances and generates the token
 itself (``~/.ray/auth_token``); clusters started with ``ray start`` use a token only if
 ``RAY_AUTH_MODE=token`` is set on every node, and then every client needs the same
@@ -11,9 +17,32 @@ imports Ray, and only through here.
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 
 from cluster.errors import UserError
+
+SUPPORTED_RAY = ((2, 59), (2, 61))  # [low, high): the versions the test suite ran with (pyproject.toml agrees)
+
+
+def ray_version_problem(version: str) -> str | None:
+    """Why this Ray version is outside the tested range, or None."""
+    try:
+        got = tuple(int(x) for x in version.split(".")[:2])
+    except ValueError:
+        return f"cannot read Ray's version {version!r}"
+    lo, hi = SUPPORTED_RAY
+    if lo <= got < hi:
+        return None
+    return (f"Ray {version} is installed; rdasim is tested with Ray >= {lo[0]}.{lo[1]}, < {hi[0]}.{hi[1]} "
+            f"(pip install 'ray[default]>={lo[0]}.{lo[1]},<{hi[0]}.{hi[1]}')")
+
+
+def actor_cpus(cluster_cpus: float, shards: int) -> float:
+    """CPUs of each shard actor: every shard must run at the same time, so at most an equal share
+    of the cluster (and at most 1). The one place this is decided: a sweep reserves bundles of
+    this size and the Ray backend, running inside them, takes the size from its placement group."""
+    return max(min(1.0, cluster_cpus / shards), 0.01)
 
 
 def token_available() -> bool:
@@ -26,14 +55,20 @@ def token_available() -> bool:
 
 
 def init_ray(address: str | None = None, num_cpus: int | None = None):
-    """Join the cluster at ``address`` ("auto", "ray://host:10001", "host:6379") or start an
-    embedded local Ray. Returns the ray module."""
+    """Join the cluster at ``address`` ("auto", "ray://host:10001", "host:6379"), else the one in
+    ``RAY_ADDRESS``, else start an embedded local Ray. Returns the ray module."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     import ray
 
     if ray.is_initialized():
         return ray
+    problem = ray_version_problem(ray.__version__)
+    if problem:
+        raise UserError(problem)
+    where = "--address"
+    if not address and os.environ.get("RAY_ADDRESS"):
+        address, where = os.environ["RAY_ADDRESS"], "RAY_ADDRESS"
     kwargs = dict(logging_level="ERROR", log_to_driver=True, include_dashboard=False)
     if address:
         if os.environ.get("RAY_AUTH_MODE", "").lower() == "token" and not token_available():
@@ -42,6 +77,9 @@ def init_ray(address: str | None = None, num_cpus: int | None = None):
                 "RAY_AUTH_TOKEN_PATH, or copy the head node's ~/.ray/auth_token (`ray get-auth-token`)"
             )
         kwargs.pop("include_dashboard")
+        unreachable = _unreachable(address)
+        if unreachable:  # Ray itself would retry for minutes before giving up
+            raise UserError(f"cannot connect to the Ray cluster at {address!r} (from {where}): {unreachable}")
         try:
             ray.init(address=address, **kwargs)
         except (ConnectionError, RuntimeError, ValueError) as exc:
@@ -49,10 +87,27 @@ def init_ray(address: str | None = None, num_cpus: int | None = None):
             text = str(exc).lower()
             if "auth" in text or "token" in text or "unauthenticated" in text:
                 hint = " (token authentication: set RAY_AUTH_MODE=token and the cluster's token)"
-            raise UserError(f"cannot connect to the Ray cluster at {address!r}: {exc}{hint}") from None
+            elif "version" in text:
+                hint = f" (this driver has Ray {ray.__version__}: install the cluster's Ray version here)"
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise UserError(f"cannot connect to the Ray cluster at {address!r} (from {where}): {first}{hint}") from None
     else:
         ray.init(address="local", num_cpus=num_cpus, **kwargs)
     return ray
+
+
+def _unreachable(address: str, timeout: float = 5.0) -> str | None:
+    """Why nothing listens at a "host:port" or "ray://host:port" address (None: it answers, or
+    the address is "auto" or another form Ray resolves itself)."""
+    target = address[len("ray://"):] if address.startswith("ray://") else address
+    host, sep, port = target.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        return None
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as exc:
+        return f"nothing answers at {host}:{port} ({(exc.strerror or str(exc)).lower()})"
+    return None
 
 
 def cluster_cpus() -> float:

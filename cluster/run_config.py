@@ -16,6 +16,7 @@ import math
 from cluster.config import Field, Table
 from cluster.config.loader import ConfigError
 from cluster.config.schema import Issue
+from cluster.footprint import chip_issues as footprint_issues
 from cluster.noc_config import RUN_SECTION
 from sim.chip.config import OOM_BEHAVIOURS, PLACEMENTS, ChipConfig, noc_params_for
 from sim.chip.messages import Sizing
@@ -262,6 +263,7 @@ def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=Non
     over = {_CHIP_KEYS.get(k, k): v for k, v in chip.items() if k != "preset" and v is not None}
     spec = PRESETS[chip["preset"]].with_(**over)
     issues += [Issue("chip", p) for p in spec.problems()]
+    issues += footprint_issues(spec, mem, noc, run)  # before unit_layout allocates anything
     if issues:
         raise ConfigError("config", issues)
     lay = unit_layout(spec)

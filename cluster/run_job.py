@@ -107,6 +107,7 @@ class RunResult:
     files: list[Path] = field(default_factory=list)
     trace: dict | None = None
     memory_map: str | None = None
+    write_error: OSError | None = None  # the files could not be written (the figures are still here)
 
 
 def simulate_chip(chip_cfg, shards: int = 1, cut: str = "rows", backend: str = "local", epoch: int | None = None,
@@ -120,6 +121,8 @@ def simulate_chip(chip_cfg, shards: int = 1, cut: str = "rows", backend: str = "
     summary, tables = summarize_chip(chip_cfg, o.reports)
     summary.update(shards=len(regions), backend=backend, wall_seconds=o.wall_seconds, epochs=o.epochs,
                    lookahead=lookahead or 0, cut_off=bool(o.saturated))
+    if o.saturated and not summary["completed"]:  # events were still pending: not a deadlock
+        summary.update(status="cut_off", status_detail=f"stopped at run.max_cycles = {chip_cfg.max_cycles:,}")
     return summary, tables, o, o.reports
 
 
@@ -127,7 +130,7 @@ def run_chip(cfg: dict, chip_cfg, out: str | Path | None = None, trace_path: str
              memory_map_cycle: int = -1, quiet: bool = False) -> RunResult:
     """Simulate a resolved ``rdasim run`` config; write its tables if ``out`` is given."""
     run = cfg["run"]
-    prog = Progress(f"run {chip_cfg.workload.kind}", quiet)
+    prog = Progress(f"run {chip_cfg.workload.kind}", quiet, bound=True)  # max_cycles is a bound, not the end
     summary, cols, outcome, results = simulate_chip(chip_cfg, run["shards"], run["cut"], run["backend"], run["epoch"],
                                                run["address"], progress=prog)
     prog.close()
@@ -147,6 +150,15 @@ def run_chip(cfg: dict, chip_cfg, out: str | Path | None = None, trace_path: str
         tables["run_partitions"] = schemas.RUN_PARTITIONS.build(cols["partitions"], meta)
         tables["run_kernels"] = schemas.RUN_KERNELS.build(cols["kernels"], meta)
     res = RunResult(summary, tables, outcome)
+    try:
+        _write(res, cfg, chip_cfg, meta, results, out, trace_path, memory_map_cycle)
+    except OSError as exc:  # the run is done: keep its figures (the command prints them)
+        res.write_error = exc
+    return res
+
+
+def _write(res, cfg, chip_cfg, meta, results, out, trace_path, memory_map_cycle) -> None:
+    summary, tables, chash = res.summary, res.tables, meta.config_hash
     if trace_path is not None:
         res.trace = chrome_trace(chip_cfg, results, summary["oracle_first"])
         res.files.append(io.write_text(json.dumps(res.trace), trace_path))
@@ -164,6 +176,5 @@ def run_chip(cfg: dict, chip_cfg, out: str | Path | None = None, trace_path: str
         counts = action_counts_document(list(zip(e["component"], e["action"], e["count"])))
         res.files.append(io.write_text(to_yaml(counts), out / "action_counts.yaml"))
         res.files.append(io.write_json({"run_id": meta.run_id, "config_hash": chash, "config": cfg,
-                                        "summary": summary, "rdasim_version": schemas.package_version()},
+                                        "summary": summary, **schemas.code_identity()},
                                        out / "run.json"))
-    return res

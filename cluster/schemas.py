@@ -9,18 +9,19 @@ The README's result-column reference is generated from this module
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib import metadata
 
 import numpy as np
 import pyarrow as pa
 
+from cluster.version import code_version, package_version
+
 _COLUMN_TYPES = (list, tuple, np.ndarray, pa.Array, pa.ChunkedArray)
 
-def package_version() -> str:
-    try:
-        return metadata.version("rdasim")
-    except metadata.PackageNotFoundError:  # running from a source tree without install
-        return "0+unknown"
+
+def code_identity() -> dict:
+    """The code columns of every row (rdasim_version, rdasim_commit, rdasim_dirty), for run.json too."""
+    v = code_version()
+    return {"rdasim_version": v.version, "rdasim_commit": v.commit, "rdasim_dirty": v.dirty}
 
 
 @dataclass(frozen=True)
@@ -40,11 +41,13 @@ class RunMeta:
     version: str = ""
 
     def columns(self) -> dict:
+        code = code_identity()
         return {
             "run_id": self.run_id,
             "config_hash": self.config_hash,
             "seed": int(self.seed),
-            "rdasim_version": self.version or package_version(),
+            **code,
+            "rdasim_version": self.version or code["rdasim_version"],
         }
 
 
@@ -53,6 +56,8 @@ META_COLUMNS = [
     Column("config_hash", pa.string(), "hash of the fully resolved config"),
     Column("seed", pa.int64(), "global random seed"),
     Column("rdasim_version", pa.string(), "rdasim package version"),
+    Column("rdasim_commit", pa.string(), "git commit of the rdasim checkout that ran (null outside a checkout)"),
+    Column("rdasim_dirty", pa.bool_(), "the checkout's code differed from that commit (null outside a checkout)"),
 ]
 
 
@@ -212,6 +217,7 @@ ALL_TABLES.extend([MAP_PLAN, MAP_KERNELS, MAP_PARTITIONS])
 # "noc_rate"), typed from the resolved values.
 SWEEP_COLUMNS = [
     Column("sweep_id", pa.string(), "sweep name ([sweep] name); also the first hive partition level"),
+    Column("sweep_spec", pa.string(), "hash of the spec version that computed the point (see the manifest's specs)"),
     Column("point_id", pa.string(), "stable point id: hash of the point's fully resolved config"),
     Column("point_index", pa.int64(), "position of the point in the spec's expansion"),
     Column("point_status", pa.string(), "ok, or error (the point failed: see point_error)"),
@@ -319,7 +325,13 @@ RUN_SUMMARY = TableSchema(
         Column("double_free", _I, "oracle: frees of already-freed allocations"),
         Column("premature_free", _I, "oracle: frees while true references were live"),
         Column("leaks", _I, "oracle: allocations never freed"),
-        Column("completed", _B, "every request of the workload finished"),
+        Column("completed", _B, "every request of the workload finished (served or refused)"),
+        Column("status", _S, "completed; failed (requests refused for lack of memory); cut_off (stopped at "
+                             "run.max_cycles); deadlocked (work left, nothing pending anywhere); failed also for "
+                             "a sweep point that raised"),
+        Column("status_detail", _S, "why a run did not complete: who waits on what, e.g. \"4 append requests "
+                                    "stalled out of memory at 4 MUs; ...\" (empty when completed)"),
+        Column("cut_off", _B, "the run reached run.max_cycles with events still pending"),
         Column("epochs", _I, "lockstep epochs executed"),
         Column("lookahead", _I, "epoch length bound, cycles (0 with one shard)"),
         Column("result_hash", _S, "hash of every delivery, oracle event, buffer life and figure"),

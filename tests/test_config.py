@@ -78,5 +78,5 @@ def test_overrides_and_flags_say_the_same_as_the_file(tmp_path):
 def test_cross_field_checks():
     with pytest.raises(ConfigError, match="either k"):
         load(NOC_SCHEMA, raw={"noc": {"k": 4, "rows": 4}})
-    with pytest.raises(ConfigError, match="outside 0..packet_flits"):
+    with pytest.raises(ConfigError, match=r"outside \(0, packet_flits"):
         load(NOC_SCHEMA, raw={"noc": {"rates": [0.1, 2.0]}})

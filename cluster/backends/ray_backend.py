@@ -26,7 +26,7 @@ from typing import Any
 from cluster import wire
 from cluster.backends import RunOutcome, noc_model
 from cluster.coordinator import EpochMeta, meta_after, next_window
-from cluster.ray_env import cluster_cpus, init_ray
+from cluster.ray_env import actor_cpus, cluster_cpus, init_ray
 
 # Unrolling more epochs per compiled round did not lower the per-epoch cost (32x32, two
 # shards: ~6 ms per epoch for 8, 16 or 32) but raised compile time (1.3 s -> 3.9 s) and
@@ -110,7 +110,8 @@ def run_ray(params, regions, epoch: int, address=None, progress=None, compiled: 
     start = time.perf_counter()
     n = len(regions)
     model = model or noc_model(params, regions)
-    cpus = max(min(1.0, cluster_cpus() / n), 0.01)  # every shard must run at the same time
+    pg = ray.util.get_current_placement_group()  # a sweep point: the driver sized our bundles
+    cpus = pg.bundle_specs[0].get("CPU", 1.0) if pg is not None else actor_cpus(cluster_cpus(), n)
     Actor = ray.remote(num_cpus=cpus)(ShardActor)
     actors = [Actor.remote(model, r, i, n, epoch) for i, r in enumerate(regions)]
     horizon = model.horizon

@@ -15,7 +15,9 @@ from allocators.planner import METHODS, plan
 from allocators.trace import parse_trace, replay
 from cluster.alloc_reports import write_reports
 from cluster.config.units import UnitError, parse_size, parse_time
-from cluster.errors import UserError
+from cluster import io
+from cluster.commands.common import report_files, save
+from cluster.errors import EXIT_NO_ANSWER, UserError
 from cluster.io import write_text
 from cluster.schemas import RunMeta
 
@@ -30,7 +32,8 @@ def add_arguments(parser) -> None:
     p.add_argument("file", metavar="FILE.csv", help="buffers: id,lower,upper,size[,alignment[,offset]]")
     p.add_argument("--capacity", help="memory size the packing must fit, e.g. 1MiB or 1048576")
     p.add_argument("--method", choices=METHODS, default="exact", help="planner (default: exact)")
-    p.add_argument("--budget", default="10s", help="time budget of the exact search, e.g. 60 or 60s (default 10s)")
+    p.add_argument("--budget", default="10s", help="time budget of the exact search, e.g. 60 or 60s (default 10s); "
+                                                   "when it runs out the best plan found is printed, marked not proven")
     p.add_argument("--out", metavar="OFFSETS.csv", help="write the buffers with their offsets (MiniMalloc CSV)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
@@ -54,6 +57,8 @@ def run(args) -> int:
     budget = _option(_seconds, args.budget, "--budget")
     if budget <= 0:
         raise UserError(f"--budget must be positive, got {args.budget!r}")
+    if args.out:
+        io.check_file(args.out, "--out")  # before the work: a bad --out costs a second, not a search
     try:
         problem, _ = read_csv(args.file)
     except FileNotFoundError:
@@ -69,24 +74,26 @@ def run(args) -> int:
         result = plan(problem, args.method, capacity, budget, progress)
     except (InputError, NoPlacementError) as err:
         raise UserError(f"{args.file}: {err}") from None
-    if args.out:
-        write_text(format_csv(problem, result.offsets), args.out)
     if args.json:
         print(json.dumps(result.summary()))
     else:
         print(_table(result))
+    if args.out:
+        report_files([save(lambda: write_text(format_csv(problem, result.offsets), args.out),
+                           [result.summary()], printed=args.json)])
     for problem_text in result.problems[:10]:
         print(f"invalid placement: {problem_text}", file=sys.stderr)
     if not result.valid:
-        return 1
+        return EXIT_NO_ANSWER
     if not result.fits:
         print(f"does not fit: peak {result.peak} B > capacity {capacity} B", file=sys.stderr)
-        return 1
+        return EXIT_NO_ANSWER
     return 0
 
 
 def _report(args) -> int:
     memories = dict(_memory(spec) for spec in args.memory)
+    io.check_dir(args.out)
     try:
         text = Path(args.trace).read_text()
         steps = parse_trace(text, set(memories))
@@ -99,12 +106,12 @@ def _report(args) -> int:
     result = replay(steps, memories)
     digest = hashlib.sha256("\n".join([text, *args.memory]).encode()).hexdigest()[:16]
     meta = RunMeta(run_id=f"alloc-report-{digest}", config_hash=digest, seed=0)
-    for path in write_reports(memories, args.out, meta):
+    for path in save(lambda: write_reports(memories, args.out, meta), [], printed=True):
         print(path)
     if result.failed is not None:
         print(f"{args.trace}: line {result.failed.line}: {result.failed.op} failed: {result.error} "
               f"(reports show the state before this step)", file=sys.stderr)
-        return 1
+        return EXIT_NO_ANSWER
     return 0
 
 
@@ -154,5 +161,7 @@ def _table(result) -> str:
     ]
     if result.method == "exact":
         rows.append(("search nodes", f"{result.nodes:,}"))
+    if result.note:
+        rows.append(("note", result.note))
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)

@@ -6,7 +6,11 @@ and ``rdasim noc`` and ``rdasim run`` cannot disagree on what ``--shards`` means
 
 from __future__ import annotations
 
+import json
 import math
+import sys
+
+from cluster.errors import SaveError
 
 RUN_FLAGS = {"seed": "run.seed", "shards": "run.shards", "cut": "run.cut", "epoch": "run.epoch",
              "backend": "run.backend", "address": "run.address"}
@@ -17,10 +21,10 @@ def add_run_arguments(p) -> None:
     p.add_argument("--shards", type=int, help="cut the grid into this many shards (run.shards)")
     p.add_argument("--cut", help="shard shape: rows, cols or blocks (run.cut)")
     p.add_argument("--epoch", type=int, metavar="CYCLES", help="cycles per lockstep epoch (run.epoch)")
-    p.add_argument("--backend", help="local (in-process) or ray (one actor per shard)")
-    p.add_argument("--address", help="Ray cluster address (default: an embedded local Ray)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
-                   help="override any config key (repeatable)")
+    p.add_argument("--backend", help="local (in-process) or ray (run.backend)")
+    p.add_argument("--address", help="Ray cluster to join with --backend ray: auto, ray://host:10001 or host:6379 "
+                                     "(run.address; default: $RAY_ADDRESS if set, else an embedded local Ray)")
+    add_set_argument(p)
 
 
 def flag_values(args, flags: dict) -> list[tuple[str, object]]:
@@ -35,3 +39,33 @@ def json_safe(v):
     if isinstance(v, float) and not math.isfinite(v):
         return None
     return v
+
+
+def add_set_argument(p) -> None:
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
+                   help="override any config key, e.g. --set noc.vcs=2 (repeatable)")
+
+
+def save(write, result_json: list[dict], printed: bool) -> list:
+    """Run ``write()`` (which writes the result files and returns their paths). If it fails,
+    the work is not lost: the result goes to stdout as JSON lines (unless ``printed`` already)
+    and a one-line error names what could not be written."""
+    try:
+        return write()
+    except OSError as exc:
+        raise not_saved(exc, result_json, printed) from None
+
+
+def not_saved(exc: OSError, result_json: list[dict], printed: bool) -> SaveError:
+    """Print the result as JSON lines (unless ``printed`` already); the error to raise."""
+    if not printed:
+        for obj in result_json:
+            print(json.dumps(obj))
+    where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
+    return SaveError(f"could not write the results{where}: {(exc.strerror or str(exc)).lower()}; "
+                     "they are printed above as JSON")
+
+
+def report_files(files) -> None:
+    for f in files:
+        print(f"wrote {f}", file=sys.stderr)

@@ -7,10 +7,12 @@ import math
 import sys
 from pathlib import Path
 
+from cluster import io
+from cluster.commands.common import add_set_argument, report_files, save
 from cluster.config import config_hash
-from cluster.errors import UserError
+from cluster.errors import EXIT_NO_ANSWER, UserError
 from cluster.io import write_json, write_parquet
-from cluster.map_config import resolve, to_problem
+from cluster.map_config import resolve, to_problem, tp_problem
 from cluster.schemas import MAP_KERNELS, MAP_PARTITIONS, MAP_PLAN, RunMeta
 from mapping.plan import MappingPlan
 from mapping.solver import solve
@@ -21,10 +23,10 @@ HELP = "DFModel-style mapping of a workload onto a system"
 def add_arguments(parser) -> None:
     parser.add_argument("config", nargs="?", help="mapping config (TOML); optional with --preset")
     parser.add_argument("--preset", help="published preset, e.g. gpt3-1t-sn30 (see docs/mapping.md)")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
+    add_set_argument(parser)
     parser.add_argument("--time-limit", help="solver budget, e.g. 30s (mapping.time_limit)")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    parser.add_argument("--out", help="directory for map_plan/map_kernels/map_partitions Parquet and plan.json")
+    parser.add_argument("--out", metavar="DIR", help="write map_plan/map_kernels/map_partitions.parquet and plan.json here")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 
@@ -32,7 +34,9 @@ def run(args) -> int:
     if not args.config and not args.preset:
         raise UserError("rdasim map: give a CONFIG.toml or --preset NAME")
     extra = [("mapping.time_limit", args.time_limit)] if args.time_limit else []
-    cfg = resolve(args.config, args.set, args.preset, extra)
+    cfg = resolve(args.config, args.overrides, args.preset, extra)
+    if args.out:
+        io.check_dir(args.out)  # before the work: a bad --out costs a second, not a solve
     problem = to_problem(cfg)
     progress = None if args.quiet else (lambda msg: print(f"  {msg}", file=sys.stderr))
     plan = solve(problem, progress)
@@ -41,10 +45,14 @@ def run(args) -> int:
     else:
         print(summary_table(plan))
     if args.out:
-        write_results(plan, cfg, Path(args.out))
+        report_files(save(lambda: write_results(plan, cfg, Path(args.out)), [plan.summary()], printed=args.json))
     if not plan.feasible:
         print(f"infeasible: {plan.reason}", file=sys.stderr)
-        return 1
+        return EXIT_NO_ANSWER
+    unphysical = tp_problem(cfg, plan.tp)
+    if unphysical:
+        print(f"not a usable mapping: {unphysical}", file=sys.stderr)
+        return EXIT_NO_ANSWER
     return 0
 
 
@@ -81,25 +89,26 @@ def _finite(x: float) -> float:
     return x if isinstance(x, (int, float)) and math.isfinite(x) else float("nan")
 
 
-def write_results(plan: MappingPlan, cfg: dict, out: Path) -> None:
+def write_results(plan: MappingPlan, cfg: dict, out: Path) -> list[Path]:
     meta = RunMeta(run_id=f"map-{config_hash(cfg)}", config_hash=config_hash(cfg), seed=0)
     row = {c.name: getattr(plan, c.name) for c in MAP_PLAN.columns}
     row = {k: _finite(v) if isinstance(v, float) else v for k, v in row.items()}
-    write_parquet(MAP_PLAN.build(row, meta), out / "map_plan.parquet")
+    files = [write_parquet(MAP_PLAN.build(row, meta), out / "map_plan.parquet")]
     k = plan.kernels
-    write_parquet(MAP_KERNELS.build({
+    files.append(write_parquet(MAP_KERNELS.build({
         "kernel": [x.name for x in k], "kind": [x.kind for x in k], "phase": [x.phase for x in k],
         "split_dim": [x.split_dim for x in k], "partition": [x.partition for x in k], "flop": [x.flop for x in k],
         "compute_seconds": [x.compute_seconds for x in k], "network_seconds": [x.network_seconds for x in k],
         "weight_bytes": [x.weight_bytes for x in k], "streamed": [x.streamed for x in k],
-        "collectives": [x.collectives for x in k]}, meta), out / "map_kernels.parquet")
+        "collectives": [x.collectives for x in k]}, meta), out / "map_kernels.parquet"))
     p = plan.partitions
-    write_parquet(MAP_PARTITIONS.build({
+    files.append(write_parquet(MAP_PARTITIONS.build({
         "partition": [x.index for x in p], "kernels": [len(x.kernels) for x in p],
         "compute_seconds": [x.compute_seconds for x in p], "memory_seconds": [x.memory_seconds for x in p],
         "network_seconds": [x.network_seconds for x in p], "seconds": [x.seconds for x in p],
-        "sram_bytes": [x.sram_bytes for x in p]}, meta), out / "map_partitions.parquet")
-    write_json(plan_file(plan), out / "plan.json")
+        "sram_bytes": [x.sram_bytes for x in p]}, meta), out / "map_partitions.parquet"))
+    files.append(write_json(plan_file(plan), out / "plan.json"))
+    return files
 
 
 def plan_file(plan: MappingPlan) -> dict:

@@ -6,8 +6,10 @@ import argparse
 import json
 import sys
 
-from cluster.commands.common import RUN_FLAGS, add_run_arguments, flag_values, json_safe
+from cluster import io
+from cluster.commands.common import RUN_FLAGS, add_run_arguments, flag_values, json_safe, report_files, save
 from cluster.config import load
+from cluster.errors import EXIT_INTERRUPTED
 from cluster.noc_config import NOC_SCHEMA
 
 HELP = "Cycle-level NoC simulation with synthetic traffic (latency/throughput)"
@@ -28,24 +30,28 @@ JSON_KEYS = ("rate", "avg_latency", "p50_latency", "p99_latency", "offered", "ac
 
 def _rates(text: str) -> list[float]:
     try:
-        return [float(x) for x in text.split(",") if x.strip()]
+        rates = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+    if not rates:
+        raise argparse.ArgumentTypeError(f"expected at least one offered load, got {text!r}")
+    return rates
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("config", nargs="?", help="TOML config file (sections [noc] and [run])")
-    p.add_argument("--k", type=int, help="k x k grid")
-    p.add_argument("--rows", type=int)
-    p.add_argument("--cols", type=int)
-    p.add_argument("--topology", help="mesh or torus")
-    p.add_argument("--traffic", help="uniform, transpose, bitcomp, neighbor or hotspot")
-    p.add_argument("--rate", type=float, metavar="FLITS_PER_NODE_CYCLE", help="one offered load")
-    p.add_argument("--rates", type=_rates, metavar="R1,R2,...", help="a latency/throughput curve")
-    p.add_argument("--packet-flits", dest="packet_flits", type=int)
-    p.add_argument("--vcs", type=int)
-    p.add_argument("--vc-buffers", dest="vc_buffers", type=int)
-    p.add_argument("--link-latency", dest="link_latency", type=int)
+    p.add_argument("--k", type=int, help="k x k grid (noc.k)")
+    p.add_argument("--rows", type=int, help="router rows (noc.rows; default 8)")
+    p.add_argument("--cols", type=int, help="router columns (noc.cols; default 8)")
+    p.add_argument("--topology", help="mesh or torus (noc.topology)")
+    p.add_argument("--traffic", help="uniform, transpose, bitcomp, neighbor or hotspot (noc.traffic)")
+    p.add_argument("--rate", type=float, metavar="FLITS_PER_NODE_CYCLE", help="one offered load, > 0 (noc.rate)")
+    p.add_argument("--rates", type=_rates, metavar="R1,R2,...",
+                   help="offered loads of a latency/throughput curve (noc.rates; default: BookSim2's reference curve)")
+    p.add_argument("--packet-flits", dest="packet_flits", type=int, help="flits per packet (noc.packet_flits)")
+    p.add_argument("--vcs", type=int, help="virtual channels per port (noc.vcs)")
+    p.add_argument("--vc-buffers", dest="vc_buffers", type=int, help="flit buffers per virtual channel (noc.vc_buffers)")
+    p.add_argument("--link-latency", dest="link_latency", type=int, help="link latency, cycles (noc.link_latency)")
     add_run_arguments(p)
     p.add_argument("--out", metavar="DIR", help="write noc_summary.parquet and noc_links.parquet here")
     p.add_argument("--json", action="store_true", help="print one JSON object per offered load")
@@ -54,25 +60,38 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     cfg = load(NOC_SCHEMA, args.config, args.overrides, flag_values(args, FLAGS))
-    from cluster.noc_job import run_noc  # imported late: keeps `rdasim noc --help` instant
+    if args.out:
+        io.check_dir(args.out)  # before the work: a bad --out costs a second, not a run
+    from cluster.noc_job import run_noc, write_noc  # imported late: keeps `rdasim noc --help` instant
 
-    result = run_noc(cfg, out=args.out, quiet=args.quiet or args.json)
+    result = run_noc(cfg, out=None, quiet=args.quiet or args.json)
+    rows = [{k: json_safe(row[k]) for k in JSON_KEYS} for row in result.rows]
     if args.json:
-        for row in result.rows:
-            print(json.dumps({k: json_safe(row[k]) for k in JSON_KEYS}))
-        return 0
-    ref = any(r["booksim_latency"] is not None for r in result.rows)
+        for row in rows:
+            print(json.dumps(row))
+    else:
+        _table(result.rows)
+    if args.out:
+        result.files = save(lambda: write_noc(result, args.out), rows, printed=args.json)
+        report_files(result.files)
+    if result.interrupted:
+        done = len(result.rows)
+        print(f"interrupted: {done} of {done + len(result.missing)} loads finished"
+              f"{' and were written' if args.out else ''}; missing rates "
+              f"{', '.join(f'{r:g}' for r in result.missing)}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return 0
+
+
+def _table(rows: list[dict]) -> None:
+    ref = any(r["booksim_latency"] is not None for r in rows)
     print(f"{'rate':>7} {'offered':>8} {'accepted':>8} {'avg lat':>8} {'p99':>6} {'hops':>5} {'sat':>4}"
           + (f" {'BookSim2':>9}" if ref else ""))
-    for r in result.rows:
+    for r in rows:
         b = r["booksim_latency"]
         print(f"{r['rate']:7.3f} {r['offered']:8.4f} {r['accepted']:8.4f} {r['avg_latency']:8.2f} "
               f"{r['p99_latency']:6.0f} {r['avg_hops']:5.2f} {'yes' if r['saturated'] else 'no':>4}"
               + (f" {b:9.2f}" if b is not None else (" " * 10 if ref else "")))
     if ref:
-        print("BookSim2: published latency of this reference router (shared/reference/noc)", file=sys.stderr)
-    for f in result.files:
-        print(f"wrote {f}", file=sys.stderr)
-    return 0
-
-
+        print("BookSim2: the published latency of BookSim2's 8x8 reference router (\"config B\") at that load",
+              file=sys.stderr)

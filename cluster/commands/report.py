@@ -8,8 +8,8 @@ HELP = "Figures from a results directory"
 
 
 def add_arguments(p) -> None:
-    p.add_argument("dir", metavar="DIR", help="results: rdasim noc/run --out DIR, or rdasim sweep --out DIR")
-    p.add_argument("--out", metavar="FIGDIR", help="where the PNG files go (default: DIR/figures)")
+    p.add_argument("dir", metavar="RESULTS", help="results: rdasim noc/run --out DIR, or rdasim sweep --out DIR")
+    p.add_argument("--out", metavar="DIR", help="where the figures go, as PNG, PDF and SVG (default: RESULTS/_figures)")
     p.add_argument("--x", action="append", default=[], metavar="AXIS",
                    help="sweeps: swept column to plot against, e.g. noc_rate (repeatable; default: every varied one)")
     p.add_argument("--y", action="append", default=[], metavar="METRIC",
@@ -20,9 +20,12 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from cluster.report.render import Options, write_report
+    from cluster import io
+    from cluster.report.render import Options, default_out, write_report
 
-    report = write_report(args.dir, args.out, Options(args.x, args.y, args.hue, args.point))
+    out = args.out or default_out(args.dir)
+    io.check_dir(out, "--out" if args.out else "the figures directory (--out)")
+    report = write_report(args.dir, out, Options(args.x, args.y, args.hue, args.point))
     for path in report.written:
         print(path)
     if not args.quiet:

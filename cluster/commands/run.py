@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import sys
 
-from cluster.commands.common import RUN_FLAGS, add_run_arguments, flag_values, json_safe
+from cluster import io
+from cluster.commands.common import RUN_FLAGS, add_run_arguments, flag_values, json_safe, not_saved, report_files
 from cluster.config import load
-from cluster.errors import UserError
+from cluster.errors import EXIT_RUN_STATUS, UserError
 from cluster.run_config import RUN_SCHEMA
 from cluster.schemas import ENERGY_COLUMNS, INPUT_COLUMNS
 from sim.energy.table import COMPONENTS
@@ -23,7 +24,8 @@ JSON_KEYS = (
     "latency_p50_cycles", "latency_p99_cycles", "peak_mu_utilization", "mean_mu_utilization", "peak_mu_reserved",
     "fragmentation", "bytes_copied", "messages", "messages_total", "flits_total", "sync_messages",
     "sync_wait_cycles", "memory_wait_cycles", "oom_events", "stalls", "stall_cycles", "evictions", "oom_failures",
-    "use_after_free", "double_free", "premature_free", "leaks", "completed", "cut_off", "epochs", "result_hash",
+    "use_after_free", "double_free", "premature_free", "leaks", "completed", "cut_off", "status", "status_detail",
+    "epochs", "result_hash",
 )
 ENERGY_KEYS = tuple(c.name for c in ENERGY_COLUMNS)
 
@@ -78,6 +80,7 @@ def run(args) -> int:
     if args.memory_map is not None and args.memory_map < 0:
         raise UserError(f"--memory-map {args.memory_map}: the cycle cannot be negative")
     cfg = load(RUN_SCHEMA, args.config, args.overrides, flag_values(args, FLAGS))
+    check_outputs(args)  # before the work: a bad path costs a second, not a run
     if cfg["system"]["chips"]:
         return run_system_command(args, cfg)
     from cluster.run_config import chip_config  # imported late: keeps `rdasim run --help` quick
@@ -88,11 +91,13 @@ def run(args) -> int:
                    memory_map_cycle=-1 if args.memory_map is None else args.memory_map,
                    quiet=args.quiet or args.json)
     s = res.summary
+    keys = JSON_KEYS + ENERGY_KEYS + tuple(k for k in MAPPED_KEYS if k in s) + tuple(
+        k for k in INPUT_KEYS if s.get(k) is not None)
+    figures = {k: json_safe(s[k]) if k != "partitions" else s[k] for k in keys}
     if args.json:
-        keys = JSON_KEYS + ENERGY_KEYS + tuple(k for k in MAPPED_KEYS + INPUT_KEYS if s.get(k) is not None)
-        print(json.dumps({k: json_safe(s[k]) if k != "partitions" else s[k] for k in keys}))
+        print(json.dumps(figures))
     else:
-        print(f"{s['workload']} on {s['chip']} ({s['rows']}x{s['cols']}), {s['network']} NoC, policy {s['policy']}, "
+        print(f"{s['workload']} on {s['chip']} ({s['rows']} x {s['cols']} tiles), {s['network']} NoC, policy {s['policy']}, "
               f"reclaim {s['reclaim']}, {s['shards']} shard(s) on {s['backend']}")
         print(f"  simulated {s['sim_cycles']:,} cycles ({s['sim_seconds'] * 1e6:,.1f} us) in {s['wall_seconds']:.2f} s"
               f"{' (cut off at run.max_cycles)' if s['cut_off'] else ''}")
@@ -115,6 +120,21 @@ def run(args) -> int:
         print(f"  oracle: use after free {s['use_after_free']}, double free {s['double_free']}, "
               f"premature free {s['premature_free']}, leaks {s['leaks']}")
         print(f"  result hash {s['result_hash']}")
-    for f in res.files:
-        print(f"wrote {f}", file=sys.stderr)
-    return 0
+        print(f"  status {s['status']}" + (f": {s['status_detail']}" if s["status_detail"] else ""))
+    report_files(res.files)
+    if res.write_error is not None:
+        raise not_saved(res.write_error, [figures], printed=args.json)
+    if s["status"] != "completed":
+        print(f"{s['status']}: {s['status_detail']}", file=sys.stderr)
+    return EXIT_RUN_STATUS[s["status"]]
+
+
+def check_outputs(args) -> None:
+    """Every path the run will write, tried before it starts."""
+    if args.out:
+        io.check_dir(args.out)
+    if args.trace:
+        io.check_file(args.trace, "--trace")
+    if args.memory_map is not None and not args.out:
+        io.check_dir(".", "--memory-map (the current directory)")
+

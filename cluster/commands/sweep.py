@@ -6,7 +6,7 @@ import json
 import signal
 import sys
 
-from cluster.errors import UserError
+from cluster.errors import EXIT_POINTS_FAILED, UserError
 
 HELP = "Run a sweep of configs on Ray into a Parquet dataset"
 DEFAULT_OUT = "results"
@@ -18,14 +18,22 @@ def add_arguments(p) -> None:
     p.add_argument("--out", metavar="DIR", default=DEFAULT_OUT,
                    help=f"output directory; the dataset goes to DIR/<sweep name>/ (default: {DEFAULT_OUT})")
     p.add_argument("--address", metavar="ADDR",
-                   help="Ray cluster to join: auto, ray://host:10001 or host:6379 (default: an embedded local Ray)")
+                   help="Ray cluster to join: auto, ray://host:10001 or host:6379 (default: $RAY_ADDRESS if set, else an "
+                        "embedded local Ray)")
     p.add_argument("--max-concurrency", dest="max_concurrency", type=int, metavar="N",
                    help="points in flight at once (default: [sweep] max_concurrency, else twice what the CPUs hold)")
     p.add_argument("--retry-failed", dest="retry_failed", action="store_true",
                    help="also rerun points stored as errors (finished points are always skipped)")
     p.add_argument("--in-process", dest="in_process", action="store_true",
                    help="run the points one by one in this process, without Ray (debugging)")
-    p.add_argument("--dry-run", dest="dry_run", action="store_true", help="check the spec and list its points")
+    p.add_argument("--add", action="store_true",
+                   help="the sweep in --out came from another version of the spec: add this version's points to it")
+    p.add_argument("--replace", action="store_true",
+                   help="delete the sweep's stored points (its dataset, tables and manifest in --out) and start again")
+    p.add_argument("--mix-code", dest="mix_code", action="store_true",
+                   help="continue a sweep whose stored points another version of rdasim computed")
+    p.add_argument("--dry-run", dest="dry_run", action="store_true",
+                   help="check the spec and every point as the run would (nothing runs), and list the points")
     p.add_argument("--json", action="store_true", help="status: print JSON")
     p.add_argument("--quiet", action="store_true", help="no progress output")
 
@@ -42,7 +50,14 @@ def run(args) -> int:
     from cluster.sweep.plan import plan_sweep
 
     plan = plan_sweep(args.target[0])
+    if not args.dry_run:
+        from cluster import io
+
+        io.check_dir(args.out)  # before Ray starts: a bad --out costs a second
     if args.dry_run:
+        from cluster.sweep.plan import check_points
+
+        check_points(plan)
         try:
             for p in plan.points:
                 print(json.dumps({"index": p.index, "point_id": p.id, **p.values}, default=str))
@@ -52,12 +67,15 @@ def run(args) -> int:
     from cluster.sweep.runner import run_sweep
 
     signal.signal(signal.SIGTERM, _terminate)  # `ray job stop`, kill: record the run as interrupted
+    if args.add and args.replace:
+        raise UserError("give --add or --replace, not both")
+    existing = "add" if args.add else "replace" if args.replace else "refuse"
     summary = run_sweep(plan, args.out, args.address, args.max_concurrency, args.quiet, args.retry_failed,
-                        args.in_process)
+                        args.in_process, existing, args.mix_code)
     if not args.quiet:
         print(f"{summary.name}: {summary.total} points ({summary.skipped} already stored, {summary.computed} run, "
               f"{summary.failed} failed) in {summary.seconds:.1f} s -> {summary.dataset}", file=sys.stderr)
-    return 1 if summary.failed else 0
+    return EXIT_POINTS_FAILED if summary.failed else 0
 
 
 def _terminate(signum, frame):  # noqa: ARG001 - signal handler signature
@@ -78,6 +96,12 @@ def _status(path: str, as_json: bool) -> int:
     print(f"{'sweep':<24} {'command':<8} {'done':>7} {'failed':>7} {'pending':>8} {'total':>7}  state")
     for s in found:
         print(f"{s.sweep:<24} {s.command:<8} {s.done:>7} {s.failed:>7} {s.pending:>8} {s.total:>7}  {s.state}")
+        if s.specs > 1:
+            print(f"    points of {s.specs} spec versions (--add): the sweep_spec column tells them apart")
+        if len(s.code or []) > 1:
+            print(f"    computed by {len(s.code)} code versions (--mix-code): {', '.join(s.code)}")
+        if s.stray:
+            print(f"    {s.stray} file(s) in {s.dataset} belong to no point of this sweep (not counted)")
         for e in s.errors:
             print(f"    {e}")
     return 0

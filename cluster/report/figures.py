@@ -26,20 +26,32 @@ def _grid_axes(ax, rows: int, cols: int) -> None:
     ax.set_ylabel("row")
 
 
-def latency_vs_load(tables: dict[str, pa.Table], plt, group: str | None = None):
-    """Mean and p99 packet latency against offered load (the classic NoC curve)."""
+def _share(column: str) -> str:
+    """'utilization' -> 'MU utilisation (share of its bytes holding data)'."""
+    return "MU utilisation (share of its bytes holding data)" if "util" in column else column
+
+
+def latency_vs_load(tables: dict[str, pa.Table], plt):
+    """Mean and p99 packet latency against offered load (the classic NoC curve), saturated loads marked."""
     _, t = find_table(tables, lambda t: "avg_latency" in t.column_names and first(t, ("rate", "offered")))
     t = only_ok(t)
     x = first(t, ("rate", "offered"))
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for hue, (xs, ys, _, _) in grouped(t, x, "avg_latency", group).items():
-        ax.plot(xs, ys, marker="o", label=f"mean{'' if hue is None else f' ({group}={hue})'}")
-    if "p99_latency" in t.column_names and group is None:
-        for _, (xs, ys, _, _) in grouped(t, x, "p99_latency").items():
-            ax.plot(xs, ys, marker="s", linestyle="--", label="p99")
+    fig, ax = plt.subplots(figsize=(6, 4), constrained_layout=True)
+    lines = [("avg_latency", "mean", "o", "-")] + [("p99_latency", "p99", "s", "--")] * ("p99_latency" in t.column_names)
+    for y, name, marker, style in lines:
+        for _, (xs, ys, _, _) in grouped(t, x, y).items():
+            ax.plot(xs, ys, marker=marker, linestyle=style, label=name)
+    if "saturated" in t.column_names:
+        sat = t.filter(pc.equal(t["saturated"], True))
+        if sat.num_rows:
+            ax.scatter(sat[x].to_pylist(), sat["avg_latency"].to_pylist(), s=110, facecolors="none",
+                       edgecolors="red", linewidths=1.5, zorder=5, label="saturated (did not drain)")
     ax.set_xlabel("offered load (flits/node/cycle)")
     ax.set_ylabel("packet latency (cycles)")
-    ax.set_title("latency vs offered load")
+    lat = [v for v in t["avg_latency"].to_pylist() if v is not None and v > 0]
+    if lat and max(lat) > 20 * min(lat):  # past saturation latency explodes: keep the knee readable
+        ax.set_yscale("log")
+    ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small")
     return fig
 
@@ -63,7 +75,7 @@ def link_heatmap(tables: dict[str, pa.Table], plt):
         _grid_axes(ax, rows, cols)
     fig.colorbar(im, ax=axes, label="utilisation (flits/cycle)")
     if "offered_rate" in t.column_names and t.num_rows:
-        fig.suptitle(f"link utilisation at offered load {top:g}")
+        fig.suptitle(f"link utilisation at offered load {top:g} flits/node/cycle (blank: no link there)")
     return fig
 
 
@@ -87,8 +99,8 @@ def mu_heatmap(tables: dict[str, pa.Table], plt):
         data[rv, cv] = sum(vs) / len(vs)
     fig, ax = plt.subplots(figsize=(6, 5))
     im = ax.imshow(data, cmap="magma", vmin=0)
-    fig.colorbar(im, ax=ax, label=u)
-    ax.set_title(f"memory-unit {u} ({name})")
+    fig.colorbar(im, ax=ax, shrink=0.6, label=f"{'mean ' if first(t, TIME) else ''}{_share(u)}")
+    ax.set_title("memory-unit utilisation on the grid (blank: no MU)")
     _grid_axes(ax, rows, cols)
     return fig
 
@@ -109,9 +121,9 @@ def memory_over_time(tables: dict[str, pa.Table], plt, max_lines: int = 16):
     xs, ys, lo, hi = next(iter(grouped(t, x, u).values()))
     ax.plot(xs, ys, color="black", linewidth=2, label="mean over units")
     ax.fill_between(xs, lo, hi, color="grey", alpha=0.2, label="min..max")
-    ax.set_xlabel(x)
-    ax.set_ylabel(u)
-    ax.set_title(f"memory utilisation over time ({name})")
+    ax.set_xlabel("simulated time (cycles)" if x in ("cycle", "cycles") else x)
+    ax.set_ylabel(_share(u))
+    ax.set_title("memory-unit utilisation over time")
     ax.legend(fontsize="small")
     return fig
 

@@ -1,4 +1,4 @@
-"""Writing a report: every figure the tables allow, as PNG files, and why the others were skipped."""
+"""Writing a report: every figure the tables allow, as PNG, PDF and SVG, and why the others were skipped."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pyarrow.compute as pc
 from cluster import io
 from cluster.errors import UserError
 from cluster.report import sweep_figures as sf
-from cluster.report.data import Skip, only_ok
-from cluster.report.figures import RUN_FIGURES, latency_vs_load
+from cluster.report.data import Skip, numeric, only_ok
+from cluster.report.figures import RUN_FIGURES
 from cluster.report.sources import Sources, SweepTables, discover
 
 
@@ -35,18 +35,23 @@ def pyplot():
         import matplotlib
     except ImportError:
         raise UserError("rdasim report draws with matplotlib, which is not installed: "
-                        "pip install 'rdasim[report]'") from None
+                        "pip install -e '.[report]' in the rdasim checkout") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     return plt
 
 
+FORMATS = ("png", "pdf", "svg")  # a raster to look at, vectors for the paper
+
+
 def _save(fig, path: Path, report: Report, plt) -> None:
-    with io.atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=110)
+    for fmt in FORMATS:
+        target = path.with_suffix(f".{fmt}")
+        with io.atomic_path(target) as tmp:
+            fig.savefig(tmp, format=fmt, dpi=200 if fmt == "png" else None, bbox_inches="tight")
+        report.written.append(target)
     plt.close(fig)
-    report.written.append(path)
 
 
 def _draw(name: str, make, path: Path, report: Report, plt) -> None:
@@ -71,12 +76,8 @@ def _point_tables(sweep: SweepTables, point: str | None) -> tuple[str, dict[str,
 
 def _sweep(sweep: SweepTables, opts: Options, out: Path, report: Report, plt) -> None:
     axes = opts.x or sf.varied_axes(sweep)
-    load_axis = next((a for a in axes if a.endswith("rate")), None)
-    hue = opts.hue or (sf.hue_for(sweep, load_axis) if load_axis else None)
-    _draw(f"{sweep.name} latency_vs_load", lambda: latency_vs_load({"r": sweep.result}, plt, hue),
-          out / f"{sweep.name}-latency_vs_load.png", report, plt)
     for x in axes:
-        if sf.message_columns(sweep):
+        if sf.message_columns(sweep) and not numeric(sweep.result, x):
             _draw(f"{sweep.name} messages vs {x}", lambda: sf.messages_vs_axis(sweep, x, plt),
                   out / f"{sweep.name}-messages-vs-{x}.png", report, plt)
         if sf.energy_columns(sweep):
@@ -93,12 +94,16 @@ def _sweep(sweep: SweepTables, opts: Options, out: Path, report: Report, plt) ->
                   out / f"{sweep.name}-point-{point}-{name}.png", report, plt)
 
 
+def default_out(results: str | Path) -> Path:
+    return Path(results) / "_figures"
+
+
 def write_report(path: str | Path, out: str | Path | None = None, opts: Options = Options()) -> Report:
     sources: Sources = discover(path)
     if sources.empty():
         raise UserError(f"no rdasim results at {str(path)!r}: expected Parquet tables (rdasim noc/run --out) "
                         "or a sweep (rdasim sweep --out)")
-    out = Path(out) if out else Path(path) / "figures"
+    out = Path(out) if out else default_out(path)
     plt = pyplot()
     report = Report()
     if sources.runs:

@@ -13,7 +13,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cluster.sweep.dataset import read_dataset
-from cluster.sweep.layout import find_manifests
+from cluster.sweep.layout import DatasetLayout, column_name, find_manifests
+from cluster.sweep.spec import flatten
 from cluster.sweep.manifest import Manifest
 
 
@@ -24,6 +25,7 @@ class SweepTables:
     axes: list[str]  # swept columns
     result: pa.Table  # the points' result rows (errors included)
     tables: dict[str, pa.Table] = field(default_factory=dict)  # sibling tables by name
+    orders: dict[str, list] = field(default_factory=dict)  # swept column -> its values in the spec's order
 
 
 @dataclass
@@ -45,8 +47,10 @@ def _sweep(manifest_path: Path) -> SweepTables | None:
     root = manifest_path.parent
     if not (root / m.sweep).is_dir():
         return None
-    siblings = {d.name[len(m.sweep) + 1:]: read_dataset(d) for d in sorted(root.glob(f"{m.sweep}.*")) if d.is_dir()}
-    return SweepTables(m.sweep, m.command, list(m.columns), read_dataset(root / m.sweep), siblings)
+    siblings = {name: read_dataset(d) for name, d in DatasetLayout(root, m.sweep).sibling_dirs().items()}
+    axes = flatten(m.spec.get("axes") or {}) if isinstance(m.spec.get("axes"), dict) else {}
+    orders = {column_name(path): values for path, values in axes.items() if isinstance(values, list)}
+    return SweepTables(m.sweep, m.command, list(m.columns), read_dataset(root / m.sweep), siblings, orders)
 
 
 def discover(path: str | Path) -> Sources:

@@ -1,15 +1,41 @@
-"""Figures of a sweep: any metric against any swept axis, grouped by another axis."""
+"""Figures of a sweep a paper can use: a metric against one swept axis, never averaged over the others.
+
+- Seeds (``run_seed`` and any other ``*_seed`` axis) are replicates: each point is the
+  mean over them with a 95 % confidence interval (Student's t) as its error bar.
+- Every other varied axis that is neither the x axis nor the hue gets its own panel
+  (facets), so unlike conditions are never averaged together.
+- Categorical x axes (strings, booleans) are drawn as grouped bars, numeric ones as
+  lines with markers; labels carry units.
+- Points that did not reach a steady state are marked: a saturated NoC load (its
+  measured packets did not drain; still plotted, as latency past saturation is what a
+  load-latency curve shows), a run that did not complete (deadlocked, cut off, failed;
+  left out of the mean of its seeds, so a deadlock never averages into a throughput).
+- Series that coincide are drawn once and labelled with every hue value they stand for,
+  instead of hiding one another.
+"""
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 from cluster import schemas
-from cluster.report.data import Skip, distinct, grouped, numeric, only_ok
+from cluster.report import labels
+from cluster.report.data import Skip, distinct, numeric, only_ok
 from cluster.report.sources import SweepTables
 from sim.energy.table import COMPONENTS
 
 PREFERRED = ("avg_latency", "p99_latency", "accepted", "tokens_per_second", "peak_mu_utilization",
              "bytes_copied", "energy_per_token_joules", "sync_wait_cycles", "use_after_free", "value")
-NOT_METRICS = {c.name for c in schemas.SWEEP_COLUMNS + schemas.META_COLUMNS}
+NOT_METRICS = {c.name for c in schemas.SWEEP_COLUMNS + schemas.META_COLUMNS} | {"rdasim_dirty"}
+MAX_PANELS = 12
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
+LINES = ("-", "--", "-.", ":")
+
+
+def replicate_axes(sweep: SweepTables) -> list[str]:
+    """Axes whose values are replicates of one condition (random seeds), not conditions."""
+    return [a for a in sweep.axes if a == "seed" or a.endswith("_seed")]
 
 
 def metrics(sweep: SweepTables) -> list[str]:
@@ -25,44 +51,187 @@ def default_metrics(sweep: SweepTables, n: int = 4) -> list[str]:
 
 
 def varied_axes(sweep: SweepTables) -> list[str]:
+    """Swept axes with more than one value among the finished points (seeds excluded)."""
     t = only_ok(sweep.result)
-    return [a for a in sweep.axes if a in t.column_names and len(distinct(t, a)) > 1]
+    seeds = set(replicate_axes(sweep))
+    return [a for a in sweep.axes if a in t.column_names and a not in seeds and len(distinct(t, a)) > 1]
 
 
 def hue_for(sweep: SweepTables, x: str, max_groups: int = 8) -> str | None:
-    """Another varied axis with few values (fewest first), to draw one line per value."""
+    """Another varied axis with few values (fewest first), to draw one series per value."""
     t = only_ok(sweep.result)
     options = [(len(distinct(t, a)), a) for a in varied_axes(sweep) if a != x]
     options = sorted(o for o in options if o[0] <= max_groups)
     return options[0][1] if options else None
 
 
-def metric_vs_axis(sweep: SweepTables, x: str, y: str, hue: str | None, plt):
+def ci95(values: list[float]) -> tuple[float, float]:
+    """(mean, half-width of the 95 % confidence interval of the mean; 0 for one value)."""
+    n = len(values)
+    mean = sum(values) / n
+    if n < 2:
+        return mean, 0.0
+    from scipy.stats import t as student
+
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    return mean, float(student.ppf(0.975, n - 1)) * sd / math.sqrt(n)
+
+
+@dataclass
+class Series:
+    """One line (or bar group) of a panel: per x value the mean, CI and whether it is unsteady."""
+
+    hue: list  # the hue values it stands for (several when series coincide)
+    xs: list
+    means: list[float]
+    errors: list[float]
+    unsteady: list[bool]
+    replicates: int
+
+
+def _saturated(row: dict) -> bool:
+    return bool(row.get("saturated"))
+
+
+def _incomplete(row: dict) -> bool:
+    """A run (rdasim run) that did not complete: its figures are not comparable to the others'."""
+    status = row.get("status")
+    return status is not None and status != "completed" and "workload" in row
+
+
+def _sort_key(v):
+    return (isinstance(v, str), v) if not isinstance(v, bool) else (False, int(v))
+
+
+def series_of(rows: list[dict], x: str, y: str, hue: str | None, order: list | None = None) -> list[Series]:
+    """Group rows by hue and x (replicates pooled), then merge series whose values coincide.
+    ``order``: the x values in the order the spec lists them (others after, sorted)."""
+    order = list(order or [])
+    acc: dict = {}
+    for r in rows:
+        yv = r.get(y)
+        if r.get(x) is None or yv is None or (isinstance(yv, float) and math.isnan(yv)):
+            continue
+        cell = acc.setdefault(r.get(hue) if hue else None, {}).setdefault(r[x], ([], [], []))
+        cell[0].append(float(yv))
+        cell[1].append(_saturated(r))
+        cell[2].append(_incomplete(r))
+    out: list[Series] = []
+    for h in sorted(acc, key=lambda v: (v is None, _sort_key(v) if v is not None else 0)):
+        xs = sorted(acc[h], key=lambda v: (order.index(v) if v in order else len(order), _sort_key(v)))
+        stats, marks = [], []
+        for v in xs:
+            values, saturated, incomplete = acc[h][v]
+            kept = [val for val, bad in zip(values, incomplete) if not bad] or values  # none completed: show them
+            stats.append(ci95(kept))
+            marks.append(any(saturated) or any(incomplete))
+        s = Series([h], xs, [m for m, _ in stats], [e for _, e in stats], marks,
+                   max(len(acc[h][v][0]) for v in xs))
+        same = next((o for o in out if o.xs == s.xs and o.means == s.means and o.errors == s.errors), None)
+        if same is not None:
+            same.hue.append(h)
+        else:
+            out.append(s)
+    return out
+
+
+def _panels(rows: list[dict], facets: list[str]) -> list[tuple[dict, list[dict]]]:
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault(tuple(r.get(f) for f in facets), []).append(r)
+    return [(dict(zip(facets, k)), groups[k]) for k in sorted(groups, key=lambda k: [_sort_key(v) for v in k])]
+
+
+def _legend_label(sweep: SweepTables, hue: str | None, s: Series) -> str | None:
+    if hue is None:
+        return None
+    shown = ", ".join(labels.value(hue, h) for h in s.hue)
+    return f"{shown} (identical)" if len(s.hue) > 1 else shown
+
+
+def metric_vs_axis(sweep: SweepTables, x: str, y: str, hue: str | None, plt, max_panels: int = MAX_PANELS):
+    """``y`` against swept axis ``x``: one series per ``hue`` value, one panel per value of each
+    other varied axis, seeds pooled into mean and 95 % CI."""
     t = only_ok(sweep.result)
     for col in (x, y) + ((hue,) if hue else ()):
         if col not in t.column_names:
             raise Skip(f"sweep {sweep.name} has no column {col!r}")
-    groups = grouped(t, x, y, hue)
-    if not groups:
+    facets = [a for a in varied_axes(sweep) if a not in (x, hue)]
+    rows = t.to_pylist()
+    panels = _panels(rows, facets)
+    if len(panels) > max_panels:
+        raise Skip(f"{len(panels)} panels (one per value of {', '.join(facets)}); choose axes with --x and --hue")
+    if not any(series_of(p, x, y, hue) for _, p in panels):
         raise Skip(f"no finished point has a value of {y}")
-    fig, ax = plt.subplots(figsize=(6.5, 4))
+    ncols = min(len(panels), 3)
+    nrows = -(-len(panels) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(max(4.2 * ncols, 6.0), 3.4 * nrows + 1.4), squeeze=False,
+                             sharey=True, constrained_layout=True)
     categorical = not numeric(t, x)
-    labels = sorted({v for xs, *_ in groups.values() for v in xs}, key=str) if categorical else None
-    for value, (xs, ys, lo, hi) in groups.items():
-        pos = [labels.index(v) for v in xs] if categorical else xs
-        label = None if hue is None else f"{hue}={value}"
-        ax.plot(pos, ys, marker="o", label=label)
-        if len(groups) == 1 and any(a != b for a, b in zip(lo, hi)):
-            ax.fill_between(pos, lo, hi, alpha=0.2, label="min..max over the other axes")
-    if categorical:
-        ax.set_xticks(range(len(labels)), [str(v) for v in labels], rotation=30)
-    ax.set_xlabel(x)
-    ax.set_ylabel(f"{y} (mean over the other axes)")
-    ax.set_title(f"{sweep.name}: {y} vs {x}")
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize="small")
-    fig.tight_layout()
+    order = sweep.orders.get(x, [])
+    cats = sorted(distinct(t, x), key=lambda v: (order.index(v) if v in order else len(order), _sort_key(v))) \
+        if categorical else None
+    replicates = 1
+    handles: dict = {}
+    for ax, (where, prows) in zip(axes.flat, panels):
+        series = series_of(prows, x, y, hue, order)
+        for i, s in enumerate(series):
+            replicates = max(replicates, s.replicates)
+            label = _legend_label(sweep, hue, s)
+            if categorical:
+                width = 0.8 / max(len(series), 1)
+                pos = [cats.index(v) - 0.4 + width * (i + 0.5) for v in s.xs]
+                art = ax.bar(pos, s.means, width * 0.95, yerr=s.errors, capsize=3, label=label,
+                             color=f"C{i}", edgecolor="black", linewidth=0.4)
+            else:
+                pos = s.xs
+                art = ax.errorbar(pos, s.means, yerr=s.errors, marker=MARKERS[i % len(MARKERS)],
+                                  linestyle=LINES[i % len(LINES)], capsize=3, markersize=5, label=label,
+                                  color=f"C{i}")
+            if label is not None:
+                handles.setdefault(label, art)
+            bad = [(p, m) for p, m, u in zip(pos, s.means, s.unsteady) if u]
+            if bad:
+                mark = ax.scatter([p for p, _ in bad], [m for _, m in bad], s=90, facecolors="none",
+                                  edgecolors="red", linewidths=1.5, zorder=5)
+                handles.setdefault(_unsteady_label(t), mark)
+        if categorical:
+            ax.set_xticks(range(len(cats)), [labels.value(x, v) for v in cats],
+                          rotation=30 if max(len(str(c)) for c in cats) > 6 else 0)
+        if where:
+            ax.set_title(", ".join(labels.condition(sweep.command, k, v) for k, v in where.items()), fontsize="small")
+        ax.grid(True, alpha=0.3)
+    _axis_labels(axes, len(panels), labels.axis(sweep.command, x), labels.metric(y))
+    note = f"mean of {replicates} seeds; error bars: 95 % confidence interval" if replicates > 1 else "one seed per point"
+    fig.suptitle(f"{sweep.name}: {labels.metric(y)}\n{note}", fontsize="medium")
+    if handles:
+        title = labels.axis(sweep.command, hue) if hue else None
+        mark = _unsteady_label(t)
+        if mark in handles:  # the marker's entry last, after the series
+            handles[mark] = handles.pop(mark)
+        fig.legend(list(handles.values()), list(handles.keys()), title=title, fontsize="small",
+                   title_fontsize="small", loc="outside lower center", ncols=min(len(handles), 4))
     return fig
+
+
+def _axis_labels(axes, used: int, xlabel: str, ylabel: str) -> None:
+    """Hide unused panels; x label under the lowest panel of each column, y label on the left."""
+    nrows, ncols = axes.shape
+    for i, ax in enumerate(axes.flat):
+        if i >= used:
+            ax.set_visible(False)
+    for c in range(ncols):
+        lowest = max((r for r in range(nrows) if r * ncols + c < used), default=None)
+        if lowest is not None:
+            axes[lowest, c].set_xlabel(xlabel)
+    for r in range(nrows):
+        axes[r, 0].set_ylabel(ylabel)
+
+
+def _unsteady_label(t) -> str:
+    if "saturated" in t.column_names:
+        return "saturated (did not drain)"
+    return "some seeds did not complete\n(left out of the mean; see status)"
 
 
 def message_columns(sweep: SweepTables) -> list[str]:
@@ -71,9 +240,10 @@ def message_columns(sweep: SweepTables) -> list[str]:
 
 
 def messages_vs_axis(sweep: SweepTables, x: str, plt, max_values: int = 12):
-    """Protocol messages by type for each value of a swept axis (stacked bars, mean over the rest)."""
-    return stacked_vs_axis(sweep, x, message_columns(sweep), lambda c: c[len("messages_"):], "messages",
-                           "protocol messages", plt, max_values)
+    """Protocol messages by type for each value of a categorical swept axis: stacked bars per panel
+    of the other varied axes, mean over seeds."""
+    return stacked_vs_axis(sweep, x, message_columns(sweep), lambda k: k[len("messages_"):].replace("_", " "),
+                           "messages sent", "protocol messages by type", "message type", plt, max_values)
 
 
 def energy_columns(sweep: SweepTables) -> list[str]:
@@ -82,31 +252,48 @@ def energy_columns(sweep: SweepTables) -> list[str]:
 
 
 def energy_vs_axis(sweep: SweepTables, x: str, plt, max_values: int = 12):
-    """A run's energy by component for each value of a swept axis, e.g. memory.policy (stacked bars)."""
-    return stacked_vs_axis(sweep, x, energy_columns(sweep), lambda c: c[len("energy_"):-len("_joules")],
-                           "energy (J)", "energy", plt, max_values)
+    """A run's energy by component for each value of a swept axis, e.g. memory.policy: stacked bars
+    per panel of the other varied axes, mean over seeds."""
+    return stacked_vs_axis(sweep, x, energy_columns(sweep), lambda k: k[len("energy_"):-len("_joules")],
+                           "energy (J)", "energy by component", "component", plt, max_values)
 
 
-def stacked_vs_axis(sweep: SweepTables, x: str, columns: list[str], label, unit: str, what: str, plt,
+def stacked_vs_axis(sweep: SweepTables, x: str, kinds: list[str], label, ylabel: str, what: str, legend: str, plt,
                     max_values: int = 12):
-    """Columns stacked for each value of a swept axis (bars, mean over the other axes)."""
+    """Columns stacked for each value of a swept axis, one panel per value of the other varied axes."""
     t = only_ok(sweep.result)
-    if not columns or x not in t.column_names:
+    if not kinds or x not in t.column_names:
         raise Skip(f"no {what} columns in the results")
-    means = {k: grouped(t, x, k)[None] for k in columns}
-    values = next(iter(means.values()))[0]
+    order = sweep.orders.get(x, [])
+    values = sorted(distinct(t, x), key=lambda v: (order.index(v) if v in order else len(order), _sort_key(v)))
     if len(values) > max_values:
         raise Skip(f"{x} has {len(values)} values; at most {max_values} bars")
-    columns = [k for k in columns if any(means[k][1])] or columns
-    fig, ax = plt.subplots(figsize=(8, 4))
-    bottom = [0.0] * len(values)
-    for k in columns:
-        ys = means[k][1]
-        ax.bar([str(v) for v in values], ys, bottom=bottom, label=label(k))
-        bottom = [b + y for b, y in zip(bottom, ys)]
-    ax.set_xlabel(x)
-    ax.set_ylabel(f"{unit} (mean over the other axes)")
-    ax.set_title(f"{sweep.name}: {what} by {x}")
-    ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    fig.tight_layout()
+    facets = [a for a in varied_axes(sweep) if a != x]
+    panels = _panels(t.to_pylist(), facets)
+    if len(panels) > MAX_PANELS:
+        raise Skip(f"{len(panels)} panels (one per value of {', '.join(facets)})")
+    used = [k for k in kinds if any(r.get(k) for r in t.to_pylist())] or kinds
+    ncols = min(len(panels), 3)
+    nrows = -(-len(panels) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(max(4.2 * ncols, 6.0), 3.4 * nrows + 1.6), squeeze=False,
+                             sharey=True, constrained_layout=True)
+    for ax, (where, prows) in zip(axes.flat, panels):
+        bottom = [0.0] * len(values)
+        for i, k in enumerate(used):
+            ys = []
+            for v in values:
+                rows = [r for r in prows if r.get(x) == v and r.get(k) is not None]
+                rows = [r for r in rows if not _incomplete(r)] or rows  # as in metric_vs_axis
+                ys.append(sum(float(r[k]) for r in rows) / len(rows) if rows else 0.0)
+            ax.bar([labels.value(x, v) for v in values], ys, bottom=bottom, label=label(k),
+                   color=f"C{i % 10}", hatch=("", "//", "..")[i // 10 % 3], edgecolor="black", linewidth=0.3)
+            bottom = [b + y for b, y in zip(bottom, ys)]
+        if where:
+            ax.set_title(", ".join(labels.condition(sweep.command, a, v) for a, v in where.items()), fontsize="small")
+        ax.tick_params(axis="x", rotation=30)
+    _axis_labels(axes, len(panels), labels.axis(sweep.command, x), f"{ylabel} (mean over seeds)")
+    fig.suptitle(f"{sweep.name}: {what} (mean over the seeds that completed)", fontsize="medium")
+    h, lab = axes.flat[0].get_legend_handles_labels()
+    fig.legend(h, lab, fontsize="x-small", loc="outside lower center", ncols=min(len(h), 5), title=legend,
+               title_fontsize="small")
     return fig

@@ -31,6 +31,7 @@ class Command:
     job: Callable[[dict], dict[str, pa.Table]]  # resolved config -> {table name: table}
     result: str  # name of the table whose rows are the point's result
     result_schema: Callable[[], pa.Schema | None]  # its Arrow schema, when known up front
+    check: Callable[[dict], None] = lambda cfg: None  # what the job checks before it simulates (raises UserError)
 
 
 def tables_of(result) -> dict[str, pa.Table]:
@@ -75,6 +76,18 @@ def _noc_schema():
     return NOC_SCHEMA
 
 
+def _noc_check(cfg: dict) -> None:
+    """What `rdasim noc` checks before simulating: memory, every load's parameters, the shard cut and epoch."""
+    from cluster.noc_config import check_footprint, params_of, rates_of
+    from cluster.regions import cut_grid, epoch_length
+
+    check_footprint(cfg)
+    run = cfg["run"]
+    for rate in rates_of(cfg):
+        p = params_of(cfg, rate)
+        epoch_length(p, cut_grid(p.rows, p.cols, run["shards"], run["cut"]), run["epoch"])
+
+
 def _noc_job(cfg: dict) -> dict[str, pa.Table]:
     from cluster.noc_job import run_noc
 
@@ -95,6 +108,15 @@ def _import_run(module: str):
 def _run_schema():
     _import_run("cluster.run_job")  # both halves of rdasim run must be there
     return _import_run("cluster.run_config").RUN_SCHEMA
+
+
+def _run_check(cfg: dict) -> None:
+    """What `rdasim run` checks before simulating: chip_config's cross-field checks, the shard cut and epoch."""
+    from cluster.regions import cut_grid, epoch_length
+
+    chip = _import_run("cluster.run_config").chip_config(cfg)
+    run = cfg["run"]
+    epoch_length(chip.noc, cut_grid(chip.spec.rows, chip.spec.cols, run["shards"], run["cut"]), run["epoch"])
 
 
 def _run_job(cfg: dict) -> dict[str, pa.Table]:
@@ -153,9 +175,9 @@ def _noop_job(cfg: dict) -> dict[str, pa.Table]:
 
 COMMANDS: dict[str, Command] = {
     "noc": Command("noc", "rdasim noc: one point is a config `rdasim noc` accepts", _noc_schema, _noc_job,
-                   "noc_summary", lambda: _known_schema("noc_summary")),
+                   "noc_summary", lambda: _known_schema("noc_summary"), _noc_check),
     "run": Command("run", "rdasim run: one point is a config `rdasim run` accepts", _run_schema, _run_job,
-                   "run_summary", lambda: _known_schema("run_summary")),
+                   "run_summary", lambda: _known_schema("run_summary"), _run_check),
     "noop": Command("noop", "echo the config back (tests, overhead benchmarks)", _noop_schema, _noop_job,
                     "sweep_noop", lambda: _known_schema("sweep_noop")),
 }

@@ -19,6 +19,7 @@ from typing import Callable
 
 import pyarrow as pa
 
+from cluster.ray_env import actor_cpus
 from cluster.sweep.points import Point
 from cluster.sweep.records import STATUS_ERROR, STATUS_OK, PointRun
 
@@ -52,13 +53,13 @@ class Shape:
 
 
 def shape_of(config: dict, cluster_cpus: float) -> Shape:
-    """A point on the Ray backend with n > 1 shards runs n shard actors: one bundle each, sized as
-    cluster/backends/ray_backend.py sizes its actors (min(1, cluster CPUs / n)). Anything
+    """A point on the Ray backend with n > 1 shards runs n shard actors: one bundle each of
+    ray_env.actor_cpus (the Ray backend takes its actors' size from these bundles). Anything
     else runs inside its task on one CPU."""
     run = config.get("run") or {}
     shards = int(run.get("shards") or 1)
     if run.get("backend") == "ray" and shards > 1:
-        return Shape(max(min(1.0, cluster_cpus / shards), 0.01), shards)
+        return Shape(actor_cpus(cluster_cpus, shards), shards)
     return Shape(1.0)
 
 

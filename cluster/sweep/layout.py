@@ -1,12 +1,16 @@
 """Where a sweep's files live: the hive-partitioned dataset, its sibling tables and the manifest.
 
-    DIR/<name>/sweep_id=<name>/<key>=<value>/.../<point_id>.parquet    the points' result rows
-    DIR/<name>.<table>/sweep_id=<name>/<key>=<value>/.../<point_id>.parquet   other tables of a point
-    DIR/<name>.manifest.json                                           spec, runs, every point's status
+    DIR/<name>/sweep_id=<name>/<key>=<value>/.../<point_id>.parquet     the points' result rows
+    DIR/_<name>.<table>/sweep_id=<name>/<key>=<value>/.../<point_id>.parquet   other tables of a point
+    DIR/_<name>.manifest.json                                           spec versions, runs, every point
 
 A point's file name is its id, so a point computed twice (a retry after a node died)
 lands on the same path and is replaced atomically: never two files for one point.
-Only Parquet files live in the dataset directories, so every reader can scan them.
+Only Parquet files live in the dataset directories, so every reader can scan them; and
+everything else in DIR starts with ``_``, which pyarrow (and pandas through it) skip, so
+``pyarrow.dataset.dataset(DIR)`` reads the result rows of every sweep in DIR and nothing
+else. Sweeps written before this layout (``<name>.manifest.json``, ``<name>.<table>/``)
+are still found and read.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from pathlib import Path
 
 NULL_SEGMENT = "__HIVE_DEFAULT_PARTITION__"  # what pyarrow, Spark and Hive call a null partition
 MANIFEST_SUFFIX = ".manifest.json"
+SIDE = "_"  # prefix of everything in an --out directory that is not a sweep's result rows
 
 
 def column_name(path: str) -> str:
@@ -46,11 +51,25 @@ class DatasetLayout:
 
     @property
     def manifest(self) -> Path:
+        return self.root / f"{SIDE}{self.name}{MANIFEST_SUFFIX}"
+
+    @property
+    def legacy_manifest(self) -> Path:
+        """Where sweeps written before the ``_`` layout kept their manifest."""
         return self.root / f"{self.name}{MANIFEST_SUFFIX}"
 
     def table_dir(self, table: str | None = None) -> Path:
         """The main dataset (table None) or the sibling dataset of another table."""
-        return self.dataset if table is None else self.root / f"{self.name}.{table}"
+        return self.dataset if table is None else self.root / f"{SIDE}{self.name}.{table}"
+
+    def sibling_dirs(self) -> dict[str, Path]:
+        """Every sibling table's directory (this layout's and the legacy one), by table name."""
+        out = {}
+        for prefix in (f"{self.name}.", f"{SIDE}{self.name}."):
+            for d in sorted(self.root.glob(f"{prefix}*")):
+                if d.is_dir():
+                    out[d.name[len(prefix):]] = d
+        return out
 
     def partition_dirs(self, config_values: dict[str, object]) -> str:
         """'sweep_id=<name>/noc_traffic=uniform' for a point whose partition paths have these values."""
@@ -65,9 +84,13 @@ class DatasetLayout:
 def find_manifests(path: Path) -> list[Path]:
     """Manifests of the sweeps at ``path``: an --out directory, or one sweep's dataset directory."""
     path = Path(path)
-    own = path.parent / f"{path.name}{MANIFEST_SUFFIX}"
-    if own.is_file():
-        return [own]
+    for own in (path.parent / f"{SIDE}{path.name}{MANIFEST_SUFFIX}", path.parent / f"{path.name}{MANIFEST_SUFFIX}"):
+        if own.is_file():
+            return [own]
     if path.is_file() and path.name.endswith(MANIFEST_SUFFIX):
         return [path]
-    return sorted(path.glob(f"*{MANIFEST_SUFFIX}")) if path.is_dir() else []
+    if not path.is_dir():
+        return []
+    found = {m.name[len(SIDE):] if m.name.startswith(SIDE) else m.name: m
+             for m in sorted(path.glob(f"*{MANIFEST_SUFFIX}"), key=lambda m: m.name.startswith(SIDE))}
+    return sorted(found.values())  # a name in both layouts: the current one

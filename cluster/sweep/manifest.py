@@ -14,7 +14,7 @@ from pathlib import Path
 
 from cluster import io
 
-FORMAT = 1
+FORMAT = 2  # 2: spec versions, code versions, the "_" layout
 PENDING, DONE, FAILED = "pending", "done", "failed"
 
 
@@ -31,6 +31,7 @@ class PointEntry:
     attempts: int = 0
     seconds: float | None = None
     error: str | None = None
+    specs: list[str] = field(default_factory=list)  # hashes of the spec versions that list this point
 
 
 @dataclass
@@ -46,6 +47,9 @@ class RunEntry:
     failed: int = 0
     ended: str | None = None
     state: str = "running"  # running, finished, interrupted
+    spec_hash: str = ""  # the spec version this run ran
+    code: dict = field(default_factory=dict)  # cluster.version.CodeVersion of the driver
+    code_label: str = ""  # e.g. 0.1.0+g1a2b3c4d5e6f.dirty.0123456789ab
 
 
 @dataclass
@@ -61,6 +65,18 @@ class Manifest:
     runs: list[RunEntry] = field(default_factory=list)
     points: dict[str, PointEntry] = field(default_factory=dict)
     format: int = FORMAT
+    specs: list[dict] = field(default_factory=list)  # every spec version: hash, text, base, added
+
+    def spec_hashes(self) -> list[str]:
+        return [v["hash"] for v in self.specs]
+
+    def code_labels(self) -> list[str]:
+        """The code versions of the runs that stored points, oldest first."""
+        out = []
+        for r in self.runs:
+            if r.computed and r.code_label and r.code_label not in out:
+                out.append(r.code_label)
+        return out
 
     def counts(self) -> dict[str, int]:
         out = {DONE: 0, FAILED: 0, PENDING: 0}

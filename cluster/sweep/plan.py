@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cluster import schemas
-from cluster.config import ConfigError, Issue
+from cluster.config import ConfigError, Issue, config_hash
 from cluster.errors import UserError
 from cluster.sweep import commands
 from cluster.sweep.layout import column_name
@@ -18,6 +18,9 @@ from cluster.sweep.spec import SweepSpec, read_spec
 PUBLIC_COMMANDS = ("noc", "run")  # noop exists too, for tests and benchmarks
 
 
+EXECUTION_KEYS = ("max_retries", "max_concurrency", "description")  # how to run, not what: outside the hash
+
+
 @dataclass(frozen=True)
 class SweepPlan:
     spec: SweepSpec
@@ -25,6 +28,15 @@ class SweepPlan:
     points: list[Point]
     axes: AxisColumns
     duplicates: int  # combinations that resolved to an already listed config
+    spec_hash: str = ""  # what the spec asks for (base resolved), without how it runs
+
+
+def spec_hash(spec: SweepSpec) -> str:
+    """Hash of what a spec asks for: its axes, points, command and the base config it resolves
+    (a base file's content, not its name); retries, concurrency and description left out."""
+    raw = {k: v for k, v in spec.raw.items() if k != "base"}
+    raw["sweep"] = {k: v for k, v in (raw.get("sweep") or {}).items() if k not in EXECUTION_KEYS}
+    return config_hash({"spec": raw, "base": spec.base})
 
 
 def _command(spec: SweepSpec, issues: list[Issue]):
@@ -69,10 +81,31 @@ def plan_from_spec(spec: SweepSpec, issues: list[Issue] | None = None) -> SweepP
     if issues:
         raise ConfigError(spec.source or "sweep spec", issues)
     axes = AxisColumns.of(spec.swept_paths(), [p.config for p in points])
-    return SweepPlan(spec, command, points, axes, duplicates)
+    return SweepPlan(spec, command, points, axes, duplicates, spec_hash(spec))
 
 
 def plan_sweep(path: str | Path) -> SweepPlan:
     """Read, check and expand a spec file; raise ConfigError listing every problem."""
     spec, issues = read_spec(path)
     return plan_from_spec(spec, issues)
+
+
+def check_points(plan: SweepPlan) -> None:
+    """Run the command's own checks (those its job runs before simulating) on every point; raise
+    UserError listing each problem once with the points it affects. What `--dry-run` adds to the
+    schema checks: a real run would turn these points into error rows."""
+    found: dict[str, list[int]] = {}
+    for p in plan.points:
+        try:
+            plan.command.check(p.config)
+        except UserError as exc:
+            for line in exc.details or [exc.message]:
+                found.setdefault(line, []).append(p.index)
+        except ValueError as exc:
+            found.setdefault(str(exc), []).append(p.index)
+    if found:
+        lines = [f"{what} ({'point' if len(idx) == 1 else 'points'} {', '.join(map(str, idx[:8]))}"
+                 f"{f' and {len(idx) - 8} more' if len(idx) > 8 else ''})" for what, idx in found.items()]
+        n = len({i for idx in found.values() for i in idx})
+        raise UserError(f"{plan.spec.source or 'sweep spec'}: {n} of {len(plan.points)} points would fail "
+                        "(a run would store them as error rows)", lines)

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cluster import schemas
+from cluster.version import code_version
 from cluster.config.schema import get_path
 from cluster.sweep.layout import column_name
 
@@ -82,14 +83,15 @@ class AxisColumns:
         return [encode(get_path(config, p), t) for p, t in zip(self.paths, self.types)]
 
 
-def prefix_values(sweep_id: str, point, run: PointRun) -> list:
-    return [sweep_id, point.id, point.index, run.status, run.error, run.traceback, run.attempts, run.node,
+def prefix_values(sweep_id: str, spec_hash: str, point, run: PointRun) -> list:
+    return [sweep_id, spec_hash, point.id, point.index, run.status, run.error, run.traceback, run.attempts, run.node,
             run.seconds]
 
 
-def file_metadata(point, spec_raw: dict, status: str) -> dict[bytes, bytes]:
+def file_metadata(point, spec_raw: dict, status: str, spec_hash: str = "") -> dict[bytes, bytes]:
     return {
-        b"rdasim.version": schemas.package_version().encode(),
+        b"rdasim.version": code_version().label.encode(),
+        b"rdasim.spec_hash": spec_hash.encode(),
         b"rdasim.config_hash": point.id.encode(),
         b"rdasim.point_id": point.id.encode(),
         b"rdasim.point_status": status.encode(),
@@ -116,7 +118,7 @@ def error_table(result_schema: pa.Schema | None, point) -> pa.Table:
     if result_schema is None:
         return pa.table({})
     known = {"config_hash": point.id, "seed": (point.config.get("run") or {}).get("seed"),
-             "rdasim_version": schemas.package_version()}
+             **schemas.code_identity(), "status": "failed"}
     arrays = [pa.array([known.get(f.name)], type=f.type) for f in result_schema]
     return pa.Table.from_arrays(arrays, schema=result_schema)
 

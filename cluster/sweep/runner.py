@@ -8,13 +8,14 @@ the manifest records the run. ``retry_failed`` also reruns the points stored as 
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from cluster import schemas
+from cluster.errors import UserError
 from cluster.progress import Progress
 from cluster.sweep.layout import DatasetLayout
 from cluster.sweep.manifest import DONE, FAILED, PENDING, Manifest, PointEntry, RunEntry, now
@@ -22,6 +23,7 @@ from cluster.sweep.plan import SweepPlan
 from cluster.sweep.points import Point
 from cluster.sweep.records import STATUS_OK, PointRun
 from cluster.sweep.store import Store
+from cluster.version import code_version
 
 MANIFEST_EVERY_SECONDS = 2.0
 
@@ -38,22 +40,73 @@ class SweepSummary:
     seconds: float
 
 
-def _manifest(plan: SweepPlan, layout: DatasetLayout, store: Store, stored: dict[str, str]) -> Manifest:
+EXISTING = ("refuse", "add", "replace")  # what to do when DIR holds this sweep from another spec version
+
+
+def _version(plan: SweepPlan) -> dict:
     spec = plan.spec
-    old = Manifest.load(layout.manifest) if layout.manifest.is_file() else None
+    return {"hash": plan.spec_hash, "text": spec.text, "base": spec.base, "source": str(spec.source), "added": now()}
+
+
+def _previous(plan: SweepPlan, layout: DatasetLayout, existing: str, mix_code: bool) -> Manifest | None:
+    """The stored manifest of this sweep, after checking it may be continued; None to start afresh."""
+    name, root = plan.spec.name, layout.root
+    if existing == "replace":
+        _remove(layout)
+        return None
+    if layout.legacy_manifest.is_file() and not layout.manifest.is_file():
+        raise UserError(f"sweep {name!r} in {str(root)!r} was written by an older rdasim ({layout.legacy_manifest.name}); "
+                        "rerun with --replace to start it again, or use another --out or [sweep] name")
+    if not layout.manifest.is_file():
+        return None
+    old = Manifest.load(layout.manifest)
+    if plan.spec_hash not in old.spec_hashes() and existing != "add":
+        when = old.specs[-1]["added"] if old.specs else old.created
+        raise UserError(
+            f"sweep {name!r} in {str(root)!r} holds points of another spec version ({old.spec_hashes()[-1:] or '?'} "
+            f"from {when}; this spec is {plan.spec_hash}): rerun with --add to add this version's points to it "
+            "(the sweep_spec column says which version computed each point), --replace to delete its points and "
+            "start again, or give the sweep a new [sweep] name")
+    here, stored = code_version().label, old.code_labels()
+    if stored and stored != [here] and not mix_code:
+        raise UserError(
+            f"sweep {name!r} in {str(root)!r} was computed by rdasim {', '.join(stored)}; this is {here}: rerun "
+            "with --mix-code to add points from this code (the rdasim_commit and rdasim_dirty columns say which "
+            "code computed each point), or use another --out or [sweep] name")
+    return old
+
+
+def _remove(layout: DatasetLayout) -> None:
+    """Delete a sweep's own files: its dataset, sibling tables and manifests (nothing else in DIR)."""
+    for d in [layout.dataset, *layout.sibling_dirs().values()]:
+        if d.is_dir():
+            shutil.rmtree(d)
+    for m in (layout.manifest, layout.legacy_manifest):
+        m.unlink(missing_ok=True)
+
+
+def _manifest(plan: SweepPlan, layout: DatasetLayout, store: Store, stored: dict[str, str],
+              old: Manifest | None) -> Manifest:
+    spec = plan.spec
     m = Manifest(
         sweep=spec.name, command=spec.command, description=spec.description, spec=spec.raw,
         spec_path=str(spec.source), partition_by=list(spec.partition_by),
         columns={f.name: str(f.type) for f in plan.axes.fields},
         created=old.created if old else now(), runs=old.runs if old else [],
+        specs=list(old.specs) if old else [],
     )
+    if plan.spec_hash not in m.spec_hashes():
+        m.specs.append(_version(plan))
+    if old:  # points of earlier spec versions stay listed (--add): they belong to the sweep
+        m.points.update(old.points)
     for p in plan.points:
         prev = old.points.get(p.id) if old else None
         status = {STATUS_OK: DONE, None: PENDING}.get(stored.get(p.id), FAILED)
+        specs = list(prev.specs) if prev else []
         m.points[p.id] = PointEntry(
             p.index, p.values, str(store.path(p).relative_to(layout.root)), status,
             prev.attempts if prev else 0, prev.seconds if prev and status != PENDING else None,
-            prev.error if prev and status == FAILED else None)
+            prev.error if prev and status == FAILED else None, specs + [plan.spec_hash] * (plan.spec_hash not in specs))
     return m
 
 
@@ -63,17 +116,25 @@ def _describe(point: Point) -> str:
 
 
 def run_sweep(plan: SweepPlan, out: str | Path, address: str | None = None, max_concurrency: int | None = None,
-              quiet: bool = False, retry_failed: bool = False, in_process: bool = False) -> SweepSummary:
-    """Run the plan's missing points into ``out``; ``in_process`` runs them here, one by one, without Ray."""
+              quiet: bool = False, retry_failed: bool = False, in_process: bool = False, existing: str = "refuse",
+              mix_code: bool = False) -> SweepSummary:
+    """Run the plan's missing points into ``out``; ``in_process`` runs them here, one by one, without Ray.
+
+    A sweep of the same name already in ``out`` is continued only if it was run from the same
+    spec version and the same code; ``existing`` = "add" adds this spec version's points to it,
+    "replace" deletes it first; ``mix_code`` lets points from different code share the dataset."""
     start = time.perf_counter()
     layout = DatasetLayout(Path(out), plan.spec.name, plan.spec.partition_by)
+    old = _previous(plan, layout, existing, mix_code)
     store = Store(plan, layout)
     store.remove_orphans()
     stored = {p.id: s for p in plan.points if (s := store.existing(p)) is not None}
     todo = [p for p in plan.points if p.id not in stored or (retry_failed and stored[p.id] != STATUS_OK)]
-    manifest = _manifest(plan, layout, store, stored)
-    run = RunEntry(now(), socket.gethostname(), os.getpid(), address, schemas.package_version(),
-                   to_run=len(todo), skipped=len(plan.points) - len(todo))
+    manifest = _manifest(plan, layout, store, stored, old)
+    code = code_version()
+    run = RunEntry(now(), socket.gethostname(), os.getpid(), address, code.version,
+                   to_run=len(todo), skipped=len(plan.points) - len(todo), spec_hash=plan.spec_hash,
+                   code=code.to_json(), code_label=code.label)
     manifest.runs.append(run)
     manifest.save(layout.manifest)
     log = (lambda msg: None) if quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))

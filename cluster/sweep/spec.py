@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from cluster.config import Field, Issue, Table
@@ -65,6 +65,7 @@ class SweepSpec:
     points: list[dict[str, object]]  # explicit points: dotted path -> value
     raw: dict = field(default_factory=dict)  # the spec as written (kept in the manifest and files)
     source: str = ""
+    text: str = ""  # the spec file's text (kept in the manifest with each spec version)
 
     def set_paths(self) -> list[str]:
         """Every dotted path the axes, zips, random draws or explicit points set, in spec order."""
@@ -246,5 +247,6 @@ def parse_spec(raw: dict, base_dir: Path, source: str = "") -> tuple[SweepSpec, 
 
 def read_spec(path: str | Path) -> tuple[SweepSpec, list[Issue]]:
     p = Path(path)
-    return parse_spec(read_toml(p), p.parent, str(p))
+    spec, issues = parse_spec(read_toml(p), p.parent, str(p))
+    return replace(spec, text=p.read_text()), issues
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import socket
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from cluster.errors import UserError
@@ -31,6 +31,9 @@ class SweepStatus:
     runs: int
     dataset: str
     errors: list[str]  # the first failed points' messages
+    specs: int = 1  # spec versions the sweep holds points of (more than one after --add)
+    stray: int = 0  # files in the dataset that belong to no point of the manifest (not counted above)
+    code: list[str] = field(default_factory=list)  # code versions that computed its points
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -71,14 +74,16 @@ def sweep_status(manifest_path: Path, max_errors: int = 5) -> SweepStatus:
             if len(errors) < max_errors:
                 errors.append(f"point {entry.index}: {entry.error or 'failed'}")
     total = len(m.points)
+    files = {f.stem for f in (root / m.sweep).rglob("*.parquet")} if (root / m.sweep).is_dir() else set()
     return SweepStatus(m.sweep, m.command, total, done, failed, total - done - failed, _state(m),
                        m.runs[0].started if m.runs else None, m.runs[-1].ended if m.runs else None,
-                       len(m.runs), str(root / m.sweep), errors)
+                       len(m.runs), str(root / m.sweep), errors, max(len(m.specs), 1), len(files - set(m.points)),
+                       m.code_labels())
 
 
 def statuses(path: str | Path) -> list[SweepStatus]:
     found = find_manifests(Path(path))
     if not found:
-        raise UserError(f"no sweep at {str(path)!r}: expected an --out directory holding <name>.manifest.json "
+        raise UserError(f"no sweep at {str(path)!r}: expected an --out directory holding _<name>.manifest.json "
                         "or a sweep's dataset directory")
     return [sweep_status(p) for p in found]

@@ -43,9 +43,9 @@ class Store:
 
     def _decorate(self, table: pa.Table, point: Point, run: PointRun) -> pa.Table:
         plan = self.plan
-        prefix = prefix_values(plan.spec.name, point, run) + plan.axes.values(point.config)
+        prefix = prefix_values(plan.spec.name, plan.spec_hash, point, run) + plan.axes.values(point.config)
         return decorate(table, prefix, SWEEP_FIELDS + plan.axes.fields,
-                        file_metadata(point, plan.spec.raw, run.status))
+                        file_metadata(point, plan.spec.raw, run.status, plan.spec_hash))
 
     def write(self, point: Point, tables: dict[str, pa.Table] | None, run: PointRun) -> PointRun:
         """Store a finished point; returns its run (turned into an error if storing failed)."""
@@ -70,8 +70,8 @@ class Store:
     def remove_orphans(self, now: float | None = None) -> int:
         """Delete temporary files that a killed writer left behind (old enough to be dead)."""
         now = time.time() if now is None else now
-        root, removed = self.layout.root, 0
-        dirs = [self.layout.dataset, *root.glob(f"{self.layout.name}.*")]
+        removed = 0
+        dirs = [self.layout.dataset, *self.layout.sibling_dirs().values()]
         for d in dirs:
             if not d.is_dir():
                 continue

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sim.chip import messages as m
+from sim.chip import diagnosis, messages as m
 from sim.chip.records import BUFFER_LABELS, BufferLife, MuStats, WorkRecord
 from sim.chip.spec import unit_layout
 from sim.energy.counts import ActionCounts, energy, summary_figures, table_columns
@@ -50,6 +50,7 @@ class ShardResult:
     lane_cycles: int = 0  # CU compute cycles x lanes used (energy)
     dram_read_bytes: int = 0
     dram_write_bytes: int = 0
+    waiting: diagnosis.Waits = field(default_factory=diagnosis.Waits)  # who still waits at the end
 
 
 def _arr(rows, width) -> np.ndarray:
@@ -83,6 +84,7 @@ def shard_result(shard) -> ShardResult:
         logged=list(shard.logged), lane_cycles=sum(cu.lane_cycles for cu in cus),
         dram_read_bytes=sum(d.bytes_read for d in shard.drams()),
         dram_write_bytes=sum(d.bytes_written for d in shard.drams()),
+        waiting=diagnosis.waits_of(shard),
     )
 
 
@@ -195,7 +197,11 @@ def summarize_chip(cfg, results: list[ShardResult]) -> tuple[dict, dict]:
         extra, extra_tables = figures([x for r in results for x in r.logged], spec.clock_hz)
         summary.update(extra)
         tables.update(extra_tables)
-    summary["result_hash"] = chip_result_hash(results, summary)
+    summary["result_hash"] = chip_result_hash(results, summary)  # before the status: hashes stay as recorded
+    waiting = diagnosis.merge([r.waiting for r in results])
+    summary["status"] = diagnosis.status_of(summary["completed"], summary["requests_failed"], cut_off=False)
+    summary["status_detail"] = diagnosis.detail(summary["status"], waiting, cfg.workload.kind, finished, admitted,
+                                                expected, summary["requests_failed"])
     summary["oracle_first"] = verdict.first
     # energy: after the hash (it is a price list applied to what was simulated, not part of it)
     acts = chip_actions(cfg, results, sent, int(np.sum(tables["links"]["flits"])))

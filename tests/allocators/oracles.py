@@ -83,3 +83,27 @@ class MemoryModel:
         if run_start is not None:
             runs.append((run_start, self.end))
         return runs
+
+
+def greedy_by_size(buffers, period=None) -> dict[str, int]:
+    """TFLite's greedy by size, step by step: buffers live for the whole run first, then larger
+    first (ties: earlier start, then order); each takes the start of the smallest free gap (then
+    the lowest) among the byte ranges of placed buffers live at a common step, else the top."""
+    first = min(b.start for b in buffers)
+    last = max(b.end for b in buffers)
+    order = sorted(range(len(buffers)), key=lambda i: (
+        not (buffers[i].start == first and buffers[i].end == last), -buffers[i].size, buffers[i].start, i))
+    placed: dict[str, int] = {}
+    for i in order:
+        b = buffers[i]
+        steps = live_steps(b.start, b.end, period)
+        busy = sorted((placed[o.id], placed[o.id] + o.size) for o in buffers
+                      if o.id in placed and steps & live_steps(o.start, o.end, period))
+        best, best_gap, reach = None, None, 0
+        for lo, hi in busy + [(10 ** 18, 10 ** 18)]:
+            start = -(-reach // b.alignment) * b.alignment
+            if lo > reach and start + b.size <= lo and (best_gap is None or lo - reach < best_gap):
+                best, best_gap = start, lo - reach
+            reach = max(reach, hi)
+        placed[b.id] = best
+    return placed

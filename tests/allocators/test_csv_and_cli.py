@@ -80,9 +80,9 @@ def test_bad_options_exit_2(tmp_path, capsys, args, words):
     assert words in capsys.readouterr().err
 
 
-def test_a_capacity_below_the_lower_bound_exits_1_and_says_so(tmp_path, capsys):
+def test_a_capacity_below_the_lower_bound_exits_7_and_says_so(tmp_path, capsys):
     src = _write(tmp_path, "id,lower,upper,size\na,0,10,4\nb,5,15,4\n")
-    assert main(["alloc", "plan", src, "--capacity", "7", "--method", "greedy"]) == 1
+    assert main(["alloc", "plan", src, "--capacity", "7", "--method", "greedy"]) == 7
     captured = capsys.readouterr()
     assert "does not fit: peak 8 B > capacity 7 B" in captured.err and "DOES NOT FIT" in captured.out
 
@@ -129,7 +129,7 @@ def test_report_replays_a_trace_and_writes_the_three_reports(tmp_path, capsys):
 def test_report_stops_at_the_failing_step_and_says_why(tmp_path, capsys):
     src = tmp_path / "trace.csv"
     src.write_text(TRACE + "alloc,L1,big,300000,\n")
-    assert main(["alloc", "report", str(src), *MEMORIES, "--out", str(tmp_path / "rep")]) == 1
+    assert main(["alloc", "report", str(src), *MEMORIES, "--out", str(tmp_path / "rep")]) == 7
     err = capsys.readouterr().err
     assert "line 7: alloc failed: out of memory" in err and "largest free block 208896 B" in err
 

@@ -46,7 +46,7 @@ def test_infeasible_config_names_the_constraint(capsys):
     # Megatron layer kernel by kernel with weight slicing disabled: FFN weights (151 MB shards) exceed 88 MB SRAM
     code = main(["map", "--preset", "megatron-145b-a100", "--set", "mapping.stream_weights=false", "--json", "--quiet"])
     out = json.loads(capsys.readouterr().out)
-    assert code == 1 and out["status"] == "infeasible" and "SRAM capacity" in out["reason"]
+    assert code == 7 and out["status"] == "infeasible" and "SRAM capacity" in out["reason"]
 
 
 def test_outputs_written(tmp_path):

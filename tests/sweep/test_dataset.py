@@ -61,7 +61,7 @@ def test_one_file_per_point_at_its_hive_path(noc_sweep):
     expected = {f"sweep_id=grid/noc_cols={p.config['noc']['cols']}/noc_traffic={p.config['noc']['traffic']}/"
                 f"{p.id}.parquet" for p in plan.points}
     assert {str(f.relative_to(tmp / "out" / "grid")) for f in files} == expected
-    assert len(_files(tmp / "out" / "grid.noc_links")) == 6  # links of the points that ran
+    assert len(_files(tmp / "out" / "_grid.noc_links")) == 6  # links of the points that ran
     assert not list((tmp / "out").rglob("*.tmp"))
 
 
@@ -153,7 +153,7 @@ def test_rerun_skips_stored_points_and_recomputes_only_what_is_missing(tmp_path,
     # --retry-failed reruns exactly the error rows
     retried = run_sweep(plan_sweep(spec), out, quiet=True, in_process=True, retry_failed=True)
     assert retried.computed == 5 and len(_files(out / "n")) == 10
-    runs = json.loads((out / "n.manifest.json").read_text())["runs"]
+    runs = json.loads((out / "_n.manifest.json").read_text())["runs"]
     assert [(r["to_run"], r["computed"], r["state"]) for r in runs] == \
         [(10, 10, "finished"), (0, 0, "finished"), (2, 2, "finished"), (5, 5, "finished")]
 

@@ -3,17 +3,20 @@ the Dockerfile agree with each other and with the package, and token auth is on 
 
 import re
 import shlex
+import subprocess
 import tomllib
 from pathlib import Path
 
+import pytest
 import yaml
 
 from cluster.sweep.plan import plan_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
-RAY_PIN = next(d for d in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
-               if d.startswith("ray")).split("==")[1]
+RAY_RANGE = next(d for d in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+                 if d.startswith("ray"))
+RAY_PIN = re.search(r"^FROM\s+rayproject/ray:(\d+\.\d+\.\d+)", (DEPLOY / "Dockerfile").read_text(), re.M).group(1)
 IMAGE_HOME = "/home/ray/rdasim/"
 
 
@@ -21,8 +24,21 @@ def _manifest(name):
     return yaml.safe_load((DEPLOY / "kuberay" / name).read_text())
 
 
+MANUAL = "manual-token/"  # the same manifests for KubeRay < 1.5.1: the token from a Secret you create
+
+
 def _image():
     return yaml.safe_load((DEPLOY / "ray-cluster.yaml").read_text())["docker"]["image"]
+
+
+def test_the_ray_range_is_the_one_checked_at_run_time_and_the_image_is_inside_it():
+    from cluster.ray_env import SUPPORTED_RAY, ray_version_problem
+
+    (lo_major, lo_minor), (hi_major, hi_minor) = SUPPORTED_RAY
+    assert RAY_RANGE == f"ray>={lo_major}.{lo_minor},<{hi_major}.{hi_minor}"
+    assert ray_version_problem(RAY_PIN) is None  # the image's Ray
+    assert "tested with Ray >= 2.59, < 2.61" in ray_version_problem("2.58.1")
+    assert ray_version_problem("2.61.0") is not None and ray_version_problem("3.0.0") is not None
 
 
 def test_ray_up_config_passes_rays_validation():
@@ -51,14 +67,17 @@ def _env(container):
     return {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
 
 
-def _check_cluster_spec(spec):
+def _check_cluster_spec(spec, manual: bool):
     assert spec["rayVersion"] == RAY_PIN
     containers = list(_ray_containers(spec))
     assert len(containers) >= 2
     for c in containers:
         env = _env(c)
-        assert env["RAY_AUTH_MODE"] == "token"
-        assert env["RAY_AUTH_TOKEN"] == {"secretKeyRef": {"name": "rdasim-ray-token", "key": "auth_token"}}
+        if manual:
+            assert env["RAY_AUTH_MODE"] == "token"
+            assert env["RAY_AUTH_TOKEN"] == {"secretKeyRef": {"name": "rdasim-ray-token", "key": "auth_token"}}
+        else:  # KubeRay sets both on every Ray container from the Secret it generates
+            assert spec["authOptions"] == {"mode": "token"} and "RAY_AUTH_MODE" not in env
         assert c["image"] == _image()
     head = spec["headGroupSpec"]["template"]["spec"]
     mounts = {m["name"]: m["mountPath"] for m in head["containers"][0]["volumeMounts"]}
@@ -67,24 +86,47 @@ def _check_cluster_spec(spec):
     return mounts
 
 
-def test_kuberay_raycluster_runs_rdasim_with_token_auth_on_every_node():
-    m = _manifest("raycluster.yaml")
+@pytest.mark.parametrize("manual", [False, True])
+def test_kuberay_raycluster_runs_rdasim_with_token_auth_on_every_node(manual):
+    m = _manifest(MANUAL * manual + "raycluster.yaml")
     assert (m["apiVersion"], m["kind"]) == ("ray.io/v1", "RayCluster")
-    _check_cluster_spec(m["spec"])
+    _check_cluster_spec(m["spec"], manual)
 
 
-def test_kuberay_rayjob_runs_a_valid_sweep_into_the_results_volume():
-    m = _manifest("rayjob.yaml")
-    assert (m["apiVersion"], m["kind"]) == ("ray.io/v1", "RayJob")
-    mounts = _check_cluster_spec(m["spec"]["rayClusterSpec"])
-    submitter = m["spec"]["submitterPodTemplate"]["spec"]["containers"][0]
-    assert _env(submitter)["RAY_AUTH_MODE"] == "token" and "RAY_AUTH_TOKEN" in _env(submitter)
+def _entrypoint_script(m) -> str:
     argv = shlex.split(m["spec"]["entrypoint"])
-    assert argv[:2] == ["rdasim", "sweep"] and argv[argv.index("--address") + 1] == "auto"
+    assert argv[:2] == ["bash", "-c"] and len(argv) == 3
+    return argv[2]
+
+
+@pytest.mark.parametrize("manual", [False, True])
+def test_kuberay_rayjob_runs_a_valid_sweep_into_the_results_volume(manual):
+    m = _manifest(MANUAL * manual + "rayjob.yaml")
+    assert (m["apiVersion"], m["kind"]) == ("ray.io/v1", "RayJob")
+    mounts = _check_cluster_spec(m["spec"]["rayClusterSpec"], manual)
+    if manual:
+        submitter = m["spec"]["submitterPodTemplate"]["spec"]["containers"][0]
+        assert _env(submitter)["RAY_AUTH_MODE"] == "token" and "RAY_AUTH_TOKEN" in _env(submitter)
+    argv = shlex.split(_entrypoint_script(m).split(";")[0])
+    assert argv[:2] == ["rdasim", "sweep"] and "--address" not in argv  # Ray Jobs set RAY_ADDRESS
     assert argv[argv.index("--out") + 1].startswith(next(iter(mounts.values())))
     spec = argv[2]
     assert spec.startswith(IMAGE_HOME)
     assert len(plan_sweep(ROOT / spec[len(IMAGE_HOME):]).points) > 0  # the spec in the image is valid
+
+
+@pytest.mark.parametrize("manual", [False, True])
+def test_the_rayjob_retries_only_a_failed_driver(manual):
+    """backoffLimit > 0 (a retry resumes, recomputing nothing); the entrypoint ends the RayJob on
+    a bad spec (2) or error rows (3), which a retry cannot fix, and passes a driver failure on."""
+    m = _manifest(MANUAL * manual + "rayjob.yaml")
+    assert m["spec"]["backoffLimit"] > 0
+    script = _entrypoint_script(m)
+    for status, job in ((0, 0), (1, 1), (2, 0), (3, 0), (130, 130)):
+        run = subprocess.run(["bash", "-c", f"rdasim() {{ return {status}; }}; {script}"], capture_output=True,
+                             text=True, timeout=30)
+        assert run.returncode == job, (status, run.stdout, run.stderr)
+        assert ("not retried" in run.stdout) == (status in (2, 3))
 
 
 def test_dockerfile_builds_the_pinned_ray_with_every_package():

@@ -104,3 +104,27 @@ def test_sharded_ray_points_reserve_one_bundle_per_shard():
     assert shape_of(ray4, 2.0) == Shape(0.5, 4)  # fewer CPUs than shards: all shards still run at once
     assert shape_of({"run": {"shards": 4, "backend": "local"}}, 8.0).bundles == 0  # in-process shards
     assert shape_of({"noop": {}}, 8.0).total == 1.0
+
+
+def test_a_sharded_point_s_actors_take_the_size_of_the_bundles_the_driver_reserved(ray_session):
+    """The driver sizes a sharded point's bundles once (ray_env.actor_cpus) and the Ray backend
+    takes its actors' size from them. If the backend computed its own size (as it did) and the
+    cluster had grown or shrunk since the driver looked, its actors would not fit their bundles
+    and the point would wait forever: here the driver saw 1 CPU (bundles of 0.5) on a 2-CPU Ray."""
+    import threading
+    import time
+
+    from cluster.config import config_hash, load
+    from cluster.noc_config import NOC_SCHEMA
+
+    cfg = load(NOC_SCHEMA, raw={"noc": {"k": 4, "rate": 0.1, "warmup_cycles": 100, "measure_cycles": 200},
+                                "run": {"shards": 2, "backend": "ray"}})
+    executor = Executor(ray_session, "noc", 0, None)
+    executor._cpus, executor._cpus_checked = 1.0, time.monotonic() + 3600  # the size it saw, kept
+    assert shape_of(cfg, executor.cluster_cpus()) == Shape(0.5, 2)
+    done = []
+    worker = threading.Thread(target=executor.run, args=([Point(0, config_hash(cfg), {}, cfg)],
+                                                         lambda p, o, r: done.append(r)), daemon=True)
+    worker.start()
+    worker.join(timeout=120)
+    assert done and done[0].status == "ok", "the point's shard actors never got their bundles"

@@ -107,6 +107,11 @@ class Cluster:
                 return cmd.split("--node_id=", 1)[1].split()[0]
         raise AssertionError("the second node's raylet is not running")
 
+    def node_ids(self) -> set[str]:
+        """Ray node ids of every node of this cluster (from their raylets' command lines)."""
+        return {cmd.split("--node_id=", 1)[1].split()[0] for _, cmd in _processes().values()
+                if "raylet/raylet" in cmd and f"{self.root}/" in cmd}
+
     def kill_worker(self) -> None:
         assert _kill_matching(f"{self.root}/w{self.workers}/") > 0
 
@@ -192,7 +197,7 @@ def noc_sweep(cluster, tmp_path_factory):
 
 def test_a_sweep_spreads_over_both_nodes_and_stores_every_point_once(noc_sweep):
     spec, out, proc = noc_sweep
-    assert proc.returncode == 1, proc.stderr_text  # 1: finished, with a failed point
+    assert proc.returncode == 3, proc.stderr_text  # 3: finished, with a failed point
     rows = _exactly_once(out, "noc", spec)
     assert len(rows) == 14
     assert len({r["point_node"] for r in rows}) == 2  # the head and the second node
@@ -248,7 +253,7 @@ def test_system_failures_are_retried_up_to_the_limit(cluster, tmp_path):
         noop.value = 3
     """)
     proc = cluster.sweep(spec, tmp_path / "out")
-    assert proc.returncode == 1, proc.stderr_text
+    assert proc.returncode == 3, proc.stderr_text
     rows = {r["point_index"]: r for r in _exactly_once(tmp_path / "out", "crash", spec)}
     assert (rows[0]["point_status"], rows[0]["point_attempts"]) == ("ok", 2)
     assert (rows[1]["point_status"], rows[1]["point_attempts"]) == ("error", 2)
@@ -275,12 +280,51 @@ def test_a_sweep_runs_as_a_ray_job_with_its_spec_uploaded(cluster, tmp_path):
     _spec(specs / "job.toml", 'base = "base.toml"\n' + SLOW.format(name="job", sleep=0.05, values=[1, 2, 3])
           .replace("[base]\nnoop.sleep = 0.05\n", ""))
     out = tmp_path / "out"
+    # no --address: the driver must join the cluster Ray Jobs put in RAY_ADDRESS, not start its own Ray
     job = subprocess.run([RAY, "job", "submit", "--address", cluster.dashboard, "--working-dir", str(specs), "--",
-                          "rdasim", "sweep", "job.toml", "--address", "auto", "--out", str(out), "--quiet"],
+                          "rdasim", "sweep", "job.toml", "--out", str(out), "--quiet"],
                          env=cluster.env, capture_output=True, text=True, timeout=180)
     assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-2000:]
     rows = _exactly_once(out, "job", specs / "job.toml")
     assert [r["slept"] for r in rows] == [0.05] * 3  # the uploaded base file was used
+    assert {r["point_node"] for r in rows} <= cluster.node_ids()  # ran on the cluster's nodes
+
+
+def test_a_sweep_without_address_runs_on_the_cluster_in_ray_address(cluster, tmp_path):
+    spec = _spec(tmp_path / "ra.toml", SLOW.format(name="ra", sleep=0.3, values=list(range(9))))
+    env = {**cluster.env, "RAY_ADDRESS": cluster.address}
+    proc = subprocess.run([sys.executable, "-m", "cluster.cli", "sweep", str(spec), "--out", str(tmp_path / "out"),
+                           "--quiet"], env=env, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    nodes = {r["point_node"] for r in _exactly_once(tmp_path / "out", "ra", spec)}
+    assert nodes <= cluster.node_ids() and len(nodes) == 2  # both nodes of the cluster, no embedded Ray
+
+
+def _jobs(cluster) -> int:
+    got = subprocess.run([RAY, "list", "jobs", "--address", cluster.dashboard, "--format", "json", "--limit", "1000"],
+                         env=cluster.env, capture_output=True, text=True, timeout=60, check=True)
+    return len(json.loads(got.stdout))
+
+
+@pytest.mark.parametrize("command", ["noc", "run"])
+def test_noc_and_run_on_the_ray_backend_join_the_cluster_in_ray_address(cluster, command, tmp_path):
+    before = _jobs(cluster)
+    args = (["noc", "--k", "4", "--rates", "0.1,0.2", "--set", "noc.measure_cycles=300"] if command == "noc" else
+            ["run", str(Path(__file__).resolve().parents[2] / "examples" / "race.toml"), "--shards", "2"])
+    env = {**cluster.env, "RAY_ADDRESS": cluster.address}
+    proc = subprocess.run([sys.executable, "-m", "cluster.cli", *args, "--backend", "ray", "--quiet", "--json"],
+                          env=env, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert _jobs(cluster) == before + 1  # its driver is a job of this cluster
+
+
+def test_a_wrong_ray_address_is_a_clear_error_not_a_silent_local_run(tmp_path):
+    env = {**os.environ, "RAY_ADDRESS": f"127.0.0.1:{_free_port()}"}
+    proc = subprocess.run([sys.executable, "-m", "cluster.cli", "noc", "--k", "4", "--rates", "0.1,0.2",
+                           "--backend", "ray", "--quiet"], env=env, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    (line,) = proc.stderr.strip().splitlines()
+    assert "RAY_ADDRESS" in line and env["RAY_ADDRESS"] in line
 
 
 def test_killing_the_driver_and_rerunning_resumes_without_recomputing(cluster, tmp_path):
@@ -297,7 +341,7 @@ def test_killing_the_driver_and_rerunning_resumes_without_recomputing(cluster, t
     rows = _exactly_once(out, "d", spec)
     assert all(r["point_status"] == "ok" for r in rows)
     assert {f: (f.stat().st_ino, f.stat().st_mtime_ns) for f in before} == before  # untouched
-    last = json.loads((out / "d.manifest.json").read_text())["runs"][-1]
+    last = json.loads((out / "_d.manifest.json").read_text())["runs"][-1]
     assert (last["skipped"], last["computed"], last["state"]) == (len(before), 24 - len(before), "finished")
 
 

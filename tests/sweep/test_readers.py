@@ -61,20 +61,34 @@ def test_pandas_reads_numbers_as_numbers(dataset):
     assert str(df.noc_k.dtype) == "int64" and str(df.noc_rate.dtype) == "float64" and len(df) == 8
 
 
-def test_analysis_example_gives_the_same_answer_with_every_reader(dataset):
+def test_analysis_example_averages_over_seeds_with_every_reader(dataset):
     for lib in ("duckdb", "polars", "pandas"):
         pytest.importorskip(lib)
     out = subprocess.run([sys.executable, str(EXAMPLE), str(dataset), "--json"], capture_output=True, text=True,
                          check=True).stdout
     results = {r["reader"]: r for r in map(json.loads, out.splitlines())}
     assert set(results) == {"duckdb", "polars", "pandas", "pyarrow"}
-    # grouped by every swept column (k, rate, traffic, seed): one point per group
+    # grouped by the conditions (k, rate, traffic), each the mean over its two seeds
     table = read_dataset(dataset).filter(pc.equal(read_dataset(dataset)["point_status"], "ok"))
-    expected = sorted([r["noc_k"], r["noc_rate"], r["noc_traffic"], r["run_seed"], r["avg_latency"], 1]
-                      for r in table.to_pylist())
-    assert len(expected) == 8
+    by = {}
+    for r in table.to_pylist():
+        by.setdefault((r["noc_k"], r["noc_rate"], r["noc_traffic"]), []).append(r["avg_latency"])
+    expected = sorted([*k, sum(v) / 2, abs(v[0] - v[1]) / 2 ** 0.5, 2] for k, v in by.items())
+    assert len(expected) == 4
     for name, result in results.items():
         got = sorted(result["rows"])
-        assert [g[:4] + g[5:] for g in got] == [e[:4] + e[5:] for e in expected], name
-        assert [g[4] for g in got] == pytest.approx([e[4] for e in expected]), name
+        assert [g[:3] + g[5:] for g in got] == [e[:3] + e[5:] for e in expected], name
+        assert [g[3] for g in got] == pytest.approx([e[3] for e in expected]), name  # the mean over seeds
+        assert [g[4] for g in got] == pytest.approx([e[4] for e in expected]), name  # their sample sd
         assert all(isinstance(g[0], int) and isinstance(g[1], float) for g in got), name
+
+
+def test_analysis_example_names_the_extra_when_a_reader_is_missing(dataset, tmp_path):
+    blocker = tmp_path / "duckdb.py"  # shadows the real module: importing it fails as if it were not installed
+    blocker.write_text("raise ImportError('not installed')\n")
+    env = {"PYTHONPATH": str(tmp_path)}
+    import os
+
+    got = subprocess.run([sys.executable, str(EXAMPLE), str(dataset), "--json"], capture_output=True, text=True,
+                         env={**os.environ, **env}, check=True)
+    assert "# duckdb: not installed, skipped (pip install -e '.[analysis]')" in got.stderr

@@ -10,6 +10,7 @@ import pytest
 
 from cluster.cli import main
 from cluster.report.data import Skip, grouped
+from cluster.report.sources import SweepTables
 from cluster.report.figures import link_heatmap, memory_over_time
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -26,7 +27,7 @@ def test_without_matplotlib_report_says_how_to_install_it(tmp_path, monkeypatch,
     pq.write_table(pa.table({"rate": [0.1], "avg_latency": [12.0]}), tmp_path / "noc_summary.parquet")
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     assert main(["report", str(tmp_path)]) == 2
-    assert "pip install 'rdasim[report]'" in capsys.readouterr().err
+    assert "pip install -e '.[report]'" in capsys.readouterr().err
 
 
 def test_a_directory_without_results_is_a_clear_error(tmp_path, capsys):
@@ -66,8 +67,11 @@ def test_report_of_a_noc_run_draws_its_figures_and_skips_the_memory_ones(tmp_pat
     assert main(["report", str(tmp_path)]) == 0
     out, err = capsys.readouterr()
     written = {p.split("/")[-1] for p in out.split()}
-    assert written == {"latency_vs_load.png", "link_utilization.png"}
-    assert all((tmp_path / "figures" / w).read_bytes().startswith(PNG) for w in written)
+    assert written == {f"{name}.{fmt}" for name in ("latency_vs_load", "link_utilization") for fmt in ("png", "pdf", "svg")}
+    figures = tmp_path / "_figures"
+    assert all((figures / w).read_bytes().startswith(PNG) for w in written if w.endswith(".png"))
+    assert all((figures / w).read_bytes().startswith(b"%PDF") for w in written if w.endswith(".pdf"))
+    assert all(b"<svg" in (figures / w).read_bytes()[:2000] for w in written if w.endswith(".svg"))
     for skipped in ("mu_utilization", "memory_over_time", "messages"):
         assert f"skipped {skipped}" in err
 
@@ -80,7 +84,7 @@ def test_report_draws_memory_figures_from_run_tables(tmp_path, pyplot, capsys):
     pq.write_table(pa.table({"tokens_per_second": [1.0], "messages_read": [10], "messages_ref_inc": [3]}),
                    tmp_path / "run_summary.parquet")
     assert main(["report", str(tmp_path), "--quiet"]) == 0
-    written = {p.split("/")[-1] for p in capsys.readouterr().out.split()}
+    written = {p.split("/")[-1] for p in capsys.readouterr().out.split() if p.endswith(".png")}
     assert written == {"mu_utilization.png", "memory_over_time.png", "messages.png"}
 
 
@@ -101,23 +105,98 @@ def test_report_of_a_sweep_plots_metrics_against_its_axes(tmp_path, pyplot, caps
     assert main(["sweep", str(spec), "--out", str(tmp_path / "out"), "--in-process", "--quiet"]) == 0
     assert main(["report", str(tmp_path / "out"), "--y", "avg_latency", "--quiet"]) == 0
     written = {p.split("/")[-1] for p in capsys.readouterr().out.split()}
-    assert {"s-latency_vs_load.png", "s-avg_latency-vs-noc_rate.png", "s-avg_latency-vs-noc_vcs.png"} <= written
+    assert {"s-avg_latency-vs-noc_rate.png", "s-avg_latency-vs-noc_vcs.png", "s-avg_latency-vs-noc_rate.pdf",
+            "s-avg_latency-vs-noc_rate.svg"} <= written
     assert any(w.startswith("s-point-") and w.endswith("link_utilization.png") for w in written)
 
 
+def _sweep(rows: list[dict], axes: list[str], command: str = "noc", orders=None) -> SweepTables:
+    cols = {k: [r.get(k) for r in rows] for k in rows[0]}
+    return SweepTables("t", command, axes, pa.table({"point_status": ["ok"] * len(rows), **cols}), {}, orders or {})
+
+
+def test_seeds_become_a_mean_with_a_95_percent_confidence_interval(pyplot):
+    """Known answer: values 1, 2, 3 have mean 2, sd 1, and t(0.975, 2) = 4.302653, so the CI is 4.302653 / sqrt 3."""
+    from cluster.report.sweep_figures import metric_vs_axis, series_of
+
+    rows = [{"noc_rate": 0.1, "run_seed": s, "avg_latency": float(s)} for s in (1, 2, 3)]
+    (series,) = series_of(rows, "noc_rate", "avg_latency", None)
+    assert series.means == [2.0] and abs(series.errors[0] - 4.302653 / 3 ** 0.5) < 1e-5 and series.replicates == 3
+    fig = metric_vs_axis(_sweep(rows, ["noc_rate", "run_seed"]), "noc_rate", "avg_latency", None, pyplot)
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "noc.rate (flits/node/cycle)" and ax.get_ylabel() == "mean packet latency (cycles)"
+    assert "run_seed" not in ax.get_xlabel() and "95 % confidence interval" in fig._suptitle.get_text()
+    pyplot.close(fig)
+
+
+def test_other_axes_become_panels_not_an_average(pyplot):
+    from cluster.report.sweep_figures import metric_vs_axis
+
+    rows = [{"noc_rate": r, "noc_traffic": t, "noc_topology": topo, "avg_latency": lat}
+            for r in (0.1, 0.2) for t, lat0 in (("uniform", 10.0), ("transpose", 100.0))
+            for topo, lat in (("mesh", lat0 + r), ("torus", lat0 + 2 * r))]
+    sweep = _sweep(rows, ["noc_rate", "noc_traffic", "noc_topology"])
+    fig = metric_vs_axis(sweep, "noc_rate", "avg_latency", "noc_topology", pyplot)
+    panels = [ax for ax in fig.axes if ax.get_visible() and ax.get_title()]
+    titles = sorted(ax.get_title() for ax in panels)
+    assert titles == ["noc.traffic = transpose", "noc.traffic = uniform"]
+    for ax in panels:  # every plotted y is one condition's value, never a mean of the two traffics
+        base = 100.0 if "transpose" in ax.get_title() else 10.0
+        ys = sorted(round(y, 6) for line in ax.get_lines() for y in line.get_ydata() if len(line.get_ydata()) == 2)
+        assert ys and all(base < y < base + 1 for y in ys)
+    pyplot.close(fig)
+
+
+def test_categorical_axes_are_bars_in_the_spec_s_order(pyplot):
+    from cluster.report.sweep_figures import metric_vs_axis
+
+    rows = [{"memory_reclaim": r, "tokens_per_second": v, "workload": "moe", "status": "completed"}
+            for r, v in (("refcount", 3.0), ("refcount-gated", 2.0), ("partial-free", 1.0))]
+    sweep = _sweep(rows, ["memory_reclaim"], "run", {"memory_reclaim": ["refcount", "refcount-gated", "partial-free"]})
+    fig = metric_vs_axis(sweep, "memory_reclaim", "tokens_per_second", None, pyplot)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["refcount", "refcount-gated", "partial-free"]
+    assert [round(p.get_height(), 6) for p in ax.patches] == [3.0, 2.0, 1.0]  # bars, not a line across categories
+    pyplot.close(fig)
+
+
+def test_saturated_loads_are_marked_and_runs_that_did_not_complete_leave_the_mean(pyplot):
+    from cluster.report.sweep_figures import metric_vs_axis, series_of
+
+    rows = [{"noc_rate": 0.1, "avg_latency": 20.0, "saturated": False},
+            {"noc_rate": 0.5, "avg_latency": 900.0, "saturated": True}]
+    fig = metric_vs_axis(_sweep(rows, ["noc_rate"]), "noc_rate", "avg_latency", None, pyplot)
+    assert "saturated (did not drain)" in [t.get_text() for t in fig.legends[0].get_texts()]
+    marked = [c for c in fig.axes[0].collections if len(c.get_offsets()) and c.get_edgecolor().size]
+    assert any(list(c.get_offsets()[0]) == [0.5, 900.0] for c in marked)
+    pyplot.close(fig)
+    runs = [{"memory_policy": "static-multi", "run_seed": s, "tokens_per_second": v, "workload": "moe", "status": st}
+            for s, v, st in ((1, 10.0, "completed"), (2, 12.0, "completed"), (3, 0.0, "deadlocked"))]
+    (series,) = series_of(runs, "memory_policy", "tokens_per_second", None)
+    assert series.means == [11.0] and series.unsteady == [True]  # the deadlocked seed is not averaged in
+
+
+def test_identical_series_are_drawn_once_and_say_so(pyplot):
+    from cluster.report.sweep_figures import metric_vs_axis
+
+    rows = [{"noc_rate": r, "noc_vcs": v, "avg_latency": 10.0 + r} for r in (0.1, 0.2) for v in (2, 4)]
+    fig = metric_vs_axis(_sweep(rows, ["noc_rate", "noc_vcs"]), "noc_rate", "avg_latency", "noc_vcs", pyplot)
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["2, 4 (identical)"]
+    pyplot.close(fig)
+
+
 def test_energy_by_policy_stacks_the_components_to_each_run_total(pyplot):
-    from cluster.report.sources import SweepTables
     from cluster.report.sweep_figures import energy_vs_axis
 
-    # two points per policy: each bar is the mean of its points, its segments the mean components
-    t = pa.table({"memory_policy": ["virtual", "virtual", "realloc-copy", "realloc-copy"],
-                  "point_status": ["ok"] * 4, "energy_cu_joules": [1.0, 3.0, 2.0, 2.0],
-                  "energy_mu_joules": [4.0, 4.0, 5.0, 7.0], "energy_realloc_copy_joules": [0.0, 0.0, 1.0, 3.0]})
-    fig = energy_vs_axis(SweepTables("s", "run", ["memory_policy"], t), "memory_policy", pyplot)
-    bars = {(p.get_x(), p.get_y()): p.get_height() for p in fig.axes[0].patches}
+    # two seeds per policy: each bar is the mean of its seeds, its segments the mean components
+    rows = [{"memory_policy": p, "run_seed": seed, "energy_cu_joules": cu, "energy_mu_joules": mu,
+             "energy_realloc_copy_joules": copy}
+            for p, seed, cu, mu, copy in (("virtual", 1, 1.0, 4.0, 0.0), ("virtual", 2, 3.0, 4.0, 0.0),
+                                          ("realloc-copy", 1, 2.0, 5.0, 1.0), ("realloc-copy", 2, 2.0, 7.0, 3.0))]
+    fig = energy_vs_axis(_sweep(rows, ["memory_policy", "run_seed"], command="run"), "memory_policy", pyplot)
     tops = {}
-    for (x, y), h in bars.items():
-        tops[x] = max(tops.get(x, 0.0), y + h)
+    for p in fig.axes[0].patches:
+        tops[p.get_x()] = max(tops.get(p.get_x(), 0.0), p.get_y() + p.get_height())
     assert sorted(tops.values()) == [6.0, 10.0]  # virtual 2 + 4 + 0; realloc-copy 2 + 6 + 2
-    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["cu", "mu", "realloc_copy"]
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["cu", "mu", "realloc_copy"]
     pyplot.close(fig)
