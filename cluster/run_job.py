@@ -172,8 +172,8 @@ def _write(res, cfg, chip_cfg, meta, results, out, trace_path, memory_map_cycle)
         out = Path(out)
         for name, table in tables.items():
             res.files.append(io.write_parquet(table, out / f"{name}.parquet"))
-        e = cols["energy"]
-        counts = action_counts_document(list(zip(e["component"], e["action"], e["count"])))
+        e = tables["run_energy"]
+        counts = action_counts_document(list(zip(*(e[c].to_pylist() for c in ("component", "action", "count")))))
         res.files.append(io.write_text(to_yaml(counts), out / "action_counts.yaml"))
         res.files.append(io.write_json({"run_id": meta.run_id, "config_hash": chash, "config": cfg,
                                         "summary": summary, **schemas.code_identity()},

@@ -80,7 +80,7 @@ def _sweep(sweep: SweepTables, opts: Options, out: Path, report: Report, plt) ->
         if sf.message_columns(sweep) and not numeric(sweep.result, x):
             _draw(f"{sweep.name} messages vs {x}", lambda: sf.messages_vs_axis(sweep, x, plt),
                   out / f"{sweep.name}-messages-vs-{x}.png", report, plt)
-        if sf.energy_columns(sweep):
+        if sf.energy_columns(sweep) and not numeric(sweep.result, x):
             _draw(f"{sweep.name} energy vs {x}", lambda: sf.energy_vs_axis(sweep, x, plt),
                   out / f"{sweep.name}-energy-vs-{x}.png", report, plt)
         for y in opts.y or sf.default_metrics(sweep):

@@ -100,8 +100,10 @@ def test_accelergy_counts_are_the_run_energy_counts(tmp_path, capsys):
     for c, a, n in zip(energy["component"], energy["action"], energy["count"]):
         assert f"- name: {a}\n" in text and f"counts: {n}\n" in text
     pytest.importorskip("matplotlib")
+    capsys.readouterr()
     assert main(["report", str(out), "--quiet"]) == 0
-    assert (out / "figures" / "energy.png").read_bytes().startswith(b"\x89PNG")
+    energy_png = [p for p in capsys.readouterr().out.split() if p.endswith("/energy.png")]
+    assert len(energy_png) == 1 and open(energy_png[0], "rb").read().startswith(b"\x89PNG")
     bad = tmp_path / "bad.toml"
     bad.write_text("[table]\nname = 1\n")
     assert main(["run", str(ROOT / "examples" / "kv_decode_trace.toml"), "--quiet",
