@@ -512,15 +512,26 @@ SYSTEM_SUMMARY = TableSchema(
     "system_summary",
     "one row per system simulation (rdasim run with a [system])",
     (
-        Column("workload", _S, "collective or pipeline"),
+        Column("workload", _S, "collective, pipeline, expert-parallel (box chips) or dataflow (grid chips)"),
         Column("chips", _I, "chips in the system"),
         Column("chip", _S, "the chip of every node"),
         Column("topology", _S, "DFModel's shape name: r, sw, fc per dimension (r_r: a 2-D torus)"),
-        Column("fidelity", _S, "box: a chip is its mapped partitions' times behind its network interface"),
+        Column("fidelity", _S, "box: a chip is its mapped partitions' times behind its network interface; "
+               "grid: its whole CU/MU grid and NoC"),
+        Column("status", _S, "completed, deadlocked or cut_off"),
+        Column("status_detail", _S, "why, when not completed"),
         Column("sim_cycles", _I, "simulated cycles at the chips' clock"),
         Column("sim_seconds", _F, "simulated seconds"),
         Column("messages_total", _I, "messages between chips"),
         Column("bytes_total", _I, "bytes between chips"),
+        Column("seconds_simulated", _F, "pipeline: simulated seconds of the micro-batches run"),
+        Column("seconds_per_batch_analytic", _F, "pipeline: DFModel's seconds per batch"),
+        Column("bubble_fraction", _F, "pipeline: share of the run a stage waited, as it emerged"),
+        Column("seconds_per_batch_simulated", _F, "grid chips: simulated seconds per batch of the slowest chip"),
+        Column("step_seconds_mean", _F, "expert-parallel: mean seconds of a step (dispatch, experts, combine)"),
+        Column("expert_imbalance", _F, "expert-parallel: most tokens a chip's experts took / the mean"),
+        Column("landing_bytes_peak", _I, "expert-parallel: most bytes of tokens that landed on a chip in a step"),
+        Column("landing_bytes_static", _I, "expert-parallel: what a static landing buffer must reserve"),
         Column("shards", pa.int32(), "shards (groups of chips) the run was cut into"),
         Column("backend", _S, "local or ray"),
         Column("epochs", _I, "lockstep epochs"),
@@ -555,4 +566,22 @@ SYSTEM_LINKS = TableSchema(
     ),
 )
 
-ALL_TABLES.extend([SYSTEM_SUMMARY, SYSTEM_STEPS, SYSTEM_LINKS])
+SYSTEM_CHIPS = TableSchema(
+    "system_chips",
+    "grid fidelity: one row per chip, each summarised as a run of its own",
+    (
+        Column("chip", _I, "chip"),
+        Column("sim_cycles", _I, "cycle its last unit finished"),
+        Column("compute_cycles", _I, "cycles its CUs computed"),
+        Column("messages_total", _I, "messages its units sent (NoC and other chips)"),
+        Column("sync_wait_cycles", _I, "cycles its CUs waited on flow control between kernels"),
+        Column("memory_wait_cycles", _I, "cycles its CUs waited on memory"),
+        Column("peak_mu_utilization", _F, "peak share of its MU bytes holding data"),
+        Column("oom_events", _I, "allocations that found no room"),
+        Column("stalls", _I, "tasks stalled on allocation"),
+        Column("completed", pa.bool_(), "its program finished"),
+        Column("result_hash", _S, "its own run's result hash"),
+    ),
+)
+
+ALL_TABLES.extend([SYSTEM_SUMMARY, SYSTEM_STEPS, SYSTEM_LINKS, SYSTEM_CHIPS])

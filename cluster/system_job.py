@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from cluster import schemas
 from cluster.backends import RunOutcome, run_backend
 from cluster.coordinator import idle_rule
 from cluster.errors import UserError
@@ -87,7 +88,7 @@ class SystemModel:
         compute.update({c: r.compute_cycles for c, r in chips.items()})
         end = max([shard.now, *(r.end_cycle for r in chips.values())])
         return SystemResult(end, list(shard.records), np.array(shard.link_bytes, dtype=np.int64), shard.messages,
-                            shard.bytes_sent, compute, chips)
+                            shard.bytes_sent, compute, chips, shard.counters())
 
     def in_transit(self, inbound: list[SystemBoundary]) -> int:
         return sum(b.flit_count() for b in inbound)
@@ -112,6 +113,7 @@ class SystemResult:
     bytes_sent: int
     compute: dict[int, int]  # chip -> cycles computed
     chips: dict = field(default_factory=dict)  # grid fidelity: chip -> its ShardResult (sim/chip/report.py)
+    work: tuple[int, int] = (0, 0)  # work items (collectives, stages, steps, requests) started and finished
 
 
 def simulate_system(cfg: SystemConfig, shards: int = 1, backend: str = "local", epoch: int | None = None,
@@ -128,7 +130,24 @@ def simulate_system(cfg: SystemConfig, shards: int = 1, backend: str = "local", 
     summary, tables = summarize_system(cfg, o.reports)
     summary.update(shards=len(parts), backend=backend, wall_seconds=o.wall_seconds, epochs=o.epochs,
                    lookahead=la, cut_off=bool(o.saturated))
+    summary.update(_status(summary, o.reports, cfg))
     return summary, tables, o
+
+
+def _status(summary: dict, results: list[SystemResult], cfg: SystemConfig) -> dict:
+    """completed, cut_off (system.max_seconds / run.max_cycles) or deadlocked (nothing left to
+    happen anywhere while work remains), as for one chip's run."""
+    created = sum(r.work[0] for r in results)
+    finished = sum(r.work[1] for r in results)
+    done = finished >= created and summary.get("completed", True)
+    if summary["cut_off"] and not done:
+        return {"completed": False, "status": "cut_off",
+                "status_detail": f"stopped at {cfg.max_cycles:,} cycles ({cfg.max_cycles / cfg.clock_hz:.6g} s)"}
+    if not done:
+        return {"completed": False, "status": "deadlocked",
+                "status_detail": f"{created - finished} of {created} work items never finished and nothing "
+                                 "was left to happen on any chip or link"}
+    return {"completed": True, "status": "completed", "status_detail": ""}
 
 
 def summarize_system(cfg: SystemConfig, results: list[SystemResult]) -> tuple[dict, dict]:
@@ -168,8 +187,7 @@ def summarize_system(cfg: SystemConfig, results: list[SystemResult]) -> tuple[di
     return summary, tables
 
 
-CHIP_FIGURES = ("sim_cycles", "compute_cycles", "messages_total", "sync_wait_cycles", "memory_wait_cycles",
-                "peak_mu_utilization", "oom_events", "stalls", "completed", "result_hash")
+CHIP_FIGURES = tuple(c.name for c in schemas.SYSTEM_CHIPS.columns if c.name != "chip")
 
 
 def _grid_chips(cfg: SystemConfig, results: list[SystemResult], summary: dict) -> dict:
@@ -213,13 +231,28 @@ def run_system(cfg: dict, sys_cfg: SystemConfig, out=None, quiet: bool = False) 
     prog.close()
     files = []
     if out is not None:
-        chash = config_hash(cfg)
-        meta = schemas.RunMeta(run_id_for(chash, run["seed"]), chash, run["seed"])
-        row = {c.name: summary.get(c.name) for c in schemas.SYSTEM_SUMMARY.columns}
         out = Path(out)
-        files.append(io.write_parquet(schemas.SYSTEM_SUMMARY.build(row, meta), out / "system_summary.parquet"))
-        files.append(io.write_parquet(schemas.SYSTEM_STEPS.build(tables["steps"], meta), out / "system_steps.parquet"))
-        files.append(io.write_parquet(schemas.SYSTEM_LINKS.build(tables["links"], meta), out / "system_links.parquet"))
-        files.append(io.write_json({"run_id": meta.run_id, "config_hash": chash, "config": cfg, "summary": summary,
-                                    "rdasim_version": schemas.package_version()}, out / "run.json"))
+        for name, table in system_tables(cfg, summary, tables).items():
+            files.append(io.write_parquet(table, out / f"{name}.parquet"))
+        chash = config_hash(cfg)
+        files.append(io.write_json({"run_id": run_id_for(chash, run["seed"]), "config_hash": chash, "config": cfg,
+                                    "summary": summary, "rdasim_version": schemas.package_version()},
+                                   out / "run.json"))
     return summary, files
+
+
+def system_tables(cfg: dict, summary: dict, tables: dict) -> dict:
+    """A system run's Arrow tables by name (system_summary, system_steps, system_links)."""
+    from cluster import schemas
+    from cluster.config import config_hash
+    from cluster.noc_job import run_id_for
+
+    chash = config_hash(cfg)
+    meta = schemas.RunMeta(run_id_for(chash, cfg["run"]["seed"]), chash, cfg["run"]["seed"])
+    row = {c.name: summary.get(c.name) for c in schemas.SYSTEM_SUMMARY.columns}
+    out = {"system_summary": schemas.SYSTEM_SUMMARY.build(row, meta),
+           "system_steps": schemas.SYSTEM_STEPS.build(tables["steps"], meta),
+           "system_links": schemas.SYSTEM_LINKS.build(tables["links"], meta)}
+    if "chips" in tables:
+        out["system_chips"] = schemas.SYSTEM_CHIPS.build(tables["chips"], meta)
+    return out

@@ -42,26 +42,36 @@ def run_system_command(args, cfg: dict) -> int:
     from cluster.system_job import run_system
 
     summary, files = run_system(cfg, system_config(cfg), out=args.out, quiet=args.quiet or args.json)
+    s = summary
     if args.json:
         print(json.dumps({k: json_safe(v) if not isinstance(v, list) else [json_safe(x) for x in v]
                           for k, v in summary.items()}))
     else:
-        s = summary
         print(f"{s['workload']} on {s['chips']} x {s['chip']} ({s['topology']}, {s['fidelity']} chips), "
               f"{s['shards']} shard(s) on {s['backend']}")
         print(f"  simulated {s['sim_seconds']:.6g} s ({s['sim_cycles']:,} cycles) in {s['wall_seconds']:.2f} s; "
               f"{s['messages_total']:,} messages, {s['bytes_total']:,} bytes between chips")
-        if "seconds_per_batch_analytic" in s:
+        if "seconds_per_batch_simulated" in s:  # grid chips: the slowest chip's mapped run
+            print(f"  seconds per batch: simulated {s['seconds_per_batch_simulated']:.6g} (slowest chip, "
+                  f"{s['slowest_chip']}), DFModel {s['seconds_per_batch_analytic']:.6g}")
+        elif "seconds_per_batch_analytic" in s:
             print(f"  seconds per batch: simulated {s['seconds_simulated']:.6g}, DFModel {s['seconds_per_batch_analytic']:.6g}"
                   f"; pipeline factor simulated {s['pipeline_factor_simulated']:.6f}, "
                   f"DFModel {s['pipeline_factor_analytic']:.6f}")
         if "closed_form_cycles" in s:
             print(f"  {s['collective']} over {s['group_chips']} chips: {s['collective_cycles'][0]:,} cycles "
                   f"(closed form {s['closed_form_cycles']:,})")
+        if "expert_imbalance" in s:
+            print(f"  expert steps: mean {s['step_seconds_mean']:.6g} s (balanced {s['balanced_step_cycles']:,} cycles); "
+                  f"busiest chip took {s['expert_imbalance']:.2f}x the mean tokens; landing buffer peak "
+                  f"{s['landing_bytes_peak']:,} B of a static {s['landing_bytes_static']:,} B")
+        print(f"  status {s['status']}" + (f": {s['status_detail']}" if s["status_detail"] else ""))
         print(f"  result hash {s['result_hash']}")
     for f in files:
         print(f"wrote {f}", file=sys.stderr)
-    return 0
+    if s["status"] != "completed":
+        print(f"{s['status']}: {s['status_detail']}", file=sys.stderr)
+    return EXIT_RUN_STATUS[s["status"]]
 
 
 def add_arguments(p) -> None:

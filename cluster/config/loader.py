@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import re
 import tomllib
 from pathlib import Path
 
@@ -59,10 +60,23 @@ def parse_override(text: str) -> tuple[str, object]:
     return key, value
 
 
+_ITEM = re.compile(r"^(.+)\[(\d+)\]$")  # key[i]: the i-th table of an array of tables
+
+
 def set_path(cfg: dict, dotted: str, value) -> None:
+    """Set ``a.b.c`` (or ``a.b[i].c`` inside an array of tables, e.g. system.network[0].size)."""
     node = cfg
     parts = dotted.split(".")
     for part in parts[:-1]:
+        item = _ITEM.match(part)
+        if item:
+            name, i = item.group(1), int(item.group(2))
+            tables = node.get(name)
+            if not isinstance(tables, list) or i >= len(tables) or not isinstance(tables[i], dict):
+                n = len(tables) if isinstance(tables, list) else 0
+                raise ConfigError("overrides", [Issue(dotted, f"{name} has {n} table(s) here; [{i}] is not one of them")])
+            node = tables[i]
+            continue
         nxt = node.get(part)
         if not isinstance(nxt, dict):
             nxt = {}

@@ -200,11 +200,18 @@ def _walk_table(raw, table: Table, path: str, issues: list[Issue], everything) -
 
 
 def get_path(cfg: dict, dotted: str):
+    """The value at ``a.b.c`` (``a.b[i].c``: inside the i-th table of an array), or None."""
     node = cfg
     for part in dotted.split("."):
-        if not isinstance(node, dict) or part not in node:
+        name, _, index = part.partition("[")
+        if not isinstance(node, dict) or name not in node:
             return None
-        node = node[part]
+        node = node[name]
+        if index:
+            i = int(index.rstrip("]"))
+            if not isinstance(node, list) or i >= len(node):
+                return None
+            node = node[i]
     return node
 
 

@@ -64,9 +64,23 @@ def _axis_fields(command: str) -> dict[str, tuple[str, str]]:
     return {path.replace(".", "_"): (path, getattr(node, "unit", "") or "") for path, node in walk(schema)}
 
 
+def _field_of(command: str, column: str) -> tuple[str, str] | None:
+    """(config path, unit) of a dataset column; system_network_0_size -> system.network[0].size."""
+    fields = _axis_fields(command)
+    if column in fields:
+        return fields[column]
+    import re
+
+    m = re.match(r"^(.+?)_(\d+)_(.+)$", column)  # a table of an array of tables (sweep/layout.py)
+    if m and f"{m.group(1)}[]_{m.group(3)}" in fields:
+        path, unit = fields[f"{m.group(1)}[]_{m.group(3)}"]
+        return path.replace("[]", f"[{m.group(2)}]"), unit
+    return None
+
+
 def axis(command: str, column: str) -> str:
     """'noc_rate' -> 'noc.rate (flits/node/cycle)': the config path as written in specs, with its unit."""
-    path, unit = _axis_fields(command).get(column, (column, ""))
+    path, unit = _field_of(command, column) or (column, "")
     return f"{path} ({unit})" if unit else path
 
 
@@ -79,5 +93,5 @@ def value(column: str, v) -> str:
 
 def condition(command: str, column: str, v) -> str:
     """'noc.rate = 0.1 flits/node/cycle': a panel's fixed value of a swept axis."""
-    path, unit = _axis_fields(command).get(column, (column, ""))
+    path, unit = _field_of(command, column) or (column, "")
     return f"{path} = {value(column, v)}" + (f" {unit}" if unit else "")

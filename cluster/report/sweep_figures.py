@@ -135,6 +135,17 @@ def series_of(rows: list[dict], x: str, y: str, hue: str | None, order: list | N
     return out
 
 
+def _facets(rows: list[dict], axes: list[str], shown: tuple) -> list[str]:
+    """The varied axes that need panels of their own: not those shown, nor those that move with
+    one shown (a [[zip]] partner: system.network[0].size beside system.chips)."""
+    shown = tuple(s for s in shown if s)
+
+    def follows(a: str, s: str) -> bool:
+        return len({(r.get(s), r.get(a)) for r in rows}) == len({r.get(s) for r in rows})
+
+    return [a for a in axes if a not in shown and not any(follows(a, s) for s in shown)]
+
+
 def _panels(rows: list[dict], facets: list[str]) -> list[tuple[dict, list[dict]]]:
     groups: dict = {}
     for r in rows:
@@ -156,8 +167,8 @@ def metric_vs_axis(sweep: SweepTables, x: str, y: str, hue: str | None, plt, max
     for col in (x, y) + ((hue,) if hue else ()):
         if col not in t.column_names:
             raise Skip(f"sweep {sweep.name} has no column {col!r}")
-    facets = [a for a in varied_axes(sweep) if a not in (x, hue)]
     rows = t.to_pylist()
+    facets = _facets(rows, varied_axes(sweep), (x, hue))
     panels = _panels(rows, facets)
     if len(panels) > max_panels:
         raise Skip(f"{len(panels)} panels (one per value of {', '.join(facets)}); choose axes with --x and --hue")
@@ -268,7 +279,7 @@ def stacked_vs_axis(sweep: SweepTables, x: str, kinds: list[str], label, ylabel:
     values = sorted(distinct(t, x), key=lambda v: (order.index(v) if v in order else len(order), _sort_key(v)))
     if len(values) > max_values:
         raise Skip(f"{x} has {len(values)} values; at most {max_values} bars")
-    facets = [a for a in varied_axes(sweep) if a != x]
+    facets = _facets(t.to_pylist(), varied_axes(sweep), (x,))
     panels = _panels(t.to_pylist(), facets)
     if len(panels) > MAX_PANELS:
         raise Skip(f"{len(panels)} panels (one per value of {', '.join(facets)})")

@@ -114,6 +114,8 @@ def _run_check(cfg: dict) -> None:
     """What `rdasim run` checks before simulating: chip_config's cross-field checks, the shard cut and epoch."""
     from cluster.regions import cut_grid, epoch_length
 
+    if cfg["system"]["chips"]:
+        raise UserError("a point with a [system] (system.chips >= 1) is a system of chips: use command = \"system\"")
     chip = _import_run("cluster.run_config").chip_config(cfg)
     run = cfg["run"]
     epoch_length(chip.noc, cut_grid(chip.spec.rows, chip.spec.cols, run["shards"], run["cut"]), run["epoch"])
@@ -123,6 +125,24 @@ def _run_job(cfg: dict) -> dict[str, pa.Table]:
     """What `rdasim run CONFIG` does, without its files: chip_config, then run_chip."""
     chip = _import_run("cluster.run_config").chip_config(cfg)
     return tables_of(_import_run("cluster.run_job").run_chip(cfg, chip, out=None, quiet=True))
+
+
+def _system_check(cfg: dict) -> None:
+    """What `rdasim run` checks before simulating a [system]: the system config (its plan mapped)."""
+    if not cfg["system"]["chips"]:
+        raise UserError("sweep command 'system' needs a [system] with system.chips >= 1 in every point; "
+                        "use command = \"run\" for one chip")
+    _import_run("cluster.run_config").system_config(cfg)
+
+
+def _system_job(cfg: dict) -> dict[str, pa.Table]:
+    """What `rdasim run CONFIG` does with a [system], without its files."""
+    _system_check(cfg)
+    job = _import_run("cluster.system_job")
+    sys_cfg = _import_run("cluster.run_config").system_config(cfg)
+    run = cfg["run"]
+    summary, tables, _ = job.simulate_system(sys_cfg, run["shards"], run["backend"], run["epoch"], run["address"])
+    return job.system_tables(cfg, summary, tables)
 
 
 # ----------------------------------------------------------------------------- noop
@@ -178,6 +198,8 @@ COMMANDS: dict[str, Command] = {
                    "noc_summary", lambda: _known_schema("noc_summary"), _noc_check),
     "run": Command("run", "rdasim run: one point is a config `rdasim run` accepts", _run_schema, _run_job,
                    "run_summary", lambda: _known_schema("run_summary"), _run_check),
+    "system": Command("system", "rdasim run with a [system]: one point is a system of chips", _run_schema,
+                      _system_job, "system_summary", lambda: _known_schema("system_summary"), _system_check),
     "noop": Command("noop", "echo the config back (tests, overhead benchmarks)", _noop_schema, _noop_job,
                     "sweep_noop", lambda: _known_schema("sweep_noop")),
 }

@@ -27,7 +27,7 @@ SIDE = "_"  # prefix of everything in an --out directory that is not a sweep's r
 
 def column_name(path: str) -> str:
     """Dataset column of a swept config path: 'noc.rate' -> 'noc_rate'."""
-    return path.replace(".", "_")
+    return path.replace("[", "_").replace("]", "").replace(".", "_")  # system.network[0].size: system_network_0_size
 
 
 def segment_value(value) -> str:

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import difflib
 import itertools
+import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from cluster.config import Issue, OpenTable, Table, config_hash
 from cluster.config.loader import apply_overrides
-from cluster.config.schema import all_paths, get_path, validate
+from cluster.config.schema import TableList, all_paths, get_path, validate
 from cluster.sweep.spec import RandomAxes, SweepSpec
 
 SCALARS = (str, int, float, bool)
@@ -39,6 +40,10 @@ def path_problem(schema: Table, path: str) -> str | None:
             return None
         if not isinstance(node, Table):
             return f"'{'.'.join(parts[:i])}' is a value, not a table"
+        item = re.match(r"^(.+)\[\d+\]$", part)  # key[i]: a table of an array of tables
+        if item and isinstance(node.fields.get(item.group(1)), TableList):
+            node = node.fields[item.group(1)].table
+            continue
         if part not in node.fields:
             close = difflib.get_close_matches(path, all_paths(schema), n=1, cutoff=0.6)
             return "not a config key" + (f"; did you mean '{close[0]}'?" if close else "")

@@ -2,11 +2,13 @@
 
 import dataclasses
 
+import numpy as np
 import pytest
 
-from cluster.config import load
+from cluster.config import ConfigError, load
 from cluster.run_config import RUN_SCHEMA, system_config
 from cluster.system_job import simulate_system
+from mapping.systems import CHIPS
 from sim.system.programs import PipelineParams
 
 
@@ -18,6 +20,7 @@ def _config(kind: str, size: int, workload: dict, dims: list | None = None, chip
 
 
 CLOCK = 1.25e9  # SN30
+SN30_FLOPS = CHIPS["SN30"].peak_flops
 BPC = 64e9 / CLOCK  # bytes per cycle of a 64 GB/s link
 LAT = round(500e-9 * CLOCK)
 
@@ -87,3 +90,48 @@ def test_the_published_two_stage_pipeline_preset(tmp_path):
     summary, _, _ = simulate_system(dataclasses.replace(cfg, workload=p))
     fill = (p.activation_bytes / 25e9) + 500e-9
     assert summary["seconds_simulated"] == pytest.approx(plan.seconds_per_batch + fill, rel=1e-6)
+
+
+# ------------------------------------------------------------------ MoE expert parallelism
+def _experts(p: int, **keys):
+    dims = [{"kind": "fc", "size": p, "link_bandwidth": "64GB/s", "link_latency": "500ns", "parallelism": "TP"}]
+    return _config("fc", p, {"kind": "expert-parallel", "experts": {"experts": 8, "tokens": 256, "hidden": 1024,
+                                                                   "ffn": 4096, "steps": 3, **keys}}, dims=dims)
+
+
+def test_every_token_to_every_expert_is_a_balanced_all_to_all_each_way():
+    p, tokens, hidden, word = 4, 256, 1024, 2
+    summary, _, _ = simulate_system(_experts(p, top_k=8, skew=0.0))
+    piece = tokens * (8 // p) * hidden * word  # a chip's tokens to one peer's experts
+    a2a = (p - 1) * _ser(piece) + LAT
+    expert = -(-4 * tokens * 8 * hidden * 4096 // int(SN30_FLOPS / CLOCK))
+    assert summary["step_cycles"][0] == summary["balanced_step_cycles"] == 2 * a2a + expert
+    assert summary["expert_imbalance"] == 1.0
+    assert summary["landing_bytes_peak"] == summary["landing_bytes_static"] == p * tokens * 2 * hidden * word
+
+
+def test_skewed_routing_lands_what_the_draw_routed_and_waits_for_the_hot_chip():
+    from sim.workloads.moe import route
+
+    p, seed = 4, 1
+    summary, tables, _ = simulate_system(_experts(p, top_k=2, skew=1.2))
+    assert summary["completed"]
+    # brute force: every chip's draw of every step, counted per destination chip (2 experts a chip)
+    landed = {}
+    for r in range(3):
+        for c in range(p):
+            experts = route(seed, r * p + c, 256, 8, 2, 1.2)
+            for dst, n in enumerate(np.bincount(experts.ravel() // 2, minlength=p)):
+                landed[dst, r] = landed.get((dst, r), 0) + int(n)
+    got = {(c, r): n // (1024 * 2) for c, r, n in zip(tables["steps"]["chip"], tables["steps"]["ident"],
+                                                     tables["steps"]["nbytes"])}
+    assert got == landed
+    assert sum(landed.values()) == 3 * p * 256 * 2  # every token's copies land somewhere
+    assert summary["expert_imbalance"] == max(landed.values()) / np.mean(list(landed.values())) > 1.5
+    assert min(summary["step_cycles"]) > summary["balanced_step_cycles"]
+    assert summary["landing_bytes_peak"] < summary["landing_bytes_static"]
+
+
+def test_expert_parallel_refuses_experts_that_do_not_spread():
+    with pytest.raises(ConfigError, match="workload.experts.experts"):
+        _experts(3)
