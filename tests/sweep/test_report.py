@@ -200,3 +200,17 @@ def test_energy_by_policy_stacks_the_components_to_each_run_total(pyplot):
     assert sorted(tops.values()) == [6.0, 10.0]  # virtual 2 + 4 + 0; realloc-copy 2 + 6 + 2
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["cu", "mu", "realloc_copy"]
     pyplot.close(fig)
+
+
+def test_a_run_energy_bar_per_component_stacked_by_action(pyplot):
+    from cluster.report.figures import energy_breakdown
+
+    t = pa.table({"component": ["cu", "mu", "mu", "mu", "noc_link"], "action": ["fu_op", "read_byte", "write_byte",
+                  "translation", "flit_bit"], "joules": [2.0, 1.0, 0.5, 0.0, 3.0]})
+    fig = energy_breakdown({"run_energy": t}, pyplot)
+    tops = {}
+    for p in fig.axes[0].patches:
+        tops[round(p.get_x(), 6)] = max(tops.get(round(p.get_x(), 6), 0.0), p.get_y() + p.get_height())
+    assert sorted(tops.values()) == [1.5, 2.0, 3.0] and len(fig.axes[0].patches) == 4  # no bar for 0 J
+    assert "6.5 J in all" in fig.axes[0].get_title()
+    pyplot.close(fig)
