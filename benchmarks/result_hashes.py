@@ -40,10 +40,12 @@ def chip_cases(networks: list[str]) -> dict[str, tuple[str, list[str]]]:
     cases = {}
     for path in sorted(glob.glob(os.path.join(ROOT, "examples", "*.toml"))):
         text = open(path).read()
-        if "[workload]" not in text or "[chip]" not in text:
+        if "[workload]" not in text or ("[chip]" not in text and "[system]" not in text):
             continue  # not an `rdasim run` config
         name = os.path.basename(path)
         cases[f"run {name}"] = (path, [])
+        if "[system]" in text:
+            continue  # a system: its grid chips' NoC model is part of the example
         for net in networks:
             cases[f"run {name} noc.model={net}"] = (path, ["--set", f"noc.model={net}"])
     return cases
@@ -56,6 +58,11 @@ def run_chip(path: str, sets: list[str]) -> str:
 
     overrides = [sets[i + 1] for i in range(0, len(sets), 2)]
     cfg = load(RUN_SCHEMA, path, overrides)
+    if cfg["system"]["chips"]:
+        from cluster.run_config import system_config
+        from cluster.system_job import simulate_system
+
+        return simulate_system(system_config(cfg))[0]["result_hash"]
     summary = simulate_chip(chip_config(cfg))[0]
     return summary["result_hash"]
 

@@ -1,6 +1,6 @@
 """Config schema of ``rdasim noc`` (sections [noc] and [run]) and its translation to NocParams.
 
-Defaults are the reference "config B" of BookSim2 (shared/reference/noc/README.md):
+Defaults are the reference "config B" of BookSim2 (docs/references.md, "NoC"):
 an 8x8 mesh, 4 VCs x 4 flit buffers, routing/VC/switch/traversal delays 0/1/1/1,
 link and credit delay 1, 1-flit packets, uniform traffic; with no rate given the run
 is the reference latency/throughput curve.
@@ -13,10 +13,12 @@ from cluster.config import Field, Table
 from cluster.config.loader import ConfigError
 from cluster.config.schema import Issue
 from cluster.errors import UserError
-from sim.noc.params import TOPOLOGIES, TRAFFIC, NocParams
+from sim.noc.params import TOPOLOGIES, NocParams
+from sim.noc.routing import ROUTINGS
+from sim.noc.traffic import TRAFFIC_PATTERNS
 
 REFERENCE_RATES = [0.005, 0.05, 0.1, 0.2, 0.3, 0.35, 0.4, 0.42]
-# BookSim2's published 8x8 config-B curve (shared/reference/noc/README.md): rate -> latency
+# BookSim2's published 8x8 config-B curve (docs/references.md, "NoC"): rate -> latency
 BOOKSIM_8X8_LATENCY = {0.005: 26.92, 0.05: 27.03, 0.1: 27.21, 0.2: 27.85, 0.3: 29.34,
                        0.35: 31.29, 0.4: 40.54, 0.42: 206.4}
 
@@ -73,7 +75,9 @@ NOC_SECTION = Table(
         "rows": Field("int", None, "router rows (default 8)", min=1),
         "cols": Field("int", None, "router columns (default 8)", min=1),
         "topology": Field("choice", "mesh", "mesh or torus", choices=TOPOLOGIES),
-        "traffic": Field("choice", "uniform", "synthetic traffic pattern", choices=TRAFFIC),
+        "traffic": Field("choice", "uniform", "synthetic traffic pattern (sim/noc/traffic.py)",
+                         choices=TRAFFIC_PATTERNS),
+        "routing": Field("choice", "xy", "routing function (sim/noc/routing.py)", choices=ROUTINGS),
         "rate": Field("float", None, "offered load, flits/node/cycle (one run)", min=0.0, unit="flits/node/cycle"),
         "rates": Field("list", None, "offered loads of a latency/throughput curve (default: the reference curve)",
                        item=Field("float", min=0.0)),
@@ -119,7 +123,7 @@ def params_of(cfg: dict, rate: float) -> NocParams:
             routing_delay=noc["routing_delay"], vc_alloc_delay=noc["vc_alloc_delay"],
             sw_alloc_delay=noc["sw_alloc_delay"], st_delay=noc["st_delay"],
             link_latency=noc["link_latency"], credit_delay=noc["credit_delay"],
-            packet_flits=noc["packet_flits"], traffic=noc["traffic"], rate=rate,
+            packet_flits=noc["packet_flits"], traffic=noc["traffic"], routing=noc["routing"], rate=rate,
             hotspot_nodes=tuple(noc["hotspot_nodes"] or ()), hotspot_fraction=noc["hotspot_fraction"],
             warmup_cycles=noc["warmup_cycles"], measure_cycles=noc["measure_cycles"],
             drain_cycles=noc["drain_cycles"], seed=run["seed"],

@@ -127,7 +127,7 @@ def summarize_noc(p: NocParams, reports: list[NocReport], saturated: bool, in_tr
 
 def link_columns(p: NocParams, reports: list[NocReport]) -> dict:
     """Columns of the noc_links table: one row per directed router-to-router link."""
-    grid = Grid(p.rows, p.cols, p.torus)
+    grid = p.grid
     router = np.concatenate([r.link_router for r in reports])
     port = np.concatenate([r.link_port for r in reports])
     flits = np.concatenate([r.link_flits for r in reports])

@@ -91,7 +91,7 @@ class CutLink:
 
 def cut_links(p: NocParams, regions: list[Region]) -> list[CutLink]:
     """Every directed link whose ends lie in different shards, with its lookahead."""
-    grid = Grid(p.rows, p.cols, p.torus)
+    grid = p.grid
     owner = owner_map(regions, p.rows, p.cols)
     src, port, dst = grid.links()
     cut = owner[src] != owner[dst]

@@ -18,6 +18,7 @@ from cluster.config.loader import ConfigError
 from cluster.config.schema import Issue
 from cluster.footprint import chip_issues as footprint_issues
 from cluster.noc_config import RUN_SECTION
+from mapping.systems import CHIPS
 from sim.chip.config import OOM_BEHAVIOURS, PLACEMENTS, ChipConfig, noc_params_for
 from sim.chip.messages import Sizing
 from sim.chip.reclaim import RECLAMATIONS
@@ -27,7 +28,7 @@ from sim.keys import merge_fields
 from sim.memory.policies import POLICIES, MuGeometry
 from sim.network import NETWORKS
 from sim.noc.params import TIMING_KEYS
-from mapping.systems import CHIPS
+from sim.noc.routing import ROUTINGS
 from sim.workloads import WORKLOADS, ChipContext
 
 
@@ -58,6 +59,7 @@ CHIP = Table({
 NOC = Table({
     "model": Field("choice", "packet", "cycle: VC routers, flit by flit; packet: link reservations (fast)",
                    choices=NETWORKS),
+    "routing": Field("choice", "xy", "routing function (sim/noc/routing.py)", choices=ROUTINGS),
     "routing_delay": _i("route computation delay", 0, 0, "cycles"),
     "vc_alloc_delay": _i("VC allocation delay", 1, 1, "cycles"),
     "sw_alloc_delay": _i("switch allocation delay", 1, 1, "cycles"),
@@ -292,7 +294,7 @@ def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=Non
     if issues:
         raise ConfigError("config", issues)
     return ChipConfig(
-        spec=spec, noc=noc_params_for(spec, run["seed"], **{k: noc[k] for k in TIMING_KEYS}), network=noc["model"],
+        spec=spec, noc=noc_params_for(spec, run["seed"], routing=noc["routing"], **{k: noc[k] for k in TIMING_KEYS}), network=noc["model"],
         sizing=sizing, mu=mu, policy=policy, reclaim=reclaim, workload=workload, on_oom=mem["on_oom"],
         placement=mem["placement"], jitter=noc["jitter"], seed=run["seed"], max_cycles=run["max_cycles"],
         sample_cycles=run["sample_cycles"], trace=trace, trace_limit=run["trace_limit"], memory_map_cycle=memory_map,

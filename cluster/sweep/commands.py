@@ -110,12 +110,16 @@ def _run_schema():
     return _import_run("cluster.run_config").RUN_SCHEMA
 
 
+def _one_chip(cfg: dict) -> None:
+    if cfg["system"]["chips"]:
+        raise UserError("a point with a [system] (system.chips >= 1) is a system of chips: use command = \"system\"")
+
+
 def _run_check(cfg: dict) -> None:
     """What `rdasim run` checks before simulating: chip_config's cross-field checks, the shard cut and epoch."""
     from cluster.regions import cut_grid, epoch_length
 
-    if cfg["system"]["chips"]:
-        raise UserError("a point with a [system] (system.chips >= 1) is a system of chips: use command = \"system\"")
+    _one_chip(cfg)
     chip = _import_run("cluster.run_config").chip_config(cfg)
     run = cfg["run"]
     epoch_length(chip.noc, cut_grid(chip.spec.rows, chip.spec.cols, run["shards"], run["cut"]), run["epoch"])
@@ -123,6 +127,7 @@ def _run_check(cfg: dict) -> None:
 
 def _run_job(cfg: dict) -> dict[str, pa.Table]:
     """What `rdasim run CONFIG` does, without its files: chip_config, then run_chip."""
+    _one_chip(cfg)
     chip = _import_run("cluster.run_config").chip_config(cfg)
     return tables_of(_import_run("cluster.run_job").run_chip(cfg, chip, out=None, quiet=True))
 

@@ -117,7 +117,7 @@ def link_loads(cfg, counts: list[LinkCounts]) -> dict:
     """Flits over every directed router-to-router link, as the NoC model counted them while
     they crossed (whatever the routing); each shard counts the links it owns."""
     p = cfg.noc
-    grid = Grid(p.rows, p.cols, p.torus)
+    grid = p.grid
     load = np.zeros((grid.n, 5), dtype=np.int64)
     for c in counts:
         load[c.router, c.port] += c.flits

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 TOPOLOGIES = ("mesh", "torus")
 # router and link timing, in cycles: the keys of a config's [noc] table and of NocParams
 TIMING_KEYS = ("routing_delay", "vc_alloc_delay", "sw_alloc_delay", "st_delay", "link_latency", "credit_delay")
-TRAFFIC = ("uniform", "transpose", "bitcomp", "neighbor", "hotspot")
 
 
 @dataclass(frozen=True)
@@ -37,7 +36,8 @@ class NocParams:
     link_latency: int = 1
     credit_delay: int = 1
     packet_flits: int = 1
-    traffic: str = "uniform"
+    traffic: str = "uniform"  # a registered traffic pattern (sim/noc/traffic.py)
+    routing: str = "xy"  # a registered routing function (sim/noc/routing.py)
     rate: float = 0.1  # offered load, flits/node/cycle
     hotspot_nodes: tuple[int, ...] = field(default_factory=tuple)
     hotspot_fraction: float = 0.1
@@ -71,8 +71,12 @@ class NocParams:
             out.append("packet_flits must be at least 1")
         if not 0.0 <= self.rate <= self.packet_flits:
             out.append(f"rate {self.rate} must be between 0 and packet_flits (one packet per node per cycle)")
-        if self.traffic not in TRAFFIC:
-            out.append(f"traffic {self.traffic!r} is not one of {TRAFFIC}")
+        from sim.noc.routing import ROUTINGS
+        from sim.noc.traffic import TRAFFIC_PATTERNS
+
+        for what, reg, name in (("traffic", TRAFFIC_PATTERNS, self.traffic), ("routing", ROUTINGS, self.routing)):
+            if name not in reg.names():
+                out.append(f"{what} {name!r} is not one of {', '.join(reg.names())}")
         if self.traffic == "transpose" and self.rows != self.cols:
             out.append("transpose traffic needs a square grid (rows == cols)")
         n = self.rows * self.cols
@@ -92,6 +96,13 @@ class NocParams:
     @property
     def torus(self) -> bool:
         return self.topology == "torus"
+
+    @property
+    def grid(self):
+        """The routers' geometry and routing (sim/noc/topology.py)."""
+        from sim.noc.topology import Grid
+
+        return Grid(self.rows, self.cols, self.torus, self.routing)
 
     @property
     def flit_delay(self) -> int:

@@ -82,7 +82,7 @@ class NocShard:
         this model cost little and are always kept."""
         p = self.p = params
         self.region = region
-        grid = topo.Grid(p.rows, p.cols, p.torus)
+        grid = p.grid
         P, V, B = topo.PORTS, p.vcs, p.vc_buffers
         self.P = P
         N = grid.n

@@ -3,7 +3,8 @@
 Routers are numbered row-major (``id = row * cols + col``). Every router has five
 ports: 0 the local terminal, 1 east (+col), 2 west (-col), 3 south (+row), 4 north
 (-row); output port ``o`` of a router feeds input port ``OPPOSITE[o]`` of its
-neighbour. Routing is XY (columns first, then rows), minimal; on a torus it takes
+neighbour. Routing is by a registered function (sim/noc/routing.py; XY by default: columns
+first, then rows), minimal; on a torus it takes
 the shorter way round (on a tie, half a ring away, east/south from an even coordinate and
 west/north from an odd one, so both directions carry the same load) and a packet switches to the upper half
 of the virtual channels after crossing a dimension's wrap-around link (the dateline),
@@ -29,6 +30,7 @@ class Grid:
     rows: int
     cols: int
     torus: bool = False
+    routing: str = "xy"  # a registered routing function (sim/noc/routing.py)
 
     @property
     def n(self) -> int:
@@ -46,7 +48,7 @@ class Grid:
         inside = (r >= 0) & (r < self.rows) & (c >= 0) & (c < self.cols) & (port != LOCAL)
         return np.where(inside, r * self.cols + c, -1)
 
-    def _step(self, cur, dst, size):
+    def step(self, cur, dst, size):
         """Signed direction (+1, -1, 0) to move along one dimension of length ``size``."""
         if not self.torus:
             return np.sign(dst - cur)
@@ -55,14 +57,12 @@ class Grid:
         return np.where(d == 0, 0, np.where(2 * d < size, 1, np.where(2 * d == size, tie, -1)))
 
     def route(self, cur, dst) -> np.ndarray:
-        """Output port at router ``cur`` for a packet to ``dst`` (XY dimension order)."""
+        """Output port at router ``cur`` for a packet to ``dst`` (by the grid's routing function)."""
+        from sim.noc.routing import ROUTINGS
+
         cur = np.asarray(cur, dtype=np.int64)
         dst = np.asarray(dst, dtype=np.int64)
-        sc = self._step(cur % self.cols, dst % self.cols, self.cols)
-        sr = self._step(cur // self.cols, dst // self.cols, self.rows)
-        return np.where(
-            sc > 0, EAST, np.where(sc < 0, WEST, np.where(sr > 0, SOUTH, np.where(sr < 0, NORTH, LOCAL)))
-        ).astype(np.int8)
+        return np.asarray(ROUTINGS.get(self.routing)(self, cur, dst)).astype(np.int8)
 
     def hops(self, src, dst) -> np.ndarray:
         """Links a minimal route traverses."""

@@ -8,36 +8,58 @@ including the source (as BookSim2 draws it), ``transpose`` (r, c) -> (c, r),
 ``bitcomp`` (r, c) -> (R-1-r, C-1-c) (the bit complement when R and C are powers of
 two), ``neighbor`` (r, c) -> (r+1, c+1) mod (R, C) (BookSim2's), ``hotspot``: with
 probability ``hotspot_fraction`` one of the hotspot nodes, otherwise uniform.
+
+Patterns are looked up by name (``noc.traffic``): a pattern is a function ``(params, src,
+cycle) -> destination`` over arrays, registered with ``@TRAFFIC_PATTERNS.register("name")``
+in any module of ``sim/noc``; it must be a pure function of its arguments (random draws
+through ``sim.rng`` keyed by source and cycle), so every shard draws the same packets.
 """
 
 from __future__ import annotations
+
+from typing import Callable
 
 import numpy as np
 
 from sim import rng
 from sim.noc.params import NocParams
+from sim.registry import Registry
+
+TrafficPattern = Callable[[NocParams, np.ndarray, np.ndarray], np.ndarray]
+TRAFFIC_PATTERNS: Registry[TrafficPattern] = Registry("traffic pattern", packages=("sim.noc",))
+
+
+@TRAFFIC_PATTERNS.register("uniform")
+def uniform(p: NocParams, src: np.ndarray, cycle: np.ndarray) -> np.ndarray:
+    return rng.below(p.seed, rng.STREAM_DEST, src, cycle, p.nodes)
+
+
+@TRAFFIC_PATTERNS.register("transpose")
+def transpose(p: NocParams, src: np.ndarray, cycle: np.ndarray) -> np.ndarray:
+    return (src % p.cols) * p.cols + src // p.cols
+
+
+@TRAFFIC_PATTERNS.register("bitcomp")
+def bitcomp(p: NocParams, src: np.ndarray, cycle: np.ndarray) -> np.ndarray:
+    return (p.rows - 1 - src // p.cols) * p.cols + (p.cols - 1 - src % p.cols)
+
+
+@TRAFFIC_PATTERNS.register("neighbor")
+def neighbor(p: NocParams, src: np.ndarray, cycle: np.ndarray) -> np.ndarray:
+    return ((src // p.cols + 1) % p.rows) * p.cols + (src % p.cols + 1) % p.cols
+
+
+@TRAFFIC_PATTERNS.register("hotspot")
+def hotspot(p: NocParams, src: np.ndarray, cycle: np.ndarray) -> np.ndarray:
+    spots = np.asarray(p.hotspots, dtype=np.int64)
+    u = rng.uniform(p.seed, rng.STREAM_HOTSPOT, src, cycle)
+    pick = spots[np.minimum((u / max(p.hotspot_fraction, 1e-300) * len(spots)).astype(np.int64), len(spots) - 1)]
+    return np.where(u < p.hotspot_fraction, pick, uniform(p, src, cycle))
 
 
 def destinations(p: NocParams, src: np.ndarray, cycle: np.ndarray) -> np.ndarray:
     """Destination router of the packet ``src`` creates at ``cycle``."""
-    src = np.asarray(src, dtype=np.int64)
-    n, rows, cols = p.nodes, p.rows, p.cols
-    r, c = src // cols, src % cols
-    if p.traffic == "uniform":
-        return rng.below(p.seed, rng.STREAM_DEST, src, cycle, n)
-    if p.traffic == "transpose":
-        return c * cols + r
-    if p.traffic == "bitcomp":
-        return (rows - 1 - r) * cols + (cols - 1 - c)
-    if p.traffic == "neighbor":
-        return ((r + 1) % rows) * cols + (c + 1) % cols
-    if p.traffic == "hotspot":
-        spots = np.asarray(p.hotspots, dtype=np.int64)
-        uniform = rng.below(p.seed, rng.STREAM_DEST, src, cycle, n)
-        u = rng.uniform(p.seed, rng.STREAM_HOTSPOT, src, cycle)
-        pick = spots[np.minimum((u / max(p.hotspot_fraction, 1e-300) * len(spots)).astype(np.int64), len(spots) - 1)]
-        return np.where(u < p.hotspot_fraction, pick, uniform)
-    raise ValueError(f"unknown traffic pattern {p.traffic!r}")
+    return TRAFFIC_PATTERNS.get(p.traffic)(p, np.asarray(src, dtype=np.int64), cycle)
 
 
 def creations(p: NocParams, nodes: np.ndarray, c0: int, c1: int):

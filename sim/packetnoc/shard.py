@@ -48,7 +48,7 @@ class PacketShard:
         that only offers and collects packets (the chip) turns them off."""
         p = self.p = params
         self.region = region
-        grid = topo.Grid(p.rows, p.cols, p.torus)
+        grid = p.grid
         P = self.P = topo.PORTS
         N = grid.n
         self.routers = region.routers(p.cols)

@@ -1,32 +1,38 @@
-"""Per-link flit counts are measured by whichever NoC model ran, and equal the counts a
-dimension-order route implies (an independent walk of each packet's XY route)."""
+"""Per-link flit counts are measured by whichever NoC model ran under whichever routing
+function, and equal the counts a dimension-order route implies (an independent walk of each
+packet's XY or YX route on the mesh)."""
 
 import numpy as np
 import pytest
 
 from sim.network import NETWORKS
 from sim.noc.params import NocParams
-from sim.noc.topology import LOCAL, Grid, Region
+from sim.noc.topology import EAST, NORTH, SOUTH, WEST, Region
 
 
-def _walk_xy(grid: Grid, src, dst, flits) -> np.ndarray:
-    """[routers, 5] flits per output port, by following Grid.route hop by hop."""
-    load = np.zeros((grid.n, 5), dtype=np.int64)
+def _walk(cols: int, order: str, src, dst, flits, routers: int) -> np.ndarray:
+    """[routers, 5] flits per output port: each packet walked along its first dimension
+    ("x": columns) until aligned, then the other, on a mesh."""
+    load = np.zeros((routers, 5), dtype=np.int64)
     for s, d, f in zip(src, dst, flits):
-        cur = s
-        while True:
-            port = int(grid.route(cur, d))
-            if port == LOCAL:
-                break
-            load[cur, port] += f
-            cur = int(grid.neighbor(cur, port))
+        r, c = divmod(int(s), cols)
+        dr, dc = divmod(int(d), cols)
+        for dim in order:
+            while dim == "x" and c != dc:
+                load[r * cols + c, EAST if dc > c else WEST] += f
+                c += 1 if dc > c else -1
+            while dim == "y" and r != dr:
+                load[r * cols + c, SOUTH if dr > r else NORTH] += f
+                r += 1 if dr > r else -1
     return load
 
 
 @pytest.mark.parametrize("model", ["cycle", "packet"])
 @pytest.mark.parametrize("shards", [1, 2])
-def test_link_totals_follow_the_routes(model, shards):
-    p = NocParams(rows=4, cols=6, vc_buffers=8, rate=0.0, warmup_cycles=0, measure_cycles=1, drain_cycles=0)
+@pytest.mark.parametrize("routing", ["xy", "yx"])
+def test_link_totals_follow_the_routes(model, shards, routing):
+    p = NocParams(rows=4, cols=6, vc_buffers=8, rate=0.0, warmup_cycles=0, measure_cycles=1, drain_cycles=0,
+                  routing=routing)
     rng = np.random.default_rng(7)
     n = 60
     src = rng.integers(0, p.nodes, n)
@@ -51,4 +57,4 @@ def test_link_totals_follow_the_routes(model, shards):
     for net in nets:
         lc = net.link_totals()
         got[lc.router, lc.port] += lc.flits
-    assert (got == _walk_xy(Grid(p.rows, p.cols), src, dst, flits)).all()
+    assert (got == _walk(p.cols, routing, src, dst, flits, p.nodes)).all()

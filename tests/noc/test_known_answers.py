@@ -1,6 +1,6 @@
 """The NoC against known answers: closed forms and BookSim2's published curve.
 
-Reference figures are from shared/reference/noc/README.md (BookSim2, "config B"),
+Reference figures are from docs/references.md, "NoC" (BookSim2, "config B"),
 copied here so the tests run from a fresh clone.
 """
 
@@ -44,7 +44,7 @@ def test_zero_load_latency_equals_formula_for_every_pair(k, topology, flits):
                   warmup_cycles=0, measure_cycles=10**7, drain_cycles=0)
     src, dst, latency = _all_pairs_latency(p)
     hops = Grid(k, k, topology == "torus").hops(src, dst)
-    # T0 = 4 (H + 1) + 2 + (L - 1) for config B (shared/reference/noc/README.md)
+    # T0 = 4 (H + 1) + 2 + (L - 1) for config B (docs/references.md, "NoC")
     assert np.array_equal(latency, 4 * (hops + 1) + 2 + (flits - 1))
 
 

@@ -175,3 +175,22 @@ def test_unregistered_names_are_refused_with_the_known_ones():
     assert "workload.kind: 'ping' is not one of " in text
     for known in ("dataflow", "kv-decode", "moe", "race", "spec-decode", "collective", "pipeline", "expert-parallel"):
         assert known in text.split("workload.kind:")[1]
+
+
+def test_a_traffic_pattern_registered_here_is_a_noc_traffic_choice():
+    """A mirror pattern (router i sends to n - 1 - i) is bitcomp written another way: the same packets."""
+    from cluster.noc_config import NOC_SCHEMA, params_of
+    from cluster.noc_job import simulate_noc
+    from sim.noc.traffic import TRAFFIC_PATTERNS
+
+    TRAFFIC_PATTERNS.register("mirror")(lambda p, src, cycle: p.nodes - 1 - src)
+    try:
+        hashes = {}
+        for pattern in ("mirror", "bitcomp"):
+            sets = [f"noc.traffic={pattern}", "noc.k=4", "noc.warmup_cycles=100", "noc.measure_cycles=300"]
+            summary = simulate_noc(params_of(load(NOC_SCHEMA, None, sets), 0.2))[0]
+            assert summary["measured_packets"] > 0
+            hashes[pattern] = summary["result_hash"]
+        assert hashes["mirror"] == hashes["bitcomp"]
+    finally:
+        TRAFFIC_PATTERNS.unregister("mirror")
