@@ -1,9 +1,15 @@
-"""``plan()``: place a lifetime problem with one method and report peak, bound and validity."""
+"""``plan()``: place a lifetime problem with one method and report peak, bound and validity.
+
+Methods are looked up by name in ``PLANNERS``: a planner is a function of a ``Placing`` (the
+problem and what every method needs: its sweep, bound, conflict partners, budget) returning a
+``Placed``; ``@planner("name")`` files it. A new method is one function and its tests.
+"""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 from allocators.errors import InputError, NoPlacementError
 from allocators.exact import solve_exact
@@ -11,10 +17,47 @@ from allocators.greedy import greedy_by_size
 from allocators.layergroup import bank_conflicts, conflict_partners, layergroup
 from allocators.lifetimes import Problem, with_resident_weights
 from allocators.placement import slot_of
-from allocators.sweep import sweep
+from allocators.sweep import Sweep, sweep
 from allocators.validate import violations
 
-METHODS = ("exact", "layergroup", "greedy")
+
+
+@dataclass(frozen=True)
+class Placing:
+    """A placement problem as every planner receives it."""
+
+    problem: Problem  # resident weights already expanded
+    sweep: Sweep
+    lower_bound: int
+    partners: list[set[int]]  # conflict_partners(problem, sweep)
+    capacity: int | None
+    budget: float  # seconds, counted from ``t0``
+    t0: float
+    say: Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Placed:
+    """What a planner found: offsets in buffer order (None: no placement) and how it searched."""
+
+    offsets: list[int] | None
+    nodes: int = 0
+    seconds_to_fit: float | None = None
+    proved_lower_bound: int | None = None  # a search's proof (None: only the problem's bound)
+    note: str = ""
+
+
+PLANNERS: dict[str, Callable[[Placing], Placed]] = {}
+
+
+def planner(name: str):
+    """Decorator: file a planner under ``name`` (``rdasim alloc plan --method name``)."""
+
+    def add(fn):
+        PLANNERS[name] = fn
+        return fn
+
+    return add
 
 
 @dataclass(frozen=True)
@@ -69,8 +112,8 @@ def plan(problem: Problem, method: str = "exact", capacity: int | None = None, b
     When the budget runs out, the best plan found so far is returned, marked not proven (``note``
     says what was skipped). ``progress``, if given, receives one-line messages as each phase ends.
     """
-    if method not in METHODS:
-        raise InputError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    if method not in PLANNERS:
+        raise InputError(f"unknown method {method!r}; choose one of {', '.join(PLANNERS)}")
     if capacity is not None and capacity <= 0:
         raise InputError(f"capacity must be positive, got {capacity}")
     _check_64_bits(problem)
@@ -84,27 +127,24 @@ def plan(problem: Problem, method: str = "exact", capacity: int | None = None, b
     say(f"{len(prob.buffers):,} buffers, {sw.sections:,} time sections, lower bound {lb:,} B "
         f"({time.perf_counter() - t0:.1f} s)")
     partners = conflict_partners(prob, sw)
-    nodes, fit_at, proved, note = 0, None, lb, ""
-    if method == "greedy":
-        offsets = greedy_by_size(prob, sw, progress)
-    elif method == "layergroup":
-        offsets = layergroup(prob, sw, capacity, partners)
-    else:
-        offsets, nodes, fit_at, proved, note = _exact(prob, sw, capacity, budget, t0, lb, partners, say)
-    if offsets is None:
+    found = PLANNERS[method](Placing(prob, sw, lb, partners, capacity, budget, t0, say))
+    nodes, fit_at, note = found.nodes, found.seconds_to_fit, found.note
+    proved = lb if found.proved_lower_bound is None else found.proved_lower_bound
+    if found.offsets is None:
         raise NoPlacementError("no placement found within the budget (the bank constraints leave no room)")
-    placed = {b.id: int(o) for b, o in zip(prob.buffers, offsets)}
+    offsets = [int(o) for o in found.offsets]
+    placed = {b.id: o for b, o in zip(prob.buffers, offsets)}
     peak = max(o + b.size for b, o in zip(prob.buffers, offsets))
-    found = violations(prob, placed)
+    wrong = violations(prob, placed)
     seconds = time.perf_counter() - t0
     if fit_at is None and (capacity is None or peak <= capacity):
         fit_at = seconds
     return Plan(
         method=method, offsets=placed, peak=peak, lower_bound=lb,
-        proved_optimal=peak <= lb or (method == "exact" and peak <= proved),
-        seconds=seconds, valid=not found, capacity=capacity, nodes=nodes, seconds_to_fit=fit_at,
+        proved_optimal=peak <= proved,  # the problem's bound, or a search's proof
+        seconds=seconds, valid=not wrong, capacity=capacity, nodes=nodes, seconds_to_fit=fit_at,
         bank_conflicts=bank_conflicts(prob, offsets, partners),
-        problems=tuple(f"{v.kind}: {', '.join(v.buffers)}: {v.detail}" for v in found), note=note)
+        problems=tuple(f"{v.kind}: {', '.join(v.buffers)}: {v.detail}" for v in wrong), note=note)
 
 
 LIMIT = 1 << 62  # offsets, sizes and times are int64 in numpy; peaks may add sizes up
@@ -124,13 +164,29 @@ def _peak_of(prob, offsets) -> int:
     return max(o + b.size for b, o in zip(prob.buffers, offsets))
 
 
-def _exact(prob, sw, capacity, budget, t0, lb, partners, say):
+@planner("greedy")
+def _greedy(x: Placing) -> Placed:
+    """TFLite's arena planner: largest first, lowest fitting offset (allocators/greedy.py)."""
+    return Placed(greedy_by_size(x.problem, x.sweep, x.say))
+
+
+@planner("layergroup")
+def _layergroup(x: Placing) -> Placed:
+    """TPU-MLIR's layer-group allocator, bank-conflict aware (allocators/layergroup.py)."""
+    return Placed(layergroup(x.problem, x.sweep, x.capacity, x.partners))
+
+
+@planner("exact")
+def _exact(x: Placing) -> Placed:
     """Exact search seeded with the better of the two heuristics, all within the budget.
 
     The greedy seed always runs (it is fast, and a plan is better than none); layergroup and
     the search run only while budget is left, so a budget spent early returns the best seed."""
+    prob, sw, capacity, budget, t0, lb, partners, say = (x.problem, x.sweep, x.capacity, x.budget, x.t0,
+                                                         x.lower_bound, x.partners, x.say)
     deadline = t0 + budget
-    seeds, skipped = [], []
+    seeds: list[list[int]] = []
+    skipped: list[str] = []
     for name, heuristic in (("greedy", lambda: greedy_by_size(prob, sw, say)),
                             ("layergroup", lambda: layergroup(prob, sw, capacity, partners))):
         if seeds and time.perf_counter() >= deadline:
@@ -147,9 +203,12 @@ def _exact(prob, sw, capacity, budget, t0, lb, partners, say):
         note = (f"the {budget:g} s budget was spent before {' and '.join(skipped)}: best heuristic plan, "
                 "not proven optimal")
         say(note)
-        return incumbent, 0, None, lb, note
+        return Placed(incumbent, 0, None, lb, note)
     result = solve_exact(prob, sw, capacity, deadline, t0, incumbent, lb, say)
     note = "" if result.peak is None or result.peak <= result.proved_lower_bound else (
         f"the {budget:g} s budget ran out: best plan found, optimum not proven (proved peak >= "
         f"{result.proved_lower_bound:,} B)")
-    return result.offsets, result.nodes, result.seconds_to_fit, result.proved_lower_bound, note
+    return Placed(result.offsets, result.nodes, result.seconds_to_fit, result.proved_lower_bound, note)
+
+
+METHODS = tuple(PLANNERS)  # the built-in methods, in the order they are defined above

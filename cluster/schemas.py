@@ -14,6 +14,8 @@ import numpy as np
 import pyarrow as pa
 
 from cluster.version import code_version, package_version
+from sim.chip.messages import KINDS as MESSAGE_KINDS
+from sim.chip.records import BufferLife, columns
 
 _COLUMN_TYPES = (list, tuple, np.ndarray, pa.Array, pa.ChunkedArray)
 
@@ -59,6 +61,11 @@ META_COLUMNS = [
     Column("rdasim_commit", pa.string(), "git commit of the rdasim checkout that ran (null outside a checkout)"),
     Column("rdasim_dirty", pa.bool_(), "the checkout's code differed from that commit (null outside a checkout)"),
 ]
+
+
+def record_columns(record: type) -> tuple[Column, ...]:
+    """The columns a typed record declares (sim/chip/records.py ``column``), in field order."""
+    return tuple(Column(name, pa.type_for_alias(arrow), doc) for name, arrow, doc in columns(record))
 
 
 @dataclass(frozen=True)
@@ -242,8 +249,7 @@ ALL_TABLES.append(SWEEP_NOOP)
 
 # --------------------------------------------------------------------------- rdasim run (chip simulation)
 _I, _F, _S, _B = pa.int64(), pa.float64(), pa.string(), pa.bool_()
-RUN_MESSAGE_KINDS = ("read_request", "read_response", "write", "append", "allocate", "free", "truncate",
-                     "ref_inc", "ref_dec", "ack", "weight_return", "weight_request", "reference", "control")
+RUN_MESSAGE_KINDS = MESSAGE_KINDS  # one messages_<kind> column per kind (sim/chip/messages.py)
 
 # energy (sim/energy): the run's counted actions priced by its energy table (see run_energy)
 ENERGY_COLUMNS = (
@@ -354,27 +360,8 @@ RUN_MU_SERIES = TableSchema(
     ),
 )
 
-RUN_BUFFERS = TableSchema(
-    "run_buffers",
-    "one row per allocation: its life at its MU",
-    (
-        Column("alloc", _I, "allocation id (MU unit id * 2**32 + the MU's count)"),
-        Column("mu", pa.int32(), "MU unit id"),
-        Column("buffer", pa.int32(), "MU-local buffer id (reused after a free)"),
-        Column("label", _S, "kv, activation, expert-input, race"),
-        Column("owner", pa.int32(), "unit that allocated it"),
-        Column("created", _I, "cycle of the allocation"),
-        Column("freed", _I, "cycle of the free (-1: never freed, a leak)"),
-        Column("freed_by", _S, "free, refcount or weight"),
-        Column("peak_bytes", _I, "largest size reached"),
-        Column("grows", _I, "times its reservation grew"),
-        Column("copies", _I, "realloc-copy moves"),
-        Column("bytes_copied", _I, "bytes copied by those moves"),
-        Column("evicted", _B, "evicted to DRAM at some point"),
-        Column("total_weight", _I, "partial-free: weight handed out in all"),
-        Column("collected_weight", _I, "partial-free: weight returned"),
-    ),
-)
+RUN_BUFFERS = TableSchema("run_buffers", "one row per allocation: its life at its MU",
+                          record_columns(BufferLife))  # declared once, on the record (sim/chip/records.py)
 
 RUN_LINKS = TableSchema(
     "run_links",

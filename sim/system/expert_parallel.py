@@ -16,6 +16,7 @@ from typing import ClassVar
 import numpy as np
 
 from sim.keys import Field, Issue, Table
+from sim.system.programs import span_cycles
 from sim.system.shard import BoxChip, Compute, Recv
 from sim.workloads import WORKLOADS, ChipContext
 from sim.workloads.moe import route
@@ -83,11 +84,7 @@ class ExpertParallelParams:
     def system_figures(self, records: list, cfg) -> dict:
         """Step times, and what skew did: the most tokens a chip's experts took against the
         mean, and the landing buffer that took against a static worst-case reservation."""
-        steps = {}
-        for r in records:
-            a, b = steps.get(r.ident, (r.start, r.end))
-            steps[r.ident] = (min(a, r.start), max(b, r.end))
-        times = [b - a for _, (a, b) in sorted(steps.items())]
+        times = span_cycles(records)
         landed = np.array([r.nbytes for r in records], dtype=np.int64) // self.token_bytes
         prog = ExpertParallel(self, cfg)
         return {"step_cycles": times, "step_seconds_mean": float(np.mean(times)) / cfg.clock_hz if times else 0.0,

@@ -61,11 +61,7 @@ class CollectiveParams:
 
     def system_figures(self, records: list, cfg) -> dict:
         """Each repetition's time (first start to last end over the chips) beside the closed form."""
-        reps = {}
-        for r in records:
-            a, b = reps.get(r.ident, (r.start, r.end))
-            reps[r.ident] = (min(a, r.start), max(b, r.end))
-        times = [b - a for _, (a, b) in sorted(reps.items())]
+        times = span_cycles(records)
         dim = cfg.system.network[self.dim]
         p = cfg.graph.sizes[self.dim]
         bpc = dim.link_bandwidth / cfg.clock_hz
@@ -74,6 +70,15 @@ class CollectiveParams:
                 "collective_seconds": [t / cfg.clock_hz for t in times],
                 "closed_form_cycles": closed_form(self.op, dim.kind, p, self.nbytes, bpc, lat,
                                                   math.ceil(min(cfg.packet_bytes, -(-self.nbytes // p)) / bpc))}
+
+
+def span_cycles(records: list) -> list[int]:
+    """Cycles from the first chip's start to the last chip's end of each step (by ``ident``, in order)."""
+    spans: dict[int, tuple[int, int]] = {}
+    for r in records:
+        a, b = spans.get(r.ident, (r.start, r.end))
+        spans[r.ident] = (min(a, r.start), max(b, r.end))
+    return [b - a for _, (a, b) in sorted(spans.items())]
 
 
 def closed_form(op: str, kind: LinkKind, p: int, nbytes: int, bytes_per_cycle: float, latency: int,

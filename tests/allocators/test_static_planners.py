@@ -189,3 +189,24 @@ def test_a_large_plan_honours_its_budget_and_says_it_is_not_proven(tmp_path):
     assert not got["proved_optimal"] and "budget" in got["note"] and "not proven" in got["note"]
     assert "greedy: peak" in proc.stderr  # progress while it works
     assert seconds < 60, f"took {seconds:.0f} s"
+
+
+def test_a_planner_registered_here_is_a_method():
+    """A stacking planner (every buffer above the last, no reuse) is valid and never below the bound."""
+    import numpy as np
+
+    from allocators.planner import PLANNERS, Placed, planner
+
+    @planner("stack")
+    def stack(x):
+        sizes = np.array([b.size for b in x.problem.buffers], dtype=np.int64)
+        return Placed([0, *np.cumsum(sizes)[:-1].tolist()])
+
+    try:
+        prob = Problem((Buffer("a", 0, 4, 100), Buffer("b", 2, 6, 50), Buffer("c", 5, 9, 70)))
+        p = plan(prob, method="stack")
+        assert p.valid and p.offsets == {"a": 0, "b": 100, "c": 150}
+        assert p.peak == 220 >= p.lower_bound == 150  # a and b overlap; c reuses nothing here
+        assert not p.proved_optimal
+    finally:
+        PLANNERS.pop("stack")

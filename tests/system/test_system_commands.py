@@ -41,9 +41,15 @@ def test_an_index_past_the_array_is_a_one_line_error(capsys):
     assert "system.network[2].size" in err and "network has 1 table(s)" in err and "Traceback" not in err
 
 
+def _sweep(tmp_path, name: str, body: str):
+    spec = tmp_path / f"{name}.toml"
+    spec.write_text(f'base = "{MOE}"\n' + textwrap.dedent(body))
+    summary = run_sweep(plan_sweep(spec), tmp_path / "out", quiet=True, in_process=True)
+    return summary, read_dataset(tmp_path / "out" / name).to_pylist()
+
+
 def test_a_sweep_of_systems_moves_zipped_keys_together(tmp_path):
-    spec = tmp_path / "systems.toml"
-    spec.write_text(f'base = "{MOE}"\n' + textwrap.dedent("""
+    summary, rows = _sweep(tmp_path, "systems", """
         [sweep]
         name = "systems"
         command = "system"
@@ -52,26 +58,22 @@ def test_a_sweep_of_systems_moves_zipped_keys_together(tmp_path):
         [[zip]]
         system.chips = [2, 4]
         "system.network[0].size" = [2, 4]
-    """))
-    summary = run_sweep(plan_sweep(spec), tmp_path / "out", quiet=True, in_process=True)
+    """)
     assert (summary.computed, summary.failed) == (2, 0)
-    rows = read_dataset(tmp_path / "out" / "systems").to_pylist()
     assert sorted((r["chips"], r["system_network_0_size"], r["status"]) for r in rows) == [
         (2, 2, "completed"), (4, 4, "completed")]
 
 
 def test_a_run_sweep_over_a_system_points_to_the_system_command(tmp_path):
-    spec = tmp_path / "wrong.toml"
-    spec.write_text(f'base = "{MOE}"\n' + textwrap.dedent("""
+    summary, rows = _sweep(tmp_path, "wrong", """
         [sweep]
         name = "wrong"
         command = "run"
         [axes]
         workload.experts.skew = [0.0, 1.0]
-    """))
-    summary = run_sweep(plan_sweep(spec), tmp_path / "out", quiet=True, in_process=True)
+    """)
     assert summary.failed == 2
-    errors = {r["point_error"] for r in read_dataset(tmp_path / "out" / "wrong").to_pylist()}
+    errors = {r["point_error"] for r in rows}
     assert len(errors) == 1 and 'use command = "system"' in errors.pop()
 
 
