@@ -30,6 +30,7 @@ from sim.chip.report import shard_result, summarize_chip
 from sim.chip.shard import ChipBoundary, ChipShard
 from sim.chip.spec import unit_layout
 from sim.chip.trace import chrome_trace
+from sim.energy.accelergy import action_counts_document, to_yaml
 from sim.network import NETWORKS
 from sim.workloads import make_program
 
@@ -155,6 +156,7 @@ def run_chip(cfg: dict, chip_cfg, out: str | Path | None = None, trace_path: str
         "run_mu_series": schemas.RUN_MU_SERIES.build(cols["mu_series"], meta),
         "run_buffers": schemas.RUN_BUFFERS.build(cols["buffers"], meta),
         "run_links": schemas.RUN_LINKS.build(cols["links"], meta),
+        "run_energy": schemas.RUN_ENERGY.build(cols["energy"], meta),
     }
     if "partitions" in cols:  # a mapped (dataflow) run
         tables["run_partitions"] = schemas.RUN_PARTITIONS.build(cols["partitions"], meta)
@@ -182,6 +184,9 @@ def _write(res, cfg, chip_cfg, meta, results, out, trace_path, memory_map_cycle)
         out = Path(out)
         for name, table in tables.items():
             res.files.append(io.write_parquet(table, out / f"{name}.parquet"))
+        e = tables["run_energy"]
+        counts = action_counts_document(list(zip(*(e[c].to_pylist() for c in ("component", "action", "count")))))
+        res.files.append(io.write_text(to_yaml(counts), out / "action_counts.yaml"))
         res.files.append(io.write_json({"run_id": meta.run_id, "config_hash": chash, "config": cfg,
                                         "summary": summary, **schemas.code_identity()},
                                        out / "run.json"))
