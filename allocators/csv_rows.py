@@ -9,9 +9,10 @@ from collections.abc import Iterator
 from allocators.errors import InputError
 
 
-def csv_rows(text: str, required: tuple[str, ...], optional: tuple[str, ...] = ()) -> tuple[
+def csv_rows(text: str, required: tuple[str, ...], optional: tuple[str, ...] = (), others: bool = False) -> tuple[
         set[str], Iterator[tuple[int, dict[str, str]]]]:
-    """The file's columns and an iterator over its non-blank rows; InputError names the bad line."""
+    """The file's columns (lower case) and an iterator over its non-blank rows; InputError names
+    the bad line. Columns beyond ``required`` and ``optional`` are an error unless ``others``."""
     reader = csv.reader(io.StringIO(text))
     header = next(reader, None)
     expected = ",".join(required) + "".join(f"[,{c}]" for c in optional)
@@ -22,7 +23,7 @@ def csv_rows(text: str, required: tuple[str, ...], optional: tuple[str, ...] = (
     if missing:
         raise InputError(f"missing column(s) {', '.join(missing)}; expected {expected}", line=1)
     unknown = [c for c in names if c not in required + optional]
-    if unknown:
+    if unknown and not others:
         raise InputError(f"unknown column(s) {', '.join(unknown)}; expected {expected}", line=1)
 
     def rows() -> Iterator[tuple[int, dict[str, str]]]:

@@ -23,11 +23,16 @@ Studies (plasticine, packet-level NoC, one shard, local backend):
    weight requests, synchronisation cycles, throughput. Expected: narrow weights need
    top-ups (a weight request and grant per token); halving ``top_k`` times needs a
    weight of 2**top_k = 2**(bits - 1), so from ``top_k + 1`` = 5 bits on none are needed.
-5. ``deadlock``: examples/kv_decode.toml (32 sequences, 16 at a time, prompts of 64-512
+5. ``energy``: the kv-decode of study 1 under ``virtual``, ``realloc-copy``, ``static-multi``
+   and ``static-single``: energy per token and its components (sim/energy, the default
+   45 nm table). Expected: virtual spends less per token than realloc-copy (it copies
+   nothing; its block-table lookups cost less than the bytes realloc-copy moves) and
+   within 5 % of static allocation (the lookups are its only extra).
+6. ``deadlock``: examples/kv_decode.toml (32 sequences, 16 at a time, prompts of 64-512
    tokens) under each policy: how each run ended (``status``) and who waited on what.
    Expected: the static and realloc policies can run out of room in a way nothing frees
    (a deadlock, reported as such, not as 0 tokens); virtual completes.
-6. ``speed``: simulated cycles per second of kv-decode on plasticine (the example's
+7. ``speed``: simulated cycles per second of kv-decode on plasticine (the example's
    sequences, ``requests = 8, max_batch = 8``: about 1.25 M cycles), one shard on one
    core, with the packet model (target 300,000) and the cycle model (target 50,000,
    issue 15): the median of 5 whole runs.
@@ -85,12 +90,13 @@ FIGURES = ("tokens_per_second", "sim_cycles", "latency_p50_cycles", "latency_p99
            "mean_mu_utilization", "peak_mu_reserved", "fragmentation", "bytes_copied", "copy_cycles",
            "sync_messages", "sync_wait_cycles", "weight_topups", "oom_events", "stalls", "stall_cycles",
            "use_after_free", "double_free", "premature_free", "leaks", "completed", "status", "status_detail",
-           "wall_seconds")
+           "wall_seconds", "energy_joules", "energy_per_token_joules")
 
 
 def _row(study: str, case: str, s: dict, **extra) -> dict:
     out = {"bench": "memory_policies", "study": study, "case": case}
-    out.update({k: (round(s[k], 4) if isinstance(s[k], float) else s[k]) for k in FIGURES})
+    out.update({k: (float(f"{s[k]:.5g}") if k.startswith("energy") else round(s[k], 4) if isinstance(s[k], float)
+                    else s[k]) for k in FIGURES})
     out["messages"] = s["messages"]
     out.update(extra)
     return out
@@ -196,6 +202,38 @@ def weight_bits(quick: bool) -> None:
                                          and all(a >= b for a, b in zip(req, req[1:])))})
 
 
+def energy(kv: dict) -> None:
+    """Energy per token of the same decode under each policy, by component (default 45 nm table)."""
+    from sim.energy.table import COMPONENTS
+
+    cases = {
+        "virtual": {"policy": "virtual", "block_bytes": "4KiB"},
+        "realloc-copy x2": {"policy": "realloc-copy", "initial_bytes": "4KiB", "growth": 2.0},
+        "static-multi (4 per MU)": {"policy": "static-multi", "buffers_per_mu": 4},
+        "static-single (1 per MU)": {"policy": "static-single"},
+    }
+    res = {}
+    for name, mem in cases.items():
+        res[name] = s = _run(_merge(kv, memory=mem))
+        per_token = {c: float(f"{s[f'energy_{c}_joules'] / s['tokens'] * 1e12:.5g}") for c in COMPONENTS}
+        _emit(_row("energy", name, s, energy_table=s["energy_table"], tokens=s["tokens"],
+                   energy_per_token_pj_by_component=per_token))
+    v, r = res["virtual"], res["realloc-copy x2"]
+    st = res["static-multi (4 per MU)"]
+    pj = {k: round(x["energy_per_token_joules"] * 1e12) for k, x in res.items()}
+    _emit({"bench": "memory_policies", "study": "energy", "case": "verdict",
+           "expected": "virtual spends less per token than realloc-copy (no copies; its block-table lookups "
+                       "cost less than the bytes realloc-copy moves) and no more than 5 % above static",
+           "energy_per_token_pj": pj,
+           "copy_share_realloc": round(r["energy_realloc_copy_joules"] / r["energy_joules"], 4),
+           "translation_pj_per_token_virtual": round(
+               (v["energy_mu_joules"] - st["energy_mu_joules"] * v["tokens"] / st["tokens"]) / v["tokens"] * 1e12),
+           "ratio_virtual_over_realloc": round(v["energy_per_token_joules"] / r["energy_per_token_joules"], 4),
+           "ratio_virtual_over_static_multi": round(v["energy_per_token_joules"] / st["energy_per_token_joules"], 4),
+           "shows_expected_effect": bool(v["energy_per_token_joules"] < r["energy_per_token_joules"]
+                                         and v["energy_per_token_joules"] <= 1.05 * st["energy_per_token_joules"])})
+
+
 def deadlock() -> None:
     import tomllib
 
@@ -246,7 +284,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="smaller workloads, one speed run")
     ap.add_argument("--only", choices=("virtual_vs_realloc", "buffers_per_mu", "partial_free_vs_gated",
-                                       "weight_bits", "deadlock", "speed"), help="run one study")
+                                       "weight_bits", "energy", "deadlock", "speed"), help="run one study")
     args = ap.parse_args()
     kv = KV
     if args.quick:
@@ -256,6 +294,7 @@ def main() -> None:
         "buffers_per_mu": lambda: buffers_per_mu(kv),
         "partial_free_vs_gated": lambda: partial_free_vs_gated(args.quick),
         "weight_bits": lambda: weight_bits(args.quick),
+        "energy": lambda: energy(kv),
         "deadlock": deadlock,
         "speed": lambda: speed(args.quick),
     }

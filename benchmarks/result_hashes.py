@@ -36,12 +36,23 @@ NOC_CASES = {
 NOC_RATES = {"noc 16x16": [0.1, 0.2]}
 
 
+def _runs(path: str) -> bool:
+    """The file's workload is one `rdasim run` knows (not one of `rdasim map`'s graph kinds)."""
+    import tomllib
+
+    from sim.workloads import WORKLOADS
+
+    with open(path, "rb") as f:
+        kind = tomllib.load(f).get("workload", {}).get("kind", "kv-decode")
+    return kind in WORKLOADS
+
+
 def chip_cases(networks: list[str]) -> dict[str, tuple[str, list[str]]]:
     cases = {}
     for path in sorted(glob.glob(os.path.join(ROOT, "examples", "*.toml"))):
         text = open(path).read()
-        if "[workload]" not in text or ("[chip]" not in text and "[system]" not in text) or "[mapping]" in text:
-            continue  # not an `rdasim run` config (one with [mapping] is an `rdasim map` config)
+        if "[workload]" not in text or ("[chip]" not in text and "[system]" not in text) or not _runs(path):
+            continue  # not an `rdasim run` config (map_*.toml are `rdasim map` configs)
         name = os.path.basename(path)
         cases[f"run {name}"] = (path, [])
         if "[system]" in text:

@@ -3,9 +3,14 @@
 An epoch is a window [t0, t1) that every shard simulates independently; at its end
 the traffic that crossed a cut is delivered to its shards. Skip-ahead: the next
 window starts at the earliest pending event anywhere (never before the last window's
-end) and lasts one epoch length, so an idle stretch costs one exchange. These
-functions are pure so that the in-process loop and the Ray actors, which compute the
-same windows independently, cannot disagree.
+end). Its length comes from what the shards hold (Chandy & Misra 1979, lookahead from
+the sender's state): each shard reports the earliest cycle anything of its own could
+arrive in another shard (``safe_until``, sim/noc/cut.py), and what it just sent can
+act on a third shard one link lookahead after it arrives; the window ends at the least
+of these, never sooner than one lookahead (``epoch``) and never later than
+``MAX_WINDOW`` cycles after its start. Idle stretches and traffic far from the cut so
+cost one exchange, as with one shard. These functions are pure so that the in-process
+loop and the Ray actors, which compute the same windows independently, cannot disagree.
 
 What is simulated is a ``ShardModel`` (cluster/shard_model.py): it builds a shard for a
 region, routes a shard's outbound traffic to the shards that own its destinations, and
@@ -37,6 +42,7 @@ class EpochMeta:
     created: int  # progress counters, summed over shards by the stop rule: NoC measured
     finished: int  # packets created / ejected; chip requests admitted / finished
     active: bool = True  # False for the no-op epochs submitted after the run finished
+    safe_until: float = float("inf")  # earliest cycle anything it holds could arrive in another shard
 
 
 @dataclass(frozen=True)
@@ -45,12 +51,21 @@ class Stop:
     saturated: bool
 
 
+# the longest window of a cut run: how often progress, the stop rule and the driver see
+# it when nothing is near any cut
+MAX_WINDOW = 4096
+
+
 def next_window(metas: list[EpochMeta], epoch: int) -> tuple[int, int]:
-    """The next epoch's window: skip to the global earliest event, then one epoch long."""
+    """The next epoch's window: skip to the global earliest event, then run until the
+    earliest cycle anything could cross a cut (at least ``epoch``, the link lookahead)."""
     t1 = metas[0].t1
-    earliest = min(min(m.next_event for m in metas), min(m.earliest_out for m in metas))
+    sent = min(m.earliest_out for m in metas)
+    earliest = min(min(m.next_event for m in metas), sent)
     t0 = t1 if earliest == float("inf") else max(t1, int(earliest))
-    return t0, t0 + epoch
+    # traffic delivered at d acts on another shard no sooner than d + lookahead
+    bound = min(min(m.safe_until for m in metas), sent + epoch, t0 + max(epoch, MAX_WINDOW))
+    return t0, max(t0 + epoch, int(bound))
 
 
 def stop_rule(metas: list[EpochMeta], measure_end: int, horizon: int) -> Stop:
@@ -77,9 +92,13 @@ def idle_rule(metas: list[EpochMeta], horizon: int) -> Stop:
     return Stop(False, False)
 
 
-def meta_after(shard: EpochShard, t0: int, t1: int, out: NetBoundary) -> EpochMeta:
+def meta_after(shard: EpochShard, t0: int, t1: int, out: NetBoundary, shards: int = 1) -> EpochMeta:
     created, finished = shard.counters()
-    return EpochMeta(t0, t1, shard.next_event(), out.earliest(), created, finished)
+    # one shard, or a shard that cannot bound its output (a system of chips): windows of
+    # ``epoch`` cycles, as the model asked (a system's grid chips rely on it)
+    bound = getattr(shard, "earliest_output", None) if shards > 1 else None
+    safe = float(bound().min()) if bound is not None else 0.0
+    return EpochMeta(t0, t1, shard.next_event(), out.earliest(), created, finished, safe_until=safe)
 
 
 class NocModel:
@@ -92,7 +111,13 @@ class NocModel:
         self.horizon = self.measure_end + params.drain_cycles
 
     def build(self, region, index: int) -> NocShard:
-        return NocShard(self.p, region)
+        return self.watching(NocShard(self.p, region))
+
+    def watching(self, shard):
+        """``shard``, told who owns each router when the grid is cut (its earliest output)."""
+        if self.owner.max() > 0:
+            shard.watch_cut(self.owner)
+        return shard
 
     def empty(self) -> FlitBoundary:
         return FlitBoundary()

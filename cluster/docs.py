@@ -20,6 +20,8 @@ def _default(f: Field) -> str:
 def _kind(f: Field) -> str:
     if f.kind == "choice":
         return " \\| ".join(f"`{c}`" for c in f.choices)
+    if f.kind == "int_or_auto":
+        return 'int or `"auto"`'
     if f.kind == "list" and f.item is not None:
         return f"list of {f.item.kind}"
     return f.kind + (f" ({f.unit})" if f.unit else "")

@@ -107,6 +107,11 @@ def problem(est: Estimate, values: dict[str, object], available: int | None = No
                    f"shard (mostly {t.what}); this machine has {human(available)}")
 
 
+def least_shards(shards: int | str) -> int:
+    """The fewest shards a run may use: "auto" may choose one process (cluster/shard_plan.py)."""
+    return 1 if isinstance(shards, str) else shards  # the one string a config allows is "auto"
+
+
 def chip_issues(spec, mem: dict, noc: dict, run: dict) -> list:
     """[Issue] if a chip run's largest shard would not fit in this machine's memory (cluster/run_config.py)."""
     from cluster.config.schema import Issue
@@ -114,6 +119,6 @@ def chip_issues(spec, mem: dict, noc: dict, run: dict) -> list:
     n = spec.rows * spec.cols
     mus = n // 2  # a checkerboard: every other tile holds an MU (an upper bound with DRAM edges)
     est = chip_estimate(spec.rows, spec.cols, mus, spec.mu_bytes, mem["block_bytes"], mem["policy"], noc["model"],
-                        run["shards"])
+                        least_shards(run["shards"]))
     found = problem(est, {GRID: f"{spec.rows} x {spec.cols}", "chip.mu_bytes": f"{spec.mu_bytes:,} bytes"})
     return [Issue(*found)] if found else []

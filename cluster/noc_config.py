@@ -40,10 +40,12 @@ def _run_checks(run: dict) -> list[tuple[str, str]]:
 RUN_SECTION = Table(
     {
         "seed": Field("int", 1, "global random seed; every stream derives from (seed, component)", min=0),
-        "shards": Field("int", 1, "number of rectangular shards the grid is cut into", min=1),
+        "shards": Field("int_or_auto", 1, "number of rectangular shards the grid is cut into; \"auto\": the count a "
+                        "pilot of the run predicts fastest (1 included)", min=1),
         "cut": Field("choice", "rows", "shard shape: row bands, column bands or blocks",
                      choices=("rows", "cols", "blocks")),
-        "epoch": Field("int", None, "cycles per lockstep epoch (default: the lookahead)", min=1, unit="cycles"),
+        "epoch": Field("int", None, "least cycles per lockstep epoch (default: the lookahead); an epoch runs on "
+                       "while nothing any shard holds can reach another", min=1, unit="cycles"),
         "backend": Field("choice", "local", "local (in-process) or ray (one actor per shard)",
                          choices=("local", "ray")),
         "address": Field("str", None, "Ray cluster address (auto, ray://host:10001); default: embedded local Ray"),
@@ -140,7 +142,8 @@ def check_footprint(cfg: dict) -> None:
     rows, cols = noc["k"] or noc["rows"] or 8, noc["k"] or noc["cols"] or 8
     grid = "noc.k" if noc["k"] else "noc.rows x noc.cols"
     cycles = noc["warmup_cycles"] + noc["measure_cycles"] + noc["drain_cycles"]
-    est = footprint.noc_estimate(rows, cols, noc["vcs"], noc["vc_buffers"], run["shards"], cycles, grid)
+    est = footprint.noc_estimate(rows, cols, noc["vcs"], noc["vc_buffers"], footprint.least_shards(run["shards"]),
+                                 cycles, grid)
     found = footprint.problem(est, {grid: noc["k"] or f"{rows} x {cols}",
                                     "noc.warmup_cycles + measure_cycles + drain_cycles": f"{cycles:,} cycles"})
     if found:

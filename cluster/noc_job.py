@@ -16,12 +16,13 @@ from pathlib import Path
 import pyarrow as pa
 
 from cluster import io, schemas
-from cluster.backends import RunOutcome, run_backend
+from cluster.backends import RunOutcome, noc_model, run_backend
 from cluster.config import config_hash
 from cluster.noc_config import booksim_reference, check_footprint, params_of, rates_of
 from cluster.noc_summary import link_columns, summarize_noc
 from cluster.progress import Progress
 from cluster.regions import cut_grid, epoch_length
+from cluster.shard_plan import distribution_figures, plan_shards
 
 
 @dataclass
@@ -43,13 +44,25 @@ def run_id_for(cfg_hash: str, seed: int) -> str:
     return f"{cfg_hash}-s{seed}-{stamp}"
 
 
-def simulate_noc(p, shards: int = 1, cut: str = "rows", backend: str = "local", epoch: int | None = None,
-             address: str | None = None) -> tuple[dict, RunOutcome]:
+def _plan(p, shards: int | str, cut: str, backend: str, address: str | None):
+    """(plan, seconds it took): the shard count to run (cluster/shard_plan.py)."""
+    a = time.perf_counter()
+    horizon = p.warmup_cycles + p.measure_cycles + p.drain_cycles
+    plan = plan_shards(shards, lambda regs: noc_model(p, regs), p, p.rows, p.cols, cut, backend, horizon, address)
+    return plan, time.perf_counter() - a
+
+
+def simulate_noc(p, shards: int | str = 1, cut: str = "rows", backend: str = "local", epoch: int | None = None,
+                 address: str | None = None, progress=None) -> tuple[dict, RunOutcome]:
     """Run one NocParams and return (summary row, backend outcome): for tests and benchmarks."""
-    regions = cut_grid(p.rows, p.cols, shards, cut)
+    plan, plan_seconds = _plan(p, shards, cut, backend, address)
+    backend = plan.backend(backend)
+    regions = cut_grid(p.rows, p.cols, plan.shards, cut)
     e, _ = epoch_length(p, regions, epoch)
-    o = run_backend(backend, p, regions, e, address=address)
-    return summarize_noc(p, o.reports, o.saturated, o.in_transit_flits), o
+    o = run_backend(backend, p, regions, e, address=address, progress=progress)
+    s = summarize_noc(p, o.reports, o.saturated, o.in_transit_flits)
+    o.extra.update(distribution_figures(plan, o, plan_seconds))
+    return s, o
 
 
 def _run_one_local(params, regions, epoch):
@@ -69,9 +82,11 @@ def run_noc(cfg: dict, out: str | Path | None = None, quiet: bool = False) -> No
     rates = rates_of(cfg)
     plist = [params_of(cfg, r) for r in rates]
     p0 = plist[0]
-    regions = cut_grid(p0.rows, p0.cols, run["shards"], run["cut"])
+    plan, plan_seconds = _plan(p0, run["shards"], run["cut"], run["backend"], run["address"])  # a curve: its first load
+    regions = cut_grid(p0.rows, p0.cols, plan.shards, run["cut"])
+    # one load chosen to run in one process runs here; a curve's loads still run side by side on Ray
+    backend = plan.backend(run["backend"]) if len(plist) == 1 else run["backend"]
     epoch, lookahead = epoch_length(p0, regions, run["epoch"])
-    backend = run["backend"]
     chash = config_hash(cfg)
     meta = schemas.RunMeta(run_id_for(chash, run["seed"]), chash, run["seed"])
     outcomes: list[RunOutcome | None] = [None] * len(plist)
@@ -96,7 +111,8 @@ def run_noc(cfg: dict, out: str | Path | None = None, quiet: bool = False) -> No
             "topology": p.topology, "rows": p.rows, "cols": p.cols, "traffic": p.traffic,
             "packet_flits": p.packet_flits, "vcs": p.vcs, "vc_buffers": p.vc_buffers,
             "shards": len(regions), "backend": backend, "rate": p.rate, **s,
-            "epochs": o.epochs, "lookahead": lookahead or 0, "wall_seconds": o.wall_seconds,
+            "lookahead": lookahead or 0, "wall_seconds": o.wall_seconds,
+            **distribution_figures(plan, o, plan_seconds),
             "booksim_latency": booksim_reference(p),
         }
         rows.append(row)

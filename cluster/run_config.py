@@ -23,6 +23,7 @@ from sim.chip.config import OOM_BEHAVIOURS, PLACEMENTS, ChipConfig, noc_params_f
 from sim.chip.messages import Sizing
 from sim.chip.reclaim import RECLAMATIONS
 from sim.chip.spec import PRESETS, unit_layout
+from sim.energy.table import EnergyTableError, load_table
 from sim.keys import merge_fields
 from sim.memory.policies import POLICIES, MuGeometry
 from sim.network import NETWORKS
@@ -156,7 +157,12 @@ RUN = Table({
     "trace_limit": _i("trace events kept per shard (--trace)", 200_000, 1),
 }, doc=RUN_SECTION.doc, checks=RUN_SECTION.checks)
 
-RUN_SCHEMA = Table({"chip": CHIP, "noc": NOC, "memory": MEMORY, "workload": WORKLOAD, "run": RUN},
+ENERGY = Table({
+    "table": Field("str", "", "per-action energy table (TOML; empty: the default 45 nm table, "
+                   "sim/energy/default_45nm.toml)"),
+}, doc="energy: what each counted action costs")
+
+RUN_SCHEMA = Table({"chip": CHIP, "noc": NOC, "memory": MEMORY, "workload": WORKLOAD, "run": RUN, "energy": ENERGY},
                    extend=lambda: {"system": _system_table()})
 
 _CHIP_KEYS = {"clock": "clock_hz"}
@@ -280,6 +286,11 @@ def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=Non
             raise ConfigError("config", issues)
     params = WORKLOADS.get(kind)
     workload = params.from_config(kind, wl[params.SECTION], ChipContext(spec, lay, policy.room(mu), system), issues)
+    try:
+        energy = load_table(cfg["energy"]["table"])
+    except EnergyTableError as exc:
+        energy = None
+        issues += [Issue("energy.table", f"{exc.source}: {p}") for p in exc.problems]
     if issues:
         raise ConfigError("config", issues)
     return ChipConfig(
@@ -288,4 +299,5 @@ def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=Non
         sizing=sizing, mu=mu, policy=policy, reclaim=reclaim, workload=workload, on_oom=mem["on_oom"],
         placement=mem["placement"], jitter=noc["jitter"], seed=run["seed"], max_cycles=run["max_cycles"],
         sample_cycles=run["sample_cycles"], trace=trace, trace_limit=run["trace_limit"], memory_map_cycle=memory_map,
+        energy=energy,
     )

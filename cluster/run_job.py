@@ -9,6 +9,7 @@ when no shard has anything left to do (or at ``run.max_cycles``).
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,12 +23,14 @@ from cluster.coordinator import idle_rule
 from cluster.noc_job import run_id_for
 from cluster.progress import Progress
 from cluster.regions import cut_grid, epoch_length, owner_map
+from cluster.shard_plan import distribution_figures, plan_shards
 from sim.chip import memory_map
 from sim.chip.messages import FIELDS
 from sim.chip.report import shard_result, summarize_chip
 from sim.chip.shard import ChipBoundary, ChipShard
 from sim.chip.spec import unit_layout
 from sim.chip.trace import chrome_trace
+from sim.energy.accelergy import action_counts_document, to_yaml
 from sim.network import NETWORKS
 from sim.workloads import make_program
 
@@ -47,7 +50,10 @@ class ChipModel:
         self.net_sections = self.net.boundary.SECTIONS
 
     def build(self, region, index: int) -> ChipShard:
-        return ChipShard(self.cfg, region, make_program(self.cfg.workload, self.cfg))
+        s = ChipShard(self.cfg, region, make_program(self.cfg.workload, self.cfg))
+        if self.owner.max() > 0:
+            s.watch_cut(self.owner)
+        return s
 
     def empty(self) -> ChipBoundary:
         return ChipBoundary(self.net.boundary.empty())
@@ -109,17 +115,24 @@ class RunResult:
     write_error: OSError | None = None  # the files could not be written (the figures are still here)
 
 
-def simulate_chip(chip_cfg, shards: int = 1, cut: str = "rows", backend: str = "local", epoch: int | None = None,
-             address: str | None = None, progress=None) -> tuple[dict, dict, RunOutcome, list]:
-    """Run one ChipConfig: (summary, table columns, backend outcome, shard results)."""
+def simulate_chip(chip_cfg, shards: int | str = 1, cut: str = "rows", backend: str = "local",
+                  epoch: int | None = None, address: str | None = None,
+                  progress=None) -> tuple[dict, dict, RunOutcome, list]:
+    """Run one ChipConfig: (summary, table columns, backend outcome, shard results).
+    ``shards = "auto"``: the count a pilot predicts fastest (cluster/shard_plan.py)."""
     spec = chip_cfg.spec
-    regions = cut_grid(spec.rows, spec.cols, shards, cut)
+    a = time.perf_counter()
+    plan = plan_shards(shards, lambda regs: ChipModel(chip_cfg, regs), chip_cfg.noc, spec.rows, spec.cols, cut,
+                       backend, chip_cfg.max_cycles, address)
+    plan_seconds = time.perf_counter() - a
+    backend = plan.backend(backend)
+    regions = cut_grid(spec.rows, spec.cols, plan.shards, cut)
     e, lookahead = epoch_length(chip_cfg.noc, regions, epoch)
     model = ChipModel(chip_cfg, regions)
     o = run_backend(backend, chip_cfg.noc, regions, e, address=address, progress=progress, model=model)
     summary, tables = summarize_chip(chip_cfg, o.reports)
-    summary.update(shards=len(regions), backend=backend, wall_seconds=o.wall_seconds, epochs=o.epochs,
-                   lookahead=lookahead or 0, cut_off=bool(o.saturated))
+    summary.update(shards=len(regions), backend=backend, wall_seconds=o.wall_seconds, lookahead=lookahead or 0,
+                   cut_off=bool(o.saturated), **distribution_figures(plan, o, plan_seconds))
     if o.saturated and not summary["completed"]:  # events were still pending: not a deadlock
         summary.update(status="cut_off", status_detail=f"stopped at run.max_cycles = {chip_cfg.max_cycles:,}")
     return summary, tables, o, o.reports
@@ -143,6 +156,7 @@ def run_chip(cfg: dict, chip_cfg, out: str | Path | None = None, trace_path: str
         "run_mu_series": schemas.RUN_MU_SERIES.build(cols["mu_series"], meta),
         "run_buffers": schemas.RUN_BUFFERS.build(cols["buffers"], meta),
         "run_links": schemas.RUN_LINKS.build(cols["links"], meta),
+        "run_energy": schemas.RUN_ENERGY.build(cols["energy"], meta),
     }
     if "partitions" in cols:  # a mapped (dataflow) run
         tables["run_partitions"] = schemas.RUN_PARTITIONS.build(cols["partitions"], meta)
@@ -170,6 +184,9 @@ def _write(res, cfg, chip_cfg, meta, results, out, trace_path, memory_map_cycle)
         out = Path(out)
         for name, table in tables.items():
             res.files.append(io.write_parquet(table, out / f"{name}.parquet"))
+        e = tables["run_energy"]
+        counts = action_counts_document(list(zip(*(e[c].to_pylist() for c in ("component", "action", "count")))))
+        res.files.append(io.write_text(to_yaml(counts), out / "action_counts.yaml"))
         res.files.append(io.write_json({"run_id": meta.run_id, "config_hash": chash, "config": cfg,
                                         "summary": summary, **schemas.code_identity()},
                                        out / "run.json"))

@@ -251,6 +251,32 @@ ALL_TABLES.append(SWEEP_NOOP)
 _I, _F, _S, _B = pa.int64(), pa.float64(), pa.string(), pa.bool_()
 RUN_MESSAGE_KINDS = MESSAGE_KINDS  # one messages_<kind> column per kind (sim/chip/messages.py)
 
+# energy (sim/energy): the run's counted actions priced by its energy table (see run_energy)
+ENERGY_COLUMNS = (
+    Column("energy_joules", _F, "dynamic energy of the run, J (sum of the energy_*_joules components)"),
+    Column("energy_per_token_joules", _F, "energy_joules / tokens"),
+    Column("energy_per_batch_joules", _F, "energy_joules / batches (decode iterations; MoE steps, race trials "
+           "or graph passes otherwise)"),
+    *[Column(f"energy_{c}_joules", _F, f"energy of {what}, J") for c, what in (
+        ("cu", "CU functional-unit operations"), ("mu", "MU SRAM reads, writes and block-table lookups"),
+        ("realloc_copy", "bytes moved by realloc-copy growth"), ("noc_router", "flits through routers"),
+        ("noc_link", "flits over links"), ("dram", "DRAM reads and writes"),
+        ("protocol", "messages without data (allocation, reference counting, control)"))],
+    Column("energy_table", _S, "name of the per-action energy table (energy.table)"),
+)
+
+# what a workload measured of its inputs (sim/workloads/traces.py); null when it does not apply
+INPUT_COLUMNS = (
+    Column("trace_requests", _I, "kv-decode/spec-decode with a trace: requests taken from the trace"),
+    Column("trace_capped_prompts", _I, "trace: prompt lengths cut to workload.decode.max_prompt_tokens"),
+    Column("trace_capped_outputs", _I, "trace: output lengths cut to workload.decode.max_output_tokens"),
+    Column("trace_arrival_rate", _F, "trace: requests per simulated second after speed-up"),
+    Column("moe_skew_measured", _F, "moe: Zipf exponent fitted to the routed experts' popularity (log count vs "
+           "log rank)"),
+    Column("moe_load_imbalance", _F, "moe: tokens of the busiest expert / mean tokens per expert, per step, "
+           "averaged over steps"),
+)
+
 RUN_SUMMARY = TableSchema(
     "run_summary",
     "one row per chip simulation (rdasim run)",
@@ -315,6 +341,8 @@ RUN_SUMMARY = TableSchema(
         Column("epochs", _I, "lockstep epochs executed"),
         Column("lookahead", _I, "epoch length bound, cycles (0 with one shard)"),
         Column("result_hash", _S, "hash of every delivery, oracle event, buffer life and figure"),
+        *ENERGY_COLUMNS,
+        *INPUT_COLUMNS,
     ),
 )
 
@@ -387,7 +415,20 @@ RUN_KERNELS = TableSchema(
     ),
 )
 
-ALL_TABLES.extend([RUN_SUMMARY, RUN_MU_SERIES, RUN_BUFFERS, RUN_LINKS, RUN_PARTITIONS, RUN_KERNELS])
+RUN_ENERGY = TableSchema(
+    "run_energy",
+    "one row per component and action: what the run did and what it cost under its energy table",
+    (
+        Column("component", _S, "cu, mu, realloc_copy, noc_router, noc_link, dram or protocol"),
+        Column("action", _S, "what is counted (fu_op, read_byte, write_byte, translation, byte, flit_bit, message)"),
+        Column("count", _I, "actions counted over the whole run"),
+        Column("energy_per_action_pj", _F, "energy of one action in the run's table, pJ"),
+        Column("joules", _F, "count x energy_per_action_pj, J"),
+        Column("share", _F, "joules / the run's energy_joules"),
+    ),
+)
+
+ALL_TABLES.extend([RUN_SUMMARY, RUN_MU_SERIES, RUN_BUFFERS, RUN_LINKS, RUN_PARTITIONS, RUN_KERNELS, RUN_ENERGY])
 # --------------------------------------------------------------------------- end of rdasim run
 
 # --------------------------------------------------------------------------- ---- allocators

@@ -38,6 +38,12 @@ class EpochShard(Protocol):
         """Take inbound traffic without advancing (when the run stops)."""
         ...
 
+    def earliest_output(self) -> np.ndarray:
+        """Per shard, the earliest cycle anything this one holds could arrive there (the
+        window bound, cluster/coordinator.py); valid once the model built it for a cut.
+        Optional: a shard without it (a system of chips) runs windows of one lookahead."""
+        ...
+
     def counters(self) -> tuple[int, int]:
         """(work created, work finished) for the stop rule."""
         ...

@@ -120,6 +120,9 @@ class SystemResult:
 def simulate_system(cfg: SystemConfig, shards: int = 1, backend: str = "local", epoch: int | None = None,
                     address: str | None = None, progress=None) -> tuple[dict, dict, RunOutcome]:
     """Run a system: (summary, table columns, backend outcome)."""
+    if shards == "auto":
+        raise UserError("run.shards = \"auto\" chooses among cuts of one grid; a system of chips takes a count "
+                        "of chip groups")
     parts = groups(cfg, shards)
     model = SystemModel(cfg, parts)
     la = lookahead(cfg, cfg.net(), model.owner)

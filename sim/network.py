@@ -89,6 +89,20 @@ class NetworkShard(Protocol[B]):
         """Earliest cycle >= t at which this shard has something to do (inf: nothing)."""
         ...
 
+    def watch_cut(self, owner: np.ndarray, relay: int = -1) -> None:
+        """Learn who owns each router (``owner[router]`` = shard) for ``earliest_output``;
+        ``relay >= 0``: a terminal that receives a packet may send ``relay`` cycles later."""
+        ...
+
+    def earliest_output(self) -> np.ndarray:
+        """Per shard, the earliest cycle anything this shard holds could arrive there
+        (inf: never; conservative: every hop at its least delay, sim/noc/cut.py)."""
+        ...
+
+    def offer_reach(self) -> np.ndarray:
+        """[local routers, shards] least cycles from an offer at a router to arriving in each shard."""
+        ...
+
     def take_ejected(self) -> tuple[np.ndarray, np.ndarray]:
         """(packet ids, cycle each tail reached its terminal) since the last call."""
         ...

@@ -45,6 +45,8 @@ def test_config_file_and_flags_agree(tmp_path, capsys):
     (["noc", "/nonexistent.toml"], "does not exist"),
     (["noc", "--traffic", "transpose", "--rows", "4", "--cols", "8"], "square grid"),
     (["noc", "--backend", "local", "--address", "auto"], "only makes sense"),
+    (["noc", "--shards", "two"], "expected a whole number or auto"),
+    (["noc", "--set", "run.shards=many"], 'expected a whole number or "auto"'),
 ])
 def test_bad_input_exits_2_with_a_clear_message(argv, needle, capsys):
     assert main(argv) == 2

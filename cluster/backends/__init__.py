@@ -25,6 +25,16 @@ class RunOutcome:
     extra: dict = field(default_factory=dict)
 
 
+def window_stats(windows) -> dict:
+    """Mean and median window length (cycles per epoch) for the run's report."""
+    import numpy as np
+
+    w = np.asarray(windows, dtype=np.float64)
+    if not len(w):
+        return {"window_mean": 0.0, "window_median": 0.0}
+    return {"window_mean": round(float(w.mean()), 2), "window_median": float(np.median(w))}
+
+
 def noc_model(params, regions):
     from cluster.coordinator import NocModel
     from cluster.regions import owner_map

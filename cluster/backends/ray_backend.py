@@ -19,12 +19,15 @@ selects the compiled graph, which should pay on nodes with cores to spare.
 from __future__ import annotations
 
 import resource
+import statistics
 import time
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from cluster import wire
-from cluster.backends import RunOutcome, noc_model
+from cluster.backends import RunOutcome, noc_model, window_stats
 from cluster.coordinator import EpochMeta, meta_after, next_window
 from cluster.ray_env import actor_cpus, cluster_cpus, init_ray
 
@@ -40,7 +43,9 @@ class ActorReport:
 
     report: Any  # the model's report of the shard
     busy_seconds: float  # time spent advancing the shard
+    handling_seconds: float  # time in its epoch calls spent otherwise: unpacking, earliest output, packing
     peak_rss_bytes: int
+    windows: dict  # window_stats of the windows it simulated
     epochs: int
     saturated: bool  # the stop rule cut the run off at its horizon
     end_cycle: int
@@ -54,11 +59,20 @@ class ShardActor:
         self.shard = model.build(region, index)
         self.i, self.n, self.E = index, n, epoch
         self.busy = 0.0
+        self.handling = 0.0
         self.epochs = 0
         self.stop = None
+        self.windows: list[int] = []
 
     def epoch(self, *outputs):
         """outputs[j] = shard j's packed output of the previous epoch; returns this shard's."""
+        a = time.perf_counter()
+        busy = self.busy
+        out = self._epoch(outputs)
+        self.handling += time.perf_counter() - a - (self.busy - busy)
+        return out
+
+    def _epoch(self, outputs):
         n, model = self.n, self.model
         metas = [wire.meta_of(o) for o in outputs]
         if self.epochs == 0 and self.stop is None:
@@ -79,12 +93,39 @@ class ShardActor:
         out = self.shard.advance(t0, t1, inbound)
         self.busy += time.perf_counter() - a
         self.epochs += 1
-        return wire.pack(meta_after(self.shard, t0, t1, out), model.split(out, n), model)
+        self.windows.append(t1 - t0)
+        return wire.pack(meta_after(self.shard, t0, t1, out, n), model.split(out, n), model)
 
     def report(self) -> ActorReport:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-        return ActorReport(self.model.report(self.shard), self.busy, peak, self.epochs,
-                           bool(self.stop and self.stop.saturated), self.shard.t)
+        return ActorReport(self.model.report(self.shard), self.busy, self.handling, peak, window_stats(self.windows),
+                           self.epochs, bool(self.stop and self.stop.saturated), self.shard.t)
+
+
+class _Echo:
+    """A shard actor without a shard: what an epoch costs besides simulating."""
+
+    def epoch(self, *outputs):
+        return outputs[0]
+
+
+def round_trip_seconds(n: int, address: str | None = None, rounds: int = 12) -> float:
+    """Median seconds of one driver round trip through ``n`` trivial actors that each take
+    every actor's small array, as epochs do (cluster/shard_plan.py's per-epoch cost)."""
+    ray = init_ray(address)
+    cpus = actor_cpus(cluster_cpus(), n)
+    actors = [ray.remote(num_cpus=cpus)(_Echo).remote() for _ in range(n)]
+    try:
+        outs = [np.zeros(64, dtype=np.int64)] * n
+        times = []
+        for _ in range(rounds + 2):  # the first two include starting the actors
+            a = time.perf_counter()
+            outs = ray.get([x.epoch.remote(*outs) for x in actors])
+            times.append(time.perf_counter() - a)
+        return statistics.median(times[2:])
+    finally:
+        for x in actors:
+            ray.kill(x)
 
 
 def _initial(n: int, model):
@@ -142,6 +183,12 @@ def run_ray(params, regions, epoch: int, address=None, progress=None, compiled: 
     transit = 0  # actors took their last inbound traffic into their calendars when they stopped
     first = results[0]
     busy = max(r.busy_seconds for r in results)
+    # an actor's exchange time: everything but advancing its shard (packing, earliest
+    # output, the driver round trip, waiting for the slowest shard)
+    extra = {"peak_rss_bytes": max(r.peak_rss_bytes for r in results), "chaining": mode,
+             "peak_rss_bytes_per_shard": [r.peak_rss_bytes for r in results],
+             "shard_busy_seconds": [r.busy_seconds for r in results],
+             "handling_seconds": [r.handling_seconds for r in results],
+             "exchange_seconds": [wall - r.busy_seconds for r in results], **first.windows}
     return RunOutcome([r.report for r in results], first.epochs, first.end_cycle, first.saturated, wall, wall - busy,
-                      transit, extra={"peak_rss_bytes": max(r.peak_rss_bytes for r in results), "chaining": mode,
-                                      "shard_busy_seconds": [r.busy_seconds for r in results]})
+                      transit, extra=extra)

@@ -16,9 +16,21 @@ RUN_FLAGS = {"seed": "run.seed", "shards": "run.shards", "cut": "run.cut", "epoc
              "backend": "run.backend", "address": "run.address"}
 
 
+def _shards(text: str):
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        import argparse
+
+        raise argparse.ArgumentTypeError(f"expected a whole number or auto, got {text!r}") from None
+
+
 def add_run_arguments(p) -> None:
     p.add_argument("--seed", type=int, help="global random seed (run.seed)")
-    p.add_argument("--shards", type=int, help="cut the grid into this many shards (run.shards)")
+    p.add_argument("--shards", type=_shards, metavar="N|auto",
+                   help="cut the grid into this many shards, or \"auto\": the count predicted fastest (run.shards)")
     p.add_argument("--cut", help="shard shape: rows, cols or blocks (run.cut)")
     p.add_argument("--epoch", type=int, metavar="CYCLES", help="cycles per lockstep epoch (run.epoch)")
     p.add_argument("--backend", help="local (in-process) or ray (run.backend)")

@@ -10,6 +10,8 @@ from cluster.commands.common import RUN_FLAGS, add_run_arguments, flag_values, j
 from cluster.config import load
 from cluster.errors import EXIT_RUN_STATUS, UserError
 from cluster.run_config import RUN_SCHEMA
+from cluster.schemas import ENERGY_COLUMNS, INPUT_COLUMNS
+from sim.energy.table import COMPONENTS
 
 HELP = "Simulate a workload on the CU/MU grid with a memory policy"
 
@@ -25,11 +27,13 @@ JSON_KEYS = (
     "use_after_free", "double_free", "premature_free", "leaks", "completed", "cut_off", "status", "status_detail",
     "epochs", "result_hash",
 )
+ENERGY_KEYS = tuple(c.name for c in ENERGY_COLUMNS)
 
 
 # a mapped (dataflow) run adds these
 MAPPED_KEYS = ("seconds_per_batch_simulated", "seconds_per_batch_analytic", "seconds_per_pass_simulated",
                "seconds_per_pass_analytic", "partitions")
+INPUT_KEYS = tuple(c.name for c in INPUT_COLUMNS)  # a trace's or a routing's measured figures, when there are any
 
 
 def run_system_command(args, cfg: dict) -> int:
@@ -97,7 +101,8 @@ def run(args) -> int:
                    memory_map_cycle=-1 if args.memory_map is None else args.memory_map,
                    quiet=args.quiet or args.json)
     s = res.summary
-    keys = JSON_KEYS + tuple(k for k in MAPPED_KEYS if k in s)
+    keys = JSON_KEYS + ENERGY_KEYS + tuple(k for k in MAPPED_KEYS if k in s) + tuple(
+        k for k in INPUT_KEYS if s.get(k) is not None)
     figures = {k: json_safe(s[k]) if k != "partitions" else s[k] for k in keys}
     if args.json:
         print(json.dumps(figures))
@@ -114,6 +119,14 @@ def run(args) -> int:
         print(f"  {s['messages_total']:,} messages ({s['sync_messages']:,} for synchronisation, "
               f"{s['sync_wait_cycles']:,} cycles waited on them); out of memory {s['oom_events']} times "
               f"(stalls {s['stalls']}, evictions {s['evictions']}, failures {s['oom_failures']})")
+        print(f"  energy {s['energy_joules']:.4g} J ({s['energy_per_token_joules']:.4g} J/token): "
+              + ", ".join(f"{c} {s[f'energy_{c}_joules']:.3g}" for c in COMPONENTS) + f" J [{s['energy_table']}]")
+        if s.get("trace_requests") is not None:
+            print(f"  trace: {s['trace_requests']} requests at {s['trace_arrival_rate']:,.4g} per simulated s; "
+                  f"prompts capped {s['trace_capped_prompts']}, outputs capped {s['trace_capped_outputs']}")
+        if s.get("moe_skew_measured") is not None:
+            print(f"  routing: measured Zipf skew {s['moe_skew_measured']:.3f}, busiest expert "
+                  f"{s['moe_load_imbalance']:.2f}x the mean per step")
         print(f"  oracle: use after free {s['use_after_free']}, double free {s['double_free']}, "
               f"premature free {s['premature_free']}, leaks {s['leaks']}")
         print(f"  result hash {s['result_hash']}")

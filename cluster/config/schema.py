@@ -44,11 +44,14 @@ def check_field(f: Field, value, path: str, issues: list[Issue]):
             if not isinstance(value, bool):
                 raise ValueError(f"expected true or false, got {_describe(value)}")
             out = value
-        elif kind == "int":
+        elif kind == "int_or_auto" and value == "auto":
+            return value
+        elif kind in ("int", "int_or_auto"):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or (
                 isinstance(value, float) and not value.is_integer()
             ):
-                raise ValueError(f"expected a whole number, got {_describe(value)}")
+                also = ' or "auto"' if kind == "int_or_auto" else ""
+                raise ValueError(f"expected a whole number{also}, got {_describe(value)}")
             out = int(value)
         elif kind == "float":
             if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -153,10 +153,30 @@ def message_breakdown(tables: dict[str, pa.Table], plt):
     return fig
 
 
+def energy_breakdown(tables: dict[str, pa.Table], plt):
+    """A run's energy by component, each bar stacked by action (the run_energy table)."""
+    _, t = find_table(tables, lambda t: {"component", "action", "joules"} <= set(t.column_names))
+    comps = list(dict.fromkeys(t["component"].to_pylist()))
+    fig, ax = plt.subplots(figsize=(7, 4))
+    bottom = dict.fromkeys(comps, 0.0)
+    for c, a, j in zip(*(t[n].to_pylist() for n in ("component", "action", "joules"))):
+        if j:
+            ax.bar(c, j, bottom=bottom[c], label=f"{c}.{a}")
+            bottom[c] += j
+    ax.set_ylabel("energy (J)")
+    ax.set_title(f"energy by component: {sum(bottom.values()):.4g} J in all")
+    ax.tick_params(axis="x", rotation=30)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    return fig
+
+
 RUN_FIGURES = {
     "latency_vs_load": latency_vs_load,
     "link_utilization": link_heatmap,
     "mu_utilization": mu_heatmap,
     "memory_over_time": memory_over_time,
     "messages": message_breakdown,
+    "energy": energy_breakdown,
 }

@@ -80,6 +80,9 @@ def _sweep(sweep: SweepTables, opts: Options, out: Path, report: Report, plt) ->
         if sf.message_columns(sweep) and not numeric(sweep.result, x):
             _draw(f"{sweep.name} messages vs {x}", lambda: sf.messages_vs_axis(sweep, x, plt),
                   out / f"{sweep.name}-messages-vs-{x}.png", report, plt)
+        if sf.energy_columns(sweep) and not numeric(sweep.result, x):
+            _draw(f"{sweep.name} energy vs {x}", lambda: sf.energy_vs_axis(sweep, x, plt),
+                  out / f"{sweep.name}-energy-vs-{x}.png", report, plt)
         for y in opts.y or sf.default_metrics(sweep):
             h = opts.hue if opts.hue and opts.hue != x else sf.hue_for(sweep, x)
             _draw(f"{sweep.name} {y} vs {x}", lambda: sf.metric_vs_axis(sweep, x, y, h, plt),

@@ -23,9 +23,10 @@ from cluster import schemas
 from cluster.report import labels
 from cluster.report.data import Skip, distinct, numeric, only_ok
 from cluster.report.sources import SweepTables
+from sim.energy.table import COMPONENTS
 
 PREFERRED = ("avg_latency", "p99_latency", "accepted", "tokens_per_second", "peak_mu_utilization",
-             "bytes_copied", "sync_wait_cycles", "use_after_free", "value")
+             "bytes_copied", "energy_per_token_joules", "sync_wait_cycles", "use_after_free", "value")
 NOT_METRICS = {c.name for c in schemas.SWEEP_COLUMNS + schemas.META_COLUMNS} | {"rdasim_dirty"}
 MAX_PANELS = 12
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
@@ -252,10 +253,28 @@ def message_columns(sweep: SweepTables) -> list[str]:
 def messages_vs_axis(sweep: SweepTables, x: str, plt, max_values: int = 12):
     """Protocol messages by type for each value of a categorical swept axis: stacked bars per panel
     of the other varied axes, mean over seeds."""
-    kinds = message_columns(sweep)
+    return stacked_vs_axis(sweep, x, message_columns(sweep), lambda k: k[len("messages_"):].replace("_", " "),
+                           "messages sent", "protocol messages by type", "message type", plt, max_values)
+
+
+def energy_columns(sweep: SweepTables) -> list[str]:
+    t = sweep.result
+    return [c for c in (f"energy_{k}_joules" for k in COMPONENTS) if c in t.column_names and numeric(t, c)]
+
+
+def energy_vs_axis(sweep: SweepTables, x: str, plt, max_values: int = 12):
+    """A run's energy by component for each value of a swept axis, e.g. memory.policy: stacked bars
+    per panel of the other varied axes, mean over seeds."""
+    return stacked_vs_axis(sweep, x, energy_columns(sweep), lambda k: k[len("energy_"):-len("_joules")],
+                           "energy (J)", "energy by component", "component", plt, max_values)
+
+
+def stacked_vs_axis(sweep: SweepTables, x: str, kinds: list[str], label, ylabel: str, what: str, legend: str, plt,
+                    max_values: int = 12):
+    """Columns stacked for each value of a swept axis, one panel per value of the other varied axes."""
     t = only_ok(sweep.result)
     if not kinds or x not in t.column_names:
-        raise Skip("no messages_* columns in the results")
+        raise Skip(f"no {what} columns in the results")
     order = sweep.orders.get(x, [])
     values = sorted(distinct(t, x), key=lambda v: (order.index(v) if v in order else len(order), _sort_key(v)))
     if len(values) > max_values:
@@ -277,15 +296,15 @@ def messages_vs_axis(sweep: SweepTables, x: str, plt, max_values: int = 12):
                 rows = [r for r in prows if r.get(x) == v and r.get(k) is not None]
                 rows = [r for r in rows if not _incomplete(r)] or rows  # as in metric_vs_axis
                 ys.append(sum(float(r[k]) for r in rows) / len(rows) if rows else 0.0)
-            ax.bar([labels.value(x, v) for v in values], ys, bottom=bottom, label=k[len("messages_"):].replace("_", " "),
+            ax.bar([labels.value(x, v) for v in values], ys, bottom=bottom, label=label(k),
                    color=f"C{i % 10}", hatch=("", "//", "..")[i // 10 % 3], edgecolor="black", linewidth=0.3)
             bottom = [b + y for b, y in zip(bottom, ys)]
         if where:
             ax.set_title(", ".join(labels.condition(sweep.command, a, v) for a, v in where.items()), fontsize="small")
         ax.tick_params(axis="x", rotation=30)
-    _axis_labels(axes, len(panels), labels.axis(sweep.command, x), "messages sent (mean over seeds)")
-    fig.suptitle(f"{sweep.name}: protocol messages by type (mean over the seeds that completed)", fontsize="medium")
+    _axis_labels(axes, len(panels), labels.axis(sweep.command, x), f"{ylabel} (mean over seeds)")
+    fig.suptitle(f"{sweep.name}: {what} (mean over the seeds that completed)", fontsize="medium")
     h, lab = axes.flat[0].get_legend_handles_labels()
-    fig.legend(h, lab, fontsize="x-small", loc="outside lower center", ncols=min(len(h), 5), title="message type",
+    fig.legend(h, lab, fontsize="x-small", loc="outside lower center", ncols=min(len(h), 5), title=legend,
                title_fontsize="small")
     return fig

@@ -81,6 +81,7 @@ def _noc_schema():
 
 def _noc_check(cfg: dict) -> None:
     """What `rdasim noc` checks before simulating: memory, every load's parameters, the shard cut and epoch."""
+    from cluster.footprint import least_shards
     from cluster.noc_config import check_footprint, params_of, rates_of
     from cluster.regions import cut_grid, epoch_length
 
@@ -88,7 +89,7 @@ def _noc_check(cfg: dict) -> None:
     run = cfg["run"]
     for rate in rates_of(cfg):
         p = params_of(cfg, rate)
-        epoch_length(p, cut_grid(p.rows, p.cols, run["shards"], run["cut"]), run["epoch"])
+        epoch_length(p, cut_grid(p.rows, p.cols, least_shards(run["shards"]), run["cut"]), run["epoch"])
 
 
 def _noc_job(cfg: dict) -> dict[str, pa.Table]:
@@ -120,12 +121,14 @@ def _one_chip(cfg: dict) -> None:
 
 def _run_check(cfg: dict) -> None:
     """What `rdasim run` checks before simulating: chip_config's cross-field checks, the shard cut and epoch."""
+    from cluster.footprint import least_shards
     from cluster.regions import cut_grid, epoch_length
 
     _one_chip(cfg)
     chip = _import_run("cluster.run_config").chip_config(cfg)
     run = cfg["run"]
-    epoch_length(chip.noc, cut_grid(chip.spec.rows, chip.spec.cols, run["shards"], run["cut"]), run["epoch"])
+    epoch_length(chip.noc, cut_grid(chip.spec.rows, chip.spec.cols, least_shards(run["shards"]), run["cut"]),
+                 run["epoch"])
 
 
 def _run_job(cfg: dict) -> dict[str, pa.Table]:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Callable
 
 import pyarrow as pa
 
+from cluster.errors import UserError
 from cluster.ray_env import actor_cpus
 from cluster.sweep.points import Point
 from cluster.sweep.records import STATUS_ERROR, STATUS_OK, PointRun
@@ -60,6 +61,9 @@ def shape_of(config: dict, cluster_cpus: float) -> Shape:
     ray_env.actor_cpus (the Ray backend takes its actors' size from these bundles). Anything
     else runs inside its task on one CPU."""
     run = config.get("run") or {}
+    if run.get("shards") == "auto":
+        raise UserError("run.shards = \"auto\" cannot be swept: a sweep reserves each point's cores up front; "
+                        "give a count")
     shards = int(run.get("shards") or 1)
     if run.get("backend") == "ray" and shards > 1:
         return Shape(actor_cpus(cluster_cpus, shards), shards)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from mapping.chips import ChipSpec
 from sim.chip.messages import Sizing
 from sim.chip.reclaim import Reclamation
+from sim.energy.table import EnergyTable
 from sim.memory.policies import MuGeometry, PolicyParams
 from sim.noc.params import NocParams
 from sim.workloads import Workload
@@ -57,6 +58,7 @@ class ChipConfig:
     trace: bool = False
     trace_limit: int = 200_000  # events kept per shard
     memory_map_cycle: int = -1  # snapshot every MU's map at the start of this cycle (-1: none)
+    energy: EnergyTable | None = None  # per-action energies (None: the default table)
     system: SystemPlace | None = None  # the chip's place in a system of chips (None: a chip on its own)
 
     @property

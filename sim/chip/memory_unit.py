@@ -150,6 +150,7 @@ class MemoryUnit(Unit):
         """Append (at the end) or write (at offset ``arg``) ``nbytes`` of data."""
         if msg.buf < 0:  # unmanaged area (background fills): only the port time
             self._serve(msg.nbytes)
+            self.stats.write_bytes += msg.nbytes
             return True
         rec = self.lookup(msg)
         if rec is None or rec.failed:
@@ -180,6 +181,7 @@ class MemoryUnit(Unit):
         elif g.old_start >= 0:
             self._copy_done(g.old_start)
         self._serve(msg.nbytes)
+        self.stats.write_bytes += msg.nbytes
         self._delta(new - rec.size, 0)
         self.storage.set_size(rec.buf, new)
         rec.size = new
@@ -192,6 +194,7 @@ class MemoryUnit(Unit):
         """A tile buffer's write: port time, the stream position advances, the room was reserved
         at allocation (the writer's credits keep it from running over unread tiles)."""
         self._serve(nbytes)
+        self.stats.write_bytes += nbytes
         rec.written += nbytes
         held = min(rec.written, rec.room)
         if held != rec.size:
@@ -257,6 +260,7 @@ class MemoryUnit(Unit):
             self.reply(msg, m.READ_RESP, status=m.STATUS_FAILED)
             return
         start, _ = self._serve(msg.nbytes)
+        self.stats.read_bytes += msg.nbytes
         ready = self.cfg.sizing.chunk_ready(start + self.latency, msg.nbytes, self.bw)
         self.reply(msg, m.READ_RESP, ready=ready, nbytes=msg.nbytes, buf=msg.buf, alloc=msg.alloc)
 
@@ -319,6 +323,7 @@ class MemoryUnit(Unit):
                 return False
             v = min(victims, key=lambda r: (r.last_use, r.buf))
             self._serve(v.size)
+            self.stats.read_bytes += v.size
             self.send(m.WRITE, self.dram, nbytes=v.size, buf=-1, mu=self.uid)
             used = self.storage.size[v.buf]
             self._delta(-used, -self.storage.release(v.buf))
@@ -344,6 +349,7 @@ class MemoryUnit(Unit):
         """CTRL_STREAM: read ``nbytes`` and write them to unit ``buf``'s unmanaged area."""
         if msg.arg == m.CTRL_STREAM:
             start, _ = self._serve(msg.nbytes)
+            self.stats.read_bytes += msg.nbytes
             ready = self.cfg.sizing.chunk_ready(start + self.latency, msg.nbytes, self.bw)
             self.send(m.WRITE, msg.buf, ready=ready, nbytes=msg.nbytes, buf=-1, mu=msg.buf)
         return True

@@ -118,6 +118,8 @@ class MuStats:
     translations: int = 0
     sync_acks: int = 0
     weight_topups: int = 0
+    read_bytes: int = 0  # bytes its SRAM port read (reads, evictions, streams; copies are bytes_copied)
+    write_bytes: int = 0  # bytes its SRAM port wrote (appends, writes)
 
     def add(self, other: "MuStats") -> "MuStats":
         return MuStats(*(a + b for a, b in zip(astuple(self), astuple(other))))

@@ -19,6 +19,8 @@ from sim.chip import diagnosis
 from sim.chip import messages as m
 from sim.chip.records import BUFFER_LABELS, BufferLife, MuStats, WorkRecord
 from sim.chip.spec import unit_layout
+from sim.energy.counts import ActionCounts, energy, summary_figures, table_columns
+from sim.energy.table import default_table
 from sim.memory import oracle
 from sim.network import LinkCounts
 from sim.noc.topology import DIRECTION
@@ -46,6 +48,9 @@ class ShardResult:
     logged: list = field(default_factory=list)  # workload-specific records
     memory_map: dict | None = None
     units: list = field(default_factory=list)  # unit ids simulated by the shard
+    lane_cycles: int = 0  # CU compute cycles x lanes used (energy)
+    dram_read_bytes: int = 0
+    dram_write_bytes: int = 0
     waiting: diagnosis.Waits = field(default_factory=diagnosis.Waits)  # who still waits at the end
 
 
@@ -77,7 +82,10 @@ def shard_result(shard) -> ShardResult:
         waits=waits, compute_cycles=sum(cu.compute_cycles for cu in cus), mu_stats=stats,
         stalled_at_end=sum(len(mu.stalled) for mu in mus), counts=dict(shard.counts),
         trace=shard.trace_events, trace_dropped=shard.trace_dropped, memory_map=mm, units=sorted(shard.units),
-        logged=list(shard.logged), waiting=diagnosis.waits_of(shard),
+        logged=list(shard.logged), lane_cycles=sum(cu.lane_cycles for cu in cus),
+        dram_read_bytes=sum(d.bytes_read for d in shard.drams()),
+        dram_write_bytes=sum(d.bytes_written for d in shard.drams()),
+        waiting=diagnosis.waits_of(shard),
     )
 
 
@@ -196,7 +204,34 @@ def summarize_chip(cfg, results: list[ShardResult]) -> tuple[dict, dict]:
     summary["status_detail"] = diagnosis.detail(summary["status"], waiting, cfg.workload.kind, finished, admitted,
                                                 expected, summary["requests_failed"])
     summary["oracle_first"] = verdict.first
+    # energy: after the hash (it is a price list applied to what was simulated, not part of it)
+    acts = chip_actions(cfg, results, sent, int(np.sum(tables["links"]["flits"])))
+    e = energy(acts, cfg.energy or default_table())
+    steps = sum(1 for x in records if x.kind == "step")
+    summary.update(summary_figures(e, tokens, steps or len(req)))
+    tables["energy"] = table_columns(e)
+    inputs = getattr(cfg.workload, "input_figures", None)  # what a workload measured of its inputs (traces)
+    if inputs is not None:
+        summary.update(inputs(cfg))
     return summary, tables
+
+
+def chip_actions(cfg, results: list[ShardResult], sent: np.ndarray, link_flits: int) -> ActionCounts:
+    """Every shard's counters as priced actions. A flit passes one router more than the
+    links it crosses (its source router), so router passes = link crossings + flits sent."""
+    stats = MuStats()
+    for r in results:
+        stats = stats.add(r.mu_stats)
+    flits_sent = int(np.sum([r.sent_flits for r in results]))
+    data_kinds = (m.READ_RESP, m.WRITE, m.APPEND)
+    bits = cfg.spec.flit_bits
+    return ActionCounts(
+        cu_fu_ops=sum(r.lane_cycles for r in results) * cfg.spec.cu_stages,
+        mu_read_bytes=stats.read_bytes, mu_write_bytes=stats.write_bytes, mu_translations=stats.translations,
+        copy_bytes=stats.bytes_copied, router_flit_bits=(link_flits + flits_sent) * bits,
+        link_flit_bits=link_flits * bits, dram_read_bytes=sum(r.dram_read_bytes for r in results),
+        dram_write_bytes=sum(r.dram_write_bytes for r in results),
+        protocol_messages=int(sent.sum() - sum(int(sent[k]) for k in data_kinds)))
 
 
 def _life_columns(results) -> dict:

@@ -349,6 +349,45 @@ class ChipShard:
     def next_event(self) -> float:
         return min(self.heap[0][0] if self.heap else float("inf"), self.net.next_event())
 
+    def watch_cut(self, owner: np.ndarray) -> None:
+        """Get ready for ``earliest_output``: ``owner[tile]`` = shard. A unit that receives a
+        message may send one NI_LATENCY cycles later, so deliveries relay (sim/noc/cut.py)."""
+        self.net.watch_cut(owner, relay=NI_LATENCY)
+        reach = self.net.offer_reach() + NI_LATENCY  # from a unit's event to its first packet's arrival
+        self._adjacent = np.flatnonzero(np.isfinite(reach).any(axis=0)).tolist()
+        local = {int(t): i for i, t in enumerate(self.my_tiles.tolist())}
+        self._unit_reach = {uid: reach[local[u.tile]].tolist() for uid, u in self.units.items()}
+        self._reach_floor = float(reach[:, self._adjacent].min()) if self._adjacent else float("inf")
+
+    def earliest_output(self) -> np.ndarray:
+        """Per shard, the earliest cycle anything of this shard could be due there: the
+        network's traffic (its deliveries relaying), and every pending event of a unit (the
+        unit may send at that cycle, from its tile, to any destination)."""
+        out = self.net.earliest_output()
+        heap, adj = self.heap, self._adjacent
+        if not heap or not adj:
+            return out
+        reach, floor = self._unit_reach, self._reach_floor
+        cap = max(out[j] for j in adj)
+        n = len(heap)
+        todo = [0]
+        while todo:  # the heap is a tree whose children come no earlier: skip subtrees that cannot lower a bound
+            i = todo.pop()
+            c = heap[i][0]
+            if c + floor >= cap:
+                continue
+            r = reach[heap[i][2]]
+            for j in adj:
+                if c + r[j] < out[j]:
+                    out[j] = c + r[j]
+            cap = max(out[j] for j in adj)
+            i = 2 * i + 1
+            if i < n:
+                todo.append(i)
+                if i + 1 < n:
+                    todo.append(i + 1)
+        return out
+
     def deliver(self, b: ChipBoundary) -> None:
         if len(b):
             self._accept(b)

@@ -56,7 +56,11 @@ class Sleep:
 
 @dataclass
 class Compute:
+    """Hold the CU's pipeline for ``cycles``; ``lanes`` of its SIMD lanes do work (0: all of
+    them), which is what its energy counts."""
+
     cycles: int
+    lanes: int = 0
 
 
 @dataclass
@@ -83,6 +87,8 @@ class ComputeUnit(Unit):
         self.early: dict[int, Message] = {}  # replies that arrived before their task waited
         self.wait_cycles: dict[str, int] = {}
         self.compute_cycles = 0
+        self.lanes = shard.cfg.spec.cu_lanes
+        self.lane_cycles = 0  # compute cycles x lanes used
 
     def spawn(self, task) -> None:
         if task is not None:
@@ -146,6 +152,7 @@ class ComputeUnit(Unit):
                 start = max(shard.now, self.busy_until)
                 self.busy_until = start + max(0, w.cycles)
                 self.compute_cycles += max(0, w.cycles)
+                self.lane_cycles += max(0, w.cycles) * (min(w.lanes, self.lanes) if w.lanes > 0 else self.lanes)
                 shard.trace_span(self.uid, "compute", start, w.cycles, "compute")
                 shard.at(self.busy_until, self, self._resume, task)
                 return

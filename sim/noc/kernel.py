@@ -36,6 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from sim.noc import measure as ms
+from sim.noc.cut import cap_of, lower, offered, walk
 from sim.noc.jit import inline, kernel
 from sim.noc.sources import CRE_POS, SCR_POS
 
@@ -526,3 +527,56 @@ def run(t, t1, chunk_end, more, prm, sc, vc, wait, ready, credit, port, buf, rou
         t += 1
     sc[WHEEL_NEXT] = wheel_next(wheel_n, t)
     return t, DONE
+
+
+@kernel
+def earliest_output(prm, vc, buf, node, sq, wheel_f, wheel_r, later, local_of, cre, scr, cursor, chunk_end, more,
+                    t, cut, order, floor, out):
+    """``out[j]``: the earliest cycle a flit or credit now held here (from cycle ``t`` on)
+    could be due in shard ``j`` (sim/noc/cut.py), each hop at its least delay (a body flit's:
+    ``flit_delay``). ``cut``: (route, nxt_local, exit_to, in_from, reach, reach_min,
+    adjacent, relay); ``order``/``floor``: routers by the least delay from anything there to
+    another shard, so the scan stops where nothing can lower a bound."""
+    in_from, adjacent = cut[3], cut[6]
+    n, p_, v_, b_, fd, cr, inj = prm[N], prm[P], prm[V], prm[B], prm[FLIT_DELAY], prm[CREDIT_RETURN], prm[INJECT_DELAY]
+    w = wheel_f.shape[0]
+    for j in range(out.shape[0]):
+        out[j] = BIG
+    for k in range(order.shape[0]):
+        r = order[k]
+        if t + floor[r] >= cap_of(out, adjacent):
+            break
+        for j in range(r * p_, r * p_ + p_):
+            up = in_from[j]  # a flit leaving this input port returns a credit to ``up``
+            for v in range(v_):  # buffered flits: granted at t at the earliest
+                i = j * v_ + v
+                cnt = vc[i, Q_COUNT]
+                if cnt == 0:
+                    continue
+                if up >= 0:
+                    lower(out, up, t + cr)
+                for q in range(cnt):
+                    dst = buf[i * b_ + wrap(vc[i, Q_HEAD] + q, b_), DST]
+                    walk(cut, out, n, p_, r, dst, t, fd, fd)
+        for d in range(w):  # flits due at its input ports
+            s = (t + d) & (w - 1)
+            if wheel_r[s, r] == 0:
+                continue
+            for j in range(r * p_, r * p_ + p_):
+                if wheel_f[s, j, F_VC1]:
+                    if in_from[j] >= 0:
+                        lower(out, in_from[j], t + d + cr)
+                    walk(cut, out, n, p_, r, wheel_f[s, j, F_DST], t + d, fd, fd)
+        qn = sq.shape[1]
+        for q in range(node[r, SQ_COUNT]):  # queued at its source: in the router inj cycles later
+            dst = sq[r, wrap(node[r, SQ_HEAD] + q, qn), DST]
+            walk(cut, out, n, p_, r, dst, t + inj, fd, fd)
+    pv = prm[PV]
+    for k in range(later.shape[1]):  # inbound flits due beyond the event wheel
+        g = later[1, k] // pv
+        r = local_of[g]
+        j = r * p_ + (later[1, k] - g * pv) // v_
+        if in_from[j] >= 0:
+            lower(out, in_from[j], later[0, k] + cr)
+        walk(cut, out, n, p_, r, later[3, k], later[0, k], fd, fd)
+    offered(cut, out, n, p_, scr, cre, cursor, prm[SYNTHETIC], more, chunk_end, inj, fd, fd)

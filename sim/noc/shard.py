@@ -27,6 +27,7 @@ from sim.network import NETWORKS, LinkCounts
 from sim.noc import kernel as k
 from sim.noc import topology as topo
 from sim.noc.boundary import FlitBoundary, split_flits
+from sim.noc.cut import HALF, CutTables, bounds_of
 from sim.noc.measure import EJECTED_ROW, TOTAL_ROW, WINDOW_ROW, Measurement
 from sim.noc.params import NocParams
 from sim.noc.sources import CHUNK, TrafficSource
@@ -174,6 +175,7 @@ class NocShard:
         self.prm = prm
         self._synthetic = self.source.synthetic
         self._nothing = FlitBoundary()  # returned whenever nothing leaves (never modified)
+        self._cut: tuple | None = None  # watch_cut's tables, as earliest_output's kernel takes them
 
     # ------------------------------------------------------------------ epoch API
     def advance(self, t0: int, t1: int, inbound: FlitBoundary | None = None) -> FlitBoundary:
@@ -254,6 +256,38 @@ class NocShard:
             nxt = min(nxt, float(self._later[0][0].min(initial=k.BIG)), float(self._later[1][0].min(initial=k.BIG)))
         nxt = min(nxt, self.source.next_scripted())
         return min(nxt, self.source.next_creation()) if self._synthetic else nxt
+
+    def watch_cut(self, owner: np.ndarray, relay: int = -1) -> None:
+        """Get ready for ``earliest_output`` (NetworkShard): ``owner[router]`` = shard."""
+        p = self.p
+        t = CutTables.build(topo.Grid(p.rows, p.cols, p.torus), self.routers, owner, relay)
+        self._reach = t.reach(p.inject_delay, p.flit_delay)
+        self._cut = t.kernel_args(self.route, self._reach)
+        # the least delay from anything at a router to another shard: its flits' hops, or a
+        # credit back across a cut link that feeds it
+        fed = (t.in_from.reshape(-1, self.P) >= 0).any(axis=1)
+        hops = t.hops[:, t.adjacent].min(axis=1) if len(t.adjacent) else np.full(len(self.routers), HALF)
+        self._floor = np.minimum(np.minimum(hops, HALF // 16) * p.flit_delay,
+                                 np.where(fed, p.credit_return, HALF)).astype(np.int64)
+        self._order = np.argsort(self._floor, kind="stable").astype(np.int64)
+        self._eo = np.zeros(t.shards, dtype=np.int64)
+        self._no_later = np.zeros((5, 0), dtype=np.int64)
+
+    def earliest_output(self) -> np.ndarray:
+        """Per shard, the earliest cycle a flit or credit now held here could be due there."""
+        if self._cut is None:
+            raise RuntimeError("earliest_output needs watch_cut first")
+        src = self.source
+        later = self._no_later if self._later is None else self._later[0]
+        k.earliest_output(self.prm, self.vc, self.buf, self.node, self.sq, self.wheel_f, self.wheel_r, later,
+                          self.local_of, src.cre, src.scr, src.cursor, src.chunk_end,
+                          self._synthetic and src.chunk_end <= self.measure.horizon, self.t, self._cut,
+                          self._order, self._floor, self._eo)
+        return bounds_of(self._eo)
+
+    def offer_reach(self) -> np.ndarray:
+        """[local routers, shards] least cycles from an offer at a router to arriving in each shard."""
+        return bounds_of(self._reach)
 
     def deliver(self, b: FlitBoundary) -> None:
         """Take boundary traffic into the event wheel without advancing (e.g. when stopping)."""

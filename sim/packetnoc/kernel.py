@@ -18,6 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from sim.noc import measure as ms
+from sim.noc.cut import BIG as NEVER
+from sim.noc.cut import cap_of, offered, walk
 from sim.noc.jit import inline, kernel
 from sim.noc.sources import CRE_POS, SCR_POS
 
@@ -211,3 +213,20 @@ def run(t, t1, more, prm, sc, port, node, route, hkey, hval, cre, scr, cursor,
             cursor[SCR_POS] = spos + 1
         elif not grant(prm, sc, port, node, route, hkey, hval, m_sc, m_cycles, m_src, m_links, m_rec, out):
             return NEED_CYCLES, 0, 0
+
+
+
+@kernel
+def earliest_output(prm, sc, hkey, hval, scr, cre, cursor, chunk_end, more, cut, out):
+    """``out[j]``: the earliest cycle a head now pending or offered here could bid in shard
+    ``j`` (sim/noc/cut.py), each hop at its least delay (``HOP``). ``cut``: (route,
+    nxt_local, exit_to, in_from, reach, reach_min, adjacent, relay)."""
+    adjacent = cut[6]
+    n, p_, hop, fd = prm[N], prm[P], prm[HOP], prm[FLIT_DELAY]
+    for j in range(out.shape[0]):
+        out[j] = NEVER
+    for i in range(sc[HEAP_N]):  # pending bids
+        c = hkey[i] >> prm[PORT_BITS]
+        if c + hop < cap_of(out, adjacent):
+            walk(cut, out, n, p_, hval[i, ROUTER_AT], hval[i, DST], c, hop, fd)
+    offered(cut, out, n, p_, scr, cre, cursor, prm[SYNTHETIC], more, chunk_end, prm[FIRST_BID], hop, fd)

@@ -26,6 +26,7 @@ import numpy as np
 
 from sim.network import NETWORKS, LinkCounts
 from sim.noc import topology as topo
+from sim.noc.cut import CutTables, bounds_of
 from sim.noc.measure import EJECTED_ROW, TOTAL_ROW, WINDOW_ROW, Measurement
 from sim.noc.params import NocParams
 from sim.noc.shard import NocReport
@@ -85,6 +86,7 @@ class PacketShard:
         self._horizon = m.horizon
         self._nothing = PacketBoundary()  # returned whenever nothing leaves (never modified)
         self._next: float | None = None  # next_event() as the last advance found it
+        self._cut: tuple | None = None  # watch_cut's tables, as earliest_output's kernel takes them
 
     # ------------------------------------------------------------------ epoch API
     def advance(self, t0: int, t1: int, inbound: PacketBoundary | None = None) -> PacketBoundary:
@@ -153,6 +155,26 @@ class PacketShard:
         while len(self.hkey) - int(self.sc[k.HEAP_N]) < rows.shape[1]:
             self._provide(k.NEED_ROOM)
         k.accept(self.prm, self.sc, self.node, self.hkey, self.hval, self.local_of, rows)
+
+    def watch_cut(self, owner: np.ndarray, relay: int = -1) -> None:
+        """Get ready for ``earliest_output`` (NetworkShard): ``owner[router]`` = shard."""
+        t = CutTables.build(topo.Grid(self.p.rows, self.p.cols, self.p.torus), self.routers, owner, relay)
+        self._reach = t.reach(int(self.prm[k.FIRST_BID]), int(self.prm[k.HOP]))
+        self._cut = t.kernel_args(self.route, self._reach)
+        self._eo = np.zeros(t.shards, dtype=np.int64)
+
+    def earliest_output(self) -> np.ndarray:
+        """Per shard, the earliest cycle a head now pending or offered here could bid there."""
+        if self._cut is None:
+            raise RuntimeError("earliest_output needs watch_cut first")
+        src = self.source
+        k.earliest_output(self.prm, self.sc, self.hkey, self.hval, src.scr, src.cre, src.cursor, src.chunk_end,
+                          self._synthetic and src.chunk_end <= self._horizon, self._cut, self._eo)
+        return bounds_of(self._eo)
+
+    def offer_reach(self) -> np.ndarray:
+        """[local routers, shards] least cycles from an offer at a router to a bid in each shard."""
+        return bounds_of(self._reach)
 
     def offer(self, cycles, src, dst, flits=None) -> None:
         """Script packets (NocShard.offer)."""

@@ -35,6 +35,7 @@ from sim.chip.spec import CU
 from sim.chip.units import Compute, Replies, Sleep
 from sim.keys import Field, Issue, Table
 from sim.workloads import WORKLOADS, ChipContext
+from sim.workloads.request_trace import RequestTrace, TraceError, read_requests, take
 from sim.workloads.base import (
     STREAM_ACCEPT,
     STREAM_ARRIVAL,
@@ -70,6 +71,7 @@ class KvParams:
     scheduler_tile: int = 0
     draft: int = 4  # spec-decode
     accept: float = 0.7  # spec-decode
+    trace: RequestTrace | None = None  # arrivals and lengths from a trace instead of the distributions
 
     SECTION: ClassVar[str] = "decode"
     KEYS: ClassVar[Table]  # set below the class (it reads the defaults)
@@ -82,12 +84,15 @@ class KvParams:
         if d["max_batch"] > n_cu - 1:
             issues.append(Issue("workload.decode.max_batch", f"{d['max_batch']} sequences need that many worker CUs; "
                                 f"the chip has {n_cu - 1} besides the scheduler"))
-        return cls(kind=kind, requests=d["requests"], max_batch=d["max_batch"], layers=d["layers"],
-                   heads=d["heads"], head_dim=d["head_dim"], dtype_bytes=d["dtype_bytes"],
+        trace = _trace_of(d, spec.clock_hz, issues)
+        if trace is None and d["requests"] < 1:
+            issues.append(Issue("workload.decode.requests", "must be at least 1 (0 means all of a trace)"))
+        return cls(kind=kind, requests=len(trace.arrivals) if trace else d["requests"], max_batch=d["max_batch"],
+                   layers=d["layers"], heads=d["heads"], head_dim=d["head_dim"], dtype_bytes=d["dtype_bytes"],
                    prompt=dist_of(d["prompt_tokens"], "workload.decode.prompt_tokens", issues),
                    output=dist_of(d["output_tokens"], "workload.decode.output_tokens", issues),
                    arrival_interval=d["arrival_interval"], scheduler_tile=tile_id(sched, spec),
-                   draft=d["draft"], accept=d["accept"])
+                   draft=d["draft"], accept=d["accept"], trace=trace)
 
     @property
     def work_items(self) -> int:
@@ -105,13 +110,34 @@ class KvParams:
     def buffers_per_sequence(self) -> int:
         return 2 * self.layers * self.heads
 
+    def input_figures(self, cfg) -> dict:
+        """What the run took from its trace (nothing without one)."""
+        t = self.trace
+        if t is None:
+            return {}
+        return {"trace_requests": len(t.arrivals), "trace_capped_prompts": t.capped_prompts,
+                "trace_capped_outputs": t.capped_outputs, "trace_arrival_rate": t.arrival_rate}
+
+
+def _trace_of(d: dict, clock_hz: float, issues: list[Issue]) -> RequestTrace | None:
+    """The run's requests from ``workload.decode.trace``, if it names a file."""
+    if not d["trace"]:
+        return None
+    try:
+        return take(read_requests(d["trace"]), clock_hz, d["trace_start"], d["trace_duration"], d["requests"],
+                    d["trace_speedup"], d["max_prompt_tokens"], d["max_output_tokens"])
+    except TraceError as exc:
+        issues.append(Issue("workload.decode.trace", str(exc)))
+        return None
+
 
 def _keys(d: KvParams) -> Table:
     def i(doc, default, lo=1, unit=""):
         return Field("int", default, doc, min=lo, unit=unit)
 
     return Table({
-        "requests": i("sequences to serve", d.requests),
+        "requests": i("sequences to serve (with a trace: at most this many, from the window's start; 0: all)",
+                      d.requests, 0),
         "max_batch": i("sequences running at once (one worker CU each)", d.max_batch),
         "layers": i("layers", d.layers),
         "heads": i("KV heads per layer", d.heads),
@@ -124,6 +150,14 @@ def _keys(d: KvParams) -> Table:
         "draft": i("spec-decode: draft tokens per step", d.draft),
         "accept": Field("float", d.accept, "spec-decode: acceptance probability of each draft token", min=0.0,
                         max=1.0),
+        "trace": Field("str", "", "request trace replacing the drawn arrivals and lengths: Azure LLM inference "
+                       "CSV, or CSV/Parquet with TIMESTAMP, ContextTokens, GeneratedTokens (docs/traces.md)"),
+        "trace_start": Field("time", 0.0, "trace: start of the window after the first arrival", min=0.0, unit="s"),
+        "trace_duration": Field("time", 0.0, "trace: length of the window (0: to the end)", min=0.0, unit="s"),
+        "trace_speedup": Field("float", 1.0, "trace: arrival-rate scale (gaps between arrivals are divided by it)",
+                               min=1e-12),
+        "max_prompt_tokens": i("trace: longer prompts are cut to this (counted; 0: no cap)", 0, 0),
+        "max_output_tokens": i("trace: longer outputs are cut to this (counted; 0: no cap)", 0, 0),
     }, doc="kv-decode and spec-decode")
 
 
@@ -145,10 +179,14 @@ class KvDecode:
 
     # ------------------------------------------------------------------ pure facts
     def lengths(self, seq: int) -> tuple[int, int]:
+        if self.p.trace is not None:
+            return self.p.trace.prompt[seq], self.p.trace.output[seq]
         s = self.cfg.seed
         return max(1, self.p.prompt.draw(s, STREAM_PROMPT, seq)), max(1, self.p.output.draw(s, STREAM_OUTPUT, seq))
 
     def arrivals(self) -> list[int]:
+        if self.p.trace is not None:
+            return list(self.p.trace.arrivals)
         if self.p.arrival_interval <= 0:
             return [0] * self.p.requests
         u = rng.uniform(self.cfg.seed, STREAM_ARRIVAL, 0, np.arange(self.p.requests))

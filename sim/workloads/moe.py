@@ -17,6 +17,8 @@ producer and all ``top_k`` experts have dropped it.
 Routing: expert popularity follows a Zipf law with exponent ``skew`` (0 = uniform);
 a token's ``top_k`` distinct experts are drawn by the Gumbel-top-k trick (Kool et al.,
 ICML 2019) from counter-based random numbers of (seed, step, token), a pure function.
+Or a routing trace (``trace``, routing_trace.py) gives every step's tokens and experts;
+its steps may hold different numbers of tokens.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from sim.chip.units import Compute, Replies
 from sim.keys import Field, Issue, Table
 from sim.workloads import WORKLOADS, ChipContext
 from sim.workloads.base import STREAM_ROUTE, Floorplan, tile_field, tile_id, tile_of
+from sim.workloads.request_trace import TraceError
+from sim.workloads.routing_trace import RoutingTrace, imbalance_of, read_routing, select, skew_of
 
 ACTIVATION = buffer_label(2, "activation")
 EXPERT_INPUT = buffer_label(3, "expert-input")
@@ -56,6 +60,7 @@ class MoeParams:
     producers: int = 8
     expert_cus: int = 1  # CUs an expert's FFN is spread over (only the host is simulated)
     scheduler_tile: int = 0
+    trace: RoutingTrace | None = None  # replayed routes instead of the Zipf draw
 
     SECTION: ClassVar[str] = "moe"
     KEYS: ClassVar[Table]
@@ -70,9 +75,17 @@ class MoeParams:
         if d["producers"] > n_cu - 2:
             issues.append(Issue("workload.moe.producers", f"{d['producers']} leaves no CU for the experts "
                                 f"({n_cu} CUs, one is the scheduler)"))
-        return cls(steps=d["steps"], tokens=d["tokens"], experts=d["experts"], top_k=d["top_k"], skew=d["skew"],
+        trace = _trace_of(d, issues)
+        steps, tokens = d["steps"], d["tokens"]
+        if trace is not None:
+            steps, tokens = trace.steps, max(trace.tokens(k) for k in range(trace.steps))
+        elif not d["trace"]:
+            issues += [Issue(f"workload.moe.{k}", "must be at least 1 (0 means all of a trace)")
+                       for k in ("steps", "tokens") if d[k] < 1]
+        return cls(steps=steps, tokens=tokens, experts=d["experts"], top_k=d["top_k"], skew=d["skew"],
                    hidden=d["hidden"], expert_ffn=d["expert_ffn"], dtype_bytes=d["dtype_bytes"],
-                   producers=d["producers"], expert_cus=d["expert_cus"], scheduler_tile=tile_id(sched, spec))
+                   producers=d["producers"], expert_cus=d["expert_cus"], scheduler_tile=tile_id(sched, spec),
+                   trace=trace)
 
     @property
     def work_items(self) -> int:
@@ -85,14 +98,43 @@ class MoeParams:
     def act_bytes(self) -> int:
         return self.hidden * self.dtype_bytes
 
+    def routes(self, seed: int, step: int) -> np.ndarray:
+        """[tokens, top_k] experts of the tokens of ``step``."""
+        if self.trace is not None:
+            return self.trace.step(step)
+        return route(seed, step, self.tokens, self.experts, self.top_k, self.skew)
+
+    def input_figures(self, cfg) -> dict:
+        """Expert popularity measured on the routes the run replayed or drew."""
+        per_step = [np.bincount(self.routes(cfg.seed, k).ravel(), minlength=self.experts) for k in range(self.steps)]
+        return {"moe_skew_measured": skew_of(np.sum(per_step, axis=0)), "moe_load_imbalance": imbalance_of(per_step)}
+
+
+def _trace_of(d: dict, issues: list[Issue]) -> RoutingTrace | None:
+    """The routes of ``workload.moe.trace``, checked against top_k and experts."""
+    if not d["trace"]:
+        return None
+    try:
+        trace = select(read_routing(d["trace"]), d["trace_layers"], d["steps"], d["tokens"])
+    except TraceError as exc:
+        issues.append(Issue("workload.moe.trace", str(exc)))
+        return None
+    if trace.top_k != d["top_k"]:
+        issues.append(Issue("workload.moe.top_k", f"is {d['top_k']}; the trace routes every token to "
+                            f"{trace.top_k} experts"))
+    if trace.max_expert >= d["experts"]:
+        issues.append(Issue("workload.moe.experts", f"is {d['experts']}; the trace routes to expert "
+                            f"{trace.max_expert} (ids from 0)"))
+    return trace
+
 
 def _keys(d: MoeParams) -> Table:
     def i(doc, default, unit=""):
         return Field("int", default, doc, min=1, unit=unit)
 
     return Table({
-        "steps": i("routing steps", d.steps),
-        "tokens": i("tokens per step", d.tokens),
+        "steps": Field("int", d.steps, "routing steps (with a trace: at most this many; 0: all)", min=0),
+        "tokens": Field("int", d.tokens, "tokens per step (with a trace: its first this many; 0: all)", min=0),
         "experts": i("experts E", d.experts),
         "top_k": i("experts per token", d.top_k),
         "skew": Field("float", d.skew, "Zipf exponent of expert popularity (0: uniform)", min=0.0),
@@ -102,6 +144,10 @@ def _keys(d: MoeParams) -> Table:
         "producers": i("token-producing CUs (the gate)", d.producers),
         "expert_cus": i("CUs each expert's FFN is spread over (divides its compute time)", d.expert_cus),
         "scheduler_tile": tile_field([0, 0], "[row, col] of the scheduler CU"),
+        "trace": Field("str", "", "expert-routing trace replacing the Zipf draw: .npz or Parquet of token -> "
+                       "experts per layer and step (docs/traces.md)"),
+        "trace_layers": Field("list", [], "trace: layers replayed, each step's in order (empty: all)",
+                              item=Field("int", min=0)),
     }, doc="moe")
 
 
@@ -136,9 +182,15 @@ class Moe:
 
     def routes(self, step: int) -> np.ndarray:
         if step not in self._routes:
-            p = self.p
-            self._routes[step] = route(self.cfg.seed, step, p.tokens, p.experts, p.top_k, p.skew)
+            self._routes[step] = self.p.routes(self.cfg.seed, step)
         return self._routes[step]
+
+    def tokens(self, step: int) -> int:
+        return self.p.trace.tokens(step) if self.p.trace is not None else self.p.tokens
+
+    def token_id(self, step: int, t: int) -> int:
+        """A number unique to the token over the run (places its activation)."""
+        return int(self.p.trace.offsets[step]) + t if self.p.trace is not None else step * self.p.tokens + t
 
     def count(self, step: int, e: int) -> int:
         return int(np.count_nonzero(self.routes(step) == e))
@@ -168,15 +220,15 @@ class Moe:
             got = yield Replies(tags, "control")
             ok = all(r.arg == m.FINISHED for r in got.values())
             shard.counts["finished"] += 1
-            shard.record("request", step, t0, shard.now, self.p.tokens, "ok" if ok else "failed")
+            shard.record("request", step, t0, shard.now, self.tokens(step), "ok" if ok else "failed")
 
     # ------------------------------------------------------------------ producer (gate)
     def _produce(self, cu, msg):
         p = self.p
         step, idx = msg.buf, msg.nbytes
-        mine = [t for t in range(p.tokens) if t % len(self.producers) == idx]
+        mine = [t for t in range(self.tokens(step)) if t % len(self.producers) == idx]
         experts = self.routes(step)
-        want = [(self.grid.place(cu.uid, idx, j, len(mine), step * p.tokens + t), p.act_bytes, ACTIVATION)
+        want = [(self.grid.place(cu.uid, idx, j, len(mine), self.token_id(step, t)), p.act_bytes, ACTIVATION)
                 for j, t in enumerate(mine)]
         refs = yield from allocate_many(cu, want)
         ok = [(t, r) for t, r in zip(mine, refs) if r is not None]

@@ -35,9 +35,10 @@ def test_the_seed_matters():
 @pytest.mark.ray
 def test_ray_backend_matches_local(ray_session):
     ref = run(MOE)[0]
-    s, _, o, _ = run(MOE, shards=2, backend="ray")
-    assert s["result_hash"] == ref["result_hash"]
-    assert o.extra["chaining"] in ("compiled-graph", "driver")
+    for shards, cut in [(2, "rows"), (3, "cols"), (4, "blocks")]:  # windows from what each actor holds
+        s, _, o, _ = run(MOE, shards=shards, cut=cut, backend="ray")
+        assert s["result_hash"] == ref["result_hash"], (shards, cut)
+        assert o.extra["chaining"] in ("compiled-graph", "driver") and len(s["peak_rss_mb_per_shard"]) == shards
 
 
 def test_memory_map_is_the_same_for_any_shard_count():

@@ -125,7 +125,7 @@ class PacketNocModel(NocModel):
     """The synthetic-traffic NoC model run on packet shards."""
 
     def build(self, region, index):
-        return PacketShard(self.p, region)
+        return self.watching(PacketShard(self.p, region))
 
     def empty(self):
         return PacketBoundary()

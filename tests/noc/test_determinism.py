@@ -55,7 +55,8 @@ def test_ray_backend_matches_local(ray_session):
     assert h == ref and s2 == s
     assert o.extra["chaining"] in ("compiled-graph", "driver")
     h3, _, _ = _hash(p, shards=3, cut="cols", backend="ray")
-    assert h3 == ref
+    h4, _, _ = _hash(p, shards=4, cut="blocks", backend="ray")
+    assert h3 == ref and h4 == ref
 
 
 @pytest.mark.ray

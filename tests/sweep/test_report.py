@@ -184,3 +184,34 @@ def test_identical_series_are_drawn_once_and_say_so(pyplot):
     fig = metric_vs_axis(_sweep(rows, ["noc_rate", "noc_vcs"]), "noc_rate", "avg_latency", "noc_vcs", pyplot)
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["2, 4 (identical)"]
     pyplot.close(fig)
+
+
+def test_energy_by_policy_stacks_the_components_to_each_run_total(pyplot):
+    from cluster.report.sweep_figures import energy_vs_axis
+
+    # two seeds per policy: each bar is the mean of its seeds, its segments the mean components
+    rows = [{"memory_policy": p, "run_seed": seed, "energy_cu_joules": cu, "energy_mu_joules": mu,
+             "energy_realloc_copy_joules": copy}
+            for p, seed, cu, mu, copy in (("virtual", 1, 1.0, 4.0, 0.0), ("virtual", 2, 3.0, 4.0, 0.0),
+                                          ("realloc-copy", 1, 2.0, 5.0, 1.0), ("realloc-copy", 2, 2.0, 7.0, 3.0))]
+    fig = energy_vs_axis(_sweep(rows, ["memory_policy", "run_seed"], command="run"), "memory_policy", pyplot)
+    tops = {}
+    for p in fig.axes[0].patches:
+        tops[p.get_x()] = max(tops.get(p.get_x(), 0.0), p.get_y() + p.get_height())
+    assert sorted(tops.values()) == [6.0, 10.0]  # virtual 2 + 4 + 0; realloc-copy 2 + 6 + 2
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["cu", "mu", "realloc_copy"]
+    pyplot.close(fig)
+
+
+def test_a_run_energy_bar_per_component_stacked_by_action(pyplot):
+    from cluster.report.figures import energy_breakdown
+
+    t = pa.table({"component": ["cu", "mu", "mu", "mu", "noc_link"], "action": ["fu_op", "read_byte", "write_byte",
+                  "translation", "flit_bit"], "joules": [2.0, 1.0, 0.5, 0.0, 3.0]})
+    fig = energy_breakdown({"run_energy": t}, pyplot)
+    tops = {}
+    for p in fig.axes[0].patches:
+        tops[round(p.get_x(), 6)] = max(tops.get(round(p.get_x(), 6), 0.0), p.get_y() + p.get_height())
+    assert sorted(tops.values()) == [1.5, 2.0, 3.0] and len(fig.axes[0].patches) == 4  # no bar for 0 J
+    assert "6.5 J in all" in fig.axes[0].get_title()
+    pyplot.close(fig)
