@@ -69,6 +69,15 @@ class ChipBoundary:
         return self.net.earliest()
 
 
+
+@dataclass(slots=True)
+class InboxEntry:
+    """A message whose packets are still reaching its terminal: delivered when the last arrives."""
+
+    msg: m.Message
+    packets_left: int
+    last_arrival: int = 0  # cycle the latest of its packets arrived
+
 class ChipShard:
     def __init__(self, cfg, region, workload):
         self.cfg = cfg
@@ -102,7 +111,7 @@ class ChipShard:
                 u = IoUnit(uid, tile, self)
             self.units[uid] = u
         self.ni_busy: dict[int, set] = {int(t): set() for t in self.my_tiles}
-        self.inbox: dict[int, list] = {}  # message id -> [Message, packets left, last arrival]
+        self.inbox: dict[int, InboxEntry] = {}  # message id -> its packets still on the way
         self.pkt_to_msg: dict[int, int] = {}
         self._offers: list[tuple[int, int, int, int]] = []
         self._out_msgs: list[tuple] = []
@@ -191,7 +200,7 @@ class ChipShard:
             else:
                 self._out_pkts.append((pkt, msg.msg, dst_tile))
         if local:
-            self.inbox[msg.msg] = [msg, msg.packets, 0]
+            self.inbox[msg.msg] = InboxEntry(msg, msg.packets)
         else:
             self._out_msgs.append(msg.row())
         self.sent_count[kind] += 1
@@ -311,21 +320,21 @@ class ChipShard:
         for p, c in zip(pk.tolist(), cyc.tolist()):
             mid = p2m.pop(p)
             e = inbox[mid]
-            e[1] -= 1
-            if c > e[2]:
-                e[2] = c
-            if e[1] == 0:
+            e.packets_left -= 1
+            if c > e.last_arrival:
+                e.last_arrival = c
+            if e.packets_left == 0:
                 del inbox[mid]
-                msg = e[0]
+                msg = e.msg
                 dst = msg.dst if msg.chip < 0 else self.egress[msg.chip]
-                heapq.heappush(heap, (e[2], DELIVERY, dst, mid, None, msg))
+                heapq.heappush(heap, (e.last_arrival, DELIVERY, dst, mid, None, msg))
 
     def _accept(self, b: ChipBoundary) -> None:
         if len(b.net):
             self.net.deliver(b.net)
         for row in b.msgs.tolist():
             msg = m.Message(*row)
-            self.inbox[msg.msg] = [msg, msg.packets, 0]
+            self.inbox[msg.msg] = InboxEntry(msg, msg.packets)
         if len(b.pkt):
             self.pkt_to_msg.update(zip(b.pkt.tolist(), b.pkt_msg.tolist()))
 
