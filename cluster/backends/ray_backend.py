@@ -54,7 +54,7 @@ class ActorReport:
 class ShardActor:
     """Holds one shard of a model and advances it one epoch per call."""
 
-    def __init__(self, model, region, index, n, epoch):
+    def __init__(self, model: Any, region: Any, index: int, n: int, epoch: int) -> None:
         self.model = model
         self.shard = model.build(region, index)
         self.i, self.n, self.E = index, n, epoch

@@ -55,14 +55,16 @@ def run_system_command(args, cfg: dict) -> int:
             print(f"  seconds per batch: simulated {s['seconds_per_batch_simulated']:.6g} (slowest chip, "
                   f"{s['slowest_chip']}), DFModel {s['seconds_per_batch_analytic']:.6g}")
         elif "seconds_per_batch_analytic" in s:
-            print(f"  seconds per batch: simulated {s['seconds_simulated']:.6g}, DFModel {s['seconds_per_batch_analytic']:.6g}"
-                  f"; pipeline factor simulated {s['pipeline_factor_simulated']:.6f}, "
+            print(f"  seconds per batch: simulated {s['seconds_simulated']:.6g}, "
+                  f"DFModel {s['seconds_per_batch_analytic']:.6g}; "
+                  f"pipeline factor simulated {s['pipeline_factor_simulated']:.6f}, "
                   f"DFModel {s['pipeline_factor_analytic']:.6f}")
         if "closed_form_cycles" in s:
             print(f"  {s['collective']} over {s['group_chips']} chips: {s['collective_cycles'][0]:,} cycles "
                   f"(closed form {s['closed_form_cycles']:,})")
         if "expert_imbalance" in s:
-            print(f"  expert steps: mean {s['step_seconds_mean']:.6g} s (balanced {s['balanced_step_cycles']:,} cycles); "
+            print(f"  expert steps: mean {s['step_seconds_mean']:.6g} s "
+                  f"(balanced {s['balanced_step_cycles']:,} cycles); "
                   f"busiest chip took {s['expert_imbalance']:.2f}x the mean tokens; landing buffer peak "
                   f"{s['landing_bytes_peak']:,} B of a static {s['landing_bytes_static']:,} B")
         print(f"  status {s['status']}" + (f": {s['status_detail']}" if s["status_detail"] else ""))
@@ -107,15 +109,16 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(figures))
     else:
-        print(f"{s['workload']} on {s['chip']} ({s['rows']} x {s['cols']} tiles), {s['network']} NoC, policy {s['policy']}, "
-              f"reclaim {s['reclaim']}, {s['shards']} shard(s) on {s['backend']}")
+        print(f"{s['workload']} on {s['chip']} ({s['rows']} x {s['cols']} tiles), {s['network']} NoC, "
+              f"policy {s['policy']}, reclaim {s['reclaim']}, {s['shards']} shard(s) on {s['backend']}")
         print(f"  simulated {s['sim_cycles']:,} cycles ({s['sim_seconds'] * 1e6:,.1f} us) in {s['wall_seconds']:.2f} s"
               f"{' (cut off at run.max_cycles)' if s['cut_off'] else ''}")
         print(f"  {s['tokens']:,} tokens, {s['tokens_per_second']:,.0f} tokens/s; request latency p50 "
               f"{s['latency_p50_cycles']:,.0f} / p99 {s['latency_p99_cycles']:,.0f} cycles; "
               f"{s['requests']} requests, {s['requests_failed']} failed")
-        print(f"  MU utilisation peak {s['peak_mu_utilization']:.3f}, mean {s['mean_mu_utilization']:.3f}; reserved peak "
-              f"{s['peak_mu_reserved']:.3f}; fragmentation {s['fragmentation']:.3f}; bytes copied {s['bytes_copied']:,}")
+        print(f"  MU utilisation peak {s['peak_mu_utilization']:.3f}, mean {s['mean_mu_utilization']:.3f}; "
+              f"reserved peak {s['peak_mu_reserved']:.3f}; fragmentation {s['fragmentation']:.3f}; "
+              f"bytes copied {s['bytes_copied']:,}")
         print(f"  {s['messages_total']:,} messages ({s['sync_messages']:,} for synchronisation, "
               f"{s['sync_wait_cycles']:,} cycles waited on them); out of memory {s['oom_events']} times "
               f"(stalls {s['stalls']}, evictions {s['evictions']}, failures {s['oom_failures']})")

@@ -22,6 +22,13 @@ def first(table: pa.Table, candidates: tuple[str, ...]) -> str | None:
     return next((c for c in candidates if c in table.column_names), None)
 
 
+def present(column: str | None, what: str) -> str:
+    """``column``, which the table a figure chose must have (``Skip`` naming ``what`` otherwise)."""
+    if column is None:
+        raise Skip(f"no {what} column")
+    return column
+
+
 def containing(table: pa.Table, word: str, prefer: tuple[str, ...] = ()) -> str | None:
     """A numeric column whose name contains ``word``, preferring names that contain a ``prefer`` word."""
     cols = [c for c in table.column_names if word in c and numeric(table, c)]

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cluster.report.data import Skip, containing, find_table, first, grouped, numeric, only_ok
+from cluster.report.data import Skip, containing, find_table, first, grouped, numeric, only_ok, present
 
 DIRECTIONS = ("E", "W", "S", "N")
 TIME = ("cycle", "cycles", "time", "t")
@@ -35,9 +35,11 @@ def latency_vs_load(tables: dict[str, pa.Table], plt):
     """Mean and p99 packet latency against offered load (the classic NoC curve), saturated loads marked."""
     _, t = find_table(tables, lambda t: "avg_latency" in t.column_names and first(t, ("rate", "offered")))
     t = only_ok(t)
-    x = first(t, ("rate", "offered"))
+    x = present(first(t, ("rate", "offered")), "offered load")
     fig, ax = plt.subplots(figsize=(6, 4), constrained_layout=True)
-    lines = [("avg_latency", "mean", "o", "-")] + [("p99_latency", "p99", "s", "--")] * ("p99_latency" in t.column_names)
+    lines = [("avg_latency", "mean", "o", "-")]
+    if "p99_latency" in t.column_names:
+        lines.append(("p99_latency", "p99", "s", "--"))
     for y, name, marker, style in lines:
         for _, (xs, ys, _, _) in grouped(t, x, y).items():
             ax.plot(xs, ys, marker=marker, linestyle=style, label=name)
@@ -85,9 +87,9 @@ def mu_heatmap(tables: dict[str, pa.Table], plt):
         return first(t, ROW) and first(t, COL) and containing(t, "util") and "direction" not in t.column_names
 
     name, t = find_table(tables, usable)
-    r, c = first(t, ROW), first(t, COL)
-    u = containing(t, "util", prefer=("peak", "mean"))
-    grid = {}
+    r, c = present(first(t, ROW), "row"), present(first(t, COL), "column")
+    u = present(containing(t, "util", prefer=("peak", "mean")), "utilisation")
+    grid: dict[tuple, list] = {}
     for rv, cv, uv in zip(t[r].to_pylist(), t[c].to_pylist(), t[u].to_pylist()):
         if uv is not None:
             grid.setdefault((rv, cv), []).append(uv)
@@ -111,11 +113,13 @@ def memory_over_time(tables: dict[str, pa.Table], plt, max_lines: int = 16):
         return first(t, TIME) and containing(t, "util") and numeric(t, first(t, TIME))
 
     name, t = find_table(tables, usable)
-    x, u, unit = first(t, TIME), containing(t, "util", prefer=("mean", "used")), first(t, UNIT)
+    x = present(first(t, TIME), "time")
+    u = present(containing(t, "util", prefer=("mean", "used")), "utilisation")
+    unit = first(t, UNIT)
     fig, ax = plt.subplots(figsize=(7, 4))
     if unit:
         groups = grouped(t, x, u, unit)
-        for i, (hue, (xs, ys, _, _)) in enumerate(groups.items()):
+        for i, (xs, ys, _, _) in enumerate(groups.values()):
             if i < max_lines:
                 ax.plot(xs, ys, linewidth=0.7, alpha=0.5)
     xs, ys, lo, hi = next(iter(grouped(t, x, u).values()))
@@ -144,7 +148,7 @@ def message_breakdown(tables: dict[str, pa.Table], plt):
     if not counts:
         raise Skip("no table with message counts (message_type + count, or messages_* columns)")
     fig, ax = plt.subplots(figsize=(7, 4))
-    names = sorted(counts, key=counts.get, reverse=True)
+    names = sorted(counts, key=lambda k: counts[k], reverse=True)
     ax.bar(names, [counts[k] for k in names])
     ax.set_ylabel("messages")
     ax.set_title("protocol messages by type")

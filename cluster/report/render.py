@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import pyarrow as pa
@@ -78,19 +79,19 @@ def _sweep(sweep: SweepTables, opts: Options, out: Path, report: Report, plt) ->
     axes = opts.x or sf.varied_axes(sweep)
     for x in axes:
         if sf.message_columns(sweep) and not numeric(sweep.result, x):
-            _draw(f"{sweep.name} messages vs {x}", lambda: sf.messages_vs_axis(sweep, x, plt),
+            _draw(f"{sweep.name} messages vs {x}", partial(sf.messages_vs_axis, sweep, x, plt),
                   out / f"{sweep.name}-messages-vs-{x}.png", report, plt)
         if sf.energy_columns(sweep) and not numeric(sweep.result, x):
-            _draw(f"{sweep.name} energy vs {x}", lambda: sf.energy_vs_axis(sweep, x, plt),
+            _draw(f"{sweep.name} energy vs {x}", partial(sf.energy_vs_axis, sweep, x, plt),
                   out / f"{sweep.name}-energy-vs-{x}.png", report, plt)
         for y in opts.y or sf.default_metrics(sweep):
             h = opts.hue if opts.hue and opts.hue != x else sf.hue_for(sweep, x)
-            _draw(f"{sweep.name} {y} vs {x}", lambda: sf.metric_vs_axis(sweep, x, y, h, plt),
+            _draw(f"{sweep.name} {y} vs {x}", partial(sf.metric_vs_axis, sweep, x, y, h, plt),
                   out / f"{sweep.name}-{y}-vs-{x}.png", report, plt)
     point, tables = _point_tables(sweep, opts.point)
     for name, make in RUN_FIGURES.items():
         if name != "latency_vs_load":
-            _draw(f"{sweep.name} point {point} {name}", lambda: make(tables, plt),
+            _draw(f"{sweep.name} point {point} {name}", partial(make, tables, plt),
                   out / f"{sweep.name}-point-{point}-{name}.png", report, plt)
 
 
@@ -108,7 +109,7 @@ def write_report(path: str | Path, out: str | Path | None = None, opts: Options 
     report = Report()
     if sources.runs:
         for name, make in RUN_FIGURES.items():
-            _draw(name, lambda: make(sources.runs, plt), out / f"{name}.png", report, plt)
+            _draw(name, partial(make, sources.runs, plt), out / f"{name}.png", report, plt)
     for sweep in sources.sweeps:
         _sweep(sweep, opts, out, report, plt)
     return report

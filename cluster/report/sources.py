@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 
 from cluster.sweep.dataset import read_dataset
 from cluster.sweep.layout import DatasetLayout, column_name, find_manifests
-from cluster.sweep.spec import flatten
 from cluster.sweep.manifest import Manifest
+from cluster.sweep.spec import flatten
 
 
 @dataclass

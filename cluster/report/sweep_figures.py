@@ -180,8 +180,8 @@ def metric_vs_axis(sweep: SweepTables, x: str, y: str, hue: str | None, plt, max
                              sharey=True, constrained_layout=True)
     categorical = not numeric(t, x)
     order = sweep.orders.get(x, [])
-    cats = sorted(distinct(t, x), key=lambda v: (order.index(v) if v in order else len(order), _sort_key(v))) \
-        if categorical else None
+    cats: list = (sorted(distinct(t, x), key=lambda v: (order.index(v) if v in order else len(order), _sort_key(v)))
+                  if categorical else [])  # the categories' order on the axis (numeric axes: none)
     replicates = 1
     handles: dict = {}
     for ax, (where, prows) in zip(axes.flat, panels):
@@ -213,7 +213,8 @@ def metric_vs_axis(sweep: SweepTables, x: str, y: str, hue: str | None, plt, max
             ax.set_title(", ".join(labels.condition(sweep.command, k, v) for k, v in where.items()), fontsize="small")
         ax.grid(True, alpha=0.3)
     _axis_labels(axes, len(panels), labels.axis(sweep.command, x), labels.metric(y))
-    note = f"mean of {replicates} seeds; error bars: 95 % confidence interval" if replicates > 1 else "one seed per point"
+    note = (f"mean of {replicates} seeds; error bars: 95 % confidence interval" if replicates > 1
+            else "one seed per point")
     fig.suptitle(f"{sweep.name}: {labels.metric(y)}\n{note}", fontsize="medium")
     if handles:
         title = labels.axis(sweep.command, hue) if hue else None

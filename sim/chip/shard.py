@@ -32,7 +32,7 @@ import numpy as np
 
 from sim import rng
 from sim.chip import messages as m
-from sim.chip.config import NI_LATENCY
+from sim.chip.config import NI_LATENCY, ChipConfig
 from sim.chip.dram import DramUnit
 from sim.chip.io import IoUnit
 from sim.chip.memory_unit import MemoryUnit
@@ -41,6 +41,8 @@ from sim.chip.spec import CU, DRAM, MU, unit_layout
 from sim.chip.units import ComputeUnit, Unit
 from sim.memory import oracle
 from sim.network import NETWORKS, NetBoundary
+from sim.noc.topology import Region
+from sim.workloads import WorkloadProgram
 
 _E = np.zeros(0, dtype=np.int64)
 NF = len(m.FIELDS)
@@ -79,7 +81,7 @@ class InboxEntry:
     last_arrival: int = 0  # cycle the latest of its packets arrived
 
 class ChipShard:
-    def __init__(self, cfg, region, workload):
+    def __init__(self, cfg: ChipConfig, region: Region, workload: WorkloadProgram) -> None:
         self.cfg = cfg
         self.region = region
         spec = cfg.spec
@@ -101,6 +103,7 @@ class ChipShard:
         home_dram = self._home_dram()
         for uid in np.flatnonzero(mine[lay.tile]).tolist():
             kind, tile = int(lay.kind[uid]), int(lay.tile[uid])
+            u: Unit
             if kind == CU:
                 u = ComputeUnit(uid, tile, self, workload)
             elif kind == MU:
@@ -132,12 +135,12 @@ class ChipShard:
         self.counts = {"admitted": 0, "finished": 0}
         self.trace_events: list[tuple] = []
         self.trace_dropped = 0
-        self.memory_map = None
+        self.memory_map: dict | None = None  # the MUs' contents at run.memory_map's cycle, once taken
         self._pruned = 0
         # start the workload's units
-        for u in self.units.values():
-            if isinstance(u, ComputeUnit):
-                self.at(0, u, self._start_unit, u)
+        for unit in self.units.values():
+            if isinstance(unit, ComputeUnit):
+                self.at(0, unit, self._start_unit, unit)
 
     def _home_dram(self) -> np.ndarray:
         """Each MU's DRAM interface: the nearer edge of its own row."""

@@ -40,6 +40,12 @@ class ChipContext:
     room: "MuRoom | None" = None  # how an MU gives out room under the run's policy
     system: "System | None" = None  # the system of chips a system workload runs on
 
+    def on_chip(self) -> "tuple[ChipSpec, UnitLayout]":
+        """The chip and where its units are (always given to a chip workload; None for a system's)."""
+        if self.spec is None or self.layout is None:
+            raise TypeError("a chip workload's config needs the chip and its unit layout")
+        return self.spec, self.layout
+
 
 class WorkloadProgram(Protocol):
     """What every CU of a chip shard runs."""

@@ -32,10 +32,9 @@ from sim.chip import messages as m
 from sim.chip.records import buffer_label
 from sim.chip.references import allocate, free
 from sim.chip.spec import CU
-from sim.chip.units import Compute, Replies, Sleep
+from sim.chip.units import Compute, ComputeUnit, Replies, Sleep
 from sim.keys import Field, Issue, Table
-from sim.workloads import WORKLOADS, ChipContext
-from sim.workloads.request_trace import RequestTrace, TraceError, read_requests, take
+from sim.workloads import WORKLOADS, ChipContext, Task
 from sim.workloads.base import (
     STREAM_ACCEPT,
     STREAM_ARRIVAL,
@@ -50,6 +49,7 @@ from sim.workloads.base import (
     tile_id,
     tile_of,
 )
+from sim.workloads.request_trace import RequestTrace, TraceError, read_requests, take
 
 KV_BUFFER = buffer_label(1, "kv")
 
@@ -78,7 +78,7 @@ class KvParams:
 
     @classmethod
     def from_config(cls, kind: str, d: dict, chip: ChipContext, issues: list[Issue]) -> "KvParams":
-        spec, lay = chip.spec, chip.layout
+        spec, lay = chip.on_chip()
         sched = tile_of(d["scheduler_tile"], "workload.decode.scheduler_tile", spec, lay, CU, issues)
         n_cu = len(lay.cus)
         if d["max_batch"] > n_cu - 1:
@@ -214,7 +214,7 @@ class KvDecode:
         raise RuntimeError(f"kv-decode CU {cu.uid} got an unexpected {m.KINDS[msg.kind]} message")
 
     # ------------------------------------------------------------------ scheduler
-    def _schedule(self, cu):
+    def _schedule(self, cu: ComputeUnit) -> Task:
         """Iteration-level batching. Admissions run on the side (a stalled one, waiting for
         memory that running sequences hold, must not hold up their steps); a sequence
         joins the iterations once its prefill has replied."""

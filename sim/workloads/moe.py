@@ -67,7 +67,7 @@ class MoeParams:
 
     @classmethod
     def from_config(cls, kind: str, d: dict, chip: ChipContext, issues: list[Issue]) -> "MoeParams":
-        spec, lay = chip.spec, chip.layout
+        spec, lay = chip.on_chip()
         sched = tile_of(d["scheduler_tile"], "workload.moe.scheduler_tile", spec, lay, CU, issues)
         n_cu = len(lay.cus)
         if d["top_k"] > d["experts"]:

@@ -143,7 +143,8 @@ def read_routing(path: str | Path) -> dict[tuple[int, int], np.ndarray]:
     if not ks:
         raise TraceError(f"{p}: no routed tokens")
     if len(ks) > 1:
-        raise TraceError(f"{p}: tokens go to {sorted(ks)} experts in different steps (every token needs the same top_k)")
+        raise TraceError(f"{p}: tokens go to {sorted(ks)} experts in different steps "
+                         "(every token needs the same top_k)")
     for (layer, step), e in sorted(steps.items()):
         _check_tokens(f"{p}: layer {layer}, step {step}", e)
     return steps

@@ -98,7 +98,7 @@ def test_accelergy_counts_are_the_run_energy_counts(tmp_path, capsys):
     energy = pq.read_table(out / "run_energy.parquet").to_pydict()
     text = (out / "action_counts.yaml").read_text()
     assert text.startswith("action_counts:\n  version: 0.3\n")
-    for c, a, n in zip(energy["component"], energy["action"], energy["count"]):
+    for a, n in zip(energy["action"], energy["count"]):
         assert f"- name: {a}\n" in text and f"counts: {n}\n" in text
     bad = tmp_path / "bad.toml"
     bad.write_text("[table]\nname = 1\n")
