@@ -236,8 +236,9 @@ def _grid_system_config(cfg: dict):
 
     sysd, wl, run = cfg["system"], cfg["workload"], cfg["run"]
     if wl["kind"] != "dataflow":
+        box = ", ".join(n for n, c in WORKLOADS.items() if getattr(c, "SYSTEM", False))
         raise ConfigError("config", [Issue("workload.kind", f"{wl['kind']}: grid-fidelity chips run a plan mapped "
-                                           "over the system (dataflow); box chips run collective and pipeline")])
+                                           f"over the system (dataflow); box chips run {box}")])
     pp = [i for i, d in enumerate(sysd["network"]) if d.get("parallelism") == "PP"]
     if pp:
         raise ConfigError("config", [Issue(f"system.network[{pp[0]}].parallelism", "PP: grid-fidelity chips run TP "
