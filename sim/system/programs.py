@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from mapping.plan import MappingPlan
-from mapping.systems import LinkKind, Parallelism
+from mapping.systems import LinkKind, Parallelism, System
 from mapping.topology import SystemGraph
 from sim.keys import Field, Issue, Table
 from sim.system.collectives import COLLECTIVES
@@ -23,6 +23,7 @@ from sim.system.shard import BoxChip, Compute, Recv
 from sim.workloads import WORKLOADS, ChipContext
 
 OPS = tuple(COLLECTIVES) + ("point_to_point",)
+DP_TAG = 1 << 20  # the gradient all-reduce's tag (micro-batches' messages are tagged by their index)
 
 
 @WORKLOADS.register("collective")
@@ -132,8 +133,10 @@ class CollectiveProgram:
 @dataclass(frozen=True)
 class PipelineParams:
     """A mapped plan over the system with box chips: each chip computes its stage of every
-    micro-batch for DFModel's per-micro-batch stage time (TP and DP collectives inside it,
-    as DFModel charges them) and sends its share of the activations to the next stage."""
+    micro-batch for DFModel's per-micro-batch stage time (TP collectives inside it, as
+    DFModel charges them) and sends its share of the activations to the next stage. A
+    training plan with DP then all-reduces its stage's gradients over its DP group as ring
+    messages; DFModel's amortised share of that all-reduce is taken out of the stage time."""
 
     kind: str = "pipeline"
     tp: int = 1
@@ -146,6 +149,8 @@ class PipelineParams:
     p2p_seconds: float = 0.0  # DFModel's point-to-point term of it
     pipeline_factor: float = 1.0
     plan_name: str = ""
+    dp_bytes: int = 0  # a chip's gradient bytes all-reduced over its DP group once per batch
+    dp_seconds_analytic: float = 0.0  # DFModel's share of that per batch, amortised in its stage times
 
     SYSTEM: ClassVar[bool] = True
     SECTION: ClassVar[str] = "pipeline"
@@ -166,14 +171,27 @@ class PipelineParams:
         if not plan.feasible:
             issues.append(Issue("workload.pipeline", f"the plan is {plan.status}: {plan.reason}"))
             return cls()
-        return cls.from_plan(plan, d.get("micro_batches") or 0)
+        return cls.from_plan(plan, d.get("micro_batches") or 0, system)
 
     @classmethod
-    def from_plan(cls, plan: MappingPlan, micro_batches: int = 0) -> "PipelineParams":
-        stage = sum(p.seconds for p in plan.partitions) * plan.layers_per_stage * plan.micro_batch
-        return cls("pipeline", plan.tp, plan.pp, plan.dp, micro_batches or plan.num_micro_batches, stage,
+    def from_plan(cls, plan: MappingPlan, micro_batches: int = 0, system: System | None = None) -> "PipelineParams":
+        """``system``: simulate the DP gradient all-reduce on it (without: DP stays inside the stage time)."""
+        dp_share, dp_bytes = dp_gradients(plan, system)
+        seconds = 0.0
+        for part in plan.partitions:
+            share = sum(dp_share.get(k, 0.0) for k in part.kernels)
+            if share:  # the partition's time without DFModel's amortised all-reduce, as DFModel sums its terms
+                terms = (part.compute_seconds, part.memory_seconds, part.network_seconds)
+                overlapped = math.isclose(part.seconds, max(terms), rel_tol=1e-9)
+                rest = (part.compute_seconds, part.memory_seconds, max(0.0, part.network_seconds - share))
+                seconds += max(rest) if overlapped else sum(rest)
+            else:
+                seconds += part.seconds
+        scale = plan.layers_per_stage * plan.micro_batch
+        mbs = micro_batches or plan.num_micro_batches
+        return cls("pipeline", plan.tp, plan.pp, plan.dp, mbs, seconds * scale,
                    stage_boundary_bytes(plan), plan.seconds_per_batch, plan.p2p_seconds, plan.pipeline_factor,
-                   plan.workload)
+                   plan.workload, dp_bytes, float(sum(dp_share.values())) * scale * plan.num_micro_batches)
 
     @property
     def work_items(self) -> int:
@@ -192,16 +210,38 @@ class PipelineParams:
             return {}
         end = max(r.end for r in records)
         start = min(r.start for r in records)
+        dp = [r for r in records if r.kind == "dp_all_reduce"]  # the gradients' all-reduce, once per batch
         stage = PipelineProgram(self, cfg).stage_cycles
         sim = (end - start) / cfg.clock_hz
+        pipe = (max(r.end for r in records if r.kind == "stage") - start) / cfg.clock_hz  # before the DP all-reduce
         ideal = self.micro_batches * stage / cfg.clock_hz  # no bubble, no transfers
         planned = self.seconds_per_batch
         return {"tp": self.tp, "pp": self.pp, "dp": self.dp, "micro_batches": self.micro_batches,
                 "stage_seconds": stage / cfg.clock_hz, "seconds_simulated": sim,
-                "bubble_fraction": 1.0 - ideal / sim if sim > 0 else 0.0,
-                "pipeline_factor_simulated": sim / ideal if ideal > 0 else 1.0,
+                "bubble_fraction": 1.0 - ideal / pipe if pipe > 0 else 0.0,
+                "pipeline_factor_simulated": pipe / ideal if ideal > 0 else 1.0,
                 "pipeline_factor_analytic": self.pipeline_factor,
-                "seconds_per_batch_analytic": planned, "p2p_seconds_analytic": self.p2p_seconds}
+                "seconds_per_batch_analytic": planned, "p2p_seconds_analytic": self.p2p_seconds,
+                "dp_all_reduce_seconds": ((max(r.end for r in dp) - min(r.start for r in dp)) / cfg.clock_hz
+                                          if dp else 0.0),
+                "dp_seconds_analytic": self.dp_seconds_analytic}
+
+
+def dp_gradients(plan: MappingPlan, system: System | None) -> tuple[dict[str, float], int]:
+    """DFModel's per-micro-batch share of each kernel's DP gradient all-reduce (seconds, as
+    mapping/kernel_costs.py charges it: the kernel's slice m x n over the micro-batches) and a
+    chip's gradient bytes per batch (its stage's layers). Empty without DP or a DP dimension."""
+    from mapping import collectives as coll
+    from mapping.graph import CollectiveKind
+
+    dims = [d for d in system.network if d.parallelism is Parallelism.DP] if system is not None else []
+    if plan.dp < 2 or len(dims) != 1:  # DP over several dimensions stays inside DFModel's stage time
+        return {}, 0
+    kind = LinkKind.FULLY_CONNECTED if all(d.kind is LinkKind.FULLY_CONNECTED for d in dims) else LinkKind.RING
+    spb = coll.seconds_per_byte(CollectiveKind.DP_ALL_REDUCE, kind, plan.dp, min(d.link_bandwidth for d in dims))
+    grads = {k.name: k.m * k.n * plan.word for k in plan.kernels if "dp_all_reduce" in k.collectives.split(",")}
+    share = {name: g / max(1, plan.num_micro_batches) * spb for name, g in grads.items()}
+    return share, int(sum(grads.values()) * plan.layers_per_stage)
 
 
 def stage_boundary_bytes(plan: MappingPlan) -> int:
@@ -252,6 +292,7 @@ class PipelineProgram:
         graph: SystemGraph = cfg.graph
         system = cfg.system
         self.pp_dim = next((i for i, d in enumerate(system.network) if d.parallelism is Parallelism.PP), -1)
+        self.dp_dim = next((i for i, d in enumerate(system.network) if d.parallelism is Parallelism.DP), -1)
         if p.pp > 1 and self.pp_dim < 0:
             raise ValueError("the plan has pipeline stages but no network dimension carries PP")
         self.graph = graph
@@ -279,6 +320,11 @@ class PipelineProgram:
             if nxt >= 0:
                 chip.send(nxt, self.act_bytes, m)
         shard.record("stage", chip.cid, stage, first, shard.now, p.micro_batches)
+        if p.dp_bytes and self.dp_dim >= 0:  # the batch's gradients, over this chip's DP group
+            start = shard.now
+            group = self.graph.group(chip.cid, self.dp_dim)
+            yield from COLLECTIVES["all_reduce"](chip, group, p.dp_bytes, DP_TAG, self.graph.kinds[self.dp_dim])
+            shard.record("dp_all_reduce", chip.cid, stage, start, shard.now, p.dp_bytes)
         if chip.cid == 0:
             shard.counts["finished"] += 1
 

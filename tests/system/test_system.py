@@ -1,6 +1,7 @@
 """Systems of chips: collectives and pipelines against closed forms; any grouping, any backend."""
 
 import dataclasses
+import math
 
 import numpy as np
 import pytest
@@ -135,3 +136,24 @@ def test_skewed_routing_lands_what_the_draw_routed_and_waits_for_the_hot_chip():
 def test_expert_parallel_refuses_experts_that_do_not_spread():
     with pytest.raises(ConfigError, match="workload.experts.experts"):
         _experts(3)
+
+
+def test_a_training_plan_all_reduces_its_gradients_over_the_dp_group_once_a_batch():
+    """TP 2 x DP 2, no PP: the micro-batches back to back, then a ring all-reduce of the stage's
+    gradients over the DP pair, 2 (p - 1) (L + S / p / B); DFModel amortises (p - 1) / (p B) per
+    byte under its stage time, half the ring's bytes per link and no latency."""
+    dims = [{"kind": "r", "size": 2, "link_bandwidth": "64GB/s", "link_latency": "500ns", "parallelism": "TP"},
+            {"kind": "r", "size": 2, "link_bandwidth": "25GB/s", "link_latency": "500ns", "parallelism": "DP"}]
+    graph = {"kind": "llm", "name": "t", "word": 2,
+             "llm": {"hidden": 2048, "heads": 16, "seq": 1024, "layers": 2, "global_batch": 16, "micro_batch": 1,
+                     "training": True, "tile_size": 0}}
+    cfg = _config("r", 2, {"kind": "pipeline", "pipeline": {"graph": graph, "mapping": {"time_limit": "20s"}}},
+                  dims=dims, chips=4)
+    w = cfg.workload
+    assert (w.tp, w.pp, w.dp) == (2, 1, 2) and w.dp_bytes > 0
+    summary, _, _ = simulate_system(cfg)
+    stage = math.ceil(w.stage_seconds * CLOCK * (1 - 1e-12))
+    bpc = 25e9 / CLOCK
+    ring = 2 * (2 - 1) * (LAT + -(-(w.dp_bytes // 2) // bpc))
+    assert summary["sim_cycles"] == w.micro_batches * stage + ring
+    assert summary["dp_all_reduce_seconds"] == pytest.approx(2 * w.dp_seconds_analytic + 2 * LAT / CLOCK, rel=1e-6)
