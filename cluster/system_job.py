@@ -148,9 +148,11 @@ def _status(summary: dict, results: list[SystemResult], cfg: SystemConfig) -> di
         return {"completed": False, "status": "cut_off",
                 "status_detail": f"stopped at {cfg.max_cycles:,} cycles ({cfg.max_cycles / cfg.clock_hz:.6g} s)"}
     if not done:
-        return {"completed": False, "status": "deadlocked",
-                "status_detail": f"{created - finished} of {created} work items never finished and nothing "
-                                 "was left to happen on any chip or link"}
+        detail = f"{created - finished} of {created} work items never finished and nothing was left to happen on " \
+                 "any chip or link"
+        if summary.get("chip_status_detail"):
+            detail += f"; {summary['chip_status_detail']}"
+        return {"completed": False, "status": "deadlocked", "status_detail": detail}
     return {"completed": True, "status": "completed", "status_detail": ""}
 
 
@@ -209,6 +211,9 @@ def _grid_chips(cfg: SystemConfig, results: list[SystemResult], summary: dict) -
     summary["sim_seconds"] = worst["sim_seconds"]
     summary["compute_cycles"] = int(sum(s["compute_cycles"] for s in per.values()))
     summary["completed"] = all(s["completed"] for s in per.values())
+    stuck = [c for c in sorted(per) if not per[c]["completed"]]
+    if stuck:  # what the first chip that did not finish says of itself (who waits on what)
+        summary["chip_status_detail"] = f"chip {stuck[0]}: {per[stuck[0]].get('status_detail', '')}"
     summary["slowest_chip"] = slowest
     for k, v in worst.items():  # the workload's own figures (simulated beside analytic seconds, ...)
         if k.startswith("seconds_per_") or k == "partitions":

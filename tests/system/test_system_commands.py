@@ -83,3 +83,16 @@ def test_report_panels_leave_out_a_key_zipped_with_the_x_axis():
     rows = [{"chips": c, "size": c, "bw": b} for c in (4, 8) for b in (1, 2)]
     assert _facets(rows, ["chips", "size", "bw"], ("chips", None)) == ["bw"]
     assert _facets(rows, ["chips", "size", "bw"], ("bw", None)) == ["chips", "size"]
+
+
+def test_decode_with_tp_over_grid_chips_completes_under_virtual_and_says_why_realloc_copy_deadlocks(capsys):
+    """The KV caches grow in each chip's MUs: block by block they fit; copied on growth they do not
+    (as on one chip), and the system's status names the chip and what its units wait on."""
+    toml = str(EXAMPLES / "system_decode_tp.toml")
+    assert main(["run", toml, "--json", "--quiet"]) == 0
+    ok = json.loads(capsys.readouterr().out)
+    assert ok["status"] == "completed" and ok["chips"] == 2 and ok["bytes_total"] > 0
+    assert main(["run", toml, "--json", "--quiet", "--set", "memory.policy=realloc-copy"]) == 4
+    stuck = json.loads(capsys.readouterr().out)
+    assert stuck["status"] == "deadlocked"
+    assert "chip 0:" in stuck["status_detail"] and "stalled out of memory" in stuck["status_detail"]
