@@ -136,6 +136,21 @@ def _tp_raw(chips: int, parallelism: str = "TP", fidelity: str = "grid", kind: s
                                     "parallelism": parallelism}]}}
 
 
+STEPS = {"all_reduce": lambda p: 2 * (p - 1), "all_gather": lambda p: p - 1, "reduce_scatter": lambda p: p - 1,
+         "all_to_all": lambda p: p - 1}  # chunks of S / p a chip sends per collective
+
+
+def _chip_bytes(w, p: int) -> int:
+    """Bytes one chip sends to the others: every CU of a kernel with collectives, for each tile and
+    each collective, its steps' chunks of its share of the tile (ring and direct alike)."""
+    total = 0
+    for part in w.partitions:
+        for slot in part.slots:
+            share = sum(part.buffers[b].stripes[s].tile_bytes for b, s in slot.writes) + slot.dram_write
+            total += sum(part.tiles * STEPS[c](p) * chunk(share, p) for c in slot.collectives)
+    return total * w.passes
+
+
 @pytest.fixture(scope="module")
 def tp2():
     return system_config(load(RUN_SCHEMA, raw=_tp_raw(2)))
@@ -146,18 +161,20 @@ def test_a_mapped_tp_plan_all_reduces_every_output_tile_across_the_chips(tp2, ra
     assert w.tp == 2
     one, _, _ = simulate_system(tp2, shards=1)
     assert one["completed"] and one["chips"] == 2
-    # every CU of a kernel with an all-reduce sends 2 (p - 1) chunks of its share of each tile
-    expected = 0
-    for part in w.partitions:
-        for slot in part.slots:
-            if "all_reduce" in slot.collectives:
-                share = sum(part.buffers[b].stripes[s].tile_bytes for b, s in slot.writes) + slot.dram_write
-                expected += part.tiles * 2 * (2 - 1) * chunk(share, 2)
-    assert expected > 0
-    assert one["bytes_total"] == 2 * expected * w.passes
+    assert one["bytes_total"] == 2 * _chip_bytes(w, 2) > 0
     # a chip per shard, in-process or as Ray actors: the same run
     assert simulate_system(tp2, shards=2)[0]["result_hash"] == one["result_hash"]
     assert simulate_system(tp2, shards=2, backend="ray")[0]["result_hash"] == one["result_hash"]
+
+
+def test_a_mapped_moe_layer_runs_its_all_to_alls_between_grid_chips():
+    from pathlib import Path
+
+    cfg = system_config(load(RUN_SCHEMA, Path(__file__).resolve().parents[2] / "examples" / "system_moe_grid.toml"))
+    kinds = {c for part in cfg.workload.partitions for s in part.slots for c in s.collectives}
+    assert kinds == {"all_reduce", "all_to_all"}
+    summary, _, _ = simulate_system(cfg)
+    assert summary["completed"] and summary["bytes_total"] == 2 * _chip_bytes(cfg.workload, 2)
 
 
 @pytest.mark.parametrize("raw, key, words", [
