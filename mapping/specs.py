@@ -6,13 +6,16 @@ form the presets are written in, so a preset and a config describe problems alik
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import replace
+from pathlib import Path
 
 from mapping import generators as gen
 from mapping.graph import load_graph
 from mapping.kernel_costs import ExecutionModel
-from mapping.solver import MappingProblem
+from mapping.plan import MappingPlan
+from mapping.solver import MappingProblem, map_workload
 from mapping.systems import LinkKind, NetworkDim, Parallelism, Prices, System, chip
 from mapping.workload import Scheme, Workload
 
@@ -86,3 +89,22 @@ def problem_from_spec(spec: dict) -> MappingProblem:
     mapping = spec.get("mapping", {})
     return MappingProblem(build_workload(spec["workload"]), build_system(spec["system"]), build_model(mapping),
                           float(mapping.get("time_limit", 60.0)), float(mapping.get("gap", 1e-3)))
+
+
+def read_plan_file(path: str) -> tuple[MappingPlan, dict]:
+    """The plan in a plan.json (`rdasim map --out DIR`) and the file's whole content (ValueError if absent)."""
+    file = Path(path)
+    if not file.is_file():
+        raise ValueError(f"plan file {str(file)!r} does not exist (write one with `rdasim map ... --out DIR`)")
+    data = json.loads(file.read_text())
+    return MappingPlan.from_dict(data["plan"] if "plan" in data else data), data
+
+
+def map_graph_keys(section: str, graph: dict, mapping: dict, system: System) -> MappingPlan:
+    """Map a run's graph keys (``workload.SECTION.graph``) onto ``system`` with its mapping options."""
+    if not graph.get("kind"):
+        raise ValueError(f"give workload.{section}.plan (a plan.json) or the graph keys "
+                         f"(workload.{section}.graph.kind, ...)")
+    return map_workload(build_workload({k: v for k, v in graph.items() if v is not None}), system,
+                        build_model(mapping), float(mapping.get("time_limit") or 60.0),
+                        float(mapping.get("gap") or 1e-3))

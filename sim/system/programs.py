@@ -8,10 +8,8 @@ they need a [system], and their ``system_program(cfg)`` gives what every chip ru
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import ClassVar
 
 from mapping.plan import MappingPlan
@@ -260,26 +258,15 @@ def stage_boundary_bytes(plan: MappingPlan) -> int:
 
 def resolve_system_plan(d: dict, system) -> MappingPlan:
     """The plan: from a plan file, or mapped here from the graph keys onto ``system``."""
+    from mapping.specs import map_graph_keys, read_plan_file
+
     if d.get("plan"):
-        path = Path(d["plan"])
-        if not path.is_file():
-            raise ValueError(f"plan file {str(path)!r} does not exist (write one with `rdasim map ... --out DIR`)")
-        data = json.loads(path.read_text())
-        plan = MappingPlan.from_dict(data["plan"] if "plan" in data else data)
+        plan, _ = read_plan_file(d["plan"])
         if plan.chips != system.chips or plan.chip != system.chip.name:
             raise ValueError(f"the plan maps onto {plan.chips} x {plan.chip}; this system is "
                              f"{system.chips} x {system.chip.name}")
         return plan
-    graph = d.get("graph") or {}
-    if not graph.get("kind"):
-        raise ValueError("give workload.pipeline.plan (a plan.json) "
-                         "or the graph keys (workload.pipeline.graph.kind, ...)")
-    from mapping.solver import map_workload
-    from mapping.specs import build_model, build_workload
-
-    opts = d.get("mapping") or {}
-    return map_workload(build_workload({k: v for k, v in graph.items() if v is not None}), system,
-                        build_model(opts), float(opts.get("time_limit") or 60.0), float(opts.get("gap") or 1e-3))
+    return map_graph_keys("pipeline", d.get("graph") or {}, d.get("mapping") or {}, system)
 
 
 class PipelineProgram:

@@ -30,10 +30,8 @@ which of its terms (compute, memory, network) bounds it.
 
 from __future__ import annotations
 
-import json
 from collections import deque
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -427,12 +425,10 @@ def resolve_plan(d: dict, spec: ChipSpec, room: MuRoom | None = None,
                  system: System | None = None) -> tuple[MappingPlan, GridPlacement]:
     """The plan and its placement: from a plan file, or mapped here from the graph keys (over
     ``system`` when the chips are grid chips of a system, else onto the one chip)."""
+    from mapping.specs import map_graph_keys, read_plan_file
+
     if d.get("plan"):
-        path = Path(d["plan"])
-        if not path.is_file():
-            raise ValueError(f"plan file {str(path)!r} does not exist (write one with `rdasim map ... --out DIR`)")
-        data = json.loads(path.read_text())
-        plan = MappingPlan.from_dict(data["plan"] if "plan" in data else data)
+        plan, data = read_plan_file(d["plan"])
         if plan.chip != spec.name:
             raise ValueError(f"the plan maps onto {plan.chip!r}; this run's chip is {spec.name!r}")
         _check_chips(plan, system)
@@ -441,20 +437,11 @@ def resolve_plan(d: dict, spec: ChipSpec, room: MuRoom | None = None,
         if stored and MuRoom(**stored["room"]) == room and stored.get("seed") == d.get("placement_seed", 0):
             return plan, GridPlacement.from_dict(stored)
         return plan, place_on_grid(plan, spec, d.get("placement_seed", 0), room)  # for this run's memory policy
-    graph = d.get("graph") or {}
-    if not graph.get("kind"):
-        raise ValueError("give workload.dataflow.plan (a plan.json) or the graph keys "
-                         "(workload.dataflow.graph.kind, ...)")
-    from mapping.solver import map_workload
-    from mapping.specs import build_model, build_workload
     from mapping.systems import LinkKind, NetworkDim, Parallelism
 
-    workload = build_workload({k: v for k, v in graph.items() if v is not None})
     if system is None:
         system = System(1, spec.dfmodel(), (NetworkDim(LinkKind.RING, 1, 1.0, Parallelism.TP),))
-    opts = d.get("mapping") or {}
-    plan = map_workload(workload, system, build_model(opts), float(opts.get("time_limit") or 60.0),
-                        float(opts.get("gap") or 1e-3))
+    plan = map_graph_keys("dataflow", d.get("graph") or {}, d.get("mapping") or {}, system)
     _check_chips(plan, system)
     return plan, place_on_grid(plan, spec, d.get("placement_seed", 0), room)
 
