@@ -182,10 +182,7 @@ class MemoryUnit(Unit):
             self._copy_done(g.old_start)
         self._serve(msg.nbytes)
         self.stats.write_bytes += msg.nbytes
-        self._delta(new - rec.size, 0)
-        self.storage.set_size(rec.buf, new)
-        rec.size = new
-        rec.peak = max(rec.peak, new)
+        self._hold(rec, new)
         if rec.reads:
             self._serve_ready_reads(rec)
         return True
@@ -198,12 +195,16 @@ class MemoryUnit(Unit):
         rec.written += nbytes
         held = min(rec.written, rec.room)
         if held != rec.size:
-            self._delta(held - rec.size, 0)
-            self.storage.set_size(rec.buf, held)
-            rec.size = held
-            rec.peak = max(rec.peak, held)
+            self._hold(rec, held)
         if rec.reads:
             self._serve_ready_reads(rec)
+
+    def _hold(self, rec: BufferRecord, nbytes: int) -> None:
+        """The buffer now holds ``nbytes`` of data (its peak and the MU's bytes in use follow)."""
+        self._delta(nbytes - rec.size, 0)
+        self.storage.set_size(rec.buf, nbytes)
+        rec.size = nbytes
+        rec.peak = max(rec.peak, nbytes)
 
     def _copy_done(self, old_start: int) -> None:
         self._delta(0, -self.storage.copy_done(old_start))
@@ -217,9 +218,7 @@ class MemoryUnit(Unit):
         if rec.evicted:
             rec.size = keep
             return True
-        self._delta(keep - rec.size, 0)
-        self.storage.set_size(rec.buf, keep)
-        rec.size = keep
+        self._hold(rec, keep)  # smaller than before: the peak stays
         released = self.storage.shrink(rec.buf, keep)
         if released:
             self._delta(0, -released)
