@@ -35,10 +35,14 @@ def emit(row: dict) -> None:
 def run_config(path: str | None = None, raw: dict | None = None, label: str = "") -> None:
     from cluster.config import load
     from cluster.run_config import RUN_SCHEMA, chip_config
+
+    simulate_and_emit(chip_config(load(RUN_SCHEMA, path, raw=raw)), label)
+
+
+def simulate_and_emit(chip, label: str) -> None:
+    """Run a mapped chip config: a line per partition (simulated vs DFModel) and one for the run."""
     from cluster.run_job import simulate_chip
 
-    cfg = load(RUN_SCHEMA, path, raw=raw)
-    chip = chip_config(cfg)
     t = time.perf_counter()
     s, tables, _, _ = simulate_chip(chip)
     wall = time.perf_counter() - t
@@ -107,21 +111,9 @@ def run_plan_here(plan, placement, spec, params, label: str) -> None:
 
     from cluster.config import load
     from cluster.run_config import RUN_SCHEMA, chip_config
-    from cluster.run_job import simulate_chip
 
     base = chip_config(load(RUN_SCHEMA, raw={"chip": {"preset": spec.name}, "noc": {"model": "packet"}}))
-    cfg = dataclasses.replace(base, workload=params)
-    t = time.perf_counter()
-    s, tables, _, _ = simulate_chip(cfg)
-    wall = time.perf_counter() - t
-    parts = tables["partitions"]
-    for i in range(len(parts["partition"])):
-        ratio = parts["ratio"][i]
-        emit({"bench": "mapped_vs_analytic", "case": label, "partition": parts["index"][i],
-              "simulated_seconds": parts["simulated_seconds"][i], "analytic_seconds": parts["analytic_seconds"][i],
-              "ratio": round(ratio, 3), "bound": parts["bound"][i], "in_band": BAND[0] <= ratio <= BAND[1]})
-    emit({"bench": "mapped_vs_analytic", "case": label, "run": True, "completed": s["completed"],
-          "wall_seconds": round(wall, 2), "messages_per_second": round(s["messages_total"] / wall)})
+    simulate_and_emit(dataclasses.replace(base, workload=params), label)
 
 
 def main() -> int:
