@@ -280,11 +280,12 @@ def stacked_vs_axis(sweep: SweepTables, x: str, kinds: list[str], label, ylabel:
     values = sorted(distinct(t, x), key=lambda v: (order.index(v) if v in order else len(order), _sort_key(v)))
     if len(values) > max_values:
         raise Skip(f"{x} has {len(values)} values; at most {max_values} bars")
-    facets = _facets(t.to_pylist(), varied_axes(sweep), (x,))
-    panels = _panels(t.to_pylist(), facets)
+    every = t.to_pylist()
+    facets = _facets(every, varied_axes(sweep), (x,))
+    panels = _panels(every, facets)
     if len(panels) > MAX_PANELS:
         raise Skip(f"{len(panels)} panels (one per value of {', '.join(facets)})")
-    used = [k for k in kinds if any(r.get(k) for r in t.to_pylist())] or kinds
+    used = [k for k in kinds if any(r.get(k) for r in every)] or kinds
     ncols = min(len(panels), 3)
     nrows = -(-len(panels) // ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(max(4.2 * ncols, 6.0), 3.4 * nrows + 1.6), squeeze=False,
