@@ -16,6 +16,7 @@ import pyarrow as pa
 from cluster.version import code_version
 from sim.chip.messages import KINDS as MESSAGE_KINDS
 from sim.chip.records import BufferLife, columns
+from sim.system.records import StepRecord
 
 _COLUMN_TYPES = (list, tuple, np.ndarray, pa.Array, pa.ChunkedArray)
 
@@ -528,18 +529,8 @@ SYSTEM_SUMMARY = TableSchema(
     ),
 )
 
-SYSTEM_STEPS = TableSchema(
-    "system_steps",
-    "one row per step a chip's program recorded (a collective, a pipeline stage's micro-batches)",
-    (
-        Column("kind", _S, "what the step was"),
-        Column("chip", _I, "chip"),
-        Column("ident", _I, "which one (repetition, stage)"),
-        Column("start", _I, "cycle it started"),
-        Column("end", _I, "cycle it ended"),
-        Column("nbytes", _I, "bytes it moved, or micro-batches it ran"),
-    ),
-)
+SYSTEM_STEPS = TableSchema("system_steps", "one row per step a chip's program recorded (a collective, a pipeline "
+                           "stage's micro-batches)", record_columns(StepRecord))  # declared on the record
 
 SYSTEM_LINKS = TableSchema(
     "system_links",

@@ -9,7 +9,7 @@ hundreds of cycles or more. The run stops when no shard has anything left to do.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -20,7 +20,8 @@ from cluster.errors import UserError
 from cluster.version import package_version
 from sim.system.config import SystemConfig
 from sim.system.network import SystemNet
-from sim.system.shard import StepRecord, SystemBoundary, SystemShard
+from sim.system.records import StepRecord
+from sim.system.shard import SystemBoundary, SystemShard
 
 
 def groups(cfg: SystemConfig, shards: int) -> list[list[int]]:
@@ -174,9 +175,7 @@ def summarize_system(cfg: SystemConfig, results: list[SystemResult]) -> tuple[di
     end = summary["sim_cycles"]
     links = cfg.net().links
     tables = {
-        "steps": {"kind": [x.kind for x in records], "chip": [x.chip for x in records],
-                  "ident": [x.ident for x in records], "start": [x.start for x in records],
-                  "end": [x.end for x in records], "nbytes": [x.nbytes for x in records]},
+        "steps": {f.name: [getattr(x, f.name) for x in records] for f in fields(StepRecord)},
         "links": {"src": [lk.src for lk in links], "dst": [lk.dst for lk in links],
                   "dim": [cfg.graph.links[i].dim for i in range(len(links))], "bytes": link_bytes.tolist(),
                   "utilization": (link_bytes / np.maximum(1, end) / np.array([lk.bytes_per_cycle for lk in links])

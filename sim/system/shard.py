@@ -22,6 +22,7 @@ import numpy as np
 from sim.chip.messages import FIELDS
 from sim.system.grid import GridChip
 from sim.system.network import SystemNet, Transit
+from sim.system.records import StepRecord
 
 DELIVER, ARRIVE, RESUME = 0, 1, 2
 _E = np.zeros(0, dtype=np.int64)
@@ -44,21 +45,6 @@ class Recv:
     """Wait for the messages ``(source chip, tag)`` (each once); the task gets their sizes."""
 
     keys: list[tuple[int, int]]
-
-
-@dataclass(frozen=True, slots=True)
-class StepRecord:
-    """A span of a chip's program: a micro-batch stage, a collective, ... (a run's records)."""
-
-    kind: str
-    chip: int
-    ident: int
-    start: int
-    end: int
-    nbytes: int
-
-    def row(self) -> tuple:
-        return (self.kind, self.chip, self.ident, self.start, self.end, self.nbytes)
 
 
 _COLUMNS = ("node", "msg", "src", "dst", "nbytes", "tag", "hop", "head", "tail")
