@@ -86,7 +86,7 @@ def ray_two_shards(k: int, measure: int) -> dict:
     e1, _ = epoch_length(p, one, None)
     e2, la = epoch_length(p, two, None)
     local = run_local(p, one, e1)
-    graph = run_ray(p, two, e2, compiled=True)  # the alternative, measured in the same run
+    graph = run_ray(p, two, e2, chaining="compiled-graph")  # the alternative, measured in the same run
     ray2 = run_ray(p, two, e2)
     s1 = summarize_noc(p, local.reports, local.saturated, local.in_transit_flits)
     s2 = summarize_noc(p, ray2.reports, ray2.saturated, ray2.in_transit_flits)

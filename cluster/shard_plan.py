@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from cluster.backends.local import run_local
 from cluster.regions import cut_grid, epoch_length
 
-# The least round trip per epoch between Ray actors on one node: a compiled graph with
-# trivial actors, 0.5 ms on the 2-core machine (cluster/backends/ray_backend.py's note; a
-# driver round trip 1.6 ms there, ~6 ms with the machine loaded). A count this floor
-# already predicts slower is dropped without measuring; otherwise the round trip is
-# measured (ray_backend.round_trip_seconds) under the machine's load of the moment.
-ROUND_TRIP_FLOOR = 5e-4
+# The least cost per epoch between Ray actors on one node: two trivial actors exchanging
+# directly over their channels, 25-40 us on the 2-core machine (cluster/backends/
+# ray_backend.py's note; a driver round trip 1.6 ms there, ~6 ms with the machine loaded).
+# A count this floor already predicts slower is dropped without measuring; otherwise the
+# exchange is measured (ray_backend.round_trip_seconds) under the machine's load of the moment.
+ROUND_TRIP_FLOOR = 2.5e-5
 PILOT_CYCLES = 8192  # at most; a sixteenth of the run's horizon when that is shorter
 PILOT_SECONDS = 0.4  # of simulation in the one-process pilot at most; the cut ones run as many cycles
 WARM_UP_CYCLES = 64

@@ -4,14 +4,16 @@ Ray moves one contiguous numpy array between actors several times faster than a
 tuple of dataclasses holding many small arrays (measured: 0.6 vs 1.7 ms per epoch
 through a compiled graph), so an actor's epoch output travels as::
 
-    [t0, t1, next_event, earliest_out, created, finished, active, safe_until, shards,
+    [t0, t1, next_event, earliest_out, created, finished, active, safe_until, pause, shards,
      then per destination shard: the row count of each of the model's sections,
         then each section's columns, one after the other]
 
 with "never" (infinity) encoded as NEVER. A model says how its boundary traffic
 splits into sections of equal-length int64 columns (``encode``/``decode``,
 ``section_widths``); the NoC's are (flits: cycle, VC, packet, destination, flags) and
-(credits: cycle, VC).
+(credits: cycle, VC). ``pause`` is set by an actor exchanging directly with its peers
+(cluster/backends/channels.py) that wants to hand control back to the driver after this
+epoch; every actor sees every flag, so all of them stop at the same epoch.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import numpy as np
 from cluster.coordinator import EpochMeta
 
 NEVER = 1 << 62
-_HEADER = 9
+_HEADER = 10
 
 
 def _enc(x: float) -> int:
@@ -32,9 +34,9 @@ def _dec(x: int) -> float:
     return float("inf") if x >= NEVER else float(x)
 
 
-def pack(meta: EpochMeta, parts: list, model) -> np.ndarray:
+def pack(meta: EpochMeta, parts: list, model, pause: bool = False) -> np.ndarray:
     head = [meta.t0, meta.t1, _enc(meta.next_event), _enc(meta.earliest_out),
-            meta.created, meta.finished, int(meta.active), _enc(meta.safe_until), len(parts)]
+            meta.created, meta.finished, int(meta.active), _enc(meta.safe_until), int(pause), len(parts)]
     chunks = [np.array(head, dtype=np.int64)]
     for b in parts:
         sections = model.encode(b)
@@ -47,6 +49,11 @@ def pack(meta: EpochMeta, parts: list, model) -> np.ndarray:
 def meta_of(arr: np.ndarray) -> EpochMeta:
     h = arr[:_HEADER].tolist()
     return EpochMeta(h[0], h[1], _dec(h[2]), _dec(h[3]), h[4], h[5], bool(h[6]), _dec(h[7]))
+
+
+def pauses(arr: np.ndarray) -> bool:
+    """Whether the sender asked to hand control back to the driver after this epoch."""
+    return bool(arr[8])
 
 
 def part_of(arr: np.ndarray, i: int, model):

@@ -53,7 +53,7 @@ def test_ray_backend_matches_local(ray_session):
     ref, s, _ = _hash(p, shards=2)
     h, s2, o = _hash(p, shards=2, backend="ray")
     assert h == ref and s2 == s
-    assert o.extra["chaining"] in ("compiled-graph", "driver")
+    assert o.extra["chaining"] == "direct"  # actors exchange epochs among themselves
     h3, _, _ = _hash(p, shards=3, cut="cols", backend="ray")
     h4, _, _ = _hash(p, shards=4, cut="blocks", backend="ray")
     assert h3 == ref and h4 == ref
@@ -68,6 +68,48 @@ def test_ray_compiled_graph_chaining_matches_local(ray_session):
     p = NocParams(rate=0.2, **BASE)
     regions = cut_grid(8, 8, 2, "rows")
     e, _ = epoch_length(p, regions, None)
-    o = run_ray(p, regions, e, compiled=True)
+    o = run_ray(p, regions, e, chaining="compiled-graph")
     assert o.extra["chaining"] == "compiled-graph"
     assert summarize_noc(p, o.reports, o.saturated, o.in_transit_flits)["result_hash"] == _hash(p)[0]
+
+
+@pytest.mark.ray
+def test_ray_driver_chaining_matches_local(ray_session):
+    from cluster.backends.ray_backend import run_ray
+    from cluster.noc_summary import summarize_noc
+    from cluster.regions import cut_grid, epoch_length
+
+    p = NocParams(rate=0.2, **BASE)
+    regions = cut_grid(8, 8, 3, "cols")
+    e, _ = epoch_length(p, regions, None)
+    o = run_ray(p, regions, e, chaining="driver")
+    assert o.extra["chaining"] == "driver"
+    assert summarize_noc(p, o.reports, o.saturated, o.in_transit_flits)["result_hash"] == _hash(p)[0]
+
+
+@pytest.mark.ray
+@pytest.mark.parametrize("chaining", ["direct", "driver"])
+def test_a_failing_shard_actor_stops_the_run_with_its_error(ray_session, chaining):
+    # the peers of a failed actor must not wait for it forever: its error reaches the driver
+    from cluster.backends.ray_backend import run_ray
+    from cluster.coordinator import NocModel
+    from cluster.regions import cut_grid, epoch_length, owner_map
+    from sim.noc.shard import NocShard
+
+    class Failing(NocShard):
+        def advance(self, t0, t1, inbound):
+            if self.failing and t0 >= 200:
+                raise RuntimeError("shard 1 broke at cycle 200")
+            return super().advance(t0, t1, inbound)
+
+    class FailingModel(NocModel):
+        def build(self, region, index):
+            shard = Failing(self.p, region)
+            shard.failing = index == 1
+            return self.watching(shard)
+
+    p = NocParams(rate=0.2, **BASE)
+    regions = cut_grid(8, 8, 3, "rows")
+    e, _ = epoch_length(p, regions, None)
+    with pytest.raises(Exception, match="shard 1 broke at cycle 200"):
+        run_ray(p, regions, e, chaining=chaining, model=FailingModel(p, owner_map(regions, 8, 8)))
