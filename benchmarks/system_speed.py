@@ -73,6 +73,9 @@ def grid_case(chips: int, repeats: int, layer: str) -> dict:
                   "wall_seconds": round(wall, 3), "sim_cycles": s["sim_cycles"], "epochs": o.epochs,
                   "mean_window_cycles": round(s["sim_cycles"] / max(1, o.epochs), 1),
                   "exchange_share": round(o.sync_seconds / o.wall_seconds, 3) if o.wall_seconds else 0.0,
+                  "chaining": o.extra.get("chaining"),
+                  "busy_seconds_per_shard": [round(b, 2) for b in o.extra.get("shard_busy_seconds", [])],
+                  "waiting_seconds_per_shard": [round(b, 2) for b in o.extra.get("waiting_seconds", [])],
                   "result_hash": s["result_hash"]})
     one = statistics.median(w for w, _, _ in runs["one"])
     ray2 = statistics.median(w for w, _, _ in runs["ray2"])

@@ -167,6 +167,8 @@ def distribution_figures(plan: Plan | None, outcome, plan_seconds: float = 0.0) 
            "chaining": x.get("chaining"),
            "simulate_seconds_per_shard": [round(b, 3) for b in x.get("shard_busy_seconds", [])],
            "exchange_seconds_per_shard": [round(b, 3) for b in x.get("exchange_seconds", [])]}
+    if "waiting_seconds" in x:  # directly chained actors: of the exchange, waiting for the peers' epochs
+        out["waiting_seconds_per_shard"] = [round(b, 3) for b in x["waiting_seconds"]]
     rss = x.get("peak_rss_bytes_per_shard") or ([x["peak_rss_bytes"]] if "peak_rss_bytes" in x else [])
     out["peak_rss_mb_per_shard"] = [round(b / 2**20, 1) for b in rss]
     one = plan.prediction(1) if plan is not None else None

@@ -60,30 +60,17 @@ def test_ray_backend_matches_local(ray_session):
 
 
 @pytest.mark.ray
-def test_ray_compiled_graph_chaining_matches_local(ray_session):
+@pytest.mark.parametrize("chaining,shards,cut", [("compiled-graph", 2, "rows"), ("driver", 3, "cols")])
+def test_ray_chainings_through_the_driver_match_local(ray_session, chaining, shards, cut):
     from cluster.backends.ray_backend import run_ray
     from cluster.noc_summary import summarize_noc
     from cluster.regions import cut_grid, epoch_length
 
     p = NocParams(rate=0.2, **BASE)
-    regions = cut_grid(8, 8, 2, "rows")
+    regions = cut_grid(8, 8, shards, cut)
     e, _ = epoch_length(p, regions, None)
-    o = run_ray(p, regions, e, chaining="compiled-graph")
-    assert o.extra["chaining"] == "compiled-graph"
-    assert summarize_noc(p, o.reports, o.saturated, o.in_transit_flits)["result_hash"] == _hash(p)[0]
-
-
-@pytest.mark.ray
-def test_ray_driver_chaining_matches_local(ray_session):
-    from cluster.backends.ray_backend import run_ray
-    from cluster.noc_summary import summarize_noc
-    from cluster.regions import cut_grid, epoch_length
-
-    p = NocParams(rate=0.2, **BASE)
-    regions = cut_grid(8, 8, 3, "cols")
-    e, _ = epoch_length(p, regions, None)
-    o = run_ray(p, regions, e, chaining="driver")
-    assert o.extra["chaining"] == "driver"
+    o = run_ray(p, regions, e, chaining=chaining)
+    assert o.extra["chaining"] == chaining
     assert summarize_noc(p, o.reports, o.saturated, o.in_transit_flits)["result_hash"] == _hash(p)[0]
 
 
