@@ -154,6 +154,7 @@ def test_a_mapped_moe_layer_runs_its_all_to_alls_between_grid_chips():
     # references, -1s and weight returns carry none)
     assert summary["completed"]
     assert summary["bytes_total"] == 2 * _chip_bytes(cfg.workload, 2) + sum(tables["chips"]["landing_bytes"])
+    assert simulate_system(cfg, shards=2)[0]["result_hash"] == summary["result_hash"]  # a chip per shard
 
 
 @pytest.mark.parametrize("raw, key, words", [
