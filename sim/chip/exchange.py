@@ -54,6 +54,13 @@ def take_landing_reference(cu, msg: m.Message) -> None:
     cu.on_message(msg)
 
 
+def fixed_slots(cfg) -> bool:
+    """Does the run's memory policy give every buffer the same room (static-*)? Then a landing
+    buffer is asked for the worst case; else it starts empty and grows as data lands."""
+    room = cfg.policy.room(cfg.mu)
+    return 0 < room.minimum == room.largest
+
+
 def token_owners(tokens: int, chips: int) -> np.ndarray:
     """Group index of the chip holding each token of a tile: contiguous near-equal blocks."""
     return np.arange(tokens) * chips // tokens

@@ -42,7 +42,7 @@ from mapping.plan import MappingPlan
 from mapping.systems import System
 from sim.chip import messages as m
 from sim.chip.collectives import SIMULATED, collective
-from sim.chip.exchange import exchange, exchange_counts, is_landing, take_landing_reference, token_owners
+from sim.chip.exchange import exchange, exchange_counts, fixed_slots, is_landing, take_landing_reference, token_owners
 from sim.chip.records import KernelRecord, PartitionRecord, buffer_label
 from sim.chip.references import allocate_many, drop, received
 from sim.chip.references import share as share_refs
@@ -677,10 +677,8 @@ class Dataflow:
         most = min(x.route[1], x.route[0] // p)
         bound = [mine(int(owned[me if x.combine else h]) * most) for h in range(p)]
         b, s = slot.writes[0] if slot.writes else (slot.reads[0].buffer, slot.reads[0].stripe)
-        room = self.cfg.policy.room(self.cfg.mu)
-        fixed = 0 < room.minimum == room.largest  # static slots: every buffer takes the same room
         ok = yield from exchange(cu, group, self.cfg.system.chip, [mine(c) for c in to], [mine(c) for c in frm],
-                                 bound, x.token_bytes, part.buffers[b].stripes[s].mu, fixed, run, i,
+                                 bound, x.token_bytes, part.buffers[b].stripes[s].mu, fixed_slots(self.cfg), run, i,
                                  self.cfg.reclaim, self.cfg.sizing.max_packet_bytes)
         if not ok:
             cu.state["exchange_failed"] = True

@@ -13,7 +13,7 @@ import pytest
 from cluster.config import ConfigError, load
 from cluster.run_config import RUN_SCHEMA, system_config
 from cluster.system_job import simulate_system
-from sim.chip.exchange import exchange, exchange_counts, is_landing, take_landing_reference
+from sim.chip.exchange import exchange, exchange_counts, fixed_slots, is_landing, take_landing_reference
 from sim.keys import Field, Table
 from sim.workloads.moe import route
 from tests.system.one_cu import OneCu, OneCuParams, run_raw, workload_fixture
@@ -149,10 +149,9 @@ class OneExchange(OneCu):
         n = len(group)
         c = np.array(p.counts).reshape(n, n)
         me = group.index(place.chip)
-        room = self.cfg.policy.room(self.cfg.mu)
         cu.shard.counts["admitted"] += 1
         ok = yield from exchange(cu, group, place.chip, c[me].tolist(), c[:, me].tolist(), [p.bound] * n,
-                                 p.token_bytes, self.mu, 0 < room.minimum == room.largest, 0, 0, self.cfg.reclaim,
+                                 p.token_bytes, self.mu, fixed_slots(self.cfg), 0, 0, self.cfg.reclaim,
                                  self.cfg.sizing.max_packet_bytes)
         if ok:
             cu.shard.counts["finished"] += 1
