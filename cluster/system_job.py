@@ -189,6 +189,8 @@ def summarize_system(cfg: SystemConfig, results: list[SystemResult]) -> tuple[di
     h.update(repr(chip_rows.get("result_hash", [])).encode())  # each grid chip's own run
     h.update(repr(sorted((k, v) for k, v in summary.items() if isinstance(v, (int, str)))).encode())
     summary["result_hash"] = h.hexdigest()[:32]
+    if cfg.fidelity == "grid":  # after the hash: a function of the chips' oracle logs, each in its chip's hash
+        summary.update(system_oracle(results))
     return summary, tables
 
 
@@ -219,8 +221,22 @@ def _grid_chips(cfg: SystemConfig, results: list[SystemResult], summary: dict) -
             summary[k] = v
     rows: dict = {"chip": sorted(per)}
     for k in CHIP_FIGURES:
-        rows[k] = [per[c][k] for c in rows["chip"]]
+        rows[k] = [per[c].get(k, 0) for c in rows["chip"]]  # figures a chip's workload may not have: 0
+    if any(rows["landing_buffers"]):  # tokens other chips wrote into landing buffers (lists: not hashed)
+        summary["landing_bytes_per_chip"] = rows["landing_bytes"]
+        summary["landing_reserved_per_chip"] = rows["landing_reserved_bytes"]
     return rows
+
+
+def system_oracle(results: list[SystemResult]) -> dict:
+    """The shadow oracle's verdict over every grid chip's log at once: a reference to another
+    chip's MU is copied and dropped on one chip and freed on the other (sim/memory/oracle.py)."""
+    from sim.memory import oracle
+
+    logs = [oracle.system_log(c, res.oracle_log) for r in results for c, res in sorted(r.chips.items())]
+    v = oracle.check_log(oracle.merge_logs(logs))
+    return {"use_after_free": v.use_after_free, "double_free": v.double_free, "premature_free": v.premature_free,
+            "leaks": v.leaks}
 
 
 def run_system(cfg: dict, sys_cfg: SystemConfig, out=None, quiet: bool = False) -> tuple[dict, list]:

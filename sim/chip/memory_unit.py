@@ -20,7 +20,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from sim.chip import messages as m
-from sim.chip.records import BufferLife, MuStats
+from sim.chip.records import LANDING, BufferLife, LandingLife, MuStats
 from sim.chip.units import Unit
 from sim.memory import oracle
 
@@ -275,11 +275,15 @@ class MemoryUnit(Unit):
     def release(self, rec: BufferRecord, how: str) -> None:
         """Free a buffer (its data in DRAM too) and log its life."""
         now = self.shard.now
+        room = 0
         if rec.evicted:
             self.send(m.FREE, self.dram, buf=-1, mu=self.uid)
         else:
             used = self.storage.size[rec.buf]
-            self._delta(-used, -self.storage.release(rec.buf))
+            room = self.storage.release(rec.buf)
+            self._delta(-used, -room)
+        if rec.label == LANDING:
+            self.shard.log(LandingLife(self.uid, rec.alloc, rec.created, now, rec.peak, room))
         del self.table[rec.buf]
         self.shard.oracle(self, oracle.FREE, rec.alloc)
         self.shard.buffer_life(rec.life(self.uid, now, how))

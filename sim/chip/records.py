@@ -22,6 +22,10 @@ def buffer_label(code: int, name: str) -> int:
     return code
 
 
+# a landing buffer: data another chip writes into it (its MU logs a LandingLife when it frees one)
+LANDING = buffer_label(8, "landing")
+
+
 def column(arrow: str, doc: str) -> Any:
     """A record field that is also a table column: its Arrow type name and its documentation."""
     return field(metadata={"arrow": arrow, "doc": doc})
@@ -98,6 +102,21 @@ class PartitionRecord:
     started: int  # cycle its CUs were told to start (buffers allocated and shared)
     end: int  # cycle its last CU finished
     status: str
+
+    def row(self) -> tuple:
+        return astuple(self)
+
+
+@dataclass(frozen=True, slots=True)
+class LandingLife:
+    """A landing buffer (sim/chip/exchange.py) its MU freed: what landed and what the memory policy held for it."""
+
+    mu: int  # MU unit id
+    alloc: int  # allocation id
+    created: int  # cycle of the allocation
+    freed: int  # cycle of the free
+    nbytes: int  # data bytes it held at most (what the other chip wrote)
+    reserved: int  # bytes the policy held for it when it was freed (blocks, a grown region, a static slot)
 
     def row(self) -> tuple:
         return astuple(self)

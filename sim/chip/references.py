@@ -26,6 +26,14 @@ class Ref:
     weight: int = 0
 
 
+def shadow(ref: Ref) -> int:
+    """The allocation id the oracle knows a reference by: another chip's MU's allocations by their
+    system-wide id (its chip's own log keeps local ids; sim/memory/oracle.system_log)."""
+    if ref.mu < 0:
+        return oracle.system_alloc(m.split_remote(ref.mu)[0], ref.alloc)
+    return ref.alloc
+
+
 def _ref(cu, msg: m.Message) -> Ref:
     """The reference an allocation's acknowledgement or a REFERENCE message carries."""
     return Ref(msg.mu, msg.buf, msg.alloc, cu.shard.cfg.reclaim.weight_of(msg.arg))
@@ -67,7 +75,7 @@ def hand_over(cu, refs: list[Ref], receivers: list[list[int]], tags: list[list[i
             if increment:
                 cu.send(m.REF_INC, r.mu, **fields_of(r))
             w = weights[i][j] if weights else 0
-            shard.oracle(cu, oracle.COPY, r.alloc)
+            shard.oracle(cu, oracle.COPY, shadow(r))
             shard.trace_instant(cu.uid, "copy reference", {"mu": r.mu, "buffer": r.buf, "to": dst})
             cu.send(m.REFERENCE, dst, arg=w, tag=tags[i][j] if tags else 0, **fields_of(r))
     return
@@ -75,7 +83,7 @@ def hand_over(cu, refs: list[Ref], receivers: list[list[int]], tags: list[list[i
 
 
 def log_drop(cu, ref: Ref) -> None:
-    cu.shard.oracle(cu, oracle.DROP, ref.alloc)
+    cu.shard.oracle(cu, oracle.DROP, shadow(ref))
     cu.shard.trace_instant(cu.uid, "drop reference", {"mu": ref.mu, "buffer": ref.buf})
 
 
@@ -84,7 +92,7 @@ def drop(cu, ref: Ref, reclaim) -> None:
 
 
 def free(cu, ref: Ref) -> None:
-    cu.shard.oracle(cu, oracle.DROP, ref.alloc)
+    cu.shard.oracle(cu, oracle.DROP, shadow(ref))
     cu.send(m.FREE, ref.mu, **fields_of(ref))
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from sim.chip import diagnosis
 from sim.chip import messages as m
-from sim.chip.records import BUFFER_LABELS, BufferLife, MuStats, WorkRecord
+from sim.chip.records import BUFFER_LABELS, BufferLife, LandingLife, MuStats, WorkRecord
 from sim.chip.spec import unit_layout
 from sim.energy.counts import ActionCounts, energy, summary_figures, table_columns
 from sim.energy.table import default_table
@@ -198,6 +198,11 @@ def summarize_chip(cfg, results: list[ShardResult]) -> tuple[dict, dict]:
         extra, extra_tables = figures([x for r in results for x in r.logged], spec.clock_hz)
         summary.update(extra)
         tables.update(extra_tables)
+    landed = [x for r in results for x in r.logged if isinstance(x, LandingLife)]
+    if landed:  # tokens other chips of a system wrote into this chip's landing buffers (sim/chip/exchange.py)
+        from sim.chip.exchange import landing_figures
+
+        summary.update(landing_figures(landed))
     summary["result_hash"] = chip_result_hash(results, summary)  # before the status: hashes stay as recorded
     waiting = diagnosis.merge([r.waiting for r in results])
     summary["status"] = diagnosis.status_of(summary["completed"], summary["requests_failed"], cut_off=False)

@@ -27,6 +27,26 @@ _CLASS = (MEMORY, HOLDER, HOLDER, MEMORY, MEMORY)
 COLUMNS = ("cycle", "order", "unit", "seq", "event", "alloc")
 
 
+SYSTEM_SHIFT = 56  # allocation ids are below 2**56 (an MU unit id of 24 bits, then a 32-bit count)
+
+
+def system_alloc(chip: int, alloc: int) -> int:
+    """An allocation id unique over a system of chips: the chip whose MU made it, then its id there.
+    A holder of another chip's reference logs its copies and drops with it (sim/chip/references.py)."""
+    assert 0 <= chip < (1 << (62 - SYSTEM_SHIFT)) and 0 <= alloc < (1 << SYSTEM_SHIFT)
+    return ((chip + 1) << SYSTEM_SHIFT) | alloc
+
+
+def system_log(chip: int, log: np.ndarray) -> np.ndarray:
+    """A chip's log with its own allocation ids made unique over the system (others' already are)."""
+    out = log.copy()
+    if len(out):
+        col = COLUMNS.index("alloc")
+        local = (out[:, col] >= 0) & (out[:, col] < (1 << SYSTEM_SHIFT))
+        out[local, col] = ((chip + 1) << SYSTEM_SHIFT) | out[local, col]
+    return out
+
+
 def entry(cycle: int, unit: int, seq: int, event: int, alloc: int) -> tuple:
     return (cycle, _CLASS[event], unit, seq, event, alloc)
 

@@ -222,6 +222,7 @@ class SystemShard:
         self.counts = {"created": 0, "finished": 0}
         self._out: list[tuple] = []
         self._out_payload: list[tuple] = []
+        self._arrivals: list[tuple] = []  # (tail, grid chip, message key, Transit) due at grid chips
         for chip in self.chips.values():
             task = program.start(chip) if program is not None else None
             if task is not None:
@@ -280,6 +281,8 @@ class SystemShard:
             raise ValueError(f"system shard already at cycle {self.t}, cannot restart at {t0}")
         if inbound is not None and len(inbound):
             self.deliver(inbound)
+        if self._arrivals:
+            self._hand_over_arrivals()
         for cid, chip in self.grid.items():  # chips first: what they hand over enters the network in time order
             for msg in chip.advance(t0, t1):
                 tr = Transit((cid << 48) | msg.msg, cid, msg.chip, msg.nbytes, msg.tag, 0, msg.sent, msg.sent,
@@ -318,14 +321,23 @@ class SystemShard:
                 heapq.heappush(self.heap, (tr.head, ARRIVE, node, self._key(tr), tr))
 
     def _to_grid(self, node: int, tr: Transit) -> None:
-        """A message's tail will reach grid chip ``node``: it enters by the IO unit of its last link's dimension."""
-        last = self.net.route(tr.src, tr.dst)[-1]
-        assert tr.payload is not None
-        self.grid[node].arrive(tr.tail, self.net.graph.links[last].dim, tr.payload)
+        """A message's tail will reach grid chip ``node`` (in a later epoch: an epoch is at most a link's
+        latency); it is handed over at the next epoch's start, with the others, in a fixed order."""
+        self._arrivals.append((tr.tail, node, self._key(tr), tr))
+
+    def _hand_over_arrivals(self) -> None:
+        """Every message due at this shard's grid chips, in the order (tail, chip, message id, hop): one
+        chip's IO unit takes same-cycle arrivals in that order however the chips are grouped into shards
+        (they come from this shard's own links or from another shard's)."""
+        arrivals, self._arrivals = sorted(self._arrivals, key=lambda a: a[:3]), []
+        for tail, node, _, tr in arrivals:
+            last = self.net.route(tr.src, tr.dst)[-1]
+            assert tr.payload is not None
+            self.grid[node].arrive(tail, self.net.graph.links[last].dim, tr.payload)
 
     def next_event(self) -> float:
         t = float(self.heap[0][0]) if self.heap else float("inf")
-        return min([t, *(c.next_event() for c in self.grid.values())])
+        return min([t, *(float(a[0]) for a in self._arrivals), *(c.next_event() for c in self.grid.values())])
 
     def counters(self) -> tuple[int, int]:
         if self.grid:

@@ -42,6 +42,7 @@ from mapping.plan import MappingPlan
 from mapping.systems import System
 from sim.chip import messages as m
 from sim.chip.collectives import SIMULATED, collective
+from sim.chip.exchange import exchange, exchange_counts, fixed_slots, is_landing, take_landing_reference, token_owners
 from sim.chip.records import KernelRecord, PartitionRecord, buffer_label
 from sim.chip.references import allocate_many, drop, received
 from sim.chip.references import share as share_refs
@@ -113,6 +114,18 @@ class SlotSpec:
     route: tuple[int, int, int] | tuple[()] = ()  # (experts, top_k, slots per expert per tile) of that kernel
     rank: tuple[int, int] = (0, 1)  # (its index, CUs) within the kernel: spreads its DRAM traffic
     collectives: tuple[str, ...] = ()  # over its output share with its peers on the TP group's chips
+    exchange: "TokenExchange | None" = None  # its all-to-all moves routed tokens (MoE dispatch or combine)
+
+
+@dataclass(frozen=True)
+class TokenExchange:
+    """A kernel's all-to-all that moves routed tokens between the chips of its TP group
+    (sim/chip/exchange.py): the dispatch of token copies to the chips of their experts, or the
+    combine of the experts' results back to the tokens' chips."""
+
+    combine: bool  # results back (the counts reversed)
+    route: tuple[int, int, int]  # (experts, top_k, slots per expert per tile) of the experts kernel
+    token_bytes: int  # a token's row of the exchanged tensor (its m elements x word)
 
 
 @dataclass(frozen=True)
@@ -179,9 +192,51 @@ def kernel_collectives(kernel) -> tuple[str, ...]:
     return kinds
 
 
-def build_partitions(plan: MappingPlan, placement: GridPlacement, spec: ChipSpec) -> tuple[PartitionProgram, ...]:
-    """What every CU does in each partition, from a single-chip plan and its grid placement."""
+def expert_route(kernel) -> tuple[int, int, int] | tuple[()]:
+    """(experts, top_k, slots per expert per tile) of a kernel over routed experts, else ()."""
+    if not kernel.role.startswith("experts:"):
+        return ()
+    return (kernel.outer, int(kernel.role.split(":")[1]), max(1, kernel.n))
+
+
+def token_exchanges(plan: MappingPlan) -> dict[str, TokenExchange]:
+    """The all-to-all kernels of a plan over a TP group that move routed tokens: one feeding a
+    kernel over routed experts dispatches, one fed by such a kernel combines. A token is a row
+    of the exchanged tensor: the graph kernel's m elements (the model width)."""
+    if plan.tp < 2 or not plan.graph:
+        return {}
     kplan = {k.name: k for k in plan.kernels}
+    width = {k["name"]: int(k["m"]) for k in plan.graph["kernels"]}
+    out = {}
+    for k in plan.kernels:
+        if "all_to_all" not in k.collectives.split(","):
+            continue
+        after = [expert_route(kplan[t.consumer]) for t in plan.tensors if t.producer == k.name]
+        before = [expert_route(kplan[t.producer]) for t in plan.tensors if t.consumer == k.name]
+        for combine, routes in ((False, after), (True, before)):
+            route = next((r for r in routes if r), ())
+            if route and k.name not in out:
+                out[k.name] = TokenExchange(combine, route, width[k.name] * plan.word)
+    return out
+
+
+def check_expert_parallel(plan: MappingPlan) -> None:
+    """A plan whose experts are spread over a TP group of chips must spread them evenly."""
+    if plan.tp < 2:
+        return
+    for k in plan.kernels:
+        route = expert_route(k)
+        if route and route[0] % plan.tp:
+            raise ValueError(f"kernel {k.name!r}: {route[0]} experts do not spread evenly over the TP group's "
+                             f"{plan.tp} chips (give a multiple of {plan.tp} experts)")
+
+
+def build_partitions(plan: MappingPlan, placement: GridPlacement, spec: ChipSpec) -> tuple[PartitionProgram, ...]:
+    """What every CU does in each partition, from a single-chip plan and its grid placement.
+    Over a TP group of chips a kernel over routed experts holds ``experts / tp`` of them on each
+    chip (its CUs' ``experts`` count from 0 on every chip; sim/chip/exchange.py moves the tokens)."""
+    kplan = {k.name: k for k in plan.kernels}
+    exchanges = token_exchanges(plan)
     pplan = {p.index: p for p in plan.partitions}
     tiles = max(1, plan.num_tiles)
     flops_per_cycle = spec.cu_flops_per_cycle
@@ -222,9 +277,8 @@ def build_partitions(plan: MappingPlan, placement: GridPlacement, spec: ChipSpec
             kp = kplan[name]
             n = len(pk.cus)
             on_chip = any(c.reader == name or c.appender == name for c in placement.caches)
-            route: tuple[int, int, int] | tuple[()] = ()
-            if kp.role.startswith("experts:"):
-                route = (kp.outer, int(kp.role.split(":")[1]), max(1, kp.n))
+            route = expert_route(kp)
+            local = route[0] // max(1, plan.tp) if route else 0  # experts living on each chip
             for j, cu in enumerate(pk.cus):
                 def mine(total: float, whole: bool = False, n: int = n, j: int = j) -> int:
                     """This CU's share of ``total`` bytes (all of it when ``whole``)."""
@@ -246,14 +300,14 @@ def build_partitions(plan: MappingPlan, placement: GridPlacement, spec: ChipSpec
                                       for s, st in enumerate(pc.stripes) if pc.appender == name and st.writer == j)
                 experts: tuple[int, ...] = ()
                 if route:  # expert parallel: CU j takes experts j, j + n, ... (or a share of one)
-                    experts = tuple(range(j, route[0], n)) if n <= route[0] else (j % route[0],)
+                    experts = tuple(range(j, local, n)) if n <= local else (j % local,)
                 credits_to = tuple(sorted({(b, w, rs.index(cu)) for (b, w), rs in readers.items() if cu in rs}))
                 mine_readers = tuple(sorted((b, len(rs)) for (b, w), rs in readers.items() if w == cu))
                 flops = kp.flop / tiles / n
                 slots.append(SlotSpec(name, cu, -(-int(round(flops)) // flops_per_cycle), tuple(reads.get(cu, ())),
                                       tuple(writes.get(cu, ())), credits_to, mine_readers, dram_in, dram_out, flops,
                                       cache_reads, cache_appends, experts, route, (j, n),
-                                      kernel_collectives(kp) if plan.tp > 1 else ()))
+                                      kernel_collectives(kp) if plan.tp > 1 else (), exchanges.get(name)))
         pp = pplan[part.index]
         out.append(PartitionProgram(part.index, tiles, tuple(kernels), tuple(slots), tuple(buffers),
                                     pp.compute_seconds, pp.memory_seconds, pp.network_seconds, pp.seconds,
@@ -351,6 +405,7 @@ class DataflowParams:
         assert spec is not None, "dataflow runs on one chip: only system workloads are built without a chip spec"
         try:
             plan, placement = resolve_plan(d, spec, chip.room, chip.system)
+            check_expert_parallel(plan)
             placement = plan_addresses(placement, spec.mu_bytes, d["address_method"], d["address_budget"])
         except (PlacementError, ValueError, KeyError, OSError) as exc:
             issues.append(Issue("workload.dataflow", str(exc)))
@@ -464,7 +519,7 @@ class Dataflow:
     def __init__(self, p: DataflowParams, cfg):
         self.p = p
         self.cfg = cfg
-        self._routes: dict[tuple, tuple[int, ...]] = {}
+        self._routes: dict[tuple, np.ndarray] = {}
         self.dram = list(range(cfg.spec.tiles, cfg.spec.tiles + cfg.spec.dram_units))
         self.slot_of = [{s.cu: i for i, s in enumerate(part.slots)} for part in p.partitions]
         # what each CU of each partition needs before it starts: the stripes it touches
@@ -481,6 +536,9 @@ class Dataflow:
 
     def on_message(self, cu, msg):
         st = cu.state
+        if is_landing(msg):  # a peer chip's landing buffer for this CU's tokens
+            take_landing_reference(cu, msg)
+            return None
         if msg.kind == m.REFERENCE and msg.tag & CACHE:
             st.setdefault("cache", {})[divmod(msg.tag & (CACHE - 1), 1 << 20)] = received(cu, msg)
         elif msg.kind == m.REFERENCE:
@@ -570,26 +628,60 @@ class Dataflow:
         for r in refs:
             drop(cu, r, reclaim)
 
-    def _expert_tiles(self, route: tuple[int, int, int], tile: int) -> list[int]:
-        """Token copies each expert gets in ``tile`` (routes drawn as the moe workload draws them)."""
+    def _tile_routes(self, route: tuple[int, int, int], tile: int) -> np.ndarray:
+        """[tokens, top_k] experts of the tokens of ``tile`` (drawn as the moe workload draws them,
+        from the run's seed and the tile: every chip of a system draws the same)."""
         key = (route, tile)
         if key not in self._routes:
             experts, top_k, slots = route
             tokens = max(1, experts * slots // max(1, top_k))
-            r = moe_route(self.cfg.seed, tile, tokens, experts, top_k, self.p.skew)
-            self._routes[key] = tuple(int(x) for x in np.bincount(r.ravel(), minlength=experts))
-        return list(self._routes[key])
+            self._routes[key] = moe_route(self.cfg.seed, tile, tokens, experts, top_k, self.p.skew)
+        return self._routes[key]
+
+    def _expert_tiles(self, route: tuple[int, int, int], tile: int) -> list[int]:
+        """Token copies each expert gets in ``tile``."""
+        return np.bincount(self._tile_routes(route, tile).ravel(), minlength=route[0]).tolist()
+
+    def _tp_index(self) -> int:
+        """This chip's place in its TP group (0 on a chip of its own)."""
+        place = self.cfg.system
+        return place.group("TP").index(place.chip) if place is not None else 0
 
     def _cycles(self, slot: SlotSpec, tile: int) -> int:
         """Compute cycles of a tile: for a kernel over routed experts, the share of its padded
         work its experts really got (copies beyond an expert's slots are dropped, as a
-        capacity factor does)."""
+        capacity factor does). Over a TP group, this chip's experts are the group index's block."""
         if not slot.route:
             return slot.cycles
         got = self._expert_tiles(slot.route, tile)
         cap = slot.route[2]
-        used = sum(min(got[e], cap) for e in slot.experts)
+        base = self._tp_index() * (slot.route[0] // self.p.tp)
+        used = sum(min(got[base + e], cap) for e in slot.experts)
         return -(-slot.cycles * used // (cap * len(slot.experts)))
+
+    def _exchange(self, cu, part: PartitionProgram, slot: SlotSpec, run: int, group: tuple[int, ...], i: int):
+        """Tile ``i``'s routed tokens to and from the peers on the group's chips (sim/chip/exchange.py):
+        this CU's share of every count (the kernel's CUs split a tile's tokens)."""
+        x = slot.exchange
+        assert x is not None
+        p = len(group)
+        rep = run // len(self.p.partitions)
+        routes = self._tile_routes(x.route, rep * part.tiles + i)
+        counts = exchange_counts(routes, p, x.route[0])
+        me = group.index(self.cfg.system.chip)
+        to, frm = (counts[:, me], counts[me, :]) if x.combine else (counts[me, :], counts[:, me])
+        j, n = slot.rank
+        mine = lambda c: int(c) * (j + 1) // n - int(c) * j // n  # noqa: E731 - this CU's share of a count
+        # the most a peer can send: its tokens (dispatch) or this chip's (combine) to every expert here
+        owned = np.bincount(token_owners(len(routes), p), minlength=p)
+        most = min(x.route[1], x.route[0] // p)
+        bound = [mine(int(owned[me if x.combine else h]) * most) for h in range(p)]
+        b, s = slot.writes[0] if slot.writes else (slot.reads[0].buffer, slot.reads[0].stripe)
+        ok = yield from exchange(cu, group, self.cfg.system.chip, [mine(c) for c in to], [mine(c) for c in frm],
+                                 bound, x.token_bytes, part.buffers[b].stripes[s].mu, fixed_slots(self.cfg), run, i,
+                                 self.cfg.reclaim, self.cfg.sizing.max_packet_bytes)
+        if not ok:
+            cu.state["exchange_failed"] = True
 
     def _load_weights(self, cu, part: PartitionProgram, order, refs) -> None:
         """Ask the DRAM interfaces to stream every weight stripe in, in chunks spread over them."""
@@ -636,7 +728,10 @@ class Dataflow:
         add = 2.0 / (self.p.word * self.cfg.spec.cu_flops_per_cycle)  # cycles per byte of an add (an FMA = 2 flops)
         chip = self.cfg.system.chip
         for k, kind in enumerate(slot.collectives):
-            yield from collective(cu, kind, group, chip, share_bytes, run, i * 4 + k, add)
+            if kind == "all_to_all" and slot.exchange is not None:
+                yield from self._exchange(cu, part, slot, run, group, i)
+            else:
+                yield from collective(cu, kind, group, chip, share_bytes, run, i * 4 + k, add)
         if i > 0:
             yield Replies([signal_tag(run, i - 1, WRITTEN)], "flow")
         yield from self._write_tile(cu, part, slot, refs, i, first)
@@ -715,6 +810,7 @@ class Dataflow:
         shard.trace_span(cu.uid, slot.kernel, t0, shard.now - t0, "kernel")
         shard.log(KernelRecord(start.buf, slot.kernel, cu.uid, t0, shard.now, compute, _bytes_in(part, slot),
                                _bytes_out(part, slot)))
+        failed = failed or bool(cu.state.pop("exchange_failed", False))  # a landing buffer it could not have
         cu.send(m.ACK, start.src, tag=start.tag, arg=m.FAILED if failed else m.FINISHED)
 
 

@@ -8,13 +8,11 @@ from typing import ClassVar
 import pytest
 
 from cluster.config import ConfigError, load
-from cluster.run_config import RUN_SCHEMA, chip_config, system_config, system_of
+from cluster.run_config import RUN_SCHEMA, system_config
 from cluster.system_job import simulate_system
 from sim.chip.collectives import chunk, collective
 from sim.keys import Field, Table
-from sim.system.config import SystemConfig
-from sim.workloads import WORKLOADS
-from sim.workloads.base import Floorplan
+from tests.system.one_cu import OneCu, OneCuParams, run_raw, workload_fixture
 
 LINK_BPC = 25  # 25 GB/s at plasticine's 1 GHz: bytes per cycle
 LAT = 500  # 500 ns at 1 GHz
@@ -22,39 +20,7 @@ FLIT = 64  # plasticine's 512-bit flits
 ROWS, COLS = 4, 8
 
 
-@dataclass(frozen=True)
-class OneCollectiveParams:
-    """The CU at (0, 0) of every chip runs one collective with its peers on the TP group."""
-
-    kind: str = "one-collective"
-    op: str = "all_reduce"
-    nbytes: int = 4096
-
-    SECTION: ClassVar[str] = "one-collective"
-    KEYS: ClassVar[Table] = Table({"op": Field("str", "all_reduce", "collective"),
-                                   "nbytes": Field("size", 4096, "bytes each chip contributes", min=1)},
-                                  doc="one collective")
-
-    @classmethod
-    def from_config(cls, kind, d, chip, issues):
-        return cls(kind, d["op"], d["nbytes"])
-
-    @property
-    def work_items(self):
-        return 1
-
-    def program(self, cfg):
-        return OneCollective(self, cfg)
-
-
-class OneCollective:
-    def __init__(self, p, cfg):
-        self.p, self.cfg = p, cfg
-        self.cu = Floorplan(cfg).unit_at(0, 0)
-
-    def start(self, cu):
-        return self._run(cu) if cu.uid == self.cu else None
-
+class OneCollective(OneCu):
     def on_message(self, cu, msg):
         raise RuntimeError("the collective's data is taken as replies")
 
@@ -65,11 +31,22 @@ class OneCollective:
         cu.shard.counts["finished"] += 1
 
 
-@pytest.fixture
-def one_collective():
-    WORKLOADS.register("one-collective")(OneCollectiveParams)
-    yield
-    WORKLOADS.unregister("one-collective")
+@dataclass(frozen=True)
+class OneCollectiveParams(OneCuParams):
+    """The CU at (0, 0) of every chip runs one collective with its peers on the TP group."""
+
+    kind: str = "one-collective"
+    op: str = "all_reduce"
+    nbytes: int = 4096
+
+    SECTION: ClassVar[str] = "one-collective"
+    KEYS: ClassVar[Table] = Table({"op": Field("str", "all_reduce", "collective"),
+                                   "nbytes": Field("size", 4096, "bytes each chip contributes", min=1)},
+                                  doc="one collective")
+    PROGRAM: ClassVar[type] = OneCollective
+
+
+one_collective = workload_fixture(OneCollectiveParams)
 
 
 def _run(op: str, p: int, nbytes: int, kind: str = "r", shards: int = 1):
@@ -78,11 +55,7 @@ def _run(op: str, p: int, nbytes: int, kind: str = "r", shards: int = 1):
            "system": {"chips": p, "fidelity": "grid",
                       "network": [{"kind": kind, "size": p, "link_bandwidth": "25GB/s", "link_latency": "500ns",
                                    "parallelism": "TP"}]}}
-    cfg = load(RUN_SCHEMA, raw=raw)
-    system = system_of(cfg["system"], chip_config(cfg).spec.dfmodel())
-    chip = chip_config(cfg, system=system)
-    sc = SystemConfig(system, chip.spec.clock_hz, cfg["system"]["packet_bytes"], "grid", chip.workload, chip=chip)
-    summary, _, _ = simulate_system(sc, shards=shards)
+    _, summary, _ = run_raw(raw, shards)
     assert summary["completed"]
     return summary
 
@@ -142,12 +115,14 @@ STEPS = {"all_reduce": lambda p: 2 * (p - 1), "all_gather": lambda p: p - 1, "re
 
 def _chip_bytes(w, p: int) -> int:
     """Bytes one chip sends to the others: every CU of a kernel with collectives, for each tile and
-    each collective, its steps' chunks of its share of the tile (ring and direct alike)."""
+    each collective, its steps' chunks of its share of the tile (ring and direct alike); an
+    all-to-all of routed tokens moves what the routing says instead (tests/system/test_moe_exchange.py)."""
     total = 0
     for part in w.partitions:
         for slot in part.slots:
             share = sum(part.buffers[b].stripes[s].tile_bytes for b, s in slot.writes) + slot.dram_write
-            total += sum(part.tiles * STEPS[c](p) * chunk(share, p) for c in slot.collectives)
+            total += sum(part.tiles * STEPS[c](p) * chunk(share, p) for c in slot.collectives
+                         if not (c == "all_to_all" and slot.exchange))
     return total * w.passes
 
 
@@ -173,8 +148,13 @@ def test_a_mapped_moe_layer_runs_its_all_to_alls_between_grid_chips():
     cfg = system_config(load(RUN_SCHEMA, Path(__file__).resolve().parents[2] / "examples" / "system_moe_grid.toml"))
     kinds = {c for part in cfg.workload.partitions for s in part.slots for c in s.collectives}
     assert kinds == {"all_reduce", "all_to_all"}
-    summary, _, _ = simulate_system(cfg)
-    assert summary["completed"] and summary["bytes_total"] == 2 * _chip_bytes(cfg.workload, 2)
+    assert {s.kernel for part in cfg.workload.partitions for s in part.slots if s.exchange} == {"Dispatch", "Combine"}
+    summary, tables, _ = simulate_system(cfg)
+    # the all-reduces' padded chunks, and the tokens that landed on the other chip (only data crosses:
+    # references, -1s and weight returns carry none)
+    assert summary["completed"]
+    assert summary["bytes_total"] == 2 * _chip_bytes(cfg.workload, 2) + sum(tables["chips"]["landing_bytes"])
+    assert simulate_system(cfg, shards=2)[0]["result_hash"] == summary["result_hash"]  # a chip per shard
 
 
 @pytest.mark.parametrize("raw, key, words", [
