@@ -48,7 +48,8 @@ def _plan(p, shards: int | str, cut: str, backend: str, address: str | None):
     """(plan, seconds it took): the shard count to run (cluster/shard_plan.py)."""
     a = time.perf_counter()
     horizon = p.warmup_cycles + p.measure_cycles + p.drain_cycles
-    plan = plan_shards(shards, lambda regs: noc_model(p, regs), p, p.rows, p.cols, cut, backend, horizon, address)
+    plan = plan_shards(shards, lambda regs: noc_model(p, regs), p, p.rows, p.cols, cut, backend, horizon, address,
+                       expected_cycles=p.warmup_cycles + p.measure_cycles)
     return plan, time.perf_counter() - a
 
 

@@ -1,17 +1,21 @@
 """How many shards pay (``run.shards = "auto"``): a cost model fitted to a pilot of the run.
 
-Per simulated cycle, a run cut into ``n`` shards on ``cores`` cores takes about
+A run of ``C`` cycles cut into ``n`` shards on ``cores`` cores takes about
 
-    max(slowest shard's work, all shards' work / cores) + epochs per cycle x round trip
+    C x (max(lockstep work, all shards' work / cores) + epochs per cycle x exchange) + start
 
-where a shard's work is advancing its region plus its own bookkeeping (earliest output,
-routing its traffic), and the round trip is what the backend pays per epoch to move the
-reports between processes (EPOCH_ROUND_TRIP). Work and epochs per cycle depend on the
-workload and the cut (how often traffic comes near it, cluster/coordinator.py), so they
-are measured: a pilot simulates the run's first cycles in this process, once whole and
-once cut into each candidate count, and the model above extrapolates from them. The
-pilot covers the start of the run only; a workload whose traffic changes later is
-predicted from its opening.
+per simulated cycle, where a shard's work is advancing its region plus its own bookkeeping
+(earliest output, routing its traffic), the lockstep work is the sum over epochs of the
+slowest shard's epoch (shards wait for each other every epoch, so an imbalance that
+alternates between shards costs as much as a steady one), the exchange is what an epoch
+costs between actors (EXCHANGE_SECONDS per peer) and the start is what Ray actors pay
+before their first epoch (ACTOR_START_SECONDS). Work and epochs per cycle depend on the
+workload and the cut (how often traffic comes near it, cluster/coordinator.py), so they are
+measured: a pilot simulates the run's first cycles in this process, once whole and once cut
+into each candidate count, and the model above extrapolates from them. The pilot covers the
+start of the run only; a workload whose traffic changes later is predicted from its opening.
+``C`` is the run's expected length (the NoC's measurement window; a chip run's cycle limit,
+which makes a long run of it the assumption).
 """
 
 from __future__ import annotations
@@ -22,14 +26,17 @@ from dataclasses import dataclass
 from cluster.backends.local import run_local
 from cluster.regions import cut_grid, epoch_length
 
-# The least cost per epoch between Ray actors on one node: two trivial actors exchanging
-# directly over their channels, 25-40 us on the 2-core machine (cluster/backends/
-# ray_backend.py's note; a driver round trip 1.6 ms there, ~6 ms with the machine loaded).
-# A count this floor already predicts slower is dropped without measuring; otherwise the
-# exchange is measured (ray_backend.round_trip_seconds) under the machine's load of the moment.
-ROUND_TRIP_FLOOR = 2.5e-5
+# What an epoch's exchange costs an actor per peer: two trivial actors exchanging directly over
+# their channels took 25-50 us on the 2-core machine (benchmarks/chaining_speed.py). A constant,
+# not measured per run: spawning actors to measure it cost ~1 s, more than it told.
+EXCHANGE_SECONDS = 5e-5
+# What Ray shard actors pay before their first epoch, measured on the 2-core machine for a
+# system of 8 grid chips: ~0.3 s to import the backend, 0.6-0.9 s to unpickle the model (which
+# imports the simulator), ~0.4 s loading the compiled kernels on the first epoch, and the
+# worker's lease; 2.6 s from creating the actors to the end of their first epoch.
+ACTOR_START_SECONDS = 2.0
 PILOT_CYCLES = 8192  # at most; a sixteenth of the run's horizon when that is shorter
-PILOT_SECONDS = 0.4  # of simulation in the one-process pilot at most; the cut ones run as many cycles
+PILOT_SECONDS = 0.25  # of simulation in the one-process pilot at most; the cut ones run as many cycles
 WARM_UP_CYCLES = 64
 BUDGET_STEP = 128  # cycles between looks at the one-process pilot's clock
 
@@ -66,29 +73,31 @@ class Plan:
 
 
 def _pilot(make_model, params, regions, until: int, budget: float | None = None) -> tuple[float, float, float, int]:
-    """(max shard seconds, total shard seconds, epochs), each per cycle, and the cycles run:
+    """(lockstep seconds, total shard seconds, epochs), each per cycle, and the cycles run:
     ``until`` cycles or ``budget`` seconds of simulation."""
     e, _ = epoch_length(params, regions, None)
     step = None if budget is None else min(e, BUDGET_STEP)  # one process: windows short enough to stop in time
     o = run_local(params, regions, step or e, model=make_model(regions), until=until, budget=budget, max_window=step)
     cycles = max(o.end_cycle, 1)
     per = [b + x for b, x in zip(o.extra["shard_busy_seconds"], o.extra["exchange_seconds"])]
-    return max(per) / cycles, sum(per) / cycles, o.epochs / cycles, o.end_cycle
+    return o.extra["lockstep_seconds"] / cycles, sum(per) / cycles, o.epochs / cycles, o.end_cycle
 
 
 @dataclass(frozen=True)
 class Pilot:
-    """Per simulated cycle, from a pilot: the slowest shard's and all shards' seconds, epochs."""
+    """Per simulated cycle, from a pilot: the lockstep and all shards' seconds, epochs."""
 
     shards: int
-    slowest: float
+    lockstep: float
     total: float
     epochs: float
 
-    def predict(self, one: "Pilot", cores: float, round_trip: float) -> Prediction:
-        t = max(self.slowest, self.total / min(cores, self.shards)) + (self.epochs * round_trip if self.shards > 1
-                                                                        else 0.0)
-        return Prediction(self.shards, t * 1e3, one.total / t, 1 / self.epochs)
+    def predict(self, one: "Pilot", cores: float, cycles: int) -> Prediction:
+        """What this count is expected to take over ``cycles`` against ``one`` process."""
+        n = self.shards
+        t = max(self.lockstep, self.total / min(cores, n)) + (self.epochs * EXCHANGE_SECONDS * (n - 1))
+        start = ACTOR_START_SECONDS if n > 1 else 0.0
+        return Prediction(n, t * 1e3, one.total * cycles / (t * cycles + start), 1 / self.epochs)
 
 
 def pilots(make_model, params, rows: int, cols: int, cut: str, candidates: list[int], horizon: int) -> list[Pilot]:
@@ -106,8 +115,8 @@ def pilots(make_model, params, rows: int, cols: int, cut: str, candidates: list[
                                for n in sorted(set(candidates) - {1})]
 
 
-def predict(ps: list[Pilot], cores: float, round_trip: float) -> list[Prediction]:
-    return [p.predict(ps[0], cores, round_trip) for p in ps]
+def predict(ps: list[Pilot], cores: float, cycles: int) -> list[Prediction]:
+    return [p.predict(ps[0], cores, cycles) for p in ps]
 
 
 def candidates_for(rows: int, cols: int, cut: str, cores: float) -> list[int]:
@@ -123,10 +132,11 @@ def candidates_for(rows: int, cols: int, cut: str, cores: float) -> list[int]:
 
 
 def plan_shards(requested, make_model, params, rows: int, cols: int, cut: str, backend: str, horizon: int,
-                address: str | None = None) -> Plan:
+                address: str | None = None, expected_cycles: int | None = None) -> Plan:
     """The shard count to run: ``requested`` when it is a number (with a one-line warning on
     stderr when the model predicts it slower than one process on Ray), or the predicted
-    fastest when it is "auto"."""
+    fastest when it is "auto". ``expected_cycles``: how long the run should be (default
+    ``horizon``, the cycle it is cut off at)."""
     if requested != "auto" and (requested == 1 or backend != "ray"):
         return Plan(int(requested), [], "requested")
     if backend != "ray":
@@ -134,11 +144,7 @@ def plan_shards(requested, make_model, params, rows: int, cols: int, cut: str, b
     cores = _cores(address)
     wanted = candidates_for(rows, cols, cut, cores) if requested == "auto" else [requested]
     ps = pilots(make_model, params, rows, cols, cut, wanted, horizon)
-    preds = predict(ps, cores, ROUND_TRIP_FLOOR)
-    if any(p.speedup >= 1.0 for p in preds[1:]):  # in doubt: measure what an epoch costs now
-        from cluster.backends.ray_backend import round_trip_seconds
-
-        preds = predict(ps, cores, round_trip_seconds(max(p.shards for p in ps), address))
+    preds = predict(ps, cores, expected_cycles or horizon)
     if requested == "auto":
         best = max(preds, key=lambda p: (p.speedup, -p.shards))
         others = "; ".join(p.describe(backend) for p in preds if p.shards != 1)

@@ -34,8 +34,8 @@ def test_auto_on_ray_keeps_a_small_grid_in_one_process_and_warns_a_forced_count(
     from cluster.backends import noc_model
     from cluster.shard_plan import plan_shards
 
-    # an 8x8 mesh under load: ~13 us of work per 1,000 cycles against a 1.6 ms round trip
-    # every 3-cycle window; no count but 1 can pay
+    # an 8x8 mesh under load: a few ms of work per 1,000 cycles against an exchange every
+    # 3-cycle window and the actors' start; no count but 1 can pay
     p = NocParams(rows=8, cols=8, rate=0.2, warmup_cycles=300, measure_cycles=700, drain_cycles=2000)
     horizon = p.warmup_cycles + p.measure_cycles + p.drain_cycles
     plan = plan_shards("auto", lambda r: noc_model(p, r), p, 8, 8, "rows", "ray", horizon)
@@ -46,3 +46,23 @@ def test_auto_on_ray_keeps_a_small_grid_in_one_process_and_warns_a_forced_count(
     err = capsys.readouterr().err
     assert forced.shards == 2 and forced.backend("ray") == "ray"
     assert err.count("\n") == 1 and "warning: 2 shards on ray: predicted" in err
+
+
+def test_the_cost_model_charges_the_lockstep_path_exchanges_and_the_actors_start():
+    from cluster.shard_plan import ACTOR_START_SECONDS, EXCHANGE_SECONDS, Pilot
+
+    one = Pilot(1, lockstep=1e-3, total=1e-3, epochs=1 / 1024)
+    # two shards that split the work evenly overall but take turns being slow: every epoch
+    # waits for the slower, so the lockstep path (0.7 ms a cycle), not half the work, counts
+    two = Pilot(2, lockstep=0.7e-3, total=1.0e-3, epochs=1 / 3)
+    cycles = 10_000
+    per_cycle = 0.7e-3 + EXCHANGE_SECONDS / 3
+    p = two.predict(one, cores=2, cycles=cycles)
+    assert p.seconds_per_kcycle == pytest.approx(per_cycle * 1e3)
+    assert p.speedup == pytest.approx(10.0 / (per_cycle * cycles + ACTOR_START_SECONDS))
+    # on one core the shards run one after another: all the work counts
+    assert two.predict(one, cores=1, cycles=cycles).seconds_per_kcycle == pytest.approx(
+        (1.0e-3 + EXCHANGE_SECONDS / 3) * 1e3)
+    # a long run amortises the start; one process pays none
+    assert two.predict(one, cores=2, cycles=10**9).speedup == pytest.approx(1e-3 / per_cycle, rel=1e-4)
+    assert one.predict(one, cores=2, cycles=cycles).speedup == pytest.approx(1.0)

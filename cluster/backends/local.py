@@ -28,9 +28,11 @@ def run_local(params, regions, epoch: int, progress=None, model=None, until: int
     epochs = 0
     busy, exchange = [0.0] * n, [0.0] * n  # per shard: advancing; reporting and routing its output
     windows = []
+    lockstep = 0.0  # sum over epochs of the slowest shard's epoch: the critical path of parallel shards
     stop = None
     while True:
         outs, metas, routed = [], [], []
+        slowest = 0.0
         for i, (s, b) in enumerate(zip(shards, inbound)):
             a = time.perf_counter()
             o = s.advance(t0, t1, b)
@@ -41,6 +43,8 @@ def run_local(params, regions, epoch: int, progress=None, model=None, until: int
                 routed.append(model.split(o, n))
             busy[i] += m - a
             exchange[i] += time.perf_counter() - m
+            slowest = max(slowest, time.perf_counter() - a)
+        lockstep += slowest
         if n > 1:
             inbound = [model.concat([routed[j][i] for j in range(n)]) for i in range(n)]
         epochs += 1
@@ -57,6 +61,7 @@ def run_local(params, regions, epoch: int, progress=None, model=None, until: int
     transit = model.in_transit(inbound) if n > 1 else 0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     extra = {"chaining": "in-process", "shard_busy_seconds": busy, "exchange_seconds": exchange,
+             "lockstep_seconds": lockstep,
              "peak_rss_bytes": peak, **window_stats(windows)}
     return RunOutcome([model.report(s) for s in shards], epochs, t1, stop.saturated, wall, wall - sum(busy), transit,
                       extra=extra)
