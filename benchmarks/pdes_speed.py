@@ -107,10 +107,9 @@ def _one(kind: str, what, shards, backend: str, budget: float, total_cycles: int
     # the run's own wall clock plus, for a planned count, the pilot that chose it
     rec = {"seconds": round(o.wall_seconds + s.get("plan_seconds", 0.0), 3), "projected": False,
            "sim_cycles": s["sim_cycles"], "shards": s["shards"], "epochs": o.epochs, "result_hash": s["result_hash"]}
-    for key in ("window_mean", "window_median", "chaining", "simulate_seconds_per_shard",
-                "exchange_seconds_per_shard", "waiting_seconds_per_shard", "peak_rss_mb_per_shard", "shards_reason",
-                "plan_seconds", "predicted_speedup", "predicted_one_process_seconds",
-                "speedup_vs_predicted_one_process"):
+    from cluster.distribution import DISTRIBUTION_KEYS
+
+    for key in DISTRIBUTION_KEYS:
         if s.get(key) is not None:
             rec[key] = s[key]
     return rec

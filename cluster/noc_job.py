@@ -18,11 +18,12 @@ import pyarrow as pa
 from cluster import io, schemas
 from cluster.backends import RunOutcome, noc_model, run_backend
 from cluster.config import config_hash
+from cluster.distribution import distribution_figures
 from cluster.noc_config import booksim_reference, check_footprint, params_of, rates_of
 from cluster.noc_summary import link_columns, summarize_noc
 from cluster.progress import Progress
 from cluster.regions import cut_grid, epoch_length
-from cluster.shard_plan import distribution_figures, plan_shards
+from cluster.shard_plan import plan_shards
 
 
 @dataclass

@@ -20,10 +20,11 @@ from cluster import io, schemas
 from cluster.backends import RunOutcome, run_backend
 from cluster.config import config_hash
 from cluster.coordinator import idle_rule
+from cluster.distribution import distribution_figures
 from cluster.noc_job import run_id_for
 from cluster.progress import Progress
 from cluster.regions import cut_grid, epoch_length, owner_map
-from cluster.shard_plan import distribution_figures, plan_shards
+from cluster.shard_plan import plan_shards
 from sim.chip import memory_map
 from sim.chip.messages import FIELDS
 from sim.chip.report import shard_result, summarize_chip

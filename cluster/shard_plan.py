@@ -162,27 +162,3 @@ def _cores(address: str | None) -> float:
 
     init_ray(address)
     return cluster_cpus()
-
-
-def distribution_figures(plan: Plan | None, outcome, plan_seconds: float = 0.0) -> dict:
-    """Per-run figures of a distributed run (issue 11): windows, simulation against exchange
-    time per shard, peak memory per shard, and the speed-up against the pilot's prediction
-    of one process (only when a pilot ran)."""
-    x = outcome.extra
-    out = {"epochs": outcome.epochs, "window_mean": x.get("window_mean"), "window_median": x.get("window_median"),
-           "chaining": x.get("chaining"),
-           "simulate_seconds_per_shard": [round(b, 3) for b in x.get("shard_busy_seconds", [])],
-           "exchange_seconds_per_shard": [round(b, 3) for b in x.get("exchange_seconds", [])]}
-    if "waiting_seconds" in x:  # directly chained actors: of the exchange, waiting for the peers' epochs
-        out["waiting_seconds_per_shard"] = [round(b, 3) for b in x["waiting_seconds"]]
-    rss = x.get("peak_rss_bytes_per_shard") or ([x["peak_rss_bytes"]] if "peak_rss_bytes" in x else [])
-    out["peak_rss_mb_per_shard"] = [round(b / 2**20, 1) for b in rss]
-    one = plan.prediction(1) if plan is not None else None
-    if plan is not None and one is not None:  # a pilot ran: its predictions start with one process
-        mine = plan.prediction(plan.shards)
-        predicted_one = one.seconds_per_kcycle * outcome.end_cycle / 1e3
-        out.update(shards_reason=plan.reason, plan_seconds=round(plan_seconds, 3),
-                   predicted_speedup=round(mine.speedup, 3) if mine else None,
-                   predicted_one_process_seconds=round(predicted_one, 3),
-                   speedup_vs_predicted_one_process=round(predicted_one / max(outcome.wall_seconds, 1e-9), 3))
-    return out

@@ -20,6 +20,17 @@ def test_auto_in_process_runs_one_process(capsys):
     assert auto["shards"] == 1 and auto["result_hash"] == one["result_hash"]
 
 
+def test_a_sharded_run_says_how_it_spent_its_time_and_a_whole_one_does_not(capsys):
+    assert main(["noc", "--rate", "0.2", "--shards", "2", "--json", *QUICK]) == 0
+    two = json.loads(capsys.readouterr().out)
+    assert two["chaining"] == "in-process" and len(two["simulate_seconds_per_shard"]) == 2
+    assert two["window_mean"] >= 1 and two["peak_rss_mb_per_shard"][0] > 0  # in-process: the one process
+    assert main(["noc", "--rate", "0.2", "--shards", "2", *QUICK[:-1]]) == 0
+    assert f"2 shards (in-process): {two['epochs']:,} epochs, windows mean" in capsys.readouterr().out
+    assert main(["noc", "--rate", "0.2", "--json", *QUICK]) == 0
+    assert "window_mean" not in json.loads(capsys.readouterr().out)
+
+
 def test_forced_count_runs_exactly_that_many_shards_and_reports_them():
     p = NocParams(rows=8, cols=8, rate=0.2, warmup_cycles=300, measure_cycles=700, drain_cycles=2000)
     _, o = simulate_noc(p, shards=3, cut="cols")

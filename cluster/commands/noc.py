@@ -9,6 +9,7 @@ import sys
 from cluster import io
 from cluster.commands.common import RUN_FLAGS, add_run_arguments, flag_values, json_safe, report_files, save
 from cluster.config import load
+from cluster.distribution import describe_distribution, distributed
 from cluster.errors import EXIT_INTERRUPTED
 from cluster.noc_config import NOC_SCHEMA
 
@@ -66,12 +67,16 @@ def run(args) -> int:
     from cluster.noc_job import run_noc, write_noc  # imported late: keeps `rdasim noc --help` instant
 
     result = run_noc(cfg, out=None, quiet=args.quiet or args.json)
-    rows = [{k: json_safe(row[k]) for k in JSON_KEYS} for row in result.rows]
+    rows = [{**{k: json_safe(row[k]) for k in JSON_KEYS}, **distributed(row)} for row in result.rows]
     if args.json:
         for row in rows:
             print(json.dumps(row))
     else:
         _table(result.rows)
+        for row in result.rows:
+            line = describe_distribution(row)
+            if line:
+                print(f"  rate {row['rate']:g}: {line}")
     if args.out:
         result.files = save(lambda: write_noc(result, args.out), rows, printed=args.json)
         report_files(result.files)

@@ -8,6 +8,7 @@ import sys
 from cluster import io
 from cluster.commands.common import RUN_FLAGS, add_run_arguments, flag_values, json_safe, not_saved, report_files
 from cluster.config import load
+from cluster.distribution import describe_distribution, distributed
 from cluster.errors import EXIT_RUN_STATUS, UserError
 from cluster.run_config import RUN_SCHEMA
 from cluster.schemas import ENERGY_COLUMNS, INPUT_COLUMNS
@@ -109,7 +110,7 @@ def run(args) -> int:
     s = res.summary
     keys = JSON_KEYS + ENERGY_KEYS + tuple(k for k in MAPPED_KEYS if k in s) + tuple(
         k for k in INPUT_KEYS if s.get(k) is not None)
-    figures = {k: json_safe(s[k]) if k != "partitions" else s[k] for k in keys}
+    figures = {**{k: json_safe(s[k]) if k != "partitions" else s[k] for k in keys}, **distributed(s)}
     if args.json:
         print(json.dumps(figures))
     else:
@@ -136,6 +137,9 @@ def run(args) -> int:
                   f"{s['moe_load_imbalance']:.2f}x the mean per step")
         print(f"  oracle: use after free {s['use_after_free']}, double free {s['double_free']}, "
               f"premature free {s['premature_free']}, leaks {s['leaks']}")
+        line = describe_distribution(s)
+        if line:
+            print(f"  {line}")
         print(f"  result hash {s['result_hash']}")
         print(f"  status {s['status']}" + (f": {s['status_detail']}" if s["status_detail"] else ""))
     report_files(res.files)
