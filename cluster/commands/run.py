@@ -69,8 +69,8 @@ def run_system_command(args, cfg: dict) -> int:
                   f"busiest chip took {s['expert_imbalance']:.2f}x the mean tokens; landing buffer peak "
                   f"{s['landing_bytes_peak']:,} B of a static {s['landing_bytes_static']:,} B")
         if "landing_bytes_per_chip" in s:
-            print(f"  landing buffers per chip: {', '.join(f'{b:,}' for b in s['landing_bytes_per_chip'])} B landed, "
-                  f"{', '.join(f'{b:,}' for b in s['landing_reserved_per_chip'])} B held by the policy; oracle: "
+            print(f"  landing buffers per chip: {' / '.join(f'{b:,}' for b in s['landing_bytes_per_chip'])} B landed, "
+                  f"{' / '.join(f'{b:,}' for b in s['landing_reserved_per_chip'])} B held by the policy; oracle: "
                   f"{s['premature_free']} premature frees, {s['use_after_free']} uses after free, {s['leaks']} leaks")
         print(f"  status {s['status']}" + (f": {s['status_detail']}" if s["status_detail"] else ""))
         print(f"  result hash {s['result_hash']}")
