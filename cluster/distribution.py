@@ -25,8 +25,8 @@ def distributed(row: dict) -> dict:
 def describe_distribution(row: dict) -> str | None:
     """One line on how a sharded run spent its time (None for a run in one piece)."""
     d = distributed(row)
-    if not d or row.get("shards", 1) <= 1:
-        return d.get("shards_reason") if d else None
+    if row.get("shards", 1) <= 1:
+        return d.get("shards_reason")  # a pilot kept the run whole: say why
 
     def each(key: str) -> str:
         return "/".join(f"{x:.1f}" for x in d.get(key, []))

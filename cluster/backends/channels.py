@@ -7,8 +7,8 @@ An epoch's exchange sends each peer one message (an int64 array, cluster/wire.py
 receives one from each; a shard never needs to know where its peers run.
 
 Messages are framed by their length (8 bytes, little endian) and moved with
-non-blocking sockets under one selector, so that two actors sending each other more than
-a socket buffer holds cannot deadlock. A peer that dies closes its sockets (the kernel
+non-blocking sockets, waiting on a selector when none can move, so that two actors sending
+each other more than a socket buffer holds cannot deadlock. A peer that dies closes its sockets (the kernel
 does it for a killed process), which the survivors see as end of stream and report.
 """
 
@@ -118,7 +118,7 @@ class Channels:
             arr = np.ascontiguousarray(outgoing[j], dtype=np.int64)
             sending[s] = [memoryview(_LEN.pack(arr.size)), arr.view(np.uint8).data]
         deadline = time.perf_counter() + spin
-        while True:
+        while True:  # every attempt is non-blocking: try each socket, then poll again or wait
             for s in list(sending):
                 if _send_some(s, sending[s], index[s]):
                     del sending[s]
@@ -127,32 +127,21 @@ class Channels:
                     del receiving[s]
             if not (sending or receiving):
                 return {j: box.array() for j, box in inboxes.items()}
-            if time.perf_counter() >= deadline:
-                break
-            os.sched_yield()  # a process that needs the core more (a peer, on a shared machine) gets it
+            if time.perf_counter() < deadline:
+                os.sched_yield()  # a process that needs the core more (a peer, on a shared machine) gets it
+            else:
+                self._wait(sending, receiving)
+
+    def _wait(self, sending, receiving) -> None:
+        """Sleep until a socket we still send to can take bytes or one we read from has some."""
         for s in set(sending) | set(receiving):
             self._selector.register(s, (selectors.EVENT_READ if s in receiving else 0) | (
                 selectors.EVENT_WRITE if s in sending else 0))
         try:
-            while receiving or sending:
-                for key, events in self._selector.select():
-                    sock = key.fileobj
-                    assert isinstance(sock, socket.socket)
-                    if events & selectors.EVENT_WRITE and sock in sending and _send_some(
-                            sock, sending[sock], index[sock]):
-                        del sending[sock]
-                    if events & selectors.EVENT_READ and sock in receiving and receiving[sock].read(sock):
-                        del receiving[sock]
-                    want = (selectors.EVENT_READ if sock in receiving else 0) | (
-                        selectors.EVENT_WRITE if sock in sending else 0)
-                    if want:
-                        self._selector.modify(sock, want)
-                    else:
-                        self._selector.unregister(sock)
+            self._selector.select()
         finally:
             for key in list(self._selector.get_map().values()):
                 self._selector.unregister(key.fileobj)
-        return {j: box.array() for j, box in inboxes.items()}
 
     def close(self) -> None:
         for s in [*self.peers.values(), self._unix, self._tcp]:

@@ -38,6 +38,7 @@ from cluster.ray_env import actor_cpus, cluster_cpus, init_ray
 # actor memory (230 MB -> 480 MB, channel buffers), so rounds are short.
 EPOCHS_PER_ROUND = 8
 CHAININGS = ("direct", "driver", "compiled-graph")
+_START = EpochMeta(0, 0, 0.0, 0.0, 0, 0)  # what every shard "reported" before the first epoch
 SEGMENT_SECONDS = 1.0  # directly chained actors hand control back to the driver this often (progress)
 # How long an actor polls for its peers' epochs (yielding the core between polls) before it
 # sleeps on its sockets. Measured on the 2-core VM (benchmarks/chaining_speed.py, load 4-5):
@@ -124,17 +125,14 @@ class ShardActor:
 
     def open_channels(self, spin: float) -> ChannelAddress:
         """Listen for the peers; ``spin``: seconds to poll for a peer's epoch before sleeping."""
-        import ray
-
         self.spin = spin
-        self.channels = Channels(self.i, self.n, ray.get_runtime_context().get_node_id(),
-                                 ray.util.get_node_ip_address())
+        self.channels = _channels_here(self.i, self.n)
         return self.channels.address
 
     def connect(self, addresses: list[ChannelAddress]) -> None:
         assert self.channels is not None, "open_channels first"
         self.channels.connect(addresses)
-        self._metas = [EpochMeta(0, 0, 0.0, 0.0, 0, 0)] * self.n
+        self._metas = [_START] * self.n
         self._inbound = self.model.empty()
 
     def run_segment(self, seconds: float) -> Segment:
@@ -174,6 +172,13 @@ class ShardActor:
                            self.epochs, bool(self.stop and self.stop.saturated), self.shard.t)
 
 
+def _channels_here(index: int, n: int) -> Channels:
+    """Shard actor ``index``'s channels, listening on the node this actor runs on."""
+    import ray
+
+    return Channels(index, n, ray.get_runtime_context().get_node_id(), ray.util.get_node_ip_address())
+
+
 @dataclass(frozen=True, slots=True)
 class Segment:
     """Where a run of directly chained epochs handed control back to the driver."""
@@ -190,11 +195,8 @@ class _Echo:
         self.channels: Channels | None = None
 
     def open_channels(self, spin: float) -> ChannelAddress:
-        import ray
-
         self.spin = spin
-        self.channels = Channels(self.i, self.n, ray.get_runtime_context().get_node_id(),
-                                 ray.util.get_node_ip_address())
+        self.channels = _channels_here(self.i, self.n)
         return self.channels.address
 
     def exchanges(self, addresses: list[ChannelAddress], rounds: int) -> float:
@@ -289,7 +291,7 @@ def _run_through_driver(ray, actors, model, horizon: int, progress, compiled: bo
 
 
 def _initial(n: int, model):
-    return [wire.pack(EpochMeta(0, 0, 0.0, 0.0, 0, 0), [model.empty()] * n, model) for _ in range(n)]
+    return [wire.pack(_START, [model.empty()] * n, model) for _ in range(n)]
 
 
 def _compile_round(actors, rounds: int):
