@@ -5,7 +5,7 @@
 
 Trivial actors (no shard to simulate) pass a small int64 array, as an epoch's report is:
 
-- ``direct_poll``: actor to actor over their channels (cluster/backends/channels.py), polling
+- ``direct_poll``: actor to actor over their channels (cluster/parallel/channels.py), polling
   for the peers' epochs (yielding the core between polls) up to SPIN_SECONDS before sleeping,
   as a run does;
 - ``direct_sleep``: the same, sleeping on the sockets at once;
@@ -35,7 +35,7 @@ class _Relay:
 def driver_round_trip(ray, n: int, rounds: int = 50) -> float:
     import numpy as np
 
-    from cluster.ray_env import actor_cpus, cluster_cpus
+    from cluster.parallel.ray_env import actor_cpus, cluster_cpus
 
     actors = [ray.remote(num_cpus=actor_cpus(cluster_cpus(), n))(_Relay).remote() for _ in range(n)]
     try:
@@ -56,8 +56,8 @@ def main() -> None:
     ap.add_argument("--actors", help="comma-separated actor counts (default: 2 and the core count)")
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
-    from cluster.backends.ray_backend import SPIN_SECONDS, round_trip_seconds
-    from cluster.ray_env import cluster_cpus, init_ray
+    from cluster.parallel.ray_actors import SPIN_SECONDS, round_trip_seconds
+    from cluster.parallel.ray_env import cluster_cpus, init_ray
 
     ray = init_ray()
     cores = int(cluster_cpus())

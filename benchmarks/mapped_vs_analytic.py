@@ -34,14 +34,14 @@ def emit(row: dict) -> None:
 
 def run_config(path: str | None = None, raw: dict | None = None, label: str = "") -> None:
     from cluster.config import load
-    from cluster.run_config import RUN_SCHEMA, chip_config
+    from cluster.config.run import RUN_SCHEMA, chip_config
 
     simulate_and_emit(chip_config(load(RUN_SCHEMA, path, raw=raw)), label)
 
 
 def simulate_and_emit(chip, label: str) -> None:
     """Run a mapped chip config: a line per partition (simulated vs DFModel) and one for the run."""
-    from cluster.run_job import simulate_chip
+    from cluster.jobs.chip import simulate_chip
 
     t = time.perf_counter()
     s, tables, _, _ = simulate_chip(chip)
@@ -110,7 +110,7 @@ def run_plan_here(plan, placement, spec, params, label: str) -> None:
     import dataclasses
 
     from cluster.config import load
-    from cluster.run_config import RUN_SCHEMA, chip_config
+    from cluster.config.run import RUN_SCHEMA, chip_config
 
     base = chip_config(load(RUN_SCHEMA, raw={"chip": {"preset": spec.name}, "noc": {"model": "packet"}}))
     simulate_and_emit(dataclasses.replace(base, workload=params), label)

@@ -79,8 +79,8 @@ def _merge(base: dict, **sections) -> dict:
 
 def _run(raw: dict) -> dict:
     from cluster.config import load
-    from cluster.run_config import RUN_SCHEMA, chip_config
-    from cluster.run_job import simulate_chip
+    from cluster.config.run import RUN_SCHEMA, chip_config
+    from cluster.jobs.chip import simulate_chip
 
     s, _, _, _ = simulate_chip(chip_config(load(RUN_SCHEMA, raw=raw)))
     return s

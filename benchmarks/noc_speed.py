@@ -72,12 +72,12 @@ def one_shard(k: int, cycles: int, repeats: int) -> dict:
 
 
 def ray_two_shards(k: int, measure: int) -> dict:
-    from cluster.backends.local import run_local
-    from cluster.backends.ray_backend import run_ray
-    from cluster.noc_summary import summarize_noc
-    from cluster.ray_env import init_ray
-    from cluster.regions import cut_grid, epoch_length
+    from cluster.parallel.local import run_local
+    from cluster.parallel.ray_actors import run_ray
+    from cluster.parallel.ray_env import init_ray
+    from cluster.parallel.regions import cut_grid, epoch_length
     from sim.noc.params import NocParams
+    from sim.noc.summary import summarize_noc
 
     init_ray(num_cpus=2)
     p = NocParams(rows=k, cols=k, rate=LOADS[k], warmup_cycles=300, measure_cycles=measure, drain_cycles=4000)

@@ -74,8 +74,8 @@ def _budgeted(budget: float):
 
 def _chip_run(sets: list[str], shards, backend: str, progress):
     from cluster.config import load
-    from cluster.run_config import RUN_SCHEMA, chip_config
-    from cluster.run_job import simulate_chip
+    from cluster.config.run import RUN_SCHEMA, chip_config
+    from cluster.jobs.chip import simulate_chip
 
     cfg = load(RUN_SCHEMA, KV, sets)
     summary, _, outcome, _ = simulate_chip(chip_config(cfg), shards=shards, backend=backend, progress=progress)
@@ -84,8 +84,8 @@ def _chip_run(sets: list[str], shards, backend: str, progress):
 
 def _noc_run(k: int, rate: float, shards, backend: str, progress):
     from cluster.config import load
-    from cluster.noc_config import NOC_SCHEMA, params_of
-    from cluster.noc_job import simulate_noc
+    from cluster.config.noc import NOC_SCHEMA, params_of
+    from cluster.jobs.noc import simulate_noc
 
     cfg = load(NOC_SCHEMA, None, [f"noc.k={k}", f"noc.rate={rate}"])
     s, o = simulate_noc(params_of(cfg, rate), shards=shards, backend=backend, progress=progress)
@@ -107,7 +107,7 @@ def _one(kind: str, what, shards, backend: str, budget: float, total_cycles: int
     # the run's own wall clock plus, for a planned count, the pilot that chose it
     rec = {"seconds": round(o.wall_seconds + s.get("plan_seconds", 0.0), 3), "projected": False,
            "sim_cycles": s["sim_cycles"], "shards": s["shards"], "epochs": o.epochs, "result_hash": s["result_hash"]}
-    from cluster.distribution import DISTRIBUTION_KEYS
+    from cluster.parallel.distribution import DISTRIBUTION_KEYS
 
     for key in DISTRIBUTION_KEYS:
         if s.get(key) is not None:
@@ -125,7 +125,7 @@ def _summary(runs: list[dict]) -> dict:
 
 
 def run_case(name: str, repeats: int, budget: float, auto: bool) -> dict:
-    from cluster.ray_env import init_ray
+    from cluster.parallel.ray_env import init_ray
 
     kind, what, targets = CASES[name]
     # Ray's killed actors die asynchronously: a run right after a Ray run shares the cores

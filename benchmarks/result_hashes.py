@@ -64,14 +64,14 @@ def chip_cases(networks: list[str]) -> dict[str, tuple[str, list[str]]]:
 
 def run_chip(path: str, sets: list[str]) -> str:
     from cluster.config import load
-    from cluster.run_config import RUN_SCHEMA, chip_config
-    from cluster.run_job import simulate_chip
+    from cluster.config.run import RUN_SCHEMA, chip_config
+    from cluster.jobs.chip import simulate_chip
 
     overrides = [sets[i + 1] for i in range(0, len(sets), 2)]
     cfg = load(RUN_SCHEMA, path, overrides)
     if cfg["system"]["chips"]:
-        from cluster.run_config import system_config
-        from cluster.system_job import simulate_system
+        from cluster.config.run import system_config
+        from cluster.jobs.system import simulate_system
 
         return simulate_system(system_config(cfg))[0]["result_hash"]
     summary = simulate_chip(chip_config(cfg))[0]
@@ -80,8 +80,8 @@ def run_chip(path: str, sets: list[str]) -> str:
 
 def run_noc(sets: list[str], rates: list[float] | None) -> dict[str, str]:
     from cluster.config import load
-    from cluster.noc_config import NOC_SCHEMA, params_of, rates_of
-    from cluster.noc_job import simulate_noc
+    from cluster.config.noc import NOC_SCHEMA, params_of, rates_of
+    from cluster.jobs.noc import simulate_noc
 
     overrides = [sets[i + 1] for i in range(0, len(sets), 2)]
     cfg = load(NOC_SCHEMA, None, overrides)

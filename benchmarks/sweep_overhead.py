@@ -69,8 +69,8 @@ def trivial(points: int, repeats: int) -> dict:
 
 def overhead(points: int, repeats: int) -> dict:
     from cluster.config import config_hash, load
-    from cluster.noc_config import NOC_SCHEMA
-    from cluster.noc_job import run_noc
+    from cluster.config.noc import NOC_SCHEMA
+    from cluster.jobs.noc import run_noc
 
     seeds = list(range(1, points + 1))
     plan = _plan("noc", "noc", NOC_BASE, {"run.seed": seeds})
@@ -119,7 +119,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=None)
     args = parser.parse_args()
     repeats = args.repeats or (2 if args.quick else 5)
-    from cluster.ray_env import init_ray
+    from cluster.parallel.ray_env import init_ray
 
     start = time.perf_counter()
     init_ray(None)

@@ -44,7 +44,7 @@ def grid_config(chips: int, layer: str):
     import tomllib
 
     from cluster.config import load
-    from cluster.run_config import RUN_SCHEMA, system_config
+    from cluster.config.run import RUN_SCHEMA, system_config
 
     with open(os.path.join(ROOT, "examples", "system_tp_ring.toml"), "rb") as f:
         raw = tomllib.load(f)
@@ -56,8 +56,8 @@ def grid_config(chips: int, layer: str):
 
 
 def grid_case(chips: int, repeats: int, layer: str) -> dict:
-    from cluster.ray_env import init_ray
-    from cluster.system_job import simulate_system
+    from cluster.jobs.system import simulate_system
+    from cluster.parallel.ray_env import init_ray
 
     cfg = grid_config(chips, layer)
     init_ray(None)  # Ray's start-up is not the simulation's time
@@ -111,7 +111,7 @@ def box_system(chips: int):
 
 def box_run(chips: int) -> dict:
     """One batch of the pipeline on ``chips`` box chips (run in a child process: its peak memory is its own)."""
-    from cluster.system_job import simulate_system
+    from cluster.jobs.system import simulate_system
     from mapping.solver import solve
     from sim.system.config import SystemConfig
     from sim.system.programs import PipelineParams

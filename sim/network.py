@@ -34,7 +34,7 @@ B = TypeVar("B", bound="NetBoundary")
 class NetBoundary(Protocol):
     """Traffic crossing shard cuts: rows of equal-length int64 columns in named sections.
 
-    ``SECTIONS`` names each section's columns in wire order (cluster/wire.py packs them);
+    ``SECTIONS`` names each section's columns in wire order (cluster/parallel/wire.py packs them);
     a boundary is rebuilt from its sections with ``from_sections``.
     """
 

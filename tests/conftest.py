@@ -19,7 +19,7 @@ import pytest  # noqa: E402
 @pytest.fixture(scope="session")
 def ray_session():
     """One embedded Ray for the whole test session (starting Ray costs seconds)."""
-    from cluster.ray_env import init_ray
+    from cluster.parallel.ray_env import init_ray
 
     ray = init_ray(num_cpus=2)
     yield ray

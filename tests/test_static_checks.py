@@ -7,11 +7,10 @@ output. mypy keeps its cache in .mypy_cache, so a rerun checks only what changed
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.paths import ROOT
 
 
 def _run(tool: str, *args: str) -> subprocess.CompletedProcess:

@@ -12,13 +12,13 @@ from allocators.dsa_csv import format_csv, read_csv
 from allocators.errors import InputError, NoPlacementError
 from allocators.planner import METHODS, plan
 from allocators.trace import parse_trace, replay
-from cluster import io
-from cluster.alloc_reports import write_reports
 from cluster.commands.common import report_files, save
 from cluster.config.units import UnitError, parse_size, parse_time
 from cluster.errors import EXIT_NO_ANSWER, UserError
-from cluster.io import write_text
-from cluster.schemas import RunMeta
+from cluster.results import io
+from cluster.results.alloc_reports import write_reports
+from cluster.results.io import write_text
+from cluster.results.schemas import RunMeta
 
 HELP = "Allocation tools (static planner, memory reports)"
 

@@ -7,13 +7,13 @@ import math
 import sys
 from pathlib import Path
 
-from cluster import io
 from cluster.commands.common import add_set_argument, report_files, save
 from cluster.config import config_hash
+from cluster.config.map import resolve, to_problem, tp_problem
 from cluster.errors import EXIT_NO_ANSWER, UserError
-from cluster.io import write_json, write_parquet
-from cluster.map_config import resolve, to_problem, tp_problem
-from cluster.schemas import MAP_KERNELS, MAP_PARTITIONS, MAP_PLAN, RunMeta
+from cluster.results import io
+from cluster.results.io import write_json, write_parquet
+from cluster.results.schemas import MAP_KERNELS, MAP_PARTITIONS, MAP_PLAN, RunMeta
 from mapping.plan import MappingPlan
 from mapping.solver import solve
 

@@ -6,12 +6,12 @@ import argparse
 import json
 import sys
 
-from cluster import io
 from cluster.commands.common import RUN_FLAGS, add_run_arguments, flag_values, json_safe, report_files, save
 from cluster.config import load
-from cluster.distribution import describe_distribution, distributed
+from cluster.config.noc import NOC_SCHEMA
 from cluster.errors import EXIT_INTERRUPTED
-from cluster.noc_config import NOC_SCHEMA
+from cluster.parallel.distribution import describe_distribution, distributed
+from cluster.results import io
 
 HELP = "Cycle-level NoC simulation with synthetic traffic (latency/throughput)"
 
@@ -64,7 +64,7 @@ def run(args) -> int:
     cfg = load(NOC_SCHEMA, args.config, args.overrides, flag_values(args, FLAGS))
     if args.out:
         io.check_dir(args.out)  # before the work: a bad --out costs a second, not a run
-    from cluster.noc_job import run_noc, write_noc  # imported late: keeps `rdasim noc --help` instant
+    from cluster.jobs.noc import run_noc, write_noc  # imported late: keeps `rdasim noc --help` instant
 
     result = run_noc(cfg, out=None, quiet=args.quiet or args.json)
     rows = [{**{k: json_safe(row[k]) for k in JSON_KEYS}, **distributed(row)} for row in result.rows]

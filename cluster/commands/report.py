@@ -20,8 +20,8 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from cluster import io
     from cluster.report.render import Options, default_out, write_report
+    from cluster.results import io
 
     out = args.out or default_out(args.dir)
     io.check_dir(out, "--out" if args.out else "the figures directory (--out)")

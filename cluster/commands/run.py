@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import sys
 
-from cluster import io
 from cluster.commands.common import RUN_FLAGS, add_run_arguments, flag_values, json_safe, not_saved, report_files
 from cluster.config import load
-from cluster.distribution import describe_distribution, distributed
+from cluster.config.run import RUN_SCHEMA
 from cluster.errors import EXIT_RUN_STATUS, UserError
-from cluster.run_config import RUN_SCHEMA
-from cluster.schemas import ENERGY_COLUMNS, INPUT_COLUMNS
+from cluster.parallel.distribution import describe_distribution, distributed
+from cluster.results import io
+from cluster.results.schemas import ENERGY_COLUMNS, INPUT_COLUMNS
 from sim.energy.table import COMPONENTS
 
 HELP = "Simulate a workload on the CU/MU grid with a memory policy"
@@ -39,8 +39,8 @@ INPUT_KEYS = tuple(c.name for c in INPUT_COLUMNS)  # a trace's or a routing's me
 
 def run_system_command(args, cfg: dict) -> int:
     """`rdasim run` with a [system]: chips as nodes of the inter-chip network."""
-    from cluster.run_config import system_config
-    from cluster.system_job import run_system
+    from cluster.config.run import system_config
+    from cluster.jobs.system import run_system
 
     summary, files = run_system(cfg, system_config(cfg), out=args.out, quiet=args.quiet or args.json)
     s = summary
@@ -100,8 +100,8 @@ def run(args) -> int:
     check_outputs(args)  # before the work: a bad path costs a second, not a run
     if cfg["system"]["chips"]:
         return run_system_command(args, cfg)
-    from cluster.run_config import chip_config  # imported late: keeps `rdasim run --help` quick
-    from cluster.run_job import run_chip
+    from cluster.config.run import chip_config  # imported late: keeps `rdasim run --help` quick
+    from cluster.jobs.chip import run_chip
 
     chip = chip_config(cfg, trace=bool(args.trace), memory_map=-1 if args.memory_map is None else args.memory_map)
     res = run_chip(cfg, chip, out=args.out, trace_path=args.trace,

@@ -51,7 +51,7 @@ def run(args) -> int:
 
     plan = plan_sweep(args.target[0])
     if not args.dry_run:
-        from cluster import io
+        from cluster.results import io
 
         io.check_dir(args.out)  # before Ray starts: a bad --out costs a second
     if args.dry_run:

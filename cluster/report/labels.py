@@ -1,12 +1,12 @@
 """Axis labels with units: for swept config paths from the command's schema, for metrics from
-the result schemas (cluster/schemas.py), so a figure never shows a bare column name."""
+the result schemas (cluster/results/schemas.py), so a figure never shows a bare column name."""
 
 from __future__ import annotations
 
 import re
 from functools import cache
 
-from cluster import schemas
+from cluster.results import schemas
 
 # metrics whose schema line is long or has its unit in the middle: the label a paper would print
 METRICS = {

@@ -9,12 +9,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cluster import io
 from cluster.errors import UserError
 from cluster.report import sweep_figures as sf
 from cluster.report.data import Skip, numeric, only_ok
 from cluster.report.figures import RUN_FIGURES
 from cluster.report.sources import Sources, SweepTables, discover
+from cluster.results import io
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Finding the result tables in a directory: run outputs (``*.parquet`` named by table) and sweeps.
 
-A table is named by its schema's ``table`` metadata (set by cluster.schemas), else by
+A table is named by its schema's ``table`` metadata (set by cluster.results.schemas), else by
 its file name. A sweep is found by its manifest and read with its sibling tables.
 """
 

@@ -19,10 +19,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from cluster import schemas
 from cluster.report import labels
 from cluster.report.data import Skip, distinct, numeric, only_ok
 from cluster.report.sources import SweepTables
+from cluster.results import schemas
 from sim.energy.table import COMPONENTS
 
 PREFERRED = ("avg_latency", "p99_latency", "accepted", "tokens_per_second", "peak_mu_utilization",

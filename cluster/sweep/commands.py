@@ -3,7 +3,7 @@
 A point of a sweep is one resolved config of its command; the command's job turns it
 into named Arrow tables, one of which is the point's result (the rows of the main
 dataset). ``noc`` is ``rdasim noc``; ``run`` is ``rdasim run``, imported only when used
-so the sweep works before and after cluster/run_job.py exists; ``noop`` echoes its
+so the sweep works before and after cluster/jobs/chip.py exists; ``noop`` echoes its
 config and exists to test the sweep machinery and measure its overhead.
 """
 
@@ -67,23 +67,23 @@ def pick_result(tables: dict[str, pa.Table], preferred: str) -> str:
 
 
 def _known_schema(name: str) -> pa.Schema | None:
-    from cluster import schemas
+    from cluster.results import schemas
 
     return next((t.arrow for t in schemas.ALL_TABLES if t.name == name), None)
 
 
 # ----------------------------------------------------------------------------- noc
 def _noc_schema():
-    from cluster.noc_config import NOC_SCHEMA
+    from cluster.config.noc import NOC_SCHEMA
 
     return NOC_SCHEMA
 
 
 def _noc_check(cfg: dict) -> None:
     """What `rdasim noc` checks before simulating: memory, every load's parameters, the shard cut and epoch."""
-    from cluster.footprint import least_shards
-    from cluster.noc_config import check_footprint, params_of, rates_of
-    from cluster.regions import cut_grid, epoch_length
+    from cluster.config.footprint import least_shards
+    from cluster.config.noc import check_footprint, params_of, rates_of
+    from cluster.parallel.regions import cut_grid, epoch_length
 
     check_footprint(cfg)
     run = cfg["run"]
@@ -93,7 +93,7 @@ def _noc_check(cfg: dict) -> None:
 
 
 def _noc_job(cfg: dict) -> dict[str, pa.Table]:
-    from cluster.noc_job import run_noc
+    from cluster.jobs.noc import run_noc
 
     return tables_of(run_noc(cfg, out=None, quiet=True))
 
@@ -110,8 +110,8 @@ def _import_run(module: str):
 
 
 def _run_schema():
-    _import_run("cluster.run_job")  # both halves of rdasim run must be there
-    return _import_run("cluster.run_config").RUN_SCHEMA
+    _import_run("cluster.jobs.chip")  # both halves of rdasim run must be there
+    return _import_run("cluster.config.run").RUN_SCHEMA
 
 
 def _one_chip(cfg: dict) -> None:
@@ -121,11 +121,11 @@ def _one_chip(cfg: dict) -> None:
 
 def _run_check(cfg: dict) -> None:
     """What `rdasim run` checks before simulating: chip_config's cross-field checks, the shard cut and epoch."""
-    from cluster.footprint import least_shards
-    from cluster.regions import cut_grid, epoch_length
+    from cluster.config.footprint import least_shards
+    from cluster.parallel.regions import cut_grid, epoch_length
 
     _one_chip(cfg)
-    chip = _import_run("cluster.run_config").chip_config(cfg)
+    chip = _import_run("cluster.config.run").chip_config(cfg)
     run = cfg["run"]
     epoch_length(chip.noc, cut_grid(chip.spec.rows, chip.spec.cols, least_shards(run["shards"]), run["cut"]),
                  run["epoch"])
@@ -134,8 +134,8 @@ def _run_check(cfg: dict) -> None:
 def _run_job(cfg: dict) -> dict[str, pa.Table]:
     """What `rdasim run CONFIG` does, without its files: chip_config, then run_chip."""
     _one_chip(cfg)
-    chip = _import_run("cluster.run_config").chip_config(cfg)
-    return tables_of(_import_run("cluster.run_job").run_chip(cfg, chip, out=None, quiet=True))
+    chip = _import_run("cluster.config.run").chip_config(cfg)
+    return tables_of(_import_run("cluster.jobs.chip").run_chip(cfg, chip, out=None, quiet=True))
 
 
 def _system_check(cfg: dict) -> None:
@@ -143,14 +143,14 @@ def _system_check(cfg: dict) -> None:
     if not cfg["system"]["chips"]:
         raise UserError("sweep command 'system' needs a [system] with system.chips >= 1 in every point; "
                         "use command = \"run\" for one chip")
-    _import_run("cluster.run_config").system_config(cfg)
+    _import_run("cluster.config.run").system_config(cfg)
 
 
 def _system_job(cfg: dict) -> dict[str, pa.Table]:
     """What `rdasim run CONFIG` does with a [system], without its files."""
     _system_check(cfg)
-    job = _import_run("cluster.system_job")
-    sys_cfg = _import_run("cluster.run_config").system_config(cfg)
+    job = _import_run("cluster.jobs.system")
+    sys_cfg = _import_run("cluster.config.run").system_config(cfg)
     run = cfg["run"]
     summary, tables, _ = job.simulate_system(sys_cfg, run["shards"], run["backend"], run["epoch"], run["address"])
     return job.system_tables(cfg, summary, tables)
@@ -159,7 +159,7 @@ def _system_job(cfg: dict) -> dict[str, pa.Table]:
 # ----------------------------------------------------------------------------- noop
 def _noop_schema():
     from cluster.config import Field, Table
-    from cluster.noc_config import RUN_SECTION
+    from cluster.config.noc import RUN_SECTION
 
     return Table({
         "noop": Table({
@@ -183,8 +183,8 @@ def _node_id() -> str:
 
 
 def _noop_job(cfg: dict) -> dict[str, pa.Table]:
-    from cluster import io, schemas
     from cluster.config import config_hash
+    from cluster.results import io, schemas
 
     noop = cfg["noop"]
     if noop["started_dir"]:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Callable
 import pyarrow as pa
 
 from cluster.errors import UserError
-from cluster.ray_env import actor_cpus
+from cluster.parallel.ray_env import actor_cpus
 from cluster.sweep.points import Point
 from cluster.sweep.records import STATUS_ERROR, STATUS_OK, PointRun
 

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from cluster import io
+from cluster.results import io
 
 FORMAT = 2  # 2: spec versions, code versions, the "_" layout
 PENDING, DONE, FAILED = "pending", "done", "failed"

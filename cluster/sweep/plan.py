@@ -6,9 +6,9 @@ import difflib
 from dataclasses import dataclass
 from pathlib import Path
 
-from cluster import schemas
 from cluster.config import ConfigError, Issue, Table, config_hash
 from cluster.errors import UserError
+from cluster.results import schemas
 from cluster.sweep import commands
 from cluster.sweep.layout import column_name
 from cluster.sweep.points import Point, expand

@@ -16,8 +16,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from cluster import schemas
 from cluster.config.schema import get_path
+from cluster.results import schemas
 from cluster.sweep.layout import column_name
 from cluster.version import code_version
 

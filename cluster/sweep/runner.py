@@ -165,7 +165,7 @@ def _execute(plan, todo, store: Store, manifest: Manifest, run: RunEntry, layout
     if in_process:
         executor = InProcessExecutor(plan.command.name)
     else:
-        from cluster.ray_env import init_ray
+        from cluster.parallel.ray_env import init_ray
 
         executor = Executor(init_ray(address), plan.command.name, plan.spec.max_retries, max_concurrency)
     progress = Progress(f"sweep {plan.spec.name}", quiet)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from cluster import io
 from cluster.config.schema import get_path
+from cluster.results import io
 from cluster.sweep.commands import pick_result
 from cluster.sweep.layout import DatasetLayout
 from cluster.sweep.plan import SweepPlan

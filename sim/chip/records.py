@@ -1,6 +1,6 @@
 """Typed records a chip run produces, and the table columns derived from them.
 
-A record's fields, in order, are the columns of its result table (cluster/schemas.py
+A record's fields, in order, are the columns of its result table (cluster/results/schemas.py
 builds the Arrow schema from the ``column`` metadata: type and documentation), so a column
 is declared once. ``row()`` gives the values in column order (sorting and hashing use it).
 """

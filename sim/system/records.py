@@ -1,4 +1,4 @@
-"""What a system run records (a light module: cluster/schemas.py derives table columns from it)."""
+"""What a system run records (a light module: cluster/results/schemas.py derives table columns from it)."""
 
 from __future__ import annotations
 

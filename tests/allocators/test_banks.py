@@ -133,8 +133,8 @@ def test_reports_describe_the_banks():
 
 
 def test_report_tables_and_csv_files(tmp_path):
-    from cluster.alloc_reports import report_tables, write_reports
-    from cluster.schemas import RunMeta
+    from cluster.results.alloc_reports import report_tables, write_reports
+    from cluster.results.schemas import RunMeta
 
     l1 = BankAllocator("l1", banks=4, bank_size=1024, alignment=32)
     l1.allocate(100)

@@ -2,7 +2,6 @@
 
 import csv
 import json
-from pathlib import Path
 
 import pytest
 
@@ -11,9 +10,10 @@ from allocators.errors import InputError
 from allocators.lifetimes import Buffer, Problem
 from allocators.validate import is_valid
 from cluster.cli import main
+from tests.paths import TEST_DATA
 
 # the shared reference data sits next to the repository (see benchmarks/alloc_quality.py)
-CHALLENGING = Path(__file__).resolve().parents[1] / "data" / "minimalloc"  # instance G, vendored (NOTICE.md)
+CHALLENGING = TEST_DATA / "minimalloc"  # instance G, vendored (NOTICE.md)
 
 
 def test_round_trip_with_alignment_and_offsets():

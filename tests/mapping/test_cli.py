@@ -6,7 +6,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from cluster.cli import main
-from cluster.map_config import resolve, to_problem
+from cluster.config.map import resolve, to_problem
 from mapping.presets import preset
 from mapping.solver import solve
 

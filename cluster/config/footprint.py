@@ -1,0 +1,124 @@
+"""How much memory a simulation will take, estimated before anything is allocated.
+
+An absurd size (``noc.k = 1000``, ``chip.rows = 10000``, ``chip.mu_bytes = "1TiB"``)
+would otherwise die minutes later in numpy with "Unable to allocate 3.64 TiB" or take
+the machine down with it. The estimate counts the terms that grow fastest, with the
+constants measured here (tracemalloc, building one shard; numpy 2, CPython 3.11):
+
+- routing table: every router of a shard holds the output port to every destination,
+  4 bytes each (the packet model widens it to 8, 12 at its peak while building);
+- per router of the cycle-level NoC: ports x VCs x (24 B per flit buffer + ~100 B);
+- per tile of a chip (units, queues, NI state): about 40 KB;
+- per block of an MU under the virtual policy (free list and block table): about 46 B;
+- per simulated cycle of a NoC run (created/ejected flit counters): 16 B.
+
+A config whose largest shard needs more than this machine's memory is refused with the
+key that drives the estimate; the estimate is an order of magnitude, not a promise.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+TILE_BYTES = 40_000
+BLOCK_BYTES = 46
+ROUTER_STATE_BYTES = 100
+FLIT_BUFFER_BYTES = 24
+NOC_PORTS = 5
+CYCLE_BYTES = 16
+GRID = "chip.rows x chip.cols"
+
+
+@dataclass(frozen=True)
+class Term:
+    bytes: float
+    key: str  # the config key that drives this term
+    what: str  # what the bytes hold, in words
+
+
+@dataclass(frozen=True)
+class Estimate:
+    terms: tuple[Term, ...]
+
+    @property
+    def bytes(self) -> float:
+        return sum(t.bytes for t in self.terms)
+
+    @property
+    def largest(self) -> Term:
+        return max(self.terms, key=lambda t: t.bytes)
+
+
+def machine_bytes() -> int:
+    """Physical memory of this machine."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # not reported: assume a large node
+        return 1 << 40
+
+
+def human(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        if n < 1024 or unit == "EiB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} EiB"  # pragma: no cover
+
+
+def noc_estimate(rows: int, cols: int, vcs: int, vc_buffers: int, shards: int, cycles: int, grid_key: str) -> Estimate:
+    """The largest shard of a cycle-level NoC run (rdasim noc)."""
+    n = rows * cols
+    local = -(-n // max(shards, 1))
+    return Estimate((
+        Term(4.0 * local * n, grid_key, f"the routing table of {local:,} routers to {n:,} destinations"),
+        Term(local * NOC_PORTS * vcs * (FLIT_BUFFER_BYTES * vc_buffers + ROUTER_STATE_BYTES), grid_key,
+             f"the buffers of {local:,} routers"),
+        Term(CYCLE_BYTES * cycles, "noc.warmup_cycles + measure_cycles + drain_cycles",
+             f"per-cycle counters of {cycles:,} cycles"),
+    ))
+
+
+def chip_estimate(rows: int, cols: int, mus: int, mu_bytes: int, block_bytes: int, policy: str, network: str,
+                  shards: int) -> Estimate:
+    """The largest shard of a chip run (rdasim run)."""
+    n = rows * cols
+    local = -(-n // max(shards, 1))
+    table = 4.0 if network == "cycle" else 12.0
+    terms = [
+        Term(table * local * n, GRID, f"the routing table of {local:,} tiles to {n:,} destinations"),
+        Term(TILE_BYTES * local, GRID, f"the state of {local:,} tiles"),
+    ]
+    if policy == "virtual":
+        blocks = mus / max(shards, 1) * (mu_bytes // max(block_bytes, 1))
+        terms.append(Term(BLOCK_BYTES * blocks, "chip.mu_bytes",
+                          f"block tables of {-(-mus // max(shards, 1)):,} MUs of {mu_bytes // max(block_bytes, 1):,} "
+                          "blocks each"))
+    return Estimate(tuple(terms))
+
+
+def problem(est: Estimate, values: dict[str, object], available: int | None = None) -> tuple[str, str] | None:
+    """(key, message) if the estimate exceeds this machine's memory, else None; ``values`` shows each key's value."""
+    available = machine_bytes() if available is None else available
+    if est.bytes <= available:
+        return None
+    t = est.largest
+    return t.key, (f"{values.get(t.key, '')}: this simulation would need about {human(est.bytes)} of memory per "
+                   f"shard (mostly {t.what}); this machine has {human(available)}")
+
+
+def least_shards(shards: int | str) -> int:
+    """The fewest shards a run may use: "auto" may choose one process (cluster/parallel/shard_plan.py)."""
+    return 1 if isinstance(shards, str) else shards  # the one string a config allows is "auto"
+
+
+def chip_issues(spec, mem: dict, noc: dict, run: dict) -> list:
+    """[Issue] if a chip run's largest shard would not fit in this machine's memory (cluster/config/run.py)."""
+    from cluster.config.schema import Issue
+
+    n = spec.rows * spec.cols
+    mus = n // 2  # a checkerboard: every other tile holds an MU (an upper bound with DRAM edges)
+    est = chip_estimate(spec.rows, spec.cols, mus, spec.mu_bytes, mem["block_bytes"], mem["policy"], noc["model"],
+                        least_shards(run["shards"]))
+    found = problem(est, {GRID: f"{spec.rows} x {spec.cols}", "chip.mu_bytes": f"{spec.mu_bytes:,} bytes"})
+    return [Issue(*found)] if found else []

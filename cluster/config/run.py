@@ -1,0 +1,304 @@
+"""Config of ``rdasim run``: the TOML schema and its translation to a ChipConfig.
+
+Sections: [chip] (a preset plus overrides), [noc] (fidelity, router timing, message
+sizing), [memory] (policy, reclamation protocol, out-of-memory behaviour, placement),
+[workload] (kind plus one table per kind) and [run] (the shared RUN_SECTION plus
+run length and sampling). Cross-checks that need the resolved chip (a race unit on
+the wrong kind of tile, a batch larger than the CUs) are reported with their key path
+like any other config error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from cluster.config import Field, Table
+from cluster.config.footprint import chip_issues as footprint_issues
+from cluster.config.loader import ConfigError
+from cluster.config.noc import RUN_SECTION
+from cluster.config.schema import Issue
+from mapping.systems import CHIPS
+from sim.chip.config import OOM_BEHAVIOURS, PLACEMENTS, ChipConfig, noc_params_for
+from sim.chip.messages import Sizing
+from sim.chip.reclaim import RECLAMATIONS
+from sim.chip.spec import PRESETS, unit_layout
+from sim.energy.table import EnergyTableError, load_table
+from sim.keys import merge_fields
+from sim.memory.policies import POLICIES, MuGeometry
+from sim.network import NETWORKS
+from sim.noc.params import TIMING_KEYS
+from sim.noc.routing import ROUTINGS
+from sim.workloads import WORKLOADS, ChipContext
+
+
+def _i(doc, default, lo=0, unit=""):
+    return Field("int", default, doc, min=lo, unit=unit)
+
+
+CHIP = Table({
+    "preset": Field("choice", "plasticine", "chip to start from", choices=tuple(PRESETS)),
+    "rows": _i("tile rows (preset if unset)", None, 1),
+    "cols": _i("tile columns (preset if unset)", None, 2),
+    "clock": Field("frequency", None, "clock frequency, e.g. \"1GHz\" (preset if unset)", min=1),
+    "flit_bits": _i("bits per flit", None, 64, "bits"),
+    "vcs": Field("int", None, "virtual channels per port", min=1, max=16),
+    "vc_buffers": _i("flit buffers per virtual channel", None, 1),
+    "cu_lanes": _i("SIMD lanes per CU", None, 1),
+    "cu_stages": _i("pipeline stages per CU", None, 1),
+    "mu_bytes": Field("size", None, "scratchpad per MU, e.g. \"256KiB\"", min=64),
+    "mu_banks": _i("SRAM banks per MU (one word each per cycle)", None, 1),
+    "mu_word_bytes": _i("bytes per bank word", None, 1, "bytes"),
+    "mu_access_latency": _i("cycles from service start to first word", None, 0, "cycles"),
+    "translation_latency": _i("block-table lookup per access (virtual policy)", None, 0, "cycles"),
+    "dram_bytes_per_cycle": _i("bandwidth of each DRAM interface unit", None, 1, "bytes/cycle"),
+    "dram_latency": _i("DRAM access latency", None, 0, "cycles"),
+    "dram_bytes": Field("size", None, "DRAM capacity of the chip", min=1),
+}, doc="the grid of tiles: a preset and any overrides")
+
+NOC = Table({
+    "model": Field("choice", "packet", "cycle: VC routers, flit by flit; packet: link reservations (fast)",
+                   choices=NETWORKS),
+    "routing": Field("choice", "xy", "routing function (sim/noc/routing.py)", choices=ROUTINGS),
+    "routing_delay": _i("route computation delay", 0, 0, "cycles"),
+    "vc_alloc_delay": _i("VC allocation delay", 1, 1, "cycles"),
+    "sw_alloc_delay": _i("switch allocation delay", 1, 1, "cycles"),
+    "st_delay": _i("switch traversal delay", 1, 1, "cycles"),
+    "link_latency": _i("link latency", 1, 1, "cycles"),
+    "credit_delay": _i("credit processing delay", 1, 0, "cycles"),
+    "header_bits": _i("header bits per packet", 64, 1, "bits"),
+    "max_packet_bytes": Field("size", 2048, "largest data payload of one packet; longer messages are cut", min=1),
+    "jitter": _i("extra random 0..jitter cycles before each message enters the network", 0, 0, "cycles"),
+}, doc="network fidelity, router timing and message sizing")
+
+
+def _policy_keys() -> dict:
+    """[memory] keys every registered memory policy and reclamation protocol declares."""
+    return merge_fields([(n, c.KEYS) for n, c in POLICIES.items()] + [(n, c.KEYS) for n, c in RECLAMATIONS.items()])
+
+
+def _policy_checks(mem: dict) -> list[tuple[str, str]]:
+    return [issue for _, c in POLICIES.items() for check in getattr(c, "CHECKS", ()) for issue in check(mem)]
+
+
+MEMORY = Table({
+    "policy": Field("choice", "virtual", "how an MU holds buffers", choices=POLICIES),
+    "reclaim": Field("choice", "refcount-gated", "how shared references are reclaimed", choices=RECLAMATIONS),
+    "on_oom": Field("choice", "stall", "when memory runs out: stall and retry, evict to DRAM, or fail",
+                    choices=OOM_BEHAVIOURS),
+    "placement": Field("choice", "spread", "which MU a new buffer goes to", choices=PLACEMENTS),
+    "buffer_id_bits": _i("bits of a buffer id (ids wrap and are reused)", 16, 1, "bits"),
+    "offset_bits": _i("bits of a virtual block + offset in a reference", 16, 1, "bits"),
+}, doc="MU memory policy, reclamation protocol, out-of-memory behaviour", checks=[_policy_checks],
+    extend=_policy_keys)
+
+
+def _graph_keys() -> Table:
+    """`rdasim map`'s workload and mapping keys, for a dataflow run that maps its graph itself
+    (every key optional here: the chosen generator's required keys are checked when mapping)."""
+    from cluster.config.map import SCHEMA as MAP
+
+    def optional(table: Table) -> Table:
+        def loose(f):
+            if isinstance(f, Table):
+                return optional(f)
+            return dataclasses.replace(f, default=None) if isinstance(f, Field) and f.required else f
+
+        return Table({k: loose(f) for k, f in table.fields.items()}, table.doc)
+
+    graph = optional(MAP.fields["workload"])
+    kind = graph.fields["kind"]
+    graph = Table({**graph.fields, "kind": Field("choice", "", "graph generator to map (empty: use plan)",
+                                                 choices=("",) + tuple(kind.choices))}, graph.doc)
+    return Table({"graph": graph, "mapping": MAP.fields["mapping"]})
+
+
+MAPS_A_GRAPH = ("dataflow", "pipeline")  # workloads that may map `rdasim map`'s graph keys themselves
+
+
+def _workload_sections() -> dict:
+    """One table per registered workload's section ([workload.decode], [workload.moe], ...)."""
+    out: dict = {}
+    for _, cls in WORKLOADS.items():
+        out.setdefault(cls.SECTION, cls.KEYS)
+    for name in MAPS_A_GRAPH:  # a mapped run takes `rdasim map`'s graph and mapping keys too
+        if name in out:
+            out[name] = Table({**out[name].fields, **_graph_keys().fields}, out[name].doc)
+    return out
+
+
+def _system_table() -> Table:
+    from cluster.config.map import SCHEMA as MAP
+    from sim.system.config import FIDELITIES
+
+    net = MAP.fields["system"].fields["network"]
+    return Table({
+        "chips": Field("int", 0, "chips in the system (0: a single chip, the [chip] above)", min=0),
+        "chip": Field("choice", "SN30", "the chip of every node (box fidelity: any of the mapper's chips)",
+                      choices=tuple(CHIPS)),
+        "fidelity": Field("choice", "box", "box: a chip is its mapped partitions' times behind its network "
+                          "interface (system.chip); grid: every chip is the [chip] above, its whole CU/MU grid and "
+                          "NoC running a dataflow plan mapped over the system", choices=FIDELITIES),
+        "packet_bytes": Field("size", 4096, "bytes of a packet on an inter-chip link", min=64),
+        "max_seconds": Field("float", 86400.0, "simulated seconds after which the run is cut off", min=1e-9),
+        "network": net,
+    }, doc="a system of chips joined by inter-chip links (rdasim run simulates it when chips > 0)")
+
+
+WORKLOAD = Table({
+    "kind": Field("choice", "kv-decode", "what the CUs run", choices=WORKLOADS),
+}, doc="the workload", extend=_workload_sections)
+
+RUN = Table({
+    **RUN_SECTION.fields,
+    "max_cycles": _i("simulated cycles after which the run is cut off", 20_000_000, 1, "cycles"),
+    "sample_cycles": _i("period of the per-MU time series (raised to keep at most 2,000 samples)", 1000, 1,
+                        "cycles"),
+    "trace_limit": _i("trace events kept per shard (--trace)", 200_000, 1),
+}, doc=RUN_SECTION.doc, checks=RUN_SECTION.checks)
+
+ENERGY = Table({
+    "table": Field("str", "", "per-action energy table (TOML; empty: the default 45 nm table, "
+                   "sim/energy/default_45nm.toml)"),
+}, doc="energy: what each counted action costs")
+
+RUN_SCHEMA = Table({"chip": CHIP, "noc": NOC, "memory": MEMORY, "workload": WORKLOAD, "run": RUN, "energy": ENERGY},
+                   extend=lambda: {"system": _system_table()})
+
+_CHIP_KEYS = {"clock": "clock_hz"}
+
+
+def _dataflow_checks(d: dict, noc: dict) -> list[Issue]:
+    """A dataflow run: the chosen graph generator's required `rdasim map` keys, and no jitter."""
+    from cluster.config.map import SCHEMA as MAP
+
+    out = []
+    if noc["jitter"]:
+        out.append(Issue("noc.jitter", "must be 0 for a dataflow run: its tile writes from one CU to one MU "
+                         "are assumed to arrive in order"))
+    kind = (d.get("graph") or {}).get("kind")
+    if kind and not d.get("plan"):
+        table = MAP.fields["workload"].fields.get(kind)
+        given = d["graph"].get(kind) or {}
+        for key, f in (table.fields.items() if table is not None else ()):
+            if isinstance(f, Field) and f.required and given.get(key) is None:
+                out.append(Issue(f"workload.dataflow.graph.{kind}.{key}", "is required"))
+    return out
+
+
+def system_config(cfg: dict):
+    """The SystemConfig a resolved ``rdasim run`` config with a [system] describes (raises ConfigError)."""
+    from sim.system.config import SystemConfig
+
+    sysd, wl, run = cfg["system"], cfg["workload"], cfg["run"]
+    issues: list[Issue] = []
+    params = WORKLOADS.get(wl["kind"])
+    if sysd["fidelity"] == "grid":
+        return _grid_system_config(cfg)
+    if not getattr(params, "SYSTEM", False):
+        system_kinds = ", ".join(n for n, c in WORKLOADS.items() if getattr(c, "SYSTEM", False))
+        raise ConfigError("config", [Issue("workload.kind", f"{wl['kind']} runs on one chip; a [system] runs "
+                                           f"{system_kinds}")])
+    system = system_of(sysd)
+    kind = wl["kind"]
+    workload = params.from_config(kind, wl[params.SECTION], ChipContext(None, None, None, system), issues)
+    if issues:
+        raise ConfigError("config", issues)
+    try:
+        return SystemConfig(system, system.chip.frequency, sysd["packet_bytes"], sysd["fidelity"], workload,
+                            run["seed"], int(sysd["max_seconds"] * system.chip.frequency))
+    except ValueError as exc:
+        raise ConfigError("config", [Issue("system", str(exc))]) from None
+
+
+def system_of(sysd: dict, chip=None):
+    """The mapper's System a [system] table describes (``chip``: every node's chip instead of system.chip)."""
+    from dataclasses import replace
+
+    from mapping.specs import build_system
+
+    if not 1 <= len(sysd["network"]) <= 3:
+        raise ConfigError("config", [Issue("system.network", f"needs 1 to 3 [[system.network]] dimensions, got "
+                                           f"{len(sysd['network'])}")])
+    try:
+        system = build_system({"chips": sysd["chips"], "chip": sysd["chip"], "network": sysd["network"]})
+    except (ValueError, KeyError) as exc:
+        raise ConfigError("config", [Issue("system", str(exc))]) from None
+    if any(d.size < 1 for d in system.network):
+        raise ConfigError("config", [Issue("system.network", "every dimension needs its size (0 = enumerate is "
+                                           "for rdasim map)")])
+    return replace(system, chip=chip) if chip is not None else system
+
+
+def _grid_system_config(cfg: dict):
+    """A system of grid-fidelity chips: every chip is the [chip] above, running a plan mapped over the system."""
+    from sim.system.config import SystemConfig
+
+    sysd, wl, run = cfg["system"], cfg["workload"], cfg["run"]
+    if wl["kind"] != "dataflow":
+        box = ", ".join(n for n, c in WORKLOADS.items() if getattr(c, "SYSTEM", False))
+        raise ConfigError("config", [Issue("workload.kind", f"{wl['kind']}: grid-fidelity chips run a plan mapped "
+                                           f"over the system (dataflow); box chips run {box}")])
+    pp = [i for i, d in enumerate(sysd["network"]) if d.get("parallelism") == "PP"]
+    if pp:
+        raise ConfigError("config", [Issue(f"system.network[{pp[0]}].parallelism", "PP: grid-fidelity chips run TP "
+                                           "and DP plans; simulate pipelines with the pipeline workload on box chips")])
+    over = {_CHIP_KEYS.get(k, k): v for k, v in cfg["chip"].items() if k != "preset" and v is not None}
+    spec = PRESETS[cfg["chip"]["preset"]].with_(**over)
+    system = system_of(sysd, spec.dfmodel())
+    chip = chip_config(cfg, system=system)
+    max_cycles = min(run["max_cycles"], int(sysd["max_seconds"] * spec.clock_hz))
+    try:
+        return SystemConfig(system, spec.clock_hz, sysd["packet_bytes"], "grid", chip.workload, run["seed"],
+                            max_cycles, chip=chip)
+    except ValueError as exc:
+        raise ConfigError("config", [Issue("system", str(exc))]) from None
+
+
+def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=None) -> ChipConfig:
+    """The ChipConfig a resolved ``rdasim run`` config describes (raises ConfigError); ``system``: the
+    mapper's System its chip is a grid chip of."""
+    chip, noc, mem, wl, run = cfg["chip"], cfg["noc"], cfg["memory"], cfg["workload"], cfg["run"]
+    issues: list[Issue] = []
+    if getattr(WORKLOADS.get(wl["kind"]), "SYSTEM", False):
+        raise ConfigError("config", [Issue("workload.kind", f"{wl['kind']} runs on a system of chips: give a "
+                                           "[system] with chips > 0 and its [[system.network]]")])
+    over = {_CHIP_KEYS.get(k, k): v for k, v in chip.items() if k != "preset" and v is not None}
+    spec = PRESETS[chip["preset"]].with_(**over)
+    issues += [Issue("chip", p) for p in spec.problems()]
+    issues += footprint_issues(spec, mem, noc, run)  # before unit_layout allocates anything
+    if issues:
+        raise ConfigError("config", issues)
+    lay = unit_layout(spec)
+    reclaim = RECLAMATIONS.get(mem["reclaim"]).from_config(mem["reclaim"], mem)
+    issues += reclaim.problems()
+    sizing = Sizing(flit_bits=spec.flit_bits, header_bits=noc["header_bits"], max_packet_bytes=noc["max_packet_bytes"],
+                    mu_id_bits=max(1, math.ceil(math.log2(max(2, len(lay.mus))))),
+                    buffer_id_bits=mem["buffer_id_bits"], offset_bits=mem["offset_bits"],
+                    weight_bits=reclaim.ref_weight_bits)
+    mu = MuGeometry(capacity=spec.mu_bytes, word_bytes=spec.mu_word_bytes, mu_id_bits=sizing.mu_id_bits,
+                    buffer_id_bits=mem["buffer_id_bits"], virtual_bits=mem["offset_bits"])
+    policy = POLICIES.get(mem["policy"]).from_config(mem["policy"], mem)
+    issues += policy.problems(mu)
+    kind = wl["kind"]
+    if kind == "dataflow":
+        issues += _dataflow_checks(wl["dataflow"], noc)
+        if issues:  # mapping needs every key it reads
+            raise ConfigError("config", issues)
+    params = WORKLOADS.get(kind)
+    workload = params.from_config(kind, wl[params.SECTION], ChipContext(spec, lay, policy.room(mu), system), issues)
+    try:
+        energy = load_table(cfg["energy"]["table"])
+    except EnergyTableError as exc:
+        energy = None
+        issues += [Issue("energy.table", f"{exc.source}: {p}") for p in exc.problems]
+    if issues:
+        raise ConfigError("config", issues)
+    return ChipConfig(
+        spec=spec, noc=noc_params_for(spec, run["seed"], routing=noc["routing"], **{k: noc[k] for k in TIMING_KEYS}),
+        network=noc["model"],
+        sizing=sizing, mu=mu, policy=policy, reclaim=reclaim, workload=workload, on_oom=mem["on_oom"],
+        placement=mem["placement"], jitter=noc["jitter"], seed=run["seed"], max_cycles=run["max_cycles"],
+        sample_cycles=run["sample_cycles"], trace=trace, trace_limit=run["trace_limit"], memory_map_cycle=memory_map,
+        energy=energy,
+    )

@@ -1,0 +1,193 @@
+"""``rdasim run``: simulate_chip a workload on the CU/MU grid and collect its tables.
+
+``ChipModel`` adapts chip shards to the generic backends (cluster/parallel/epochs.py): it
+builds a ChipShard per region, routes a shard's outbound network traffic and message
+records to the shards owning their destinations, packs them for the wire, and stops
+when no shard has anything left to do (or at ``run.max_cycles``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from cluster.config import config_hash
+from cluster.jobs.noc import run_id_for
+from cluster.parallel.backends import RunOutcome, run_backend
+from cluster.parallel.distribution import distribution_figures
+from cluster.parallel.epochs import idle_rule
+from cluster.parallel.regions import cut_grid, epoch_length, owner_map
+from cluster.parallel.shard_plan import plan_shards
+from cluster.progress import Progress
+from cluster.results import io, schemas
+from sim.chip import memory_map
+from sim.chip.messages import FIELDS
+from sim.chip.report import shard_result, summarize_chip
+from sim.chip.shard import ChipBoundary, ChipShard
+from sim.chip.spec import unit_layout
+from sim.chip.trace import chrome_trace
+from sim.energy.accelergy import action_counts_document, to_yaml
+from sim.network import NETWORKS
+from sim.workloads import make_program
+
+_DST = FIELDS.index("dst")
+_NF = len(FIELDS)
+
+
+class ChipModel:
+    """Chip shards for the epoch loop of either backend."""
+
+    def __init__(self, cfg, regions):
+        self.cfg = cfg
+        self.owner = owner_map(regions, cfg.spec.rows, cfg.spec.cols)
+        self.unit_tile = unit_layout(cfg.spec).tile
+        self.horizon = cfg.max_cycles
+        self.net = NETWORKS.get(cfg.network)
+        self.net_sections = self.net.boundary.SECTIONS
+
+    def build(self, region, index: int) -> ChipShard:
+        s = ChipShard(self.cfg, region, make_program(self.cfg.workload, self.cfg))
+        if self.owner.max() > 0:
+            s.watch_cut(self.owner)
+        return s
+
+    def empty(self) -> ChipBoundary:
+        return ChipBoundary(self.net.boundary.empty())
+
+    def concat(self, parts: list[ChipBoundary]) -> ChipBoundary:
+        parts = [p for p in parts if len(p)]
+        if not parts:
+            return self.empty()
+        if len(parts) == 1:
+            return parts[0]
+        return ChipBoundary(self.net.boundary.concat([p.net for p in parts]), np.concatenate([p.msgs for p in parts]),
+                            *(np.concatenate([getattr(p, n) for p in parts]) for n in ("pkt", "pkt_msg", "pkt_tile")))
+
+    def split(self, out: ChipBoundary, shards: int) -> list[ChipBoundary]:
+        if not len(out):
+            return [self.empty() for _ in range(shards)]
+        nets = self.net.split(out.net, self.owner, self.cfg.noc, shards)
+        mown = self.owner[self.unit_tile[out.msgs[:, _DST]]] if len(out.msgs) else np.zeros(0, dtype=np.int64)
+        pown = self.owner[out.pkt_tile] if len(out.pkt) else np.zeros(0, dtype=np.int64)
+        res = []
+        for s in range(shards):
+            pm = pown == s
+            res.append(ChipBoundary(nets[s], out.msgs[mown == s], out.pkt[pm], out.pkt_msg[pm], out.pkt_tile[pm]))
+        return res
+
+    def stop(self, metas):
+        return idle_rule(metas, self.horizon)
+
+    def report(self, shard: ChipShard):
+        return shard_result(shard)
+
+    def in_transit(self, inbound: list[ChipBoundary]) -> int:
+        return sum(b.net.flit_count() for b in inbound)
+
+    @property
+    def section_widths(self) -> tuple[int, ...]:
+        return tuple(len(s) for s in self.net_sections) + (_NF, 3)
+
+    def encode(self, b: ChipBoundary) -> list[list[np.ndarray]]:
+        net = b.net.sections()
+        msgs = [np.ascontiguousarray(b.msgs[:, i]) for i in range(_NF)]
+        return net + [msgs, [b.pkt, b.pkt_msg, b.pkt_tile]]
+
+    def decode(self, sections: list[list[np.ndarray]]) -> ChipBoundary:
+        k = len(self.net_sections)
+        net = self.net.boundary.from_sections(sections[:k])
+        msgs = np.stack(sections[k], axis=1) if len(sections[k][0]) else np.zeros((0, _NF), dtype=np.int64)
+        return ChipBoundary(net, msgs, *sections[k + 1])
+
+
+@dataclass
+class RunResult:
+    summary: dict  # JSON-ready figures (rdasim run --json)
+    tables: dict[str, pa.Table]
+    outcome: RunOutcome
+    files: list[Path] = field(default_factory=list)
+    trace: dict | None = None
+    memory_map: str | None = None
+    write_error: OSError | None = None  # the files could not be written (the figures are still here)
+
+
+def simulate_chip(chip_cfg, shards: int | str = 1, cut: str = "rows", backend: str = "local",
+                  epoch: int | None = None, address: str | None = None,
+                  progress=None) -> tuple[dict, dict, RunOutcome, list]:
+    """Run one ChipConfig: (summary, table columns, backend outcome, shard results).
+    ``shards = "auto"``: the count a pilot predicts fastest (cluster/parallel/shard_plan.py)."""
+    spec = chip_cfg.spec
+    a = time.perf_counter()
+    plan = plan_shards(shards, lambda regs: ChipModel(chip_cfg, regs), chip_cfg.noc, spec.rows, spec.cols, cut,
+                       backend, chip_cfg.max_cycles, address)
+    plan_seconds = time.perf_counter() - a
+    backend = plan.backend(backend)
+    regions = cut_grid(spec.rows, spec.cols, plan.shards, cut)
+    e, lookahead = epoch_length(chip_cfg.noc, regions, epoch)
+    model = ChipModel(chip_cfg, regions)
+    o = run_backend(backend, chip_cfg.noc, regions, e, address=address, progress=progress, model=model)
+    summary, tables = summarize_chip(chip_cfg, o.reports)
+    summary.update(shards=len(regions), backend=backend, wall_seconds=o.wall_seconds, lookahead=lookahead or 0,
+                   cut_off=bool(o.saturated), **distribution_figures(plan, o, plan_seconds))
+    if o.saturated and not summary["completed"]:  # events were still pending: not a deadlock
+        summary.update(status="cut_off", status_detail=f"stopped at run.max_cycles = {chip_cfg.max_cycles:,}")
+    return summary, tables, o, o.reports
+
+
+def run_chip(cfg: dict, chip_cfg, out: str | Path | None = None, trace_path: str | Path | None = None,
+             memory_map_cycle: int = -1, quiet: bool = False) -> RunResult:
+    """Simulate a resolved ``rdasim run`` config; write its tables if ``out`` is given."""
+    run = cfg["run"]
+    prog = Progress(f"run {chip_cfg.workload.kind}", quiet, bound=True)  # max_cycles is a bound, not the end
+    summary, cols, outcome, results = simulate_chip(chip_cfg, run["shards"], run["cut"], run["backend"], run["epoch"],
+                                               run["address"], progress=prog)
+    prog.close()
+    chash = config_hash(cfg)
+    meta = schemas.RunMeta(run_id_for(chash, run["seed"]), chash, run["seed"])
+    row = {c.name: summary.get(c.name) for c in schemas.RUN_SUMMARY.columns}
+    for k, v in summary["messages"].items():
+        row[f"messages_{k}"] = v
+    tables = {
+        "run_summary": schemas.RUN_SUMMARY.build(row, meta),
+        "run_mu_series": schemas.RUN_MU_SERIES.build(cols["mu_series"], meta),
+        "run_buffers": schemas.RUN_BUFFERS.build(cols["buffers"], meta),
+        "run_links": schemas.RUN_LINKS.build(cols["links"], meta),
+        "run_energy": schemas.RUN_ENERGY.build(cols["energy"], meta),
+    }
+    if "partitions" in cols:  # a mapped (dataflow) run
+        tables["run_partitions"] = schemas.RUN_PARTITIONS.build(cols["partitions"], meta)
+        tables["run_kernels"] = schemas.RUN_KERNELS.build(cols["kernels"], meta)
+    res = RunResult(summary, tables, outcome)
+    try:
+        _write(res, cfg, chip_cfg, meta, results, out, trace_path, memory_map_cycle)
+    except OSError as exc:  # the run is done: keep its figures (the command prints them)
+        res.write_error = exc
+    return res
+
+
+def _write(res, cfg, chip_cfg, meta, results, out, trace_path, memory_map_cycle) -> None:
+    summary, tables, chash = res.summary, res.tables, meta.config_hash
+    if trace_path is not None:
+        res.trace = chrome_trace(chip_cfg, results, summary["oracle_first"])
+        res.files.append(io.write_text(json.dumps(res.trace), trace_path))
+    if memory_map_cycle >= 0:
+        snap = memory_map.merge_snapshots([r.memory_map for r in results])
+        res.memory_map = memory_map.render(chip_cfg, snap, memory_map_cycle)
+        where = Path(out) if out is not None else Path(".")
+        res.files.append(io.write_text(res.memory_map, where / f"memory_map_{memory_map_cycle}.txt"))
+        res.files.append(io.write_json(snap, where / f"memory_map_{memory_map_cycle}.json"))
+    if out is not None:
+        out = Path(out)
+        for name, table in tables.items():
+            res.files.append(io.write_parquet(table, out / f"{name}.parquet"))
+        e = tables["run_energy"]
+        counts = action_counts_document(list(zip(*(e[c].to_pylist() for c in ("component", "action", "count")))))
+        res.files.append(io.write_text(to_yaml(counts), out / "action_counts.yaml"))
+        res.files.append(io.write_json({"run_id": meta.run_id, "config_hash": chash, "config": cfg,
+                                        "summary": summary, **schemas.code_identity()},
+                                       out / "run.json"))

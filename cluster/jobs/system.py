@@ -1,0 +1,282 @@
+"""``rdasim run`` with a [system]: chips as nodes of the inter-chip network, grouped into shards.
+
+``SystemModel`` adapts system shards (sim/system/shard.py) to the generic backends: shards
+are contiguous groups of chips (a switch goes with the first chip of its group), the links
+between groups are the cuts, and their least latency is the lookahead, so an epoch is
+hundreds of cycles or more. The run stops when no shard has anything left to do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field, fields
+
+import numpy as np
+
+from cluster.errors import UserError
+from cluster.parallel.backends import RunOutcome, run_backend
+from cluster.parallel.epochs import idle_rule
+from cluster.results import schemas
+from cluster.version import package_version
+from sim.system.config import SystemConfig
+from sim.system.network import SystemNet
+from sim.system.records import StepRecord
+from sim.system.shard import SystemBoundary, SystemShard
+
+
+def groups(cfg: SystemConfig, shards: int) -> list[list[int]]:
+    """Nodes of each shard: chips in contiguous blocks, each switch with its group's first chip."""
+    g = cfg.graph
+    if not 1 <= shards <= g.chips:
+        raise UserError(f"run.shards = {shards}: a system of {g.chips} chips takes 1 to {g.chips} shards")
+    edges = [round(i * g.chips / shards) for i in range(shards + 1)]
+    out = [list(range(edges[i], edges[i + 1])) for i in range(shards)]
+    owner = np.zeros(g.nodes, dtype=np.int64)
+    for i, nodes in enumerate(out):
+        owner[nodes] = i
+    for (_dim, first), sw in sorted(g.switch_of.items()):
+        out[int(owner[first])].append(sw)
+    return out
+
+
+def owners(cfg: SystemConfig, parts: list[list[int]]) -> np.ndarray:
+    owner = np.zeros(cfg.graph.nodes, dtype=np.int64)
+    for i, nodes in enumerate(parts):
+        owner[nodes] = i
+    return owner
+
+
+def lookahead(cfg: SystemConfig, net: SystemNet, owner: np.ndarray) -> int:
+    """Least latency of a link between two shards (0: nothing is cut). Grid chips run an epoch
+    ahead of the network inside a shard too, so with them it is every link's least latency."""
+    if cfg.fidelity == "grid":
+        return net.lookahead(range(len(net.links)))
+    cut = [i for i, lk in enumerate(net.links) if owner[lk.src] != owner[lk.dst]]
+    return net.lookahead(cut)
+
+
+class SystemModel:
+    """System shards for the epoch loop of either backend."""
+
+    def __init__(self, cfg: SystemConfig, parts: list[list[int]]):
+        self.cfg = cfg
+        self.parts = parts
+        self.owner = owners(cfg, parts)
+        self.horizon = cfg.max_cycles
+
+    def build(self, region, index: int) -> SystemShard:
+        if self.cfg.fidelity == "grid":
+            return SystemShard(self.cfg.net(), region, None, self.owner, grid=self.cfg.chip_config)
+        return SystemShard(self.cfg.net(), region, self.cfg.workload.system_program(self.cfg), self.owner)
+
+    def empty(self) -> SystemBoundary:
+        return SystemBoundary()
+
+    def concat(self, parts: list[SystemBoundary]) -> SystemBoundary:
+        return SystemBoundary.concat(parts)
+
+    def split(self, out: SystemBoundary, shards: int) -> list[SystemBoundary]:
+        if not len(out):
+            return [SystemBoundary() for _ in range(shards)]
+        own = self.owner[out.node]
+        return [out.select(own == s) for s in range(shards)]
+
+    def stop(self, metas):
+        return idle_rule(metas, self.horizon)
+
+    def report(self, shard: SystemShard) -> "SystemResult":
+        compute = {c: ch.compute_cycles for c, ch in shard.chips.items()}
+        chips = {c: ch.result() for c, ch in shard.grid.items()}
+        compute.update({c: r.compute_cycles for c, r in chips.items()})
+        end = max([shard.now, *(r.end_cycle for r in chips.values())])
+        return SystemResult(end, list(shard.records), np.array(shard.link_bytes, dtype=np.int64), shard.messages,
+                            shard.bytes_sent, compute, chips, shard.counters())
+
+    def in_transit(self, inbound: list[SystemBoundary]) -> int:
+        return sum(b.flit_count() for b in inbound)
+
+    def encode(self, b: SystemBoundary) -> list[list[np.ndarray]]:
+        return b.sections()
+
+    def decode(self, sections: list[list[np.ndarray]]) -> SystemBoundary:
+        return SystemBoundary.from_sections(sections)
+
+    @property
+    def section_widths(self) -> tuple[int, ...]:
+        return tuple(len(s) for s in SystemBoundary.SECTIONS)
+
+
+@dataclass
+class SystemResult:
+    end_cycle: int
+    records: list[StepRecord]
+    link_bytes: np.ndarray  # bytes each link carried (links the shard owns)
+    messages: int
+    bytes_sent: int
+    compute: dict[int, int]  # chip -> cycles computed
+    chips: dict = field(default_factory=dict)  # grid fidelity: chip -> its ShardResult (sim/chip/report.py)
+    work: tuple[int, int] = (0, 0)  # work items (collectives, stages, steps, requests) started and finished
+
+
+def simulate_system(cfg: SystemConfig, shards: int = 1, backend: str = "local", epoch: int | None = None,
+                    address: str | None = None, progress=None) -> tuple[dict, dict, RunOutcome]:
+    """Run a system: (summary, table columns, backend outcome)."""
+    if shards == "auto":
+        raise UserError("run.shards = \"auto\" chooses among cuts of one grid; a system of chips takes a count "
+                        "of chip groups")
+    parts = groups(cfg, shards)
+    model = SystemModel(cfg, parts)
+    la = lookahead(cfg, cfg.net(), model.owner)
+    if epoch is not None and la and epoch > la:
+        raise UserError(f"run.epoch = {epoch} cycles is longer than the least latency of a link between shards "
+                        f"({la} cycles); use run.epoch <= {la} or leave it unset")
+    e = epoch or la or (1 << 40)
+    o = run_backend(backend, None, parts, e, address=address, progress=progress, model=model)
+    summary, tables = summarize_system(cfg, o.reports)
+    summary.update(shards=len(parts), backend=backend, wall_seconds=o.wall_seconds, epochs=o.epochs,
+                   lookahead=la, cut_off=bool(o.saturated))
+    summary.update(_status(summary, o.reports, cfg))
+    return summary, tables, o
+
+
+def _status(summary: dict, results: list[SystemResult], cfg: SystemConfig) -> dict:
+    """completed, cut_off (system.max_seconds / run.max_cycles) or deadlocked (nothing left to
+    happen anywhere while work remains), as for one chip's run."""
+    created = sum(r.work[0] for r in results)
+    finished = sum(r.work[1] for r in results)
+    done = finished >= created and summary.get("completed", True)
+    if summary["cut_off"] and not done:
+        return {"completed": False, "status": "cut_off",
+                "status_detail": f"stopped at {cfg.max_cycles:,} cycles ({cfg.max_cycles / cfg.clock_hz:.6g} s)"}
+    if not done:
+        detail = f"{created - finished} of {created} work items never finished and nothing was left to happen on " \
+                 "any chip or link"
+        if summary.get("chip_status_detail"):
+            detail += f"; {summary['chip_status_detail']}"
+        return {"completed": False, "status": "deadlocked", "status_detail": detail}
+    return {"completed": True, "status": "completed", "status_detail": ""}
+
+
+def summarize_system(cfg: SystemConfig, results: list[SystemResult]) -> tuple[dict, dict]:
+    end = max(r.end_cycle for r in results)
+    records = sorted((x for r in results for x in r.records), key=StepRecord.row)
+    link_bytes = np.sum([r.link_bytes for r in results], axis=0)
+    w = cfg.workload
+    summary = {
+        "workload": w.kind, "chips": cfg.graph.chips, "chip": cfg.system.chip.name, "topology": cfg.system.shape,
+        "fidelity": cfg.fidelity, "sim_cycles": int(end), "sim_seconds": end / cfg.clock_hz,
+        "messages_total": int(sum(r.messages for r in results)), "bytes_total": int(sum(r.bytes_sent for r in results)),
+        "compute_cycles": int(sum(sum(r.compute.values()) for r in results)),
+    }
+    figures = getattr(w, "system_figures", None)
+    if figures is not None:
+        summary.update(figures(records, cfg))
+    chip_rows = _grid_chips(cfg, results, summary) if cfg.fidelity == "grid" else {}
+    end = summary["sim_cycles"]
+    links = cfg.net().links
+    tables = {
+        "steps": {f.name: [getattr(x, f.name) for x in records] for f in fields(StepRecord)},
+        "links": {"src": [lk.src for lk in links], "dst": [lk.dst for lk in links],
+                  "dim": [cfg.graph.links[i].dim for i in range(len(links))], "bytes": link_bytes.tolist(),
+                  "utilization": (link_bytes / np.maximum(1, end) / np.array([lk.bytes_per_cycle for lk in links])
+                                  ).tolist()},
+    }
+    if chip_rows:
+        tables["chips"] = chip_rows
+    h = hashlib.sha256()
+    h.update(repr([x.row() for x in records]).encode())
+    h.update(link_bytes.astype("<i8").tobytes())
+    h.update(repr(chip_rows.get("result_hash", [])).encode())  # each grid chip's own run
+    h.update(repr(sorted((k, v) for k, v in summary.items() if isinstance(v, (int, str)))).encode())
+    summary["result_hash"] = h.hexdigest()[:32]
+    if cfg.fidelity == "grid":  # after the hash: a function of the chips' oracle logs, each in its chip's hash
+        summary.update(system_oracle(results))
+    return summary, tables
+
+
+CHIP_FIGURES = tuple(c.name for c in schemas.SYSTEM_CHIPS.columns if c.name != "chip")
+
+
+def _grid_chips(cfg: SystemConfig, results: list[SystemResult], summary: dict) -> dict:
+    """Grid fidelity: every chip summarised as a run of its own (sim/chip/report.py); the system's
+    figures are its slowest chip's. Returns the per-chip table."""
+    from sim.chip.report import summarize_chip
+
+    per = {}
+    for r in results:
+        for c, res in r.chips.items():
+            per[c] = summarize_chip(cfg.chip_config(c), [res])[0]
+    slowest = max(sorted(per), key=lambda c: per[c]["sim_cycles"])
+    worst = per[slowest]
+    summary["sim_cycles"] = int(worst["sim_cycles"])
+    summary["sim_seconds"] = worst["sim_seconds"]
+    summary["compute_cycles"] = int(sum(s["compute_cycles"] for s in per.values()))
+    summary["completed"] = all(s["completed"] for s in per.values())
+    stuck = [c for c in sorted(per) if not per[c]["completed"]]
+    if stuck:  # what the first chip that did not finish says of itself (who waits on what)
+        summary["chip_status_detail"] = f"chip {stuck[0]}: {per[stuck[0]].get('status_detail', '')}"
+    summary["slowest_chip"] = slowest
+    for k, v in worst.items():  # the workload's own figures (simulated beside analytic seconds, ...)
+        if k.startswith("seconds_per_") or k == "partitions":
+            summary[k] = v
+    rows: dict = {"chip": sorted(per)}
+    for k in CHIP_FIGURES:
+        rows[k] = [per[c].get(k, 0) for c in rows["chip"]]  # figures a chip's workload may not have: 0
+    if any(rows["landing_buffers"]):  # tokens other chips wrote into landing buffers (lists: not hashed)
+        summary["landing_bytes_per_chip"] = rows["landing_bytes"]
+        summary["landing_reserved_per_chip"] = rows["landing_reserved_bytes"]
+    return rows
+
+
+def system_oracle(results: list[SystemResult]) -> dict:
+    """The shadow oracle's verdict over every grid chip's log at once: a reference to another
+    chip's MU is copied and dropped on one chip and freed on the other (sim/memory/oracle.py)."""
+    from sim.memory import oracle
+
+    logs = [oracle.system_log(c, res.oracle_log) for r in results for c, res in sorted(r.chips.items())]
+    v = oracle.check_log(oracle.merge_logs(logs))
+    return {"use_after_free": v.use_after_free, "double_free": v.double_free, "premature_free": v.premature_free,
+            "leaks": v.leaks}
+
+
+def run_system(cfg: dict, sys_cfg: SystemConfig, out=None, quiet: bool = False) -> tuple[dict, list]:
+    """Simulate a resolved ``rdasim run`` config with a [system]; write its tables if ``out`` is given."""
+    from pathlib import Path
+
+    from cluster.config import config_hash
+    from cluster.jobs.noc import run_id_for
+    from cluster.progress import Progress
+    from cluster.results import io
+
+    run = cfg["run"]
+    prog = Progress(f"system {sys_cfg.workload.kind}", quiet)
+    summary, tables, _ = simulate_system(sys_cfg, run["shards"], run["backend"], run["epoch"], run["address"],
+                                         progress=prog)
+    prog.close()
+    files = []
+    if out is not None:
+        out = Path(out)
+        for name, table in system_tables(cfg, summary, tables).items():
+            files.append(io.write_parquet(table, out / f"{name}.parquet"))
+        chash = config_hash(cfg)
+        files.append(io.write_json({"run_id": run_id_for(chash, run["seed"]), "config_hash": chash, "config": cfg,
+                                    "summary": summary, "rdasim_version": package_version()},
+                                   out / "run.json"))
+    return summary, files
+
+
+def system_tables(cfg: dict, summary: dict, tables: dict) -> dict:
+    """A system run's Arrow tables by name (system_summary, system_steps, system_links)."""
+    from cluster.config import config_hash
+    from cluster.jobs.noc import run_id_for
+    from cluster.results import schemas
+
+    chash = config_hash(cfg)
+    meta = schemas.RunMeta(run_id_for(chash, cfg["run"]["seed"]), chash, cfg["run"]["seed"])
+    row = {c.name: summary.get(c.name) for c in schemas.SYSTEM_SUMMARY.columns}
+    out = {"system_summary": schemas.SYSTEM_SUMMARY.build(row, meta),
+           "system_steps": schemas.SYSTEM_STEPS.build(tables["steps"], meta),
+           "system_links": schemas.SYSTEM_LINKS.build(tables["links"], meta)}
+    if "chips" in tables:
+        out["system_chips"] = schemas.SYSTEM_CHIPS.build(tables["chips"], meta)
+    return out

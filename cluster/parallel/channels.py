@@ -1,0 +1,213 @@
+"""Point-to-point channels between shard actors: epochs exchanged without the driver.
+
+Every pair of shard actors shares one stream socket: a Unix-domain socket when both
+live on the same node (no TCP stack; the kernel copies from one process to the other),
+TCP otherwise (SST's links and DAM's channels likewise never go through a coordinator).
+An epoch's exchange sends each peer one message (an int64 array, cluster/parallel/wire.py) and
+receives one from each; a shard never needs to know where its peers run.
+
+Messages are framed by their length (8 bytes, little endian) and moved with
+non-blocking sockets, waiting on a selector when none can move, so that two actors sending
+each other more than a socket buffer holds cannot deadlock. A peer that dies closes its sockets (the kernel
+does it for a killed process), which the survivors see as end of stream and report.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import shutil
+import socket
+import struct
+import tempfile
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+_LEN = struct.Struct("<q")
+CONNECT_SECONDS = 30.0  # to reach a peer's listener at set-up: a firewall shows here, not as a hang
+
+
+class ChannelClosed(RuntimeError):
+    """A peer's end of a channel closed before its message arrived (the peer failed)."""
+
+
+@dataclass(frozen=True)
+class ChannelAddress:
+    """Where one actor listens: its node, a Unix socket path on that node, and a TCP endpoint."""
+
+    index: int
+    node: str
+    path: str
+    host: str
+    port: int
+
+
+class Channels:
+    """One actor's end of the channels to every other shard actor of a run."""
+
+    def __init__(self, index: int, shards: int, node: str, host: str) -> None:
+        self.index, self.shards, self.node = index, shards, node
+        self._dir = tempfile.mkdtemp(prefix="rdasim-ch-")
+        path = os.path.join(self._dir, f"{index}.sock")
+        self._unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._unix.bind(path)
+        self._unix.listen(shards)
+        self._tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._tcp.bind((host, 0))
+        self._tcp.listen(shards)
+        self.address = ChannelAddress(index, node, path, host, self._tcp.getsockname()[1])
+        self.peers: dict[int, socket.socket] = {}
+        self._selector = selectors.DefaultSelector()
+
+    def connect(self, addresses: list[ChannelAddress]) -> None:
+        """Join every peer: dial those of lower index, accept those of higher (the listeners'
+        backlogs hold the dials until each side gets here, so the order cannot deadlock)."""
+        for a in addresses:
+            if a.index >= self.index:
+                continue
+            if a.node == self.node:
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                target: str | tuple[str, int] = a.path
+            else:
+                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                target = (a.host, a.port)
+            s.settimeout(CONNECT_SECONDS)
+            try:
+                s.connect(target)
+            except OSError as exc:
+                raise ChannelClosed(f"shard {self.index} cannot reach shard {a.index} at {target}: {exc}") from None
+            s.sendall(_LEN.pack(self.index))
+            self._add(a.index, s)
+        for _ in range(self.shards - 1 - self.index):
+            s = self._accept()
+            peer = _LEN.unpack(_recv_exactly(s, _LEN.size))[0]
+            self._add(peer, s)
+
+    def _accept(self) -> socket.socket:
+        sel = selectors.DefaultSelector()
+        for lst in (self._unix, self._tcp):
+            sel.register(lst, selectors.EVENT_READ)
+        try:
+            ready = sel.select(CONNECT_SECONDS)
+        finally:
+            sel.close()
+        if not ready:
+            raise ChannelClosed(f"shard {self.index}: no peer connected within {CONNECT_SECONDS:.0f} s")
+        s, _ = ready[0][0].fileobj.accept()  # type: ignore[union-attr]
+        s.settimeout(CONNECT_SECONDS)
+        return s
+
+    def _add(self, peer: int, s: socket.socket) -> None:
+        if s.family == socket.AF_INET:
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # epochs are latency-bound
+        s.setblocking(False)
+        self.peers[peer] = s
+
+    def exchange(self, outgoing: dict[int, np.ndarray], spin: float = 0.0) -> dict[int, np.ndarray]:
+        """Send ``outgoing[j]`` to each peer j and return what each peer sent this actor,
+        polling for up to ``spin`` seconds before sleeping until the sockets are ready (a
+        sleeping process takes ~70 us to wake in a VM, a poll ~3 us; between polls the core
+        goes to whoever else needs it, a peer on an oversubscribed machine among them)."""
+        sending: dict[socket.socket, list[memoryview]] = {}
+        inboxes = {j: _Inbox(j) for j in self.peers}
+        index = {s: j for j, s in self.peers.items()}
+        receiving = {s: inboxes[j] for j, s in self.peers.items()}
+        for j, s in self.peers.items():
+            arr = np.ascontiguousarray(outgoing[j], dtype=np.int64)
+            sending[s] = [memoryview(_LEN.pack(arr.size)), arr.view(np.uint8).data]
+        deadline = time.perf_counter() + spin
+        while True:  # every attempt is non-blocking: try each socket, then poll again or wait
+            for s in list(sending):
+                if _send_some(s, sending[s], index[s]):
+                    del sending[s]
+            for s in list(receiving):
+                if receiving[s].read(s):
+                    del receiving[s]
+            if not (sending or receiving):
+                return {j: box.array() for j, box in inboxes.items()}
+            if time.perf_counter() < deadline:
+                os.sched_yield()  # a process that needs the core more (a peer, on a shared machine) gets it
+            else:
+                self._wait(sending, receiving)
+
+    def _wait(self, sending, receiving) -> None:
+        """Sleep until a socket we still send to can take bytes or one we read from has some."""
+        for s in set(sending) | set(receiving):
+            self._selector.register(s, (selectors.EVENT_READ if s in receiving else 0) | (
+                selectors.EVENT_WRITE if s in sending else 0))
+        try:
+            self._selector.select()
+        finally:
+            for key in list(self._selector.get_map().values()):
+                self._selector.unregister(key.fileobj)
+
+    def close(self) -> None:
+        for s in [*self.peers.values(), self._unix, self._tcp]:
+            s.close()
+        self.peers = {}
+        self._selector.close()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+
+class _Inbox:
+    """One message arriving from one peer: its length, then its int64 words."""
+
+    def __init__(self, peer: int) -> None:
+        self.peer = peer
+        self._head = bytearray(_LEN.size)
+        self._got = 0
+        self._body: np.ndarray | None = None
+
+    def read(self, s: socket.socket) -> bool:
+        """Read what the socket has; True once the whole message is in."""
+        while True:
+            if self._body is None:
+                view = memoryview(self._head)[self._got:]
+            else:
+                view = self._body.view(np.uint8).data[self._got - _LEN.size:]
+            if not len(view):
+                if self._body is None:
+                    self._body = np.empty(_LEN.unpack(self._head)[0], dtype=np.int64)
+                    if self._body.size:
+                        continue
+                return True
+            try:
+                got = s.recv_into(view)
+            except BlockingIOError:
+                return False
+            except ConnectionResetError:  # it closed with our last message unread
+                got = 0
+            if got == 0:
+                raise ChannelClosed(f"shard {self.peer} closed its channel (it failed or was stopped)")
+            self._got += got
+
+    def array(self) -> np.ndarray:
+        assert self._body is not None
+        return self._body
+
+
+def _send_some(s: socket.socket, parts: list[memoryview], peer: int) -> bool:
+    """Send what the socket takes now; True once every part has gone."""
+    while parts:
+        try:
+            sent = s.send(parts[0])
+        except BlockingIOError:
+            return False
+        except (BrokenPipeError, ConnectionResetError):
+            raise ChannelClosed(f"shard {peer} closed its channel (it failed or was stopped)") from None
+        parts[0] = parts[0][sent:]
+        if not len(parts[0]):
+            parts.pop(0)
+    return True
+
+
+def _recv_exactly(s: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = s.recv(n - len(buf))
+        if not chunk:
+            raise ChannelClosed("a peer closed its channel while connecting")
+        buf += chunk
+    return bytes(buf)

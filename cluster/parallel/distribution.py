@@ -1,0 +1,67 @@
+"""How a sharded run spent its time (issue 11): the figures every distributed run reports, and
+the line the commands print about them. Light on purpose: the commands import it at start."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cluster.parallel.shard_plan import Plan
+
+# what distribution_figures may report, in the order the commands print it
+DISTRIBUTION_KEYS = ("window_mean", "window_median", "chaining", "simulate_seconds_per_shard",
+                     "exchange_seconds_per_shard", "waiting_seconds_per_shard", "peak_rss_mb_per_shard",
+                     "shards_reason", "plan_seconds", "predicted_speedup", "predicted_one_process_seconds",
+                     "speedup_vs_predicted_one_process")
+
+
+def distributed(row: dict) -> dict:
+    """A run's distribution figures, when it was cut into shards or a pilot chose its count."""
+    if row.get("shards", 1) <= 1 and row.get("shards_reason") is None:
+        return {}
+    return {k: row[k] for k in DISTRIBUTION_KEYS if row.get(k) is not None}
+
+
+def describe_distribution(row: dict) -> str | None:
+    """One line on how a sharded run spent its time (None for a run in one piece)."""
+    d = distributed(row)
+    if row.get("shards", 1) <= 1:
+        return d.get("shards_reason")  # a pilot kept the run whole: say why
+
+    def each(key: str) -> str:
+        return "/".join(f"{x:.1f}" for x in d.get(key, []))
+
+    line = (f"{row['shards']} shards ({d.get('chaining')}): {row.get('epochs', 0):,} epochs, windows mean "
+            f"{d.get('window_mean', 0):.1f} / median {d.get('window_median', 0):g} cycles; per shard simulating "
+            f"{each('simulate_seconds_per_shard')} s, the rest {each('exchange_seconds_per_shard')} s")
+    if d.get("waiting_seconds_per_shard"):
+        line += f" (waiting for peers {each('waiting_seconds_per_shard')} s)"
+    if d.get("peak_rss_mb_per_shard"):
+        line += f"; peak {each('peak_rss_mb_per_shard')} MB"
+    if d.get("speedup_vs_predicted_one_process") is not None:
+        line += f"; {d['speedup_vs_predicted_one_process']:.2f}x the pilot's one-process prediction"
+    return line
+
+
+def distribution_figures(plan: "Plan | None", outcome, plan_seconds: float = 0.0) -> dict:
+    """Per-run figures of a distributed run (issue 11): windows, simulation against exchange
+    time per shard, peak memory per shard, and the speed-up against the pilot's prediction
+    of one process (only when a pilot ran)."""
+    x = outcome.extra
+    out = {"epochs": outcome.epochs, "window_mean": x.get("window_mean"), "window_median": x.get("window_median"),
+           "chaining": x.get("chaining"),
+           "simulate_seconds_per_shard": [round(b, 3) for b in x.get("shard_busy_seconds", [])],
+           "exchange_seconds_per_shard": [round(b, 3) for b in x.get("exchange_seconds", [])]}
+    if "waiting_seconds" in x:  # directly chained actors: of the exchange, waiting for the peers' epochs
+        out["waiting_seconds_per_shard"] = [round(b, 3) for b in x["waiting_seconds"]]
+    rss = x.get("peak_rss_bytes_per_shard") or ([x["peak_rss_bytes"]] if "peak_rss_bytes" in x else [])
+    out["peak_rss_mb_per_shard"] = [round(b / 2**20, 1) for b in rss]
+    one = plan.prediction(1) if plan is not None else None
+    if plan is not None and one is not None:  # a pilot ran: its predictions start with one process
+        mine = plan.prediction(plan.shards)
+        predicted_one = one.seconds_per_kcycle * outcome.end_cycle / 1e3
+        out.update(shards_reason=plan.reason, plan_seconds=round(plan_seconds, 3),
+                   predicted_speedup=round(mine.speedup, 3) if mine else None,
+                   predicted_one_process_seconds=round(predicted_one, 3),
+                   speedup_vs_predicted_one_process=round(predicted_one / max(outcome.wall_seconds, 1e-9), 3))
+    return out

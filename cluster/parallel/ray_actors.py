@@ -1,0 +1,348 @@
+"""Ray backend: one actor per shard, epochs chained actor to actor (or through the driver).
+
+Every actor computes the same next window and the same stop decision from every shard's
+report of the last epoch (coordinator.py), which keeps the result bit-identical to the
+in-process backend whatever carries the reports.
+
+How epochs are chained is a measured choice (2-core machine; benchmarks/pdes_speed.py,
+benchmarks/system_speed.py). ``direct`` (the default): each pair of actors shares a socket
+(channels.py) and each actor runs epoch after epoch, sending each peer its report and
+the traffic addressed to it; the driver only sees a segment end about once a second
+(progress, failures). An exchange between two trivial actors costs 25-40 us, against
+1.6 ms for a driver round trip (``driver``: ~6 ms with the machine loaded) and 0.5 ms for a
+Ray compiled graph unrolling ``EPOCHS_PER_ROUND`` epochs (``compiled-graph``, whose
+channel threads also competed with the simulation for the cores: a 64x64 half-grid
+shard advanced an epoch in 11.3 ms instead of 6.8 ms). If the actors cannot reach each
+other (a firewall between nodes), the run falls back to ``driver`` and says so.
+"""
+
+from __future__ import annotations
+
+import resource
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cluster.parallel import wire
+from cluster.parallel.backends import RunOutcome, noc_model, window_stats
+from cluster.parallel.channels import ChannelAddress, ChannelClosed, Channels
+from cluster.parallel.epochs import EpochMeta, meta_after, next_window
+from cluster.parallel.ray_env import actor_cpus, cluster_cpus, init_ray
+
+# Unrolling more epochs per compiled round did not lower the per-epoch cost (32x32, two
+# shards: ~6 ms per epoch for 8, 16 or 32) but raised compile time (1.3 s -> 3.9 s) and
+# actor memory (230 MB -> 480 MB, channel buffers), so rounds are short.
+EPOCHS_PER_ROUND = 8
+CHAININGS = ("direct", "driver", "compiled-graph")
+_START = EpochMeta(0, 0, 0.0, 0.0, 0, 0)  # what every shard "reported" before the first epoch
+SEGMENT_SECONDS = 1.0  # directly chained actors hand control back to the driver this often (progress)
+# How long an actor polls for its peers' epochs (yielding the core between polls) before it
+# sleeps on its sockets. Measured on the 2-core VM (benchmarks/chaining_speed.py, load 4-5):
+# waking a sleeping process costs ~70 us there; an exchange of 2 / 3 / 4 trivial actors
+# took 48 / 240 / 532 us polling against 80 / 280 / 739 us sleeping (polling without
+# yielding: 30 us for 2 actors, but 4.7 ms for 3 on 2 cores).
+SPIN_SECONDS = 2e-3
+
+
+@dataclass(frozen=True, slots=True)
+class ActorReport:
+    """What a shard actor hands back when the run is over."""
+
+    report: Any  # the model's report of the shard
+    busy_seconds: float  # time spent advancing the shard
+    handling_seconds: float  # time in its epoch calls spent otherwise: unpacking, earliest output, packing
+    waiting_seconds: float  # of which, directly chained: sending its epoch and waiting for its peers'
+    peak_rss_bytes: int
+    windows: dict  # window_stats of the windows it simulated
+    epochs: int
+    saturated: bool  # the stop rule cut the run off at its horizon
+    end_cycle: int
+
+
+class ShardActor:
+    """Holds one shard of a model and advances it one epoch per call."""
+
+    def __init__(self, model: Any, region: Any, index: int, n: int, epoch: int) -> None:
+        self.model = model
+        self.shard = model.build(region, index)
+        self.i, self.n, self.E = index, n, epoch
+        self.busy = 0.0
+        self.handling = 0.0
+        self.epochs = 0
+        self.stop = None
+        self.windows: list[int] = []
+        self.channels: Channels | None = None  # direct chaining's channels to the peers
+        self._metas: list[EpochMeta] = []  # direct chaining: every shard's report of the last epoch
+        self._inbound: Any = None  # and the traffic they sent this shard
+        self.spin = 0.0
+        self.waiting = 0.0
+
+    def _step(self, metas: list[EpochMeta], inbound) -> tuple[EpochMeta, list] | None:
+        """The epoch after the one every shard reported in ``metas``, given the traffic
+        they sent this shard: this shard's report and its output split by destination;
+        None when the stop rule ends the run (the traffic is then kept in the shard)."""
+        if self.epochs == 0:
+            t0, t1 = 0, self.E
+        else:
+            stop = self.model.stop(metas)
+            if stop.done:
+                self.shard.deliver(inbound)
+                self.stop = stop
+                return None
+            t0, t1 = next_window(metas, self.E)
+        a = time.perf_counter()
+        out = self.shard.advance(t0, t1, inbound)
+        self.busy += time.perf_counter() - a
+        self.epochs += 1
+        self.windows.append(t1 - t0)
+        return meta_after(self.shard, t0, t1, out, self.n), self.model.split(out, self.n)
+
+    def epoch(self, *outputs):
+        """outputs[j] = shard j's packed output of the previous epoch; returns this shard's
+        (an inactive report once the run is over: compiled rounds run on past the end)."""
+        a = time.perf_counter()
+        busy = self.busy
+        out = self._epoch(outputs)
+        self.handling += time.perf_counter() - a - (self.busy - busy)
+        return out
+
+    def _epoch(self, outputs):
+        model = self.model
+        if self.stop is None:
+            metas = [wire.meta_of(o) for o in outputs]
+            step = self._step(metas, model.concat([wire.part_of(o, self.i, model) for o in outputs]))
+            if step is not None:
+                return wire.pack(step[0], step[1], model)
+        last = wire.meta_of(outputs[0])
+        idle = EpochMeta(last.t0, last.t1, float("inf"), float("inf"), last.created, last.finished, active=False)
+        return wire.pack(idle, [model.empty()] * self.n, model)
+
+    # -- direct chaining: the actors exchange epochs among themselves (channels.py) --
+
+    def open_channels(self, spin: float) -> ChannelAddress:
+        """Listen for the peers; ``spin``: seconds to poll for a peer's epoch before sleeping."""
+        self.spin = spin
+        self.channels = _channels_here(self.i, self.n)
+        return self.channels.address
+
+    def connect(self, addresses: list[ChannelAddress]) -> None:
+        assert self.channels is not None, "open_channels first"
+        self.channels.connect(addresses)
+        self._metas = [_START] * self.n
+        self._inbound = self.model.empty()
+
+    def run_segment(self, seconds: float) -> Segment:
+        """Run epochs, exchanging each directly with the peers, until the run ends or some
+        actor has run ``seconds`` (all actors stop after the same epoch: the pause flag
+        travels with the epoch's report)."""
+        model, channels, start = self.model, self.channels, time.perf_counter()
+        assert channels is not None, "open_channels and connect first"
+        try:
+            while True:
+                busy = self.busy
+                a = time.perf_counter()
+                step = self._step(self._metas, self._inbound)
+                if step is None:
+                    channels.close()
+                    return Segment(self._metas[0].t1, True)
+                meta, parts = step
+                pause = time.perf_counter() - start >= seconds
+                outgoing = {j: wire.pack(meta, [parts[j]], model, pause) for j in range(self.n) if j != self.i}
+                w = time.perf_counter()
+                got = channels.exchange(outgoing, self.spin)
+                self.waiting += time.perf_counter() - w
+                self._metas = [meta if j == self.i else wire.meta_of(got[j]) for j in range(self.n)]
+                self._inbound = model.concat([parts[j] if j == self.i else wire.part_of(got[j], 0, model)
+                                              for j in range(self.n)])
+                self.handling += time.perf_counter() - a - (self.busy - busy)
+                if pause or any(wire.pauses(got[j]) for j in range(self.n) if j != self.i):
+                    return Segment(meta.t1, False)
+        except BaseException:
+            channels.close()  # the peers see the channel close and stop too
+            raise
+
+    def report(self) -> ActorReport:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        return ActorReport(self.model.report(self.shard), self.busy, self.handling, self.waiting, peak,
+                           window_stats(self.windows),
+                           self.epochs, bool(self.stop and self.stop.saturated), self.shard.t)
+
+
+def _channels_here(index: int, n: int) -> Channels:
+    """Shard actor ``index``'s channels, listening on the node this actor runs on."""
+    import ray
+
+    return Channels(index, n, ray.get_runtime_context().get_node_id(), ray.util.get_node_ip_address())
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """Where a run of directly chained epochs handed control back to the driver."""
+
+    t1: int  # end of the last epoch simulated
+    done: bool  # the stop rule ended the run
+
+
+class _Echo:
+    """A shard actor without a shard: what an epoch's exchange costs besides simulating."""
+
+    def __init__(self, index: int, n: int) -> None:
+        self.i, self.n = index, n
+        self.channels: Channels | None = None
+
+    def open_channels(self, spin: float) -> ChannelAddress:
+        self.spin = spin
+        self.channels = _channels_here(self.i, self.n)
+        return self.channels.address
+
+    def exchanges(self, addresses: list[ChannelAddress], rounds: int) -> float:
+        """Median seconds of one exchange of a small array with every peer."""
+        assert self.channels is not None, "open_channels first"
+        self.channels.connect(addresses)
+        arr = np.zeros(64, dtype=np.int64)
+        times = []
+        for _ in range(rounds):
+            a = time.perf_counter()
+            self.channels.exchange({j: arr for j in range(self.n) if j != self.i}, self.spin)
+            times.append(time.perf_counter() - a)
+        self.channels.close()
+        return statistics.median(times)
+
+
+def round_trip_seconds(n: int, address: str | None = None, rounds: int = 200, spin: float | None = None) -> float:
+    """Seconds one epoch's exchange costs ``n`` trivial actors chained directly, as a run's
+    actors are (cluster/parallel/shard_plan.py's per-epoch cost): the slowest actor's median.
+    ``spin``: seconds to poll before sleeping (default: SPIN_SECONDS, as a run does)."""
+    ray = init_ray(address)
+    cpus = actor_cpus(cluster_cpus(), n)
+    actors = [ray.remote(num_cpus=cpus)(_Echo).remote(i, n) for i in range(n)]
+    try:
+        spin = SPIN_SECONDS if spin is None else spin
+        addresses = ray.get([x.open_channels.remote(spin) for x in actors])
+        return max(ray.get([x.exchanges.remote(addresses, rounds) for x in actors]))
+    finally:
+        for x in actors:
+            ray.kill(x)
+
+
+def _run_direct(ray, actors, horizon: int, progress) -> bool:
+    """Chain the epochs actor to actor (channels.py); the driver only sees a segment end
+    about every SEGMENT_SECONDS. False when the actors cannot open channels to each other."""
+    addresses = ray.get([a.open_channels.remote(SPIN_SECONDS) for a in actors])
+    try:
+        _get_all(ray, [a.connect.remote(addresses) for a in actors])
+    except ray.exceptions.RayTaskError as exc:
+        if not isinstance(exc.cause, ChannelClosed):
+            raise
+        print(f"rdasim: warning: shard actors cannot reach each other ({exc.cause}); "
+              "every epoch goes through the driver", file=sys.stderr)
+        return False
+    done = False
+    while not done:
+        segments = _get_all(ray, [a.run_segment.remote(SEGMENT_SECONDS) for a in actors])
+        done = segments[0].done
+        if progress is not None:
+            progress(segments[0].t1, horizon)
+    return True
+
+
+def _get_all(ray, refs: list) -> list:
+    """Every result of ``refs``; on failure, the error of the actor that failed first: its
+    peers fail after it, seeing its channels close, and their errors only say so."""
+    pending, echoes = list(refs), []
+    while pending:
+        ready, pending = ray.wait(pending, num_returns=1)
+        try:
+            ray.get(ready[0])
+        except ray.exceptions.RayTaskError as exc:
+            if not isinstance(exc.cause, ChannelClosed):
+                raise
+            echoes.append(exc)
+    if echoes:
+        raise echoes[0]
+    return ray.get(refs)
+
+
+def _run_through_driver(ray, actors, model, horizon: int, progress, compiled: bool) -> str:
+    """Chain the epochs through the driver: a round trip per epoch, or compiled rounds of
+    EPOCHS_PER_ROUND epochs. Returns the chaining used."""
+    outputs = _initial(len(actors), model)
+    graph = None
+    if compiled:
+        try:
+            graph = _compile_round(actors, EPOCHS_PER_ROUND)
+        except Exception:  # noqa: BLE001 - any failure to compile: use the plain path
+            graph = None
+    while wire.meta_of(outputs[0]).active:
+        if graph is not None:
+            outputs = ray.get(graph.execute(*outputs))
+        else:
+            outputs = _get_all(ray, [a.epoch.remote(*outputs) for a in actors])
+        if progress is not None:
+            progress(wire.meta_of(outputs[0]).t1, horizon)
+    if graph is not None:
+        graph.teardown()
+        return "compiled-graph"
+    return "driver"
+
+
+def _initial(n: int, model):
+    return [wire.pack(_START, [model.empty()] * n, model) for _ in range(n)]
+
+
+def _compile_round(actors, rounds: int):
+    from ray.dag import InputNode, MultiOutputNode
+
+    n = len(actors)
+    with InputNode() as inp:
+        prev = [inp[j] for j in range(n)]
+        for _ in range(rounds):
+            prev = [a.epoch.bind(*prev) for a in actors]
+        dag = MultiOutputNode(prev)
+    return dag.experimental_compile()
+
+
+def run_ray(params, regions, epoch: int, address=None, progress=None, chaining: str = "direct",
+            model=None) -> RunOutcome:
+    """Run ``model`` (default: the NoC under ``params``' synthetic traffic) with one actor per
+    region, its epochs chained as ``chaining`` says (one of CHAININGS)."""
+    if chaining not in CHAININGS:
+        raise ValueError(f"unknown chaining {chaining!r}: one of {', '.join(CHAININGS)}")
+    ray = init_ray(address)
+    start = time.perf_counter()
+    n = len(regions)
+    model = model or noc_model(params, regions)
+    pg = ray.util.get_current_placement_group()  # a sweep point: the driver sized our bundles
+    cpus = pg.bundle_specs[0].get("CPU", 1.0) if pg is not None else actor_cpus(cluster_cpus(), n)
+    Actor = ray.remote(num_cpus=cpus)(ShardActor)
+    actors = [Actor.remote(model, r, i, n, epoch) for i, r in enumerate(regions)]
+    horizon = model.horizon
+    mode = chaining
+    try:
+        if chaining == "direct" and not _run_direct(ray, actors, horizon, progress):
+            mode = "driver"  # the actors could not reach each other: every epoch through the driver
+        if mode != "direct":
+            mode = _run_through_driver(ray, actors, model, horizon, progress, mode == "compiled-graph"
+                                       and not (address or "").startswith("ray://"))
+        results = ray.get([a.report.remote() for a in actors])
+    finally:
+        for a in actors:
+            ray.kill(a)
+    wall = time.perf_counter() - start
+    transit = 0  # actors took their last inbound traffic into their calendars when they stopped
+    first = results[0]
+    busy = max(r.busy_seconds for r in results)
+    # an actor's exchange time: everything but advancing its shard (packing, earliest
+    # output, the driver round trip, waiting for the slowest shard)
+    extra = {"peak_rss_bytes": max(r.peak_rss_bytes for r in results), "chaining": mode,
+             "peak_rss_bytes_per_shard": [r.peak_rss_bytes for r in results],
+             "shard_busy_seconds": [r.busy_seconds for r in results],
+             "handling_seconds": [r.handling_seconds for r in results],
+             "waiting_seconds": [r.waiting_seconds for r in results],
+             "exchange_seconds": [wall - r.busy_seconds for r in results], **first.windows}
+    return RunOutcome([r.report for r in results], first.epochs, first.end_cycle, first.saturated, wall, wall - busy,
+                      transit, extra=extra)

@@ -1,0 +1,1 @@
+"""Result tables: their Arrow schemas, atomic files, and the allocator reports."""

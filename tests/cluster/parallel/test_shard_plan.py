@@ -1,0 +1,79 @@
+"""run.shards = "auto" and the cost model behind it (cluster/parallel/shard_plan.py)."""
+
+import json
+
+import pytest
+
+from cluster.cli import main
+from cluster.jobs.noc import simulate_noc
+from sim.noc.params import NocParams
+
+QUICK = ["--k", "4", "--set", "noc.warmup_cycles=200", "--set", "noc.measure_cycles=500", "--quiet"]
+
+
+def test_auto_in_process_runs_one_process(capsys):
+    # shards in one process run one after another: more of them can only cost exchanges
+    assert main(["noc", "--rate", "0.2", "--shards", "auto", "--json", *QUICK]) == 0
+    auto = json.loads(capsys.readouterr().out)
+    main(["noc", "--rate", "0.2", "--json", *QUICK])
+    one = json.loads(capsys.readouterr().out)
+    assert auto["shards"] == 1 and auto["result_hash"] == one["result_hash"]
+
+
+def test_a_sharded_run_says_how_it_spent_its_time_and_a_whole_one_does_not(capsys):
+    assert main(["noc", "--rate", "0.2", "--shards", "2", "--json", *QUICK]) == 0
+    two = json.loads(capsys.readouterr().out)
+    assert two["chaining"] == "in-process" and len(two["simulate_seconds_per_shard"]) == 2
+    assert two["window_mean"] >= 1 and two["peak_rss_mb_per_shard"][0] > 0  # in-process: the one process
+    assert main(["noc", "--rate", "0.2", "--shards", "2", *QUICK[:-1]]) == 0
+    assert f"2 shards (in-process): {two['epochs']:,} epochs, windows mean" in capsys.readouterr().out
+    assert main(["noc", "--rate", "0.2", "--json", *QUICK]) == 0
+    assert "window_mean" not in json.loads(capsys.readouterr().out)
+
+
+def test_forced_count_runs_exactly_that_many_shards_and_reports_them():
+    p = NocParams(rows=8, cols=8, rate=0.2, warmup_cycles=300, measure_cycles=700, drain_cycles=2000)
+    _, o = simulate_noc(p, shards=3, cut="cols")
+    x = o.extra
+    assert len(o.reports) == 3 and len(x["simulate_seconds_per_shard"]) == 3
+    assert len(x["exchange_seconds_per_shard"]) == 3 and x["peak_rss_mb_per_shard"][0] > 0
+    assert 1 <= x["window_median"] <= x["window_mean"] * 10 and x["epochs"] == o.epochs
+
+
+@pytest.mark.ray
+def test_auto_on_ray_keeps_a_small_grid_in_one_process_and_warns_a_forced_count(ray_session, capsys):
+    from cluster.parallel.backends import noc_model
+    from cluster.parallel.shard_plan import plan_shards
+
+    # an 8x8 mesh under load: a few ms of work per 1,000 cycles against an exchange every
+    # 3-cycle window and the actors' start; no count but 1 can pay
+    p = NocParams(rows=8, cols=8, rate=0.2, warmup_cycles=300, measure_cycles=700, drain_cycles=2000)
+    horizon = p.warmup_cycles + p.measure_cycles + p.drain_cycles
+    plan = plan_shards("auto", lambda r: noc_model(p, r), p, 8, 8, "rows", "ray", horizon)
+    assert plan.shards == 1 and plan.backend("ray") == "local"
+    two = plan.prediction(2)
+    assert two is not None and two.speedup < 0.5 and "2 shards on ray: predicted" in plan.reason
+    forced = plan_shards(2, lambda r: noc_model(p, r), p, 8, 8, "rows", "ray", horizon)
+    err = capsys.readouterr().err
+    assert forced.shards == 2 and forced.backend("ray") == "ray"
+    assert err.count("\n") == 1 and "warning: 2 shards on ray: predicted" in err
+
+
+def test_the_cost_model_charges_the_lockstep_path_exchanges_and_the_actors_start():
+    from cluster.parallel.shard_plan import ACTOR_START_SECONDS, EXCHANGE_SECONDS, Pilot
+
+    one = Pilot(1, lockstep=1e-3, total=1e-3, epochs=1 / 1024)
+    # two shards that split the work evenly overall but take turns being slow: every epoch
+    # waits for the slower, so the lockstep path (0.7 ms a cycle), not half the work, counts
+    two = Pilot(2, lockstep=0.7e-3, total=1.0e-3, epochs=1 / 3)
+    cycles = 10_000
+    per_cycle = 0.7e-3 + EXCHANGE_SECONDS / 3
+    p = two.predict(one, cores=2, cycles=cycles)
+    assert p.seconds_per_kcycle == pytest.approx(per_cycle * 1e3)
+    assert p.speedup == pytest.approx(10.0 / (per_cycle * cycles + ACTOR_START_SECONDS))
+    # on one core the shards run one after another: all the work counts
+    assert two.predict(one, cores=1, cycles=cycles).seconds_per_kcycle == pytest.approx(
+        (1.0e-3 + EXCHANGE_SECONDS / 3) * 1e3)
+    # a long run amortises the start; one process pays none
+    assert two.predict(one, cores=2, cycles=10**9).speedup == pytest.approx(1e-3 / per_cycle, rel=1e-4)
+    assert one.predict(one, cores=2, cycles=cycles).speedup == pytest.approx(1.0)

@@ -1,0 +1,113 @@
+"""Grid placement and address plans: invariants, the bound, determinism; plans survive JSON."""
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mapping.chips import RDA_PRESETS
+from mapping.graph import Kernel
+from mapping.placement import GridPlacement, cu_counts, place_on_grid
+from mapping.plan import MappingPlan
+from sim.workloads.dataflow import plan_addresses
+from tests.sim.workloads.dataflow.harness import EW, GG, GW, chain, plan_of
+
+SPEC = RDA_PRESETS["plasticine"]
+
+
+def _gpt_like():
+    ks = [Kernel("ln", EW, 768, 1, 512), Kernel("q", GW, 768, 768, 512), Kernel("attn", GG, 512, 64, 512, 12),
+          Kernel("proj", GW, 768, 768, 512), Kernel("ffn0", GW, 3072, 768, 512), Kernel("gelu", EW, 3072, 1, 512),
+          Kernel("ffn1", GW, 768, 3072, 512)]
+    return plan_of(chain(ks), 512, 32, partitions=2)
+
+
+@pytest.fixture(scope="module")
+def gpt():
+    return _gpt_like()
+
+
+def test_plan_json_round_trip_is_identity(gpt):
+    again = MappingPlan.from_dict(json.loads(json.dumps(gpt.to_dict())))
+    assert again == MappingPlan.from_dict(json.loads(json.dumps(again.to_dict())))
+    assert again.kernels == gpt.kernels and again.tensors == gpt.tensors and again.partitions == gpt.partitions
+    placement = plan_addresses(place_on_grid(gpt, SPEC, seed=3), SPEC.mu_bytes)
+    assert GridPlacement.from_dict(json.loads(json.dumps(placement.to_dict()))) == placement
+
+
+def test_no_cu_holds_two_kernels_and_no_mu_holds_more_than_its_bytes(gpt):
+    placement = plan_addresses(place_on_grid(gpt, SPEC, seed=1), SPEC.mu_bytes)
+    cus, mus = set(SPEC.cu_tiles().tolist()), set(SPEC.mu_tiles().tolist())
+    for part in placement.partitions:
+        used = [c for k in part.kernels for c in k.cus]
+        assert len(used) == len(set(used)) and set(used) <= cus
+        held: dict[int, list[tuple[int, int]]] = {}
+        for b in part.buffers:
+            for s in b.stripes:
+                assert s.mu in mus
+                held.setdefault(s.mu, []).append((s.address, s.address + s.bytes))
+        for spans in held.values():  # addresses: inside the MU and never overlapping
+            spans.sort()
+            assert spans[0][0] >= 0 and spans[-1][1] <= SPEC.mu_bytes
+            assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+        assert part.traffic >= part.traffic_bound > 0
+
+
+def test_every_byte_of_every_buffer_has_one_stripe(gpt):
+    placement = place_on_grid(gpt, SPEC)
+    for part in placement.partitions:
+        for b in part.buffers:
+            if b.kind == "weight":
+                ranges = sorted((s.lo, s.hi) for s in b.stripes)
+                assert ranges[0][0] == 0 and ranges[-1][1] == b.tile_bytes
+                assert all(x[1] == y[0] for x, y in zip(ranges, ranges[1:]))
+            else:  # each writer's share of a tile, cut into contiguous stripes
+                covered = np.zeros(b.tile_bytes, dtype=int)
+                for s in b.stripes:
+                    covered[s.lo:s.hi] += 1
+                    assert s.bytes == (s.hi - s.lo) * b.depth
+                assert (covered == 1).all()
+
+
+def test_placement_is_deterministic_for_a_seed(gpt):
+    assert place_on_grid(gpt, SPEC, seed=5) == place_on_grid(gpt, SPEC, seed=5)
+
+
+@settings(max_examples=40)
+@given(st.lists(st.floats(0.0, 1e12), min_size=1, max_size=20), st.integers(20, 64), st.integers(0, 8))
+def test_cu_counts_give_each_kernel_a_cu_and_stay_within_the_chip(flops, cores, most):
+    counts = cu_counts(flops, cores, most)
+    assert all(c >= 1 for c in counts) and sum(counts) <= cores
+    if most:
+        assert max(counts) <= max(1, most)
+    if not most and sum(flops) > 0:  # proportional: nobody gets two CUs more than its share
+        total = sum(flops)
+        assert all(c <= max(1, cores * f / total) + 1 for c, f in zip(counts, flops))
+
+
+def _brute_force(F, D):
+    """The optimum of a tiny bipartite assignment by trying every CU and MU permutation."""
+    import itertools
+
+    slots, bins = F.shape
+    best = np.inf
+    for cu in itertools.permutations(range(D.shape[0]), slots):
+        for mu in itertools.permutations(range(D.shape[1]), bins):
+            best = min(best, float((F * D[np.ix_(cu, mu)]).sum()))
+    return best
+
+
+@settings(max_examples=25)
+@given(st.integers(0, 10_000))
+def test_local_search_and_bound_bracket_the_optimum_on_small_grids(seed):
+    from mapping.chips import ChipSpec
+    from mapping.placement import _assign, _bound, _distances
+
+    spec = ChipSpec(rows=2, cols=4)
+    D = _distances(spec, spec.cu_tiles(), spec.mu_tiles())
+    F = np.random.default_rng(seed).integers(0, 5, size=(3, 3)).astype(float)
+    opt = _brute_force(F, D)
+    _, _, found = _assign(F, D, seed, restarts=4)
+    assert _bound(F, D) <= opt + 1e-9 <= found + 1e-9
