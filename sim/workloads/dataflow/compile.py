@@ -1,0 +1,263 @@
+"""Compile a placed DFModel plan into what every CU does: per partition, the buffers and
+their stripes in the MUs, and each CU's slot of its kernel (what it reads, computes and
+writes each tile, whom it owes flow-control credits, its DRAM traffic, its collectives).
+
+Pure functions of the plan, its grid placement (mapping/placement.py) and the chip; the
+records here are what the CU runtime (program.py) executes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mapping.chips import ChipSpec
+from mapping.placement import GEMM_KINDS, GridPlacement, share
+from mapping.plan import MappingPlan
+from sim.chip.collectives import SIMULATED
+
+
+@dataclass(frozen=True)
+class StripeSpec:
+    mu: int  # MU unit id
+    room: int  # bytes reserved
+    tile_bytes: int  # bytes of every tile it holds (tile buffers), or the weight bytes it holds
+    writer: int  # unit id of the CU writing it (-1: DRAM loads it)
+
+
+@dataclass(frozen=True)
+class BufferSpec:
+    name: str
+    kind: str  # "weight" or "tiles"
+    depth: int
+    stripes: tuple[StripeSpec, ...]
+
+
+@dataclass(frozen=True)
+class StripeRead:
+    """What a CU reads of one stripe each tile."""
+
+    buffer: int
+    stripe: int
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class SlotSpec:
+    """One CU's part of a kernel: what it reads, computes and writes each tile."""
+
+    kernel: str
+    cu: int
+    cycles: int  # compute cycles per tile
+    reads: tuple[StripeRead, ...]
+    writes: tuple[tuple[int, int], ...]  # (buffer, stripe) it writes every tile
+    credits_to: tuple[tuple[int, int, int], ...]  # (buffer, writer CU, my index among its readers)
+    readers: tuple[tuple[int, int], ...]  # (buffer, readers of my stripes): credits I wait for per tile
+    dram_read: int  # bytes per tile from DRAM (spills in, streamed weights, extra traffic)
+    dram_write: int  # bytes per tile to DRAM (spills out)
+    flops: float  # per tile
+    cache_reads: tuple[tuple[int, int], ...] = ()  # (cache, stripe) it reads whole every pass
+    cache_appends: tuple[tuple[int, int], ...] = ()  # (cache, stripe) it appends to every pass
+    experts: tuple[int, ...] = ()  # experts it computes (a kernel over routed experts)
+    route: tuple[int, int, int] | tuple[()] = ()  # (experts, top_k, slots per expert per tile) of that kernel
+    rank: tuple[int, int] = (0, 1)  # (its index, CUs) within the kernel: spreads its DRAM traffic
+    collectives: tuple[str, ...] = ()  # over its output share with its peers on the TP group's chips
+    exchange: "TokenExchange | None" = None  # its all-to-all moves routed tokens (MoE dispatch or combine)
+
+
+@dataclass(frozen=True)
+class TokenExchange:
+    """A kernel's all-to-all that moves routed tokens between the chips of its TP group
+    (sim/chip/exchange.py): the dispatch of token copies to the chips of their experts, or the
+    combine of the experts' results back to the tokens' chips."""
+
+    combine: bool  # results back (the counts reversed)
+    route: tuple[int, int, int]  # (experts, top_k, slots per expert per tile) of the experts kernel
+    token_bytes: int  # a token's row of the exchanged tensor (its m elements x word)
+
+
+@dataclass(frozen=True)
+class CacheStripe:
+    mu: int  # MU unit id
+    initial: int  # bytes at the start
+    growth: int  # bytes appended every pass
+    reader: int  # CU unit id reading it every pass
+    appender: int  # CU unit id appending to it (-1: none)
+
+
+@dataclass(frozen=True)
+class CacheSpec:
+    """A cache that lives through the run, grows every pass and is read whole every pass."""
+
+    name: str
+    stripes: tuple[CacheStripe, ...]
+
+
+@dataclass(frozen=True)
+class PartitionProgram:
+    index: int  # the plan's partition index
+    tiles: int
+    kernels: tuple[str, ...]
+    slots: tuple[SlotSpec, ...]
+    buffers: tuple[BufferSpec, ...]
+    compute_seconds: float  # DFModel's terms for one graph pass
+    memory_seconds: float
+    network_seconds: float
+    analytic_seconds: float
+    traffic: float  # placement objective: bytes x hops per tile, and its lower bound
+    traffic_bound: float
+
+    @property
+    def bound(self) -> str:
+        """Which of DFModel's three terms is largest."""
+        terms = {"compute": self.compute_seconds, "memory": self.memory_seconds, "network": self.network_seconds}
+        return max(terms, key=lambda k: terms[k])
+
+
+def reads_whole(kernel) -> bool:
+    """Does every CU of ``kernel`` need all of each input tile? GEMMs do (each CU computes some
+    output rows from every input column), unless their outer dimension is routed experts
+    (a CU needs its experts' tokens only)."""
+    return kernel.kind in GEMM_KINDS and not kernel.role.startswith("experts")
+
+
+def kernel_collectives(kernel) -> tuple[str, ...]:
+    """The collectives a kernel runs over the TP group, in order (ValueError for one the grid
+    chips do not simulate)."""
+    kinds = tuple(c for c in kernel.collectives.split(",") if c)
+    other = [c for c in kinds if c not in SIMULATED]
+    if other:
+        raise ValueError(f"kernel {kernel.name!r} issues {', '.join(other)}: grid-fidelity chips simulate "
+                         f"{', '.join(SIMULATED)} over the TP group; use fidelity = \"box\"")
+    return kinds
+
+
+def expert_route(kernel) -> tuple[int, int, int] | tuple[()]:
+    """(experts, top_k, slots per expert per tile) of a kernel over routed experts, else ()."""
+    if not kernel.role.startswith("experts:"):
+        return ()
+    return (kernel.outer, int(kernel.role.split(":")[1]), max(1, kernel.n))
+
+
+def token_exchanges(plan: MappingPlan) -> dict[str, TokenExchange]:
+    """The all-to-all kernels of a plan over a TP group that move routed tokens: one feeding a
+    kernel over routed experts dispatches, one fed by such a kernel combines. A token is a row
+    of the exchanged tensor: the graph kernel's m elements (the model width)."""
+    if plan.tp < 2 or not plan.graph:
+        return {}
+    kplan = {k.name: k for k in plan.kernels}
+    width = {k["name"]: int(k["m"]) for k in plan.graph["kernels"]}
+    out = {}
+    for k in plan.kernels:
+        if "all_to_all" not in k.collectives.split(","):
+            continue
+        after = [expert_route(kplan[t.consumer]) for t in plan.tensors if t.producer == k.name]
+        before = [expert_route(kplan[t.producer]) for t in plan.tensors if t.consumer == k.name]
+        for combine, routes in ((False, after), (True, before)):
+            route = next((r for r in routes if r), ())
+            if route and k.name not in out:
+                out[k.name] = TokenExchange(combine, route, width[k.name] * plan.word)
+    return out
+
+
+def check_expert_parallel(plan: MappingPlan) -> None:
+    """A plan whose experts are spread over a TP group of chips must spread them evenly."""
+    if plan.tp < 2:
+        return
+    for k in plan.kernels:
+        route = expert_route(k)
+        if route and route[0] % plan.tp:
+            raise ValueError(f"kernel {k.name!r}: {route[0]} experts do not spread evenly over the TP group's "
+                             f"{plan.tp} chips (give a multiple of {plan.tp} experts)")
+
+
+def build_partitions(plan: MappingPlan, placement: GridPlacement, spec: ChipSpec) -> tuple[PartitionProgram, ...]:
+    """What every CU does in each partition, from a single-chip plan and its grid placement.
+    Over a TP group of chips a kernel over routed experts holds ``experts / tp`` of them on each
+    chip (its CUs' ``experts`` count from 0 on every chip; sim/chip/exchange.py moves the tokens)."""
+    kplan = {k.name: k for k in plan.kernels}
+    exchanges = token_exchanges(plan)
+    pplan = {p.index: p for p in plan.partitions}
+    tiles = max(1, plan.num_tiles)
+    flops_per_cycle = spec.cu_flops_per_cycle
+    out = []
+    for part in placement.partitions:
+        kernels = {k.name: k for k in part.kernels}
+        buffers: list[BufferSpec] = []
+        readers: dict[tuple[int, int], list[int]] = {}  # (buffer, writer CU) -> reader CUs, sorted later
+        reads: dict[int, list[StripeRead]] = {}
+        writes: dict[int, list[tuple[int, int]]] = {}
+        for b, pb in enumerate(part.buffers):
+            stripes = []
+            for s, st in enumerate(pb.stripes):
+                writer = kernels[pb.producer].cus[st.writer] if st.writer >= 0 else -1
+                stripes.append(StripeSpec(st.mu, st.bytes, st.hi - st.lo, writer))
+                if writer >= 0:
+                    writes.setdefault(writer, []).append((b, s))
+            buffers.append(BufferSpec(pb.name, pb.kind, pb.depth, tuple(stripes)))
+            for c in pb.consumers:
+                cus = kernels[c].cus
+                for j, cu in enumerate(cus):
+                    lo, hi = (0, pb.tile_bytes) if reads_whole(kplan[c]) and pb.kind == "tiles" \
+                        else share(pb.tile_bytes, len(cus), j)
+                    for s, st in enumerate(pb.stripes):
+                        nbytes = min(hi, st.hi) - max(lo, st.lo)
+                        if nbytes > 0:
+                            reads.setdefault(cu, []).append(StripeRead(b, s, nbytes))
+                            if stripes[s].writer >= 0:
+                                r = readers.setdefault((b, stripes[s].writer), [])
+                                if cu not in r:
+                                    r.append(cu)
+        for r in readers.values():
+            r.sort()
+        spilled_in = {k: [t for t in plan.tensors if t.consumer == k and not t.on_chip] for k in kernels}
+        spilled_out = {k: [t for t in plan.tensors if t.producer == k and not t.on_chip] for k in kernels}
+        slots = []
+        for name, pk in kernels.items():
+            kp = kplan[name]
+            n = len(pk.cus)
+            on_chip = any(c.reader == name or c.appender == name for c in placement.caches)
+            route = expert_route(kp)
+            local = route[0] // max(1, plan.tp) if route else 0  # experts living on each chip
+            for j, cu in enumerate(pk.cus):
+                def mine(total: float, whole: bool = False, n: int = n, j: int = j) -> int:
+                    """This CU's share of ``total`` bytes (all of it when ``whole``)."""
+                    lo, hi = share(int(round(total)), n, j)
+                    return int(round(total)) if whole else hi - lo
+
+                # a spilled input comes from DRAM once: each CU loads its share (handing the rest
+                # of the tile round on chip is not modelled)
+                dram_in = sum(mine(t.tile_bytes) for t in spilled_in[name])
+                # a streamed weight (a weight kernel alone in its partition) comes from DRAM a slice
+                # per tile, each byte once per graph pass
+                dram_in += mine(kp.weight_bytes / tiles) if kp.streamed else 0
+                if not on_chip:  # a cache that stays in DRAM, or other extra traffic
+                    dram_in += mine(kp.extra_dram_bytes / tiles)
+                dram_out = sum(mine(t.tile_bytes) for t in spilled_out[name])
+                cache_reads = tuple((c, s) for c, pc in enumerate(placement.caches) for s, st in enumerate(pc.stripes)
+                                    if pc.reader == name and st.lo == j)
+                cache_appends = tuple((c, s) for c, pc in enumerate(placement.caches)
+                                      for s, st in enumerate(pc.stripes) if pc.appender == name and st.writer == j)
+                experts: tuple[int, ...] = ()
+                if route:  # expert parallel: CU j takes experts j, j + n, ... (or a share of one)
+                    experts = tuple(range(j, local, n)) if n <= local else (j % local,)
+                credits_to = tuple(sorted({(b, w, rs.index(cu)) for (b, w), rs in readers.items() if cu in rs}))
+                mine_readers = tuple(sorted((b, len(rs)) for (b, w), rs in readers.items() if w == cu))
+                flops = kp.flop / tiles / n
+                slots.append(SlotSpec(name, cu, -(-int(round(flops)) // flops_per_cycle), tuple(reads.get(cu, ())),
+                                      tuple(writes.get(cu, ())), credits_to, mine_readers, dram_in, dram_out, flops,
+                                      cache_reads, cache_appends, experts, route, (j, n),
+                                      kernel_collectives(kp) if plan.tp > 1 else (), exchanges.get(name)))
+        pp = pplan[part.index]
+        out.append(PartitionProgram(part.index, tiles, tuple(kernels), tuple(slots), tuple(buffers),
+                                    pp.compute_seconds, pp.memory_seconds, pp.network_seconds, pp.seconds,
+                                    part.traffic, part.traffic_bound))
+    return tuple(out)
+
+
+def build_caches(placement: GridPlacement) -> tuple[CacheSpec, ...]:
+    """The run's caches, stripe by stripe, with the CUs reading and appending to them."""
+    where = {k.name: k.cus for part in placement.partitions for k in part.kernels}
+    return tuple(CacheSpec(c.name, tuple(CacheStripe(s.mu, s.bytes, c.growth, where[c.reader][s.lo],
+                                                     where[c.appender][s.writer] if c.appender else -1)
+                                         for s in c.stripes))
+                 for c in placement.caches)

@@ -1,0 +1,78 @@
+"""The dataflow workload's parameters: its config keys, and the compiled partitions and caches
+a run executes, built from the planning step's result (planning.py) by compile.py."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from mapping.chips import ChipSpec
+from mapping.placement import GridPlacement, PlacementError
+from mapping.plan import MappingPlan
+from sim.keys import Field, Issue, Table
+from sim.workloads import WORKLOADS, ChipContext
+from sim.workloads.dataflow.compile import CacheSpec, PartitionProgram, build_caches, build_partitions
+from sim.workloads.dataflow.figures import summarise
+from sim.workloads.dataflow.planning import plan_for
+from sim.workloads.dataflow.program import Dataflow
+
+
+@WORKLOADS.register("dataflow")
+@dataclass(frozen=True)
+class DataflowParams:
+    kind: str = "dataflow"
+    partitions: tuple[PartitionProgram, ...] = ()
+    passes: int = 1  # graph passes the run makes
+    controller: int = 0  # unit id of the controlling CU
+    plan_name: str = ""
+    seconds_per_batch: float = 0.0  # DFModel's figure
+    pass_seconds: float = 0.0  # DFModel's time of one graph pass (sum of partition times)
+    caches: tuple[CacheSpec, ...] = ()  # kept in MUs through the run (a decode step's KV cache)
+    skew: float = 0.0  # Zipf exponent of expert popularity for kernels over routed experts
+    word: int = 2  # bytes per element (the reduction of a collective adds elements)
+    tp: int = 1  # chips of a TP group (grid-fidelity systems)
+
+    # what the workload seam asks of the class (sim/workloads/__init__.py), kept together
+    SECTION: ClassVar[str] = "dataflow"
+    KEYS: ClassVar[Table] = Table({
+        "plan": Field("str", "", "plan.json written by `rdasim map --out DIR` (else the graph keys are mapped here)"),
+        "passes": Field("int", 1, "graph passes to simulate", min=1),
+        "placement_seed": Field("int", 0, "seed of the placement's local search restarts", min=0),
+        "address_method": Field("choice", "exact", "static planner giving buffers their MU addresses",
+                                choices=("exact", "layergroup", "greedy")),
+        "address_budget": Field("time", 5.0, "seconds the exact address planner may take per MU", min=0.01),
+        "skew": Field("float", 0.0, "Zipf exponent of expert popularity when tokens are routed to experts "
+                      "(0: uniform); each tile's routes are drawn from the run's seed", min=0.0),
+    }, doc="a DFModel plan run on the grid")
+
+    @classmethod
+    def from_config(cls, kind: str, d: dict, chip: ChipContext, issues: list[Issue]) -> "DataflowParams":
+        """The planning step (map or read the plan, place it, give its buffers addresses), then
+        the compilation of its result; a plan that does not fit is one issue."""
+        spec = chip.spec
+        assert spec is not None, "dataflow runs on one chip: only system workloads are built without a chip spec"
+        try:
+            planned = plan_for(d, spec, chip.room, chip.system)
+        except (PlacementError, ValueError, KeyError, OSError) as exc:
+            issues.append(Issue("workload.dataflow", str(exc)))
+            return cls()
+        return cls.from_plan(planned.plan, planned.placement, spec, d["passes"], d["skew"])
+
+    @classmethod
+    def from_plan(cls, plan: MappingPlan, placement: GridPlacement, spec: ChipSpec,
+                  passes: int = 1, skew: float = 0.0) -> "DataflowParams":
+        """Compile a plan and its addressed placement into the partitions every CU runs."""
+        parts = build_partitions(plan, placement, spec)
+        return cls("dataflow", parts, passes, int(spec.cu_tiles()[0]), plan.workload, plan.seconds_per_batch,
+                   sum(p.analytic_seconds for p in parts), build_caches(placement), skew, plan.word, max(1, plan.tp))
+
+    @property
+    def work_items(self) -> int:
+        return self.passes
+
+    def program(self, cfg) -> Dataflow:
+        return Dataflow(self, cfg)
+
+    def figures(self, logged: list, clock_hz: float) -> tuple[dict, dict]:
+        """Per-partition simulated and analytic seconds, per-kernel activity: summary and tables."""
+        return summarise(self, logged, clock_hz)
