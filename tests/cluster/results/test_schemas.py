@@ -1,4 +1,4 @@
-"""The one registry of result tables: every table the module declares is in it, and the printed reference lists them all."""
+"""The one registry of result tables: every declared table is in it, and the printed reference lists them all."""
 
 import subprocess
 import sys
