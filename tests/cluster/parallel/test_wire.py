@@ -47,7 +47,7 @@ metas = st.builds(EpochMeta, t0=CYCLE, t1=CYCLE, next_event=OR_NEVER, earliest_o
                   safe_until=OR_NEVER)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(out=outputs(), meta=metas, pause=st.booleans())
 def test_pack_then_unpack_gives_back_every_part_the_meta_and_the_pause_flag(out, meta, pause):
     codec, parts = out
