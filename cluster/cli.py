@@ -1,8 +1,9 @@
 """The ``rdasim`` command line: one subcommand per module in ``cluster/commands``.
 
 Subcommand modules are imported only when used, so ``rdasim alloc`` never pays for
-importing Ray. Each module defines ``HELP`` (one line), ``add_arguments(parser)`` and
-``run(args) -> int``. A ``UserError`` anywhere becomes a message and exit status 2.
+importing Ray and ``rdasim --help`` imports none. Each module defines ``add_arguments(parser)``
+and ``run(args) -> int``; its one line of help is here, in ``SUBCOMMANDS``. A ``UserError``
+anywhere becomes a message and exit status 2.
 """
 
 from __future__ import annotations
@@ -11,10 +12,12 @@ import argparse
 import importlib
 import os
 import sys
+from collections.abc import Collection
 
 from cluster.errors import EXIT_INTERRUPTED, UserError
 
-# name -> module under cluster.commands (kept here so `rdasim --help` lists them all)
+# name (a module under cluster.commands) -> its help: the one copy, kept here so that
+# `rdasim --help` lists every command without importing one
 SUBCOMMANDS = {
     "noc": "Cycle-level NoC simulation with synthetic traffic (latency/throughput)",
     "run": "Simulate a workload on the CU/MU grid with a memory policy",
@@ -32,7 +35,8 @@ class _Parser(argparse.ArgumentParser):
         raise UserError(f"{self.prog}: {message}")
 
 
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentParser:
+    """The whole command line; only the named subcommands' arguments are built (their modules imported), all if None."""
     parser = _Parser(prog="rdasim", description="rdasim: simulator for dynamic on-chip memory on RDAs",
                      epilog="exit status: 0 ok; 1 internal error or results not written; 2 bad input (nothing ran); "
                             "3 sweep with failed points; 4/5/6 run deadlocked/cut off/failed; 7 map infeasible or "
@@ -42,10 +46,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, help_text in SUBCOMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
-        if only is None or only == name:
-            module = _load(name)
-            if module is not None:
-                module.add_arguments(p)
+        if commands is None or name in commands:
+            _load(name).add_arguments(p)
     return parser
 
 
@@ -59,21 +61,15 @@ def _version() -> str:
 
 
 def _load(name: str):
-    try:
-        return importlib.import_module(f"cluster.commands.{name}")
-    except ModuleNotFoundError as exc:
-        if exc.name == f"cluster.commands.{name}":
-            return None
-        raise
+    return importlib.import_module(f"cluster.commands.{name}")
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    # Only build the chosen subcommand's arguments (cheap start-up).
+    # Only build the chosen subcommand's arguments, none for `rdasim --help` (cheap start-up).
     first = next((a for a in argv if not a.startswith("-")), None)
-    only = first if first in SUBCOMMANDS else None
     try:
-        parser = build_parser(only)
+        parser = build_parser([first] if first in SUBCOMMANDS else [])
         if not argv:
             parser.print_help()
             return 0
@@ -81,10 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command is None:
             parser.print_help()
             return 0
-        module = _load(args.command)
-        if module is None:
-            raise UserError(f"'rdasim {args.command}' is not available in this build")
-        return int(module.run(args) or 0)
+        return int(_load(args.command).run(args) or 0)
     except UserError as err:
         print(err.render(), file=sys.stderr)
         return err.exit_status

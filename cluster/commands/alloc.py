@@ -20,8 +20,6 @@ from cluster.results.alloc_reports import write_reports
 from cluster.results.io import write_text
 from cluster.results.schemas import RunMeta
 
-HELP = "Allocation tools (static planner, memory reports)"
-
 
 def add_arguments(parser) -> None:
     sub = parser.add_subparsers(dest="alloc_command", metavar="ACTION")

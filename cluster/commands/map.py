@@ -17,8 +17,6 @@ from cluster.results.schemas import MAP_KERNELS, MAP_PARTITIONS, MAP_PLAN, RunMe
 from mapping.plan import MappingPlan
 from mapping.solver import solve
 
-HELP = "DFModel-style mapping of a workload onto a system"
-
 
 def add_arguments(parser) -> None:
     parser.add_argument("config", nargs="?", help="mapping config (TOML); optional with --preset")

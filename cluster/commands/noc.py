@@ -13,8 +13,6 @@ from cluster.errors import EXIT_INTERRUPTED
 from cluster.parallel.distribution import describe_distribution, distributed
 from cluster.results import io
 
-HELP = "Cycle-level NoC simulation with synthetic traffic (latency/throughput)"
-
 # command-line flag -> config key (every flag is also a key, so a file and --set say the same)
 FLAGS = {
     "k": "noc.k", "rows": "noc.rows", "cols": "noc.cols", "topology": "noc.topology",

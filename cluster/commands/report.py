@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import sys
 
-HELP = "Figures from a results directory"
-
 
 def add_arguments(p) -> None:
     p.add_argument("dir", metavar="RESULTS", help="results: rdasim noc/run --out DIR, or rdasim sweep --out DIR")

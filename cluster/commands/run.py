@@ -14,8 +14,6 @@ from cluster.results import io
 from cluster.results.schemas import ENERGY_COLUMNS, INPUT_COLUMNS
 from sim.energy.table import COMPONENTS
 
-HELP = "Simulate a workload on the CU/MU grid with a memory policy"
-
 # command-line flag -> config key (a flag, --set and a file key all say the same)
 FLAGS = {**RUN_FLAGS, "network": "noc.model"}
 

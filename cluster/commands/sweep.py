@@ -8,7 +8,6 @@ import sys
 
 from cluster.errors import EXIT_POINTS_FAILED, UserError
 
-HELP = "Run a sweep of configs on Ray into a Parquet dataset"
 DEFAULT_OUT = "results"
 
 

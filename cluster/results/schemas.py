@@ -492,9 +492,6 @@ def reference_markdown() -> str:
     return "\n".join(out)
 
 
-if __name__ == "__main__":  # pragma: no cover
-    print(reference_markdown())
-
 # --------------------------------------------------------------------------- rdasim run with a [system]
 SYSTEM_SUMMARY = TableSchema(
     "system_summary",
@@ -572,3 +569,7 @@ SYSTEM_CHIPS = TableSchema(
 )
 
 ALL_TABLES.extend([SYSTEM_SUMMARY, SYSTEM_STEPS, SYSTEM_LINKS, SYSTEM_CHIPS])
+
+# Last in the module, so every table above is registered before the reference is printed.
+if __name__ == "__main__":  # pragma: no cover
+    print(reference_markdown())

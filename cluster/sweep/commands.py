@@ -2,14 +2,13 @@
 
 A point of a sweep is one resolved config of its command; the command's job turns it
 into named Arrow tables, one of which is the point's result (the rows of the main
-dataset). ``noc`` is ``rdasim noc``; ``run`` is ``rdasim run``, imported only when used
-so the sweep works before and after cluster/jobs/chip.py exists; ``noop`` echoes its
-config and exists to test the sweep machinery and measure its overhead.
+dataset). ``noc`` is ``rdasim noc``; ``run`` is ``rdasim run`` (``system`` the same with a
+[system]); each imports its job only when used, so a noc sweep never pays for the chip model.
+``noop`` echoes its config and exists to test the sweep machinery and measure its overhead.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import time
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ class Command:
     result: str  # name of the table whose rows are the point's result
     result_schema: Callable[[], pa.Schema | None]  # its Arrow schema, when known up front
     check: Callable[[dict], None] = lambda cfg: None  # what the job checks before it simulates (raises UserError)
+    listed: bool = True  # offered to users (False: a command for tests and benchmarks)
 
 
 def tables_of(result) -> dict[str, pa.Table]:
@@ -99,19 +99,10 @@ def _noc_job(cfg: dict) -> dict[str, pa.Table]:
 
 
 # ----------------------------------------------------------------------------- run
-def _import_run(module: str):
-    try:
-        return importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name == module:
-            raise UserError(f"sweep command 'run' needs `rdasim run` ({module.replace('.', '/')}.py), "
-                            "which is not in this build yet; use command = \"noc\"") from None
-        raise
-
-
 def _run_schema():
-    _import_run("cluster.jobs.chip")  # both halves of rdasim run must be there
-    return _import_run("cluster.config.run").RUN_SCHEMA
+    from cluster.config.run import RUN_SCHEMA
+
+    return RUN_SCHEMA
 
 
 def _one_chip(cfg: dict) -> None:
@@ -122,10 +113,11 @@ def _one_chip(cfg: dict) -> None:
 def _run_check(cfg: dict) -> None:
     """What `rdasim run` checks before simulating: chip_config's cross-field checks, the shard cut and epoch."""
     from cluster.config.footprint import least_shards
+    from cluster.config.run import chip_config
     from cluster.parallel.regions import cut_grid, epoch_length
 
     _one_chip(cfg)
-    chip = _import_run("cluster.config.run").chip_config(cfg)
+    chip = chip_config(cfg)
     run = cfg["run"]
     epoch_length(chip.noc, cut_grid(chip.spec.rows, chip.spec.cols, least_shards(run["shards"]), run["cut"]),
                  run["epoch"])
@@ -133,9 +125,11 @@ def _run_check(cfg: dict) -> None:
 
 def _run_job(cfg: dict) -> dict[str, pa.Table]:
     """What `rdasim run CONFIG` does, without its files: chip_config, then run_chip."""
+    from cluster.config.run import chip_config
+    from cluster.jobs.chip import run_chip
+
     _one_chip(cfg)
-    chip = _import_run("cluster.config.run").chip_config(cfg)
-    return tables_of(_import_run("cluster.jobs.chip").run_chip(cfg, chip, out=None, quiet=True))
+    return tables_of(run_chip(cfg, chip_config(cfg), out=None, quiet=True))
 
 
 def _system_check(cfg: dict) -> None:
@@ -143,14 +137,18 @@ def _system_check(cfg: dict) -> None:
     if not cfg["system"]["chips"]:
         raise UserError("sweep command 'system' needs a [system] with system.chips >= 1 in every point; "
                         "use command = \"run\" for one chip")
-    _import_run("cluster.config.run").system_config(cfg)
+    from cluster.config.run import system_config
+
+    system_config(cfg)
 
 
 def _system_job(cfg: dict) -> dict[str, pa.Table]:
     """What `rdasim run CONFIG` does with a [system], without its files."""
+    from cluster.config.run import system_config
+    from cluster.jobs import system as job
+
     _system_check(cfg)
-    job = _import_run("cluster.jobs.system")
-    sys_cfg = _import_run("cluster.config.run").system_config(cfg)
+    sys_cfg = system_config(cfg)
     run = cfg["run"]
     summary, tables, _ = job.simulate_system(sys_cfg, run["shards"], run["backend"], run["epoch"], run["address"])
     return job.system_tables(cfg, summary, tables)
@@ -212,12 +210,13 @@ COMMANDS: dict[str, Command] = {
     "system": Command("system", "rdasim run with a [system]: one point is a system of chips", _run_schema,
                       _system_job, "system_summary", lambda: _known_schema("system_summary"), _system_check),
     "noop": Command("noop", "echo the config back (tests, overhead benchmarks)", _noop_schema, _noop_job,
-                    "sweep_noop", lambda: _known_schema("sweep_noop")),
+                    "sweep_noop", lambda: _known_schema("sweep_noop"), listed=False),
 }
+LISTED = tuple(name for name, command in COMMANDS.items() if command.listed)  # what an error offers a user
 
 
 def get(name: str) -> Command:
     try:
         return COMMANDS[name]
     except KeyError:
-        raise UserError(f"unknown sweep command {name!r}; known: {', '.join(COMMANDS)}") from None
+        raise UserError(f"unknown sweep command {name!r}; known: {', '.join(LISTED)}") from None

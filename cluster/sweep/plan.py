@@ -15,9 +15,6 @@ from cluster.sweep.points import Point, expand
 from cluster.sweep.records import AxisColumns
 from cluster.sweep.spec import SweepSpec, read_spec
 
-PUBLIC_COMMANDS = ("noc", "run")  # noop exists too, for tests and benchmarks
-
-
 EXECUTION_KEYS = ("max_retries", "max_concurrency", "description")  # how to run, not what: outside the hash
 
 
@@ -40,18 +37,14 @@ def spec_hash(spec: SweepSpec) -> str:
 
 
 def _command(spec: SweepSpec, issues: list[Issue]) -> tuple[commands.Command, Table] | None:
-    """The spec's command and its config schema; None (and an issue) if it names none that works."""
+    """The spec's command and its config schema; None (and an issue) if it names none."""
     if spec.command not in commands.COMMANDS:
-        close = difflib.get_close_matches(spec.command, PUBLIC_COMMANDS, n=1)
+        close = difflib.get_close_matches(spec.command, commands.LISTED, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        issues.append(Issue("sweep.command", f"{spec.command!r} is not one of {', '.join(PUBLIC_COMMANDS)}{hint}"))
+        issues.append(Issue("sweep.command", f"{spec.command!r} is not one of {', '.join(commands.LISTED)}{hint}"))
         return None
     command = commands.get(spec.command)
-    try:
-        return command, command.schema()
-    except UserError as exc:
-        issues.append(Issue("sweep.command", exc.message))
-        return None
+    return command, command.schema()
 
 
 def _collisions(paths: list[str], command: commands.Command) -> list[Issue]:

@@ -200,7 +200,9 @@ def test_partition_keys_must_be_config_keys_with_single_values(tmp_path):
 
 
 @pytest.mark.parametrize("body,needle", [
-    ('[sweep]\nname = "s"\ncommand = "nco"\n', "sweep.command: 'nco' is not one of noc, run (did you mean 'noc'?)"),
+    ('[sweep]\nname = "s"\ncommand = "nco"\n',
+     "sweep.command: 'nco' is not one of noc, run, system (did you mean 'noc'?)"),
+    ('[sweep]\nname = "s"\ncommand = "alloc"\n', "sweep.command: 'alloc' is not one of noc, run, system\n"),
     ('[sweep]\ncommand = "noc"\n', "sweep.name: is required"),
     ('[sweep]\nname = "s"\ncommand = "noc"\n[axes]\nnoc.k = 4\n', "axes.noc.k: expected a list of values"),
     ('base = "missing.toml"\n[sweep]\nname = "s"\ncommand = "noc"\n', "base: config file"),
@@ -225,14 +227,12 @@ def test_cli_status_of_a_directory_without_sweeps(tmp_path, capsys):
     assert "no sweep at" in capsys.readouterr().err
 
 
-def test_a_command_whose_module_is_missing_is_a_clear_error():
+def test_an_unknown_command_by_name_names_the_commands_a_user_can_sweep():
     from cluster.errors import UserError
-    from cluster.sweep.commands import _import_run
+    from cluster.sweep.commands import get
 
-    with pytest.raises(UserError, match="sweep command 'run' needs `rdasim run` \\(cluster/not_there.py\\)"):
-        _import_run("cluster.not_there")
-
-
+    with pytest.raises(UserError, match=r"^unknown sweep command 'alloc'; known: noc, run, system$"):
+        get("alloc")
 
 
 @pytest.mark.parametrize("name,points", [("sweep_noc.toml", 60), ("sweep_noc_design.toml", 26)])

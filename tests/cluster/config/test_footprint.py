@@ -1,0 +1,93 @@
+"""Memory estimated before a run: it grows with the grid and shrinks with shards, and an absurd size is refused
+with the key that drives it."""
+
+import pytest
+
+from cluster.config import ConfigError, load
+from cluster.config import footprint as fp
+from cluster.config.noc import NOC_SCHEMA, check_footprint
+from cluster.config.run import RUN_SCHEMA
+from sim.chip.spec import PRESETS
+
+
+def _noc(k: int, shards: int = 1, cycles: int = 10_000) -> fp.Estimate:
+    return fp.noc_estimate(k, k, 4, 4, shards, cycles, "noc.k")
+
+
+def _chip(rows: int, cols: int, mu_bytes: int = 2**20, policy: str = "virtual", shards: int = 1) -> fp.Estimate:
+    return fp.chip_estimate(rows, cols, rows * cols // 2, mu_bytes, 4096, policy, "packet", shards)
+
+
+def test_the_estimate_grows_with_the_grid():
+    noc = [_noc(k).bytes for k in range(2, 120)]
+    assert all(a < b for a, b in zip(noc, noc[1:]))
+    for grow in (lambda n: _chip(n, 8), lambda n: _chip(8, n), lambda n: _chip(n, n, policy="static-multi")):
+        chip = [grow(n).bytes for n in range(2, 80)]
+        assert all(a < b for a, b in zip(chip, chip[1:]))
+    mu = [_chip(8, 8, mu_bytes=2**i).bytes for i in range(12, 40)]
+    assert all(a < b for a, b in zip(mu, mu[1:]))
+
+
+def test_more_shards_never_need_more_per_shard():
+    for est in (lambda s: _noc(64, s), lambda s: _chip(32, 32, shards=s)):
+        sizes = [est(s).bytes for s in range(1, 65)]
+        assert all(a >= b for a, b in zip(sizes, sizes[1:]))
+        assert sizes[0] > 10 * sizes[-1]
+
+
+def test_only_the_virtual_policy_pays_for_block_tables():
+    keys = [t.key for t in _chip(8, 8, policy="static-multi").terms]
+    assert "chip.mu_bytes" not in keys and "chip.mu_bytes" in [t.key for t in _chip(8, 8).terms]
+
+
+def test_a_thousand_by_thousand_noc_needs_the_documented_3_6_tib_routing_table():
+    # numpy's "Unable to allocate 3.64 TiB": 10^6 routers x 10^6 destinations x 4 bytes
+    est = _noc(1000)
+    assert est.largest.bytes == 4e12 and est.largest.key == "noc.k"
+    assert fp.human(est.largest.bytes) == "3.6 TiB"
+
+
+@pytest.mark.parametrize("n,text", [(0, "0 B"), (1023, "1,023 B"), (1024, "1.0 KiB"), (1.5 * 2**30, "1.5 GiB"),
+                                    (2**60, "1.0 EiB"), (2**70, "1,024.0 EiB")])
+def test_human_sizes(n, text):
+    assert fp.human(n) == text
+
+
+def test_refused_only_beyond_the_memory_there_is():
+    est = _noc(64)
+    assert fp.problem(est, {}, available=int(est.bytes)) is None
+    key, message = fp.problem(est, {"noc.k": 64}, available=int(est.bytes) - 1)
+    assert key == "noc.k" and message.startswith("64: this simulation would need about")
+
+
+@pytest.mark.parametrize("raw,key", [
+    ({"noc": {"k": 1000}}, "noc.k"),
+    ({"noc": {"rows": 2000, "cols": 1000}}, "noc.rows x noc.cols"),
+    ({"noc": {"k": 4, "drain_cycles": 10**14}}, "noc.warmup_cycles + measure_cycles + drain_cycles"),
+])
+def test_an_absurd_noc_is_refused_with_the_key_that_drives_it(raw, key):
+    with pytest.raises(ConfigError) as err:
+        check_footprint(load(NOC_SCHEMA, raw=raw))
+    [issue] = err.value.issues
+    assert issue.path == key and "this machine has" in issue.message
+
+
+def test_a_reasonable_noc_is_not_refused():
+    check_footprint(load(NOC_SCHEMA, raw={"noc": {"k": 16}}))
+
+
+@pytest.mark.parametrize("chip,key", [
+    ({"rows": 20_000, "cols": 20_000}, "chip.rows x chip.cols"),  # an EiB of routing table
+    ({"mu_bytes": "64TiB"}, "chip.mu_bytes"),  # ~ 0.5 PiB of block tables
+])
+def test_an_absurd_chip_is_refused_with_the_key_that_drives_it(chip, key):
+    cfg = load(RUN_SCHEMA, raw={"chip": chip, "memory": {"policy": "virtual"}})
+    over = {k: v for k, v in cfg["chip"].items() if k != "preset" and v is not None}
+    spec = PRESETS[cfg["chip"]["preset"]].with_(**over)
+    [issue] = fp.chip_issues(spec, cfg["memory"], cfg["noc"], cfg["run"])
+    assert issue.path == key and "this simulation would need about" in issue.message
+    assert fp.chip_issues(PRESETS[cfg["chip"]["preset"]], cfg["memory"], cfg["noc"], cfg["run"]) == []
+
+
+def test_auto_shards_may_choose_one():
+    assert fp.least_shards("auto") == 1 and fp.least_shards(8) == 8

@@ -1,0 +1,102 @@
+"""Unit strings to plain numbers: known values per kind, exact rounding to cycles, errors that say what is wrong."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cluster.config import ConfigError, Field, Table, load
+from cluster.config.units import (
+    UnitError,
+    parse_bandwidth,
+    parse_flops,
+    parse_frequency,
+    parse_size,
+    parse_time,
+    time_to_cycles,
+)
+
+
+@pytest.mark.parametrize("text,value", [
+    ("256KiB", 262144), ("1.5MiB", 1572864), ("2MB", 2_000_000), ("4096", 4096), (512, 512),
+    ("8Kib", 1024), ("1 GiB", 2**30), ("520MB", 520_000_000), ("256B", 256), ("1_024", 1024),
+    ("1e3B", 1000), ("2kB", 2000), ("64b", 8), (" 3 TiB ", 3 * 2**40), (4096.0, 4096), (".5KiB", 512),
+])
+def test_sizes(text, value):
+    got = parse_size(text)
+    assert got == value and type(got) is int
+
+
+@pytest.mark.parametrize("bad,words", [
+    ("12XB", "unknown prefix 'X' in size '12XB'"),
+    ("1.5B", "size '1.5B' is not a whole number of bytes"),
+    ("12b", "size '12b' is not a whole number of bytes"),  # 1.5 bytes
+    ("-4KiB", "size '-4KiB' is negative"),
+    (-1, "size -1 is negative"),
+    ("fast", "cannot read 'fast' as a number with a unit"),
+    ("3GHz", "cannot read '3GHz' as a size"),
+    (True, "expected a size, got True"),
+])
+def test_bad_sizes_say_what_is_wrong(bad, words):
+    with pytest.raises(UnitError, match=words):
+        parse_size(bad)
+
+
+@given(st.integers(0, 2**40))
+def test_size_roundtrip_in_kib(n):
+    assert parse_size(f"{n}KiB") == n * 1024 and parse_size(f"{n}B") == n and parse_size(f"{8 * n}b") == n
+
+
+@pytest.mark.parametrize("parse,text,value", [
+    (parse_frequency, "1GHz", 1e9), (parse_frequency, "800 MHz", 8e8), (parse_frequency, "1.4GHz", 1.4e9),
+    (parse_frequency, "50kHz", 5e4), (parse_frequency, 2e9, 2e9),
+    (parse_bandwidth, "450GB/s", 450e9), (parse_bandwidth, "100Gb/s", 12.5e9), (parse_bandwidth, "1.6TB/s", 1.6e12),
+    (parse_bandwidth, "1GiB/s", 2**30), (parse_bandwidth, "25GBps", 25e9), (parse_bandwidth, 4.5e11, 4.5e11),
+    (parse_time, "20ns", 20e-9), (parse_time, "1.5us", 1.5e-6), (parse_time, "2µs", 2e-6), (parse_time, "3ms", 3e-3),
+    (parse_time, "1s", 1.0), (parse_time, "250ps", 250e-12), (parse_time, 2e-8, 2e-8),
+    (parse_flops, "638TFLOPS", 638e12), (parse_flops, "312 TFLOP/s", 312e12), (parse_flops, "1.5PFLOPS", 1.5e15),
+    (parse_flops, "10GFLOPs", 1e10), (parse_flops, 3.12e14, 3.12e14),
+])
+def test_known_values_of_each_kind(parse, text, value):
+    assert parse(text) == pytest.approx(value, rel=1e-12)
+
+
+@pytest.mark.parametrize("parse,bad,words", [
+    (parse_frequency, "1GB", "cannot read '1GB' as a frequency"),
+    (parse_frequency, "1XHz", "unknown prefix 'X' in frequency"),
+    (parse_bandwidth, "450GB", "cannot read '450GB' as a bandwidth"),
+    (parse_time, "5min", "cannot read '5min' as a time"),
+    (parse_time, "20", "cannot read '20' as a time"),  # a bare string number has no unit
+    (parse_flops, "312T", "cannot read '312T' as a compute rate"),
+    (parse_time, True, "cannot read 'True' as a number"),  # a flag is not a time
+])
+def test_other_kinds_refuse_the_wrong_unit(parse, bad, words):
+    with pytest.raises(UnitError, match=words):
+        parse(bad)
+
+
+@pytest.mark.parametrize("seconds,hz,cycles", [
+    (20e-9, 1e9, 20), (20e-9, 2e9, 40), (3e-9, 1e9, 3),  # exact, despite 3e-9 * 1e9 = 3.0000000000000004
+    (1.2e-9, 1e9, 2), (0.0, 1e9, 0), (1e-12, 1e9, 1),  # a part of a cycle costs a whole one
+])
+def test_times_round_up_to_whole_cycles(seconds, hz, cycles):
+    assert time_to_cycles(seconds, hz) == cycles
+
+
+SCHEMA = Table({"chip": Table({
+    "clock": Field("frequency", "1GHz"), "mu_bytes": Field("size", "512KiB"), "hbm": Field("bandwidth", "1TB/s"),
+    "latency": Field("cycles", 1, clock="chip.clock"),
+})})
+
+
+def test_a_bad_value_in_a_config_is_named_by_its_key():
+    with pytest.raises(ConfigError) as err:
+        load(SCHEMA, raw={"chip": {"clock": "1GB", "mu_bytes": "1.5B", "hbm": "fast", "latency": "5min"}})
+    paths = {issue.path: issue.message for issue in err.value.issues}
+    assert set(paths) == {"chip.clock", "chip.mu_bytes", "chip.hbm", "chip.latency"}
+    assert "'1GB' as a frequency" in paths["chip.clock"] and "whole number of bytes" in paths["chip.mu_bytes"]
+    assert "chip.mu_bytes: size '1.5B' is not a whole number of bytes" in err.value.render()
+
+
+def test_a_config_time_becomes_cycles_at_its_clock():
+    cfg = load(SCHEMA, raw={"chip": {"clock": "1.5GHz", "latency": "10ns"}})
+    assert cfg["chip"] == {"clock": 1.5e9, "mu_bytes": 524288, "hbm": 1e12, "latency": 15}
