@@ -10,7 +10,8 @@ many tokens it gets this step (the gate's decision), allocates an input buffer o
 size at run time, and for every reference it receives reads the activation, appends
 it to its input buffer and drops the reference; with all its tokens gathered it
 computes its FFN (``4 x hidden x expert_ffn`` FLOP per token: two matrix products,
-spread over ``expert_cus`` CUs of which only the host is simulated) and frees its
+spread over ``expert_cus`` CUs of which only the host is simulated: they share the time,
+and the energy counts all of them) and frees its
 input buffer. A token's activation is freed by the protocol once its
 producer and all ``top_k`` experts have dropped it.
 
@@ -303,7 +304,9 @@ class Moe:
         n = st["n"]
         if n:
             flops = n * 4 * self.p.hidden * self.p.expert_ffn
-            yield Compute(-(-flops // (self.flops * self.p.expert_cus)))
+            # the host holds its pipeline for its share; the energy counts every CU's share
+            cus = self.p.expert_cus
+            yield Compute(-(-flops // (self.flops * cus)), cus=cus)
         if st["inref"] is not None:
             free(cu, st["inref"])
         req = st["request"]

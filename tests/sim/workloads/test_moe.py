@@ -43,3 +43,25 @@ def test_gated_counting_pays_synchronisation_that_weights_avoid():
     assert weights["sync_messages"] == 0 and weights["messages"]["weight_return"] == copies + 30
     assert gated["sync_wait_cycles"] > 0 == weights["sync_wait_cycles"]
     assert gated["latency_mean_cycles"] > weights["latency_mean_cycles"]
+
+
+def _fu_ops(tables: dict) -> int:
+    e = tables["energy"]
+    return next(n for c, a, n in zip(e["component"], e["action"], e["count"]) if (c, a) == ("cu", "fu_op"))
+
+
+def test_the_same_flops_cost_the_same_energy_however_many_cus_share_them():
+    """Every routed token costs its expert 4 x hidden x expert_ffn FLOP, one FMA (2 FLOP) a
+    functional-unit op: 30 tokens x top-2 x 4 x 64 x 72 / 2 fu_ops whether the FFN runs on one
+    CU or is spread over 6 (a token's FLOPs, 18,432, are a whole number of 6-CU cycles of a
+    plasticine CU's 192 FLOP, so no cycle is rounded up); only the compute time shrinks."""
+    flops = 3 * 10 * 2 * 4 * 64 * 72
+    runs = {}
+    for cus in (1, 6):
+        moe = {**MOE["workload"]["moe"], "hidden": 64, "expert_ffn": 72, "expert_cus": cus}
+        runs[cus] = run({**MOE, "workload": {"kind": "moe", "moe": moe}})
+    for s, t, _, _ in runs.values():
+        assert s["completed"] and s["tokens"] == 30
+        assert _fu_ops(t) == flops // 2
+    assert runs[6][0]["energy_cu_joules"] == runs[1][0]["energy_cu_joules"] > 0
+    assert runs[6][0]["compute_cycles"] * 6 == runs[1][0]["compute_cycles"]
