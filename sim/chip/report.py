@@ -17,7 +17,7 @@ import numpy as np
 
 from sim.chip import diagnosis
 from sim.chip import messages as m
-from sim.chip.records import BUFFER_LABELS, BufferLife, LandingLife, MuStats, WorkRecord
+from sim.chip.records import BUFFER_LABELS, BufferLife, LandingLife, MuStats, Oversize, WorkRecord
 from sim.chip.spec import unit_layout
 from sim.energy.counts import ActionCounts, energy, summary_figures, table_columns
 from sim.energy.table import default_table
@@ -208,7 +208,7 @@ def summarize_chip(cfg, results: list[ShardResult]) -> tuple[dict, dict]:
     waiting = diagnosis.merge([r.waiting for r in results])
     summary["status"] = diagnosis.status_of(summary["completed"], summary["requests_failed"], cut_off=False)
     summary["status_detail"] = diagnosis.detail(summary["status"], waiting, cfg.workload.kind, finished, admitted,
-                                                expected, summary["requests_failed"])
+                                                expected, summary["requests_failed"], _oversize(cfg, results))
     summary["oracle_first"] = verdict.first
     summary["live_at_end"] = verdict.live_at_end  # after the hash, which covers the oracle log it counts
     # energy: after the hash (it is a price list applied to what was simulated, not part of it)
@@ -279,6 +279,15 @@ def _links(cfg, results, end: int) -> dict:
     cols = link_loads(cfg, [r.links for r in results])
     cols["utilization"] = cols["flits"] / max(end, 1)
     return cols
+
+
+def _oversize(cfg, results) -> str:
+    """The first buffer refused for being larger than any MU (and how many more were)."""
+    over = sorted((x for r in results for x in r.logged if isinstance(x, Oversize)), key=Oversize.row)
+    if not over:
+        return ""
+    more = f" (and {len(over) - 1} more)" if len(over) > 1 else ""
+    return over[0].describe(cfg.policy.name) + more
 
 
 def chip_result_hash(results, summary: dict) -> str:

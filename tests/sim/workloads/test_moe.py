@@ -1,6 +1,7 @@
 """moe: routing known answers, shared references and per-expert buffers sized at run time."""
 
 import numpy as np
+import pytest
 
 from sim.workloads.moe import route
 from tests.sim.chip.chiprun import run
@@ -65,3 +66,27 @@ def test_the_same_flops_cost_the_same_energy_however_many_cus_share_them():
         assert _fu_ops(t) == flops // 2
     assert runs[6][0]["energy_cu_joules"] == runs[1][0]["energy_cu_joules"] > 0
     assert runs[6][0]["compute_cycles"] * 6 == runs[1][0]["compute_cycles"]
+
+
+def _tiny(on_oom: str, mu_bytes: str = "8KiB") -> dict:
+    """64 tokens a step, each routed to both of 2 experts: every expert's input buffer is
+    exactly 64 x 128 x 2 B = 16,384 B, twice what an 8 KiB MU holds."""
+    return {"chip": {"preset": "plasticine", "rows": 4, "cols": 8, "mu_bytes": mu_bytes},
+            "memory": {"policy": "virtual", "block_bytes": "1KiB", "reclaim": "partial-free", "on_oom": on_oom},
+            "workload": {"kind": "moe", "moe": {"steps": 2, "tokens": 64, "experts": 2, "top_k": 2, "producers": 4,
+                                                "hidden": 128, "expert_ffn": 64}}}
+
+
+@pytest.mark.parametrize("on_oom", ["stall", "evict", "fail"])
+def test_a_buffer_larger_than_any_mu_is_refused_not_stalled_forever(on_oom):
+    s = run(_tiny(on_oom))[0]
+    assert (s["status"], s["completed"], s["requests_failed"]) == ("failed", True, 2)
+    assert s["oom_failures"] == 2 * 2 and s["stalled_at_end"] == 0  # both experts of both steps
+    assert "expert-input buffer of 16,384 B" in s["status_detail"]
+    assert "larger than an MU can hold (8,192 B under policy virtual)" in s["status_detail"]
+    assert s["use_after_free"] == s["premature_free"] == s["leaks"] == 0
+
+
+def test_a_buffer_that_just_fits_is_served():
+    s = run(_tiny("stall", "16KiB"))[0]
+    assert (s["status"], s["requests_failed"], s["oom_failures"]) == ("completed", 0, 0)
