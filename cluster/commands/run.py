@@ -25,8 +25,8 @@ JSON_KEYS = (
     "latency_p50_cycles", "latency_p99_cycles", "peak_mu_utilization", "mean_mu_utilization", "peak_mu_reserved",
     "fragmentation", "bytes_copied", "messages", "messages_total", "flits_total", "sync_messages",
     "sync_wait_cycles", "memory_wait_cycles", "oom_events", "stalls", "stall_cycles", "evictions", "oom_failures",
-    "use_after_free", "double_free", "premature_free", "leaks", "live_at_end", "completed", "cut_off", "status", "status_detail",
-    "epochs", "result_hash",
+    "use_after_free", "double_free", "premature_free", "leaks", "live_at_end", "completed", "cut_off", "status",
+    "status_detail", "epochs", "result_hash",
 )
 ENERGY_KEYS = tuple(c.name for c in ENERGY_COLUMNS)
 
