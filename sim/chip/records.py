@@ -137,7 +137,7 @@ class Oversize:
         return astuple(self)
 
     def describe(self, policy: str) -> str:
-        return (f"a {BUFFER_LABELS.get(self.label, 'other')} buffer of {self.nbytes:,} B (MU {self.mu}, cycle "
+        return (f"{BUFFER_LABELS.get(self.label, 'other')} buffer of {self.nbytes:,} B (MU {self.mu}, cycle "
                 f"{self.cycle:,}) is larger than an MU can hold ({self.largest:,} B under policy {policy})")
 
 
