@@ -50,6 +50,12 @@ class KernelSlice:
     k: int
     n: int
     tiles: int
+    share: float = 1.0  # of the whole kernel's work this chip does (before tiling)
+
+    def extra_dram_bytes(self, kernel: Kernel) -> float:
+        """This chip's share of the kernel's extra DRAM traffic: a KV cache read by heads split
+        over the TP group is read a share of the heads on each chip."""
+        return kernel.extra_dram_bytes * self.share
 
     def flop(self, kernel: Kernel) -> float:
         return 2.0 * self.m * self.k * self.n if kernel.is_gemm else float(self.m * self.n)
@@ -73,6 +79,7 @@ def slice_kernel(kernel: Kernel, dim: Dim, scheme: Scheme, cand: Candidate, chip
         m, k = _ceil(m, x), _ceil(k, y)
     elif scheme is Scheme.FFT:
         n = _ceil(n, chips_per_copy)
+    share = (m * k * n) / (kernel.outer * kernel.m * kernel.k * kernel.n)
     tiled = {Dim.OUTER: "m", Dim.M: "m", Dim.K: "k", Dim.N: "n"}.get(kernel.tiled)
     tiles = 1
     if tiled:
@@ -80,7 +87,7 @@ def slice_kernel(kernel: Kernel, dim: Dim, scheme: Scheme, cand: Candidate, chip
         tiles = min(cand.num_tiles, extent)
         per_tile = _ceil(extent, tiles)
         m, k, n = (per_tile if tiled == "m" else m, per_tile if tiled == "k" else k, per_tile if tiled == "n" else n)
-    return KernelSlice(m, k, n, tiles)
+    return KernelSlice(m, k, n, tiles, share)
 
 
 def hpl_grid(sizes: tuple[int, ...]) -> tuple[int, int]:
@@ -213,7 +220,7 @@ def partition_problem(workload: Workload, system: System, cand: Candidate, split
         names=tuple(names), edges=edges, backward=np.array([k.phase == "bwd" for k in ks]),
         compute=compute, core_options=options,
         network=network_seconds(graph, workload, system, cand, splits, slices, model.all_reduce_passes),
-        kernel_memory=np.array([k.extra_dram_bytes for k in ks]) / chip.dram_bandwidth,
+        kernel_memory=np.array([s.extra_dram_bytes(k) for k, s in zip(ks, slices)]) / chip.dram_bandwidth,
         weight_sram=weight,
         spill=out_tile[u] * tiles[u] / chip.dram_bandwidth,
         onchip_sram=out_tile[u] * depth, spill_sram=2.0 * out_tile[u],

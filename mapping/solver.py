@@ -205,7 +205,7 @@ def _plan(workload: Workload, system: System, splits: SplitPlan, o: _Outcome, lo
             k.name, k.kind.value, k.phase, splits.dims[i].value, int(ev.assignment[i]),
             s.flop(k) * s.tiles, float(alone), float(p.network[i].sum()),
             float(p.weight_sram[i]), bool(ev.streamed[i]), ",".join(coll),
-            m=s.m, k=s.k, n=s.n, tiles=s.tiles, flop_per_tile=s.flop(k), extra_dram_bytes=k.extra_dram_bytes,
+            m=s.m, k=s.k, n=s.n, tiles=s.tiles, flop_per_tile=s.flop(k), extra_dram_bytes=s.extra_dram_bytes(k),
             role=k.role, outer=k.outer))
     word = workload.graph.graph["word"]
     depths = buffer_depths(workload.graph)

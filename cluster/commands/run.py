@@ -23,8 +23,8 @@ JSON_KEYS = (
     "latency_p50_cycles", "latency_p99_cycles", "peak_mu_utilization", "mean_mu_utilization", "peak_mu_reserved",
     "fragmentation", "bytes_copied", "messages", "messages_total", "flits_total", "sync_messages",
     "sync_wait_cycles", "memory_wait_cycles", "oom_events", "stalls", "stall_cycles", "evictions", "oom_failures",
-    "use_after_free", "double_free", "premature_free", "leaks", "completed", "cut_off", "status", "status_detail",
-    "epochs", "result_hash",
+    "use_after_free", "double_free", "premature_free", "leaks", "live_at_end", "completed", "cut_off", "status",
+    "status_detail", "epochs", "result_hash",
 )
 ENERGY_KEYS = tuple(c.name for c in ENERGY_COLUMNS)
 
@@ -69,7 +69,8 @@ def run_system_command(args, cfg: dict) -> int:
         if "landing_bytes_per_chip" in s:
             print(f"  landing buffers per chip: {' / '.join(f'{b:,}' for b in s['landing_bytes_per_chip'])} B landed, "
                   f"{' / '.join(f'{b:,}' for b in s['landing_reserved_per_chip'])} B held by the policy; oracle: "
-                  f"{s['premature_free']} premature frees, {s['use_after_free']} uses after free, {s['leaks']} leaks")
+                  f"{s['premature_free']} premature frees, {s['use_after_free']} uses after free, {s['leaks']} leaks, "
+                  f"{s['live_at_end']} live at end")
         print(f"  status {s['status']}" + (f": {s['status_detail']}" if s["status_detail"] else ""))
         print(f"  result hash {s['result_hash']}")
     for f in files:
@@ -134,7 +135,8 @@ def run(args) -> int:
             print(f"  routing: measured Zipf skew {s['moe_skew_measured']:.3f}, busiest expert "
                   f"{s['moe_load_imbalance']:.2f}x the mean per step")
         print(f"  oracle: use after free {s['use_after_free']}, double free {s['double_free']}, "
-              f"premature free {s['premature_free']}, leaks {s['leaks']}")
+              f"premature free {s['premature_free']}, leaks {s['leaks']}, "
+              f"live at end {s['live_at_end']}")
         line = describe_distribution(s)
         if line:
             print(f"  {line}")

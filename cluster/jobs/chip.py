@@ -31,7 +31,7 @@ from sim.chip.report import shard_result, summarize_chip
 from sim.chip.shard import ChipBoundary, ChipShard
 from sim.chip.spec import unit_layout
 from sim.chip.trace import chrome_trace
-from sim.energy.accelergy import action_counts_document, to_yaml
+from sim.energy.accelergy import accelergy_files
 from sim.network import NETWORKS
 from sim.workloads import make_program
 
@@ -186,8 +186,9 @@ def _write(res, cfg, chip_cfg, meta, results, out, trace_path, memory_map_cycle)
         for name, table in tables.items():
             res.files.append(io.write_parquet(table, out / f"{name}.parquet"))
         e = tables["run_energy"]
-        counts = action_counts_document(list(zip(*(e[c].to_pylist() for c in ("component", "action", "count")))))
-        res.files.append(io.write_text(to_yaml(counts), out / "action_counts.yaml"))
+        cols = ("component", "action", "count", "energy_per_action_pj")
+        for name, text in accelergy_files(*(e[c].to_pylist() for c in cols)).items():  # counts and their ERT
+            res.files.append(io.write_text(text, out / name))
         res.files.append(io.write_json({"run_id": meta.run_id, "config_hash": chash, "config": cfg,
                                         "summary": summary, **schemas.code_identity()},
                                        out / "run.json"))

@@ -139,12 +139,17 @@ def simulate_system(cfg: SystemConfig, shards: int = 1, backend: str = "local", 
     return summary, tables, o
 
 
+def _done(summary: dict, results: list[SystemResult]) -> bool:
+    """Every work item finished, and every grid chip's run completed."""
+    return sum(r.work[1] for r in results) >= sum(r.work[0] for r in results) and summary.get("completed", True)
+
+
 def _status(summary: dict, results: list[SystemResult], cfg: SystemConfig) -> dict:
     """completed, cut_off (system.max_seconds / run.max_cycles) or deadlocked (nothing left to
     happen anywhere while work remains), as for one chip's run."""
     created = sum(r.work[0] for r in results)
     finished = sum(r.work[1] for r in results)
-    done = finished >= created and summary.get("completed", True)
+    done = _done(summary, results)
     if summary["cut_off"] and not done:
         return {"completed": False, "status": "cut_off",
                 "status_detail": f"stopped at {cfg.max_cycles:,} cycles ({cfg.max_cycles / cfg.clock_hz:.6g} s)"}
@@ -190,7 +195,7 @@ def summarize_system(cfg: SystemConfig, results: list[SystemResult]) -> tuple[di
     h.update(repr(sorted((k, v) for k, v in summary.items() if isinstance(v, (int, str)))).encode())
     summary["result_hash"] = h.hexdigest()[:32]
     if cfg.fidelity == "grid":  # after the hash: a function of the chips' oracle logs, each in its chip's hash
-        summary.update(system_oracle(results))
+        summary.update(system_oracle(results, _done(summary, results)))
     return summary, tables
 
 
@@ -228,15 +233,15 @@ def _grid_chips(cfg: SystemConfig, results: list[SystemResult], summary: dict) -
     return rows
 
 
-def system_oracle(results: list[SystemResult]) -> dict:
+def system_oracle(results: list[SystemResult], completed: bool) -> dict:
     """The shadow oracle's verdict over every grid chip's log at once: a reference to another
     chip's MU is copied and dropped on one chip and freed on the other (sim/memory/oracle.py)."""
     from sim.memory import oracle
 
     logs = [oracle.system_log(c, res.oracle_log) for r in results for c, res in sorted(r.chips.items())]
-    v = oracle.check_log(oracle.merge_logs(logs))
+    v = oracle.check_log(oracle.merge_logs(logs), completed)
     return {"use_after_free": v.use_after_free, "double_free": v.double_free, "premature_free": v.premature_free,
-            "leaks": v.leaks}
+            "leaks": v.leaks, "live_at_end": v.live_at_end}
 
 
 def run_system(cfg: dict, sys_cfg: SystemConfig, out=None, quiet: bool = False) -> tuple[dict, list]:

@@ -331,7 +331,10 @@ RUN_SUMMARY = TableSchema(
         Column("use_after_free", _I, "oracle: operations on freed allocations"),
         Column("double_free", _I, "oracle: frees of already-freed allocations"),
         Column("premature_free", _I, "oracle: frees while true references were live"),
-        Column("leaks", _I, "oracle: allocations never freed"),
+        Column("leaks", _I, "oracle: allocations never freed by the end of a completed run (0 when it did not "
+                            "complete: see live_at_end)"),
+        Column("live_at_end", _I, "oracle: allocations not freed when a run that did not complete stopped (in "
+                                  "use, or their free still to come: not leaks)"),
         Column("completed", _B, "every request of the workload finished (served or refused)"),
         Column("status", _S, "completed; failed (requests refused for lack of memory); cut_off (stopped at "
                              "run.max_cycles); deadlocked (work left, nothing pending anywhere); failed also for "
@@ -520,7 +523,9 @@ SYSTEM_SUMMARY = TableSchema(
         Column("use_after_free", _I, "grid chips: oracle over every chip's log (references cross chips)"),
         Column("double_free", _I, "grid chips: oracle: frees of already-freed allocations"),
         Column("premature_free", _I, "grid chips: oracle: frees while true references (on any chip) were live"),
-        Column("leaks", _I, "grid chips: oracle: allocations never freed"),
+        Column("leaks", _I, "grid chips: oracle: allocations never freed by the end of a completed run"),
+        Column("live_at_end", _I, "grid chips: oracle: allocations not freed when a run that did not complete "
+                                  "stopped (not leaks)"),
         Column("shards", pa.int32(), "shards (groups of chips) the run was cut into"),
         Column("backend", _S, "local or ray"),
         Column("epochs", _I, "lockstep epochs"),

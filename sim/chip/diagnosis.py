@@ -108,11 +108,13 @@ def status_of(completed: bool, requests_failed: int, cut_off: bool) -> str:
     return "cut_off" if cut_off else "deadlocked"
 
 
-def detail(status: str, w: Waits, kind: str, finished: int, started: int, expected: int, refused: int) -> str:
-    """The status line's explanation: empty when completed, who refused or waits otherwise."""
+def detail(status: str, w: Waits, kind: str, finished: int, started: int, expected: int, refused: int,
+           oversize: str = "") -> str:
+    """The status line's explanation: empty when completed, who refused or waits otherwise;
+    ``oversize`` names a buffer refused for being larger than any MU (first, as the cause)."""
     if status == "completed":
         return ""
     if status == "failed":
-        return (f"{refused} of {expected} {WORK_UNITS.get(kind, 'work items')} refused for lack of memory "
-                "(memory.on_oom = fail)")
-    return describe(w, kind, finished, started, expected)
+        why = f": {oversize}" if oversize else " (memory.on_oom = fail)"
+        return f"{refused} of {expected} {WORK_UNITS.get(kind, 'work items')} refused for lack of memory{why}"
+    return "; ".join(x for x in (oversize, describe(w, kind, finished, started, expected)) if x)

@@ -20,9 +20,10 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from sim.chip import messages as m
-from sim.chip.records import LANDING, BufferLife, LandingLife, MuStats
+from sim.chip.records import LANDING, BufferLife, LandingLife, MuStats, Oversize
 from sim.chip.units import Unit
 from sim.memory import oracle
+from sim.memory.policies import largest_buffer
 
 CONTROL_LATENCY = 1
 
@@ -60,6 +61,7 @@ class MemoryUnit(Unit):
         super().__init__(uid, tile, shard)
         self.cfg = cfg
         self.storage = cfg.policy.storage(cfg.mu)
+        self.largest = largest_buffer(cfg.policy.room(cfg.mu))  # no buffer may be larger (on any MU)
         self.table: dict[int, BufferRecord] = {}
         self.buf_space = 1 << cfg.sizing.buffer_id_bits
         self.next_buf = 0
@@ -120,6 +122,8 @@ class MemoryUnit(Unit):
 
     # ------------------------------------------------------------------ allocation
     def _allocate(self, msg: m.Message, retry: bool) -> bool:
+        if msg.nbytes > self.largest:
+            return self._oversize(msg, msg.arg, msg.nbytes)
         buf = self._free_id()
         g = self.storage.create(buf, msg.nbytes) if buf >= 0 else None
         if g is None:
@@ -163,6 +167,8 @@ class MemoryUnit(Unit):
             self.send(m.WRITE, self.dram, nbytes=msg.nbytes, buf=-1, mu=self.uid)
             rec.size = new
             return True
+        if new > self.largest:
+            return self._oversize(msg, rec.label, new)
         g = self.storage.grow(rec.buf, new)
         if g is None:
             return self._out_of_memory(msg, retry)
@@ -305,8 +311,21 @@ class MemoryUnit(Unit):
             self.stalled.append((msg, self.shard.now))
             self.shard.trace_instant(self.uid, "out of memory: stall", {"kind": m.KINDS[msg.kind]})
             return False
-        self.stats.failures += 1
         self.shard.trace_instant(self.uid, "out of memory: fail", {"kind": m.KINDS[msg.kind]})
+        self._refuse(msg)
+        return False
+
+    def _oversize(self, msg: m.Message, label: int, nbytes: int) -> bool:
+        """Refuse a buffer larger than any MU holds, whatever memory.on_oom says: no free
+        could ever make room for it, so stalling (or evicting) would wait forever."""
+        self.shard.log(Oversize(self.shard.now, self.uid, label, nbytes, self.largest))
+        self.shard.trace_instant(self.uid, "larger than an MU: fail", {"kind": m.KINDS[msg.kind], "bytes": nbytes})
+        self._refuse(msg)
+        return True  # done with (a stalled retry leaves the queue)
+
+    def _refuse(self, msg: m.Message) -> None:
+        """Reply that the request failed (a write marks its buffer failed, its reads fail too)."""
+        self.stats.failures += 1
         rec = self.table.get(msg.buf) if msg.kind != m.ALLOC else None
         if rec is not None:
             rec.failed = True
@@ -314,7 +333,6 @@ class MemoryUnit(Unit):
                 self._respond_read(r, failed=True)
             rec.reads = []
         self.reply(msg, buf=msg.buf, alloc=msg.alloc, status=m.STATUS_FAILED)
-        return False
 
     def _evict_until(self, msg: m.Message) -> bool:
         """Evict least recently used buffers to DRAM until ``msg`` fits; False if it never does."""

@@ -122,6 +122,25 @@ class LandingLife:
         return astuple(self)
 
 
+@dataclass(frozen=True, slots=True)
+class Oversize:
+    """A request an MU refused because no MU could ever hold the buffer it asked for (under
+    the memory policy): waiting for memory to be freed would wait forever."""
+
+    cycle: int
+    mu: int  # MU unit id
+    label: int  # the buffer's label (BUFFER_LABELS)
+    nbytes: int  # the size asked for
+    largest: int  # the largest buffer an MU holds under the policy
+
+    def row(self) -> tuple:
+        return astuple(self)
+
+    def describe(self, policy: str) -> str:
+        return (f"{BUFFER_LABELS.get(self.label, 'other')} buffer of {self.nbytes:,} B (MU {self.mu}, cycle "
+                f"{self.cycle:,}) is larger than an MU can hold ({self.largest:,} B under policy {policy})")
+
+
 @dataclass(slots=True)
 class MuStats:
     """An MU's counters (summed over MUs and shards into the run summary)."""

@@ -17,7 +17,7 @@ import numpy as np
 
 from sim.chip import diagnosis
 from sim.chip import messages as m
-from sim.chip.records import BUFFER_LABELS, BufferLife, LandingLife, MuStats, WorkRecord
+from sim.chip.records import BUFFER_LABELS, BufferLife, LandingLife, MuStats, Oversize, WorkRecord
 from sim.chip.spec import unit_layout
 from sim.energy.counts import ActionCounts, energy, summary_figures, table_columns
 from sim.energy.table import default_table
@@ -144,7 +144,6 @@ def summarize_chip(cfg, results: list[ShardResult]) -> tuple[dict, dict]:
     for r in results:
         for k, v in r.waits.items():
             waits[k] = waits.get(k, 0) + v
-    verdict = oracle.check_log(oracle.merge_logs([r.oracle_log for r in results]))
     mem_log = np.concatenate([r.mem_log for r in results]) if results else np.zeros((0, 4), dtype=np.int64)
     uc, uv = memory_curve(mem_log, 2)
     rc, rv = memory_curve(mem_log, 3)
@@ -158,6 +157,8 @@ def summarize_chip(cfg, results: list[ShardResult]) -> tuple[dict, dict]:
     admitted = sum(r.counts.get("admitted", 0) for r in results)
     finished = sum(r.counts.get("finished", 0) for r in results)
     expected = cfg.workload.work_items
+    completed = bool(finished == expected and admitted == expected)
+    verdict = oracle.check_log(oracle.merge_logs([r.oracle_log for r in results]), completed)
     sync_msgs = int(sent[m.REF_INC] + sent[m.WEIGHT_REQ] + stats.sync_acks)
     summary = {
         "workload": cfg.workload.kind, "chip": spec.name, "rows": spec.rows, "cols": spec.cols,
@@ -185,7 +186,7 @@ def summarize_chip(cfg, results: list[ShardResult]) -> tuple[dict, dict]:
         "stalled_at_end": int(sum(r.stalled_at_end for r in results)),
         "use_after_free": verdict.use_after_free, "double_free": verdict.double_free,
         "premature_free": verdict.premature_free, "leaks": verdict.leaks,
-        "completed": bool(finished == expected and admitted == expected),
+        "completed": completed,
         "work_items": int(expected), "work_finished": int(finished),
     }
     tables = {
@@ -207,8 +208,9 @@ def summarize_chip(cfg, results: list[ShardResult]) -> tuple[dict, dict]:
     waiting = diagnosis.merge([r.waiting for r in results])
     summary["status"] = diagnosis.status_of(summary["completed"], summary["requests_failed"], cut_off=False)
     summary["status_detail"] = diagnosis.detail(summary["status"], waiting, cfg.workload.kind, finished, admitted,
-                                                expected, summary["requests_failed"])
+                                                expected, summary["requests_failed"], _oversize(cfg, results))
     summary["oracle_first"] = verdict.first
+    summary["live_at_end"] = verdict.live_at_end  # after the hash, which covers the oracle log it counts
     # energy: after the hash (it is a price list applied to what was simulated, not part of it)
     acts = chip_actions(cfg, results, sent, int(np.sum(tables["links"]["flits"])))
     e = energy(acts, cfg.energy or default_table())
@@ -277,6 +279,15 @@ def _links(cfg, results, end: int) -> dict:
     cols = link_loads(cfg, [r.links for r in results])
     cols["utilization"] = cols["flits"] / max(end, 1)
     return cols
+
+
+def _oversize(cfg, results) -> str:
+    """The first buffer refused for being larger than any MU (and how many more were)."""
+    over = sorted((x for r in results for x in r.logged if isinstance(x, Oversize)), key=Oversize.row)
+    if not over:
+        return ""
+    more = f" (and {len(over) - 1} more)" if len(over) > 1 else ""
+    return over[0].describe(cfg.policy.name) + more
 
 
 def chip_result_hash(results, summary: dict) -> str:

@@ -57,10 +57,12 @@ class Sleep:
 @dataclass
 class Compute:
     """Hold the CU's pipeline for ``cycles``; ``lanes`` of its SIMD lanes do work (0: all of
-    them), which is what its energy counts."""
+    them), which is what its energy counts. Work spread over ``cus`` CUs of which only this
+    one is simulated holds it for its share of the cycles and counts the energy of all ``cus``."""
 
     cycles: int
     lanes: int = 0
+    cus: int = 1
 
 
 @dataclass
@@ -152,7 +154,8 @@ class ComputeUnit(Unit):
                 start = max(shard.now, self.busy_until)
                 self.busy_until = start + max(0, w.cycles)
                 self.compute_cycles += max(0, w.cycles)
-                self.lane_cycles += max(0, w.cycles) * (min(w.lanes, self.lanes) if w.lanes > 0 else self.lanes)
+                lanes = min(w.lanes, self.lanes) if w.lanes > 0 else self.lanes
+                self.lane_cycles += max(0, w.cycles) * lanes * max(1, w.cus)
                 shard.trace_span(self.uid, "compute", start, w.cycles, "compute")
                 shard.at(self.busy_until, self, self._resume, task)
                 return

@@ -11,7 +11,9 @@ unit's own sequence), so the verdict is the same for any shard count.
 Verdicts: ``use_after_free`` counts operations on a freed allocation;
 ``double_free`` counts frees of an allocation already freed; ``premature_free``
 counts frees while true references were still live (the cause of the use after free
-that usually follows); ``leaks`` counts allocations never freed by the end of the run.
+that usually follows). An allocation never freed is a leak only at the end of a run that
+completed (no one can reach it any more); when a run stopped short (deadlocked, cut off) it
+is ``live_at_end``: still in use, or its free still to come, when the run stopped.
 """
 
 from __future__ import annotations
@@ -56,7 +58,8 @@ class Verdict:
     use_after_free: int = 0
     double_free: int = 0
     premature_free: int = 0
-    leaks: int = 0
+    leaks: int = 0  # never freed by the end of a completed run
+    live_at_end: int = 0  # never freed when a run that did not complete stopped
     live_references_at_end: int = 0
     first: list = field(default_factory=list)  # up to 20 (cycle, unit, what, alloc) violations
 
@@ -74,7 +77,9 @@ def merge_logs(logs: list[np.ndarray]) -> np.ndarray:
     return a[np.lexsort((a[:, 3], a[:, 2], a[:, 1], a[:, 0]))]
 
 
-def check_log(log: np.ndarray) -> Verdict:
+def check_log(log: np.ndarray, completed: bool = True) -> Verdict:
+    """The verdict on a merged log; ``completed``: the run finished all its work (else the
+    allocations it had not freed are live at its end, not leaks)."""
     v = Verdict()
     live: dict[int, int] = {}
     freed: set[int] = set()
@@ -106,6 +111,7 @@ def check_log(log: np.ndarray) -> Verdict:
                     v.premature_free += 1
                     note(row, "free while referenced")
                 freed.add(a)
-    v.leaks = len(allocated - freed)
+    unfreed = len(allocated - freed)
+    v.leaks, v.live_at_end = (unfreed, 0) if completed else (0, unfreed)
     v.live_references_at_end = sum(n for a, n in live.items() if n > 0 and a not in freed)
     return v

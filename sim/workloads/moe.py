@@ -10,7 +10,8 @@ many tokens it gets this step (the gate's decision), allocates an input buffer o
 size at run time, and for every reference it receives reads the activation, appends
 it to its input buffer and drops the reference; with all its tokens gathered it
 computes its FFN (``4 x hidden x expert_ffn`` FLOP per token: two matrix products,
-spread over ``expert_cus`` CUs of which only the host is simulated) and frees its
+spread over ``expert_cus`` CUs of which only the host is simulated: they share the time,
+and the energy counts all of them) and frees its
 input buffer. A token's activation is freed by the protocol once its
 producer and all ``top_k`` experts have dropped it.
 
@@ -35,6 +36,7 @@ from sim.chip.references import allocate, allocate_many, drop, free, received, s
 from sim.chip.spec import CU
 from sim.chip.units import Compute, Replies
 from sim.keys import Field, Issue, Table
+from sim.memory.policies import largest_buffer
 from sim.workloads import WORKLOADS, ChipContext
 from sim.workloads.base import STREAM_ROUTE, Floorplan, tile_field, tile_id, tile_of
 from sim.workloads.request_trace import TraceError
@@ -76,6 +78,8 @@ class MoeParams:
             issues.append(Issue("workload.moe.producers", f"{d['producers']} leaves no CU for the experts "
                                 f"({n_cu} CUs, one is the scheduler)"))
         trace = _trace_of(d, issues)
+        if trace is not None and chip.room is not None:
+            issues += _oversize(trace, d["hidden"] * d["dtype_bytes"], largest_buffer(chip.room))
         steps, tokens = d["steps"], d["tokens"]
         if trace is not None:
             steps, tokens = trace.steps, max(trace.tokens(k) for k in range(trace.steps))
@@ -126,6 +130,20 @@ def _trace_of(d: dict, issues: list[Issue]) -> RoutingTrace | None:
         issues.append(Issue("workload.moe.experts", f"is {d['experts']}; the trace routes to expert "
                             f"{trace.max_expert} (ids from 0)"))
     return trace
+
+
+def _oversize(trace: RoutingTrace, act_bytes: int, largest: int) -> list[Issue]:
+    """The first replayed step sending an expert more tokens than its input buffer can hold on
+    any MU (known before the run: the run would refuse that buffer)."""
+    for k in range(trace.steps):
+        counts = np.bincount(trace.step(k).ravel())
+        e = int(counts.argmax()) if counts.size else 0
+        if counts.size and counts[e] * act_bytes > largest:
+            return [Issue("workload.moe.trace", f"replayed step {k} routes {counts[e]} tokens to expert {e}: its "
+                          f"input buffer of {counts[e] * act_bytes:,} B is larger than an MU can hold ({largest:,} B "
+                          "under the memory policy); replay fewer tokens (workload.moe.tokens) or give a larger "
+                          "chip.mu_bytes")]
+    return []
 
 
 def _keys(d: MoeParams) -> Table:
@@ -303,7 +321,9 @@ class Moe:
         n = st["n"]
         if n:
             flops = n * 4 * self.p.hidden * self.p.expert_ffn
-            yield Compute(-(-flops // (self.flops * self.p.expert_cus)))
+            # the host holds its pipeline for its share; the energy counts every CU's share
+            cus = self.p.expert_cus
+            yield Compute(-(-flops // (self.flops * cus)), cus=cus)
         if st["inref"] is not None:
             free(cu, st["inref"])
         req = st["request"]

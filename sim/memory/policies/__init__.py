@@ -154,6 +154,11 @@ class StorageBase:
         return 0
 
 
+def largest_buffer(room: MuRoom) -> int:
+    """The largest buffer an MU can ever hold under a policy (its room): no free makes more."""
+    return min(room.capacity, room.biggest)
+
+
 def keyed_defaults(cls: Any, memory: dict[str, Any]) -> dict[str, Any]:
     """The values of ``cls.KEYS`` in ``memory``, defaults where absent (for ``from_config``)."""
     return {k: memory[k] if memory.get(k) is not None else f.default for k, f in cls.KEYS.items()}

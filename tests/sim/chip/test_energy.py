@@ -97,11 +97,55 @@ def test_accelergy_counts_are_the_run_energy_counts(tmp_path, capsys):
 
     energy = pq.read_table(out / "run_energy.parquet").to_pydict()
     text = (out / "action_counts.yaml").read_text()
-    assert text.startswith("action_counts:\n  version: 0.3\n")
+    assert text.startswith("action_counts:\n  version: '0.4'\n")
     for a, n in zip(energy["action"], energy["count"]):
         assert f"- name: {a}\n" in text and f"counts: {n}\n" in text
+    _accelergy_prices_the_run(out)
     bad = tmp_path / "bad.toml"
     bad.write_text("[table]\nname = 1\n")
     assert main(["run", str(ROOT / "examples" / "kv_decode_trace.toml"), "--quiet",
                  "--set", f"energy.table={bad}"]) == 2
     assert "energy.table" in capsys.readouterr().err
+
+
+def _flatten(node: dict, prefix: str | None, out: dict) -> dict:
+    """Accelergy's reading of an action-counts tree: a ``local`` node's full name is its
+    ``subtree`` parents' names and its own, joined by dots."""
+    join = (lambda n: n) if prefix is None else (lambda n: f"{prefix}.{n}")
+    for local in node.get("local", []):
+        assert set(local) == {"name", "action_counts"}
+        out[join(local["name"])] = local["action_counts"]
+    for sub in node.get("subtree", []):
+        _flatten(sub, join(sub["name"]), out)
+    return out
+
+
+def _accelergy_prices_the_run(out):
+    """Both files in Accelergy 0.4's documented format (top keys, version '0.4' as Accelergy
+    writes it, tables/name/actions/arguments/energy; action_counts/subtree/local/counts), and
+    pricing the counts by the ERT as Accelergy does (component by full name, action by name,
+    arguments null, energy in pJ) gives the run's energy: no hand-written table (issue 20 item 18)."""
+    import json
+
+    import yaml
+
+    counts = yaml.safe_load((out / "action_counts.yaml").read_text())
+    ert = yaml.safe_load((out / "ERT.yaml").read_text())
+    assert set(counts) == {"action_counts"} and set(ert) == {"ERT"}
+    # a string: Accelergy 0.4 warns "File version is 0.4, while the latest version is 0.4" of a number
+    assert counts["action_counts"]["version"] == "0.4" == ert["ERT"]["version"]
+    assert set(ert["ERT"]) == {"version", "tables"} and isinstance(ert["ERT"]["tables"], list)
+    flat = _flatten(counts["action_counts"], None, {})
+    tables = {}
+    for t in ert["ERT"]["tables"]:
+        assert set(t) == {"name", "actions"}
+        for a in t["actions"]:
+            assert set(a) == {"name", "arguments", "energy"} and a["arguments"] is None
+            assert isinstance(a["energy"], float) and a["energy"] >= 0  # a float to YAML 1.1 readers too
+        tables[t["name"]] = {a["name"]: a["energy"] for a in t["actions"]}
+    assert set(flat) == set(tables) == {f"rdasim_chip.{c}" for c in COMPONENTS}
+    pj = math.fsum(entry["counts"] * tables[name][entry["name"]] for name, acts in flat.items() for entry in acts)
+    assert all(isinstance(entry["counts"], int) for acts in flat.values() for entry in acts)
+    summary = json.loads((out / "run.json").read_text())["summary"]
+    assert summary["energy_joules"] > 0
+    assert pj * 1e-12 == pytest.approx(summary["energy_joules"], rel=1e-12)

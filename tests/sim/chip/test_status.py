@@ -33,6 +33,10 @@ def test_the_issue_s_realloc_partial_free_run_is_reported_deadlocked_with_who_wa
     assert err.strip().splitlines()[-1] == f"deadlocked: {detail}"
     row = pq.read_table(tmp_path / "run_summary.parquet").to_pylist()[0]
     assert (row["status"], row["status_detail"], row["cut_off"]) == ("deadlocked", detail, False)
+    # the 16 started sequences hold 2 x 2 layers x 2 heads KV buffers each, all live when it stopped:
+    # 128 allocations live at the end, none of them a leak (issue 20 item 5)
+    assert (s["leaks"], s["live_at_end"]) == (0, 16 * 2 * 2 * 2)
+    assert (row["leaks"], row["live_at_end"]) == (0, 128)
 
 
 def test_a_run_stopped_at_max_cycles_is_cut_off_not_deadlocked(capsys):
@@ -55,3 +59,4 @@ def test_a_finished_run_is_completed_and_exits_0(capsys, tmp_path):
     assert all(line.startswith("wrote ") for line in err.splitlines())
     row = pq.read_table(tmp_path / "run_summary.parquet").to_pylist()[0]
     assert (row["status"], row["cut_off"], row["completed"]) == ("completed", False, True)
+    assert (row["leaks"], row["live_at_end"]) == (0, 0)

@@ -32,3 +32,13 @@ def test_leak_and_order_across_shards():
     b = np.array([entry(30, MU, 3, FREE, 8), entry(10, P, 1, DROP, 8)], dtype=np.int64)
     v = check_log(merge_logs([b, a]))  # logs arrive in any order; merging sorts them
     assert v.leaks == 1 and v.premature_free == 0 and v.live_references_at_end == 1
+
+
+def test_a_run_that_stopped_short_has_live_allocations_not_leaks():
+    """The same log: allocation 7 never freed. At the end of a completed run no one can reach
+    it (a leak); when the run stopped short it was still live (issue 20 item 5)."""
+    log = merge_logs([np.array([entry(0, MU, 1, ALLOC, 7), entry(0, MU, 2, ALLOC, 8), entry(10, P, 1, DROP, 8),
+                                entry(30, MU, 3, FREE, 8)], dtype=np.int64)])
+    done, stopped = check_log(log, completed=True), check_log(log, completed=False)
+    assert (done.leaks, done.live_at_end) == (1, 0)
+    assert (stopped.leaks, stopped.live_at_end) == (0, 1)

@@ -183,3 +183,22 @@ def test_a_replayed_trace_gives_one_result_for_any_shard_count(tmp_path):
     raw = _moe(_npz(tmp_path))
     one = run(raw)[0]["result_hash"]
     assert run(raw, shards=2)[0]["result_hash"] == one == run(raw, shards=4, cut="cols")[0]["result_hash"]
+
+
+def test_a_trace_step_whose_expert_input_no_mu_can_hold_is_refused_before_the_run(tmp_path):
+    """One step of 40 tokens all routed to expert 0: its input buffer is 40 x 128 x 2 B =
+    10,240 B, more than an 8 KiB MU holds; replaying its first 32 tokens (8,192 B) fits."""
+    from cluster.config.loader import ConfigError
+
+    hot = np.zeros((1, 40, 1), dtype=np.int16)
+    raw = {**_moe(_npz(tmp_path, hot), top_k=1, experts=2),
+           "chip": {"preset": "plasticine", "rows": 4, "cols": 8, "mu_bytes": "8KiB"}}
+    raw["memory"].update(policy="virtual", block_bytes="1KiB")
+    with pytest.raises(ConfigError) as err:
+        run(raw)
+    text = str(err.value) + "".join(str(i) for i in getattr(err.value, "issues", []))
+    assert "workload.moe.trace" in text and "routes 40 tokens to expert 0" in text
+    assert "input buffer of 10,240 B is larger than an MU can hold (8,192 B" in text
+    raw["workload"]["moe"]["tokens"] = 32
+    s = run(raw)[0]
+    assert (s["status"], s["tokens"]) == ("completed", 32)
