@@ -48,7 +48,7 @@ from sim.chip.references import allocate_many, drop, received
 from sim.chip.references import share as share_refs
 from sim.chip.units import Compute, ComputeUnit, Replies
 from sim.keys import Field, Issue, Table
-from sim.workloads import WORKLOADS, ChipContext, Task
+from sim.workloads import WORKLOADS, ChipContext, Task, Workload
 from sim.workloads.moe import route as moe_route
 
 WEIGHT = buffer_label(5, "weight")
@@ -374,7 +374,7 @@ def plan_addresses(placement: GridPlacement, capacity: int, method: str = "exact
 
 @WORKLOADS.register("dataflow")
 @dataclass(frozen=True)
-class DataflowParams:
+class DataflowParams(Workload):
     kind: str = "dataflow"
     partitions: tuple[PartitionProgram, ...] = ()
     passes: int = 1  # graph passes the run makes
@@ -388,6 +388,8 @@ class DataflowParams:
     tp: int = 1  # chips of a TP group (grid-fidelity systems)
 
     SECTION: ClassVar[str] = "dataflow"
+    SYSTEM: ClassVar[bool] = False
+    MAPS_GRAPH: ClassVar[bool] = True  # else a plan file
     KEYS: ClassVar[Table] = Table({
         "plan": Field("str", "", "plan.json written by `rdasim map --out DIR` (else the graph keys are mapped here)"),
         "passes": Field("int", 1, "graph passes to simulate", min=1),
@@ -398,6 +400,13 @@ class DataflowParams:
         "skew": Field("float", 0.0, "Zipf exponent of expert popularity when tokens are routed to experts "
                       "(0: uniform); each tile's routes are drawn from the run's seed", min=0.0),
     }, doc="a DFModel plan run on the grid")
+
+    @classmethod
+    def config_issues(cls, run: dict) -> list[Issue]:
+        if run["noc"]["jitter"]:
+            return [Issue("noc.jitter", "must be 0 for a dataflow run: its tile writes from one CU to one MU "
+                          "are assumed to arrive in order")]
+        return []
 
     @classmethod
     def from_config(cls, kind: str, d: dict, chip: ChipContext, issues: list[Issue]) -> "DataflowParams":

@@ -17,7 +17,7 @@ from sim.chip.spec import CU
 from sim.chip.units import Replies
 from sim.keys import Field, Issue, Table
 from sim.memory.policies import POLICIES, Extent, Growth, StorageBase
-from sim.workloads import WORKLOADS
+from sim.workloads import WORKLOADS, Workload
 from sim.workloads.base import Floorplan, tile_field, tile_of
 
 
@@ -81,7 +81,7 @@ PING = buffer_label(77, "ping")
 
 
 @dataclass(frozen=True)
-class PingParams:
+class PingParams(Workload):
     """A CU allocates a buffer, writes it, reads it back and frees it, ``pings`` times."""
 
     kind: str = "ping"
@@ -90,6 +90,8 @@ class PingParams:
     cu: tuple = (0, 0)
 
     SECTION: ClassVar[str] = "ping"
+    SYSTEM: ClassVar[bool] = False
+    MAPS_GRAPH: ClassVar[bool] = False
     KEYS: ClassVar[Table] = Table({"pings": Field("int", 3, "round trips", min=1),
                                    "nbytes": Field("size", 1000, "bytes per buffer", min=1),
                                    "cu": tile_field([0, 0], "[row, col] of the CU")}, doc="ping")
