@@ -22,10 +22,11 @@ is a module in this package (docs/design.md, "Adding a workload").
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Generator, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from sim.keys import Issue, Table
 from sim.registry import Registry
+from sim.tasks import Task as Task  # re-exported: a workload's tasks are sim/tasks.py's
 
 if TYPE_CHECKING:
     from mapping.chips import ChipSpec
@@ -35,8 +36,6 @@ if TYPE_CHECKING:
     from sim.chip.spec import UnitLayout
     from sim.chip.units import ComputeUnit
     from sim.system.shard import BoxChip
-
-Task = Generator[Any, Any, Any]
 
 
 @dataclass(frozen=True)
