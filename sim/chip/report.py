@@ -204,7 +204,7 @@ def summarize_chip(cfg, results: list[ShardResult]) -> tuple[dict, dict]:
     summary["result_hash"] = chip_result_hash(results, summary)  # before the status: hashes stay as recorded
     waiting = diagnosis.merge([r.waiting for r in results])
     summary["status"] = diagnosis.status_of(summary["completed"], summary["requests_failed"], cut_off=False)
-    summary["status_detail"] = diagnosis.detail(summary["status"], waiting, cfg.workload.kind, finished, admitted,
+    summary["status_detail"] = diagnosis.detail(summary["status"], waiting, cfg.workload.WORK_UNIT, finished, admitted,
                                                 expected, summary["requests_failed"])
     summary["oracle_first"] = verdict.first
     # energy: after the hash (it is a price list applied to what was simulated, not part of it)

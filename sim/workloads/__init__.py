@@ -6,8 +6,9 @@ and ``KEYS``), where it runs (``SYSTEM``: on a system of box chips, else on a ch
 and whether it maps `rdasim map`'s graph keys itself (``MAPS_GRAPH``: its table takes them
 and the config checks them). It checks the run config it cannot run with (``config_issues``),
 builds itself from its table (``from_config``, with cross-checks against the chip), says
-how many work items a complete run finishes (``work_items``), and makes the program every
-CU of a shard runs (``program``) or every box chip of a system runs (``system_program``).
+how many work items a complete run finishes (``work_items``; ``WORK_UNIT`` names them), and
+makes the program every CU of a shard runs (``program``) or every box chip of a system runs
+(``system_program``).
 A program starts tasks on CUs (``start``) and reacts to the messages they receive
 (``on_message``); tasks are generators that yield what they wait for (sim/tasks.py). The
 reports ask it for its figures (``figures``, ``input_figures``, ``system_figures``).
@@ -88,6 +89,7 @@ class Workload(Protocol):
     KEYS: ClassVar[Table]
     SYSTEM: ClassVar[bool]  # runs on a system of box chips (needs a [system]), not on one chip's grid
     MAPS_GRAPH: ClassVar[bool]  # may map `rdasim map`'s graph keys itself (its table takes them; they are checked)
+    WORK_UNIT: ClassVar[str] = "work items"  # what its work items are called in messages ("sequences", "steps")
 
     @classmethod
     def config_issues(cls, run: dict[str, Any]) -> list[Issue]:

@@ -76,6 +76,7 @@ class KvParams(Workload):
     SECTION: ClassVar[str] = "decode"
     SYSTEM: ClassVar[bool] = False
     MAPS_GRAPH: ClassVar[bool] = False
+    WORK_UNIT: ClassVar[str] = "sequences"
     KEYS: ClassVar[Table]  # set below the class (it reads the defaults)
 
     @classmethod

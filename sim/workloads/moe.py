@@ -65,6 +65,7 @@ class MoeParams(Workload):
     SECTION: ClassVar[str] = "moe"
     SYSTEM: ClassVar[bool] = False
     MAPS_GRAPH: ClassVar[bool] = False
+    WORK_UNIT: ClassVar[str] = "steps"
     KEYS: ClassVar[Table]
 
     @classmethod

@@ -48,6 +48,7 @@ class RaceParams(Workload):
     SECTION: ClassVar[str] = "race"
     SYSTEM: ClassVar[bool] = False
     MAPS_GRAPH: ClassVar[bool] = False
+    WORK_UNIT: ClassVar[str] = "trials"
     KEYS: ClassVar[Table]
 
     @classmethod
