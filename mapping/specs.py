@@ -6,22 +6,24 @@ form the presets are written in, so a preset and a config describe problems alik
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 from dataclasses import replace
 from pathlib import Path
 
-from mapping import generators as gen
-from mapping.graph import load_graph
+from mapping.generators.registry import GENERATORS
 from mapping.kernel_costs import ExecutionModel
 from mapping.plan import MappingPlan
 from mapping.solver import MappingProblem, map_workload
 from mapping.systems import LinkKind, NetworkDim, Parallelism, Prices, System, chip
-from mapping.workload import Scheme, Workload
+from mapping.workload import Workload
 
-WORKLOAD_KINDS = ("llm", "decode", "moe", "dlrm", "hpl", "fft", "graph")
+WORKLOAD_KINDS = GENERATORS.names()
 CHIP_FIELDS = {"cores": "cores", "width": "width", "height": "height", "frequency": "frequency",
                "sram": "sram_bytes", "dram_bandwidth": "dram_bandwidth", "dram_capacity": "dram_bytes"}
+# a generator's keys where a spec's 0 (or None) means "let the mapper choose" (or the generator: ffn = 4h)
+FREE_KEYS = frozenset({"micro_batch", "tile_size", "ffn", "expert_ffn", "k"})
 
 
 def _free(value):
@@ -30,35 +32,20 @@ def _free(value):
 
 
 def build_workload(spec: dict) -> Workload:
+    """The workload ``spec["kind"]``'s generator makes from the spec's table of that kind (as
+    keyword arguments), ``word`` and ``name``."""
     kind = spec["kind"]
-    p = dict(spec.get(kind, {}))
-    word = int(spec.get("word", 2))
-    name = spec.get("name") or kind
-    if kind == "llm":
-        return gen.llm_workload(p["hidden"], p["heads"], p["seq"], p["layers"], p["global_batch"],
-                                _free(p.get("micro_batch", 1)), word, p.get("training", False),
-                                p.get("layers_in_graph", 1), _free(p.get("tile_size")), _free(p.get("ffn")), name)
-    if kind == "decode":
-        return gen.decode_workload(p["hidden"], p["heads"], p["context"], p["batch"], p["layers"], word,
-                                   _free(p.get("ffn")), p.get("steps", 1), _free(p.get("tile_size")), name)
-    if kind == "moe":
-        return gen.moe_workload(p["hidden"], p["heads"], p["seq"], p["experts"], p["top_k"], p["layers"],
-                                p["global_batch"], p.get("capacity_factor", 1.0), _free(p.get("expert_ffn")),
-                                _free(p.get("micro_batch", 1)), word, _free(p.get("tile_size")), name)
-    if kind == "dlrm":
-        return gen.dlrm_workload(p["mlp_dim"], p["bottom_mlps"], p["top_mlps"], p["tables"], p["pooled_rows"],
-                                 p["emb_dim"], p["rows"], p["micro_batch"], p["global_batch"], word,
-                                 p.get("copies", 1), name)
-    if kind == "hpl":
-        return gen.hpl_workload(p["n"], p["block"], p["iterations"], word, p.get("copies", 1), name)
-    if kind == "fft":
-        return gen.fft_workload(p["length"], p["radix"], word, p.get("copies", 1), _free(p.get("k")), name)
-    if kind == "graph":
-        return Workload(name=name, graph=load_graph(p["path"]), scheme=Scheme(p.get("scheme", "tensor_parallel")),
-                        layers=p.get("layers", 1), global_batch=p.get("global_batch", 1),
-                        micro_batch=_free(p.get("micro_batch", 1)), tiled_extent=p.get("tiled_extent", 1),
-                        tile_size=_free(p.get("tile_size")), copies=p.get("copies", 1))
-    raise ValueError(f"unknown workload kind {kind!r}; known: {', '.join(WORKLOAD_KINDS)}")
+    try:
+        generate = GENERATORS.get(kind)
+    except KeyError as exc:
+        raise ValueError(exc.args[0]) from None
+    args = {k: _free(v) if k in FREE_KEYS else v for k, v in spec.get(kind, {}).items()}
+    args.update(word=int(spec.get("word", 2)), name=spec.get("name") or kind)
+    try:
+        inspect.signature(generate).bind(**args)
+    except TypeError as exc:
+        raise ValueError(f"workload.{kind}: {exc}") from None
+    return generate(**args)
 
 
 def build_system(spec: dict) -> System:

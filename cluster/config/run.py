@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Callable
 
 from cluster.config import Field, Table
 from cluster.config.footprint import chip_issues as footprint_issues
@@ -29,7 +30,7 @@ from sim.memory.policies import POLICIES, MuGeometry
 from sim.network import NETWORKS
 from sim.noc.params import TIMING_KEYS
 from sim.noc.routing import ROUTINGS
-from sim.workloads import WORKLOADS, ChipContext
+from sim.workloads import WORKLOADS, ChipContext, Workload
 
 
 def _i(doc, default, lo=0, unit=""):
@@ -94,7 +95,7 @@ MEMORY = Table({
 
 
 def _graph_keys() -> Table:
-    """`rdasim map`'s workload and mapping keys, for a dataflow run that maps its graph itself
+    """`rdasim map`'s workload and mapping keys, for a workload that maps its graph itself
     (every key optional here: the chosen generator's required keys are checked when mapping)."""
     from cluster.config.map import SCHEMA as MAP
 
@@ -113,18 +114,19 @@ def _graph_keys() -> Table:
     return Table({"graph": graph, "mapping": MAP.fields["mapping"]})
 
 
-MAPS_A_GRAPH = ("dataflow", "pipeline")  # workloads that may map `rdasim map`'s graph keys themselves
-
-
 def _workload_sections() -> dict:
-    """One table per registered workload's section ([workload.decode], [workload.moe], ...)."""
+    """One table per registered workload's section ([workload.decode], [workload.moe], ...); a
+    workload that maps a graph takes `rdasim map`'s graph and mapping keys in it too."""
     out: dict = {}
     for _, cls in WORKLOADS.items():
-        out.setdefault(cls.SECTION, cls.KEYS)
-    for name in MAPS_A_GRAPH:  # a mapped run takes `rdasim map`'s graph and mapping keys too
-        if name in out:
-            out[name] = Table({**out[name].fields, **_graph_keys().fields}, out[name].doc)
+        keys = Table({**cls.KEYS.fields, **_graph_keys().fields}, cls.KEYS.doc) if cls.MAPS_GRAPH else cls.KEYS
+        out.setdefault(cls.SECTION, keys)
     return out
+
+
+def _kinds(where: Callable[[type[Workload]], bool]) -> str:
+    """The registered workloads ``where(cls)`` holds for, for messages."""
+    return ", ".join(n for n, c in WORKLOADS.items() if where(c))
 
 
 def _system_table() -> Table:
@@ -168,21 +170,21 @@ RUN_SCHEMA = Table({"chip": CHIP, "noc": NOC, "memory": MEMORY, "workload": WORK
 _CHIP_KEYS = {"clock": "clock_hz"}
 
 
-def _dataflow_checks(d: dict, noc: dict) -> list[Issue]:
-    """A dataflow run: the chosen graph generator's required `rdasim map` keys, and no jitter."""
+def _workload_issues(params: type[Workload], cfg: dict) -> list[Issue]:
+    """What the workload ``params`` (its class) finds wrong with the run config, and, for one that
+    maps its graph from the graph keys, the chosen generator's required `rdasim map` keys
+    (mapping needs every key it reads, so these are checked before ``from_config``)."""
     from cluster.config.map import SCHEMA as MAP
 
-    out = []
-    if noc["jitter"]:
-        out.append(Issue("noc.jitter", "must be 0 for a dataflow run: its tile writes from one CU to one MU "
-                         "are assumed to arrive in order"))
-    kind = (d.get("graph") or {}).get("kind")
+    out = list(params.config_issues(cfg))
+    d = cfg["workload"][params.SECTION]
+    kind = (d.get("graph") or {}).get("kind") if params.MAPS_GRAPH else None
     if kind and not d.get("plan"):
         table = MAP.fields["workload"].fields.get(kind)
         given = d["graph"].get(kind) or {}
         for key, f in (table.fields.items() if table is not None else ()):
             if isinstance(f, Field) and f.required and given.get(key) is None:
-                out.append(Issue(f"workload.dataflow.graph.{kind}.{key}", "is required"))
+                out.append(Issue(f"workload.{params.SECTION}.graph.{kind}.{key}", "is required"))
     return out
 
 
@@ -195,13 +197,14 @@ def system_config(cfg: dict):
     params = WORKLOADS.get(wl["kind"])
     if sysd["fidelity"] == "grid":
         return _grid_system_config(cfg)
-    if not getattr(params, "SYSTEM", False):
-        system_kinds = ", ".join(n for n, c in WORKLOADS.items() if getattr(c, "SYSTEM", False))
+    if not params.SYSTEM:
         raise ConfigError("config", [Issue("workload.kind", f"{wl['kind']} runs on one chip; a [system] runs "
-                                           f"{system_kinds}")])
+                                           f"{_kinds(lambda c: c.SYSTEM)}")])
     system = system_of(sysd)
-    kind = wl["kind"]
-    workload = params.from_config(kind, wl[params.SECTION], ChipContext(None, None, None, system), issues)
+    issues += _workload_issues(params, cfg)
+    if issues:
+        raise ConfigError("config", issues)
+    workload = params.from_config(wl["kind"], wl[params.SECTION], ChipContext(None, None, None, system), issues)
     if issues:
         raise ConfigError("config", issues)
     try:
@@ -230,15 +233,20 @@ def system_of(sysd: dict, chip=None):
     return replace(system, chip=chip) if chip is not None else system
 
 
+def _grid_chip_workload(cls: type[Workload]) -> bool:
+    """A workload a grid-fidelity chip of a system runs: a chip workload mapping its plan over the system."""
+    return not cls.SYSTEM and cls.MAPS_GRAPH
+
+
 def _grid_system_config(cfg: dict):
     """A system of grid-fidelity chips: every chip is the [chip] above, running a plan mapped over the system."""
     from sim.system.config import SystemConfig
 
     sysd, wl, run = cfg["system"], cfg["workload"], cfg["run"]
-    if wl["kind"] != "dataflow":
-        box = ", ".join(n for n, c in WORKLOADS.items() if getattr(c, "SYSTEM", False))
+    if not _grid_chip_workload(WORKLOADS.get(wl["kind"])):
         raise ConfigError("config", [Issue("workload.kind", f"{wl['kind']}: grid-fidelity chips run a plan mapped "
-                                           f"over the system (dataflow); box chips run {box}")])
+                                           f"over the system ({_kinds(_grid_chip_workload)}); box chips run "
+                                           f"{_kinds(lambda c: c.SYSTEM)}")])
     pp = [i for i, d in enumerate(sysd["network"]) if d.get("parallelism") == "PP"]
     if pp:
         raise ConfigError("config", [Issue(f"system.network[{pp[0]}].parallelism", "PP: grid-fidelity chips run TP "
@@ -260,7 +268,8 @@ def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=Non
     mapper's System its chip is a grid chip of."""
     chip, noc, mem, wl, run = cfg["chip"], cfg["noc"], cfg["memory"], cfg["workload"], cfg["run"]
     issues: list[Issue] = []
-    if getattr(WORKLOADS.get(wl["kind"]), "SYSTEM", False):
+    params = WORKLOADS.get(wl["kind"])
+    if params.SYSTEM:
         raise ConfigError("config", [Issue("workload.kind", f"{wl['kind']} runs on a system of chips: give a "
                                            "[system] with chips > 0 and its [[system.network]]")])
     over = {_CHIP_KEYS.get(k, k): v for k, v in chip.items() if k != "preset" and v is not None}
@@ -280,13 +289,11 @@ def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=Non
                     buffer_id_bits=mem["buffer_id_bits"], virtual_bits=mem["offset_bits"])
     policy = POLICIES.get(mem["policy"]).from_config(mem["policy"], mem)
     issues += policy.problems(mu)
-    kind = wl["kind"]
-    if kind == "dataflow":
-        issues += _dataflow_checks(wl["dataflow"], noc)
-        if issues:  # mapping needs every key it reads
-            raise ConfigError("config", issues)
-    params = WORKLOADS.get(kind)
-    workload = params.from_config(kind, wl[params.SECTION], ChipContext(spec, lay, policy.room(mu), system), issues)
+    issues += _workload_issues(params, cfg)
+    if issues and params.MAPS_GRAPH:  # mapping needs every key it reads
+        raise ConfigError("config", issues)
+    workload = params.from_config(wl["kind"], wl[params.SECTION], ChipContext(spec, lay, policy.room(mu), system),
+                                  issues)
     try:
         energy = load_table(cfg["energy"]["table"])
     except EnergyTableError as exc:

@@ -173,9 +173,7 @@ def summarize_system(cfg: SystemConfig, results: list[SystemResult]) -> tuple[di
         "messages_total": int(sum(r.messages for r in results)), "bytes_total": int(sum(r.bytes_sent for r in results)),
         "compute_cycles": int(sum(sum(r.compute.values()) for r in results)),
     }
-    figures = getattr(w, "system_figures", None)
-    if figures is not None:
-        summary.update(figures(records, cfg))
+    summary.update(w.system_figures(records, cfg))
     chip_rows = _grid_chips(cfg, results, summary) if cfg.fidelity == "grid" else {}
     end = summary["sim_cycles"]
     links = cfg.net().links

@@ -8,6 +8,7 @@ sequence dimension to tile, so the batch (N) is the tiled dimension.
 
 from __future__ import annotations
 
+from mapping.generators.registry import GENERATORS
 from mapping.graph import Kernel, KernelKind, add_kernel, connect, new_graph
 from mapping.workload import Scheme, Workload
 
@@ -22,6 +23,7 @@ _EDGES = [
 ]
 
 
+@GENERATORS.register("decode")
 def decode_workload(hidden: int, heads: int, context: int, batch: int, layers: int,
                     word: int = 2, ffn: int | None = None, steps: int = 1, tile_size: int | None = None,
                     name: str = "llm-decode") -> Workload:

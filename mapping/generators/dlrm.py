@@ -7,10 +7,12 @@ the pooled embedding rows in DRAM.
 
 from __future__ import annotations
 
+from mapping.generators.registry import GENERATORS
 from mapping.graph import Collective, CollectiveKind, Dim, Kernel, KernelKind, add_kernel, connect, new_graph
 from mapping.workload import Scheme, Workload
 
 
+@GENERATORS.register("dlrm")
 def dlrm_workload(mlp_dim: int, bottom_mlps: int, top_mlps: int, tables: int, pooled_rows: int,
                   emb_dim: int, rows: int, micro_batch: int, global_batch: int, word: int = 2,
                   copies: int = 1, name: str = "dlrm") -> Workload:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from mapping.generators.registry import GENERATORS
 from mapping.graph import Collective, CollectiveKind, Dim, Kernel, KernelKind, add_kernel, connect, new_graph
 from mapping.workload import Scheme, Workload
 
@@ -13,6 +14,7 @@ def fft_reduction(n: int, radix: int) -> int:
     return int(4 * math.log2(n) / math.log2(radix) * radix)
 
 
+@GENERATORS.register("fft")
 def fft_workload(length: int, radix: int, word: int = 2, copies: int = 1, k: int | None = None,
                  name: str = "fft") -> Workload:
     """Two passes (M = N = sqrt(length)) with an all-to-all transpose of the whole array between them."""

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from mapping.generators.registry import GENERATORS
 from mapping.graph import Collective, CollectiveKind, Dim, Kernel, KernelKind, add_kernel, connect, new_graph
 from mapping.workload import Scheme, Workload
 
 
+@GENERATORS.register("hpl")
 def hpl_workload(n: int, block: int, iterations: int, word: int = 2, copies: int = 1,
                  name: str = "hpl") -> Workload:
     """The first ``iterations`` panel steps of HPL on an n x n matrix with block size B.

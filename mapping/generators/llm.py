@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import networkx as nx
 
+from mapping.generators.registry import GENERATORS
 from mapping.graph import Collective, CollectiveKind, Dim, Kernel, KernelKind, add_kernel, connect, new_graph
 from mapping.workload import Scheme, Workload
 
@@ -110,6 +111,7 @@ def llm_layers(layers: int, hidden: int, heads: int, seq: int, word: int = 2,
     return graph
 
 
+@GENERATORS.register("llm")
 def llm_workload(hidden: int, heads: int, seq: int, layers: int, global_batch: int,
                  micro_batch: int | None = 1, word: int = 2, training: bool = False,
                  layers_in_graph: int = 1, tile_size: int | None = None, ffn: int | None = None,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from mapping.generators.llm import _forward_kernels
+from mapping.generators.registry import GENERATORS
 from mapping.graph import Collective, CollectiveKind, Kernel, KernelKind, add_kernel, connect, new_graph
 from mapping.workload import Scheme, Workload
 
@@ -34,6 +35,7 @@ def expert_slots(seq: int, experts: int, top_k: int, capacity_factor: float) -> 
     return max(1, math.ceil(seq * top_k * capacity_factor / experts))
 
 
+@GENERATORS.register("moe")
 def moe_workload(hidden: int, heads: int, seq: int, experts: int, top_k: int, layers: int,
                  global_batch: int, capacity_factor: float = 1.0, expert_ffn: int | None = None,
                  micro_batch: int | None = 1, word: int = 2, tile_size: int | None = None,

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from sim.chip import messages as m
 
 STATUSES = ("completed", "deadlocked", "cut_off", "failed")
-WORK_UNITS = {"kv-decode": "sequences", "spec-decode": "sequences", "moe": "steps", "race": "trials"}
 
 
 @dataclass
@@ -79,9 +78,9 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def describe(w: Waits, kind: str = "", finished: int = 0, started: int = 0, expected: int = 0) -> str:
-    """One line: how far the work got, what is parked where, and who waits for what."""
-    unit = WORK_UNITS.get(kind, "work items")
+def describe(w: Waits, unit: str = "work items", finished: int = 0, started: int = 0, expected: int = 0) -> str:
+    """One line: how far the work got (in the workload's ``unit``: "sequences", "steps"...), what is
+    parked where, and who waits for what."""
     parts = [f"{finished} of {expected} {unit} finished ({started} started)"] if expected else []
     if w.stalled:
         kinds = " and ".join(f"{n} {k.replace('_', ' ')}" for k, n in w.stalled.items())
@@ -108,7 +107,7 @@ def status_of(completed: bool, requests_failed: int, cut_off: bool) -> str:
     return "cut_off" if cut_off else "deadlocked"
 
 
-def detail(status: str, w: Waits, kind: str, finished: int, started: int, expected: int, refused: int,
+def detail(status: str, w: Waits, unit: str, finished: int, started: int, expected: int, refused: int,
            oversize: str = "") -> str:
     """The status line's explanation: empty when completed, who refused or waits otherwise;
     ``oversize`` names a buffer refused for being larger than any MU (first, as the cause)."""
@@ -116,5 +115,5 @@ def detail(status: str, w: Waits, kind: str, finished: int, started: int, expect
         return ""
     if status == "failed":
         why = f": {oversize}" if oversize else " (memory.on_oom = fail)"
-        return f"{refused} of {expected} {WORK_UNITS.get(kind, 'work items')} refused for lack of memory{why}"
-    return "; ".join(x for x in (oversize, describe(w, kind, finished, started, expected)) if x)
+        return f"{refused} of {expected} {unit} refused for lack of memory{why}"
+    return "; ".join(x for x in (oversize, describe(w, unit, finished, started, expected)) if x)

@@ -194,11 +194,9 @@ def summarize_chip(cfg, results: list[ShardResult]) -> tuple[dict, dict]:
         "mu_series": _mu_series(cfg, lay, mem_log, end),
         "links": _links(cfg, results, end),
     }
-    figures = getattr(cfg.workload, "figures", None)  # a workload's own figures and tables, if it has any
-    if figures is not None:
-        extra, extra_tables = figures([x for r in results for x in r.logged], spec.clock_hz)
-        summary.update(extra)
-        tables.update(extra_tables)
+    extra, extra_tables = cfg.workload.figures([x for r in results for x in r.logged], spec.clock_hz)
+    summary.update(extra)  # the workload's own figures and tables
+    tables.update(extra_tables)
     landed = [x for r in results for x in r.logged if isinstance(x, LandingLife)]
     if landed:  # tokens other chips of a system wrote into this chip's landing buffers (sim/chip/exchange.py)
         from sim.chip.exchange import landing_figures
@@ -207,7 +205,7 @@ def summarize_chip(cfg, results: list[ShardResult]) -> tuple[dict, dict]:
     summary["result_hash"] = chip_result_hash(results, summary)  # before the status: hashes stay as recorded
     waiting = diagnosis.merge([r.waiting for r in results])
     summary["status"] = diagnosis.status_of(summary["completed"], summary["requests_failed"], cut_off=False)
-    summary["status_detail"] = diagnosis.detail(summary["status"], waiting, cfg.workload.kind, finished, admitted,
+    summary["status_detail"] = diagnosis.detail(summary["status"], waiting, cfg.workload.WORK_UNIT, finished, admitted,
                                                 expected, summary["requests_failed"], _oversize(cfg, results))
     summary["oracle_first"] = verdict.first
     summary["live_at_end"] = verdict.live_at_end  # after the hash, which covers the oracle log it counts
@@ -217,9 +215,7 @@ def summarize_chip(cfg, results: list[ShardResult]) -> tuple[dict, dict]:
     steps = sum(1 for x in records if x.kind == "step")
     summary.update(summary_figures(e, tokens, steps or len(req)))
     tables["energy"] = table_columns(e)
-    inputs = getattr(cfg.workload, "input_figures", None)  # what a workload measured of its inputs (traces)
-    if inputs is not None:
-        summary.update(inputs(cfg))
+    summary.update(cfg.workload.input_figures(cfg))  # what the workload measured of its inputs (traces)
     return summary, tables
 
 

@@ -2,11 +2,12 @@
 
 Every unit belongs to one chip shard and talks to other units only through messages
 (``send``/``request``). A compute unit runs workload tasks written as generators that
-yield what they wait for: ``Sleep(n)``, ``Compute(n)`` (the CU's pipeline is one
-resource, so compute phases of concurrent tasks queue) and ``Replies(tags, reason)``
-(the replies to requests it sent). Waiting time is accounted by reason ("sync" for
-reference-count acknowledgements and weight grants, "memory" for allocations and
-data, "control" for the scheduler), which gives the run's synchronisation cycles.
+yield what they wait for: ``Sleep(n)``, ``Compute(n)`` (the CU's pipeline is one resource,
+so compute phases of concurrent tasks queue) and ``Replies(tags, reason)`` (the replies to
+requests it sent); sim/tasks.py's dispatcher hands each to its handler here. Waiting time
+is accounted by reason ("sync" for reference-count acknowledgements and weight grants,
+"memory" for allocations and data, "control" for the scheduler), which gives the run's
+synchronisation cycles.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sim.chip.messages import ACK, POSTED, READ_RESP, Message
+from sim.tasks import PARKED, TaskDispatch
 
 REPLY_KINDS = frozenset({ACK, READ_RESP})
 
@@ -130,39 +132,40 @@ class ComputeUnit(Unit):
             self.shard.trace_span(self.uid, f"wait {w.reason}", w.since, d, "wait")
 
     def _resume(self, task, value=None) -> None:
+        CU_TASKS.run(self, task, value)
+
+    def _wait_replies(self, task, w: Replies):
+        for t in w.tags:
+            m = self.early.pop(t, None)
+            if m is not None:
+                w.got[t] = m
+        w.left = len(w.tags) - len(w.got)
+        if w.left == 0 or (w.first and w.got):
+            return w.got
+        w.since = self.shard.now
+        for t in w.tags:
+            if t not in w.got:
+                self.waiting[t] = (task, w)
+        return PARKED
+
+    def _compute(self, task, w: Compute):
         shard = self.shard
-        while True:
-            try:
-                w = task.send(value)
-            except StopIteration:
-                return
-            if isinstance(w, Replies):
-                for t in w.tags:
-                    m = self.early.pop(t, None)
-                    if m is not None:
-                        w.got[t] = m
-                w.left = len(w.tags) - len(w.got)
-                if w.left == 0 or (w.first and w.got):
-                    value = w.got
-                    continue
-                w.since = shard.now
-                for t in w.tags:
-                    if t not in w.got:
-                        self.waiting[t] = (task, w)
-                return
-            if isinstance(w, Compute):
-                start = max(shard.now, self.busy_until)
-                self.busy_until = start + max(0, w.cycles)
-                self.compute_cycles += max(0, w.cycles)
-                lanes = min(w.lanes, self.lanes) if w.lanes > 0 else self.lanes
-                self.lane_cycles += max(0, w.cycles) * lanes * max(1, w.cus)
-                shard.trace_span(self.uid, "compute", start, w.cycles, "compute")
-                shard.at(self.busy_until, self, self._resume, task)
-                return
-            if isinstance(w, Sleep):
-                shard.at(shard.now + max(0, w.cycles), self, self._resume, task)
-                return
-            raise TypeError(f"a task yielded {w!r}; expected Sleep, Compute or Replies")
+        start = max(shard.now, self.busy_until)
+        self.busy_until = start + max(0, w.cycles)
+        self.compute_cycles += max(0, w.cycles)
+        lanes = min(w.lanes, self.lanes) if w.lanes > 0 else self.lanes
+        self.lane_cycles += max(0, w.cycles) * lanes * max(1, w.cus)
+        shard.trace_span(self.uid, "compute", start, w.cycles, "compute")
+        shard.at(self.busy_until, self, self._resume, task)
+        return PARKED
+
+    def _sleep(self, task, w: Sleep):
+        self.shard.at(self.shard.now + max(0, w.cycles), self, self._resume, task)
+        return PARKED
 
     def sync_wait(self) -> int:
         return self.wait_cycles.get("sync", 0)
+
+
+CU_TASKS: TaskDispatch[ComputeUnit] = TaskDispatch(
+    "a task", {Sleep: ComputeUnit._sleep, Compute: ComputeUnit._compute, Replies: ComputeUnit._wait_replies})

@@ -18,13 +18,13 @@ import numpy as np
 from sim.keys import Field, Issue, Table
 from sim.system.programs import span_cycles
 from sim.system.shard import BoxChip, Compute, Recv
-from sim.workloads import WORKLOADS, ChipContext
+from sim.workloads import WORKLOADS, ChipContext, Workload
 from sim.workloads.moe import route
 
 
 @WORKLOADS.register("expert-parallel")
 @dataclass(frozen=True)
-class ExpertParallelParams:
+class ExpertParallelParams(Workload):
     kind: str = "expert-parallel"
     dim: int = 0
     experts: int = 8
@@ -36,8 +36,9 @@ class ExpertParallelParams:
     steps: int = 4
     skew: float = 1.0
 
-    SYSTEM: ClassVar[bool] = True
     SECTION: ClassVar[str] = "experts"
+    SYSTEM: ClassVar[bool] = True
+    MAPS_GRAPH: ClassVar[bool] = False
     KEYS: ClassVar[Table] = Table({
         "dim": Field("int", 0, "network dimension whose groups share the experts (0 = the first [[system.network]])",
                      min=0),
@@ -74,9 +75,6 @@ class ExpertParallelParams:
     @property
     def work_items(self) -> int:
         return self.steps
-
-    def program(self, cfg):  # pragma: no cover - a system workload has no single-chip program
-        raise TypeError("expert-parallel is a system workload: give a [system]")
 
     def system_program(self, cfg) -> "ExpertParallel":
         return ExpertParallel(self, cfg)

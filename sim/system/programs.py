@@ -18,7 +18,7 @@ from mapping.topology import SystemGraph
 from sim.keys import Field, Issue, Table
 from sim.system.collectives import COLLECTIVES
 from sim.system.shard import BoxChip, Compute, Recv
-from sim.workloads import WORKLOADS, ChipContext
+from sim.workloads import WORKLOADS, ChipContext, Workload
 
 OPS = tuple(COLLECTIVES) + ("point_to_point",)
 DP_TAG = 1 << 20  # the gradient all-reduce's tag (micro-batches' messages are tagged by their index)
@@ -26,7 +26,7 @@ DP_TAG = 1 << 20  # the gradient all-reduce's tag (micro-batches' messages are t
 
 @WORKLOADS.register("collective")
 @dataclass(frozen=True)
-class CollectiveParams:
+class CollectiveParams(Workload):
     """Every group along one network dimension runs one collective, ``repeats`` times."""
 
     kind: str = "collective"
@@ -35,8 +35,9 @@ class CollectiveParams:
     nbytes: int = 1 << 20
     repeats: int = 1
 
-    SYSTEM: ClassVar[bool] = True
     SECTION: ClassVar[str] = "collective"
+    SYSTEM: ClassVar[bool] = True
+    MAPS_GRAPH: ClassVar[bool] = False
     KEYS: ClassVar[Table] = Table({
         "op": Field("choice", "all_reduce", "collective", choices=OPS),
         "dim": Field("int", 0, "network dimension whose groups run it (0 = the first [[system.network]])", min=0),
@@ -51,9 +52,6 @@ class CollectiveParams:
     @property
     def work_items(self) -> int:
         return self.repeats
-
-    def program(self, cfg):  # pragma: no cover - a system workload has no single-chip program
-        raise TypeError("collective is a system workload: give a [system]")
 
     def system_program(self, cfg) -> "CollectiveProgram":
         return CollectiveProgram(self, cfg.graph)
@@ -129,7 +127,7 @@ class CollectiveProgram:
 
 @WORKLOADS.register("pipeline")
 @dataclass(frozen=True)
-class PipelineParams:
+class PipelineParams(Workload):
     """A mapped plan over the system with box chips: each chip computes its stage of every
     micro-batch for DFModel's per-micro-batch stage time (TP collectives inside it, as
     DFModel charges them) and sends its share of the activations to the next stage. A
@@ -150,8 +148,9 @@ class PipelineParams:
     dp_bytes: int = 0  # a chip's gradient bytes all-reduced over its DP group once per batch
     dp_seconds_analytic: float = 0.0  # DFModel's share of that per batch, amortised in its stage times
 
-    SYSTEM: ClassVar[bool] = True
     SECTION: ClassVar[str] = "pipeline"
+    SYSTEM: ClassVar[bool] = True
+    MAPS_GRAPH: ClassVar[bool] = True  # else a plan file
     KEYS: ClassVar[Table] = Table({
         "plan": Field("str", "", "plan.json written by `rdasim map --out DIR` for this system "
                       "(else the graph keys are mapped onto the [system] here)"),
@@ -194,9 +193,6 @@ class PipelineParams:
     @property
     def work_items(self) -> int:
         return 1
-
-    def program(self, cfg):  # pragma: no cover - a system workload has no single-chip program
-        raise TypeError("pipeline is a system workload: give a [system]")
 
     def system_program(self, cfg) -> "PipelineProgram":
         return PipelineProgram(self, cfg)

@@ -23,6 +23,7 @@ from sim.chip.messages import FIELDS
 from sim.system.grid import GridChip
 from sim.system.network import SystemNet, Transit
 from sim.system.records import StepRecord
+from sim.tasks import PARKED, TaskDispatch
 
 DELIVER, ARRIVE, RESUME = 0, 1, 2
 _E = np.zeros(0, dtype=np.int64)
@@ -163,37 +164,38 @@ class BoxChip:
             self._resume(task, got)
 
     def _resume(self, task, value) -> None:
+        CHIP_TASKS.run(self, task, value)
+
+    def _compute(self, task, w: Compute):
         shard = self.shard
-        while True:
-            try:
-                w = task.send(value)
-            except StopIteration:
-                return
-            if type(w) is Compute:
-                start = max(shard.now, self.busy_until)
-                self.busy_until = start + max(0, w.cycles)
-                self.compute_cycles += max(0, w.cycles)
-                shard.at(self.busy_until, self, task)
-                return
-            if isinstance(w, Sleep):
-                shard.at(shard.now + max(0, w.cycles), self, task)
-                return
-            if isinstance(w, Recv):
-                got: dict = {}
-                for key in w.keys:
-                    box = self.mailbox.get(key)
-                    if box:
-                        got[key] = box.pop(0)
-                        if not box:
-                            del self.mailbox[key]
-                if len(got) == len(w.keys):
-                    value = got
-                    continue
-                for key in w.keys:
-                    if key not in got:
-                        self.waiting[key] = (task, w, got)
-                return
-            raise TypeError(f"a chip task yielded {w!r}; expected Compute, Sleep or Recv")
+        start = max(shard.now, self.busy_until)
+        self.busy_until = start + max(0, w.cycles)
+        self.compute_cycles += max(0, w.cycles)
+        shard.at(self.busy_until, self, task)
+        return PARKED
+
+    def _sleep(self, task, w: Sleep):
+        self.shard.at(self.shard.now + max(0, w.cycles), self, task)
+        return PARKED
+
+    def _recv(self, task, w: Recv):
+        got: dict = {}
+        for key in w.keys:
+            box = self.mailbox.get(key)
+            if box:
+                got[key] = box.pop(0)
+                if not box:
+                    del self.mailbox[key]
+        if len(got) == len(w.keys):
+            return got
+        for key in w.keys:
+            if key not in got:
+                self.waiting[key] = (task, w, got)
+        return PARKED
+
+
+CHIP_TASKS: TaskDispatch[BoxChip] = TaskDispatch(
+    "a chip task", {Compute: BoxChip._compute, Sleep: BoxChip._sleep, Recv: BoxChip._recv})
 
 
 class SystemShard:

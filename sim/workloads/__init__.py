@@ -2,22 +2,32 @@
 
 A workload registers its parameters class by kind in ``WORKLOADS`` (``workload.kind``).
 The class declares its config keys (``SECTION``, the table under [workload] they live in,
-and ``KEYS``), builds itself from that table (``from_config``, with cross-checks against
-the chip), says how many work items a complete run finishes (``work_items``), and makes
-the program every CU of a shard runs (``program``). A program starts tasks on CUs
-(``start``) and reacts to the messages they receive (``on_message``); tasks are generators
-that yield what they wait for (sim/chip/units.py). Built in: kv-decode and spec-decode
-(kv_decode.py), moe (moe.py), race (race.py). Adding one is a module in this package
-(docs/design.md, "Adding a workload").
+and ``KEYS``), where it runs (``SYSTEM``: on a system of box chips, else on a chip's grid)
+and whether it maps `rdasim map`'s graph keys itself (``MAPS_GRAPH``: its table takes them
+and the config checks them). It checks the run config it cannot run with (``config_issues``),
+builds itself from its table (``from_config``, with cross-checks against the chip), says
+how many work items a complete run finishes (``work_items``; ``WORK_UNIT`` names them), and
+makes the program every CU of a shard runs (``program``) or every box chip of a system runs
+(``system_program``).
+A program starts tasks on CUs (``start``) and reacts to the messages they receive
+(``on_message``); tasks are generators that yield what they wait for (sim/tasks.py). The
+reports ask it for its figures (``figures``, ``input_figures``, ``system_figures``).
+
+A workload class subclasses ``Workload`` to take the defaults written here (no checks, no
+figures, no program of the other kind); the config and the reports ask only these members,
+never a workload's name. Built in: kv-decode and spec-decode (kv_decode.py), moe (moe.py),
+race (race.py), dataflow (dataflow.py); the system workloads are in sim/system. Adding one
+is a module in this package (docs/design.md, "Adding a workload").
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Generator, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from sim.keys import Issue, Table
 from sim.registry import Registry
+from sim.tasks import Task as Task  # re-exported: a workload's tasks are sim/tasks.py's
 
 if TYPE_CHECKING:
     from mapping.chips import ChipSpec
@@ -26,8 +36,7 @@ if TYPE_CHECKING:
     from sim.chip.messages import Message
     from sim.chip.spec import UnitLayout
     from sim.chip.units import ComputeUnit
-
-Task = Generator[Any, Any, Any]
+    from sim.system.shard import BoxChip
 
 
 @dataclass(frozen=True)
@@ -59,14 +68,34 @@ class WorkloadProgram(Protocol):
         ...
 
 
+class SystemProgram(Protocol):
+    """What every box chip of a system runs."""
+
+    def start(self, chip: "BoxChip") -> Task | None:
+        """The task a chip starts at cycle 0, if any."""
+        ...
+
+
 class Workload(Protocol):
-    """A registered workload's parameters (a frozen dataclass whose first field is ``kind``)."""
+    """A registered workload's parameters (a frozen dataclass whose first field is ``kind``).
+
+    Members with a body here are defaults a subclass takes; ``SYSTEM`` and ``MAPS_GRAPH``
+    have none: every workload says where it runs and whether it maps a graph."""
 
     @property
     def kind(self) -> str: ...
 
     SECTION: ClassVar[str]  # its table under [workload]
     KEYS: ClassVar[Table]
+    SYSTEM: ClassVar[bool]  # runs on a system of box chips (needs a [system]), not on one chip's grid
+    MAPS_GRAPH: ClassVar[bool]  # may map `rdasim map`'s graph keys itself (its table takes them; they are checked)
+    WORK_UNIT: ClassVar[str] = "work items"  # what its work items are called in messages ("sequences", "steps")
+
+    @classmethod
+    def config_issues(cls, run: dict[str, Any]) -> list[Issue]:
+        """What in the resolved ``rdasim run`` config this workload cannot run with, found before
+        ``from_config`` (which may map a graph). None by default."""
+        return []
 
     @classmethod
     def from_config(cls, kind: str, section: dict[str, Any], chip: ChipContext, issues: list[Issue]) -> "Workload":
@@ -78,7 +107,25 @@ class Workload(Protocol):
         """Work items (requests, steps, trials) a complete run finishes."""
         ...
 
-    def program(self, cfg: Any) -> WorkloadProgram: ...
+    def program(self, cfg: Any) -> WorkloadProgram:
+        """What every CU of a chip shard runs (a system workload has none)."""
+        raise TypeError(f"{self.kind} is a system workload: give a [system]")
+
+    def system_program(self, cfg: Any) -> SystemProgram:
+        """What every box chip of a system runs (a chip workload has none)."""
+        raise TypeError(f"{self.kind} runs on one chip's grid, not on box chips")
+
+    def figures(self, logged: list[Any], clock_hz: float) -> tuple[dict[str, Any], dict[str, Any]]:
+        """A chip run's own summary figures and tables from what its CUs logged. None by default."""
+        return {}, {}
+
+    def input_figures(self, cfg: Any) -> dict[str, Any]:
+        """What a chip run measured of its inputs (traces). None by default."""
+        return {}
+
+    def system_figures(self, records: list[Any], cfg: Any) -> dict[str, Any]:
+        """A system run's own summary figures from its step records. None by default."""
+        return {}
 
 
 WORKLOADS: Registry[type[Workload]] = Registry("workload", packages=("sim.workloads", "sim.system"))

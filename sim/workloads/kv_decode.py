@@ -34,7 +34,7 @@ from sim.chip.references import allocate, free
 from sim.chip.spec import CU
 from sim.chip.units import Compute, ComputeUnit, Replies, Sleep
 from sim.keys import Field, Issue, Table
-from sim.workloads import WORKLOADS, ChipContext, Task
+from sim.workloads import WORKLOADS, ChipContext, Task, Workload
 from sim.workloads.base import (
     STREAM_ACCEPT,
     STREAM_ARRIVAL,
@@ -57,7 +57,7 @@ KV_BUFFER = buffer_label(1, "kv")
 @WORKLOADS.register("spec-decode")
 @WORKLOADS.register("kv-decode")
 @dataclass(frozen=True)
-class KvParams:
+class KvParams(Workload):
     kind: str = "kv-decode"
     requests: int = 32
     max_batch: int = 16
@@ -74,6 +74,9 @@ class KvParams:
     trace: RequestTrace | None = None  # arrivals and lengths from a trace instead of the distributions
 
     SECTION: ClassVar[str] = "decode"
+    SYSTEM: ClassVar[bool] = False
+    MAPS_GRAPH: ClassVar[bool] = False
+    WORK_UNIT: ClassVar[str] = "sequences"
     KEYS: ClassVar[Table]  # set below the class (it reads the defaults)
 
     @classmethod

@@ -37,7 +37,7 @@ from sim.chip.spec import CU
 from sim.chip.units import Compute, Replies
 from sim.keys import Field, Issue, Table
 from sim.memory.policies import largest_buffer
-from sim.workloads import WORKLOADS, ChipContext
+from sim.workloads import WORKLOADS, ChipContext, Workload
 from sim.workloads.base import STREAM_ROUTE, Floorplan, tile_field, tile_id, tile_of
 from sim.workloads.request_trace import TraceError
 from sim.workloads.routing_trace import RoutingTrace, imbalance_of, read_routing, select, skew_of
@@ -49,7 +49,7 @@ _STEP = 1 << 16  # a REFERENCE's tag is step * _STEP + expert
 
 @WORKLOADS.register("moe")
 @dataclass(frozen=True)
-class MoeParams:
+class MoeParams(Workload):
     kind: str = "moe"
     steps: int = 4
     tokens: int = 64  # per step
@@ -65,6 +65,9 @@ class MoeParams:
     trace: RoutingTrace | None = None  # replayed routes instead of the Zipf draw
 
     SECTION: ClassVar[str] = "moe"
+    SYSTEM: ClassVar[bool] = False
+    MAPS_GRAPH: ClassVar[bool] = False
+    WORK_UNIT: ClassVar[str] = "steps"
     KEYS: ClassVar[Table]
 
     @classmethod

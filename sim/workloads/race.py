@@ -24,7 +24,7 @@ from sim.chip.references import allocate, drop, received, share
 from sim.chip.spec import CU, MU
 from sim.chip.units import Replies, Sleep
 from sim.keys import Field, Issue, Table
-from sim.workloads import WORKLOADS, ChipContext
+from sim.workloads import WORKLOADS, ChipContext, Workload
 from sim.workloads.base import Floorplan, tile_field, tile_of
 
 RACE_BUFFER = buffer_label(4, "race")
@@ -32,7 +32,7 @@ RACE_BUFFER = buffer_label(4, "race")
 
 @WORKLOADS.register("race")
 @dataclass(frozen=True)
-class RaceParams:
+class RaceParams(Workload):
     kind: str = "race"
     trials: int = 4
     producer: tuple[int, int] = (2, 4)  # (row, col) of each unit's tile
@@ -46,6 +46,9 @@ class RaceParams:
     data_bytes: int = 256
 
     SECTION: ClassVar[str] = "race"
+    SYSTEM: ClassVar[bool] = False
+    MAPS_GRAPH: ClassVar[bool] = False
+    WORK_UNIT: ClassVar[str] = "trials"
     KEYS: ClassVar[Table]
 
     @classmethod

@@ -1,14 +1,19 @@
 """Adding a memory policy, a reclamation protocol or a workload takes one module: here each is
-defined and registered in this file alone, configured by name with its own keys, and run."""
+defined and registered in this file alone, configured by name with its own keys, and run. The
+config follows what a workload declares (where it runs, whether it maps a graph, its own checks),
+never its name: a system workload and a graph-mapping one defined here are treated as the
+built-in ones are."""
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
 import pytest
 
 from cluster.config import ConfigError, load
-from cluster.config.run import RUN_SCHEMA, chip_config
+from cluster.config.run import RUN_SCHEMA, chip_config, system_config
 from cluster.jobs.chip import simulate_chip
+from cluster.jobs.system import simulate_system
 from mapping.placement import MuRoom
 from sim.chip import messages as m
 from sim.chip.records import buffer_label
@@ -17,7 +22,8 @@ from sim.chip.spec import CU
 from sim.chip.units import Replies
 from sim.keys import Field, Issue, Table
 from sim.memory.policies import POLICIES, Extent, Growth, StorageBase
-from sim.workloads import WORKLOADS
+from sim.system.shard import Recv
+from sim.workloads import WORKLOADS, Workload
 from sim.workloads.base import Floorplan, tile_field, tile_of
 
 
@@ -81,7 +87,7 @@ PING = buffer_label(77, "ping")
 
 
 @dataclass(frozen=True)
-class PingParams:
+class PingParams(Workload):
     """A CU allocates a buffer, writes it, reads it back and frees it, ``pings`` times."""
 
     kind: str = "ping"
@@ -90,6 +96,8 @@ class PingParams:
     cu: tuple = (0, 0)
 
     SECTION: ClassVar[str] = "ping"
+    SYSTEM: ClassVar[bool] = False
+    MAPS_GRAPH: ClassVar[bool] = False
     KEYS: ClassVar[Table] = Table({"pings": Field("int", 3, "round trips", min=1),
                                    "nbytes": Field("size", 1000, "bytes per buffer", min=1),
                                    "cu": tile_field([0, 0], "[row, col] of the CU")}, doc="ping")
@@ -194,3 +202,143 @@ def test_a_traffic_pattern_registered_here_is_a_noc_traffic_choice():
         assert hashes["mirror"] == hashes["bitcomp"]
     finally:
         TRAFFIC_PATTERNS.unregister("mirror")
+
+
+@dataclass(frozen=True)
+class EchoParams(Workload):
+    """A system workload: chip 0 sends ``nbytes`` to chip 1, which sends them back, ``rounds`` times."""
+
+    kind: str = "echo"
+    nbytes: int = 1 << 16
+    rounds: int = 2
+
+    SECTION: ClassVar[str] = "echo"
+    SYSTEM: ClassVar[bool] = True
+    MAPS_GRAPH: ClassVar[bool] = False
+    WORK_UNIT: ClassVar[str] = "round trips"
+    KEYS: ClassVar[Table] = Table({"nbytes": Field("size", 1 << 16, "bytes each way", min=1),
+                                   "rounds": Field("int", 2, "round trips", min=1)}, doc="echo")
+
+    @classmethod
+    def from_config(cls, kind, d, chip, issues):
+        return cls(kind, d["nbytes"], d["rounds"])
+
+    @property
+    def work_items(self):
+        return self.rounds
+
+    def system_program(self, cfg):
+        return Echo(self)
+
+    def system_figures(self, records, cfg):
+        return {"round_trip_cycles": [r.end - r.start for r in records]}
+
+
+class Echo:
+    def __init__(self, p):
+        self.p = p
+
+    def start(self, chip):
+        return self._run(chip) if chip.cid < 2 else None
+
+    def _run(self, chip):
+        shard, other = chip.shard, 1 - chip.cid
+        for r in range(self.p.rounds):
+            t0 = shard.now
+            if chip.cid == 0:
+                shard.counts["created"] += 1
+                chip.send(other, self.p.nbytes, r)
+            yield Recv([(other, r)])
+            if chip.cid == 1:
+                chip.send(other, self.p.nbytes, r)
+            else:
+                shard.record("echo", 0, r, t0, shard.now, self.p.nbytes)
+                shard.counts["finished"] += 1
+
+
+@dataclass(frozen=True)
+class SketchParams(Workload):
+    """A chip workload that maps `rdasim map`'s graph keys (here it only keeps the graph's kind)
+    and cannot run with memory.on_oom = "fail" (its own config check)."""
+
+    kind: str = "sketch"
+    graph: str = ""
+
+    SECTION: ClassVar[str] = "sketch"
+    SYSTEM: ClassVar[bool] = False
+    MAPS_GRAPH: ClassVar[bool] = True
+    KEYS: ClassVar[Table] = Table({"plan": Field("str", "", "plan.json (else the graph keys)")}, doc="sketch")
+
+    @classmethod
+    def config_issues(cls, run):
+        return [Issue("memory.on_oom", "sketch cannot fail")] if run["memory"]["on_oom"] == "fail" else []
+
+    @classmethod
+    def from_config(cls, kind, d, chip, issues):
+        graph = d["graph"]
+        if graph["kind"] and graph[graph["kind"]]["hidden"] is None:  # what mapping would trip on
+            raise AssertionError("from_config ran before the graph keys were checked")
+        return cls(kind, graph["kind"])
+
+    @property
+    def work_items(self):
+        return 0
+
+    def program(self, cfg):
+        return Ping(PingParams(), cfg)
+
+
+@pytest.fixture
+def more_workloads():
+    for cls in (PingParams, EchoParams, SketchParams):
+        WORKLOADS.register(cls.kind)(cls)
+    yield
+    for cls in (PingParams, EchoParams, SketchParams):
+        WORKLOADS.unregister(cls.kind)
+
+
+RING = [{"kind": "r", "size": 2, "link_bandwidth": "64GB/s", "link_latency": "500ns", "parallelism": "TP"}]
+
+
+def test_a_system_workload_registered_here_runs_on_box_chips_with_its_own_figures(more_workloads):
+    cfg = system_config(load(RUN_SCHEMA, raw={"system": {"chips": 2, "chip": "SN30", "network": RING},
+                                              "workload": {"kind": "echo", "echo": {"nbytes": 100_000}}}))
+    summary, _, _ = simulate_system(cfg)
+    clock = 1.25e9  # SN30
+    one_way = math.ceil(100_000 / (64e9 / clock)) + round(500e-9 * clock)  # serialisation, then the latency
+    assert summary["round_trip_cycles"] == [2 * one_way] * 2
+    assert summary["status"] == "completed"
+
+
+def test_where_a_workload_runs_follows_its_system_member(more_workloads):
+    with pytest.raises(ConfigError) as e:  # a system workload on one chip
+        chip_config(load(RUN_SCHEMA, raw={**RAW, "memory": {}, "workload": {"kind": "echo"}}))
+    assert "workload.kind: echo runs on a system of chips" in str(e.value)
+    with pytest.raises(ConfigError) as e:  # a chip workload on box chips: the refusal names the system ones
+        system_config(load(RUN_SCHEMA, raw={"system": {"chips": 2, "network": RING}, "workload": {"kind": "ping"}}))
+    assert "ping runs on one chip; a [system] runs collective, echo, expert-parallel, pipeline" in str(e.value)
+
+
+def test_a_graph_mapping_workload_takes_the_map_keys_and_they_are_checked_before_it_is_built(more_workloads):
+    raw = {**RAW, "memory": {}, "workload": {"kind": "sketch", "sketch": {"graph": {"kind": "llm", "llm": {
+        "heads": 4, "seq": 64, "layers": 1, "global_batch": 1}}}}}
+    with pytest.raises(ConfigError) as e:
+        chip_config(load(RUN_SCHEMA, raw=raw))
+    assert "workload.sketch.graph.llm.hidden: is required" in str(e.value)
+    raw["workload"]["sketch"]["graph"]["llm"]["hidden"] = 256
+    assert chip_config(load(RUN_SCHEMA, raw=raw)).workload == SketchParams("sketch", "llm")
+    with pytest.raises(ConfigError) as e:  # its own check, also before it is built
+        chip_config(load(RUN_SCHEMA, raw={**raw, "memory": {"on_oom": "fail"}}))
+    assert "memory.on_oom: sketch cannot fail" in str(e.value)
+    with pytest.raises(ConfigError) as e:  # a workload that does not map a graph has no graph keys
+        load(RUN_SCHEMA, raw={**RAW, "workload": {"kind": "ping", "ping": {"graph": {"kind": "llm"}}}})
+    assert "workload.ping.graph: unknown key" in str(e.value)
+
+
+def test_grid_chips_of_a_system_run_the_chip_workloads_that_map_a_graph(more_workloads):
+    system = {"chips": 2, "fidelity": "grid", "network": RING}
+    raw = {**RAW, "memory": {}, "system": system, "workload": {"kind": "sketch"}}
+    assert system_config(load(RUN_SCHEMA, raw=raw)).workload == SketchParams("sketch", "")
+    with pytest.raises(ConfigError) as e:
+        system_config(load(RUN_SCHEMA, raw={**raw, "workload": {"kind": "ping"}}))
+    assert "grid-fidelity chips run a plan mapped over the system (dataflow, sketch)" in str(e.value)

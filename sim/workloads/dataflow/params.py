@@ -10,7 +10,7 @@ from mapping.chips import ChipSpec
 from mapping.placement import GridPlacement, PlacementError
 from mapping.plan import MappingPlan
 from sim.keys import Field, Issue, Table
-from sim.workloads import WORKLOADS, ChipContext
+from sim.workloads import WORKLOADS, ChipContext, Workload
 from sim.workloads.dataflow.compile import CacheSpec, PartitionProgram, build_caches, build_partitions
 from sim.workloads.dataflow.figures import summarise
 from sim.workloads.dataflow.planning import plan_for
@@ -19,7 +19,7 @@ from sim.workloads.dataflow.program import Dataflow
 
 @WORKLOADS.register("dataflow")
 @dataclass(frozen=True)
-class DataflowParams:
+class DataflowParams(Workload):
     kind: str = "dataflow"
     partitions: tuple[PartitionProgram, ...] = ()
     passes: int = 1  # graph passes the run makes
@@ -34,6 +34,8 @@ class DataflowParams:
 
     # what the workload seam asks of the class (sim/workloads/__init__.py), kept together
     SECTION: ClassVar[str] = "dataflow"
+    SYSTEM: ClassVar[bool] = False
+    MAPS_GRAPH: ClassVar[bool] = True  # else a plan file
     KEYS: ClassVar[Table] = Table({
         "plan": Field("str", "", "plan.json written by `rdasim map --out DIR` (else the graph keys are mapped here)"),
         "passes": Field("int", 1, "graph passes to simulate", min=1),
@@ -44,6 +46,13 @@ class DataflowParams:
         "skew": Field("float", 0.0, "Zipf exponent of expert popularity when tokens are routed to experts "
                       "(0: uniform); each tile's routes are drawn from the run's seed", min=0.0),
     }, doc="a DFModel plan run on the grid")
+
+    @classmethod
+    def config_issues(cls, run: dict) -> list[Issue]:
+        if run["noc"]["jitter"]:
+            return [Issue("noc.jitter", "must be 0 for a dataflow run: its tile writes from one CU to one MU "
+                          "are assumed to arrive in order")]
+        return []
 
     @classmethod
     def from_config(cls, kind: str, d: dict, chip: ChipContext, issues: list[Issue]) -> "DataflowParams":

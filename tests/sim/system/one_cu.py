@@ -11,14 +11,16 @@ from cluster.config.run import RUN_SCHEMA, chip_config, system_of
 from cluster.jobs.system import simulate_system
 from sim.keys import Table
 from sim.system.config import SystemConfig
-from sim.workloads import WORKLOADS
+from sim.workloads import WORKLOADS, Workload
 from sim.workloads.base import Floorplan
 
 
-class OneCuParams:
-    """Mixin of a test workload's parameters (a frozen dataclass: ``kind`` then the KEYS in order)."""
+class OneCuParams(Workload):
+    """Base of a test workload's parameters (a frozen dataclass: ``kind`` then the KEYS in order)."""
 
     SECTION: ClassVar[str]
+    SYSTEM: ClassVar[bool] = False
+    MAPS_GRAPH: ClassVar[bool] = False
     KEYS: ClassVar[Table]
     PROGRAM: ClassVar[type]
 

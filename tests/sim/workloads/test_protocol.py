@@ -1,0 +1,69 @@
+"""Every registered workload is a Workload: each member the Protocol declares is there, of its type,
+and the members that replaced name lists in the config say what those lists said."""
+
+import inspect
+import typing
+
+import pytest
+
+from sim.keys import Issue
+from sim.workloads import WORKLOADS, Workload
+
+CLASS_VARS = typing.get_type_hints(Workload)  # SECTION, KEYS, SYSTEM, MAPS_GRAPH, WORK_UNIT: ClassVar[type]
+METHODS = {n for n, v in vars(Workload).items() if not n.startswith("_") and n not in CLASS_VARS
+           and (callable(v) or isinstance(v, (property, classmethod)))}
+
+
+def test_the_protocol_declares_what_the_config_and_the_reports_ask():
+    assert {"SECTION", "KEYS", "SYSTEM", "MAPS_GRAPH", "WORK_UNIT"} <= set(CLASS_VARS)
+    assert {"kind", "config_issues", "from_config", "work_items", "program", "system_program", "figures",
+            "input_figures", "system_figures"} <= METHODS
+
+
+@pytest.mark.parametrize("name", WORKLOADS.names())
+def test_every_registered_workload_has_every_member_of_its_type(name):
+    cls = WORKLOADS.get(name)
+    for member, hint in CLASS_VARS.items():
+        assert typing.get_origin(hint) is typing.ClassVar, member
+        want = typing.get_args(hint)[0]
+        assert isinstance(getattr(cls, member), want), f"{name}.{member} is not a {want.__name__}"
+    for member in METHODS:
+        assert hasattr(cls, member), f"{name} lacks {member}"
+    for member in ("config_issues", "from_config"):
+        assert inspect.ismethod(getattr(cls, member)), f"{name}.{member} is not a classmethod"
+    assert isinstance(inspect.getattr_static(cls, "work_items"), property)
+    params = cls()  # every workload's parameters are a dataclass with defaults
+    assert params.kind in WORKLOADS
+    assert isinstance(params.work_items, int)
+
+
+@pytest.mark.parametrize("name", WORKLOADS.names())
+def test_a_workload_has_only_the_program_of_where_it_runs(name):
+    cls = WORKLOADS.get(name)
+    params = cls()
+    other = params.program if cls.SYSTEM else params.system_program
+    with pytest.raises(TypeError, match=params.kind):
+        other(None)
+    if cls.SYSTEM:  # a system workload has no chip run, so no chip figures either
+        assert params.figures([], 1.0) == ({}, {}) and params.input_figures(None) == {}
+
+
+def test_the_members_say_what_the_name_lists_said():
+    """The config's old lists: MAPS_A_GRAPH = ("dataflow", "pipeline"), the SYSTEM = True classes, the
+    run diagnosis' names for work items."""
+    kinds = WORKLOADS.names()
+    assert {k for k in kinds if WORKLOADS.get(k).MAPS_GRAPH} == {"dataflow", "pipeline"}
+    assert {k for k in kinds if WORKLOADS.get(k).SYSTEM} == {"collective", "expert-parallel", "pipeline"}
+    units = {k: WORKLOADS.get(k).WORK_UNIT for k in ("kv-decode", "spec-decode", "moe", "race", "dataflow")}
+    assert units == {"kv-decode": "sequences", "spec-decode": "sequences", "moe": "steps", "race": "trials",
+                     "dataflow": "work items"}
+
+
+def test_only_dataflow_checks_the_run_config_itself():
+    """Its tile writes from one CU to one MU must arrive in order: no jitter; the others check nothing."""
+    for name in WORKLOADS.names():
+        cls = WORKLOADS.get(name)
+        for jitter in (0, 3):
+            got = cls.config_issues({"noc": {"jitter": jitter}, "memory": {}, "workload": {}})
+            assert all(isinstance(i, Issue) for i in got)
+            assert [i.path for i in got] == (["noc.jitter"] if name == "dataflow" and jitter else [])
