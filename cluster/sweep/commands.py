@@ -152,8 +152,8 @@ def _system_job(cfg: dict) -> dict[str, pa.Table]:
     job = _import_run("cluster.jobs.system")
     sys_cfg = _import_run("cluster.config.run").system_config(cfg)
     run = cfg["run"]
-    summary, tables, _ = job.simulate_system(sys_cfg, run["shards"], run["backend"], run["epoch"], run["address"])
-    return job.system_tables(cfg, summary, tables)
+    done = job.simulate_system(sys_cfg, run["shards"], run["backend"], run["epoch"], run["address"])
+    return job.system_tables(cfg, done.summary, done.tables)
 
 
 # ----------------------------------------------------------------------------- noop

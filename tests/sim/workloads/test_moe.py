@@ -22,7 +22,8 @@ MOE = {"memory": {"reclaim": "partial-free"},
 
 
 def test_every_token_reaches_its_experts_and_everything_is_freed():
-    s, t, _, _ = run(MOE)
+    done = run(MOE)
+    s, t = done.summary, done.tables
     assert s["completed"] and s["requests"] == 3 and s["tokens"] == 30
     assert s["messages"]["reference"] == 3 * 10 * 2
     b = t["buffers"]
@@ -36,8 +37,8 @@ def test_every_token_reaches_its_experts_and_everything_is_freed():
 
 
 def test_gated_counting_pays_synchronisation_that_weights_avoid():
-    weights = run(MOE)[0]
-    gated = run({**MOE, "memory": {"reclaim": "refcount-gated"}})[0]
+    weights = run(MOE).summary
+    gated = run({**MOE, "memory": {"reclaim": "refcount-gated"}}).summary
     copies = 3 * 10 * 2
     assert gated["messages"]["ref_inc"] == copies and gated["sync_messages"] == 2 * copies
     assert weights["sync_messages"] == 0 and weights["messages"]["weight_return"] == copies + 30
