@@ -104,12 +104,7 @@ def test_permutations_saturate_below_channel_load_bound(traffic, bound):
 def test_link_utilisation_equals_closed_form_channel_load():
     k, rate = 8, 0.2
     p = NocParams(rows=k, cols=k, rate=rate, warmup_cycles=1000, measure_cycles=8000)
-    from cluster.jobs.noc import _run_one_local
-    from cluster.parallel.regions import cut_grid
-    from sim.noc.summary import link_columns
-
-    o = _run_one_local(p, cut_grid(k, k, 1), 1024)
-    links = link_columns(p, o.reports)
+    links = simulate_noc(p).tables["links"]
     # XY routing, uniform incl. self: the link between positions i and i+1 of a row or
     # column carries rate * (i + 1) (k - i - 1) / k flits/cycle in each direction
     src, dst = links["src_router"], links["dst_router"]
