@@ -17,11 +17,11 @@ import numpy as np
 import pyarrow as pa
 
 from cluster.config import config_hash
+from cluster.jobs.grid import cut_grid, epoch_length, owner_map
 from cluster.jobs.noc import run_id_for
 from cluster.jobs.summarised import Summarised
 from cluster.parallel.epochs import idle_rule
 from cluster.parallel.model import EpochMeta, ProgressFn, Stop
-from cluster.parallel.regions import cut_grid, epoch_length, owner_map
 from cluster.parallel.simulate import Simulation, simulate
 from cluster.progress import Progress
 from cluster.results import io, schemas

@@ -19,10 +19,10 @@ import pyarrow as pa
 
 from cluster.config import config_hash
 from cluster.config.noc import booksim_reference, check_footprint, params_of, rates_of
+from cluster.jobs.grid import cut_grid, epoch_length, owner_map
 from cluster.jobs.summarised import Summarised
 from cluster.parallel.epochs import stop_rule
 from cluster.parallel.model import EpochMeta, ProgressFn, Stop
-from cluster.parallel.regions import cut_grid, epoch_length, owner_map
 from cluster.parallel.shard_plan import Plan, plan_shards
 from cluster.parallel.simulate import simulate
 from cluster.progress import Progress

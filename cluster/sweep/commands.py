@@ -83,7 +83,7 @@ def _noc_check(cfg: dict) -> None:
     """What `rdasim noc` checks before simulating: memory, every load's parameters, the shard cut and epoch."""
     from cluster.config.footprint import least_shards
     from cluster.config.noc import check_footprint, params_of, rates_of
-    from cluster.parallel.regions import cut_grid, epoch_length
+    from cluster.jobs.grid import cut_grid, epoch_length
 
     check_footprint(cfg)
     run = cfg["run"]
@@ -122,7 +122,7 @@ def _one_chip(cfg: dict) -> None:
 def _run_check(cfg: dict) -> None:
     """What `rdasim run` checks before simulating: chip_config's cross-field checks, the shard cut and epoch."""
     from cluster.config.footprint import least_shards
-    from cluster.parallel.regions import cut_grid, epoch_length
+    from cluster.jobs.grid import cut_grid, epoch_length
 
     _one_chip(cfg)
     chip = _import_run("cluster.config.run").chip_config(cfg)

@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cluster.jobs.grid import cut_grid, epoch_length, owner_map
 from cluster.jobs.noc import NocModel
 from cluster.parallel.epochs import stop_rule
 from cluster.parallel.local import run_local
-from cluster.parallel.regions import cut_grid, epoch_length, owner_map
 from sim.noc.params import NocParams
 from sim.noc.shard import NocShard
 from sim.noc.summary import summarize_noc

@@ -5,7 +5,7 @@ buys (cluster/parallel/epochs.py)."""
 import numpy as np
 import pytest
 
-from cluster.parallel.regions import cut_grid, epoch_length, owner_map
+from cluster.jobs.grid import cut_grid, epoch_length, owner_map
 from sim.noc.params import NocParams
 from sim.noc.shard import NocShard
 from sim.packetnoc.shard import PacketShard

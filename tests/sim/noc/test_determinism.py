@@ -80,9 +80,9 @@ def test_ray_chainings_through_the_driver_match_local(ray_session, chaining, sha
 @pytest.mark.parametrize("chaining", ["direct", "driver"])
 def test_a_failing_shard_actor_stops_the_run_with_its_error(ray_session, chaining):
     # the peers of a failed actor must not wait for it forever: its error reaches the driver
+    from cluster.jobs.grid import cut_grid, epoch_length, owner_map
     from cluster.jobs.noc import NocModel
     from cluster.parallel.ray_actors import run_ray
-    from cluster.parallel.regions import cut_grid, epoch_length, owner_map
     from sim.noc.shard import NocShard
 
     class Failing(NocShard):
