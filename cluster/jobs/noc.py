@@ -219,8 +219,8 @@ def _curve_as_ray_tasks(plist: list[NocParams], plan: Plan, run: dict, quiet: bo
         while pending:
             ready, pending = ray.wait(pending, num_returns=1)
             for ref in ready:
-                done = loads[index[ref]] = ray.get(ref)
-                done.simulation.outcome.extra["curve_wall_seconds"] = time.perf_counter() - start
+                load = loads[index[ref]] = ray.get(ref)
+                load.simulation.outcome.extra["curve_wall_seconds"] = time.perf_counter() - start
             done += len(ready)
             prog(done, len(refs), unit="loads")
     finally:
