@@ -44,7 +44,8 @@ def simulate_and_emit(chip, label: str) -> None:
     from cluster.jobs.chip import simulate_chip
 
     t = time.perf_counter()
-    s, tables, _, _ = simulate_chip(chip)
+    done = simulate_chip(chip)
+    s, tables = done.summary, done.tables
     wall = time.perf_counter() - t
     parts = tables["partitions"]
     for i in range(len(parts["partition"])):

@@ -82,8 +82,7 @@ def _run(raw: dict) -> dict:
     from cluster.config.run import RUN_SCHEMA, chip_config
     from cluster.jobs.chip import simulate_chip
 
-    s, _, _, _ = simulate_chip(chip_config(load(RUN_SCHEMA, raw=raw)))
-    return s
+    return simulate_chip(chip_config(load(RUN_SCHEMA, raw=raw))).summary
 
 
 FIGURES = ("tokens_per_second", "sim_cycles", "latency_p50_cycles", "latency_p99_cycles", "peak_mu_utilization",

@@ -72,22 +72,23 @@ def one_shard(k: int, cycles: int, repeats: int) -> dict:
 
 
 def ray_two_shards(k: int, measure: int) -> dict:
+    from cluster.jobs.noc import NocGrid
     from cluster.parallel.local import run_local
     from cluster.parallel.ray_actors import run_ray
     from cluster.parallel.ray_env import init_ray
-    from cluster.parallel.regions import cut_grid, epoch_length
     from sim.noc.params import NocParams
     from sim.noc.summary import summarize_noc
 
     init_ray(num_cpus=2)
     p = NocParams(rows=k, cols=k, rate=LOADS[k], warmup_cycles=300, measure_cycles=measure, drain_cycles=4000)
-    one = cut_grid(k, k, 1)
-    two = cut_grid(k, k, 2, "rows")
-    e1, _ = epoch_length(p, one, None)
-    e2, la = epoch_length(p, two, None)
-    local = run_local(p, one, e1)
-    graph = run_ray(p, two, e2, chaining="compiled-graph")  # the alternative, measured in the same run
-    ray2 = run_ray(p, two, e2)
+    grid = NocGrid(p)
+    one = grid.regions(1, "rows")
+    two = grid.regions(2, "rows")
+    e1, _ = grid.epoch(one, None)
+    e2, la = grid.epoch(two, None)
+    local = run_local(grid.model(one), one, e1)
+    graph = run_ray(grid.model(two), two, e2, chaining="compiled-graph")  # the alternative, measured in the same run
+    ray2 = run_ray(grid.model(two), two, e2)
     s1 = summarize_noc(p, local.reports, local.saturated, local.in_transit_flits)
     s2 = summarize_noc(p, ray2.reports, ray2.saturated, ray2.in_transit_flits)
     sg = summarize_noc(p, graph.reports, graph.saturated, graph.in_transit_flits)

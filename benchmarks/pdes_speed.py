@@ -78,8 +78,8 @@ def _chip_run(sets: list[str], shards, backend: str, progress):
     from cluster.jobs.chip import simulate_chip
 
     cfg = load(RUN_SCHEMA, KV, sets)
-    summary, _, outcome, _ = simulate_chip(chip_config(cfg), shards=shards, backend=backend, progress=progress)
-    return summary, outcome
+    done = simulate_chip(chip_config(cfg), shards=shards, backend=backend, progress=progress)
+    return done.summary, done.simulation.outcome
 
 
 def _noc_run(k: int, rate: float, shards, backend: str, progress):
@@ -88,8 +88,9 @@ def _noc_run(k: int, rate: float, shards, backend: str, progress):
     from cluster.jobs.noc import simulate_noc
 
     cfg = load(NOC_SCHEMA, None, [f"noc.k={k}", f"noc.rate={rate}"])
-    s, o = simulate_noc(params_of(cfg, rate), shards=shards, backend=backend, progress=progress)
-    return {**s, **o.extra, "shards": len(o.reports)}, o
+    done = simulate_noc(params_of(cfg, rate), shards=shards, backend=backend, progress=progress)
+    sim = done.simulation
+    return {**done.summary, **sim.outcome.extra, **sim.distribution, "shards": sim.shards}, sim.outcome
 
 
 def _one(kind: str, what, shards, backend: str, budget: float, total_cycles: int | None) -> dict:

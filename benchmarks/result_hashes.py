@@ -73,9 +73,8 @@ def run_chip(path: str, sets: list[str]) -> str:
         from cluster.config.run import system_config
         from cluster.jobs.system import simulate_system
 
-        return simulate_system(system_config(cfg))[0]["result_hash"]
-    summary = simulate_chip(chip_config(cfg))[0]
-    return summary["result_hash"]
+        return simulate_system(system_config(cfg)).summary["result_hash"]
+    return simulate_chip(chip_config(cfg)).summary["result_hash"]
 
 
 def run_noc(sets: list[str], rates: list[float] | None) -> dict[str, str]:
@@ -87,8 +86,7 @@ def run_noc(sets: list[str], rates: list[float] | None) -> dict[str, str]:
     cfg = load(NOC_SCHEMA, None, overrides)
     out = {}
     for r in rates or rates_of(cfg):
-        summary, _ = simulate_noc(params_of(cfg, r))
-        out[f"{r:g}"] = summary["result_hash"]
+        out[f"{r:g}"] = simulate_noc(params_of(cfg, r)).summary["result_hash"]
     return out
 
 

@@ -66,7 +66,8 @@ def grid_case(chips: int, repeats: int, layer: str) -> dict:
     for _ in range(repeats):  # alternately, so both see the same machine
         for key, shards, backend in (("one", 1, "local"), ("ray2", 2, "ray")):
             t = time.perf_counter()
-            s, _, o = simulate_system(cfg, shards=shards, backend=backend)
+            done = simulate_system(cfg, shards=shards, backend=backend)
+            s, o = done.summary, done.simulation.outcome
             wall = time.perf_counter() - t
             runs[key].append((wall, s, o))
             emit({"case": f"grid{chips}", "layer": layer, "run": key, "shards": shards, "backend": backend,
@@ -122,7 +123,8 @@ def box_run(chips: int) -> dict:
     solve_s = time.perf_counter() - t
     cfg = SystemConfig(spec.system, spec.system.chip.frequency, 4096, "box", PipelineParams.from_plan(plan))
     t = time.perf_counter()
-    s, _, o = simulate_system(cfg)
+    done = simulate_system(cfg)
+    s, o = done.summary, done.simulation.outcome
     wall = time.perf_counter() - t
     return {"chips": chips, "tp": plan.tp, "pp": plan.pp, "dp": plan.dp, "micro_batches": plan.num_micro_batches,
             "solve_seconds": round(solve_s, 2), "wall_seconds": round(wall, 2), "messages": s["messages_total"],

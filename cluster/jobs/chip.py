@@ -1,6 +1,6 @@
-"""``rdasim run``: simulate_chip a workload on the CU/MU grid and collect its tables.
+"""``rdasim run``: simulate a workload on the CU/MU grid and collect its tables.
 
-``ChipModel`` adapts chip shards to the generic backends (cluster/parallel/epochs.py): it
+``ChipModel`` adapts chip shards to the shard contract (cluster/parallel/model.py): it
 builds a ChipShard per region, routes a shard's outbound network traffic and message
 records to the shards owning their destinations, packs them for the wire, and stops
 when no shard has anything left to do (or at ``run.max_cycles``).
@@ -9,23 +9,24 @@ when no shard has anything left to do (or at ``run.max_cycles``).
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pyarrow as pa
 
 from cluster.config import config_hash
+from cluster.jobs.grid import cut_grid, epoch_length, owner_map
 from cluster.jobs.noc import run_id_for
-from cluster.parallel.backends import RunOutcome, run_backend
-from cluster.parallel.distribution import distribution_figures
+from cluster.jobs.summarised import Summarised
 from cluster.parallel.epochs import idle_rule
-from cluster.parallel.regions import cut_grid, epoch_length, owner_map
-from cluster.parallel.shard_plan import plan_shards
+from cluster.parallel.model import EpochMeta, ProgressFn, Stop
+from cluster.parallel.simulate import Simulation, simulate
 from cluster.progress import Progress
 from cluster.results import io, schemas
 from sim.chip import memory_map
+from sim.chip.config import ChipConfig
 from sim.chip.messages import FIELDS
 from sim.chip.report import shard_result, summarize_chip
 from sim.chip.shard import ChipBoundary, ChipShard
@@ -33,6 +34,7 @@ from sim.chip.spec import unit_layout
 from sim.chip.trace import chrome_trace
 from sim.energy.accelergy import accelergy_files
 from sim.network import NETWORKS
+from sim.noc.topology import Region
 from sim.workloads import make_program
 
 _DST = FIELDS.index("dst")
@@ -80,7 +82,7 @@ class ChipModel:
             res.append(ChipBoundary(nets[s], out.msgs[mown == s], out.pkt[pm], out.pkt_msg[pm], out.pkt_tile[pm]))
         return res
 
-    def stop(self, metas):
+    def stop(self, metas: list[EpochMeta]) -> Stop:
         return idle_rule(metas, self.horizon)
 
     def report(self, shard: ChipShard):
@@ -105,38 +107,56 @@ class ChipModel:
         return ChipBoundary(net, msgs, *sections[k + 1])
 
 
+@dataclass(frozen=True)
+class ChipGrid:
+    """One chip run, its CU/MU grid cut into rectangles (a Decomposition)."""
+
+    cfg: ChipConfig
+    pilots: ClassVar[bool] = True
+
+    @property
+    def horizon(self) -> int:
+        return self.cfg.max_cycles
+
+    @property
+    def expected_cycles(self) -> int:
+        return self.cfg.max_cycles  # no better guess: a long run is the assumption
+
+    def regions(self, shards: int, cut: str) -> list[Region]:
+        return cut_grid(self.cfg.spec.rows, self.cfg.spec.cols, shards, cut)
+
+    def model(self, regions: list[Region]) -> ChipModel:
+        return ChipModel(self.cfg, regions)
+
+    def epoch(self, regions: list[Region], requested: int | None) -> tuple[int, int | None]:
+        return epoch_length(self.cfg.noc, regions, requested)
+
+
 @dataclass
 class RunResult:
     summary: dict  # JSON-ready figures (rdasim run --json)
     tables: dict[str, pa.Table]
-    outcome: RunOutcome
+    simulation: Simulation
     files: list[Path] = field(default_factory=list)
     trace: dict | None = None
     memory_map: str | None = None
     write_error: OSError | None = None  # the files could not be written (the figures are still here)
 
 
-def simulate_chip(chip_cfg, shards: int | str = 1, cut: str = "rows", backend: str = "local",
+def simulate_chip(chip_cfg: ChipConfig, shards: int | str = 1, cut: str = "rows", backend: str = "local",
                   epoch: int | None = None, address: str | None = None,
-                  progress=None) -> tuple[dict, dict, RunOutcome, list]:
-    """Run one ChipConfig: (summary, table columns, backend outcome, shard results).
-    ``shards = "auto"``: the count a pilot predicts fastest (cluster/parallel/shard_plan.py)."""
-    spec = chip_cfg.spec
-    a = time.perf_counter()
-    plan = plan_shards(shards, lambda regs: ChipModel(chip_cfg, regs), chip_cfg.noc, spec.rows, spec.cols, cut,
-                       backend, chip_cfg.max_cycles, address)
-    plan_seconds = time.perf_counter() - a
-    backend = plan.backend(backend)
-    regions = cut_grid(spec.rows, spec.cols, plan.shards, cut)
-    e, lookahead = epoch_length(chip_cfg.noc, regions, epoch)
-    model = ChipModel(chip_cfg, regions)
-    o = run_backend(backend, chip_cfg.noc, regions, e, address=address, progress=progress, model=model)
+                  progress: ProgressFn | None = None) -> Summarised:
+    """Run one ChipConfig: its summary and tables' columns (sim/chip/report.py) with the run's
+    shards, lookahead, status and distribution. ``shards = "auto"``: the count a pilot predicts
+    fastest (cluster/parallel/shard_plan.py)."""
+    sim = simulate(ChipGrid(chip_cfg), shards, cut, backend, epoch, address, progress)
+    o = sim.outcome
     summary, tables = summarize_chip(chip_cfg, o.reports)
-    summary.update(shards=len(regions), backend=backend, wall_seconds=o.wall_seconds, lookahead=lookahead or 0,
-                   cut_off=bool(o.saturated), **distribution_figures(plan, o, plan_seconds))
+    summary.update(shards=sim.shards, backend=sim.backend, wall_seconds=o.wall_seconds,
+                   lookahead=sim.lookahead or 0, cut_off=bool(o.saturated), **sim.distribution)
     if o.saturated and not summary["completed"]:  # events were still pending: not a deadlock
         summary.update(status="cut_off", status_detail=f"stopped at run.max_cycles = {chip_cfg.max_cycles:,}")
-    return summary, tables, o, o.reports
+    return Summarised(summary, tables, sim)
 
 
 def run_chip(cfg: dict, chip_cfg, out: str | Path | None = None, trace_path: str | Path | None = None,
@@ -144,9 +164,10 @@ def run_chip(cfg: dict, chip_cfg, out: str | Path | None = None, trace_path: str
     """Simulate a resolved ``rdasim run`` config; write its tables if ``out`` is given."""
     run = cfg["run"]
     prog = Progress(f"run {chip_cfg.workload.kind}", quiet, bound=True)  # max_cycles is a bound, not the end
-    summary, cols, outcome, results = simulate_chip(chip_cfg, run["shards"], run["cut"], run["backend"], run["epoch"],
-                                               run["address"], progress=prog)
+    done = simulate_chip(chip_cfg, run["shards"], run["cut"], run["backend"], run["epoch"], run["address"],
+                         progress=prog)
     prog.close()
+    summary, cols, results = done.summary, done.tables, done.simulation.outcome.reports
     chash = config_hash(cfg)
     meta = schemas.RunMeta(run_id_for(chash, run["seed"]), chash, run["seed"])
     row = {c.name: summary.get(c.name) for c in schemas.RUN_SUMMARY.columns}
@@ -162,7 +183,7 @@ def run_chip(cfg: dict, chip_cfg, out: str | Path | None = None, trace_path: str
     if "partitions" in cols:  # a mapped (dataflow) run
         tables["run_partitions"] = schemas.RUN_PARTITIONS.build(cols["partitions"], meta)
         tables["run_kernels"] = schemas.RUN_KERNELS.build(cols["kernels"], meta)
-    res = RunResult(summary, tables, outcome)
+    res = RunResult(summary, tables, done.simulation)
     try:
         _write(res, cfg, chip_cfg, meta, results, out, trace_path, memory_map_cycle)
     except OSError as exc:  # the run is done: keep its figures (the command prints them)

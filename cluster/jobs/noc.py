@@ -12,18 +12,98 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import ClassVar
 
+import numpy as np
 import pyarrow as pa
 
 from cluster.config import config_hash
 from cluster.config.noc import booksim_reference, check_footprint, params_of, rates_of
-from cluster.parallel.backends import RunOutcome, noc_model, run_backend
-from cluster.parallel.distribution import distribution_figures
-from cluster.parallel.regions import cut_grid, epoch_length
-from cluster.parallel.shard_plan import plan_shards
+from cluster.jobs.grid import cut_grid, epoch_length, owner_map
+from cluster.jobs.summarised import Summarised
+from cluster.parallel.epochs import stop_rule
+from cluster.parallel.model import EpochMeta, ProgressFn, Stop
+from cluster.parallel.shard_plan import Plan, plan_shards
+from cluster.parallel.simulate import simulate
 from cluster.progress import Progress
 from cluster.results import io, schemas
+from sim.noc.boundary import FlitBoundary
+from sim.noc.params import NocParams
+from sim.noc.shard import NocReport, NocShard
 from sim.noc.summary import link_columns, summarize_noc
+from sim.noc.topology import Region
+
+
+class NocModel:
+    """The cycle-level NoC under synthetic traffic, measured as ``rdasim noc`` reports it."""
+
+    def __init__(self, params: NocParams, owner: np.ndarray):
+        self.p = params
+        self.owner = owner
+        self.measure_end = params.warmup_cycles + params.measure_cycles
+        self.horizon = self.measure_end + params.drain_cycles
+
+    def build(self, region: Region, index: int) -> NocShard:
+        return self.watching(NocShard(self.p, region))
+
+    def watching(self, shard):
+        """``shard``, told who owns each router when the grid is cut (its earliest output)."""
+        if self.owner.max() > 0:
+            shard.watch_cut(self.owner)
+        return shard
+
+    def empty(self) -> FlitBoundary:
+        return FlitBoundary()
+
+    def concat(self, parts: list[FlitBoundary]) -> FlitBoundary:
+        return FlitBoundary.concat(parts)
+
+    def split(self, out: FlitBoundary, shards: int) -> list[FlitBoundary]:
+        return NocShard.split(out, self.owner, self.p, shards)
+
+    def stop(self, metas: list[EpochMeta]) -> Stop:
+        return stop_rule(metas, self.measure_end, self.horizon)
+
+    def report(self, shard: NocShard) -> NocReport:
+        return shard.report()
+
+    def in_transit(self, inbound: list[FlitBoundary]) -> int:
+        return sum(b.flit_count() for b in inbound)
+
+    def encode(self, b: FlitBoundary) -> list[list[np.ndarray]]:
+        return b.sections()
+
+    def decode(self, sections: list[list[np.ndarray]]) -> FlitBoundary:
+        return FlitBoundary.from_sections(sections)
+
+    @property
+    def section_widths(self) -> tuple[int, ...]:
+        return tuple(len(s) for s in FlitBoundary.SECTIONS)
+
+
+@dataclass(frozen=True)
+class NocGrid:
+    """One offered load of the NoC, its grid cut into rectangles (a Decomposition)."""
+
+    p: NocParams
+    pilots: ClassVar[bool] = True
+
+    @property
+    def horizon(self) -> int:
+        return self.p.warmup_cycles + self.p.measure_cycles + self.p.drain_cycles
+
+    @property
+    def expected_cycles(self) -> int:
+        return self.p.warmup_cycles + self.p.measure_cycles  # a load that drains stops soon after
+
+    def regions(self, shards: int, cut: str) -> list[Region]:
+        return cut_grid(self.p.rows, self.p.cols, shards, cut)
+
+    def model(self, regions: list[Region]) -> NocModel:
+        return NocModel(self.p, owner_map(regions, self.p.rows, self.p.cols))
+
+    def epoch(self, regions: list[Region], requested: int | None) -> tuple[int, int | None]:
+        return epoch_length(self.p, regions, requested)
 
 
 @dataclass
@@ -45,32 +125,14 @@ def run_id_for(cfg_hash: str, seed: int) -> str:
     return f"{cfg_hash}-s{seed}-{stamp}"
 
 
-def _plan(p, shards: int | str, cut: str, backend: str, address: str | None):
-    """(plan, seconds it took): the shard count to run (cluster/parallel/shard_plan.py)."""
-    a = time.perf_counter()
-    horizon = p.warmup_cycles + p.measure_cycles + p.drain_cycles
-    plan = plan_shards(shards, lambda regs: noc_model(p, regs), p, p.rows, p.cols, cut, backend, horizon, address,
-                       expected_cycles=p.warmup_cycles + p.measure_cycles)
-    return plan, time.perf_counter() - a
-
-
-def simulate_noc(p, shards: int | str = 1, cut: str = "rows", backend: str = "local", epoch: int | None = None,
-                 address: str | None = None, progress=None) -> tuple[dict, RunOutcome]:
-    """Run one NocParams and return (summary row, backend outcome): for tests and benchmarks."""
-    plan, plan_seconds = _plan(p, shards, cut, backend, address)
-    backend = plan.backend(backend)
-    regions = cut_grid(p.rows, p.cols, plan.shards, cut)
-    e, _ = epoch_length(p, regions, epoch)
-    o = run_backend(backend, p, regions, e, address=address, progress=progress)
-    s = summarize_noc(p, o.reports, o.saturated, o.in_transit_flits)
-    o.extra.update(distribution_figures(plan, o, plan_seconds))
-    return s, o
-
-
-def _run_one_local(params, regions, epoch):
-    from cluster.parallel.local import run_local
-
-    return run_local(params, regions, epoch)
+def simulate_noc(p: NocParams, shards: int | str = 1, cut: str = "rows", backend: str = "local",
+                 epoch: int | None = None, address: str | None = None, progress: ProgressFn | None = None,
+                 plan: Plan | None = None) -> Summarised:
+    """Run one offered load: its summary (sim/noc/summary.py) and its links' columns."""
+    sim = simulate(NocGrid(p), shards, cut, backend, epoch, address, progress, plan)
+    o = sim.outcome
+    return Summarised(summarize_noc(p, o.reports, o.saturated, o.in_transit_flits),
+                      {"links": link_columns(p, o.reports)}, sim)
 
 
 def run_noc(cfg: dict, out: str | Path | None = None, quiet: bool = False) -> NocResult:
@@ -83,48 +145,47 @@ def run_noc(cfg: dict, out: str | Path | None = None, quiet: bool = False) -> No
     check_footprint(cfg)
     rates = rates_of(cfg)
     plist = [params_of(cfg, r) for r in rates]
-    p0 = plist[0]
-    plan, plan_seconds = _plan(p0, run["shards"], run["cut"], run["backend"], run["address"])  # a curve: its first load
-    regions = cut_grid(p0.rows, p0.cols, plan.shards, run["cut"])
+    grid = NocGrid(plist[0])
+    plan = plan_shards(run["shards"], grid, run["cut"], run["backend"], run["address"])  # a curve: its first load
+    # checked here, before any load runs (a Ray task would wrap the error)
+    grid.epoch(grid.regions(plan.shards, run["cut"]), run["epoch"])
     # one load chosen to run in one process runs here; a curve's loads still run side by side on Ray
     backend = plan.backend(run["backend"]) if len(plist) == 1 else run["backend"]
-    epoch, lookahead = epoch_length(p0, regions, run["epoch"])
     chash = config_hash(cfg)
     meta = schemas.RunMeta(run_id_for(chash, run["seed"]), chash, run["seed"])
-    outcomes: list[RunOutcome | None] = [None] * len(plist)
+    loads: list[Summarised | None] = [None] * len(plist)
     try:
-        if backend == "ray" and len(regions) == 1 and len(plist) > 1:
-            _curve_as_ray_tasks(plist, regions, epoch, run["address"], quiet, outcomes)
+        if backend == "ray" and plan.shards == 1 and len(plist) > 1:
+            _curve_as_ray_tasks(plist, plan, run, quiet, loads)
         else:
             for i, p in enumerate(plist):
                 prog = Progress(f"noc rate {p.rate:g}", quiet, bound=True)  # drained loads stop early
-                outcome = run_backend(backend, p, regions, epoch, address=run["address"], progress=prog)
-                outcomes[i] = outcome
-                prog.close(f"noc rate {p.rate:g}: done in {outcome.wall_seconds:.1f} s")
+                one = loads[i] = simulate_noc(p, plan.shards, run["cut"], backend, run["epoch"], run["address"], prog,
+                                              plan)
+                prog.close(f"noc rate {p.rate:g}: done in {one.simulation.outcome.wall_seconds:.1f} s")
     except KeyboardInterrupt:
-        if not any(outcomes):
+        if not any(loads):
             raise
     rows, link_parts = [], []
-    for p, o in zip(plist, outcomes):
-        if o is None:
+    for p, load in zip(plist, loads):
+        if load is None:
             continue
-        s = summarize_noc(p, o.reports, o.saturated, o.in_transit_flits)
+        sim = load.simulation
         row = {
             "topology": p.topology, "rows": p.rows, "cols": p.cols, "traffic": p.traffic,
             "packet_flits": p.packet_flits, "vcs": p.vcs, "vc_buffers": p.vc_buffers,
-            "shards": len(regions), "backend": backend, "rate": p.rate, **s,
-            "lookahead": lookahead or 0, "wall_seconds": o.wall_seconds,
-            **distribution_figures(plan, o, plan_seconds),
+            "shards": sim.shards, "backend": backend, "rate": p.rate, **load.summary,
+            "lookahead": sim.lookahead or 0, "wall_seconds": sim.outcome.wall_seconds, **sim.distribution,
             "booksim_latency": booksim_reference(p),
         }
         rows.append(row)
-        links = link_columns(p, o.reports)
+        links = load.tables["links"]
         links["offered_rate"] = [p.rate] * len(links["flits"])
         link_parts.append(schemas.NOC_LINKS.build(links, meta))
     cols = [c.name for c in schemas.NOC_SUMMARY.columns]
     summary = schemas.NOC_SUMMARY.build({c: [r[c] for r in rows] for c in cols}, meta)
     links_table = pa.concat_tables(link_parts)
-    missing = [p.rate for p, o in zip(plist, outcomes) if o is None]
+    missing = [p.rate for p, load in zip(plist, loads) if load is None]
     record = {"run_id": meta.run_id, "config_hash": chash, "config": cfg, **schemas.code_identity(),
               "complete": not missing, "missing_rates": missing}
     result = NocResult(rows, summary, links_table, [], record, missing)
@@ -141,13 +202,15 @@ def write_noc(result: NocResult, out: str | Path) -> list[Path]:
             io.write_json(result.record, out / "run.json")]
 
 
-def _curve_as_ray_tasks(plist, regions, epoch, address, quiet, outcomes: list) -> None:
-    """Each load a Ray task; ``outcomes[i]`` is filled as load i finishes (so an interrupt keeps it)."""
+def _curve_as_ray_tasks(plist: list[NocParams], plan: Plan, run: dict, quiet: bool,
+                        loads: list[Summarised | None]) -> None:
+    """Each load a Ray task run in one process; ``loads[i]`` is filled as load i finishes (so
+    an interrupt keeps it)."""
     from cluster.parallel.ray_env import init_ray
 
-    ray = init_ray(address)
-    task = ray.remote(num_cpus=1)(_run_one_local)
-    refs = [task.remote(p, regions, epoch) for p in plist]
+    ray = init_ray(run["address"])
+    task = ray.remote(num_cpus=1)(simulate_noc)
+    refs = [task.remote(p, plan.shards, run["cut"], "local", run["epoch"], plan=plan) for p in plist]
     index = {ref: i for i, ref in enumerate(refs)}
     prog = Progress("noc curve on ray", quiet)
     start, done = time.perf_counter(), 0
@@ -156,8 +219,8 @@ def _curve_as_ray_tasks(plist, regions, epoch, address, quiet, outcomes: list) -
         while pending:
             ready, pending = ray.wait(pending, num_returns=1)
             for ref in ready:
-                outcomes[index[ref]] = ray.get(ref)
-                outcomes[index[ref]].extra["curve_wall_seconds"] = time.perf_counter() - start
+                load = loads[index[ref]] = ray.get(ref)
+                load.simulation.outcome.extra["curve_wall_seconds"] = time.perf_counter() - start
             done += len(ready)
             prog(done, len(refs), unit="loads")
     finally:

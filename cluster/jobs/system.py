@@ -1,6 +1,6 @@
 """``rdasim run`` with a [system]: chips as nodes of the inter-chip network, grouped into shards.
 
-``SystemModel`` adapts system shards (sim/system/shard.py) to the generic backends: shards
+``SystemModel`` adapts system shards (sim/system/shard.py) to the shard contract: shards
 are contiguous groups of chips (a switch goes with the first chip of its group), the links
 between groups are the cuts, and their least latency is the lookahead, so an epoch is
 hundreds of cycles or more. The run stops when no shard has anything left to do.
@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field, fields
+from typing import ClassVar
 
 import numpy as np
 
 from cluster.errors import UserError
-from cluster.parallel.backends import RunOutcome, run_backend
+from cluster.jobs.summarised import Summarised
 from cluster.parallel.epochs import idle_rule
+from cluster.parallel.model import EpochMeta, ProgressFn, Stop
+from cluster.parallel.simulate import simulate
 from cluster.results import schemas
 from cluster.version import package_version
 from sim.system.config import SystemConfig
@@ -47,12 +50,8 @@ def owners(cfg: SystemConfig, parts: list[list[int]]) -> np.ndarray:
 
 
 def lookahead(cfg: SystemConfig, net: SystemNet, owner: np.ndarray) -> int:
-    """Least latency of a link between two shards (0: nothing is cut). Grid chips run an epoch
-    ahead of the network inside a shard too, so with them it is every link's least latency."""
-    if cfg.fidelity == "grid":
-        return net.lookahead(range(len(net.links)))
-    cut = [i for i, lk in enumerate(net.links) if owner[lk.src] != owner[lk.dst]]
-    return net.lookahead(cut)
+    """Least latency of a link that bounds an epoch (0: none does; sim/system/config.py)."""
+    return net.lookahead(cfg.level.lookahead_links(net, owner))
 
 
 class SystemModel:
@@ -64,10 +63,8 @@ class SystemModel:
         self.owner = owners(cfg, parts)
         self.horizon = cfg.max_cycles
 
-    def build(self, region, index: int) -> SystemShard:
-        if self.cfg.fidelity == "grid":
-            return SystemShard(self.cfg.net(), region, None, self.owner, grid=self.cfg.chip_config)
-        return SystemShard(self.cfg.net(), region, self.cfg.workload.system_program(self.cfg), self.owner)
+    def build(self, region: list[int], index: int) -> SystemShard:
+        return self.cfg.level.shard(self.cfg, region, self.owner)
 
     def empty(self) -> SystemBoundary:
         return SystemBoundary()
@@ -81,7 +78,7 @@ class SystemModel:
         own = self.owner[out.node]
         return [out.select(own == s) for s in range(shards)]
 
-    def stop(self, metas):
+    def stop(self, metas: list[EpochMeta]) -> Stop:
         return idle_rule(metas, self.horizon)
 
     def report(self, shard: SystemShard) -> "SystemResult":
@@ -118,25 +115,49 @@ class SystemResult:
     work: tuple[int, int] = (0, 0)  # work items (collectives, stages, steps, requests) started and finished
 
 
-def simulate_system(cfg: SystemConfig, shards: int = 1, backend: str = "local", epoch: int | None = None,
-                    address: str | None = None, progress=None) -> tuple[dict, dict, RunOutcome]:
-    """Run a system: (summary, table columns, backend outcome)."""
+@dataclass(frozen=True)
+class SystemGroups:
+    """One system run, its chips in contiguous groups (a Decomposition): the links between
+    groups are the cuts, and a pilot does not apply."""
+
+    cfg: SystemConfig
+    pilots: ClassVar[bool] = False
+
+    @property
+    def horizon(self) -> int:
+        return self.cfg.max_cycles
+
+    @property
+    def expected_cycles(self) -> int:
+        return self.cfg.max_cycles
+
+    def regions(self, shards: int, cut: str) -> list[list[int]]:
+        return groups(self.cfg, shards)
+
+    def model(self, regions: list[list[int]]) -> SystemModel:
+        return SystemModel(self.cfg, regions)
+
+    def epoch(self, regions: list[list[int]], requested: int | None) -> tuple[int, int | None]:
+        la = lookahead(self.cfg, self.cfg.net(), owners(self.cfg, regions))
+        if requested is not None and la and requested > la:
+            raise UserError(f"run.epoch = {requested} cycles is longer than the least latency of a link between "
+                            f"shards ({la} cycles); use run.epoch <= {la} or leave it unset")
+        return requested or la or (1 << 40), la
+
+
+def simulate_system(cfg: SystemConfig, shards: int | str = 1, backend: str = "local", epoch: int | None = None,
+                    address: str | None = None, progress: ProgressFn | None = None) -> Summarised:
+    """Run a system: its summary (status included) and tables' columns."""
     if shards == "auto":
         raise UserError("run.shards = \"auto\" chooses among cuts of one grid; a system of chips takes a count "
                         "of chip groups")
-    parts = groups(cfg, shards)
-    model = SystemModel(cfg, parts)
-    la = lookahead(cfg, cfg.net(), model.owner)
-    if epoch is not None and la and epoch > la:
-        raise UserError(f"run.epoch = {epoch} cycles is longer than the least latency of a link between shards "
-                        f"({la} cycles); use run.epoch <= {la} or leave it unset")
-    e = epoch or la or (1 << 40)
-    o = run_backend(backend, None, parts, e, address=address, progress=progress, model=model)
+    sim = simulate(SystemGroups(cfg), shards, "groups", backend, epoch, address, progress)
+    o = sim.outcome
     summary, tables = summarize_system(cfg, o.reports)
-    summary.update(shards=len(parts), backend=backend, wall_seconds=o.wall_seconds, epochs=o.epochs,
-                   lookahead=la, cut_off=bool(o.saturated))
+    summary.update(shards=sim.shards, backend=backend, wall_seconds=o.wall_seconds, epochs=o.epochs,
+                   lookahead=sim.lookahead, cut_off=bool(o.saturated))
     summary.update(_status(summary, o.reports, cfg))
-    return summary, tables, o
+    return Summarised(summary, tables, sim)
 
 
 def _done(summary: dict, results: list[SystemResult]) -> bool:
@@ -174,7 +195,7 @@ def summarize_system(cfg: SystemConfig, results: list[SystemResult]) -> tuple[di
         "compute_cycles": int(sum(sum(r.compute.values()) for r in results)),
     }
     summary.update(w.system_figures(records, cfg))
-    chip_rows = _grid_chips(cfg, results, summary) if cfg.fidelity == "grid" else {}
+    chip_rows = _grid_chips(cfg, results, summary) if cfg.level.grid else {}
     end = summary["sim_cycles"]
     links = cfg.net().links
     tables = {
@@ -192,7 +213,7 @@ def summarize_system(cfg: SystemConfig, results: list[SystemResult]) -> tuple[di
     h.update(repr(chip_rows.get("result_hash", [])).encode())  # each grid chip's own run
     h.update(repr(sorted((k, v) for k, v in summary.items() if isinstance(v, (int, str)))).encode())
     summary["result_hash"] = h.hexdigest()[:32]
-    if cfg.fidelity == "grid":  # after the hash: a function of the chips' oracle logs, each in its chip's hash
+    if cfg.level.grid:  # after the hash: a function of the chips' oracle logs, each in its chip's hash
         summary.update(system_oracle(results, _done(summary, results)))
     return summary, tables
 
@@ -253,9 +274,9 @@ def run_system(cfg: dict, sys_cfg: SystemConfig, out=None, quiet: bool = False) 
 
     run = cfg["run"]
     prog = Progress(f"system {sys_cfg.workload.kind}", quiet)
-    summary, tables, _ = simulate_system(sys_cfg, run["shards"], run["backend"], run["epoch"], run["address"],
-                                         progress=prog)
+    done = simulate_system(sys_cfg, run["shards"], run["backend"], run["epoch"], run["address"], progress=prog)
     prog.close()
+    summary, tables = done.summary, done.tables
     files = []
     if out is not None:
         out = Path(out)

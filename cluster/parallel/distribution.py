@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from cluster.parallel.model import RunOutcome
     from cluster.parallel.shard_plan import Plan
 
 # what distribution_figures may report, in the order the commands print it
@@ -43,7 +44,7 @@ def describe_distribution(row: dict) -> str | None:
     return line
 
 
-def distribution_figures(plan: "Plan | None", outcome, plan_seconds: float = 0.0) -> dict:
+def distribution_figures(plan: "Plan | None", outcome: "RunOutcome") -> dict:
     """Per-run figures of a distributed run (issue 11): windows, simulation against exchange
     time per shard, peak memory per shard, and the speed-up against the pilot's prediction
     of one process (only when a pilot ran)."""
@@ -60,7 +61,7 @@ def distribution_figures(plan: "Plan | None", outcome, plan_seconds: float = 0.0
     if plan is not None and one is not None:  # a pilot ran: its predictions start with one process
         mine = plan.prediction(plan.shards)
         predicted_one = one.seconds_per_kcycle * outcome.end_cycle / 1e3
-        out.update(shards_reason=plan.reason, plan_seconds=round(plan_seconds, 3),
+        out.update(shards_reason=plan.reason, plan_seconds=round(plan.seconds, 3),
                    predicted_speedup=round(mine.speedup, 3) if mine else None,
                    predicted_one_process_seconds=round(predicted_one, 3),
                    speedup_vs_predicted_one_process=round(predicted_one / max(outcome.wall_seconds, 1e-9), 3))

@@ -14,42 +14,18 @@ loop and the Ray actors, which compute the same windows independently, cannot di
 
 What is simulated is a ``ShardModel`` (cluster/parallel/model.py): it builds a shard for a
 region, routes a shard's outbound traffic to the shards that own its destinations, and
-decides when to stop from every shard's EpochMeta. ``NocModel`` runs the cycle-level NoC
-with synthetic traffic (``rdasim noc``); the chip model (cluster/jobs/chip.py) runs the
-CU/MU grid (``rdasim run``).
+decides when to stop from every shard's EpochMeta, with ``stop_rule`` or ``idle_rule``
+below. The models themselves live with their jobs (cluster/jobs).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 
-from cluster.parallel.model import EpochShard
-from sim.network import NetBoundary
-from sim.noc.boundary import FlitBoundary
-from sim.noc.shard import NocReport, NocShard
-
-
-@dataclass(frozen=True)
-class EpochMeta:
-    """What one shard reports after an epoch (small; every shard sees every shard's)."""
-
-    t0: int
-    t1: int
-    next_event: float  # earliest local pending event at or after t1
-    earliest_out: float  # earliest due cycle of what it sent to other shards
-    created: int  # progress counters, summed over shards by the stop rule: NoC measured
-    finished: int  # packets created / ejected; chip requests admitted / finished
-    active: bool = True  # False for the no-op epochs submitted after the run finished
-    safe_until: float = float("inf")  # earliest cycle anything it holds could arrive in another shard
-
-
-@dataclass(frozen=True)
-class Stop:
-    done: bool
-    saturated: bool
-
+from cluster.parallel.model import BoundedShard, EpochMeta, EpochShard, Stop, Traffic
 
 # the longest window of a cut run: how often progress, the stop rule and the driver see
 # it when nothing is near any cut
@@ -92,57 +68,25 @@ def idle_rule(metas: list[EpochMeta], horizon: int) -> Stop:
     return Stop(False, False)
 
 
-def meta_after(shard: EpochShard, t0: int, t1: int, out: NetBoundary, shards: int = 1) -> EpochMeta:
+def bounds_windows(shard: EpochShard, shards: int) -> bool:
+    """Whether ``shard``'s windows run as long as its state allows (``meta_after``): only when
+    the grid is cut, and only for a shard that can bound its output (``BoundedShard``)."""
+    return shards > 1 and isinstance(shard, BoundedShard)
+
+
+def meta_after(shard: EpochShard, t0: int, t1: int, out: Traffic, bounded: bool = False) -> EpochMeta:
+    """What ``shard`` reports after simulating [t0, t1) and sending ``out``; ``bounded``: it
+    bounds its windows (``bounds_windows``), else windows of ``epoch`` cycles, as the model
+    asked (one shard; a system's grid chips rely on it)."""
     created, finished = shard.counters()
-    # one shard, or a shard that cannot bound its output (a system of chips): windows of
-    # ``epoch`` cycles, as the model asked (a system's grid chips rely on it)
-    bound = getattr(shard, "earliest_output", None) if shards > 1 else None
-    safe = float(bound().min()) if bound is not None else 0.0
+    # checked once per run by bounds_windows: an isinstance on a Protocol every epoch costs microseconds
+    safe = float(cast(BoundedShard, shard).earliest_output().min()) if bounded else 0.0
     return EpochMeta(t0, t1, shard.next_event(), out.earliest(), created, finished, safe_until=safe)
 
 
-class NocModel:
-    """The cycle-level NoC under synthetic traffic, measured as ``rdasim noc`` reports it."""
-
-    def __init__(self, params, owner: np.ndarray):
-        self.p = params
-        self.owner = owner
-        self.measure_end = params.warmup_cycles + params.measure_cycles
-        self.horizon = self.measure_end + params.drain_cycles
-
-    def build(self, region, index: int) -> NocShard:
-        return self.watching(NocShard(self.p, region))
-
-    def watching(self, shard):
-        """``shard``, told who owns each router when the grid is cut (its earliest output)."""
-        if self.owner.max() > 0:
-            shard.watch_cut(self.owner)
-        return shard
-
-    def empty(self) -> FlitBoundary:
-        return FlitBoundary()
-
-    def concat(self, parts: list[FlitBoundary]) -> FlitBoundary:
-        return FlitBoundary.concat(parts)
-
-    def split(self, out: FlitBoundary, shards: int) -> list[FlitBoundary]:
-        return NocShard.split(out, self.owner, self.p, shards)
-
-    def stop(self, metas: list[EpochMeta]) -> Stop:
-        return stop_rule(metas, self.measure_end, self.horizon)
-
-    def report(self, shard: NocShard) -> NocReport:
-        return shard.report()
-
-    def in_transit(self, inbound: list[FlitBoundary]) -> int:
-        return sum(b.flit_count() for b in inbound)
-
-    def encode(self, b: FlitBoundary) -> list[list[np.ndarray]]:
-        return b.sections()
-
-    def decode(self, sections: list[list[np.ndarray]]) -> FlitBoundary:
-        return FlitBoundary.from_sections(sections)
-
-    @property
-    def section_widths(self) -> tuple[int, ...]:
-        return tuple(len(s) for s in FlitBoundary.SECTIONS)
+def window_stats(windows: Sequence[int]) -> dict:
+    """Mean and median window length (cycles per epoch) for the run's report."""
+    w = np.asarray(windows, dtype=np.float64)
+    if not len(w):
+        return {"window_mean": 0.0, "window_median": 0.0}
+    return {"window_mean": round(float(w.mean()), 2), "window_median": float(np.median(w))}

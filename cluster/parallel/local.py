@@ -8,28 +8,30 @@ from __future__ import annotations
 
 import resource
 import time
+from typing import Any
 
-from cluster.parallel.backends import RunOutcome, noc_model, window_stats
-from cluster.parallel.epochs import meta_after, next_window
+from cluster.parallel.epochs import bounds_windows, meta_after, next_window, window_stats
+from cluster.parallel.model import ProgressFn, RunOutcome, ShardModel, Stop
 
 
-def run_local(params, regions, epoch: int, progress=None, model=None, until: int | None = None,
-              budget: float | None = None, max_window: int | None = None) -> RunOutcome:
-    """Run ``model`` (default: the NoC under ``params``' synthetic traffic) on ``regions``;
-    a pilot (cluster/parallel/shard_plan.py) stops after the window that reaches cycle ``until`` or
+def run_local(model: ShardModel, regions: list[Any], epoch: int, address: str | None = None,
+              progress: ProgressFn | None = None, until: int | None = None, budget: float | None = None,
+              max_window: int | None = None) -> RunOutcome:
+    """Run ``model`` on ``regions`` (``address``: unused, no cluster is needed); a pilot
+    (cluster/parallel/shard_plan.py) stops after the window that reaches cycle ``until`` or
     once its shards have advanced for ``budget`` seconds (checked every ``max_window``
     cycles at most)."""
     start = time.perf_counter()
-    model = model or noc_model(params, regions)
     shards = [model.build(r, i) for i, r in enumerate(regions)]
     n = len(shards)
+    bounded = [bounds_windows(s, n) for s in shards]
     inbound = [model.empty() for _ in range(n)]
     t0, t1 = 0, epoch
     epochs = 0
     busy, exchange = [0.0] * n, [0.0] * n  # per shard: advancing; reporting and routing its output
     windows = []
     lockstep = 0.0  # sum over epochs of the slowest shard's epoch: the critical path of parallel shards
-    stop = None
+    stop = Stop(False, False)
     while True:
         outs, metas, routed = [], [], []
         slowest = 0.0
@@ -38,7 +40,7 @@ def run_local(params, regions, epoch: int, progress=None, model=None, until: int
             o = s.advance(t0, t1, b)
             m = time.perf_counter()
             outs.append(o)
-            metas.append(meta_after(s, t0, t1, o, n))
+            metas.append(meta_after(s, t0, t1, o, bounded[i]))
             if n > 1:
                 routed.append(model.split(o, n))
             busy[i] += m - a

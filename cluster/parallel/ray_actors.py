@@ -1,7 +1,7 @@
 """Ray backend: one actor per shard, epochs chained actor to actor (or through the driver).
 
 Every actor computes the same next window and the same stop decision from every shard's
-report of the last epoch (coordinator.py), which keeps the result bit-identical to the
+report of the last epoch (cluster/parallel/epochs.py), which keeps the result bit-identical to the
 in-process backend whatever carries the reports.
 
 How epochs are chained is a measured choice (2-core machine; benchmarks/pdes_speed.py,
@@ -28,9 +28,9 @@ from typing import Any
 import numpy as np
 
 from cluster.parallel import wire
-from cluster.parallel.backends import RunOutcome, noc_model, window_stats
 from cluster.parallel.channels import ChannelAddress, ChannelClosed, Channels
-from cluster.parallel.epochs import EpochMeta, meta_after, next_window
+from cluster.parallel.epochs import bounds_windows, meta_after, next_window, window_stats
+from cluster.parallel.model import EpochMeta, ProgressFn, RunOutcome, ShardModel, Stop
 from cluster.parallel.ray_env import actor_cpus, cluster_cpus, init_ray
 
 # Unrolling more epochs per compiled round did not lower the per-epoch cost (32x32, two
@@ -66,14 +66,15 @@ class ActorReport:
 class ShardActor:
     """Holds one shard of a model and advances it one epoch per call."""
 
-    def __init__(self, model: Any, region: Any, index: int, n: int, epoch: int) -> None:
+    def __init__(self, model: ShardModel, region: Any, index: int, n: int, epoch: int) -> None:
         self.model = model
         self.shard = model.build(region, index)
+        self.bounded = bounds_windows(self.shard, n)
         self.i, self.n, self.E = index, n, epoch
         self.busy = 0.0
         self.handling = 0.0
         self.epochs = 0
-        self.stop = None
+        self.stop: Stop | None = None
         self.windows: list[int] = []
         self.channels: Channels | None = None  # direct chaining's channels to the peers
         self._metas: list[EpochMeta] = []  # direct chaining: every shard's report of the last epoch
@@ -99,7 +100,7 @@ class ShardActor:
         self.busy += time.perf_counter() - a
         self.epochs += 1
         self.windows.append(t1 - t0)
-        return meta_after(self.shard, t0, t1, out, self.n), self.model.split(out, self.n)
+        return meta_after(self.shard, t0, t1, out, self.bounded), self.model.split(out, self.n)
 
     def epoch(self, *outputs):
         """outputs[j] = shard j's packed output of the previous epoch; returns this shard's
@@ -306,16 +307,15 @@ def _compile_round(actors, rounds: int):
     return dag.experimental_compile()
 
 
-def run_ray(params, regions, epoch: int, address=None, progress=None, chaining: str = "direct",
-            model=None) -> RunOutcome:
-    """Run ``model`` (default: the NoC under ``params``' synthetic traffic) with one actor per
-    region, its epochs chained as ``chaining`` says (one of CHAININGS)."""
+def run_ray(model: ShardModel, regions: list[Any], epoch: int, address: str | None = None,
+            progress: ProgressFn | None = None, chaining: str = "direct") -> RunOutcome:
+    """Run ``model`` with one actor per region, its epochs chained as ``chaining`` says (one of
+    CHAININGS)."""
     if chaining not in CHAININGS:
         raise ValueError(f"unknown chaining {chaining!r}: one of {', '.join(CHAININGS)}")
     ray = init_ray(address)
     start = time.perf_counter()
     n = len(regions)
-    model = model or noc_model(params, regions)
     pg = ray.util.get_current_placement_group()  # a sweep point: the driver sized our bundles
     cpus = pg.bundle_specs[0].get("CPU", 1.0) if pg is not None else actor_cpus(cluster_cpus(), n)
     Actor = ray.remote(num_cpus=cpus)(ShardActor)

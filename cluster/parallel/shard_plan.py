@@ -21,10 +21,11 @@ which makes a long run of it the assumption).
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 
 from cluster.parallel.local import run_local
-from cluster.parallel.regions import cut_grid, epoch_length
+from cluster.parallel.model import Decomposition
 
 # What an epoch's exchange costs an actor per peer: two trivial actors exchanging directly over
 # their channels took 25-50 us on the 2-core machine (benchmarks/chaining_speed.py). A constant,
@@ -62,6 +63,7 @@ class Plan:
     shards: int
     predictions: list[Prediction]
     reason: str
+    seconds: float = 0.0  # what choosing took (the pilots)
 
     def backend(self, requested: str) -> str:
         """One process chosen by "auto" runs in this process: a single actor would only add
@@ -72,12 +74,14 @@ class Plan:
         return next((p for p in self.predictions if p.shards == shards), None)
 
 
-def _pilot(make_model, params, regions, until: int, budget: float | None = None) -> tuple[float, float, float, int]:
+def _pilot(job: Decomposition, shards: int, cut: str, until: int,
+           budget: float | None = None) -> tuple[float, float, float, int]:
     """(lockstep seconds, total shard seconds, epochs), each per cycle, and the cycles run:
     ``until`` cycles or ``budget`` seconds of simulation."""
-    e, _ = epoch_length(params, regions, None)
+    regions = job.regions(shards, cut)
+    e, _ = job.epoch(regions, None)
     step = None if budget is None else min(e, BUDGET_STEP)  # one process: windows short enough to stop in time
-    o = run_local(params, regions, step or e, model=make_model(regions), until=until, budget=budget, max_window=step)
+    o = run_local(job.model(regions), regions, step or e, until=until, budget=budget, max_window=step)
     cycles = max(o.end_cycle, 1)
     per = [b + x for b, x in zip(o.extra["shard_busy_seconds"], o.extra["exchange_seconds"])]
     return o.extra["lockstep_seconds"] / cycles, sum(per) / cycles, o.epochs / cycles, o.end_cycle
@@ -100,51 +104,53 @@ class Pilot:
         return Prediction(n, t * 1e3, one.total * cycles / (t * cycles + start), 1 / self.epochs)
 
 
-def pilots(make_model, params, rows: int, cols: int, cut: str, candidates: list[int], horizon: int) -> list[Pilot]:
+def pilots(job: Decomposition, cut: str, candidates: list[int]) -> list[Pilot]:
     """Pilot 1 process and each candidate count over the run's first cycles (as many as
     one process simulates in PILOT_SECONDS, at most)."""
-    until = max(min(PILOT_CYCLES, horizon // 16), 64)
+    until = max(min(PILOT_CYCLES, job.horizon // 16), 64)
     # a first call of a compiled kernel loads it (~0.1 s each): not the run's cost per cycle;
     # the most shards call every kernel the others do
-    most = cut_grid(rows, cols, max(candidates), cut)
-    e, _ = epoch_length(params, most, None)
-    run_local(params, most, min(e, WARM_UP_CYCLES), model=make_model(most), until=WARM_UP_CYCLES,
-              max_window=WARM_UP_CYCLES)
-    *one, until = _pilot(make_model, params, cut_grid(rows, cols, 1, cut), until, PILOT_SECONDS)
-    return [Pilot(1, *one)] + [Pilot(n, *_pilot(make_model, params, cut_grid(rows, cols, n, cut), until)[:3])
-                               for n in sorted(set(candidates) - {1})]
+    most = job.regions(max(candidates), cut)
+    e, _ = job.epoch(most, None)
+    run_local(job.model(most), most, min(e, WARM_UP_CYCLES), until=WARM_UP_CYCLES, max_window=WARM_UP_CYCLES)
+    *one, until = _pilot(job, 1, cut, until, PILOT_SECONDS)
+    return [Pilot(1, *one)] + [Pilot(n, *_pilot(job, n, cut, until)[:3]) for n in sorted(set(candidates) - {1})]
 
 
 def predict(ps: list[Pilot], cores: float, cycles: int) -> list[Prediction]:
     return [p.predict(ps[0], cores, cycles) for p in ps]
 
 
-def candidates_for(rows: int, cols: int, cut: str, cores: float) -> list[int]:
+def candidates_for(job: Decomposition, cut: str, cores: float) -> list[int]:
     """1, and every count up to the cores that the cut can make."""
     out = [1]
     for n in range(2, max(int(cores), 1) + 1):
         try:
-            cut_grid(rows, cols, n, cut)
+            job.regions(n, cut)
         except Exception:  # noqa: BLE001 - a count the cut cannot make is no candidate
             continue
         out.append(n)
     return out
 
 
-def plan_shards(requested, make_model, params, rows: int, cols: int, cut: str, backend: str, horizon: int,
-                address: str | None = None, expected_cycles: int | None = None) -> Plan:
-    """The shard count to run: ``requested`` when it is a number (with a one-line warning on
-    stderr when the model predicts it slower than one process on Ray), or the predicted
-    fastest when it is "auto". ``expected_cycles``: how long the run should be (default
-    ``horizon``, the cycle it is cut off at)."""
+def plan_shards(requested: int | str, job: Decomposition, cut: str, backend: str,
+                address: str | None = None) -> Plan:
+    """The shard count to run ``job`` on: ``requested`` when it is a number (with a one-line
+    warning on stderr when the model predicts it slower than one process on Ray), or the
+    predicted fastest when it is "auto"."""
+    start = time.perf_counter()
+    plan = _choose(requested, job, cut, backend, address)
+    return replace(plan, seconds=time.perf_counter() - start)
+
+
+def _choose(requested: int | str, job: Decomposition, cut: str, backend: str, address: str | None) -> Plan:
     if requested != "auto" and (requested == 1 or backend != "ray"):
         return Plan(int(requested), [], "requested")
     if backend != "ray":
         return Plan(1, [], "auto: 1 process (shards in one process run one after another)")
     cores = _cores(address)
-    wanted = candidates_for(rows, cols, cut, cores) if requested == "auto" else [requested]
-    ps = pilots(make_model, params, rows, cols, cut, wanted, horizon)
-    preds = predict(ps, cores, expected_cycles or horizon)
+    wanted = candidates_for(job, cut, cores) if requested == "auto" else [int(requested)]
+    preds = predict(pilots(job, cut, wanted), cores, job.expected_cycles)
     if requested == "auto":
         best = max(preds, key=lambda p: (p.speedup, -p.shards))
         others = "; ".join(p.describe(backend) for p in preds if p.shards != 1)

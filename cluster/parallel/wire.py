@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cluster.parallel.epochs import EpochMeta
+from cluster.parallel.model import EpochMeta
 
 NEVER = 1 << 62
 _HEADER = 10

@@ -83,7 +83,7 @@ def _noc_check(cfg: dict) -> None:
     """What `rdasim noc` checks before simulating: memory, every load's parameters, the shard cut and epoch."""
     from cluster.config.footprint import least_shards
     from cluster.config.noc import check_footprint, params_of, rates_of
-    from cluster.parallel.regions import cut_grid, epoch_length
+    from cluster.jobs.grid import cut_grid, epoch_length
 
     check_footprint(cfg)
     run = cfg["run"]
@@ -114,7 +114,7 @@ def _run_check(cfg: dict) -> None:
     """What `rdasim run` checks before simulating: chip_config's cross-field checks, the shard cut and epoch."""
     from cluster.config.footprint import least_shards
     from cluster.config.run import chip_config
-    from cluster.parallel.regions import cut_grid, epoch_length
+    from cluster.jobs.grid import cut_grid, epoch_length
 
     _one_chip(cfg)
     chip = chip_config(cfg)
@@ -150,8 +150,8 @@ def _system_job(cfg: dict) -> dict[str, pa.Table]:
     _system_check(cfg)
     sys_cfg = system_config(cfg)
     run = cfg["run"]
-    summary, tables, _ = job.simulate_system(sys_cfg, run["shards"], run["backend"], run["epoch"], run["address"])
-    return job.system_tables(cfg, summary, tables)
+    done = job.simulate_system(sys_cfg, run["shards"], run["backend"], run["epoch"], run["address"])
+    return job.system_tables(cfg, done.summary, done.tables)
 
 
 # ----------------------------------------------------------------------------- noop

@@ -3,7 +3,7 @@
 A routing function maps (grid, router, destination) arrays to the output port a head flit
 takes there; ``Grid.route_table`` tabulates it once per shard, so both NoC models route by
 one lookup per head and a new function applies to both. Functions must be minimal (the
-lookahead and dateline rules of cluster/parallel/regions.py and ``Grid.dateline_class`` assume it)
+lookahead and dateline rules of cluster/jobs/grid.py and ``Grid.dateline_class`` assume it)
 and deterministic. Register one with ``@ROUTINGS.register("name")`` in any module of
 ``sim/noc``.
 

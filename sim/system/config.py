@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from mapping.systems import System
 from mapping.topology import SystemGraph, system_graph
@@ -11,9 +13,44 @@ from sim.chip.config import ChipConfig, SystemPlace
 from sim.chip.spec import unit_layout
 from sim.system.network import SystemNet
 
-# box: a chip is its mapped partitions' times behind its network interface (cheap: 1,000s of chips);
-# grid: a chip is its whole CU/MU grid and NoC running a chip workload (sim/system/grid.py)
-FIDELITIES = ("box", "grid")
+if TYPE_CHECKING:
+    from sim.system.shard import SystemShard
+
+
+@dataclass(frozen=True)
+class Fidelity:
+    """What a chip of a system is, and what that asks of the run that simulates it."""
+
+    name: str
+    doc: str
+    # each chip is its whole CU/MU grid and NoC (sim/system/grid.py): summarised as a run of
+    # its own, its memory references checked by the shadow oracle across chips
+    grid: bool
+
+    def lookahead_links(self, net: SystemNet, owner: np.ndarray) -> list[int]:
+        """The links whose least latency bounds an epoch: those between shards (``owner``:
+        node -> shard); every link for grid chips, which run an epoch ahead of the network
+        inside a shard too."""
+        if self.grid:
+            return list(range(len(net.links)))
+        return [i for i, lk in enumerate(net.links) if owner[lk.src] != owner[lk.dst]]
+
+    def shard(self, cfg: SystemConfig, nodes: list[int], owner: np.ndarray) -> SystemShard:
+        """The shard simulating ``nodes``: grid chips run their own configurations, box chips
+        the system workload's program."""
+        from sim.system.shard import SystemShard  # the chips' simulators: loaded when a run builds a shard
+
+        if self.grid:
+            return SystemShard(cfg.net(), nodes, None, owner, grid=cfg.chip_config)
+        return SystemShard(cfg.net(), nodes, cfg.workload.system_program(cfg), owner)
+
+
+FIDELITY = {f.name: f for f in (
+    Fidelity("box", "a chip is its mapped partitions' times behind its network interface (cheap: 1,000s of "
+             "chips)", grid=False),
+    Fidelity("grid", "a chip is its whole CU/MU grid and NoC running a chip workload", grid=True),
+)}
+FIDELITIES = tuple(FIDELITY)
 
 
 @dataclass(frozen=True)
@@ -32,8 +69,13 @@ class SystemConfig:
         object.__setattr__(self, "graph", system_graph(self.system))
         if self.fidelity not in FIDELITIES:
             raise ValueError(f"fidelity {self.fidelity!r}: expected one of {', '.join(FIDELITIES)}")
-        if self.fidelity == "grid" and self.chip is None:
+        if self.level.grid and self.chip is None:
             raise ValueError("grid fidelity needs the chip's configuration")
+
+    @property
+    def level(self) -> Fidelity:
+        """What ``fidelity`` asks of the run."""
+        return FIDELITY[self.fidelity]
 
     def net(self) -> SystemNet:
         return SystemNet(self.graph, self.clock_hz, self.packet_bytes)

@@ -157,7 +157,8 @@ RAW = {"chip": {"preset": "plasticine", "rows": 4, "cols": 8}, "noc": {"model": 
 def test_a_policy_and_a_workload_registered_here_run(registered):
     cfg = chip_config(load(RUN_SCHEMA, raw=RAW))
     assert cfg.policy == ExactFit("exact-fit", 64 * 1024)
-    s, tables, _, _ = simulate_chip(cfg)
+    done = simulate_chip(cfg)
+    s, tables = done.summary, done.tables
     assert s["completed"] and s["requests"] == 4 and s["work_items"] == 4
     # exact fit: the reservation never exceeds the data it holds, and all is returned
     assert s["peak_mu_reserved"] == s["peak_mu_utilization"] > 0
@@ -196,7 +197,7 @@ def test_a_traffic_pattern_registered_here_is_a_noc_traffic_choice():
         hashes = {}
         for pattern in ("mirror", "bitcomp"):
             sets = [f"noc.traffic={pattern}", "noc.k=4", "noc.warmup_cycles=100", "noc.measure_cycles=300"]
-            summary = simulate_noc(params_of(load(NOC_SCHEMA, None, sets), 0.2))[0]
+            summary = simulate_noc(params_of(load(NOC_SCHEMA, None, sets), 0.2)).summary
             assert summary["measured_packets"] > 0
             hashes[pattern] = summary["result_hash"]
         assert hashes["mirror"] == hashes["bitcomp"]
@@ -303,7 +304,7 @@ RING = [{"kind": "r", "size": 2, "link_bandwidth": "64GB/s", "link_latency": "50
 def test_a_system_workload_registered_here_runs_on_box_chips_with_its_own_figures(more_workloads):
     cfg = system_config(load(RUN_SCHEMA, raw={"system": {"chips": 2, "chip": "SN30", "network": RING},
                                               "workload": {"kind": "echo", "echo": {"nbytes": 100_000}}}))
-    summary, _, _ = simulate_system(cfg)
+    summary = simulate_system(cfg).summary
     clock = 1.25e9  # SN30
     one_way = math.ceil(100_000 / (64e9 / clock)) + round(500e-9 * clock)  # serialisation, then the latency
     assert summary["round_trip_cycles"] == [2 * one_way] * 2

@@ -33,27 +33,26 @@ def test_a_sharded_run_says_how_it_spent_its_time_and_a_whole_one_does_not(capsy
 
 def test_forced_count_runs_exactly_that_many_shards_and_reports_them():
     p = NocParams(rows=8, cols=8, rate=0.2, warmup_cycles=300, measure_cycles=700, drain_cycles=2000)
-    _, o = simulate_noc(p, shards=3, cut="cols")
-    x = o.extra
-    assert len(o.reports) == 3 and len(x["simulate_seconds_per_shard"]) == 3
+    sim = simulate_noc(p, shards=3, cut="cols").simulation
+    o, x = sim.outcome, sim.distribution
+    assert sim.shards == 3 and len(o.reports) == 3 and len(x["simulate_seconds_per_shard"]) == 3
     assert len(x["exchange_seconds_per_shard"]) == 3 and x["peak_rss_mb_per_shard"][0] > 0
     assert 1 <= x["window_median"] <= x["window_mean"] * 10 and x["epochs"] == o.epochs
 
 
 @pytest.mark.ray
 def test_auto_on_ray_keeps_a_small_grid_in_one_process_and_warns_a_forced_count(ray_session, capsys):
-    from cluster.parallel.backends import noc_model
+    from cluster.jobs.noc import NocGrid
     from cluster.parallel.shard_plan import plan_shards
 
     # an 8x8 mesh under load: a few ms of work per 1,000 cycles against an exchange every
     # 3-cycle window and the actors' start; no count but 1 can pay
     p = NocParams(rows=8, cols=8, rate=0.2, warmup_cycles=300, measure_cycles=700, drain_cycles=2000)
-    horizon = p.warmup_cycles + p.measure_cycles + p.drain_cycles
-    plan = plan_shards("auto", lambda r: noc_model(p, r), p, 8, 8, "rows", "ray", horizon)
+    plan = plan_shards("auto", NocGrid(p), "rows", "ray")
     assert plan.shards == 1 and plan.backend("ray") == "local"
     two = plan.prediction(2)
     assert two is not None and two.speedup < 0.5 and "2 shards on ray: predicted" in plan.reason
-    forced = plan_shards(2, lambda r: noc_model(p, r), p, 8, 8, "rows", "ray", horizon)
+    forced = plan_shards(2, NocGrid(p), "rows", "ray")
     err = capsys.readouterr().err
     assert forced.shards == 2 and forced.backend("ray") == "ray"
     assert err.count("\n") == 1 and "warning: 2 shards on ray: predicted" in err

@@ -20,7 +20,7 @@ def config(raw: dict, **flags):
 
 
 def run(raw: dict, shards: int = 1, cut: str = "rows", backend: str = "local", **flags):
-    """(summary, tables, outcome, shard results) of one run."""
+    """One run summarised (cluster/jobs/summarised.py)."""
     return simulate_chip(config(raw, **flags), shards=shards, cut=cut, backend=backend)
 
 

@@ -17,26 +17,29 @@ MOE = {"memory": {"reclaim": "refcount"},  # racy: the oracle's findings must be
 @pytest.mark.parametrize("raw", [KV, MOE], ids=["kv-decode", "moe-refcount"])
 def test_identical_for_every_shard_count_and_cut(raw, network):
     raw = {**raw, "noc": {"model": network}}
-    ref, _, o1, _ = run(raw)
+    done = run(raw)
+    ref, o1 = done.summary, done.simulation.outcome
     assert ref["completed"] and ref["messages_total"] > 50
     for shards, cut in [(2, "rows"), (3, "cols"), (4, "blocks")]:
-        s, _, o, _ = run(raw, shards=shards, cut=cut)
+        done = run(raw, shards=shards, cut=cut)
+        s, o = done.summary, done.simulation.outcome
         assert s["result_hash"] == ref["result_hash"], (shards, cut)
         assert s["sim_cycles"] == ref["sim_cycles"] and s["use_after_free"] == ref["use_after_free"]
         assert o.epochs > o1.epochs  # the shards really exchanged traffic epoch by epoch
 
 
 def test_the_seed_matters():
-    a = run(KV)[0]
-    b = run({**KV, "run": {"seed": 2}})[0]
+    a = run(KV).summary
+    b = run({**KV, "run": {"seed": 2}}).summary
     assert a["result_hash"] != b["result_hash"]
 
 
 @pytest.mark.ray
 def test_ray_backend_matches_local(ray_session):
-    ref = run(MOE)[0]
+    ref = run(MOE).summary
     for shards, cut in [(2, "rows"), (3, "cols"), (4, "blocks")]:  # windows from what each actor holds
-        s, _, o, _ = run(MOE, shards=shards, cut=cut, backend="ray")
+        done = run(MOE, shards=shards, cut=cut, backend="ray")
+        s, o = done.summary, done.simulation.outcome
         assert s["result_hash"] == ref["result_hash"], (shards, cut)
         assert o.extra["chaining"] == "direct" and len(s["peak_rss_mb_per_shard"]) == shards
 
@@ -48,6 +51,6 @@ def test_memory_map_is_the_same_for_any_shard_count():
     texts = []
     for shards in (1, 3):
         cfg = config(KV, memory_map=900)
-        _, _, _, results = run(KV, shards=shards, memory_map=900)
+        results = run(KV, shards=shards, memory_map=900).simulation.outcome.reports
         texts.append(render(cfg, merge_snapshots([r.memory_map for r in results]), 900))
     assert texts[0] == texts[1] and "buffer" in texts[0]

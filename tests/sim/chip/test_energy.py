@@ -32,8 +32,9 @@ def _table(tmp_path, **pj) -> Path:
 
 @pytest.mark.parametrize("memory", [None, REALLOC])
 def test_components_sum_to_the_total_and_twice_the_tokens_twice_the_energy(memory):
-    one, t1 = run(_kv(3, memory))[:2]
-    two = run(_kv(6, memory))[0]
+    done = run(_kv(3, memory))
+    one, t1 = done.summary, done.tables
+    two = run(_kv(6, memory)).summary
     for s in (one, two):
         parts = [s[f"energy_{c}_joules"] for c in COMPONENTS]
         assert math.fsum(parts) == pytest.approx(s["energy_joules"], rel=1e-12)
@@ -53,7 +54,8 @@ def test_counts_times_table_by_hand(tmp_path):
     table's flits x flit bits x 2 pJ."""
     raw = _kv(3, REALLOC)
     raw["energy"] = {"table": str(_table(tmp_path, realloc_copy_byte=1000.0, noc_link_flit_bit=2.0))}
-    s, t = run(raw)[:2]
+    done = run(raw)
+    s, t = done.summary, done.tables
     assert s["energy_table"] == "test" and s["bytes_copied"] > 0
     assert s["energy_realloc_copy_joules"] == pytest.approx(s["bytes_copied"] * 1e-9, rel=1e-12)
     flit_bits = config(raw).spec.flit_bits
@@ -67,8 +69,8 @@ def test_counts_times_table_by_hand(tmp_path):
 
 
 def test_virtual_copies_nothing_so_spends_nothing_on_copies():
-    virt = run(_kv(3))[0]
-    real = run(_kv(3, REALLOC))[0]
+    virt = run(_kv(3)).summary
+    real = run(_kv(3, REALLOC)).summary
     assert virt["energy_realloc_copy_joules"] == 0 and real["energy_realloc_copy_joules"] > 0
     assert virt["energy_mu_joules"] > 0 and virt["energy_cu_joules"] > 0
 

@@ -7,9 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cluster.parallel.epochs import NocModel, stop_rule
+from cluster.jobs.grid import cut_grid, epoch_length, owner_map
+from cluster.jobs.noc import NocModel
+from cluster.parallel.epochs import stop_rule
 from cluster.parallel.local import run_local
-from cluster.parallel.regions import cut_grid, epoch_length, owner_map
 from sim.noc.params import NocParams
 from sim.noc.shard import NocShard
 from sim.noc.summary import summarize_noc
@@ -160,7 +161,7 @@ def test_identical_results_for_any_shard_count_and_cut(traffic):
     for shards, cut in [(1, "rows"), (2, "rows"), (3, "cols"), (4, "blocks")]:
         regions = cut_grid(6, 6, shards, cut)
         e, _ = epoch_length(p, regions, None)
-        o = run_local(p, regions, e, model=PacketNocModel(p, owner_map(regions, 6, 6)))
+        o = run_local(PacketNocModel(p, owner_map(regions, 6, 6)), regions, e)
         s = summarize_noc(p, o.reports, o.saturated, o.in_transit_flits)
         if ref is None:
             ref = s

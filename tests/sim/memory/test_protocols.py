@@ -17,7 +17,8 @@ def _deliveries(results):
 
 @pytest.mark.parametrize("network", ["packet", "cycle"])
 def test_oracle_detects_the_race_under_refcount(network):
-    s, _, _, results = run(race("refcount", network))
+    done = run(race("refcount", network))
+    s, results = done.summary, done.simulation.outcome.reports
     assert s["completed"]
     assert s["premature_free"] >= 1 and s["use_after_free"] >= 1 and s["double_free"] >= 1
     # the cause: a -1 reached the MU before the +1 sent for the same copy
@@ -35,7 +36,7 @@ def test_oracle_detects_the_race_under_refcount(network):
 @pytest.mark.parametrize("reclaim", ["refcount-gated", "partial-free"])
 @pytest.mark.parametrize("network", ["packet", "cycle"])
 def test_same_scenario_is_safe_under_gated_and_partial_free(reclaim, network):
-    s = run(race(reclaim, network))[0]
+    s = run(race(reclaim, network)).summary
     assert s["completed"]
     assert (s["use_after_free"], s["double_free"], s["premature_free"], s["leaks"]) == (0, 0, 0, 0)
     if reclaim == "refcount-gated":
@@ -67,7 +68,8 @@ def _weights_conserved(tables) -> bool:
        bits=st.integers(2, 8), split=st.sampled_from(["halve", "one", "log2"]), top_k=st.integers(1, 4))
 def test_gated_and_partial_free_never_violate_under_random_delays_and_placements(
         reclaim, seed, jitter, placement, bits, split, top_k):
-    s, tables, _, _ = run(_moe(reclaim, seed, jitter, placement, bits, split, top_k))
+    done = run(_moe(reclaim, seed, jitter, placement, bits, split, top_k))
+    s, tables = done.summary, done.tables
     assert s["completed"]
     assert (s["use_after_free"], s["double_free"], s["premature_free"], s["leaks"]) == (0, 0, 0, 0)
     if reclaim == "partial-free":
@@ -81,7 +83,7 @@ def test_gated_and_partial_free_never_violate_under_random_delays_and_placements
 def test_race_scenario_with_random_units_and_delays_stays_safe(reclaim, jitter, memory, consumer, network):
     raw = race(reclaim, network, memory=list(memory), consumer=list(consumer), trials=2)
     raw["noc"]["jitter"] = jitter
-    s = run(raw)[0]
+    s = run(raw).summary
     assert s["completed"]
     assert (s["use_after_free"], s["double_free"], s["premature_free"], s["leaks"]) == (0, 0, 0, 0)
 
@@ -89,7 +91,8 @@ def test_race_scenario_with_random_units_and_delays_stays_safe(reclaim, jitter, 
 def test_fewer_weight_bits_need_more_top_ups():
     topups, requests = [], []
     for bits in (2, 3, 4):
-        s, tables, _, _ = run(_moe("partial-free", 1, 0, "spread", bits=bits, top_k=3))
+        done = run(_moe("partial-free", 1, 0, "spread", bits=bits, top_k=3))
+        s, tables = done.summary, done.tables
         assert s["use_after_free"] == 0 and _weights_conserved(tables)
         topups.append(s["weight_topups"])
         requests.append(s["messages"]["weight_request"])
@@ -109,7 +112,7 @@ KV_TIGHT = {"chip": {"preset": "plasticine", "rows": 4, "cols": 8, "mu_bytes": "
 
 def _with_oom(how):
     raw = {**KV_TIGHT, "memory": {**KV_TIGHT["memory"], "on_oom": how}}
-    return run(raw)[0]
+    return run(raw).summary
 
 
 def test_out_of_memory_stall_waits_for_frees_and_completes():
@@ -119,7 +122,7 @@ def test_out_of_memory_stall_waits_for_frees_and_completes():
     raw["workload"] = {"kind": "kv-decode", "decode": {
         **KV_TIGHT["workload"]["decode"], "prompt_tokens": {"dist": "fixed", "mean": 48},
         "output_tokens": {"dist": "fixed", "mean": 1}}}
-    s = run(raw)[0]
+    s = run(raw).summary
     assert s["oom_events"] > 0 and s["stalls"] > 0 and s["stall_cycles"] > 0
     assert s["completed"] and s["requests_failed"] == 0 and s["leaks"] == 0 and s["stalled_at_end"] == 0
 

@@ -5,7 +5,7 @@ buys (cluster/parallel/epochs.py)."""
 import numpy as np
 import pytest
 
-from cluster.parallel.regions import cut_grid, epoch_length, owner_map
+from cluster.jobs.grid import cut_grid, epoch_length, owner_map
 from sim.noc.params import NocParams
 from sim.noc.shard import NocShard
 from sim.packetnoc.shard import PacketShard
@@ -58,8 +58,9 @@ def test_windows_grow_where_traffic_keeps_off_the_cut():
 
     # light uniform traffic: most of the time nothing is within a few hops of the cut
     p = NocParams(rows=8, cols=8, rate=0.0005, warmup_cycles=300, measure_cycles=3000, drain_cycles=2000)
-    ref, o1 = simulate_noc(p)
-    s, o = simulate_noc(p, shards=2)
+    ref = simulate_noc(p).summary
+    done = simulate_noc(p, shards=2)
+    s, o = done.summary, done.simulation.outcome
     assert s["result_hash"] == ref["result_hash"]
     e, la = epoch_length(p, cut_grid(8, 8, 2, "rows"), None)
     assert s["measured_packets"] > 50

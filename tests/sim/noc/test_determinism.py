@@ -9,7 +9,8 @@ BASE = dict(rows=8, cols=8, warmup_cycles=300, measure_cycles=700, drain_cycles=
 
 
 def _hash(p, **kw):
-    s, o = simulate_noc(p, **kw)
+    done = simulate_noc(p, **kw)
+    s, o = done.summary, done.simulation.outcome
     return s["result_hash"], s, o
 
 
@@ -62,14 +63,15 @@ def test_ray_backend_matches_local(ray_session):
 @pytest.mark.ray
 @pytest.mark.parametrize("chaining,shards,cut", [("compiled-graph", 2, "rows"), ("driver", 3, "cols")])
 def test_ray_chainings_through_the_driver_match_local(ray_session, chaining, shards, cut):
+    from cluster.jobs.noc import NocGrid
     from cluster.parallel.ray_actors import run_ray
-    from cluster.parallel.regions import cut_grid, epoch_length
     from sim.noc.summary import summarize_noc
 
     p = NocParams(rate=0.2, **BASE)
-    regions = cut_grid(8, 8, shards, cut)
-    e, _ = epoch_length(p, regions, None)
-    o = run_ray(p, regions, e, chaining=chaining)
+    grid = NocGrid(p)
+    regions = grid.regions(shards, cut)
+    e, _ = grid.epoch(regions, None)
+    o = run_ray(grid.model(regions), regions, e, chaining=chaining)
     assert o.extra["chaining"] == chaining
     assert summarize_noc(p, o.reports, o.saturated, o.in_transit_flits)["result_hash"] == _hash(p)[0]
 
@@ -78,9 +80,9 @@ def test_ray_chainings_through_the_driver_match_local(ray_session, chaining, sha
 @pytest.mark.parametrize("chaining", ["direct", "driver"])
 def test_a_failing_shard_actor_stops_the_run_with_its_error(ray_session, chaining):
     # the peers of a failed actor must not wait for it forever: its error reaches the driver
-    from cluster.parallel.epochs import NocModel
+    from cluster.jobs.grid import cut_grid, epoch_length, owner_map
+    from cluster.jobs.noc import NocModel
     from cluster.parallel.ray_actors import run_ray
-    from cluster.parallel.regions import cut_grid, epoch_length, owner_map
     from sim.noc.shard import NocShard
 
     class Failing(NocShard):
@@ -99,4 +101,4 @@ def test_a_failing_shard_actor_stops_the_run_with_its_error(ray_session, chainin
     regions = cut_grid(8, 8, 3, "rows")
     e, _ = epoch_length(p, regions, None)
     with pytest.raises(Exception, match="shard 1 broke at cycle 200"):
-        run_ray(p, regions, e, chaining=chaining, model=FailingModel(p, owner_map(regions, 8, 8)))
+        run_ray(FailingModel(p, owner_map(regions, 8, 8)), regions, e, chaining=chaining)

@@ -51,7 +51,8 @@ def test_zero_load_latency_equals_formula_for_every_pair(k, topology, flits):
 
 def test_low_load_hop_histogram_and_latency_are_known_answers():
     p = NocParams(rows=8, cols=8, rate=0.005, warmup_cycles=500, measure_cycles=10000)
-    s, out = simulate_noc(p)
+    done = simulate_noc(p)
+    s, out = done.summary, done.simulation.outcome
     from sim.noc.summary import packet_records
 
     rec = packet_records(p, out.reports)
@@ -71,7 +72,7 @@ def test_low_load_hop_histogram_and_latency_are_known_answers():
 
 def test_uniform_8x8_curve_matches_booksim_within_5_percent():
     for rate, ref in BOOKSIM_8X8.items():
-        s, _ = simulate_noc(NocParams(rate=rate, warmup_cycles=2000, measure_cycles=3000))
+        s = simulate_noc(NocParams(rate=rate, warmup_cycles=2000, measure_cycles=3000)).summary
         assert not s["saturated"]
         assert s["avg_latency"] == pytest.approx(ref, rel=0.05), rate
         assert s["accepted"] == pytest.approx(rate, rel=0.05), rate
@@ -79,8 +80,8 @@ def test_uniform_8x8_curve_matches_booksim_within_5_percent():
 
 
 def test_uniform_8x8_saturates_between_037_and_045():
-    below, _ = simulate_noc(NocParams(rate=0.37, warmup_cycles=2000, measure_cycles=3000))
-    above, _ = simulate_noc(NocParams(rate=0.50, warmup_cycles=2000, measure_cycles=3000, drain_cycles=1000))
+    below = simulate_noc(NocParams(rate=0.37, warmup_cycles=2000, measure_cycles=3000)).summary
+    above = simulate_noc(NocParams(rate=0.50, warmup_cycles=2000, measure_cycles=3000, drain_cycles=1000)).summary
     assert not below["saturated"]
     assert above["saturated"]
     # beyond saturation the network delivers its saturation throughput, not the offered load
@@ -93,9 +94,9 @@ def test_permutations_saturate_below_channel_load_bound(traffic, bound):
     # the flows through that channel cannot be carried (other flows, e.g. transpose's
     # diagonal nodes that send to themselves, still are, so the average accepted load
     # can exceed the bound: the test is on the offered load that saturates)
-    over, _ = simulate_noc(NocParams(traffic=traffic, rate=1.05 * bound, warmup_cycles=1000,
-                                 measure_cycles=3000, drain_cycles=500))
-    under, _ = simulate_noc(NocParams(traffic=traffic, rate=0.7 * bound, warmup_cycles=1000, measure_cycles=2000))
+    over = simulate_noc(NocParams(traffic=traffic, rate=1.05 * bound, warmup_cycles=1000,
+                                 measure_cycles=3000, drain_cycles=500)).summary
+    under = simulate_noc(NocParams(traffic=traffic, rate=0.7 * bound, warmup_cycles=1000, measure_cycles=2000)).summary
     assert over["saturated"] and over["max_source_backlog"] > 50
     assert not under["saturated"]
 
@@ -103,12 +104,7 @@ def test_permutations_saturate_below_channel_load_bound(traffic, bound):
 def test_link_utilisation_equals_closed_form_channel_load():
     k, rate = 8, 0.2
     p = NocParams(rows=k, cols=k, rate=rate, warmup_cycles=1000, measure_cycles=8000)
-    from cluster.jobs.noc import _run_one_local
-    from cluster.parallel.regions import cut_grid
-    from sim.noc.summary import link_columns
-
-    o = _run_one_local(p, cut_grid(k, k, 1), 1024)
-    links = link_columns(p, o.reports)
+    links = simulate_noc(p).tables["links"]
     # XY routing, uniform incl. self: the link between positions i and i+1 of a row or
     # column carries rate * (i + 1) (k - i - 1) / k flits/cycle in each direction
     src, dst = links["src_router"], links["dst_router"]
@@ -122,13 +118,13 @@ def test_link_utilisation_equals_closed_form_channel_load():
 def test_torus_carries_heavy_traffic_without_deadlock():
     # a torus needs its dateline VC classes: without them dimension-order routing on
     # rings can deadlock at high load, and nothing would drain
-    s, _ = simulate_noc(NocParams(rows=6, cols=6, topology="torus", rate=0.6, warmup_cycles=500,
-                              measure_cycles=1500, drain_cycles=3000))
+    s = simulate_noc(NocParams(rows=6, cols=6, topology="torus", rate=0.6, warmup_cycles=500,
+                              measure_cycles=1500, drain_cycles=3000)).summary
     assert s["accepted"] > 0.4  # channel-load bound for uniform on a 6x6 torus is 8/6
 
 
 def test_multi_flit_packets_conserve_flits_and_obey_littles_law():
-    s, _ = simulate_noc(NocParams(rate=0.25, packet_flits=4, warmup_cycles=1000, measure_cycles=3000))
+    s = simulate_noc(NocParams(rate=0.25, packet_flits=4, warmup_cycles=1000, measure_cycles=3000)).summary
     assert not s["saturated"]
     assert s["accepted"] == pytest.approx(0.25, rel=0.05)
     assert s["littles_law_error"] < 0.03

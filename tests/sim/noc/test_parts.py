@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cluster.errors import UserError
-from cluster.parallel.regions import cut_grid, cut_links, epoch_length, owner_map
+from cluster.jobs.grid import cut_grid, cut_links, epoch_length, owner_map
 from sim import rng
 from sim.noc import kernel
 from sim.noc.params import NocParams

@@ -74,5 +74,6 @@ def run_raw(raw: dict, shards: int = 1):
     system = system_of(cfg["system"], chip_config(cfg).spec.dfmodel())
     chip = chip_config(cfg, system=system)
     sc = SystemConfig(system, chip.spec.clock_hz, cfg["system"]["packet_bytes"], "grid", chip.workload, chip=chip)
-    summary, tables, _ = simulate_system(sc, shards=shards)
+    done = simulate_system(sc, shards=shards)
+    summary, tables = done.summary, done.tables
     return chip, summary, tables

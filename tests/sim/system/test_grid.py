@@ -135,12 +135,12 @@ def tp2():
 def test_a_mapped_tp_plan_all_reduces_every_output_tile_across_the_chips(tp2, ray_session):
     w = tp2.workload
     assert w.tp == 2
-    one, _, _ = simulate_system(tp2, shards=1)
+    one = simulate_system(tp2, shards=1).summary
     assert one["completed"] and one["chips"] == 2
     assert one["bytes_total"] == 2 * _chip_bytes(w, 2) > 0
     # a chip per shard, in-process or as Ray actors: the same run
-    assert simulate_system(tp2, shards=2)[0]["result_hash"] == one["result_hash"]
-    assert simulate_system(tp2, shards=2, backend="ray")[0]["result_hash"] == one["result_hash"]
+    assert simulate_system(tp2, shards=2).summary["result_hash"] == one["result_hash"]
+    assert simulate_system(tp2, shards=2, backend="ray").summary["result_hash"] == one["result_hash"]
 
 
 def test_a_mapped_moe_layer_runs_its_all_to_alls_between_grid_chips():
@@ -149,12 +149,13 @@ def test_a_mapped_moe_layer_runs_its_all_to_alls_between_grid_chips():
     kinds = {c for part in cfg.workload.partitions for s in part.slots for c in s.collectives}
     assert kinds == {"all_reduce", "all_to_all"}
     assert {s.kernel for part in cfg.workload.partitions for s in part.slots if s.exchange} == {"Dispatch", "Combine"}
-    summary, tables, _ = simulate_system(cfg)
+    done = simulate_system(cfg)
+    summary, tables = done.summary, done.tables
     # the all-reduces' padded chunks, and the tokens that landed on the other chip (only data crosses:
     # references, -1s and weight returns carry none)
     assert summary["completed"]
     assert summary["bytes_total"] == 2 * _chip_bytes(cfg.workload, 2) + sum(tables["chips"]["landing_bytes"])
-    assert simulate_system(cfg, shards=2)[0]["result_hash"] == summary["result_hash"]  # a chip per shard
+    assert simulate_system(cfg, shards=2).summary["result_hash"] == summary["result_hash"]  # a chip per shard
 
 
 @pytest.mark.parametrize("raw, key, words", [

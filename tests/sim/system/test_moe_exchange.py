@@ -40,7 +40,8 @@ def _raw(chips: int, experts: int = 8, policy: str = "virtual", reclaim: str = "
 @lru_cache(maxsize=None)
 def _run(chips: int, policy: str = "virtual", reclaim: str = "partial-free", skew: float = 1.0, shards: int = 1):
     cfg = system_config(load(RUN_SCHEMA, raw=_raw(chips, policy=policy, reclaim=reclaim, skew=skew)))
-    summary, tables, _ = simulate_system(cfg, shards=shards)
+    done = simulate_system(cfg, shards=shards)
+    summary, tables = done.summary, done.tables
     return cfg, summary, tables
 
 
@@ -123,7 +124,7 @@ def test_any_grouping_of_chips_into_shards_and_either_backend_give_the_same_exch
     for shards in (2, 4):
         assert _run(4, shards=shards)[1]["result_hash"] == one["result_hash"]
     cfg = _run(4)[0]
-    assert simulate_system(cfg, shards=2, backend="ray")[0]["result_hash"] == one["result_hash"]
+    assert simulate_system(cfg, shards=2, backend="ray").summary["result_hash"] == one["result_hash"]
 
 
 def test_experts_that_do_not_spread_over_the_tp_group_are_refused_by_name():

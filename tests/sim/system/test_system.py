@@ -34,7 +34,7 @@ def _ser(nbytes):
 def test_ring_all_reduce_takes_2_p_minus_1_steps(p):
     s = 1 << 20
     cfg = _config("r", p, {"kind": "collective", "collective": {"op": "all_reduce", "nbytes": s}})
-    summary, _, _ = simulate_system(cfg)
+    summary = simulate_system(cfg).summary
     assert summary["collective_cycles"] == [2 * (p - 1) * (LAT + _ser(s // p))]
 
 
@@ -42,14 +42,14 @@ def test_ring_all_reduce_takes_2_p_minus_1_steps(p):
 def test_all_gather_and_reduce_scatter_take_half(op):
     s, p = 3 << 18, 6
     cfg = _config("r", p, {"kind": "collective", "collective": {"op": op, "nbytes": s}})
-    summary, _, _ = simulate_system(cfg)
+    summary = simulate_system(cfg).summary
     assert summary["collective_cycles"] == [(p - 1) * (LAT + _ser(s // p))]
 
 
 def test_all_to_all_on_a_fully_connected_system():
     s, p = 1 << 20, 8
     cfg = _config("fc", p, {"kind": "collective", "collective": {"op": "all_to_all", "nbytes": s}})
-    summary, _, _ = simulate_system(cfg)
+    summary = simulate_system(cfg).summary
     # each chip's port sends its p - 1 pieces one after another, the last arrives a latency later
     assert summary["collective_cycles"] == [(p - 1) * _ser(s // p) + LAT]
     assert summary["closed_form_cycles"] == summary["collective_cycles"][0]
@@ -60,7 +60,7 @@ def test_a_pipeline_of_p_stages_and_m_micro_batches():
     dims = [{"kind": "r", "size": p, "link_bandwidth": "64GB/s", "link_latency": "500ns", "parallelism": "PP"}]
     cfg = _config("r", p, {"kind": "collective"}, dims=dims)  # a system; the workload is set below
     params = PipelineParams(pp=p, micro_batches=m, stage_seconds=t / CLOCK, activation_bytes=0)
-    summary, _, _ = simulate_system(dataclasses.replace(cfg, workload=params))
+    summary = simulate_system(dataclasses.replace(cfg, workload=params)).summary
     transfer = 1 + LAT  # an empty message still holds its link a cycle
     assert summary["sim_cycles"] == (m + p - 1) * t + (p - 1) * transfer
 
@@ -70,10 +70,10 @@ def test_any_grouping_and_backend_give_the_same_run(ray_session):
             {"kind": "sw", "size": 3, "link_bandwidth": "32GB/s", "link_latency": "1us", "parallelism": "PP"}]
     cfg = _config("r", 12, {"kind": "collective", "collective": {"op": "all_reduce", "dim": 1, "nbytes": 300_000,
                                                                  "repeats": 3}}, dims=dims, chips=12)
-    one, _, _ = simulate_system(cfg)
+    one = simulate_system(cfg).summary
     for shards in (2, 3, 5, 12):
-        assert simulate_system(cfg, shards=shards)[0]["result_hash"] == one["result_hash"]
-    assert simulate_system(cfg, shards=3, backend="ray")[0]["result_hash"] == one["result_hash"]
+        assert simulate_system(cfg, shards=shards).summary["result_hash"] == one["result_hash"]
+    assert simulate_system(cfg, shards=3, backend="ray").summary["result_hash"] == one["result_hash"]
 
 
 def test_the_published_two_stage_pipeline_preset(tmp_path):
@@ -88,7 +88,7 @@ def test_the_published_two_stage_pipeline_preset(tmp_path):
             {"kind": "r", "size": 2, "link_bandwidth": "25GB/s", "parallelism": "PP"},
             {"kind": "r", "size": 2, "link_bandwidth": "25GB/s", "parallelism": "DP"}]
     cfg = _config("r", 8, {"kind": "collective"}, dims=dims, chips=32)
-    summary, _, _ = simulate_system(dataclasses.replace(cfg, workload=p))
+    summary = simulate_system(dataclasses.replace(cfg, workload=p)).summary
     fill = (p.activation_bytes / 25e9) + 500e-9
     assert summary["seconds_simulated"] == pytest.approx(plan.seconds_per_batch + fill, rel=1e-6)
 
@@ -102,7 +102,7 @@ def _experts(p: int, **keys):
 
 def test_every_token_to_every_expert_is_a_balanced_all_to_all_each_way():
     p, tokens, hidden, word = 4, 256, 1024, 2
-    summary, _, _ = simulate_system(_experts(p, top_k=8, skew=0.0))
+    summary = simulate_system(_experts(p, top_k=8, skew=0.0)).summary
     piece = tokens * (8 // p) * hidden * word  # a chip's tokens to one peer's experts
     a2a = (p - 1) * _ser(piece) + LAT
     expert = -(-4 * tokens * 8 * hidden * 4096 // int(SN30_FLOPS / CLOCK))
@@ -115,7 +115,8 @@ def test_skewed_routing_lands_what_the_draw_routed_and_waits_for_the_hot_chip():
     from sim.workloads.moe import route
 
     p, seed = 4, 1
-    summary, tables, _ = simulate_system(_experts(p, top_k=2, skew=1.2))
+    done = simulate_system(_experts(p, top_k=2, skew=1.2))
+    summary, tables = done.summary, done.tables
     assert summary["completed"]
     # brute force: every chip's draw of every step, counted per destination chip (2 experts a chip)
     landed = {}
@@ -151,7 +152,7 @@ def test_a_training_plan_all_reduces_its_gradients_over_the_dp_group_once_a_batc
                   dims=dims, chips=4)
     w = cfg.workload
     assert (w.tp, w.pp, w.dp) == (2, 1, 2) and w.dp_bytes > 0
-    summary, _, _ = simulate_system(cfg)
+    summary = simulate_system(cfg).summary
     stage = math.ceil(w.stage_seconds * CLOCK * (1 - 1e-12))
     bpc = 25e9 / CLOCK
     ring = 2 * (2 - 1) * (LAT + -(-(w.dp_bytes // 2) // bpc))

@@ -16,7 +16,8 @@ def _kv(kind="kv-decode", **decode):
 
 
 def test_kv_decode_generates_every_token_and_frees_every_buffer():
-    s, t, _, _ = run(_kv())
+    done = run(_kv())
+    s, t = done.summary, done.tables
     assert s["completed"] and s["requests"] == 5 and s["tokens"] == 5 * OUT
     assert s["leaks"] == 0 and s["use_after_free"] == 0
     b = t["buffers"]
@@ -29,14 +30,16 @@ def test_kv_decode_generates_every_token_and_frees_every_buffer():
 
 
 def test_spec_decode_with_full_acceptance_never_truncates():
-    s, t, _, _ = run(_kv("spec-decode", draft=3, accept=1.0))
+    done = run(_kv("spec-decode", draft=3, accept=1.0))
+    s, t = done.summary, done.tables
     assert s["completed"] and s["tokens"] == 5 * OUT and s["messages"]["truncate"] == 0
     # after the prefill, steps of draft + 1 = 4 tokens: ceil((OUT - 1) / 4) = 1 step of 4
     assert set(t["buffers"]["peak_bytes"]) == {(P + 4) * TOKEN}
 
 
 def test_spec_decode_with_no_acceptance_truncates_every_draft():
-    s, t, _, _ = run(_kv("spec-decode", draft=3, accept=0.0))
+    done = run(_kv("spec-decode", draft=3, accept=0.0))
+    s, t = done.summary, done.tables
     assert s["completed"] and s["tokens"] == 5 * OUT
     steps = OUT - 1  # each step keeps only the bonus token
     assert s["messages"]["truncate"] == 5 * 4 * steps
@@ -47,8 +50,8 @@ def test_spec_decode_with_no_acceptance_truncates_every_draft():
 def test_virtual_copies_nothing_where_realloc_copy_moves_buffers():
     base = _kv(requests=3, max_batch=3)
     base["workload"]["decode"]["output_tokens"] = {"dist": "fixed", "mean": 40}
-    virt = run({**base, "memory": {"policy": "virtual", "block_bytes": "1KiB"}})[0]
-    real = run({**base, "memory": {"policy": "realloc-copy", "initial_bytes": "1KiB", "growth": 2.0}})[0]
+    virt = run({**base, "memory": {"policy": "virtual", "block_bytes": "1KiB"}}).summary
+    real = run({**base, "memory": {"policy": "realloc-copy", "initial_bytes": "1KiB", "growth": 2.0}}).summary
     assert virt["bytes_copied"] == 0 and real["bytes_copied"] > 0
     # a realloc-copy buffer ends in a power-of-two region: (20 + 39) x 128 B -> 8 KiB
     assert real["peak_mu_reserved"] > virt["peak_mu_reserved"]
@@ -57,8 +60,8 @@ def test_virtual_copies_nothing_where_realloc_copy_moves_buffers():
 
 def test_static_single_fits_one_buffer_per_mu_and_serialises_sequences():
     base = _kv(requests=8, max_batch=8)  # 32 KV buffers on 16 MUs
-    single = run({**base, "memory": {"policy": "static-single"}})[0]
-    multi = run({**base, "memory": {"policy": "static-multi", "buffers_per_mu": 8}})[0]
+    single = run({**base, "memory": {"policy": "static-single"}}).summary
+    multi = run({**base, "memory": {"policy": "static-multi", "buffers_per_mu": 8}}).summary
     assert single["completed"] and multi["completed"]
     assert single["stalls"] > 0 and multi["stalls"] == 0  # sequences wait for a whole MU
     assert single["sim_cycles"] > multi["sim_cycles"]

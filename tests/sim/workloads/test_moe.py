@@ -23,7 +23,8 @@ MOE = {"memory": {"reclaim": "partial-free"},
 
 
 def test_every_token_reaches_its_experts_and_everything_is_freed():
-    s, t, _, _ = run(MOE)
+    done = run(MOE)
+    s, t = done.summary, done.tables
     assert s["completed"] and s["requests"] == 3 and s["tokens"] == 30
     assert s["messages"]["reference"] == 3 * 10 * 2
     b = t["buffers"]
@@ -37,8 +38,8 @@ def test_every_token_reaches_its_experts_and_everything_is_freed():
 
 
 def test_gated_counting_pays_synchronisation_that_weights_avoid():
-    weights = run(MOE)[0]
-    gated = run({**MOE, "memory": {"reclaim": "refcount-gated"}})[0]
+    weights = run(MOE).summary
+    gated = run({**MOE, "memory": {"reclaim": "refcount-gated"}}).summary
     copies = 3 * 10 * 2
     assert gated["messages"]["ref_inc"] == copies and gated["sync_messages"] == 2 * copies
     assert weights["sync_messages"] == 0 and weights["messages"]["weight_return"] == copies + 30
@@ -61,11 +62,11 @@ def test_the_same_flops_cost_the_same_energy_however_many_cus_share_them():
     for cus in (1, 6):
         moe = {**MOE["workload"]["moe"], "hidden": 64, "expert_ffn": 72, "expert_cus": cus}
         runs[cus] = run({**MOE, "workload": {"kind": "moe", "moe": moe}})
-    for s, t, _, _ in runs.values():
-        assert s["completed"] and s["tokens"] == 30
-        assert _fu_ops(t) == flops // 2
-    assert runs[6][0]["energy_cu_joules"] == runs[1][0]["energy_cu_joules"] > 0
-    assert runs[6][0]["compute_cycles"] * 6 == runs[1][0]["compute_cycles"]
+    for r in runs.values():
+        assert r.summary["completed"] and r.summary["tokens"] == 30
+        assert _fu_ops(r.tables) == flops // 2
+    assert runs[6].summary["energy_cu_joules"] == runs[1].summary["energy_cu_joules"] > 0
+    assert runs[6].summary["compute_cycles"] * 6 == runs[1].summary["compute_cycles"]
 
 
 def _tiny(on_oom: str, mu_bytes: str = "8KiB") -> dict:
@@ -79,7 +80,7 @@ def _tiny(on_oom: str, mu_bytes: str = "8KiB") -> dict:
 
 @pytest.mark.parametrize("on_oom", ["stall", "evict", "fail"])
 def test_a_buffer_larger_than_any_mu_is_refused_not_stalled_forever(on_oom):
-    s = run(_tiny(on_oom))[0]
+    s = run(_tiny(on_oom)).summary
     assert (s["status"], s["completed"], s["requests_failed"]) == ("failed", True, 2)
     assert s["oom_failures"] == 2 * 2 and s["stalled_at_end"] == 0  # both experts of both steps
     assert "expert-input buffer of 16,384 B" in s["status_detail"]
@@ -88,5 +89,5 @@ def test_a_buffer_larger_than_any_mu_is_refused_not_stalled_forever(on_oom):
 
 
 def test_a_buffer_that_just_fits_is_served():
-    s = run(_tiny("stall", "16KiB"))[0]
+    s = run(_tiny("stall", "16KiB")).summary
     assert (s["status"], s["requests_failed"], s["oom_failures"]) == ("completed", 0, 0)

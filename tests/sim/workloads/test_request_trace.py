@@ -116,7 +116,8 @@ def _decode(trace, **extra):
 
 def test_a_run_serves_the_trace_requests_at_their_arrivals(tmp_path):
     trace = _write(tmp_path, "t.csv", AZURE)
-    s, tables, _, results = run(_decode(trace, max_prompt_tokens=80))
+    done = run(_decode(trace, max_prompt_tokens=80))
+    s, tables, results = done.summary, done.tables, done.simulation.outcome.reports
     assert s["completed"] and s["requests"] == 5 and s["tokens"] == sum(OUTPUT)
     reqs = sorted((r for res in results for r in res.records if r.kind == "request"), key=lambda r: r.ident)
     assert [r.start for r in reqs] == [0, 150_000, 150_010, 400_000, 1_000_000]  # 1 GHz / 10,000
@@ -132,7 +133,7 @@ def test_spec_decode_reads_the_same_trace(tmp_path):
     raw = _decode(_write(tmp_path, "t.csv", AZURE), requests=2)
     raw["workload"]["kind"] = "spec-decode"
     raw["workload"]["decode"].update(draft=2, accept=1.0)
-    s = run(raw)[0]
+    s = run(raw).summary
     assert s["completed"] and s["requests"] == 2 and s["tokens"] == sum(OUTPUT[:2])
 
 
@@ -158,4 +159,4 @@ def test_shipped_trace_is_what_its_generator_makes(tmp_path):
 
 def test_a_trace_run_gives_one_result_for_any_shard_count(tmp_path):
     raw = _decode(_write(tmp_path, "t.csv", AZURE))
-    assert run(raw)[0]["result_hash"] == run(raw, shards=2, cut="cols")[0]["result_hash"]
+    assert run(raw).summary["result_hash"] == run(raw, shards=2, cut="cols").summary["result_hash"]

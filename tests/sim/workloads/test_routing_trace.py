@@ -104,7 +104,8 @@ def _moe(trace, **extra):
 
 
 def test_a_run_replays_the_routes_and_reports_their_skew(tmp_path):
-    s, t, _, _ = run(_moe(_npz(tmp_path)))
+    done = run(_moe(_npz(tmp_path)))
+    s, t = done.summary, done.tables
     assert s["completed"] and s["requests"] == 4 and s["tokens"] == 11
     assert s["messages"]["reference"] == 11 * 2 and s["leaks"] == 0
     # an expert's input buffer holds exactly the tokens the trace routed to it in that step
@@ -119,8 +120,8 @@ def test_a_run_replays_the_routes_and_reports_their_skew(tmp_path):
 
 
 def test_twice_the_steps_twice_the_energy(tmp_path):
-    once = run(_moe(_npz(tmp_path)))[0]
-    twice = run(_moe(_npz(tmp_path, np.concatenate([EXPERTS, EXPERTS], axis=1), "r2.npz")))[0]
+    once = run(_moe(_npz(tmp_path))).summary
+    twice = run(_moe(_npz(tmp_path, np.concatenate([EXPERTS, EXPERTS], axis=1), "r2.npz"))).summary
     assert twice["tokens"] == 2 * once["tokens"]
     assert twice["energy_joules"] / once["energy_joules"] == pytest.approx(2.0, rel=0.01)
 
@@ -181,8 +182,8 @@ def test_the_example_replays_its_trace_and_prints_the_measured_skew(capsys):
 
 def test_a_replayed_trace_gives_one_result_for_any_shard_count(tmp_path):
     raw = _moe(_npz(tmp_path))
-    one = run(raw)[0]["result_hash"]
-    assert run(raw, shards=2)[0]["result_hash"] == one == run(raw, shards=4, cut="cols")[0]["result_hash"]
+    one = run(raw).summary["result_hash"]
+    assert run(raw, shards=2).summary["result_hash"] == one == run(raw, shards=4, cut="cols").summary["result_hash"]
 
 
 def test_a_trace_step_whose_expert_input_no_mu_can_hold_is_refused_before_the_run(tmp_path):
@@ -200,5 +201,5 @@ def test_a_trace_step_whose_expert_input_no_mu_can_hold_is_refused_before_the_ru
     assert "workload.moe.trace" in text and "routes 40 tokens to expert 0" in text
     assert "input buffer of 10,240 B is larger than an MU can hold (8,192 B" in text
     raw["workload"]["moe"]["tokens"] = 32
-    s = run(raw)[0]
+    s = run(raw).summary
     assert (s["status"], s["tokens"]) == ("completed", 32)

@@ -19,7 +19,8 @@ SPEC = RDA_PRESETS["plasticine"]
 def test_a_compute_bound_kernel_takes_its_flops_over_its_cus():
     # one GEMM, no tensors in or out: all 64 CUs, each lane x stage retiring an FMA (2 FLOP) a cycle
     plan = plan_of(chain([Kernel("only", GG, 4096, 4096, 64)]), 64, 8)
-    s, tables, _, _ = run_plan(plan)
+    done = run_plan(plan)
+    s, tables = done.summary, done.tables
     flop = plan.kernels[0].flop
     ideal = flop / (SPEC.cu_count * SPEC.cu_flops_per_cycle * SPEC.clock_hz)
     assert tables["kernels"]["cus"] == [SPEC.cu_count]
@@ -34,7 +35,7 @@ def test_a_dram_bound_partition_moves_its_bytes_at_the_dram_bandwidth():
     plan = plan_of(chain([Kernel("w", GW, 4096, 1024, 32)]), 32, 1)
     k = plan.kernels[0]
     assert k.streamed and plan.num_tiles == 32
-    s, _, _, _ = run_plan(plan)
+    s = run_plan(plan).summary
     moved = k.weight_bytes
     assert s["partitions"][0]["simulated_seconds"] == pytest.approx(moved / SPEC.dram_bandwidth, rel=0.02)
 
@@ -54,7 +55,7 @@ def test_a_linear_pipeline_takes_n_plus_k_minus_one_stages_plus_the_transfers(k,
     cfg = config({"chip": {"preset": "plasticine"}})
     placement = plan_addresses(place_on_grid(plan, cfg.spec, max_cus=1), cfg.spec.mu_bytes)
     params = DataflowParams.from_plan(plan, placement, cfg.spec)
-    _, tables, _, _ = simulate_chip(dataclasses.replace(cfg, workload=params))
+    tables = simulate_chip(dataclasses.replace(cfg, workload=params)).tables
     part = params.partitions[0]
     stage = part.slots[0].cycles
     assert all(s.cycles == stage for s in part.slots)
@@ -79,7 +80,8 @@ def test_partitions_follow_each_other_and_make_up_the_run():
     g = chain([Kernel("a", EW, 2048, 1, 256), Kernel("b", GW, 512, 2048, 256), Kernel("c", EW, 512, 1, 256)])
     plan = plan_of(g, 256, 32, kernel_by_kernel=True)  # one partition per kernel: tensors spill to DRAM
     assert len(plan.partitions) == 3
-    s, tables, _, results = run_plan(plan)
+    done = run_plan(plan)
+    s, tables, results = done.summary, done.tables, done.simulation.outcome.reports
     parts = tables["partitions"]
     assert parts["status"] == ["ok"] * len(parts["status"])
     from sim.chip.records import PartitionRecord

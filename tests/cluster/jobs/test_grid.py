@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from cluster.errors import UserError
-from cluster.parallel.regions import DEFAULT_EPOCH, cut_grid, cut_links, epoch_length, owner_map
+from cluster.jobs.grid import DEFAULT_EPOCH, cut_grid, cut_links, epoch_length, owner_map
 from sim.noc.params import NocParams
 
 

@@ -1,4 +1,5 @@
-"""Cutting the grid into rectangular shards, and the lookahead the cuts allow.
+"""Cutting a grid (the NoC's routers, a chip's CU/MU tiles) into rectangular shards, and the
+lookahead the cuts allow: the regions of the NoC and chip jobs' Decompositions.
 
 Shapes: ``rows`` (horizontal bands), ``cols`` (vertical bands), ``blocks`` (an a x b
 arrangement of rectangles with a * b = shards, as square as the grid allows). Sizes
