@@ -49,7 +49,8 @@ from sim.workloads.base import (
     tile_id,
     tile_of,
 )
-from sim.workloads.request_trace import RequestTrace, TraceError, read_requests, take
+from sim.workloads.request_trace import RequestTrace, TraceError, take
+from sim.workloads.request_window import read_window
 
 KV_BUFFER = buffer_label(1, "kv")
 
@@ -124,8 +125,8 @@ def _trace_of(d: dict, clock_hz: float, issues: list[Issue]) -> RequestTrace | N
     if not d["trace"]:
         return None
     try:
-        return take(read_requests(d["trace"]), clock_hz, d["trace_start"], d["trace_duration"], d["requests"],
-                    d["trace_speedup"], d["max_prompt_tokens"], d["max_output_tokens"])
+        window = read_window(d["trace"], d["trace_start"], d["trace_duration"], d["requests"])
+        return take(window, clock_hz, d["trace_speedup"], d["max_prompt_tokens"], d["max_output_tokens"])
     except TraceError as exc:
         issues.append(Issue("workload.decode.trace", str(exc)))
         return None

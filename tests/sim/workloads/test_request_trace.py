@@ -7,7 +7,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from cluster.cli import main
-from sim.workloads.request_trace import TraceError, parse_timestamp, read_requests, take
+from sim.workloads.request_trace import TraceError, parse_timestamp, take
+from sim.workloads.request_window import read_requests, read_window
 from tests.paths import ROOT
 from tests.sim.chip.chiprun import run
 
@@ -35,22 +36,22 @@ def test_azure_csv_gives_exactly_its_arrivals_and_lengths(tmp_path):
     assert rows.t_ns == tuple(t0 + round(s * 1e9) for s in SECONDS)
     assert rows.prompt == tuple(PROMPT) and rows.output == tuple(OUTPUT)
     # 1 GHz, sped up 1,000 times: a second of trace is a million cycles
-    t = take(rows, 1e9, speedup=1000.0)
-    assert t.arrivals == (0, 1_500_000, 1_500_100, 4_000_000, 10_000_000)
+    t = take(read_window(tmp_path / "t.csv"), 1e9, speedup=1000.0)
+    assert t.arrivals == (0, 1_500_000, 1_500_100, 4_000_000, 10_000_000) and t.before == 0
     assert t.arrival_rate == pytest.approx(4 / 0.01)
 
 
 def test_window_limit_speedup_and_caps_are_applied_and_counted(tmp_path):
-    rows = read_requests(_write(tmp_path, "t.csv", AZURE))
-    t = take(rows, 1e9, start=1.0, duration=3.5, speedup=2.0)  # [1, 4.5) s: requests 1, 2, 3
-    assert (t.in_window, t.arrivals, t.prompt) == (3, (0, 50_000, 1_250_000_000), (30, 25, 90))
-    t = take(rows, 2e9, start=1.0, limit=2, max_prompt=28, max_output=3)
-    assert t.arrivals == (0, 200_000) and t.in_window == 4 and t.rows == 5
+    path = _write(tmp_path, "t.csv", AZURE)
+    t = take(read_window(path, start=1.0, duration=3.5), 1e9, speedup=2.0)  # [1, 4.5) s: requests 1, 2, 3
+    assert (t.before, t.arrivals, t.prompt) == (1, (0, 50_000, 1_250_000_000), (30, 25, 90))
+    t = take(read_window(path, start=1.0, limit=2), 2e9, max_prompt=28, max_output=3)
+    assert t.arrivals == (0, 200_000) and t.before == 1
     assert t.prompt == (28, 25) and t.output == (2, 3) and (t.capped_prompts, t.capped_outputs) == (1, 1)
-    t = take(rows, 1e9, max_prompt=28, max_output=3)
+    t = take(read_window(path), 1e9, max_prompt=28, max_output=3)
     assert (t.capped_prompts, t.capped_outputs) == (3, 2) and max(t.prompt) == 28 and max(t.output) == 3
     with pytest.raises(TraceError, match="holds no request"):
-        take(rows, 1e9, start=11.0)
+        read_window(path, start=11.0)
 
 
 def test_plain_csv_and_parquet_read_the_same(tmp_path):
@@ -78,10 +79,13 @@ def test_timestamps_with_offsets_and_without_fractions():
     assert parse_timestamp("12.000000001") == 12_000_000_001
 
 
-def test_rows_out_of_order_are_taken_in_time_order(tmp_path):
+def test_rows_out_of_time_order_are_refused_naming_the_line(tmp_path):
     lines = AZURE.splitlines()
-    rows = read_requests(_write(tmp_path, "t.csv", "\n".join([lines[0], lines[3], lines[1], lines[2]]) + "\n"))
-    assert rows.prompt == (20, 30, 25)
+    path = _write(tmp_path, "t.csv", "\n".join([lines[0], lines[3], lines[1], lines[2]]) + "\n")
+    with pytest.raises(TraceError, match="t.csv: line 3: TIMESTAMP '2023-11-16 18:15:46.6805900' is earlier than "
+                                         "the request before it: the trace must be in time order"):
+        read_requests(path)
+    assert read_window(path, limit=1).rows.prompt == (25,)  # the part read is in order
 
 
 @pytest.mark.parametrize("row,needle", [
@@ -139,7 +143,7 @@ def test_spec_decode_reads_the_same_trace(tmp_path):
 def test_cli_names_the_key_and_the_line(tmp_path, capsys):
     bad = _write(tmp_path, "t.csv", AZURE.replace(",30,2", ",30,two"))
     assert main(["run", str(ROOT / "examples" / "kv_decode_trace.toml"), "--quiet",
-                 "--set", f"workload.decode.trace={bad}"]) == 2
+                 "--set", f"workload.decode.trace={bad}", "--set", "workload.decode.trace_start=0s"]) == 2
     err = capsys.readouterr().err
     assert "workload.decode.trace" in err and "line 3: GeneratedTokens 'two'" in err and "Traceback" not in err
 
