@@ -21,7 +21,7 @@ import csv
 import io
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
@@ -72,6 +72,7 @@ class RequestTrace:
 
 # what strptime("%Y-%m-%d %H:%M:%S") accepts (1-2 digit fields), a "T" allowed, then a fraction
 # of up to 9 digits and an offset; the ranges are checked by datetime() below
+_EPOCH_DAY = date(1970, 1, 1).toordinal()
 _DATE = re.compile(r"(\d{4})-(\d\d?)-(\d\d?)[ T](\d\d?):(\d\d?):(\d\d?)(?:\.(\d{0,9}))?(Z|[+-]\d\d:\d\d)?")
 
 
@@ -89,15 +90,16 @@ def parse_timestamp(text: str) -> int:
         if seconds is not None and seconds.is_finite():
             return int(seconds * 1_000_000_000)
         raise ValueError(f"TIMESTAMP {text!r} is neither seconds nor YYYY-MM-DD HH:MM:SS[.fraction][offset]")
-    y, mo, d, h, mi, sec = (int(x) for x in m.group(1, 2, 3, 4, 5, 6))
+    y, mo, d, h, mi, sec, frac, zone = m.groups()
+    h, mi, sec = int(h), int(mi), int(sec)
     try:
-        when = datetime(y, mo, d, h, mi, sec, tzinfo=timezone.utc)
+        day = datetime(int(y), int(mo), int(d), h, mi, sec).toordinal() - _EPOCH_DAY
     except ValueError:
         raise ValueError(f"TIMESTAMP {text!r} is neither seconds nor YYYY-MM-DD HH:MM:SS[.fraction][offset]") from None
-    zone, offset = m.group(8), 0
+    offset = 0
     if zone and zone != "Z":
         offset = (-1 if zone[0] == "-" else 1) * (int(zone[1:3]) * 3600 + int(zone[4:6]) * 60)
-    return (int(when.timestamp()) - offset) * 1_000_000_000 + int((m.group(7) or "").ljust(9, "0"))
+    return (day * 86400 + h * 3600 + mi * 60 + sec - offset) * 1_000_000_000 + int((frac or "").ljust(9, "0"))
 
 
 def tokens(text, column: str) -> int:
