@@ -8,8 +8,8 @@ JSON lines.
 The 2024 Azure LLM inference traces hold 16.8 M and 27.3 M requests; the target is at most
 1 GiB of memory for any window of up to 10^5 requests. The benchmark writes a trace of
 ``--rows`` requests in the public format (the CSV header and ``2024-05-10 00:00:00.009930+00:00``
-timestamps, about 45 requests a second as the 2024 conversation trace has; and the Parquet
-that docs/traces.md's conversion makes of it, a timestamp column in row groups of 2^20 rows)
+timestamps, about 45 requests a second as the 2024 conversation trace has; and a Parquet
+file with the timestamp column docs/traces.md's conversion gives, in row groups of 2^20 rows)
 to a temporary directory, then reads windows at its start, middle and end, each in a fresh
 process whose peak resident memory (getrusage) is its own: the interpreter and pyarrow
 included, as a run would pay them.

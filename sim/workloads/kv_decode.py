@@ -152,7 +152,8 @@ def _keys(d: KvParams) -> Table:
         "accept": Field("float", d.accept, "spec-decode: acceptance probability of each draft token", min=0.0,
                         max=1.0),
         "trace": Field("str", "", "request trace replacing the drawn arrivals and lengths: Azure LLM inference "
-                       "CSV, or CSV/Parquet with TIMESTAMP, ContextTokens, GeneratedTokens (docs/traces.md)"),
+                       "CSV, or CSV/Parquet with TIMESTAMP, ContextTokens, GeneratedTokens (docs/traces.md)",
+                       file=True),
         "trace_start": Field("time", 0.0, "trace: start of the window after the first arrival", min=0.0, unit="s"),
         "trace_duration": Field("time", 0.0, "trace: length of the window (0: to the end)", min=0.0, unit="s"),
         "trace_speedup": Field("float", 1.0, "trace: arrival-rate scale (gaps between arrivals are divided by it)",

@@ -24,12 +24,20 @@ from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
+from pathlib import Path
 
 COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 
 
 class TraceError(ValueError):
     """A trace file that cannot be read; the message names the file and the line or row."""
+
+
+def missing(what: str, path: Path) -> TraceError:
+    """The error for a trace file that is not there, saying where it was looked for and why there."""
+    where = "" if path.is_absolute() else f" (looked for {path.absolute()}: a path in a config file is relative to " \
+        "the file, one given by --set to the working directory)"
+    return TraceError(f"{what} {str(path)!r} does not exist{where}")
 
 
 @dataclass(frozen=True)

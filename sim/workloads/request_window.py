@@ -21,7 +21,7 @@ from pathlib import Path
 
 from allocators.csv_rows import csv_rows
 from allocators.errors import InputError
-from sim.workloads.request_trace import COLUMNS, RequestRows, TraceError, TraceWindow, parse_timestamp, tokens
+from sim.workloads.request_trace import COLUMNS, RequestRows, TraceError, TraceWindow, missing, parse_timestamp, tokens
 
 BATCH_ROWS = 1 << 16  # Parquet rows converted at a time
 
@@ -172,7 +172,7 @@ def read_window(path: str | Path, start: float = 0.0, duration: float = 0.0, lim
     file (duration 0: to the end), at most ``limit`` of them (0: all), in file order."""
     p = Path(path)
     if not p.is_file():
-        raise TraceError(f"trace file {str(p)!r} does not exist")
+        raise missing("trace file", p)
     cut = _Cut(int(round(start * 1e9)), int(round(duration * 1e9)), limit)
     (_parquet if p.suffix.lower() in (".parquet", ".pq") else _csv)(p, cut)
     if cut.lo is None:

@@ -163,3 +163,41 @@ def test_shipped_trace_is_what_its_generator_makes(tmp_path):
 def test_a_trace_run_gives_one_result_for_any_shard_count(tmp_path):
     raw = _decode(_write(tmp_path, "t.csv", AZURE))
     assert run(raw)[0]["result_hash"] == run(raw, shards=2, cut="cols")[0]["result_hash"]
+
+
+def _config_beside_its_trace(tmp_path, trace="data/t.csv"):
+    """cfgs/run.toml naming its trace relative to itself, the trace at cfgs/data/t.csv."""
+    (tmp_path / "cfgs" / "data").mkdir(parents=True)
+    _write(tmp_path / "cfgs" / "data", "t.csv", AZURE)
+    cfg = tmp_path / "cfgs" / "run.toml"
+    cfg.write_text(f'[chip]\npreset = "plasticine"\n[workload]\nkind = "kv-decode"\n[workload.decode]\n'
+                   f'trace = "{trace}"\ntrace_speedup = 10000.0\nrequests = 0\nmax_batch = 2\nlayers = 1\n')
+    (tmp_path / "elsewhere").mkdir()
+    return cfg
+
+
+def test_a_config_file_names_its_trace_relative_to_itself(tmp_path, monkeypatch, capsys):
+    from cluster.config import load
+    from cluster.config.run import RUN_SCHEMA
+
+    cfg = _config_beside_its_trace(tmp_path)
+    monkeypatch.chdir(tmp_path / "elsewhere")  # not where the config is
+    assert load(RUN_SCHEMA, cfg)["workload"]["decode"]["trace"] == str(tmp_path / "cfgs" / "data" / "t.csv")
+    assert main(["run", str(cfg), "--quiet", "--json"]) == 0
+    assert '"trace_requests": 5' in capsys.readouterr().out
+    monkeypatch.chdir(tmp_path)  # a relative config path: the trace's stays relative (and the config hash with it)
+    assert load(RUN_SCHEMA, "cfgs/run.toml")["workload"]["decode"]["trace"] == "cfgs/data/t.csv"
+    # a --set path is the command line's: taken from the working directory, as any path typed there
+    got = load(RUN_SCHEMA, "cfgs/run.toml", ["workload.decode.trace=cfgs/data/t.csv"])
+    assert got["workload"]["decode"]["trace"] == "cfgs/data/t.csv"
+    assert main(["run", "cfgs/run.toml", "--quiet", "--set", "workload.decode.trace=cfgs/data/t.csv"]) == 0
+
+
+def test_a_missing_trace_says_where_it_was_looked_for(tmp_path, monkeypatch, capsys):
+    cfg = _config_beside_its_trace(tmp_path, trace="data/none.csv")
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "cfgs/run.toml", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert (f"workload.decode.trace: trace file 'cfgs/data/none.csv' does not exist (looked for "
+            f"{tmp_path / 'cfgs' / 'data' / 'none.csv'}: a path in a config file is relative to the file") in err
+    assert "Traceback" not in err and cfg.is_file()

@@ -45,7 +45,7 @@ def _csv_text(stamps: list[str], prompt: list[int], output: list[int]) -> str:
 
 def _public_files(tmp_path, year: int) -> tuple[list, tuple[list[int], list[int], list[int]]]:
     """The trace as the public CSV, the Parquet the docs' conversion makes of it (a timestamp
-    column) and a Parquet keeping the text, both in row groups of 64 rows."""
+    column, a row group per 4 KiB block) and a Parquet keeping the text (row groups of 64)."""
     step, stamp = (100, _stamp_2023) if year == 2023 else (1000, _stamp_2024)
     reqs = _requests(step)
     whole = -(-reqs[0][5] // 10**9) * 10**9  # one arrival on a whole second
@@ -53,9 +53,12 @@ def _public_files(tmp_path, year: int) -> tuple[list, tuple[list[int], list[int]
     stamps = [stamp(t) for t in reqs[0]]
     csv_path = tmp_path / f"AzureLLMInferenceTrace_code_{year}.csv"
     csv_path.write_text(_csv_text(stamps, *reqs[1:]))
-    converted = pacsv.read_csv(csv_path)
-    assert pa.types.is_timestamp(converted.schema.field("TIMESTAMP").type)
-    pq.write_table(converted, tmp_path / f"converted_{year}.parquet", row_group_size=64)
+    blocks = pacsv.open_csv(csv_path, read_options=pacsv.ReadOptions(block_size=4096))  # docs/traces.md's conversion
+    assert pa.types.is_timestamp(blocks.schema.field("TIMESTAMP").type)
+    with pq.ParquetWriter(tmp_path / f"converted_{year}.parquet", blocks.schema) as out:
+        for batch in blocks:
+            out.write_batch(batch)  # a row group per block of the CSV
+    assert pq.ParquetFile(tmp_path / f"converted_{year}.parquet").metadata.num_row_groups > 4
     text = pa.table({"TIMESTAMP": stamps, "ContextTokens": reqs[1], "GeneratedTokens": reqs[2]})
     pq.write_table(text, tmp_path / f"text_{year}.parquet", row_group_size=64)
     return [csv_path, tmp_path / f"converted_{year}.parquet", tmp_path / f"text_{year}.parquet"], reqs
