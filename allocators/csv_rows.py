@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from allocators.errors import InputError
 
 
-def csv_rows(text: str, required: tuple[str, ...], optional: tuple[str, ...] = (), others: bool = False) -> tuple[
-        set[str], Iterator[tuple[int, dict[str, str]]]]:
+def csv_rows(text: str | Iterable[str], required: tuple[str, ...], optional: tuple[str, ...] = (),
+             others: bool = False) -> tuple[set[str], Iterator[tuple[int, dict[str, str]]]]:
     """The file's columns (lower case) and an iterator over its non-blank rows; InputError names
-    the bad line. Columns beyond ``required`` and ``optional`` are an error unless ``others``."""
-    reader = csv.reader(io.StringIO(text))
+    the bad line. Columns beyond ``required`` and ``optional`` are an error unless ``others``.
+    ``text`` may be an open file (read line by line as the rows are taken)."""
+    reader = csv.reader(io.StringIO(text) if isinstance(text, str) else text)
     header = next(reader, None)
     expected = ",".join(required) + "".join(f"[,{c}]" for c in optional)
     if header is None or not any(h.strip() for h in header):

@@ -44,6 +44,7 @@ class Field:
     item: "Field | None" = None
     clock: str | None = None
     unit: str = ""  # shown in the reference ("bytes", "cycles", ...)
+    file: bool = False  # a file's path: a relative one in a config file is taken from the file's directory
 
     @property
     def required(self) -> bool:

@@ -9,11 +9,12 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import os
 import re
 import tomllib
 from pathlib import Path
 
-from cluster.config.schema import Issue, Table, validate
+from cluster.config.schema import Field, Issue, Table, validate
 from cluster.errors import UserError
 
 
@@ -93,6 +94,21 @@ def apply_overrides(raw: dict, overrides: list[tuple[str, object]]) -> dict:
     return out
 
 
+def resolve_files(raw: dict, table: Table, base_dir: Path) -> dict:
+    """``raw`` with every relative file path (a ``Field(file=True)``) taken from ``base_dir``, the
+    config file's directory, as a sweep's ``base`` is: a config names its traces beside it,
+    wherever it is run from. Relative stays relative (``examples/`` + ``traces/t.csv``)."""
+    out = dict(raw)
+    fields = table.fields
+    for key, value in raw.items():
+        f = fields.get(key)
+        if isinstance(f, Table) and isinstance(value, dict):
+            out[key] = resolve_files(value, f, base_dir)
+        elif isinstance(f, Field) and f.file and isinstance(value, str) and value and not os.path.isabs(value):
+            out[key] = os.path.normpath(base_dir / value)
+    return out
+
+
 def load(
     schema: Table,
     path: str | Path | None = None,
@@ -103,10 +119,12 @@ def load(
     """Resolve a config: file (or ``raw``), then ``--set`` overrides, then ``extra``.
 
     ``extra`` carries the values of explicit command-line flags (``--k 8`` is
-    ``('noc.k', 8)``), so a flag, ``--set`` and a file key all say the same thing.
+    ``('noc.k', 8)``), so a flag, ``--set`` and a file key all say the same thing. A file
+    path the file names is taken from its directory; one given by ``--set`` from the
+    working directory.
     """
     source = str(path) if path else "command line"
-    base = read_toml(path) if path else copy.deepcopy(raw or {})
+    base = resolve_files(read_toml(path), schema, Path(path).parent) if path else copy.deepcopy(raw or {})
     pairs = [parse_override(o) for o in (overrides or [])] + list(extra or [])
     merged = apply_overrides(base, pairs)
     cfg, issues = validate(merged, schema)

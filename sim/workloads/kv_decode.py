@@ -49,7 +49,8 @@ from sim.workloads.base import (
     tile_id,
     tile_of,
 )
-from sim.workloads.request_trace import RequestTrace, TraceError, read_requests, take
+from sim.workloads.request_trace import RequestTrace, TraceError, take
+from sim.workloads.request_window import read_window
 
 KV_BUFFER = buffer_label(1, "kv")
 
@@ -127,8 +128,8 @@ def _trace_of(d: dict, clock_hz: float, issues: list[Issue]) -> RequestTrace | N
     if not d["trace"]:
         return None
     try:
-        return take(read_requests(d["trace"]), clock_hz, d["trace_start"], d["trace_duration"], d["requests"],
-                    d["trace_speedup"], d["max_prompt_tokens"], d["max_output_tokens"])
+        window = read_window(d["trace"], d["trace_start"], d["trace_duration"], d["requests"])
+        return take(window, clock_hz, d["trace_speedup"], d["max_prompt_tokens"], d["max_output_tokens"])
     except TraceError as exc:
         issues.append(Issue("workload.decode.trace", str(exc)))
         return None
@@ -154,7 +155,8 @@ def _keys(d: KvParams) -> Table:
         "accept": Field("float", d.accept, "spec-decode: acceptance probability of each draft token", min=0.0,
                         max=1.0),
         "trace": Field("str", "", "request trace replacing the drawn arrivals and lengths: Azure LLM inference "
-                       "CSV, or CSV/Parquet with TIMESTAMP, ContextTokens, GeneratedTokens (docs/traces.md)"),
+                       "CSV, or CSV/Parquet with TIMESTAMP, ContextTokens, GeneratedTokens (docs/traces.md)",
+                       file=True),
         "trace_start": Field("time", 0.0, "trace: start of the window after the first arrival", min=0.0, unit="s"),
         "trace_duration": Field("time", 0.0, "trace: length of the window (0: to the end)", min=0.0, unit="s"),
         "trace_speedup": Field("float", 1.0, "trace: arrival-rate scale (gaps between arrivals are divided by it)",

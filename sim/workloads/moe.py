@@ -166,7 +166,7 @@ def _keys(d: MoeParams) -> Table:
         "expert_cus": i("CUs each expert's FFN is spread over (divides its compute time)", d.expert_cus),
         "scheduler_tile": tile_field([0, 0], "[row, col] of the scheduler CU"),
         "trace": Field("str", "", "expert-routing trace replacing the Zipf draw: .npz or Parquet of token -> "
-                       "experts per layer and step (docs/traces.md)"),
+                       "experts per layer and step (docs/traces.md)", file=True),
         "trace_layers": Field("list", [], "trace: layers replayed, each step's in order (empty: all)",
                               item=Field("int", min=0)),
     }, doc="moe")

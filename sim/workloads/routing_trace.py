@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.workloads.request_trace import TraceError
+from sim.workloads.request_trace import TraceError, missing
 
 
 @dataclass(frozen=True, eq=False)
@@ -132,7 +132,7 @@ def read_routing(path: str | Path) -> dict[tuple[int, int], np.ndarray]:
     """{(layer, step): [tokens, top_k] experts} of a routing trace file, checked."""
     p = Path(path)
     if not p.is_file():
-        raise TraceError(f"routing trace {str(p)!r} does not exist")
+        raise missing("routing trace", p)
     if p.suffix.lower() == ".npz":
         steps = _from_npz(p)
     elif p.suffix.lower() in (".parquet", ".pq"):
@@ -204,17 +204,19 @@ def padded(steps: dict[tuple[int, int], np.ndarray]) -> tuple[np.ndarray, list[i
     return out, layers, step_ids
 
 
-STEP_NAME = re.compile(r"iter_(\d+)_layer_(\d+)\.npz$")
+STEP_NAME = re.compile(r"(\d+)_(\d+)\.npz")
 
 
 def from_step_artifact(paths: list[Path]) -> dict[tuple[int, int], np.ndarray]:
-    """{(layer, iteration): [tokens, top_k]} from the STeP artifact's per-layer files
-    (``iter_008_layer_010.npz``, array ``data`` of [tokens, top_k] expert ids)."""
+    """{(layer, iteration): [tokens, top_k]} from the STeP artifact's routing files, named
+    ``NNN_LLL.npz`` (iteration, then layer, as its scripts read them:
+    ``dyn_tiling/expert_routing/mixtral_b64/008_010.npz``), each an array ``data`` of
+    [tokens, top_k] expert ids."""
     out = {}
     for p in paths:
-        m = STEP_NAME.search(p.name)
+        m = STEP_NAME.fullmatch(p.name)
         if not m:
-            raise TraceError(f"{p}: expected a name like iter_008_layer_010.npz")
+            raise TraceError(f"{p}: expected a name ITERATION_LAYER.npz, like 008_010.npz (iteration 8, layer 10)")
         try:
             with np.load(p, allow_pickle=False) as z:
                 data = z["data"] if "data" in z else None
@@ -225,5 +227,5 @@ def from_step_artifact(paths: list[Path]) -> dict[tuple[int, int], np.ndarray]:
         _check_tokens(str(p), data.astype(np.int64))
         out[(int(m.group(2)), int(m.group(1)))] = data.astype(np.int64)
     if not out:
-        raise TraceError("no iter_*_layer_*.npz files")
+        raise TraceError("no ITERATION_LAYER.npz files (like 008_010.npz)")
     return out

@@ -7,7 +7,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from cluster.cli import main
-from sim.workloads.request_trace import TraceError, parse_timestamp, read_requests, take
+from sim.workloads.request_trace import TraceError, parse_timestamp, take
+from sim.workloads.request_window import read_requests, read_window
 from tests.paths import ROOT
 from tests.sim.chip.chiprun import run
 
@@ -35,22 +36,22 @@ def test_azure_csv_gives_exactly_its_arrivals_and_lengths(tmp_path):
     assert rows.t_ns == tuple(t0 + round(s * 1e9) for s in SECONDS)
     assert rows.prompt == tuple(PROMPT) and rows.output == tuple(OUTPUT)
     # 1 GHz, sped up 1,000 times: a second of trace is a million cycles
-    t = take(rows, 1e9, speedup=1000.0)
-    assert t.arrivals == (0, 1_500_000, 1_500_100, 4_000_000, 10_000_000)
+    t = take(read_window(tmp_path / "t.csv"), 1e9, speedup=1000.0)
+    assert t.arrivals == (0, 1_500_000, 1_500_100, 4_000_000, 10_000_000) and t.before == 0
     assert t.arrival_rate == pytest.approx(4 / 0.01)
 
 
 def test_window_limit_speedup_and_caps_are_applied_and_counted(tmp_path):
-    rows = read_requests(_write(tmp_path, "t.csv", AZURE))
-    t = take(rows, 1e9, start=1.0, duration=3.5, speedup=2.0)  # [1, 4.5) s: requests 1, 2, 3
-    assert (t.in_window, t.arrivals, t.prompt) == (3, (0, 50_000, 1_250_000_000), (30, 25, 90))
-    t = take(rows, 2e9, start=1.0, limit=2, max_prompt=28, max_output=3)
-    assert t.arrivals == (0, 200_000) and t.in_window == 4 and t.rows == 5
+    path = _write(tmp_path, "t.csv", AZURE)
+    t = take(read_window(path, start=1.0, duration=3.5), 1e9, speedup=2.0)  # [1, 4.5) s: requests 1, 2, 3
+    assert (t.before, t.arrivals, t.prompt) == (1, (0, 50_000, 1_250_000_000), (30, 25, 90))
+    t = take(read_window(path, start=1.0, limit=2), 2e9, max_prompt=28, max_output=3)
+    assert t.arrivals == (0, 200_000) and t.before == 1
     assert t.prompt == (28, 25) and t.output == (2, 3) and (t.capped_prompts, t.capped_outputs) == (1, 1)
-    t = take(rows, 1e9, max_prompt=28, max_output=3)
+    t = take(read_window(path), 1e9, max_prompt=28, max_output=3)
     assert (t.capped_prompts, t.capped_outputs) == (3, 2) and max(t.prompt) == 28 and max(t.output) == 3
     with pytest.raises(TraceError, match="holds no request"):
-        take(rows, 1e9, start=11.0)
+        read_window(path, start=11.0)
 
 
 def test_plain_csv_and_parquet_read_the_same(tmp_path):
@@ -78,10 +79,13 @@ def test_timestamps_with_offsets_and_without_fractions():
     assert parse_timestamp("12.000000001") == 12_000_000_001
 
 
-def test_rows_out_of_order_are_taken_in_time_order(tmp_path):
+def test_rows_out_of_time_order_are_refused_naming_the_line(tmp_path):
     lines = AZURE.splitlines()
-    rows = read_requests(_write(tmp_path, "t.csv", "\n".join([lines[0], lines[3], lines[1], lines[2]]) + "\n"))
-    assert rows.prompt == (20, 30, 25)
+    path = _write(tmp_path, "t.csv", "\n".join([lines[0], lines[3], lines[1], lines[2]]) + "\n")
+    with pytest.raises(TraceError, match="t.csv: line 3: TIMESTAMP '2023-11-16 18:15:46.6805900' is earlier than "
+                                         "the request before it: the trace must be in time order"):
+        read_requests(path)
+    assert read_window(path, limit=1).rows.prompt == (25,)  # the part read is in order
 
 
 @pytest.mark.parametrize("row,needle", [
@@ -140,7 +144,7 @@ def test_spec_decode_reads_the_same_trace(tmp_path):
 def test_cli_names_the_key_and_the_line(tmp_path, capsys):
     bad = _write(tmp_path, "t.csv", AZURE.replace(",30,2", ",30,two"))
     assert main(["run", str(ROOT / "examples" / "kv_decode_trace.toml"), "--quiet",
-                 "--set", f"workload.decode.trace={bad}"]) == 2
+                 "--set", f"workload.decode.trace={bad}", "--set", "workload.decode.trace_start=0s"]) == 2
     err = capsys.readouterr().err
     assert "workload.decode.trace" in err and "line 3: GeneratedTokens 'two'" in err and "Traceback" not in err
 
@@ -160,3 +164,41 @@ def test_shipped_trace_is_what_its_generator_makes(tmp_path):
 def test_a_trace_run_gives_one_result_for_any_shard_count(tmp_path):
     raw = _decode(_write(tmp_path, "t.csv", AZURE))
     assert run(raw).summary["result_hash"] == run(raw, shards=2, cut="cols").summary["result_hash"]
+
+
+def _config_beside_its_trace(tmp_path, trace="data/t.csv"):
+    """cfgs/run.toml naming its trace relative to itself, the trace at cfgs/data/t.csv."""
+    (tmp_path / "cfgs" / "data").mkdir(parents=True)
+    _write(tmp_path / "cfgs" / "data", "t.csv", AZURE)
+    cfg = tmp_path / "cfgs" / "run.toml"
+    cfg.write_text(f'[chip]\npreset = "plasticine"\n[workload]\nkind = "kv-decode"\n[workload.decode]\n'
+                   f'trace = "{trace}"\ntrace_speedup = 10000.0\nrequests = 0\nmax_batch = 2\nlayers = 1\n')
+    (tmp_path / "elsewhere").mkdir()
+    return cfg
+
+
+def test_a_config_file_names_its_trace_relative_to_itself(tmp_path, monkeypatch, capsys):
+    from cluster.config import load
+    from cluster.config.run import RUN_SCHEMA
+
+    cfg = _config_beside_its_trace(tmp_path)
+    monkeypatch.chdir(tmp_path / "elsewhere")  # not where the config is
+    assert load(RUN_SCHEMA, cfg)["workload"]["decode"]["trace"] == str(tmp_path / "cfgs" / "data" / "t.csv")
+    assert main(["run", str(cfg), "--quiet", "--json"]) == 0
+    assert '"trace_requests": 5' in capsys.readouterr().out
+    monkeypatch.chdir(tmp_path)  # a relative config path: the trace's stays relative (and the config hash with it)
+    assert load(RUN_SCHEMA, "cfgs/run.toml")["workload"]["decode"]["trace"] == "cfgs/data/t.csv"
+    # a --set path is the command line's: taken from the working directory, as any path typed there
+    got = load(RUN_SCHEMA, "cfgs/run.toml", ["workload.decode.trace=cfgs/data/t.csv"])
+    assert got["workload"]["decode"]["trace"] == "cfgs/data/t.csv"
+    assert main(["run", "cfgs/run.toml", "--quiet", "--set", "workload.decode.trace=cfgs/data/t.csv"]) == 0
+
+
+def test_a_missing_trace_says_where_it_was_looked_for(tmp_path, monkeypatch, capsys):
+    cfg = _config_beside_its_trace(tmp_path, trace="data/none.csv")
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "cfgs/run.toml", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert (f"workload.decode.trace: trace file 'cfgs/data/none.csv' does not exist (looked for "
+            f"{tmp_path / 'cfgs' / 'data' / 'none.csv'}: a path in a config file is relative to the file") in err
+    assert "Traceback" not in err and cfg.is_file()

@@ -143,29 +143,75 @@ def test_shipped_routing_trace_reads(tmp_path):
     assert skew_of(counts) > skew_of(np.bincount(select(steps, layers=[0]).routes.ravel(), minlength=8))
 
 
-def test_step_artifact_files_convert_to_exactly_their_routes(tmp_path):
+def _convert(*args):
     import subprocess
     import sys
 
+    return subprocess.run([sys.executable, str(ROOT / "examples" / "traces" / "convert_routing.py"), *map(str, args)],
+                          capture_output=True, text=True)
+
+
+def test_step_artifact_files_convert_to_exactly_their_routes(tmp_path):
     src = tmp_path / "step"
     src.mkdir()
     files = {(10, 8): [[0, 1], [2, 3], [1, 0]], (10, 9): [[7, 1], [2, 3]], (12, 8): [[5, 4]]}
     for (layer, it), data in files.items():
-        np.savez(src / f"iter_{it:03d}_layer_{layer:03d}.npz", data=np.array(data))
+        np.savez(src / f"{it:03d}_{layer:03d}.npz", data=np.array(data))  # the artifact's NNN_LLL: iteration, layer
     out = tmp_path / "t.npz"
-    done = subprocess.run([sys.executable, str(ROOT / "examples" / "traces" / "convert_routing.py"), "step", str(src),
-                           "--out", str(out)], capture_output=True, text=True)
+    done = _convert("step", src, "--out", out)
     assert done.returncode == 0, done.stderr
     assert "layers [10, 12] -> 0..1; iterations [8, 9] -> steps 0..1" in done.stdout
+    assert "3 (layer, step) pairs, 6 routed tokens" in done.stdout  # layer 12 has no iteration 9: not a pair
     got = read_routing(out)
     assert {k: v.tolist() for k, v in got.items() if len(v)} == {(0, 0): files[(10, 8)], (0, 1): files[(10, 9)],
                                                                   (1, 0): files[(12, 8)]}
     t = select(got)  # layer 1 has no step 1: three steps, not four
     assert t.source == ((0, 0), (1, 0), (0, 1)) and [t.tokens(k) for k in range(3)] == [3, 1, 2]
-    np.savez(src / "iter_010_layer_010.npz", data=np.array([[1, 1]]))
-    done = subprocess.run([sys.executable, str(ROOT / "examples" / "traces" / "convert_routing.py"), "step", str(src),
-                           "--out", str(out)], capture_output=True, text=True)
-    assert done.returncode == 2 and "iter_010_layer_010.npz, token 0: routed twice to expert 1" in done.stderr
+    np.savez(src / "010_010.npz", data=np.array([[1, 1]]))
+    done = _convert("step", src, "--out", out)
+    assert done.returncode == 2 and "010_010.npz, token 0: routed twice to expert 1" in done.stderr
+    (src / "010_010.npz").rename(src / "iter_010_layer_010.npz")
+    done = _convert("step", src, "--out", out)
+    assert done.returncode == 2 and "iter_010_layer_010.npz: expected a name ITERATION_LAYER.npz" in done.stderr
+    done = _convert("step", tmp_path / "none", "--out", out)
+    assert done.returncode == 2 and "none does not exist" in done.stderr and "Traceback" not in done.stderr
+
+
+# the STeP artifact (stanford-ppl/step_artifact) as published: one routing file per model and batch,
+# dyn_tiling/expert_routing/<model>_b<batch>/<iteration>_<layer>.npz, array "data" [batch, top_k]
+PUBLISHED = {"mixtral_b64/008_010.npz": (64, 2, 8), "mixtral_b1024/019_009.npz": (1024, 2, 8),
+             "qwen_b64/032_012.npz": (64, 8, 128), "qwen_b1024/022_016.npz": (1024, 8, 128)}
+# Mixtral's full batch sends ~256 tokens x hidden to one expert: more than a plasticine MU (issue 20, item 6)
+NO_MU_HOLDS = {"mixtral_b1024/019_009.npz"}
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED))
+def test_the_published_step_files_convert_and_the_example_replays_them(tmp_path, name):
+    from cluster.config import ConfigError, load
+    from cluster.config.run import RUN_SCHEMA, chip_config
+
+    batch, k, experts = PUBLISHED[name]
+    rng = np.random.default_rng(3)
+    data = np.argsort(rng.random((batch, experts)), axis=1)[:, :k].astype(np.int64)  # k distinct experts each
+    path = tmp_path / "dyn_tiling" / "expert_routing" / name
+    path.parent.mkdir(parents=True)
+    np.savez(path, data=data)
+    for source in (path.parent, path):  # the directory or the one file
+        done = _convert("step", source, "--out", tmp_path / "t.npz")
+        assert done.returncode == 0, done.stderr
+        it, layer = (int(x) for x in path.stem.split("_"))
+        assert f"layers [{layer}] -> 0..0; iterations [{it}] -> steps 0..0" in done.stdout
+        assert f"1 (layer, step) pairs, {batch:,} routed tokens" in done.stdout
+    # a single-layer trace replays under the example as it is, with the model's experts and top_k
+    cfg = load(RUN_SCHEMA, str(ROOT / "examples" / "moe_trace.toml"), [
+        f"workload.moe.trace={tmp_path / 't.npz'}", f"workload.moe.top_k={k}", f"workload.moe.experts={experts}"])
+    if name in NO_MU_HOLDS:  # the full batch routes a step no MU of the example's chip can hold: refused up front
+        with pytest.raises(ConfigError) as err:
+            chip_config(cfg)
+        assert "larger than an MU can hold" in "".join(str(i) for i in err.value.issues)
+        return
+    trace = chip_config(cfg).workload.trace
+    assert trace.steps == 1 and trace.source == ((0, 0),) and trace.step(0).tolist() == data.tolist()
 
 
 def test_the_example_replays_its_trace_and_prints_the_measured_skew(capsys):
@@ -174,7 +220,7 @@ def test_the_example_replays_its_trace_and_prints_the_measured_skew(capsys):
     assert main(["run", str(ROOT / "examples" / "moe_trace.toml"), "--set", "workload.moe.steps=2"]) == 0
     out = capsys.readouterr().out
     steps = read_routing(ROOT / "examples" / "traces" / "moe_routing_sample.npz")
-    t = select(steps, layers=[0, 2], max_steps=2)
+    t = select(steps, max_steps=2)  # every layer of the trace: step 0's layers 0 and 1
     counts = [np.bincount(t.step(k).ravel(), minlength=8) for k in range(2)]
     assert f"measured Zipf skew {skew_of(np.sum(counts, axis=0)):.3f}" in out
     assert f"{sum(t.tokens(k) for k in range(2))} tokens" in out
