@@ -22,7 +22,7 @@ from cluster.parallel.distribution import distribution_figures
 from cluster.parallel.regions import cut_grid, epoch_length
 from cluster.parallel.shard_plan import plan_shards
 from cluster.progress import Progress
-from cluster.results import io, schemas
+from cluster.results import io, layout, schemas
 from sim.noc.summary import link_columns, summarize_noc
 
 
@@ -73,7 +73,7 @@ def _run_one_local(params, regions, epoch):
     return run_local(params, regions, epoch)
 
 
-def run_noc(cfg: dict, out: str | Path | None = None, quiet: bool = False) -> NocResult:
+def run_noc(cfg: dict, out: str | Path | layout.RunOutput | None = None, quiet: bool = False) -> NocResult:
     """Simulate every offered load of a resolved noc config (writing the tables if ``out`` is given).
 
     Ctrl-C (or SIGTERM turned into KeyboardInterrupt) keeps the loads that finished: the
@@ -133,12 +133,12 @@ def run_noc(cfg: dict, out: str | Path | None = None, quiet: bool = False) -> No
     return result
 
 
-def write_noc(result: NocResult, out: str | Path) -> list[Path]:
-    """noc_summary.parquet, noc_links.parquet and run.json in ``out`` (each atomically)."""
-    out = Path(out)
-    return [io.write_parquet(result.summary, out / "noc_summary.parquet"),
-            io.write_parquet(result.links, out / "noc_links.parquet"),
-            io.write_json(result.record, out / "run.json")]
+def write_noc(result: NocResult, out: str | Path | layout.RunOutput) -> list[Path]:
+    """The noc_summary and noc_links tables and run.json in ``out`` (each atomically; cluster/results/layout.py)."""
+    rid = result.record["run_id"]
+    return [io.write_parquet(result.summary, layout.table_path(out, "noc_summary", rid)),
+            io.write_parquet(result.links, layout.table_path(out, "noc_links", rid)),
+            io.write_json(result.record, layout.side_path(out, "run.json", rid))]
 
 
 def _curve_as_ray_tasks(plist, regions, epoch, address, quiet, outcomes: list) -> None:
