@@ -107,9 +107,10 @@ def write_report(path: str | Path, out: str | Path | None = None, opts: Options 
     out = Path(out) if out else default_out(path)
     plt = pyplot()
     report = Report()
-    if sources.runs:
+    for run in sources.runs:
+        prefix = f"{run.label}-" if run.label else ""
         for name, make in RUN_FIGURES.items():
-            _draw(name, partial(make, sources.runs, plt), out / f"{name}.png", report, plt)
+            _draw(f"{prefix}{name}", partial(make, run.tables, plt), out / f"{prefix}{name}.png", report, plt)
     for sweep in sources.sweeps:
         _sweep(sweep, opts, out, report, plt)
     return report
