@@ -101,5 +101,13 @@ def add_run_out_arguments(p, tables: str) -> None:
     p.add_argument("--out", metavar="DIR", help=f"write the {tables} tables here, each a Parquet dataset "
                                                "DIR/<table>/ (docs/results.md)")
     add_existing_arguments(p, "--out holds another run's tables: keep them and add this run's (runs accumulate, "
-                              "one run_id= partition each; side files in DIR/runs/<run id>/)",
+                              "one run= partition each; side files in DIR/runs/<run id>/)",
                            "--out holds another run's tables: delete them and its side files first")
+
+
+def prepare_out(args):
+    """The run's --out (cluster/results/layout.py RunOutput), checked before the work: a bad one, or one holding
+    another run's tables without --add or --replace, costs a second, not a run. None without --out."""
+    from cluster.results import layout
+
+    return layout.prepare(args.out, existing(args)) if args.out else None

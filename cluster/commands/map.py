@@ -7,7 +7,8 @@ import math
 import sys
 from pathlib import Path
 
-from cluster.commands.common import add_run_out_arguments, add_set_argument, existing, report_files, save
+from cluster.commands import common
+from cluster.commands.common import add_set_argument, report_files, save
 from cluster.config import config_hash
 from cluster.config.map import resolve, to_problem, tp_problem
 from cluster.errors import EXIT_NO_ANSWER, UserError
@@ -26,7 +27,7 @@ def add_arguments(parser) -> None:
     add_set_argument(parser)
     parser.add_argument("--time-limit", help="solver budget, e.g. 30s (mapping.time_limit)")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    add_run_out_arguments(parser, "map_plan, map_kernels and map_partitions (and plan.json)")
+    common.add_run_out_arguments(parser, "map_plan, map_kernels and map_partitions (and plan.json)")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 
@@ -35,8 +36,7 @@ def run(args) -> int:
         raise UserError("rdasim map: give a CONFIG.toml or --preset NAME")
     extra = [("mapping.time_limit", args.time_limit)] if args.time_limit else []
     cfg = resolve(args.config, args.overrides, args.preset, extra)
-    # before the work: a bad --out (or one holding another run's tables) costs a second, not a solve
-    out = layout.prepare(args.out, existing(args)) if args.out else None
+    out = common.prepare_out(args)  # before the work
     problem = to_problem(cfg)
     progress = None if args.quiet else (lambda msg: print(f"  {msg}", file=sys.stderr))
     plan = solve(problem, progress)

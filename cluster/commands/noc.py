@@ -6,21 +6,12 @@ import argparse
 import json
 import sys
 
-from cluster.commands.common import (
-    RUN_FLAGS,
-    add_run_arguments,
-    add_run_out_arguments,
-    existing,
-    flag_values,
-    json_safe,
-    report_files,
-    save,
-)
+from cluster.commands import common
+from cluster.commands.common import RUN_FLAGS, add_run_arguments, flag_values, json_safe, report_files, save
 from cluster.config import load
 from cluster.config.noc import NOC_SCHEMA
 from cluster.errors import EXIT_INTERRUPTED
 from cluster.parallel.distribution import describe_distribution, distributed
-from cluster.results import layout
 
 HELP = "Cycle-level NoC simulation with synthetic traffic (latency/throughput)"
 
@@ -64,15 +55,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="flit buffers per virtual channel (noc.vc_buffers)")
     p.add_argument("--link-latency", dest="link_latency", type=int, help="link latency, cycles (noc.link_latency)")
     add_run_arguments(p)
-    add_run_out_arguments(p, "noc_summary and noc_links")
+    common.add_run_out_arguments(p, "noc_summary and noc_links")
     p.add_argument("--json", action="store_true", help="print one JSON object per offered load")
     p.add_argument("--quiet", action="store_true", help="no progress output")
 
 
 def run(args) -> int:
     cfg = load(NOC_SCHEMA, args.config, args.overrides, flag_values(args, FLAGS))
-    # before the work: a bad --out (or one holding another run's tables) costs a second, not a run
-    out = layout.prepare(args.out, existing(args)) if args.out else None
+    out = common.prepare_out(args)  # before the work
     from cluster.jobs.noc import run_noc, write_noc  # imported late: keeps `rdasim noc --help` instant
 
     result = run_noc(cfg, out=None, quiet=args.quiet or args.json)

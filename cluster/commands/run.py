@@ -5,16 +5,8 @@ from __future__ import annotations
 import json
 import sys
 
-from cluster.commands.common import (
-    RUN_FLAGS,
-    add_run_arguments,
-    add_run_out_arguments,
-    existing,
-    flag_values,
-    json_safe,
-    not_saved,
-    report_files,
-)
+from cluster.commands import common
+from cluster.commands.common import RUN_FLAGS, add_run_arguments, flag_values, json_safe, not_saved, report_files
 from cluster.config import load
 from cluster.config.run import RUN_SCHEMA
 from cluster.errors import EXIT_RUN_STATUS, UserError
@@ -94,7 +86,8 @@ def add_arguments(p) -> None:
     p.add_argument("config", help="TOML config ([chip], [noc], [memory], [workload], [run])")
     add_run_arguments(p)
     p.add_argument("--network", help="NoC fidelity: cycle or packet (noc.model)")
-    add_run_out_arguments(p, "run_summary, run_mu_series, run_buffers, run_links, run_energy (a system: system_*)")
+    common.add_run_out_arguments(p, "run_summary, run_mu_series, run_buffers, run_links, run_energy "
+                                    "(a system: system_*)")
     p.add_argument("--json", action="store_true", help="print the run's figures as one JSON object")
     p.add_argument("--trace", metavar="FILE.json", help="write a Chrome/Perfetto trace (ui.perfetto.dev)")
     p.add_argument("--memory-map", dest="memory_map", type=int, metavar="CYCLE",
@@ -161,7 +154,7 @@ def run(args) -> int:
 
 def check_outputs(args) -> layout.RunOutput | None:
     """Every path the run will write, tried before it starts; the --out directory (None without one)."""
-    out = layout.prepare(args.out, existing(args)) if args.out else None
+    out = common.prepare_out(args)
     if args.trace:
         io.check_file(args.trace, "--trace")
     if args.memory_map is not None and not args.out:

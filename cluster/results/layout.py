@@ -1,6 +1,6 @@
 """Where result tables land: each table its own Parquet dataset, side files beside the tables.
 
-    DIR/<table>/run_id=<run id>/<run id>.<table>.parquet      a run's table (rdasim noc, run, map --out DIR)
+    DIR/<table>/run=<run id>/<run id>.<table>.parquet      a run's table (rdasim noc, run, map --out DIR)
     DIR/run.json, DIR/action_counts.yaml, ...                  its side files (--add: DIR/runs/<run id>/...)
     DIR/<sweep>/<table>/sweep_id=<sweep>/<k>=<v>/.../<point id>.<table>.parquet    a sweep's (cluster/sweep/layout.py)
 
@@ -9,7 +9,7 @@ of one table anywhere in a results tree match one glob, ``**/*.<table>.parquet``
 the depth (DuckDB allows one ``**`` per pattern). Nothing but Parquet files of that table
 lives in a table's directory. A run into a directory holding another run's tables is
 refused unless told to ``replace`` them (deleted first) or ``add`` to them (runs accumulate,
-one ``run_id=`` partition each), the words ``rdasim sweep`` uses for its own.
+one ``run=`` partition each), the words ``rdasim sweep`` uses for its own.
 """
 
 from __future__ import annotations
@@ -90,7 +90,9 @@ class RunOutput:
     add: bool = False
 
     def table(self, table: str, run_id: str) -> Path:
-        return table_file(self.root, table, [("run_id", run_id)], run_id)
+        # keyed "run", not "run_id": a hive reader (pq.read_table(dir), pd.read_parquet(dir)) adds the key as a
+        # column, which must not clash with the run_id column every file carries
+        return table_file(self.root, table, [("run", run_id)], run_id)
 
     def side(self, name: str, run_id: str) -> Path:
         """A side file (YAML, JSON, text): in DIR, or in DIR/runs/<run id>/ when runs accumulate."""
@@ -120,7 +122,7 @@ def stored_tables(root: Path) -> dict[str, list[str]]:
     for name in table_names():
         d = root / name
         if d.is_dir() and any(d.rglob(f"*{SUFFIX}")):
-            found[name] = sorted(p.name.split("=", 1)[1] for p in d.glob("run_id=*")) or ["?"]
+            found[name] = sorted(p.name.split("=", 1)[1] for p in d.glob("run=*")) or ["?"]
     for f in sorted(root.glob(f"*{SUFFIX}")):
         if f.stem in table_names():
             found.setdefault(f.stem, ["?"])
@@ -139,7 +141,7 @@ def prepare(out: str | Path, existing: str = "refuse") -> RunOutput:
         which = f" of run {', '.join(runs[:3])}{' ...' if len(runs) > 3 else ''}" if runs else ""
         raise UserError(f"--out {out}: holds another run's tables ({', '.join(sorted(found))}{which}); "
                         "rerun with --replace to delete them first, or --add to keep them and add this run's "
-                        "(one run_id= partition per run)")
+                        "(one run= partition per run)")
     if existing == "replace":
         remove_run_outputs(root)
     return RunOutput(root, add=existing == "add")

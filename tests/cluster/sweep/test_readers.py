@@ -126,19 +126,9 @@ def _snippets() -> dict[str, str]:
 
 def _sweep_into(tmp, out, name, axes):
     spec = tmp / f"{name}.toml"
-    spec.write_text(textwrap.dedent(f"""
-        [sweep]
-        name = "{name}"
-        command = "noc"
-        partition_by = ["noc.traffic"]
-        [base]
-        noc.rows = 4
-        noc.cols = 8
-        noc.warmup_cycles = 100
-        noc.measure_cycles = 200
-        noc.rate = 0.2
-        [axes]
-    """) + axes)
+    spec.write_text(f'[sweep]\nname = "{name}"\ncommand = "noc"\npartition_by = ["noc.traffic"]\n[base]\n'
+                    'noc.rows = 4\nnoc.cols = 8\nnoc.warmup_cycles = 100\nnoc.measure_cycles = 200\nnoc.rate = 0.2\n'
+                    f'[axes]\n{axes}')
     run_sweep(plan_sweep(spec), out, quiet=True, in_process=True)
 
 
@@ -189,6 +179,7 @@ def test_the_tree_holds_one_dataset_per_table_and_side_files_outside_them(tree):
         assert all(f.name.endswith(f".{table_dir.name}.parquet") for f in table_dir.rglob("*") if f.is_file())
     assert (tree / "kv" / "action_counts.yaml").is_file() and (tree / "kv" / "run.json").is_file()
     assert ds.dataset(tree / "kv" / "run_summary", format="parquet").to_table().num_rows == 1
+    assert pq.read_table(tree / "kv" / "run_summary").num_rows == 1  # its run= directory clashes with no column
     assert read_table(tree, "run_summary").num_rows == 1  # the kv run's, not another table's
     every = {f for f in tree.rglob("*.parquet")}
     assert every == {f for t in table_names() for f in table_files(tree, t)}  # every file belongs to one table
