@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import sys
 
+from cluster.commands import common
 from cluster.commands.common import RUN_FLAGS, add_run_arguments, flag_values, json_safe, not_saved, report_files
 from cluster.config import load
 from cluster.config.run import RUN_SCHEMA
 from cluster.errors import EXIT_RUN_STATUS, UserError
 from cluster.parallel.distribution import describe_distribution, distributed
-from cluster.results import io
+from cluster.results import io, layout
 from cluster.results.schemas import ENERGY_COLUMNS, INPUT_COLUMNS
 from sim.energy.table import COMPONENTS
 
@@ -35,12 +36,12 @@ MAPPED_KEYS = ("seconds_per_batch_simulated", "seconds_per_batch_analytic", "sec
 INPUT_KEYS = tuple(c.name for c in INPUT_COLUMNS)  # a trace's or a routing's measured figures, when there are any
 
 
-def run_system_command(args, cfg: dict) -> int:
+def run_system_command(args, cfg: dict, out) -> int:
     """`rdasim run` with a [system]: chips as nodes of the inter-chip network."""
     from cluster.config.run import system_config
     from cluster.jobs.system import run_system
 
-    summary, files = run_system(cfg, system_config(cfg), out=args.out, quiet=args.quiet or args.json)
+    summary, files = run_system(cfg, system_config(cfg), out=out, quiet=args.quiet or args.json)
     s = summary
     if args.json:
         print(json.dumps({k: json_safe(v) if not isinstance(v, list) else [json_safe(x) for x in v]
@@ -84,7 +85,8 @@ def add_arguments(p) -> None:
     p.add_argument("config", help="TOML config ([chip], [noc], [memory], [workload], [run])")
     add_run_arguments(p)
     p.add_argument("--network", help="NoC fidelity: cycle or packet (noc.model)")
-    p.add_argument("--out", metavar="DIR", help="write run_summary/run_mu_series/run_buffers/run_links.parquet here")
+    common.add_run_out_arguments(p, "run_summary, run_mu_series, run_buffers, run_links, run_energy "
+                                    "(a system: system_*)")
     p.add_argument("--json", action="store_true", help="print the run's figures as one JSON object")
     p.add_argument("--trace", metavar="FILE.json", help="write a Chrome/Perfetto trace (ui.perfetto.dev)")
     p.add_argument("--memory-map", dest="memory_map", type=int, metavar="CYCLE",
@@ -96,14 +98,14 @@ def run(args) -> int:
     if args.memory_map is not None and args.memory_map < 0:
         raise UserError(f"--memory-map {args.memory_map}: the cycle cannot be negative")
     cfg = load(RUN_SCHEMA, args.config, args.overrides, flag_values(args, FLAGS))
-    check_outputs(args)  # before the work: a bad path costs a second, not a run
+    out = check_outputs(args)  # before the work: a bad path costs a second, not a run
     if cfg["system"]["chips"]:
-        return run_system_command(args, cfg)
+        return run_system_command(args, cfg, out)
     from cluster.config.run import chip_config  # imported late: keeps `rdasim run --help` quick
     from cluster.jobs.chip import run_chip
 
     chip = chip_config(cfg, trace=bool(args.trace), memory_map=-1 if args.memory_map is None else args.memory_map)
-    res = run_chip(cfg, chip, out=args.out, trace_path=args.trace,
+    res = run_chip(cfg, chip, out=out, trace_path=args.trace,
                    memory_map_cycle=-1 if args.memory_map is None else args.memory_map,
                    quiet=args.quiet or args.json)
     s = res.summary
@@ -150,12 +152,12 @@ def run(args) -> int:
     return EXIT_RUN_STATUS[s["status"]]
 
 
-def check_outputs(args) -> None:
-    """Every path the run will write, tried before it starts."""
-    if args.out:
-        io.check_dir(args.out)
+def check_outputs(args) -> layout.RunOutput | None:
+    """Every path the run will write, tried before it starts; the --out directory (None without one)."""
+    out = common.prepare_out(args)
     if args.trace:
         io.check_file(args.trace, "--trace")
     if args.memory_map is not None and not args.out:
         io.check_dir(".", "--memory-map (the current directory)")
+    return out
 

@@ -2,11 +2,11 @@
 
 import json
 
-import pyarrow.parquet as pq
 import pytest
 
 from cluster.cli import main
 from cluster.config.map import resolve, to_problem
+from cluster.results.layout import read_table
 from mapping.presets import preset
 from mapping.solver import solve
 
@@ -51,9 +51,9 @@ def test_infeasible_config_names_the_constraint(capsys):
 
 def test_outputs_written(tmp_path):
     assert main(["map", "--preset", "gpt3-1t-4layer-2pp-sn30", "--out", str(tmp_path), "--quiet"]) == 0
-    plan = pq.read_table(tmp_path / "map_plan.parquet").to_pylist()[0]
+    plan = read_table(tmp_path, "map_plan").to_pylist()[0]
     assert plan["tp"] == 8 and plan["status"] == "optimal" and plan["config_hash"]
-    assert pq.read_table(tmp_path / "map_kernels.parquet").num_rows == 18
+    assert read_table(tmp_path, "map_kernels").num_rows == 18
     assert json.loads((tmp_path / "plan.json").read_text())["plan"]["pp"] == 2
 
 

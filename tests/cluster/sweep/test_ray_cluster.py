@@ -24,7 +24,8 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from cluster.sweep.dataset import read_dataset
+from cluster.sweep.dataset import read_dataset, table_dir
+from cluster.sweep.layout import point_of
 from cluster.sweep.plan import plan_sweep
 from tests.paths import EXAMPLES
 
@@ -154,9 +155,9 @@ def _wait_for_files(root: Path, n: int, proc, timeout: float = 120) -> None:
 
 def _exactly_once(out: Path, name: str, spec: Path) -> list[dict]:
     """Every planned point has exactly one file, named by its id, and no other file exists."""
-    files = sorted((out / name).rglob("*.parquet"))
+    files = sorted(table_dir(out / name).rglob("*.parquet"))  # the result rows
     ids = [p.id for p in plan_sweep(spec).points]
-    assert sorted(f.stem for f in files) == sorted(ids)
+    assert sorted(point_of(f) for f in files) == sorted(ids)
     assert not list(out.rglob("*.parquet.*"))  # no temporary files left over
     return read_dataset(out / name).to_pylist()
 
@@ -217,7 +218,7 @@ def test_a_failing_point_is_an_error_row(noc_sweep):
 
 def test_the_dataset_reads_back_in_pyarrow_with_its_types(noc_sweep):
     _, out, _ = noc_sweep
-    table = ds.dataset(out / "noc", format="parquet").to_table()
+    table = ds.dataset(out / "noc" / "noc_summary", format="parquet").to_table()
     types = {f.name: f.type for f in table.schema}
     assert types["run_seed"] == pa.int64() and types["noc_rate"] == pa.float64()
     assert types["noc_cols"] == pa.int64() and types["noc_traffic"] == pa.string()
@@ -381,4 +382,4 @@ def test_killing_the_worker_node_mid_sweep_still_stores_every_point_once(cluster
 
 
 def _stored_at(dataset: Path, row: dict) -> float:
-    return next(dataset.rglob(f"{row['point_id']}.parquet")).stat().st_mtime
+    return next(dataset.rglob(f"{row['point_id']}.*.parquet")).stat().st_mtime
