@@ -131,12 +131,12 @@ def _token_refused(address: str, timeout: float = 5.0) -> str | None:
     channel = grpc.intercept_channel(grpc.insecure_channel(f"{host.strip('[]')}:{port}"),
                                      SyncAuthenticationMetadataClientInterceptor())
     try:
-        if client:
-            ping = ray_client_pb2.ClusterInfoRequest(type=ray_client_pb2.ClusterInfoType.PING)
+        if client:  # (protobuf modules: no type stubs)
+            ping = ray_client_pb2.ClusterInfoRequest(type=ray_client_pb2.ClusterInfoType.PING)  # type: ignore[attr-defined]
             ray_client_pb2_grpc.RayletDriverStub(channel).ClusterInfo(ping, timeout=timeout)
         else:
-            gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel).GetClusterId(gcs_service_pb2.GetClusterIdRequest(),
-                                                                              timeout=timeout)
+            ask = gcs_service_pb2.GetClusterIdRequest()  # type: ignore[attr-defined]
+            gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel).GetClusterId(ask, timeout=timeout)
     except grpc.RpcError as exc:
         if exc.code() == grpc.StatusCode.UNAUTHENTICATED:
             return token_problem(exc.details() or "", os.environ.get("RAY_AUTH_MODE", "").lower() == "token")
