@@ -209,6 +209,7 @@ def summarize_chip(cfg, results: list[ShardResult]) -> tuple[dict, dict]:
     summary["status_detail"] = diagnosis.detail(summary["status"], waiting, cfg.workload.kind, finished, admitted,
                                                 expected, summary["requests_failed"])
     summary["oracle_first"] = verdict.first
+    summary["token_unit"] = cfg.workload.token_unit  # what tokens count (after the hash: it names, not counts)
     # energy: after the hash (it is a price list applied to what was simulated, not part of it)
     acts = chip_actions(cfg, results, sent, int(np.sum(tables["links"]["flits"])))
     e = energy(acts, cfg.energy or default_table())

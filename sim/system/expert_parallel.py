@@ -38,6 +38,7 @@ class ExpertParallelParams:
 
     SYSTEM: ClassVar[bool] = True
     SECTION: ClassVar[str] = "experts"
+    token_unit: ClassVar[str] = "routed tokens"  # a system run reports no tokens: the unit they would be in
     KEYS: ClassVar[Table] = Table({
         "dim": Field("int", 0, "network dimension whose groups share the experts (0 = the first [[system.network]])",
                      min=0),

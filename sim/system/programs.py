@@ -37,6 +37,7 @@ class CollectiveParams:
 
     SYSTEM: ClassVar[bool] = True
     SECTION: ClassVar[str] = "collective"
+    token_unit: ClassVar[str] = "collectives"  # a system run reports no tokens: the unit they would be in
     KEYS: ClassVar[Table] = Table({
         "op": Field("choice", "all_reduce", "collective", choices=OPS),
         "dim": Field("int", 0, "network dimension whose groups run it (0 = the first [[system.network]])", min=0),
@@ -152,6 +153,7 @@ class PipelineParams:
 
     SYSTEM: ClassVar[bool] = True
     SECTION: ClassVar[str] = "pipeline"
+    token_unit: ClassVar[str] = "batches"  # a system run reports no tokens: the unit they would be in
     KEYS: ClassVar[Table] = Table({
         "plan": Field("str", "", "plan.json written by `rdasim map --out DIR` for this system "
                       "(else the graph keys are mapped onto the [system] here)"),

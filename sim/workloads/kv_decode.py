@@ -74,6 +74,7 @@ class KvParams:
     trace: RequestTrace | None = None  # arrivals and lengths from a trace instead of the distributions
 
     SECTION: ClassVar[str] = "decode"
+    token_unit: ClassVar[str] = "generated tokens"  # output tokens (a prompt's are not counted)
     KEYS: ClassVar[Table]  # set below the class (it reads the defaults)
 
     @classmethod

@@ -63,6 +63,7 @@ class MoeParams:
     trace: RoutingTrace | None = None  # replayed routes instead of the Zipf draw
 
     SECTION: ClassVar[str] = "moe"
+    token_unit: ClassVar[str] = "routed tokens"  # a step's tokens, each once whatever its top_k
     KEYS: ClassVar[Table]
 
     @classmethod

@@ -46,6 +46,7 @@ class RaceParams:
     data_bytes: int = 256
 
     SECTION: ClassVar[str] = "race"
+    token_unit: ClassVar[str] = "trials"  # completed trials
     KEYS: ClassVar[Table]
 
     @classmethod

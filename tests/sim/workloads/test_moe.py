@@ -23,7 +23,7 @@ MOE = {"memory": {"reclaim": "partial-free"},
 
 def test_every_token_reaches_its_experts_and_everything_is_freed():
     s, t, _, _ = run(MOE)
-    assert s["completed"] and s["requests"] == 3 and s["tokens"] == 30
+    assert s["completed"] and s["requests"] == 3 and s["tokens"] == 30 and s["token_unit"] == "routed tokens"
     assert s["messages"]["reference"] == 3 * 10 * 2
     b = t["buffers"]
     labels = np.array(b["label"])
