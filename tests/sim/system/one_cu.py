@@ -21,6 +21,7 @@ class OneCuParams:
     SECTION: ClassVar[str]
     KEYS: ClassVar[Table]
     PROGRAM: ClassVar[type]
+    token_unit: ClassVar[str] = "programs run"  # its one work item
 
     @classmethod
     def from_config(cls, kind, d, chip, issues):
