@@ -20,7 +20,8 @@ FLAGS = {**RUN_FLAGS, "network": "noc.model"}
 
 JSON_KEYS = (
     "workload", "chip", "network", "policy", "reclaim", "on_oom", "shards", "backend",
-    "sim_cycles", "sim_seconds", "wall_seconds", "tokens", "tokens_per_second", "requests", "requests_failed",
+    "sim_cycles", "sim_seconds", "wall_seconds", "tokens", "token_unit", "tokens_per_second", "requests",
+    "requests_failed",
     "latency_p50_cycles", "latency_p99_cycles", "peak_mu_utilization", "mean_mu_utilization", "peak_mu_reserved",
     "fragmentation", "bytes_copied", "messages", "messages_total", "flits_total", "sync_messages",
     "sync_wait_cycles", "memory_wait_cycles", "oom_events", "stalls", "stall_cycles", "evictions", "oom_failures",
@@ -119,7 +120,8 @@ def run(args) -> int:
               f"policy {s['policy']}, reclaim {s['reclaim']}, {s['shards']} shard(s) on {s['backend']}")
         print(f"  simulated {s['sim_cycles']:,} cycles ({s['sim_seconds'] * 1e6:,.1f} us) in {s['wall_seconds']:.2f} s"
               f"{' (cut off at run.max_cycles)' if s['cut_off'] else ''}")
-        print(f"  {s['tokens']:,} tokens, {s['tokens_per_second']:,.0f} tokens/s; request latency p50 "
+        unit = s["token_unit"]
+        print(f"  {s['tokens']:,} {unit}, {s['tokens_per_second']:,.0f} {unit}/s; request latency p50 "
               f"{s['latency_p50_cycles']:,.0f} / p99 {s['latency_p99_cycles']:,.0f} cycles; "
               f"{s['requests']} requests, {s['requests_failed']} failed")
         print(f"  MU utilisation peak {s['peak_mu_utilization']:.3f}, mean {s['mean_mu_utilization']:.3f}; "
@@ -128,7 +130,11 @@ def run(args) -> int:
         print(f"  {s['messages_total']:,} messages ({s['sync_messages']:,} for synchronisation, "
               f"{s['sync_wait_cycles']:,} cycles waited on them); out of memory {s['oom_events']} times "
               f"(stalls {s['stalls']}, evictions {s['evictions']}, failures {s['oom_failures']})")
-        print(f"  energy {s['energy_joules']:.4g} J ({s['energy_per_token_joules']:.4g} J/token): "
+        if "seconds_per_pass_simulated" in s:  # a mapped run: the simulated time beside DFModel's
+            print(f"  seconds per graph pass: simulated {s['seconds_per_pass_simulated']:.6g}, DFModel "
+                  f"{s['seconds_per_pass_analytic']:.6g}; per batch: simulated {s['seconds_per_batch_simulated']:.6g}, "
+                  f"DFModel {s['seconds_per_batch_analytic']:.6g}")
+        print(f"  energy {s['energy_joules']:.4g} J ({s['energy_per_token_joules']:.4g} J per {one(unit)}): "
               + ", ".join(f"{c} {s[f'energy_{c}_joules']:.3g}" for c in COMPONENTS) + f" J [{s['energy_table']}]")
         if s.get("trace_requests") is not None:
             print(f"  trace: {s['trace_requests']} requests at {s['trace_arrival_rate']:,.4g} per simulated s; "
@@ -150,6 +156,13 @@ def run(args) -> int:
     if s["status"] != "completed":
         print(f"{s['status']}: {s['status_detail']}", file=sys.stderr)
     return EXIT_RUN_STATUS[s["status"]]
+
+
+def one(unit: str) -> str:
+    """One of a plural unit: "generated tokens" -> "generated token", "graph passes" -> "graph pass"."""
+    noun, sep, rest = unit.partition(" (")
+    noun = noun[:-2] if noun.endswith("sses") else noun[:-1] if noun.endswith("s") else noun
+    return noun + sep + rest
 
 
 def check_outputs(args) -> layout.RunOutput | None:

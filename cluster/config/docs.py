@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from cluster.config.schema import REQUIRED, Field, OpenTable, Table, walk
+from cluster.config.schema import NEEDS_UNIT, REQUIRED, Field, OpenTable, Table, walk
 
 REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "reference.md"
 REGENERATE = "python -m cluster.config.docs"
@@ -45,6 +45,10 @@ def _kind(f: Field) -> str:
         return 'int or `"auto"`'
     if f.kind == "list" and f.item is not None:
         return f"list of {f.item.kind}"
+    if f.kind in NEEDS_UNIT:  # the rule of cluster/config/schema.py: a value needs a unit, a default is in base units
+        return f"{f.kind} (with a unit; default in {NEEDS_UNIT[f.kind][0]})"
+    if f.kind == "size":
+        return "size (bytes if bare)"
     return f.kind + (f" ({f.unit})" if f.unit else "")
 
 

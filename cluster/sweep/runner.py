@@ -131,6 +131,8 @@ def run_sweep(plan: SweepPlan, out: str | Path, address: str | None = None, max_
     store.remove_orphans()
     stored = {p.id: s for p in plan.points if (s := store.existing(p)) is not None}
     todo = [p for p in plan.points if p.id not in stored or (retry_failed and stored[p.id] != STATUS_OK)]
+    # Ray first: a run that cannot reach its cluster never starts, so it leaves the manifest as it was
+    ray = None if in_process or not todo else _ray(address)
     manifest = _manifest(plan, layout, store, stored, old)
     code = code_version()
     run = RunEntry(now(), socket.gethostname(), os.getpid(), address, code.version,
@@ -143,8 +145,8 @@ def run_sweep(plan: SweepPlan, out: str | Path, address: str | None = None, max_
         + (f" ({plan.duplicates} duplicate combinations dropped)" if plan.duplicates else ""))
     try:
         if todo:
-            _execute(plan, todo, store, manifest, run, layout, address,
-                     max_concurrency or plan.spec.max_concurrency, quiet, log, in_process)
+            _execute(plan, todo, store, manifest, run, layout, ray,
+                     max_concurrency or plan.spec.max_concurrency, quiet, log)
         run.state = "finished"
     except BaseException:
         run.state = "interrupted"
@@ -157,17 +159,22 @@ def run_sweep(plan: SweepPlan, out: str | Path, address: str | None = None, max_
                         run.computed, counts[FAILED], time.perf_counter() - start)
 
 
-def _execute(plan, todo, store: Store, manifest: Manifest, run: RunEntry, layout: DatasetLayout, address,
-             max_concurrency, quiet, log, in_process) -> None:
+def _ray(address):
+    from cluster.parallel.ray_env import init_ray
+
+    return init_ray(address)
+
+
+def _execute(plan, todo, store: Store, manifest: Manifest, run: RunEntry, layout: DatasetLayout, ray,
+             max_concurrency, quiet, log) -> None:
+    """The points of ``todo`` on the Ray of ``ray`` (None: here, one by one)."""
     from cluster.sweep.execute import Executor, InProcessExecutor
 
     executor: Executor | InProcessExecutor
-    if in_process:
+    if ray is None:
         executor = InProcessExecutor(plan.command.name)
     else:
-        from cluster.parallel.ray_env import init_ray
-
-        executor = Executor(init_ray(address), plan.command.name, plan.spec.max_retries, max_concurrency)
+        executor = Executor(ray, plan.command.name, plan.spec.max_retries, max_concurrency)
     progress = Progress(f"sweep {plan.spec.name}", quiet)
     saved_at, save_every = time.monotonic(), MANIFEST_EVERY_SECONDS
 

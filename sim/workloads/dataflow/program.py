@@ -159,7 +159,9 @@ class Dataflow:
                 status = "ok" if ok else "failed"
                 shard.log(PartitionRecord(rep * nparts + pi, part.index, t0, started, shard.now, status))
             shard.counts["finished"] += 1
-            shard.record("request", rep, t_pass, shard.now, 1, "ok" if ok_pass else "failed")
+            # a pass's tokens (the plan's units: a decode step's generated tokens, ...) once it is done
+            shard.record("request", rep, t_pass, shard.now, self.p.tokens_per_pass if ok_pass else 0,
+                         "ok" if ok_pass else "failed")
             if not ok_pass:
                 break
 

@@ -117,10 +117,11 @@ class Cluster:
     def kill_worker(self) -> None:
         assert _kill_matching(f"{self.root}/w{self.workers}/") > 0
 
-    def sweep(self, spec: Path, out: Path, *extra: str, wait: bool = True, address: str | None = None):
+    def sweep(self, spec: Path, out: Path, *extra: str, wait: bool = True, address: str | None = None,
+              env: dict | None = None):
         cmd = [sys.executable, "-m", "cluster.cli", "sweep", str(spec), "--out", str(out),
                "--address", address or self.address, "--quiet", *extra]
-        proc = subprocess.Popen(cmd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(cmd, env=env or self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         if wait:
             _, err = proc.communicate(timeout=180)
             proc.stderr_text = err
@@ -327,6 +328,29 @@ def test_a_wrong_ray_address_is_a_clear_error_not_a_silent_local_run(tmp_path):
     assert proc.returncode == 2, proc.stderr[-2000:]
     (line,) = proc.stderr.strip().splitlines()
     assert "RAY_ADDRESS" in line and env["RAY_ADDRESS"] in line
+
+
+@pytest.mark.parametrize("client, token", [(False, None), (False, "0" * 64), (True, None)])
+def test_a_driver_without_the_clusters_token_says_token_at_once_and_records_no_run(cluster, client, token, tmp_path):
+    """The cluster enforces a token (RAY_AUTH_MODE=token on every node): a driver with none (its own
+    HOME: no ~/.ray/auth_token either), or with another, is one line naming the token and what to
+    set, in seconds (ray.init alone retries for 20 s, then says only "Failed to connect", or
+    "ray client connection timeout" after 30 s through the Ray Client port), and the run never
+    started: no manifest (the sweep's record of runs) is written."""
+    spec = _spec(tmp_path / "t.toml", NOC)
+    address = f"ray://127.0.0.1:{cluster.client_port}" if client else cluster.address
+    env = {k: v for k, v in cluster.env.items() if k not in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN")}
+    env["HOME"] = str(tmp_path / "home")
+    if token:
+        env.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=token)
+    started = time.monotonic()
+    proc = cluster.sweep(spec, tmp_path / "out", address=address, env=env)
+    assert proc.returncode == 2, proc.stderr_text[-3000:]
+    assert time.monotonic() - started < 15
+    (line,) = proc.stderr_text.strip().splitlines()
+    assert "token" in line and "RAY_AUTH_TOKEN" in line and address in line
+    assert ("refused this client's token" in line) if token else ("set RAY_AUTH_MODE=token" in line)
+    assert not list((tmp_path / "out").rglob("*manifest*"))
 
 
 def test_killing_the_driver_and_rerunning_resumes_without_recomputing(cluster, tmp_path):
