@@ -76,3 +76,47 @@ def test_new_generators_map_end_to_end(tmp_path, workload):
     plan = solve(to_problem(resolve(str(path))))
     assert plan.feasible and plan.tp == 4 and 0 < plan.utilization < 1
     assert plan.lower_bound_seconds <= plan.seconds_per_batch
+
+
+PLASTICINE_LAYER = """
+[workload]
+kind = "llm"
+[workload.llm]
+hidden = 256
+heads = 4
+seq = 128
+layers = 1
+global_batch = 1
+tile_size = 32
+[system]
+chips = 1
+chip = "plasticine"
+[[system.network]]
+size = 1
+link_bandwidth = "1GB/s"
+parallelism = "TP"
+[mapping]
+time_limit = "10s"
+"""
+
+
+def test_map_reports_the_weight_design_of_a_grid_plan(tmp_path, capsys):
+    from allocators.weight_bits import min_bits
+
+    path = tmp_path / "m.toml"
+    path.write_text(PLASTICINE_LAYER)
+    assert main(["map", str(path), "--json", "--quiet", "--out", str(tmp_path / "out")]) == 0
+    weights = json.loads(capsys.readouterr().out)["weights"]
+    buffers = weights["buffers"]
+    assert buffers and {"tiles", "weight"} <= {b["kind"] for b in buffers}
+    # the plan-wide figures are the widest buffer's, and each split's field is the closed form's
+    assert weights["shared_references"] == max(b["shared_references"] for b in buffers) > 1
+    for b in [*buffers, weights]:
+        assert b["min_bits"] == {s: min_bits(b["shared_references"], s) for s in ("halve", "one", "log2")}
+    assert json.loads((tmp_path / "out" / "plan.json").read_text())["weights"] == weights
+    assert main(["map", str(path), "--quiet"]) == 0
+    text = capsys.readouterr().out
+    assert f"at most {weights['shared_references']} holders" in text and "halve" in text
+    # a chip with no grid of its own has no weight design
+    assert main(["map", "--preset", "hpl-1m-h100", "--json", "--quiet"]) == 0
+    assert json.loads(capsys.readouterr().out)["weights"] is None
