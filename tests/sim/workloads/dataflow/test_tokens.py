@@ -26,7 +26,7 @@ ONE_CHIP = System(1, SPEC.dfmodel(), (NetworkDim(LinkKind.RING, 1, 1.0, Parallel
 def _run(workload, passes: int) -> dict:
     plan = map_workload(workload, ONE_CHIP, ExecutionModel(), time_limit=20)
     assert plan.feasible, plan.reason
-    s = run_plan(plan, {"memory": {"policy": "virtual"}}, passes=passes)[0]
+    s = run_plan(plan, {"memory": {"policy": "virtual"}}, passes=passes).summary
     assert s["status"] == "completed", s["status_detail"]
     return s
 
