@@ -23,6 +23,7 @@ _PARSERS = {
     "frequency": units.parse_frequency,
     "bandwidth": units.parse_bandwidth,
     "time": units.parse_time,
+    "duration": units.parse_duration,
     "flops": units.parse_flops,
 }
 
