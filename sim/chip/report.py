@@ -212,6 +212,8 @@ def summarize_chip(cfg, results: list[ShardResult]) -> tuple[dict, dict]:
     summary["oracle_first"] = verdict.first
     # after the hash: views of what it covers (the MUs' memory log, the scheduler's replies)
     summary["first_oom_utilization"] = _first_oom_utilization(results, uc, uv, cap)
+    summary["preempt_mode"] = cfg.preempt_mode if cfg.on_oom == "preempt" else None
+    summary["admit_watermark"] = cfg.admit_watermark
     served, served_tables = cfg.workload.serving_figures([x for r in results for x in r.logged], spec.clock_hz,
                                                          seconds)
     summary.update(served)
