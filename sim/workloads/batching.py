@@ -8,10 +8,11 @@ steps); a sequence joins the iterations once its prefill has replied.
 
 Memory-aware admission (``memory.on_oom = "preempt"``, or ``memory.admit_watermark`` > 0):
 the scheduler keeps the books of the KV room its sequences hold on every MU, as vLLM's block
-manager does (each buffer's tokens rounded up as the memory policy reserves them), and the
-first waiting sequence starts only when its buffers fit with ``admit_watermark`` of every MU
-left free; first come, first served (a sequence that does not fit holds back those behind
-it). Without either, admission is as before: a free slot and an arrival are enough.
+manager does (each buffer's tokens rounded up as the memory policy reserves them, with room
+for every running sequence's next step), and the first waiting sequence starts only when its
+buffers fit with ``admit_watermark`` of every MU left free; first come, first served (a
+sequence that does not fit holds back those behind it). Without either, admission is as
+before: a free slot and an arrival are enough.
 
 Preemption (``memory.on_oom = "preempt"``, Kwon et al., SOSP 2023): an MU refuses an append
 that does not fit, and the worker reports its step blocked. Once every step of the iteration
@@ -140,12 +141,15 @@ class Scheduler:
             into[mu] = into.get(mu, 0) + room
 
     def _fits(self, r: Request, slot: int) -> bool:
-        """The books: r's buffers fit beside every running and admitting sequence's, watermark kept."""
+        """The books: r's buffers fit beside every running and admitting sequence's with the room its
+        next step appends (vLLM reserves the running sequences' next slots before it admits), the
+        watermark kept free."""
         held: dict[int, int] = {}
+        step = self.prog.step_tokens
         for s, seq in self.running.items():
-            self._held(seq, s, self.reqs[seq].kv_tokens, held)
+            self._held(seq, s, self.reqs[seq].kv_tokens + step, held)
         for s, seq in self.admitting.values():
-            self._held(seq, s, self.reqs[seq].admit_tokens, held)
+            self._held(seq, s, self.reqs[seq].admit_tokens + step, held)
         need: dict[int, int] = {}
         self._held(r.seq, slot, r.admit_tokens, need)
         return all(held.get(mu, 0) + n <= self.limit for mu, n in need.items())

@@ -244,6 +244,11 @@ class KvDecode:
             k += 1
         return k
 
+    @property
+    def step_tokens(self) -> int:
+        """Tokens a decode step appends to every buffer (spec-decode: the drafts and the bonus token)."""
+        return 1 + self.p.draft if self.spec_decode else 1
+
     def placement(self, slot: int, seq: int) -> list[int]:
         """The MU of each of sequence ``seq``'s buffers when it runs in ``slot``."""
         nb = self.p.buffers_per_sequence
@@ -307,7 +312,7 @@ class KvDecode:
             st["length"] = kv
             new = 1  # prefill produces the first token
         else:
-            new = 1 + p.draft if self.spec_decode else 1
+            new = self.step_tokens
         if self.preempt:
             yield from self._layers(cu, msg, BlockedStep(0, new if msg.arg == m.CTRL_STEP else 0, [], {}))
             return
@@ -423,12 +428,13 @@ class KvDecode:
             tags = [cu.request(m.CONTROL, r.mu, arg=m.CTRL_STREAM, nbytes=kv, buf=int(self.home_dram[r.mu]))
                     for r in refs]
             yield Replies(tags, "memory")
+        moved = cu.shard.now
         blocked = st.pop("blocked", None)
         yield from free_all(cu, refs)
         if blocked is not None and blocked.reads:  # the reads it left waiting are answered by the free
             yield Replies(list(blocked.reads.values()), "memory")
         what = "swap-out" if mode == "swap" else "recompute"
-        cu.shard.log(PreemptionLog(st["seq"], cu.uid, what, t0, cu.shard.now, kv * len(refs)))
+        cu.shard.log(PreemptionLog(st["seq"], cu.uid, what, t0, moved, cu.shard.now, kv * len(refs)))
         cu.shard.trace_span(cu.uid, f"preempted: {what}", t0, cu.shard.now - t0, "memory", {"sequence": st["seq"]})
         st.clear()
         cu.send(m.ACK, msg.src, tag=msg.tag, arg=m.PREEMPTED, nbytes=0)
@@ -443,5 +449,6 @@ class KvDecode:
                     alloc=r.alloc)
         tags = [cu.request(m.READ_REQ, r.mu, nbytes=0, arg=nbytes, mu=r.mu, buf=r.buf, alloc=r.alloc) for r in refs]
         yield Replies(tags, "memory")
-        cu.shard.log(PreemptionLog(st["seq"], cu.uid, "swap-in", t0, cu.shard.now, nbytes * len(refs)))
+        now = cu.shard.now
+        cu.shard.log(PreemptionLog(st["seq"], cu.uid, "swap-in", t0, now, now, nbytes * len(refs)))
         cu.shard.trace_span(cu.uid, "swap in", t0, cu.shard.now - t0, "memory", {"sequence": st["seq"]})

@@ -62,8 +62,9 @@ class PreemptionLog:
     request: int
     worker: int  # CU unit id
     what: str  # "recompute", "swap-out" or "swap-in"
-    start: int
-    end: int
+    start: int  # the order came (swap-in: its loads were sent, the buffers allocated)
+    moved: int  # its KV was in DRAM (swap-out) or back in its MUs (swap-in); recompute: ``start``
+    end: int  # its room was free (swap-in: ``moved``)
     kv_bytes: int  # bytes of KV freed, written to DRAM, or read back
 
     HASHED: ClassVar[bool] = False
