@@ -279,7 +279,7 @@ INPUT_COLUMNS = (
            "averaged over steps"),
 )
 
-_PCT = "numpy.percentile's linear interpolation (docs/run.md, \"Serving metrics\")"
+_PCT = "numpy.percentile: linear interpolation between the closest ranks"
 SERVING_COLUMNS = (
     Column("first_oom_utilization", _F, "share of all MU bytes holding live data when the first request found its "
            "MU out of memory (null: none did)"),
@@ -287,8 +287,8 @@ SERVING_COLUMNS = (
     Column("admit_watermark", _F, "share of every MU kept free when admitting (decode workloads)"),
     Column("requests_finished", _I, "decode: requests served to their last token"),
     Column("preemptions", _I, "decode: sequences preempted (on_oom = preempt), counting each time"),
-    *[Column(f"{m}_p{q}_seconds", _F, f"decode: {q}th percentile of {what} over the served requests, s "
-             f"({_PCT})") for m, what in (("ttft", "the time to first token"),
+    *[Column(f"{m}_p{q}_seconds", _F, f"decode: {q}th percentile of {what} over the served requests, s; "
+             f"{_PCT}") for m, what in (("ttft", "the time to first token"),
                                           ("tbt", "every time between two consecutive tokens"),
                                           ("e2e", "the end-to-end latency (arrival to last token)"))
       for q in (50, 90, 99)],
