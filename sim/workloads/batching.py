@@ -114,6 +114,7 @@ class Scheduler:
             elif self.waiting:
                 head = self.reqs[self.waiting[0]]
                 if head.arrival <= shard.now and self.aware:  # the chip is empty, and still it does not fit
+                    shard.counts["admitted"] += head.admitted < 0  # taken from the queue: refused
                     self._end(self.waiting.pop(0), "failed")
                     continue
                 yield Sleep(max(1, head.arrival - shard.now))

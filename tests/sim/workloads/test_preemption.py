@@ -140,6 +140,17 @@ def test_a_watermark_admits_the_second_sequence_only_after_the_first_is_done(tra
     assert b.admitted >= a.token_cycles[-1]
 
 
+def test_a_request_that_can_never_fit_is_refused_not_waited_for(tmp_path):
+    path = tmp_path / "three.csv"  # the middle one's 40-token prompt needs 20 blocks of an 11-block MU
+    path.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n0,8,4\n0,40,4\n0,9,4\n")
+    s, t, _, _ = run(two(str(path), TIGHT))
+    assert s["status"] == "failed" and s["completed"] and s["requests_failed"] == 1
+    assert t["requests"]["status"] == ["ok", "failed", "ok"] and s["requests_finished"] == 2
+    # a watermark no prompt fits under refuses every request, and the run still ends
+    s = run(two(str(path), TIGHT, on_oom="stall", admit_watermark=0.9))[0]
+    assert s["status"] == "failed" and s["requests_failed"] == 3 and s["oom_events"] == 0
+
+
 def overcommitted(kind="kv-decode", on_oom="preempt", mode="recompute", **decode):
     """12 sequences, 8 at once, on 16 MUs of 16 KiB: far more KV than the chip holds."""
     mem = {"policy": "virtual", "block_bytes": "1KiB", "on_oom": on_oom}
