@@ -16,6 +16,11 @@ spec-decode (speculative decoding, Leviathan et al., ICML 2023): a step appends
 (each with probability ``accept``, stopping at the first rejection) and the rejected
 ``draft - a`` are truncated from every KV buffer; the step yields ``a + 1`` tokens.
 
+The scheduler (sim/workloads/batching.py) may admit by memory and, under ``memory.on_oom =
+"preempt"``, preempt: a step whose append an MU refuses stops at that layer (``BlockedStep``)
+and goes on when told to; a preempted worker frees its KV, first streaming it to DRAM under
+``swap``; a swapped-out sequence admitted again has its KV streamed back into new buffers.
+
 All buffers here have a single owner, so they are freed explicitly; reclamation
 protocols matter for moe and race.
 """
@@ -292,9 +297,7 @@ class KvDecode:
             made = max(msg.alloc, 0)  # tokens it made before it was preempted
             swapped = msg.mu if self.preempt else -1  # swap: the slot its KV left from
             kv = prompt + made - (1 if swapped >= 0 else 0)
-            mus = [self.grid.place(cu.uid, slot, b, p.buffers_per_sequence, seq)
-                   for b in range(p.buffers_per_sequence)]
-            refs, status = yield from self._allocate(cu, mus, kv * tb)
+            refs, status = yield from self._allocate(cu, self.placement(slot, seq), kv * tb)
             st.update(seq=seq, refs=refs, length=0, goal=out, made=made, step=self.steps_before(seq, made))
             if status == m.STATUS_NO_ROOM:  # preempt: back in line until room is freed
                 yield from self._end(cu, msg, m.NO_ROOM, 0)
