@@ -30,9 +30,10 @@ class Field:
     """A leaf value.
 
     kind: int, int_or_auto (a whole number or "auto"), float, bool, str, choice, size (bytes),
-    frequency (Hz), bandwidth (B/s), time (s), flops (FLOP/s), cycles (int; also a time string
-    converted at ``clock``), list (items checked by ``item``), any. ``choices`` may be a registry (read when the
-    config is checked, so an implementation registered later is allowed).
+    frequency (Hz), bandwidth (B/s), time (s), duration (s; a string naming its unit, never a bare
+    number), flops (FLOP/s), cycles (int; also a time string converted at ``clock``), list (items
+    checked by ``item``), any. ``choices`` may be a registry (read when the config is checked, so an
+    implementation registered later is allowed).
     """
 
     kind: str

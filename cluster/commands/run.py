@@ -12,7 +12,7 @@ from cluster.config.run import RUN_SCHEMA
 from cluster.errors import EXIT_RUN_STATUS, UserError
 from cluster.parallel.distribution import describe_distribution, distributed
 from cluster.results import io, layout
-from cluster.results.schemas import ENERGY_COLUMNS, INPUT_COLUMNS
+from cluster.results.schemas import ENERGY_COLUMNS, INPUT_COLUMNS, SERVING_COLUMNS
 from sim.energy.table import COMPONENTS
 
 # command-line flag -> config key (a flag, --set and a file key all say the same)
@@ -35,6 +35,7 @@ ENERGY_KEYS = tuple(c.name for c in ENERGY_COLUMNS)
 MAPPED_KEYS = ("seconds_per_batch_simulated", "seconds_per_batch_analytic", "seconds_per_pass_simulated",
                "seconds_per_pass_analytic", "partitions")
 INPUT_KEYS = tuple(c.name for c in INPUT_COLUMNS)  # a trace's or a routing's measured figures, when there are any
+SERVING_KEYS = tuple(c.name for c in SERVING_COLUMNS)  # first-OOM utilisation; a decode run's latencies
 
 
 def run_system_command(args, cfg: dict, out) -> int:
@@ -111,7 +112,7 @@ def run(args) -> int:
                    quiet=args.quiet or args.json)
     s = res.summary
     keys = JSON_KEYS + ENERGY_KEYS + tuple(k for k in MAPPED_KEYS if k in s) + tuple(
-        k for k in INPUT_KEYS if s.get(k) is not None)
+        k for k in INPUT_KEYS if s.get(k) is not None) + tuple(k for k in SERVING_KEYS if k in s)
     figures = {**{k: json_safe(s[k]) if k != "partitions" else s[k] for k in keys}, **distributed(s)}
     if args.json:
         print(json.dumps(figures))
@@ -139,6 +140,14 @@ def run(args) -> int:
         if s.get("trace_requests") is not None:
             print(f"  trace: {s['trace_requests']} requests at {s['trace_arrival_rate']:,.4g} per simulated s; "
                   f"prompts capped {s['trace_capped_prompts']}, outputs capped {s['trace_capped_outputs']}")
+        if s.get("requests_finished") is not None:
+            ms = {k: "-" if s[k] is None else f"{s[k] * 1e6:,.1f}" for k in ("ttft_p50_seconds", "ttft_p99_seconds",
+                                                                          "tbt_p50_seconds", "tbt_p99_seconds")}
+            print(f"  serving: {s['requests_finished']} served, {s['preemptions']} preemptions; TTFT p50 "
+                  f"{ms['ttft_p50_seconds']} / p99 {ms['ttft_p99_seconds']} us; TBT p50 {ms['tbt_p50_seconds']} / "
+                  f"p99 {ms['tbt_p99_seconds']} us"
+                  + (f"; goodput {s['goodput_requests_per_second']:,.4g} requests/s"
+                     if s.get("goodput_requests_per_second") is not None else ""))
         if s.get("moe_skew_measured") is not None:
             print(f"  routing: measured Zipf skew {s['moe_skew_measured']:.3f}, busiest expert "
                   f"{s['moe_load_imbalance']:.2f}x the mean per step")

@@ -20,7 +20,7 @@ from cluster.config.loader import ConfigError
 from cluster.config.noc import RUN_SECTION
 from cluster.config.schema import Issue
 from mapping.systems import CHIPS
-from sim.chip.config import OOM_BEHAVIOURS, PLACEMENTS, ChipConfig, noc_params_for
+from sim.chip.config import OOM_BEHAVIOURS, PLACEMENTS, PREEMPT_MODES, ChipConfig, noc_params_for
 from sim.chip.messages import Sizing
 from sim.chip.reclaim import RECLAMATIONS
 from sim.chip.spec import PRESETS, unit_layout
@@ -82,15 +82,34 @@ def _policy_checks(mem: dict) -> list[tuple[str, str]]:
     return [issue for _, c in POLICIES.items() for check in getattr(c, "CHECKS", ()) for issue in check(mem)]
 
 
+def _preempt_checks(mem: dict) -> list[tuple[str, str]]:
+    """A watermark is a share of an MU kept free, so below 1; a preempt mode needs on_oom = "preempt"."""
+    out = []
+    w = mem.get("admit_watermark")
+    if w is not None and not 0.0 <= w < 1.0:
+        out.append(("admit_watermark", f"{w:g} is outside [0, 1): the share of every MU kept free when admitting"))
+    if mem.get("preempt_mode") and mem.get("on_oom") != "preempt":
+        out.append(("preempt_mode", f"{mem['preempt_mode']!r} needs on_oom = \"preempt\" (on_oom is "
+                                    f"{mem.get('on_oom')!r})"))
+    return out
+
+
 MEMORY = Table({
     "policy": Field("choice", "virtual", "how an MU holds buffers", choices=POLICIES),
     "reclaim": Field("choice", "refcount-gated", "how shared references are reclaimed", choices=RECLAMATIONS),
-    "on_oom": Field("choice", "stall", "when memory runs out: stall and retry, evict to DRAM, or fail",
+    "on_oom": Field("choice", "stall", "when memory runs out: stall and retry, evict to DRAM, fail, or preempt "
+                    "a sequence (decode workloads; docs/run.md, \"Preemption and admission\")",
                     choices=OOM_BEHAVIOURS),
+    "preempt_mode": Field("choice", "", "on_oom = \"preempt\": recompute (free the preempted sequence's KV, "
+                          "prefill it again) or swap (its KV to DRAM and back); empty: recompute",
+                          choices=("",) + PREEMPT_MODES),
+    "admit_watermark": Field("float", 0.0, "decode: a waiting request starts only when its prompt's blocks fit "
+                             "with this share of every MU left free, in [0, 1) (always checked under on_oom = "
+                             "\"preempt\"; elsewhere only when above 0)", min=0.0),
     "placement": Field("choice", "spread", "which MU a new buffer goes to", choices=PLACEMENTS),
     "buffer_id_bits": _i("bits of a buffer id (ids wrap and are reused)", 16, 1, "bits"),
     "offset_bits": _i("bits of a virtual block + offset in a reference", 16, 1, "bits"),
-}, doc="MU memory policy, reclamation protocol, out-of-memory behaviour", checks=[_policy_checks],
+}, doc="MU memory policy, reclamation protocol, out-of-memory behaviour", checks=[_policy_checks, _preempt_checks],
     extend=_policy_keys)
 
 
@@ -263,6 +282,18 @@ def _grid_system_config(cfg: dict):
         raise ConfigError("config", [Issue("system", str(exc))]) from None
 
 
+def _preempt_issues(kind: str, mem: dict) -> list[Issue]:
+    """Preemption and memory-aware admission need a workload that serves requests it can preempt."""
+    if WORKLOADS.get(kind).PREEMPTS:
+        return []
+    can = _kinds(lambda c: c.PREEMPTS)
+    if mem["on_oom"] == "preempt":
+        return [Issue("memory.on_oom", f"preempt: {kind} cannot preempt; the workloads that can are {can}")]
+    if mem["admit_watermark"]:
+        return [Issue("memory.admit_watermark", f"{kind} admits no requests; the workloads that do are {can}")]
+    return []
+
+
 def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=None) -> ChipConfig:
     """The ChipConfig a resolved ``rdasim run`` config describes (raises ConfigError); ``system``: the
     mapper's System its chip is a grid chip of."""
@@ -290,6 +321,7 @@ def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=Non
     policy = POLICIES.get(mem["policy"]).from_config(mem["policy"], mem)
     issues += policy.problems(mu)
     issues += _workload_issues(params, cfg)
+    issues += _preempt_issues(wl["kind"], mem)
     if issues and params.MAPS_GRAPH:  # mapping needs every key it reads
         raise ConfigError("config", issues)
     workload = params.from_config(wl["kind"], wl[params.SECTION], ChipContext(spec, lay, policy.room(mu), system),
@@ -305,6 +337,7 @@ def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=Non
         spec=spec, noc=noc_params_for(spec, run["seed"], routing=noc["routing"], **{k: noc[k] for k in TIMING_KEYS}),
         network=noc["model"],
         sizing=sizing, mu=mu, policy=policy, reclaim=reclaim, workload=workload, on_oom=mem["on_oom"],
+        preempt_mode=mem["preempt_mode"] or PREEMPT_MODES[0], admit_watermark=mem["admit_watermark"],
         placement=mem["placement"], jitter=noc["jitter"], seed=run["seed"], max_cycles=run["max_cycles"],
         sample_cycles=run["sample_cycles"], trace=trace, trace_limit=run["trace_limit"], memory_map_cycle=memory_map,
         energy=energy,

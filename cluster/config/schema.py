@@ -23,6 +23,7 @@ _PARSERS = {
     "frequency": units.parse_frequency,
     "bandwidth": units.parse_bandwidth,
     "time": units.parse_time,
+    "duration": units.parse_duration,
     "flops": units.parse_flops,
 }
 # Kinds a value must give the unit of (a bare 64 would silently be 64 B/s, 64 s or 64 Hz), with

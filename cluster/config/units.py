@@ -91,6 +91,14 @@ def parse_time(value) -> float:
     raise UnitError(f"cannot read {value!r} as a time (examples: \"20ns\", \"1.5us\")")
 
 
+def parse_duration(value) -> float:
+    """Seconds from a time that names its unit ("200ms", "1.5s"): a bare number is refused, since
+    a latency objective read in the wrong unit would be off by a factor of a thousand or more."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        raise UnitError(f"{value!r} has no unit; give a time with its unit (examples: \"200ms\", \"50us\", \"1s\")")
+    return parse_time(value)
+
+
 def parse_flops(value) -> float:
     """FLOP/s from 3.12e14, "312TFLOPS", "638 TFLOP/s"."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):

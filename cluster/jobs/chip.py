@@ -180,6 +180,8 @@ def run_chip(cfg: dict, chip_cfg, out: str | Path | layout.RunOutput | None = No
         "run_links": schemas.RUN_LINKS.build(cols["links"], meta),
         "run_energy": schemas.RUN_ENERGY.build(cols["energy"], meta),
     }
+    if "requests" in cols:  # a decode run: its requests' latencies
+        tables["run_requests"] = schemas.RUN_REQUESTS.build(cols["requests"], meta)
     if "partitions" in cols:  # a mapped (dataflow) run
         tables["run_partitions"] = schemas.RUN_PARTITIONS.build(cols["partitions"], meta)
         tables["run_kernels"] = schemas.RUN_KERNELS.build(cols["kernels"], meta)

@@ -17,6 +17,7 @@ from cluster.version import code_version
 from sim.chip.messages import KINDS as MESSAGE_KINDS
 from sim.chip.records import BufferLife, columns
 from sim.system.records import StepRecord
+from sim.workloads.serving import RequestRow
 
 _COLUMN_TYPES = (list, tuple, np.ndarray, pa.Array, pa.ChunkedArray)
 
@@ -280,6 +281,26 @@ INPUT_COLUMNS = (
            "averaged over steps"),
 )
 
+_PCT = "numpy.percentile: linear interpolation between the closest ranks"
+SERVING_COLUMNS = (
+    Column("first_oom_utilization", _F, "share of all MU bytes holding live data when the first request found its "
+           "MU out of memory (null: none did)"),
+    Column("preempt_mode", _S, "on_oom = preempt: recompute or swap (null otherwise)"),
+    Column("admit_watermark", _F, "share of every MU kept free when admitting (decode workloads)"),
+    Column("requests_finished", _I, "decode: requests served to their last token"),
+    Column("preemptions", _I, "decode: sequences preempted (on_oom = preempt), counting each time"),
+    *[Column(f"{m}_p{q}_seconds", _F, f"decode: {q}th percentile of {what} over the served requests, s; "
+             f"{_PCT}") for m, what in (("ttft", "the time to first token"),
+                                          ("tbt", "every time between two consecutive tokens"),
+                                          ("e2e", "the end-to-end latency (arrival to last token)"))
+      for q in (50, 90, 99)],
+    Column("slo_ttft_seconds", _F, "decode: workload.decode.slo_ttft, s (null: none)"),
+    Column("slo_tbt_seconds", _F, "decode: workload.decode.slo_tbt, s (null: none)"),
+    Column("goodput_requests_per_second", _F, "decode: served requests meeting both objectives (TTFT, mean TBT) "
+           "per simulated second, DistServe's goodput (null without objectives)"),
+    Column("slo_attainment", _F, "decode: share of the requests meeting both objectives (null without objectives)"),
+)
+
 RUN_SUMMARY = TableSchema(
     "run_summary",
     "one row per chip simulation (rdasim run)",
@@ -291,7 +312,7 @@ RUN_SUMMARY = TableSchema(
         Column("network", _S, "NoC fidelity: cycle or packet"),
         Column("policy", _S, "MU memory policy"),
         Column("reclaim", _S, "reclamation protocol of shared references"),
-        Column("on_oom", _S, "out-of-memory behaviour: stall, evict or fail"),
+        Column("on_oom", _S, "out-of-memory behaviour: stall, evict, fail or preempt"),
         Column("placement", _S, "buffer placement: spread, near or random"),
         Column("weight_bits", pa.int32(), "partial-free: bits of a reference's weight (0 otherwise)"),
         Column("block_bytes", _I, "virtual: block size in bytes (0 otherwise)"),
@@ -353,8 +374,13 @@ RUN_SUMMARY = TableSchema(
         Column("result_hash", _S, "hash of every delivery, oracle event, buffer life and figure"),
         *ENERGY_COLUMNS,
         *INPUT_COLUMNS,
+        *SERVING_COLUMNS,
     ),
 )
+
+RUN_REQUESTS = TableSchema("run_requests", "one row per request of a decode run (kv-decode, spec-decode) that "
+                           "ended, served or refused: its latencies (docs/run.md, \"Serving metrics\")",
+                           record_columns(RequestRow))  # declared once, on the record (sim/workloads/serving.py)
 
 RUN_MU_SERIES = TableSchema(
     "run_mu_series",
@@ -438,7 +464,8 @@ RUN_ENERGY = TableSchema(
     ),
 )
 
-ALL_TABLES.extend([RUN_SUMMARY, RUN_MU_SERIES, RUN_BUFFERS, RUN_LINKS, RUN_PARTITIONS, RUN_KERNELS, RUN_ENERGY])
+ALL_TABLES.extend([RUN_SUMMARY, RUN_MU_SERIES, RUN_BUFFERS, RUN_LINKS, RUN_PARTITIONS, RUN_KERNELS, RUN_ENERGY,
+                   RUN_REQUESTS])
 # --------------------------------------------------------------------------- end of rdasim run
 
 # --------------------------------------------------------------------------- ---- allocators

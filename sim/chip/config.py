@@ -12,7 +12,8 @@ from sim.memory.policies import MuGeometry, PolicyParams
 from sim.noc.params import NocParams
 from sim.workloads import Workload
 
-OOM_BEHAVIOURS = ("stall", "evict", "fail")
+OOM_BEHAVIOURS = ("stall", "evict", "fail", "preempt")
+PREEMPT_MODES = ("recompute", "swap")  # what memory.on_oom = "preempt" does with a preempted sequence's KV
 PLACEMENTS = ("spread", "near", "random")
 NI_LATENCY = 1  # cycles from a unit sending a message to its first packet being offered (packetisation)
 
@@ -50,6 +51,8 @@ class ChipConfig:
     reclaim: Reclamation  # a registered reclamation protocol (sim/chip/reclaim)
     workload: Workload  # a registered workload's parameters (sim/workloads)
     on_oom: str = "stall"
+    preempt_mode: str = "recompute"  # on_oom = "preempt": free the KV and prefill again, or swap it to DRAM
+    admit_watermark: float = 0.0  # share of every MU kept free when admitting (memory-aware admission)
     placement: str = "spread"
     jitter: int = 0  # extra random 0..jitter cycles before a message enters the network
     seed: int = 1

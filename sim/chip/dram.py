@@ -4,8 +4,10 @@ One port of ``dram_bytes_per_cycle`` serves requests in arrival order after
 ``dram_latency`` cycles. A read (forwarded by an MU for a buffer it evicted, or sent by a
 CU) is answered straight to the unit named in ``arg``, with the tag it asked with. A
 CTRL_LOAD control message streams ``nbytes`` into an MU's buffer (weights entering a
-partition, a cache's first contents): ``mu``, ``buf`` and ``alloc`` name it, ``flags`` says
-whether it is a tile buffer (STREAM) or one that grows.
+partition, a cache's first contents, a swapped-out KV cache coming back): ``mu``, ``buf``
+and ``alloc`` name it, ``flags`` says whether it is a tile buffer (STREAM) or one that
+grows. A tagged write (an MU streaming a swapped-out buffer here) is acknowledged to the
+unit in ``arg`` once its last byte is written.
 """
 
 from __future__ import annotations
@@ -41,8 +43,11 @@ class DramUnit(Unit):
                       buf=msg.buf, alloc=msg.alloc, flags=msg.flags)
             return
         if msg.kind in (m.WRITE, m.APPEND):
-            self._serve(msg.nbytes)
+            start = self._serve(msg.nbytes)
             self.bytes_written += msg.nbytes
+            if msg.tag:  # a swap-out its sender waits for: acknowledged once the last byte is written
+                done = start + -(-msg.nbytes // self.bw) + self.latency
+                self.send(m.ACK, msg.arg, ready=done, tag=msg.tag, mu=msg.mu)
         elif msg.kind == m.READ_REQ:
             start = self._serve(msg.nbytes)
             self.bytes_read += msg.nbytes

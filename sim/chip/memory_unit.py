@@ -73,6 +73,7 @@ class MemoryUnit(Unit):
         self.dram = dram
         self.total_weight, self.weight_field = cfg.reclaim.first_weight()
         self.stats = MuStats()
+        self.first_oom = -1  # cycle of its first out-of-memory event (-1: none)
         # memory requests may find the MU full and be retried (``retry``); the reclamation
         # protocol's messages never allocate
         self.handlers = {
@@ -276,6 +277,8 @@ class MemoryUnit(Unit):
             self.shard.oracle(self, oracle.FREE, msg.alloc)  # nothing there: a double free
         else:
             self.release(rec, "free")
+        if msg.tag:  # a free its holder waits for (memory.on_oom = "preempt": the room is back when it hears)
+            self.reply(msg, buf=msg.buf, alloc=msg.alloc)
         return True
 
     def release(self, rec: BufferRecord, how: str) -> None:
@@ -303,7 +306,13 @@ class MemoryUnit(Unit):
         if retry:
             return False
         self.stats.oom_events += 1
+        if self.first_oom < 0:
+            self.first_oom = self.shard.now
         mode = self.cfg.on_oom
+        if mode == "preempt":  # refused, nothing marked failed: the workload preempts a sequence and asks again
+            self.shard.trace_instant(self.uid, "out of memory: refuse", {"kind": m.KINDS[msg.kind]})
+            self.reply(msg, buf=msg.buf, alloc=msg.alloc, status=m.STATUS_NO_ROOM)
+            return False
         if mode == "evict" and self._evict_until(msg):
             return True
         if mode in ("stall", "evict"):
@@ -367,10 +376,13 @@ class MemoryUnit(Unit):
 
     # ------------------------------------------------------------------ background traffic
     def _control(self, msg: m.Message, retry: bool) -> bool:
-        """CTRL_STREAM: read ``nbytes`` and write them to unit ``buf``'s unmanaged area."""
+        """CTRL_STREAM: read ``nbytes`` and write them to unit ``buf``'s unmanaged area (a DRAM
+        interface acknowledges a tagged one to its sender when the bytes are written)."""
         if msg.arg == m.CTRL_STREAM:
             start, _ = self._serve(msg.nbytes)
             self.stats.read_bytes += msg.nbytes
             ready = self.cfg.sizing.chunk_ready(start + self.latency, msg.nbytes, self.bw)
-            self.send(m.WRITE, msg.buf, ready=ready, nbytes=msg.nbytes, buf=-1, mu=msg.buf)
+            # a tagged stream (a swap to DRAM) has its receiver acknowledge the last byte to the sender
+            back = dict(tag=msg.tag, arg=msg.src) if msg.tag else {}
+            self.send(m.WRITE, msg.buf, ready=ready, nbytes=msg.nbytes, buf=-1, mu=msg.buf, **back)
         return True

@@ -23,12 +23,17 @@ SYNC_KINDS = frozenset({REF_INC, ACK, WEIGHT_REQ})
 
 # control opcodes (CONTROL messages: ``arg`` = opcode, ``buf`` = subject, ``nbytes`` = value)
 CTRL_STREAM, CTRL_ADMIT, CTRL_STEP, CTRL_EXPERT, CTRL_LOAD, CTRL_PARTITION = 1, 2, 3, 4, 5, 6
+# decode under memory.on_oom = "preempt": free or swap out a sequence; go on with a step that ran out of memory
+CTRL_PREEMPT, CTRL_RESUME = 7, 8
 
 # message flags
 STREAM = 1  # a tile buffer: allocate its room once; writes advance its stream position; a read waits for ``arg``
 POSTED = 2  # data a CU pushes to a CU that posted a receive for ``tag`` (a collective's step): taken as a reply
 # status a worker reports to its scheduler (in an acknowledgement's ``arg``)
 RUNNING, FINISHED, FAILED = 0, 1, 2
+# ... under memory.on_oom = "preempt": a step could not grow a buffer; the sequence is preempted (its KV
+# freed or in DRAM); an admission found no room
+BLOCKED, PREEMPTED, NO_ROOM = 3, 4, 5
 
 # A unit of another chip of a system is named by a negative id (its chip and its unit id there):
 # a unit sends to it like to any other; the IO units translate ids at the chip's edge
@@ -49,6 +54,7 @@ def split_remote(ref: int) -> tuple[int, int]:
 
 LENGTH_BITS = 32  # a byte count or a token count in a message
 STATUS_OK, STATUS_FAILED = 0, 1
+STATUS_NO_ROOM = 2  # memory.on_oom = "preempt": refused for lack of memory (the requester may try again)
 
 # Message fields, in wire order (all int64). ``alloc`` is the oracle's shadow id of the
 # allocation a reference points to: simulator bookkeeping, never counted in flits.

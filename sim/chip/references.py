@@ -4,7 +4,7 @@
 the owner's reference, with the full weight under a weighted protocol); ``share`` gives
 copies to other units and ``drop`` lets one go, both as the run's reclamation protocol
 says (sim/chip/reclaim); ``free`` is the explicit free of an unshared buffer by its only
-holder. Every copy and drop is logged to the shadow oracle.
+holder (``free_all`` waits until the MUs have freed). Every copy and drop is logged to the shadow oracle.
 """
 
 from __future__ import annotations
@@ -94,6 +94,17 @@ def drop(cu, ref: Ref, reclaim) -> None:
 def free(cu, ref: Ref) -> None:
     cu.shard.oracle(cu, oracle.DROP, shadow(ref))
     cu.send(m.FREE, ref.mu, **fields_of(ref))
+
+
+def free_all(cu, refs: list[Ref]):
+    """Task helper: free unshared buffers and wait until their MUs have (each acknowledges a free
+    that carries a tag): whoever hears next knows the room is back."""
+    tags = []
+    for r in refs:
+        cu.shard.oracle(cu, oracle.DROP, shadow(r))
+        tags.append(cu.request(m.FREE, r.mu, **fields_of(r)))
+    if tags:
+        yield Replies(tags, "memory")
 
 
 def received(cu, msg: m.Message) -> Ref:

@@ -52,6 +52,7 @@ class ShardResult:
     dram_read_bytes: int = 0
     dram_write_bytes: int = 0
     waiting: diagnosis.Waits = field(default_factory=diagnosis.Waits)  # who still waits at the end
+    first_oom: int = -1  # cycle of the shard's first out-of-memory event (-1: none)
 
 
 def _arr(rows, width) -> np.ndarray:
@@ -86,6 +87,7 @@ def shard_result(shard) -> ShardResult:
         dram_read_bytes=sum(d.bytes_read for d in shard.drams()),
         dram_write_bytes=sum(d.bytes_written for d in shard.drams()),
         waiting=diagnosis.waits_of(shard),
+        first_oom=min((mu.first_oom for mu in mus if mu.first_oom >= 0), default=-1),
     )
 
 
@@ -208,6 +210,14 @@ def summarize_chip(cfg, results: list[ShardResult]) -> tuple[dict, dict]:
     summary["status_detail"] = diagnosis.detail(summary["status"], waiting, cfg.workload.WORK_UNIT, finished, admitted,
                                                 expected, summary["requests_failed"], _oversize(cfg, results))
     summary["oracle_first"] = verdict.first
+    # after the hash: views of what it covers (the MUs' memory log, the scheduler's replies)
+    summary["first_oom_utilization"] = _first_oom_utilization(results, uc, uv, cap)
+    summary["preempt_mode"] = cfg.preempt_mode if cfg.on_oom == "preempt" else None
+    summary["admit_watermark"] = cfg.admit_watermark
+    served, served_tables = cfg.workload.serving_figures([x for r in results for x in r.logged], spec.clock_hz,
+                                                         seconds)
+    summary.update(served)
+    tables.update(served_tables)
     summary["live_at_end"] = verdict.live_at_end  # after the hash, which covers the oracle log it counts
     summary["token_unit"] = cfg.workload.token_unit  # what tokens count (after the hash: it names, not counts)
     # energy: after the hash (it is a price list applied to what was simulated, not part of it)
@@ -218,6 +228,16 @@ def summarize_chip(cfg, results: list[ShardResult]) -> tuple[dict, dict]:
     tables["energy"] = table_columns(e)
     summary.update(cfg.workload.input_figures(cfg))  # what the workload measured of its inputs (traces)
     return summary, tables
+
+
+def _first_oom_utilization(results: list[ShardResult], cyc: np.ndarray, used: np.ndarray, cap: int) -> float | None:
+    """Chip-wide MU utilisation (bytes of live data / all MU bytes) when the first request found its
+    MU out of memory, as it stood before that cycle's changes; None if none did."""
+    first = min((r.first_oom for r in results if r.first_oom >= 0), default=-1)
+    if first < 0:
+        return None
+    i = int(np.searchsorted(cyc, first, side="left")) - 1  # the last change before that cycle
+    return float(used[i]) / cap if i >= 0 else 0.0
 
 
 def chip_actions(cfg, results: list[ShardResult], sent: np.ndarray, link_flits: int) -> ActionCounts:
@@ -297,7 +317,7 @@ def chip_result_hash(results, summary: dict) -> str:
     h.update(oracle.merge_logs([r.oracle_log for r in results]).astype("<i8").tobytes())
     h.update(repr(sorted(life.row() for r in results for life in r.life)).encode())
     h.update(repr(sorted(rec.row() for r in results for rec in r.records)).encode())
-    logged = sorted((type(x).__name__, x.row()) for r in results for x in r.logged)
+    logged = sorted((type(x).__name__, x.row()) for r in results for x in r.logged if getattr(x, "HASHED", True))
     if logged:  # workload-specific records (none for most workloads: their hash stays as it was)
         h.update(repr(logged).encode())
     ints = {k: v for k, v in summary.items() if isinstance(v, (int, str, dict)) and not isinstance(v, bool)}

@@ -37,7 +37,7 @@ from sim.chip.dram import DramUnit
 from sim.chip.io import IoUnit
 from sim.chip.memory_unit import MemoryUnit
 from sim.chip.records import BufferLife, WorkRecord
-from sim.chip.spec import CU, DRAM, MU, unit_layout
+from sim.chip.spec import CU, DRAM, MU, home_drams, unit_layout
 from sim.chip.units import ComputeUnit, Unit
 from sim.memory import oracle
 from sim.network import NETWORKS, NetBoundary
@@ -100,7 +100,7 @@ class ChipShard:
         self.net_delay = cfg.noc.flit_delay
         self.heap: list = []
         self.units: dict[int, Unit] = {}
-        home_dram = self._home_dram()
+        home_dram = home_drams(spec, lay)
         for uid in np.flatnonzero(mine[lay.tile]).tolist():
             kind, tile = int(lay.kind[uid]), int(lay.tile[uid])
             u: Unit
@@ -141,19 +141,6 @@ class ChipShard:
         for unit in self.units.values():
             if isinstance(unit, ComputeUnit):
                 self.at(0, unit, self._start_unit, unit)
-
-    def _home_dram(self) -> np.ndarray:
-        """Each MU's DRAM interface: the nearer edge of its own row."""
-        lay, cols = self.lay, self.cfg.spec.cols
-        home = np.full(lay.units, -1, dtype=np.int64)
-        dr = lay.drams
-        dtile = lay.tile[dr]
-        for uid in lay.mus.tolist():
-            t = int(lay.tile[uid])
-            r, c = divmod(t, cols)
-            edge = r * cols + (0 if c < cols - c - 1 else cols - 1)
-            home[uid] = int(dr[np.flatnonzero(dtile == edge)[0]])
-        return home
 
     def _start_unit(self, u) -> None:
         u.spawn(self.workload.start(u))

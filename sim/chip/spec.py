@@ -61,10 +61,23 @@ def unit_layout(spec: ChipSpec, io_ports: int = 0) -> UnitLayout:
                       ids[all_kind == IO])
 
 
+def home_drams(spec: ChipSpec, lay: UnitLayout) -> np.ndarray:
+    """Per unit id, the DRAM interface unit of each MU (-1 for other units): the nearer edge of
+    its own row (where it evicts and swaps to)."""
+    cols = spec.cols
+    home = np.full(lay.units, -1, dtype=np.int64)
+    dtile = lay.tile[lay.drams]
+    for uid in lay.mus.tolist():
+        r, c = divmod(int(lay.tile[uid]), cols)
+        edge = r * cols + (0 if c < cols - c - 1 else cols - 1)
+        home[uid] = int(lay.drams[np.flatnonzero(dtile == edge)[0]])
+    return home
+
+
 def unit_name(spec: ChipSpec, lay: UnitLayout, uid: int) -> str:
     t = int(lay.tile[uid])
     return f"{KIND_NAMES[int(lay.kind[uid])]} ({t // spec.cols},{t % spec.cols})"
 
 
-__all__ = ["CU", "DRAM", "IO", "KIND_NAMES", "MU", "PRESETS", "ChipSpec", "UnitLayout", "io_tiles", "unit_layout",
-           "unit_name"]
+__all__ = ["CU", "DRAM", "IO", "KIND_NAMES", "MU", "PRESETS", "ChipSpec", "UnitLayout", "home_drams", "io_tiles",
+           "unit_layout", "unit_name"]

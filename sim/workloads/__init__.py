@@ -11,7 +11,8 @@ makes the program every CU of a shard runs (``program``) or every box chip of a 
 (``system_program``).
 A program starts tasks on CUs (``start``) and reacts to the messages they receive
 (``on_message``); tasks are generators that yield what they wait for (sim/tasks.py). The
-reports ask it for its figures (``figures``, ``input_figures``, ``system_figures``).
+reports ask it for its figures (``figures``, ``serving_figures``, ``input_figures``,
+``system_figures``); ``PREEMPTS`` says whether it serves requests it can preempt.
 
 A workload class subclasses ``Workload`` to take the defaults written here (no checks, no
 figures, no program of the other kind); the config and the reports ask only these members,
@@ -90,6 +91,7 @@ class Workload(Protocol):
     SYSTEM: ClassVar[bool]  # runs on a system of box chips (needs a [system]), not on one chip's grid
     MAPS_GRAPH: ClassVar[bool]  # may map `rdasim map`'s graph keys itself (its table takes them; they are checked)
     WORK_UNIT: ClassVar[str] = "work items"  # what its work items are called in messages ("sequences", "steps")
+    PREEMPTS: ClassVar[bool] = False  # serves requests it can preempt (memory.on_oom = "preempt", admit_watermark)
 
     @classmethod
     def config_issues(cls, run: dict[str, Any]) -> list[Issue]:
@@ -124,6 +126,12 @@ class Workload(Protocol):
 
     def figures(self, logged: list[Any], clock_hz: float) -> tuple[dict[str, Any], dict[str, Any]]:
         """A chip run's own summary figures and tables from what its CUs logged. None by default."""
+        return {}, {}
+
+    def serving_figures(self, logged: list[Any], clock_hz: float,
+                        seconds: float) -> tuple[dict[str, Any], dict[str, Any]]:
+        """A chip run's serving figures and tables (requests' token times, latency percentiles), taken
+        after its result hash: a view of what the hash covers. None by default."""
         return {}, {}
 
     def input_figures(self, cfg: Any) -> dict[str, Any]:

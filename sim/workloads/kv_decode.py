@@ -16,6 +16,11 @@ spec-decode (speculative decoding, Leviathan et al., ICML 2023): a step appends
 (each with probability ``accept``, stopping at the first rejection) and the rejected
 ``draft - a`` are truncated from every KV buffer; the step yields ``a + 1`` tokens.
 
+The scheduler (sim/workloads/batching.py) may admit by memory and, under ``memory.on_oom =
+"preempt"``, preempt: a step whose append an MU refuses stops at that layer (``BlockedStep``)
+and goes on when told to; a preempted worker frees its KV, first streaming it to DRAM under
+``swap``; a swapped-out sequence admitted again has its KV streamed back into new buffers.
+
 All buffers here have a single owner, so they are freed explicitly; reclamation
 protocols matter for moe and race.
 """
@@ -30,11 +35,11 @@ import numpy as np
 from sim import rng
 from sim.chip import messages as m
 from sim.chip.records import buffer_label
-from sim.chip.references import allocate, free
-from sim.chip.spec import CU
-from sim.chip.units import Compute, ComputeUnit, Replies, Sleep
+from sim.chip.references import Ref, free, free_all, received
+from sim.chip.spec import CU, home_drams
+from sim.chip.units import Compute, Replies
 from sim.keys import Field, Issue, Table
-from sim.workloads import WORKLOADS, ChipContext, Task, Workload
+from sim.workloads import WORKLOADS, ChipContext, Workload
 from sim.workloads.base import (
     STREAM_ACCEPT,
     STREAM_ARRIVAL,
@@ -49,8 +54,10 @@ from sim.workloads.base import (
     tile_id,
     tile_of,
 )
+from sim.workloads.batching import Scheduler
 from sim.workloads.request_trace import RequestTrace, TraceError, take
 from sim.workloads.request_window import read_window
+from sim.workloads.serving import Objectives, PreemptionLog, RequestLog, serving_figures
 
 KV_BUFFER = buffer_label(1, "kv")
 
@@ -73,12 +80,15 @@ class KvParams(Workload):
     draft: int = 4  # spec-decode
     accept: float = 0.7  # spec-decode
     trace: RequestTrace | None = None  # arrivals and lengths from a trace instead of the distributions
+    slo_ttft: float = 0.0  # latency objectives, s (0: none): time to first token, mean time between tokens
+    slo_tbt: float = 0.0
 
     SECTION: ClassVar[str] = "decode"
     SYSTEM: ClassVar[bool] = False
     MAPS_GRAPH: ClassVar[bool] = False
     WORK_UNIT: ClassVar[str] = "sequences"
     token_unit: ClassVar[str] = "generated tokens"  # output tokens (a prompt's are not counted)
+    PREEMPTS: ClassVar[bool] = True
     KEYS: ClassVar[Table]  # set below the class (it reads the defaults)
 
     @classmethod
@@ -97,7 +107,8 @@ class KvParams(Workload):
                    prompt=dist_of(d["prompt_tokens"], "workload.decode.prompt_tokens", issues),
                    output=dist_of(d["output_tokens"], "workload.decode.output_tokens", issues),
                    arrival_interval=d["arrival_interval"], scheduler_tile=tile_id(sched, spec),
-                   draft=d["draft"], accept=d["accept"], trace=trace)
+                   draft=d["draft"], accept=d["accept"], trace=trace, slo_ttft=d["slo_ttft"] or 0.0,
+                   slo_tbt=d["slo_tbt"] or 0.0)
 
     @property
     def work_items(self) -> int:
@@ -114,6 +125,12 @@ class KvParams(Workload):
     @property
     def buffers_per_sequence(self) -> int:
         return 2 * self.layers * self.heads
+
+    def serving_figures(self, logged: list, clock_hz: float, seconds: float) -> tuple[dict, dict]:
+        """Each request's token times, the latency percentiles, goodput and preemptions (sim/workloads/serving.py)."""
+        reqs = [x for x in logged if isinstance(x, RequestLog)]
+        moves = [x for x in logged if isinstance(x, PreemptionLog)]
+        return serving_figures(reqs, moves, clock_hz, seconds, Objectives(self.slo_ttft, self.slo_tbt))
 
     def input_figures(self, cfg) -> dict:
         """What the run took from its trace (nothing without one)."""
@@ -164,10 +181,24 @@ def _keys(d: KvParams) -> Table:
                                min=1e-12),
         "max_prompt_tokens": i("trace: longer prompts are cut to this (counted; 0: no cap)", 0, 0),
         "max_output_tokens": i("trace: longer outputs are cut to this (counted; 0: no cap)", 0, 0),
+        "slo_ttft": Field("duration", None, "latency objective on the time to first token, with its unit (e.g. "
+                          "\"200ms\"): goodput counts the requests that meet it and slo_tbt (unset: none)"),
+        "slo_tbt": Field("duration", None, "latency objective on a request's mean time between tokens, with its "
+                         "unit (e.g. \"20ms\") (unset: none)"),
     }, doc="kv-decode and spec-decode")
 
 
 KvParams.KEYS = _keys(KvParams())
+
+
+@dataclass
+class BlockedStep:
+    """A step an MU refused to grow a buffer for (memory.on_oom = "preempt"): where it stopped."""
+
+    layer: int
+    new: int  # tokens the step appends
+    refused: list[int]  # buffers whose append was refused (to be sent again)
+    reads: dict[int, int]  # buffer -> tag of its read, still waiting at the MU for the refused append
 
 
 class KvDecode:
@@ -182,6 +213,8 @@ class KvDecode:
         cus = [int(c) for c in self.grid.cus if c != self.scheduler]
         self.workers = cus[: p.max_batch]
         self.flops = cfg.spec.cu_flops_per_cycle
+        self.preempt = cfg.on_oom == "preempt"
+        self.home_dram = home_drams(cfg.spec, self.grid.lay)
 
     # ------------------------------------------------------------------ pure facts
     def lengths(self, seq: int) -> tuple[int, int]:
@@ -208,90 +241,87 @@ class KvDecode:
             a += 1
         return a
 
+    def steps_before(self, seq: int, made: int) -> int:
+        """Steps after its prefill a sequence took to make ``made`` tokens (where a preempted one
+        goes on: its draws of accepted drafts are keyed by step)."""
+        if not self.spec_decode:
+            return max(made - 1, 0)
+        k, got = 0, 1
+        while got < made:
+            got += self.accepted(seq, k) + 1
+            k += 1
+        return k
+
+    @property
+    def step_tokens(self) -> int:
+        """Tokens a decode step appends to every buffer (spec-decode: the drafts and the bonus token)."""
+        return 1 + self.p.draft if self.spec_decode else 1
+
+    def placement(self, slot: int, seq: int) -> list[int]:
+        """The MU of each of sequence ``seq``'s buffers when it runs in ``slot``."""
+        nb = self.p.buffers_per_sequence
+        return [self.grid.place(self.workers[slot], slot, b, nb, seq) for b in range(nb)]
+
     # ------------------------------------------------------------------ program entry points
     def start(self, cu):
         if cu.uid == self.scheduler:
-            return self._schedule(cu)
+            return Scheduler(self, cu).run()
         return None
 
     def on_message(self, cu, msg):
         if msg.kind == m.CONTROL and msg.arg in (m.CTRL_ADMIT, m.CTRL_STEP):
             return self._work(cu, msg)
+        if msg.kind == m.CONTROL and msg.arg == m.CTRL_RESUME:
+            return self._layers(cu, msg, cu.state.pop("blocked"))
+        if msg.kind == m.CONTROL and msg.arg == m.CTRL_PREEMPT:
+            return self._preempt(cu, msg)
         raise RuntimeError(f"kv-decode CU {cu.uid} got an unexpected {m.KINDS[msg.kind]} message")
 
-    # ------------------------------------------------------------------ scheduler
-    def _schedule(self, cu: ComputeUnit) -> Task:
-        """Iteration-level batching. Admissions run on the side (a stalled one, waiting for
-        memory that running sequences hold, must not hold up their steps); a sequence
-        joins the iterations once its prefill has replied."""
-        shard = cu.shard
-        arrive = self.arrivals()
-        waiting = list(range(self.p.requests))
-        free_slots = list(range(len(self.workers)))
-        running: dict[int, int] = {}  # slot -> sequence
-        admitting: dict[int, tuple[int, int]] = {}  # reply tag -> (slot, sequence)
-        tokens: dict[int, int] = {}
-
-        def settle(slot: int, seq: int, r) -> None:
-            tokens[seq] = tokens.get(seq, 0) + r.nbytes
-            if r.arg == m.RUNNING:
-                running[slot] = seq
-                return
-            free_slots.append(slot)
-            free_slots.sort()
-            shard.counts["finished"] += 1
-            shard.record("request", seq, arrive[seq], shard.now, tokens[seq], "ok" if r.arg == m.FINISHED else "failed")
-
-        while waiting or running or admitting:
-            while waiting and free_slots and arrive[waiting[0]] <= shard.now:
-                seq, slot = waiting.pop(0), free_slots.pop(0)
-                shard.counts["admitted"] += 1
-                tag = cu.request(m.CONTROL, self.workers[slot], arg=m.CTRL_ADMIT, buf=seq, nbytes=slot)
-                admitting[tag] = (slot, seq)
-            for tag in list(admitting):
-                r = cu.arrived(tag)
-                if r is not None:
-                    settle(*admitting.pop(tag), r)
-            if running:
-                t0 = shard.now
-                tags = {cu.request(m.CONTROL, self.workers[slot], arg=m.CTRL_STEP, buf=seq, nbytes=slot): slot
-                        for slot, seq in sorted(running.items())}
-                got = yield Replies(list(tags), "control")
-                shard.record("step", t0, t0, shard.now, sum(r.nbytes for r in got.values()), "ok")
-                for tag, slot in sorted(tags.items(), key=lambda x: x[1]):
-                    settle(slot, running.pop(slot), got[tag])
-            elif admitting:
-                got = yield Replies(list(admitting), "control", first=True)
-                for tag, r in sorted(got.items()):
-                    settle(*admitting.pop(tag), r)
-            elif waiting:
-                yield Sleep(max(1, arrive[waiting[0]] - shard.now))
-
     # ------------------------------------------------------------------ worker
+    def _allocate(self, cu, mus: list[int], nbytes: int):
+        """Task: one buffer of ``nbytes`` at each MU, one at a time in increasing MU order, so that
+        sequences waiting for memory never wait for each other in a cycle (ordered resource
+        acquisition, Havender 1968); stops at the first refusal. Returns (refs, status)."""
+        refs: list[Ref | None] = [None] * len(mus)
+        for b in sorted(range(len(mus)), key=lambda i: (mus[i], i)):
+            tag = cu.request(m.ALLOC, mus[b], nbytes=nbytes, arg=KV_BUFFER, mu=mus[b], flags=0)
+            got = yield Replies([tag], "memory")
+            if got[tag].status != m.STATUS_OK:
+                return refs, got[tag].status
+            refs[b] = received(cu, got[tag])
+        return refs, m.STATUS_OK
+
     def _work(self, cu, msg):
         p, st = self.p, cu.state
         seq, slot = msg.buf, msg.nbytes
         tb = p.token_bytes
         if msg.arg == m.CTRL_ADMIT:
             prompt, out = self.lengths(seq)
-            nb = p.buffers_per_sequence
-            mus = [self.grid.place(cu.uid, slot, b, nb, seq) for b in range(nb)]
-            # one at a time, in increasing MU order: sequences that wait for memory then never
-            # wait for each other in a cycle (ordered resource acquisition, Havender 1968)
-            refs = [None] * nb
-            for b in sorted(range(nb), key=lambda i: (mus[i], i)):
-                refs[b] = yield from allocate(cu, mus[b], prompt * tb, KV_BUFFER)
-                if refs[b] is None:
-                    break
-            st.update(seq=seq, refs=refs, length=0, goal=out, made=0, step=0)
-            if any(r is None for r in refs):
-                return self._finish(cu, msg, m.FAILED, 0)
+            made = max(msg.alloc, 0)  # tokens it made before it was preempted
+            swapped = msg.mu if self.preempt else -1  # swap: the slot its KV left from
+            kv = prompt + made - (1 if swapped >= 0 else 0)
+            refs, status = yield from self._allocate(cu, self.placement(slot, seq), kv * tb)
+            st.update(seq=seq, refs=refs, length=0, goal=out, made=made, step=self.steps_before(seq, made))
+            if status == m.STATUS_NO_ROOM:  # preempt: back in line until room is freed
+                yield from self._end(cu, msg, m.NO_ROOM, 0)
+                return
+            if status != m.STATUS_OK:
+                yield from self._end(cu, msg, m.FAILED, 0)
+                return
+            if swapped >= 0:
+                yield from self._swap_in(cu, self.placement(swapped, seq), kv * tb)
+                st["length"] = kv
+                cu.send(m.ACK, msg.src, tag=msg.tag, arg=m.RUNNING, nbytes=0)
+                return
             for r in refs:
-                cu.send(m.APPEND, r.mu, nbytes=prompt * tb, mu=r.mu, buf=r.buf, alloc=r.alloc)
-            st["length"] = prompt
+                cu.send(m.APPEND, r.mu, nbytes=kv * tb, mu=r.mu, buf=r.buf, alloc=r.alloc)
+            st["length"] = kv
             new = 1  # prefill produces the first token
         else:
-            new = 1 + p.draft if self.spec_decode else 1
+            new = self.step_tokens
+        if self.preempt:
+            yield from self._layers(cu, msg, BlockedStep(0, new if msg.arg == m.CTRL_STEP else 0, [], {}))
+            return
         refs = st["refs"]
         length = st["length"] + (new if msg.arg == m.CTRL_STEP else 0)
         heads = p.heads
@@ -303,29 +333,128 @@ class KvDecode:
                 tags.append(cu.request(m.READ_REQ, r.mu, nbytes=length * tb, mu=r.mu, buf=r.buf, alloc=r.alloc))
             got = yield Replies(tags, "memory")
             if any(x.status != m.STATUS_OK for x in got.values()):
-                return self._finish(cu, msg, m.FAILED, 0)
+                yield from self._end(cu, msg, m.FAILED, 0)
+                return
             yield Compute(attention_cycles(length, heads, p.head_dim, self.flops))
+        yield from self._step_done(cu, msg, length)
+
+    def _step_done(self, cu, msg, length: int):
+        """After the last layer: spec-decode keeps the accepted drafts; the tokens made go to the scheduler."""
+        p, st = self.p, cu.state
         made = 1
-        if self.spec_decode and msg.arg == m.CTRL_STEP:
-            a = self.accepted(seq, st["step"])
+        if self.spec_decode and msg.arg != m.CTRL_ADMIT and length > st["length"]:
+            a = self.accepted(st["seq"], st["step"])
             made = a + 1
             keep = length - (p.draft - a)
             if keep < length:
-                for r in refs:
-                    cu.send(m.TRUNCATE, r.mu, arg=keep * tb, mu=r.mu, buf=r.buf, alloc=r.alloc)
+                for r in st["refs"]:
+                    cu.send(m.TRUNCATE, r.mu, arg=keep * p.token_bytes, mu=r.mu, buf=r.buf, alloc=r.alloc)
             length = keep
         st["length"] = length
         st["step"] += 1
         made = min(made, st["goal"] - st["made"])
         st["made"] += made
-        status = m.FINISHED if st["made"] >= st["goal"] else m.RUNNING
-        return self._finish(cu, msg, status, made)
+        yield from self._end(cu, msg, m.FINISHED if st["made"] >= st["goal"] else m.RUNNING, made)
 
-    def _finish(self, cu, msg, status: int, made: int):
+    def _end(self, cu, msg, status: int, made: int):
+        """Reply to the scheduler; a sequence that ends frees its buffers first (under preempt, and
+        for an admission that found no room, the scheduler hears once the MUs have freed them)."""
         st = cu.state
-        if status != m.RUNNING:
-            for r in st.get("refs") or []:
-                if r is not None:
+        if status != m.RUNNING and status != m.BLOCKED:
+            refs = [r for r in st.get("refs") or [] if r is not None]
+            if self.preempt:
+                yield from free_all(cu, refs)
+            else:
+                for r in refs:
                     free(cu, r)
             st.clear()
         cu.send(m.ACK, msg.src, tag=msg.tag, arg=status, nbytes=made)
+
+    # ------------------------------------------------------------------ preemption (memory.on_oom = "preempt")
+    def _layers(self, cu, msg, at: BlockedStep):
+        """A step (or prefill) from layer ``at.layer`` on, its appends answered: an MU refuses one
+        it has no room for, and the step stops there, blocked, until the scheduler has freed room."""
+        p, st = self.p, cu.state
+        tb, heads, refs = p.token_bytes, p.heads, st["refs"]
+        length = st["length"] + at.new
+        for layer in range(at.layer, p.layers):
+            mine = range(2 * layer * heads, 2 * (layer + 1) * heads)
+            resumed = layer == at.layer and bool(at.reads)  # its other buffers have answered already
+            reads = dict(at.reads) if resumed else {}
+            appends = {}
+            for b in at.refused if resumed else mine if at.new else ():
+                r = refs[b]
+                appends[cu.request(m.APPEND, r.mu, nbytes=at.new * tb, mu=r.mu, buf=r.buf, alloc=r.alloc)] = b
+                if b not in reads:
+                    reads[b] = cu.request(m.READ_REQ, r.mu, nbytes=length * tb, mu=r.mu, buf=r.buf, alloc=r.alloc)
+            if not at.new:  # a prefill: its appends went with the allocation
+                for b in mine:
+                    r = refs[b]
+                    reads[b] = cu.request(m.READ_REQ, r.mu, nbytes=length * tb, mu=r.mu, buf=r.buf, alloc=r.alloc)
+            refused, failed = yield from self._await_layer(cu, reads, appends)
+            if failed:  # a buffer larger than any MU can hold: the sequence can never go on
+                yield from self._end(cu, msg, m.FAILED, 0)
+                return
+            if refused:
+                st["blocked"] = BlockedStep(layer, at.new, refused, {b: reads[b] for b in refused})
+                yield from self._end(cu, msg, m.BLOCKED, 0)
+                return
+            yield Compute(attention_cycles(length, heads, p.head_dim, self.flops))
+        yield from self._step_done(cu, msg, length)
+
+    @staticmethod
+    def _await_layer(cu, reads: dict[int, int], appends: dict[int, int]):
+        """Task: wait until every buffer of a layer is settled: its read answered with its data, or its
+        append refused for lack of memory (its read then waits on at its MU). Returns (the refused,
+        whether any failed for good)."""
+        waiting = {t: b for b, t in reads.items()}
+        asked = dict(appends)
+        refused: list[int] = []
+        failed = False
+        while waiting:
+            got = yield Replies(list(waiting) + list(asked), "memory", first=True)
+            for tag, r in got.items():
+                failed |= r.status == m.STATUS_FAILED
+                if tag in asked:  # only a refusal answers an append
+                    b = asked.pop(tag)
+                    refused.append(b)
+                    waiting.pop(reads[b], None)
+                else:
+                    waiting.pop(tag, None)
+        return sorted(refused), failed
+
+    def _preempt(self, cu, msg):
+        """Give the sequence's room back: swap writes its KV to DRAM first (each buffer from its MU
+        to the MU's DRAM interface); then its buffers are freed. Its step, if blocked, is dropped
+        (its KV keeps the tokens of the steps it finished)."""
+        st, p = cu.state, self.p
+        t0, refs, kv = cu.shard.now, st["refs"], st["length"] * p.token_bytes
+        mode = self.cfg.preempt_mode
+        if mode == "swap":
+            tags = [cu.request(m.CONTROL, r.mu, arg=m.CTRL_STREAM, nbytes=kv, buf=int(self.home_dram[r.mu]))
+                    for r in refs]
+            yield Replies(tags, "memory")
+        moved = cu.shard.now
+        blocked = st.pop("blocked", None)
+        yield from free_all(cu, refs)
+        if blocked is not None and blocked.reads:  # the reads it left waiting are answered by the free
+            yield Replies(list(blocked.reads.values()), "memory")
+        what = "swap-out" if mode == "swap" else "recompute"
+        cu.shard.log(PreemptionLog(st["seq"], cu.uid, what, t0, moved, cu.shard.now, kv * len(refs)))
+        cu.shard.trace_span(cu.uid, f"preempted: {what}", t0, cu.shard.now - t0, "memory", {"sequence": st["seq"]})
+        st.clear()
+        cu.send(m.ACK, msg.src, tag=msg.tag, arg=m.PREEMPTED, nbytes=0)
+
+    def _swap_in(self, cu, old_mus: list[int], nbytes: int):
+        """Task: read a swapped-out KV back from the DRAM interfaces it went to into the new buffers,
+        and wait until every MU holds it."""
+        st = cu.state
+        t0, refs = cu.shard.now, st["refs"]
+        for r, old in zip(refs, old_mus):
+            cu.send(m.CONTROL, int(self.home_dram[old]), arg=m.CTRL_LOAD, nbytes=nbytes, mu=r.mu, buf=r.buf,
+                    alloc=r.alloc)
+        tags = [cu.request(m.READ_REQ, r.mu, nbytes=0, arg=nbytes, mu=r.mu, buf=r.buf, alloc=r.alloc) for r in refs]
+        yield Replies(tags, "memory")
+        now = cu.shard.now
+        cu.shard.log(PreemptionLog(st["seq"], cu.uid, "swap-in", t0, now, now, nbytes * len(refs)))
+        cu.shard.trace_span(cu.uid, "swap in", t0, cu.shard.now - t0, "memory", {"sequence": st["seq"]})
