@@ -218,7 +218,7 @@ class Spill:
         else:
             del self.busy_allocs[n.alloc]
             mu.handlers[n.msg.kind](n.msg, n.retry)
-        if n.retry:
+        if n.retry and mu.stalled and mu.stalled[0][0] is n.msg:
             mu.unstall_first()
         self._replay(n)
         if n.retry or self.missed:
