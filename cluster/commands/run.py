@@ -137,6 +137,9 @@ def run(args) -> int:
                   f"DFModel {s['seconds_per_batch_analytic']:.6g}")
         print(f"  energy {s['energy_joules']:.4g} J ({s['energy_per_token_joules']:.4g} J per {one(unit)}): "
               + ", ".join(f"{c} {s[f'energy_{c}_joules']:.3g}" for c in COMPONENTS) + f" J [{s['energy_table']}]")
+        if s.get("spill") is not None:
+            print(f"  spill ({s['spill']}): {s['spilled_blocks']:,} blocks on other MUs than their buffer's, "
+                  f"{s['spilled_bytes']:,} B written to them, {s['remote_reads']:,} remote reads")
         if s.get("trace_requests") is not None:
             print(f"  trace: {s['trace_requests']} requests at {s['trace_arrival_rate']:,.4g} per simulated s; "
                   f"prompts capped {s['trace_capped_prompts']}, outputs capped {s['trace_capped_outputs']}")

@@ -354,6 +354,11 @@ RUN_SUMMARY = TableSchema(
         Column("evictions", _I, "buffers evicted to DRAM"),
         Column("bytes_evicted", _I, "bytes evicted to DRAM"),
         Column("oom_failures", _I, "requests refused for lack of memory"),
+        Column("spill", _S, "memory.spill under the virtual policy: nearest (null when none)"),
+        Column("spilled_blocks", _I, "spill: blocks other MUs granted to buffers whose MU was full"),
+        Column("spilled_bytes", _I, "spill: data bytes written into those blocks"),
+        Column("remote_reads", _I, "spill: reads of those blocks (one per MU a read touched), each a request and "
+                                   "its data over the NoC"),
         Column("stalled_at_end", _I, "requests still parked when the run ended (a deadlock if > 0)"),
         Column("use_after_free", _I, "oracle: operations on freed allocations"),
         Column("double_free", _I, "oracle: frees of already-freed allocations"),

@@ -12,6 +12,10 @@ append it depends on, even on a network that reorders packets).
 The MU acts as hardware would on a stale reference: it applies the operation to
 whatever buffer now has that id (or to none). The shadow ``alloc`` id every message
 carries lets the oracle see what really happened (use after free, double free).
+
+Under ``memory.spill = "nearest"`` a buffer that no longer fits continues on other MUs
+(sim/chip/spill.py): the hooks here hand it the growth, the bytes and the reads that
+touch remote blocks, and the frees that must reach them.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from dataclasses import dataclass, field
 
 from sim.chip import messages as m
 from sim.chip.records import LANDING, BufferLife, LandingLife, MuStats, Oversize
+from sim.chip.spill import Spill, spills
 from sim.chip.units import Unit
 from sim.memory import oracle
 from sim.memory.policies import largest_buffer
@@ -62,6 +67,9 @@ class MemoryUnit(Unit):
         self.cfg = cfg
         self.storage = cfg.policy.storage(cfg.mu)
         self.largest = largest_buffer(cfg.policy.room(cfg.mu))  # no buffer may be larger (on any MU)
+        self.spill = Spill(self) if spills(cfg) else None
+        if self.spill is not None:
+            self.largest = self.spill.largest()
         self.table: dict[int, BufferRecord] = {}
         self.buf_space = 1 << cfg.sizing.buffer_id_bits
         self.next_buf = 0
@@ -81,6 +89,8 @@ class MemoryUnit(Unit):
             m.FREE: self._free_msg, m.TRUNCATE: self._truncate, m.CONTROL: self._control,
         }
         self.protocol_handlers = cfg.reclaim.mu_handlers()
+        if self.spill is not None:  # other MUs' answers: blocks granted, parts of a read
+            self.handlers.update({m.ACK: self.spill.granted, m.READ_RESP: self.spill.gathered})
 
     # ------------------------------------------------------------------ plumbing
     def on_message(self, msg: m.Message) -> None:
@@ -128,26 +138,33 @@ class MemoryUnit(Unit):
         buf = self._free_id()
         g = self.storage.create(buf, msg.nbytes) if buf >= 0 else None
         if g is None:
+            if buf >= 0 and self.spill is not None and not msg.flags & m.STREAM:
+                return self.spill.build(msg, buf, retry)
             return self._out_of_memory(msg, retry)
-        self.allocs += 1
-        now = self.shard.now
-        rec = BufferRecord(buf, (self.uid << 32) | self.allocs, msg.src, msg.arg, now, last_use=now,
-                           total=self.total_weight)
+        rec = self._open(buf, msg.src, msg.arg, g.reserved)
         if msg.flags & m.STREAM:
             rec.stream, rec.room = True, msg.nbytes
-        self.table[buf] = rec
-        self.next_buf = (buf + 1) % self.buf_space
-        self._delta(0, g.reserved)
-        self.shard.oracle(self, oracle.ALLOC, rec.alloc)
-        self.shard.trace_instant(self.uid, "allocate", {"buffer": buf, "bytes": g.reserved})
         self.reply(msg, buf=buf, alloc=rec.alloc, arg=self.weight_field)
         return True
+
+    def _open(self, buf: int, owner: int, label: int, reserved: int) -> BufferRecord:
+        """Buffer ``buf``, its room reserved (``reserved`` bytes more), is now allocated to ``owner``."""
+        self.allocs += 1
+        now = self.shard.now
+        rec = BufferRecord(buf, (self.uid << 32) | self.allocs, owner, label, now, last_use=now,
+                           total=self.total_weight)
+        self.table[buf] = rec
+        self.next_buf = (buf + 1) % self.buf_space
+        self._delta(0, reserved)
+        self.shard.oracle(self, oracle.ALLOC, rec.alloc)
+        self.shard.trace_instant(self.uid, "allocate", {"buffer": buf, "bytes": reserved})
+        return rec
 
     def _free_id(self) -> int:
         if len(self.table) >= self.buf_space:
             return -1
         b = self.next_buf
-        while b in self.table:
+        while b in self.table or (self.spill is not None and b in self.spill.building):
             b = (b + 1) % self.buf_space
         return b
 
@@ -160,6 +177,8 @@ class MemoryUnit(Unit):
         rec = self.lookup(msg)
         if rec is None or rec.failed:
             return True
+        if self.spill is not None and self.spill.busy(rec):
+            return self.spill.park(rec, msg, retry)
         if rec.stream:
             self._stream_write(rec, msg.nbytes)
             return True
@@ -172,6 +191,8 @@ class MemoryUnit(Unit):
             return self._oversize(msg, rec.label, new)
         g = self.storage.grow(rec.buf, new)
         if g is None:
+            if self.spill is not None:
+                return self.spill.grow(rec, msg, new, retry)
             return self._out_of_memory(msg, retry)
         if g.reserved:
             rec.grows += 1
@@ -187,8 +208,12 @@ class MemoryUnit(Unit):
             self.shard.at(done, self, self._copy_done, g.old_start)
         elif g.old_start >= 0:
             self._copy_done(g.old_start)
-        self._serve(msg.nbytes)
-        self.stats.write_bytes += msg.nbytes
+        lo = rec.size if msg.kind == m.APPEND else msg.arg
+        if self.spill is not None and self.spill.spread(rec):
+            self.spill.write(rec, lo, lo + msg.nbytes)  # some of the bytes land on other MUs
+        else:
+            self._serve(msg.nbytes)
+            self.stats.write_bytes += msg.nbytes
         self._hold(rec, new)
         if rec.reads:
             self._serve_ready_reads(rec)
@@ -207,30 +232,36 @@ class MemoryUnit(Unit):
             self._serve_ready_reads(rec)
 
     def _hold(self, rec: BufferRecord, nbytes: int) -> None:
-        """The buffer now holds ``nbytes`` of data (its peak and the MU's bytes in use follow)."""
-        self._delta(nbytes - rec.size, 0)
+        """The buffer now holds ``nbytes`` of data (its peak and the MU's bytes in use follow;
+        the MU's bytes are those in its own blocks)."""
+        before = self.storage.used
         self.storage.set_size(rec.buf, nbytes)
+        self._delta(self.storage.used - before, 0)
         rec.size = nbytes
         rec.peak = max(rec.peak, nbytes)
 
     def _copy_done(self, old_start: int) -> None:
         self._delta(0, -self.storage.copy_done(old_start))
-        self._wake_stalled()
+        self._room_freed()
 
     def _truncate(self, msg: m.Message, retry: bool) -> bool:
         rec = self.lookup(msg)
         if rec is None or rec.size <= msg.arg:
             return True
+        if self.spill is not None and self.spill.busy(rec):
+            return self.spill.park(rec, msg, retry)
         keep = msg.arg
         if rec.evicted:
             rec.size = keep
             return True
+        if self.spill is not None and self.spill.spread(rec):
+            self.spill.truncate(rec, keep)  # the blocks of other MUs past ``keep`` go first
         self._hold(rec, keep)  # smaller than before: the peak stays
         released = self.storage.shrink(rec.buf, keep)
         if released:
             self._delta(0, -released)
             self.shard.trace_instant(self.uid, "truncate", {"buffer": rec.buf, "bytes": released})
-            self._wake_stalled()
+            self._room_freed()
         return True
 
     # ------------------------------------------------------------------ reads
@@ -265,6 +296,8 @@ class MemoryUnit(Unit):
         if failed:
             self.reply(msg, m.READ_RESP, status=m.STATUS_FAILED)
             return
+        if self.spill is not None and self.spill.read(msg):
+            return  # it touches blocks of other MUs: answered once they are in
         start, _ = self._serve(msg.nbytes)
         self.stats.read_bytes += msg.nbytes
         ready = self.cfg.sizing.chunk_ready(start + self.latency, msg.nbytes, self.bw)
@@ -275,6 +308,8 @@ class MemoryUnit(Unit):
         rec = self.lookup(msg)
         if rec is None:
             self.shard.oracle(self, oracle.FREE, msg.alloc)  # nothing there: a double free
+        elif self.spill is not None and self.spill.busy(rec):
+            return self.spill.park(rec, msg, retry)
         else:
             self.release(rec, "free")
         if msg.tag:  # a free its holder waits for (memory.on_oom = "preempt": the room is back when it hears)
@@ -288,9 +323,9 @@ class MemoryUnit(Unit):
         if rec.evicted:
             self.send(m.FREE, self.dram, buf=-1, mu=self.uid)
         else:
-            used = self.storage.size[rec.buf]
-            room = self.storage.release(rec.buf)
-            self._delta(-used, -room)
+            room = self._let_go(rec.buf)
+        if self.spill is not None:
+            self.spill.release(rec)  # its blocks on other MUs too
         if rec.label == LANDING:
             self.shard.log(LandingLife(self.uid, rec.alloc, rec.created, now, rec.peak, room))
         del self.table[rec.buf]
@@ -299,7 +334,14 @@ class MemoryUnit(Unit):
         self.shard.trace_instant(self.uid, "free", {"buffer": rec.buf, "how": how})
         for r in rec.reads:  # a read of a freed buffer gets nothing
             self._respond_read(r, failed=True)
-        self._wake_stalled()
+        self._room_freed()
+
+    def _let_go(self, buf: int) -> int:
+        """Release a buffer's room here (its data bytes here leave the MU's bytes in use); the room."""
+        before = self.storage.used
+        room = self.storage.release(buf)
+        self._delta(self.storage.used - before, -room)
+        return room
 
     # ------------------------------------------------------------------ out of memory
     def _out_of_memory(self, msg: m.Message, retry: bool) -> bool:
@@ -348,15 +390,15 @@ class MemoryUnit(Unit):
         handler = self.handlers[msg.kind]
         while True:
             victims = [r for r in self.table.values()
-                       if not r.evicted and not r.reads and not r.stream and r.buf != msg.buf and r.size > 0]
+                       if not r.evicted and not r.reads and not r.stream and r.buf != msg.buf and r.size > 0
+                       and (self.spill is None or not self.spill.pinned(r))]
             if not victims:
                 return False
             v = min(victims, key=lambda r: (r.last_use, r.buf))
             self._serve(v.size)
             self.stats.read_bytes += v.size
             self.send(m.WRITE, self.dram, nbytes=v.size, buf=-1, mu=self.uid)
-            used = self.storage.size[v.buf]
-            self._delta(-used, -self.storage.release(v.buf))
+            self._let_go(v.buf)
             v.evicted = True
             self.stats.evictions += 1
             self.stats.bytes_evicted += v.size
@@ -364,20 +406,34 @@ class MemoryUnit(Unit):
             if handler(msg, True):
                 return True
 
+    def _room_freed(self) -> None:
+        """Blocks or a region came free here: MUs refused blocks for their buffers learn of it,
+        and stalled requests are retried."""
+        if self.spill is None or self.spill.room_freed():
+            self._wake_stalled()
+
     def _wake_stalled(self) -> None:
         """Retry stalled requests in arrival order until one still does not fit."""
+        if self.spill is not None and self.spill.holds_wakes():
+            return  # the first one is asking other MUs for blocks
         while self.stalled:
-            msg, since = self.stalled[0]
+            msg, _ = self.stalled[0]
             if not self.handlers[msg.kind](msg, True):
                 return
-            self.stalled.popleft()
-            self.stats.stall_cycles += self.shard.now - since
-            self.shard.trace_span(self.uid, "stalled", since, self.shard.now - since, "wait")
+            self.unstall_first()
+
+    def unstall_first(self) -> None:
+        """The first stalled request has been served: it leaves the queue."""
+        _, since = self.stalled.popleft()
+        self.stats.stall_cycles += self.shard.now - since
+        self.shard.trace_span(self.uid, "stalled", since, self.shard.now - since, "wait")
 
     # ------------------------------------------------------------------ background traffic
     def _control(self, msg: m.Message, retry: bool) -> bool:
         """CTRL_STREAM: read ``nbytes`` and write them to unit ``buf``'s unmanaged area (a DRAM
         interface acknowledges a tagged one to its sender when the bytes are written)."""
+        if self.spill is not None and msg.arg in (m.CTRL_SPILL, m.CTRL_ROOM, m.CTRL_RETURN):
+            return self.spill.on_control(msg)
         if msg.arg == m.CTRL_STREAM:
             start, _ = self._serve(msg.nbytes)
             self.stats.read_bytes += msg.nbytes

@@ -25,6 +25,9 @@ SYNC_KINDS = frozenset({REF_INC, ACK, WEIGHT_REQ})
 CTRL_STREAM, CTRL_ADMIT, CTRL_STEP, CTRL_EXPERT, CTRL_LOAD, CTRL_PARTITION = 1, 2, 3, 4, 5, 6
 # decode under memory.on_oom = "preempt": free or swap out a sequence; go on with a step that ran out of memory
 CTRL_PREEMPT, CTRL_RESUME = 7, 8
+# between MUs under memory.spill (sim/chip/spill.py): ask for blocks; tell an MU that room was freed;
+# give back the blocks of an allocation that did not find all it needed
+CTRL_SPILL, CTRL_ROOM, CTRL_RETURN = 9, 10, 11
 
 # message flags
 STREAM = 1  # a tile buffer: allocate its room once; writes advance its stream position; a read waits for ``arg``

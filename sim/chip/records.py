@@ -158,6 +158,9 @@ class MuStats:
     weight_topups: int = 0
     read_bytes: int = 0  # bytes its SRAM port read (reads, evictions, streams; copies are bytes_copied)
     write_bytes: int = 0  # bytes its SRAM port wrote (appends, writes)
+    spilled_blocks: int = 0  # memory.spill: blocks other MUs granted to its buffers
+    spilled_bytes: int = 0  # memory.spill: data bytes it sent to its buffers' blocks on other MUs
+    remote_reads: int = 0  # memory.spill: reads of its buffers' blocks on other MUs (one per MU a read touched)
 
     def add(self, other: "MuStats") -> "MuStats":
         return MuStats(*(a + b for a, b in zip(astuple(self), astuple(other))))

@@ -19,6 +19,7 @@ from sim.chip import diagnosis
 from sim.chip import messages as m
 from sim.chip.records import BUFFER_LABELS, BufferLife, LandingLife, MuStats, Oversize, WorkRecord
 from sim.chip.spec import unit_layout
+from sim.chip.spill import spills
 from sim.energy.counts import ActionCounts, energy, summary_figures, table_columns
 from sim.energy.table import default_table
 from sim.memory import oracle
@@ -204,6 +205,9 @@ def summarize_chip(cfg, results: list[ShardResult]) -> tuple[dict, dict]:
         from sim.chip.exchange import landing_figures
 
         summary.update(landing_figures(landed))
+    if spills(cfg):  # memory.spill: its figures only then (other runs' hashes stay as recorded)
+        summary.update(spill=cfg.policy.spill, spilled_blocks=stats.spilled_blocks,
+                       spilled_bytes=stats.spilled_bytes, remote_reads=stats.remote_reads)
     summary["result_hash"] = chip_result_hash(results, summary)  # before the status: hashes stay as recorded
     waiting = diagnosis.merge([r.waiting for r in results])
     summary["status"] = diagnosis.status_of(summary["completed"], summary["requests_failed"], cut_off=False)

@@ -1,7 +1,13 @@
 """virtual: buffer-level virtualisation (the seed proposal). A buffer is a list of blocks of
 ``block_bytes`` from a free list, mapped by a block table; it grows and shrinks a block at a
 time. allocators' paged block pool keeps the free blocks and block tables; the MU-wide bound
-on block-table entries is added here."""
+on block-table entries is added here.
+
+``spill = "nearest"`` (the proposal's future direction: a buffer's virtual space spread over
+several MUs): a buffer's virtual blocks may live on other MUs. The storage keeps, for such a
+buffer, which MU holds each virtual block (``LOCAL`` for its own); the MU negotiates the remote
+blocks and moves their data (sim/chip/spill.py). ``used`` counts only the bytes in this MU's
+own blocks, so every figure counts a block where it physically is."""
 
 from __future__ import annotations
 
@@ -14,10 +20,21 @@ from mapping.placement import MuRoom
 from sim.keys import Field, Issue
 from sim.memory.policies import POLICIES, Extent, Growth, MuGeometry, StorageBase, keyed_defaults
 
+LOCAL = -1  # a virtual block held by the buffer's own MU
+SPILLS = ("none", "nearest")
+
 
 def _block_checks(mem: dict) -> list[tuple[str, str]]:
     if mem.get("block_bytes") and mem["block_bytes"] % 64:
         return [("block_bytes", f"{mem['block_bytes']} is not a multiple of 64 bytes (one SRAM row)")]
+    return []
+
+
+def _spill_checks(mem: dict) -> list[tuple[str, str]]:
+    """Only buffer-level virtualisation has block tables that can name another MU."""
+    spill, policy = mem.get("spill") or "none", mem.get("policy") or "virtual"
+    if spill != "none" and policy != "virtual":
+        return [("spill", f"{spill} needs memory.policy = virtual (not {policy})")]
     return []
 
 
@@ -27,12 +44,15 @@ class VirtualParams:
     name: str = "virtual"
     block_bytes: int = 4096
     block_table_entries: int = 0  # per MU; 0 = one per block
+    spill: str = "none"  # "nearest": a full MU's buffers grow into the nearest MU with room
 
     KEYS: ClassVar[dict[str, Field]] = {
         "block_bytes": Field("size", 4096, "virtual: block size", min=64),
         "block_table_entries": Field("int", 0, "virtual: block-table entries per MU (0: one per block)", min=0),
+        "spill": Field("choice", "none", "virtual: a buffer whose MU is full grows into blocks of the nearest MU "
+                       "with room (by NoC hops, then MU id), or not", choices=SPILLS),
     }
-    CHECKS = (_block_checks,)
+    CHECKS = (_block_checks, _spill_checks)
 
     @classmethod
     def from_config(cls, name: str, memory: dict) -> "VirtualParams":
@@ -68,12 +88,22 @@ class VirtualStorage(StorageBase):
         self.pool = BlockPool(p.layout(mu))
         self.entries = p.block_table_entries or self.pool.layout.blocks
         self.mapped = 0  # block-table entries in use, all buffers of the MU
+        self.where: dict[int, list[int]] = {}  # spilled buffers: the MU of each virtual block (LOCAL: here)
 
     def _blocks(self, nbytes: int) -> int:
         return -(-nbytes // self.block_bytes)
 
     def _fits(self, extra: int) -> bool:
-        return extra <= len(self.pool.free_blocks) and self.mapped + extra <= self.entries
+        return extra <= self.room_blocks()
+
+    def room_blocks(self) -> int:
+        """Blocks this MU can still map (free blocks and free block-table entries)."""
+        return min(len(self.pool.free_blocks), self.entries - self.mapped)
+
+    def blocks(self, buf: int) -> int:
+        """The buffer's virtual blocks, wherever they are."""
+        w = self.where.get(buf)
+        return len(w) if w is not None else len(self.pool.tables[buf])
 
     def create(self, buf: int, nbytes: int) -> Growth | None:
         need = self._blocks(nbytes)
@@ -86,7 +116,7 @@ class VirtualStorage(StorageBase):
         return Growth(need * self.block_bytes)
 
     def grow(self, buf: int, nbytes: int) -> Growth | None:
-        extra = self._blocks(nbytes) - len(self.pool.tables[buf])
+        extra = self._blocks(nbytes) - self.blocks(buf)
         if extra <= 0:
             return Growth(0)
         if not self._fits(extra):
@@ -95,12 +125,85 @@ class VirtualStorage(StorageBase):
             self.pool.extend(buf, extra)
         except AllocatorError:  # beyond what the reference's virtual field can address
             return None
-        self.mapped += extra
-        self.reserved += extra * self.block_bytes
+        self._mapped_here(buf, extra)
         return Growth(extra * self.block_bytes)
 
+    def _mapped_here(self, buf: int, blocks: int) -> None:
+        self.mapped += blocks
+        self.reserved += blocks * self.block_bytes
+        if buf in self.where:
+            self.where[buf] += [LOCAL] * blocks
+
+    # ------------------------------------------------------------------ spilling (sim/chip/spill.py)
+    def take(self, buf: int, nbytes: int) -> tuple[int, int]:
+        """Map as many of the blocks ``nbytes`` still needs as fit here (creating the buffer if
+        new); (bytes reserved, blocks still missing)."""
+        have = self.blocks(buf) if buf in self.size else 0
+        need = self._blocks(nbytes) - have
+        got = max(0, min(need, self.room_blocks()))
+        if buf not in self.size:
+            self.pool.create(buf, got)
+            self.size[buf] = 0
+            self.mapped += got
+            self.reserved += got * self.block_bytes
+        elif got:
+            self.pool.extend(buf, got)
+            self._mapped_here(buf, got)
+        return got * self.block_bytes, max(0, need - got)
+
+    def add_remote(self, buf: int, mu: int, blocks: int) -> None:
+        """The buffer's next ``blocks`` virtual blocks are held by MU ``mu``."""
+        w = self.where.setdefault(buf, [LOCAL] * len(self.pool.tables[buf]))
+        w += [mu] * blocks
+
+    def spilled(self, buf: int) -> bool:
+        return buf in self.where
+
+    def remote_blocks(self, buf: int) -> dict[int, int]:
+        """Blocks of the buffer each other MU holds."""
+        out: dict[int, int] = {}
+        for mu in self.where.get(buf, ()):
+            if mu != LOCAL:
+                out[mu] = out.get(mu, 0) + 1
+        return out
+
+    def held(self, buf: int, lo: int, hi: int) -> dict[int, tuple[int, int]]:
+        """Where bytes [lo, hi) of the buffer are: per MU (LOCAL: here), the range they occupy
+        there, as offsets into that MU's share of the buffer (its blocks in virtual order)."""
+        w = self.where.get(buf)
+        if w is None:
+            return {LOCAL: (lo, hi)} if hi > lo else {}
+        bb = self.block_bytes
+        out: dict[int, tuple[int, int]] = {}
+        seen: dict[int, int] = {}  # blocks of each MU before the current one
+        for v, mu in enumerate(w):
+            k = seen.get(mu, 0)
+            seen[mu] = k + 1
+            a, b = max(lo, v * bb), min(hi, (v + 1) * bb)
+            if a < b:
+                base = k * bb - v * bb  # offset in the MU's share of byte 0 of this block, minus v * bb
+                s0, s1 = out.get(mu, (a + base, a + base))
+                out[mu] = (min(s0, a + base), max(s1, b + base))
+        return out
+
+    def local_bytes(self, buf: int, nbytes: int) -> int:
+        """Bytes of the buffer's first ``nbytes`` held in this MU's own blocks."""
+        if buf not in self.where:
+            return nbytes
+        lo, hi = self.held(buf, 0, nbytes).get(LOCAL, (0, 0))
+        return hi - lo
+
+    def set_size(self, buf: int, nbytes: int) -> None:
+        self.used += self.local_bytes(buf, nbytes) - self.local_bytes(buf, self.size[buf])
+        self.size[buf] = nbytes
+
     def shrink(self, buf: int, nbytes: int) -> int:
-        have, keep = len(self.pool.tables[buf]), self._blocks(nbytes)
+        keep = self._blocks(nbytes)
+        have = len(self.pool.tables[buf])
+        w = self.where.get(buf)
+        if w is not None:
+            keep = w[:keep].count(LOCAL)
+            del w[self._blocks(nbytes):]
         if keep >= have:
             return 0
         self.pool.truncate(buf, keep)
@@ -111,16 +214,21 @@ class VirtualStorage(StorageBase):
 
     def release(self, buf: int) -> int:
         blocks = len(self.pool.tables[buf])
+        self.used -= self.local_bytes(buf, self.size.pop(buf))
+        self.where.pop(buf, None)
         self.pool.free(buf)
         self.mapped -= blocks
         n = blocks * self.block_bytes
-        self.used -= self.size.pop(buf)
         self.reserved -= n
         return n
 
     def extents(self) -> list[Extent]:
         """Every physical block: the buffer and virtual index mapped onto it, or free."""
-        owner = {blk: (b, v) for b, table in self.pool.tables.items() for v, blk in enumerate(table)}
+        owner = {}
+        for b, table in self.pool.tables.items():
+            w = self.where.get(b)
+            virtual = [v for v, mu in enumerate(w) if mu == LOCAL] if w is not None else range(len(table))
+            owner.update({blk: (b, v) for v, blk in zip(virtual, table)})
         bb = self.block_bytes
         out = []
         for k in range(self.pool.layout.blocks):
