@@ -142,7 +142,7 @@ def _unread_keys(given: dict, values: dict) -> list[tuple[str, str]]:
     workload would otherwise be ignored without a word. Keys no workload reads are the
     schema's unknown keys."""
     kind = values.get("kind")
-    if kind not in WORKLOADS:
+    if not isinstance(kind, str) or kind not in WORKLOADS:  # a bad kind is reported on its own
         return []
     chosen = WORKLOADS.get(kind)
     out = []
