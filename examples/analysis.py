@@ -1,20 +1,24 @@
-"""Reading an rdasim sweep dataset with DuckDB, Polars, pandas and pyarrow.
+"""Reading an rdasim sweep's results with DuckDB, Polars, pandas and pyarrow.
 
     pip install -e '.[analysis]'                                     # DuckDB, Polars, pandas
     python examples/analysis.py results/noc-latency                 # mean latency over seeds, by the swept axes
     python examples/analysis.py results/noc-latency --metric accepted --json
 
-A sweep writes one Parquet file per point under results/<name>/, hive-partitioned
-(sweep_id=<name>/<key>=<value>/<point_id>.parquet). Every file holds every column,
-the partition keys included, with their types, so read the files rather than parse
-types out of directory names: DuckDB `hive_partitioning = false`, pyarrow and pandas
-`partitioning=None`, Polars a `**/*.parquet` glob. Then numbers stay numbers.
+A sweep writes one Parquet dataset per table under results/<name>/ (docs/results.md):
+results/<name>/<table>/sweep_id=<name>/<key>=<value>/<point_id>.<table>.parquet, the
+points' result rows in the command's summary table (noc_summary, run_summary,
+system_summary). One glob, **/*.<table>.parquet, finds one table's files at any depth,
+in one sweep or a whole results tree. Every file holds every column, the partition keys
+included, with their types, so read the files rather than parse types out of directory
+names (DuckDB `hive_partitioning = false`), and unify the schemas by column name
+(DuckDB `union_by_name`, Polars `how="diagonal_relaxed"`, pandas `concat`, pyarrow
+`unify_schemas`): error rows, and sweeps that swept other axes, carry other columns.
 
 Columns: sweep_id, sweep_spec, point_id, point_status ('ok' or 'error'), ... (the
 sweep's own), one column per swept config path ('noc.rate' -> noc_rate), then the
 command's result columns (rdasim noc: rate, avg_latency, p99_latency, accepted, ...;
-rdasim run: status, tokens_per_second, ...). The swept columns are listed in
-results/_<name>.manifest.json under "columns".
+rdasim run: status, tokens_per_second, ...). The swept columns and the result table are
+listed in results/_<name>.manifest.json under "columns" and "result_table".
 
 Seeds (run_seed) are replicates, not conditions: each reader groups by the other swept
 columns and reports the mean over seeds, the sample standard deviation and how many
@@ -27,17 +31,29 @@ skipped with a note saying how to install it.
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import sys
 from pathlib import Path
 
 
-def swept_columns(dataset: Path) -> list[str]:
-    for name in (f"_{dataset.name}.manifest.json", f"{dataset.name}.manifest.json"):  # the second: older sweeps
-        manifest = dataset.parent / name
+def manifest_of(sweep: Path) -> dict:
+    for name in (f"_{sweep.name}.manifest.json", f"{sweep.name}.manifest.json"):  # the second: older sweeps
+        manifest = sweep.parent / name
         if manifest.is_file():
-            return list(json.loads(manifest.read_text())["columns"])
-    raise SystemExit(f"{dataset}: no manifest beside it (_{dataset.name}.manifest.json); is this a sweep's dataset?")
+            return json.loads(manifest.read_text())
+    raise SystemExit(f"{sweep}: no manifest beside it (_{sweep.name}.manifest.json); is this a sweep's directory?")
+
+
+def result_glob(sweep: Path, manifest: dict) -> str:
+    """The glob of the sweep's result rows: one table's files, wherever they lie under the sweep."""
+    if not manifest.get("result_table"):
+        raise SystemExit(f"{sweep}: written by an older rdasim, before one dataset per table (docs/results.md)")
+    return f"{sweep}/**/*.{manifest['result_table']}.parquet"
+
+
+def files_of(pattern: str) -> list[str]:
+    return sorted(glob.glob(pattern, recursive=True))
 
 
 def conditions(columns: list[str]) -> list[str]:
@@ -49,13 +65,13 @@ def _where(has_status: bool) -> str:
     return "point_status = 'ok'" + (" AND status = 'completed'" if has_status else "")
 
 
-def with_duckdb(dataset: Path, axes: list[str], metric: str, has_status: bool):
+def with_duckdb(pattern: str, axes: list[str], metric: str, has_status: bool):
     import duckdb
 
     keys = ", ".join(axes)
     rel = duckdb.sql(f"""
         SELECT {keys}, avg({metric}) AS {metric}, stddev_samp({metric}) AS sd, count({metric}) AS seeds
-        FROM read_parquet('{dataset}/**/*.parquet', hive_partitioning = false, union_by_name = true)
+        FROM read_parquet('{pattern}', hive_partitioning = false, union_by_name = true)
         WHERE {_where(has_status)}
         GROUP BY {keys} ORDER BY {keys}
     """)
@@ -63,10 +79,10 @@ def with_duckdb(dataset: Path, axes: list[str], metric: str, has_status: bool):
     return [list(r) for r in rel.fetchall()], types
 
 
-def with_polars(dataset: Path, axes: list[str], metric: str, has_status: bool):
+def with_polars(pattern: str, axes: list[str], metric: str, has_status: bool):
     import polars as pl
 
-    lf = pl.scan_parquet(f"{dataset}/**/*.parquet", hive_partitioning=False, missing_columns="insert")
+    lf = pl.concat([pl.scan_parquet(f) for f in files_of(pattern)], how="diagonal_relaxed")  # columns by name
     keep = pl.col("point_status") == "ok"
     if has_status:
         keep = keep & (pl.col("status") == "completed")
@@ -76,10 +92,10 @@ def with_polars(dataset: Path, axes: list[str], metric: str, has_status: bool):
     return df.rows(), {k: str(v) for k, v in df.schema.items()}
 
 
-def with_pandas(dataset: Path, axes: list[str], metric: str, has_status: bool):
+def with_pandas(pattern: str, axes: list[str], metric: str, has_status: bool):
     import pandas as pd
 
-    df = pd.read_parquet(dataset, partitioning=None)
+    df = pd.concat([pd.read_parquet(f) for f in files_of(pattern)], ignore_index=True)  # columns by name
     df = df[df.point_status == "ok"]
     if has_status:
         df = df[df.status == "completed"]
@@ -90,14 +106,18 @@ def with_pandas(dataset: Path, axes: list[str], metric: str, has_status: bool):
     return values, {k: str(v) for k, v in out.dtypes.items()}
 
 
-def with_pyarrow(dataset: Path, axes: list[str], metric: str, has_status: bool):
+def with_pyarrow(pattern: str, axes: list[str], metric: str, has_status: bool):
+    import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
 
     keep = pc.field("point_status") == "ok"
     if has_status:
         keep = keep & (pc.field("status") == "completed")
-    table = ds.dataset(dataset, format="parquet", partitioning=None).to_table(filter=keep)
+    files = files_of(pattern)
+    schema = pa.unify_schemas([pq.read_schema(f) for f in files])  # columns by name
+    table = ds.dataset(files, format="parquet", schema=schema).to_table(filter=keep)
     out = table.group_by(axes).aggregate([(metric, "mean"), (metric, "stddev", pc.VarianceOptions(ddof=1)),
                                           (metric, "count")])
     out = out.rename_columns(axes + [metric, "sd", "seeds"]).sort_by([(a, "ascending") for a in axes])
@@ -109,20 +129,22 @@ READERS = {"duckdb": with_duckdb, "polars": with_polars, "pandas": with_pandas, 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description="mean of a metric over seeds, by the swept axes, with four readers")
-    parser.add_argument("dataset", type=Path, help="the sweep's dataset directory, e.g. results/noc-latency")
+    parser.add_argument("sweep", type=Path, help="the sweep's directory, e.g. results/noc-latency")
     parser.add_argument("--metric", default="avg_latency", help="result column to average (default avg_latency)")
     parser.add_argument("--json", action="store_true", help="one JSON object per reader")
     args = parser.parse_args()
-    axes = conditions(swept_columns(args.dataset))
-    import pyarrow.dataset as ds
+    manifest = manifest_of(args.sweep)
+    axes = conditions(list(manifest["columns"]))
+    pattern = result_glob(args.sweep, manifest)
+    import pyarrow.parquet as pq
 
-    names = set(ds.dataset(args.dataset, format="parquet", partitioning=None).schema.names)
+    names = {n for f in files_of(pattern) for n in pq.read_schema(f).names}
     if args.metric not in names:
-        raise SystemExit(f"{args.dataset}: no column {args.metric!r}; columns: {', '.join(sorted(names))}")
+        raise SystemExit(f"{args.sweep}: no column {args.metric!r}; columns: {', '.join(sorted(names))}")
     has_status = "status" in names and "workload" in names  # rdasim run: completed, deadlocked, ...
     for name, read in READERS.items():
         try:
-            rows, types = read(args.dataset, axes, args.metric, has_status)
+            rows, types = read(pattern, axes, args.metric, has_status)
         except ImportError:
             print(f"# {name}: not installed, skipped (pip install -e '.[analysis]')", file=sys.stderr)
             continue

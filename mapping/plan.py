@@ -95,6 +95,9 @@ class MappingPlan:
     tensors: tuple[TensorPlan, ...] = ()
     word: int = 2  # bytes per element
     graph: dict | None = None  # mapping.graph.to_dict of the workload's graph
+    # what one graph pass processes (mapping.workload.Workload): ``units_per_pass`` of ``pass_unit``
+    pass_unit: str = "graph passes"
+    units_per_pass: int = 1
 
     SUMMARY_KEYS = ("tp", "pp", "dp", "micro_batch", "seconds_per_batch", "utilization", "cost", "power",
                     "solver_seconds", "gap", "status")

@@ -135,7 +135,8 @@ def map_workload(workload: Workload, system: System, model: ExecutionModel | Non
     say = progress or (lambda _msg: None)
     sizes = "x".join(str(d.size or "?") for d in system.network)
     base: dict[str, Any] = dict(workload=workload.name, system=f"{system.shape} {sizes}", chip=system.chip.name,
-                                chips=system.chips, copies=workload.copies)
+                                chips=system.chips, copies=workload.copies, pass_unit=workload.pass_units,
+                                units_per_pass=workload.units_per_pass)
 
     def infeasible(reason: str, **extra) -> MappingPlan:
         return MappingPlan(status="infeasible", reason=reason, solver_seconds=time.perf_counter() - started,

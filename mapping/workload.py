@@ -40,10 +40,14 @@ class Workload:
     copies: int = 1
     batched: bool = True
     resident_dram_bytes: float = 0.0  # data spread over the chips of a copy (HPL matrix, tables)
+    # what one graph pass processes, for per-token rates: ``units_per_pass`` of ``pass_unit``
+    # (a decode step's generated tokens, a sequence's prompt tokens, a micro-batch's samples)
+    pass_unit: str = "graph passes"
+    units_per_pass: int = 1
 
     def __post_init__(self):
         validate_graph(self.graph)
-        for key in ("layers", "layers_in_graph", "global_batch", "tiled_extent", "copies"):
+        for key in ("layers", "layers_in_graph", "global_batch", "tiled_extent", "copies", "units_per_pass"):
             if getattr(self, key) < 1:
                 raise ValueError(f"workload {self.name}: {key} must be >= 1")
 
@@ -51,6 +55,13 @@ class Workload:
     def graph_repeats(self) -> int:
         """How many times the graph runs per sample (layers / layers in the graph)."""
         return max(1, -(-self.layers // self.layers_in_graph))
+
+    @property
+    def pass_units(self) -> str:
+        """``pass_unit``, saying so when a pass carries them through only some of the model's layers."""
+        if self.layers_in_graph >= self.layers:
+            return self.pass_unit
+        return f"{self.pass_unit} (through {self.layers_in_graph} of {self.layers} layers)"
 
     @property
     def training(self) -> bool:

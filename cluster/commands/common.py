@@ -10,7 +10,7 @@ import json
 import math
 import sys
 
-from cluster.errors import SaveError
+from cluster.errors import SaveError, UserError
 
 RUN_FLAGS = {"seed": "run.seed", "shards": "run.shards", "cut": "run.cut", "epoch": "run.epoch",
              "backend": "run.backend", "address": "run.address"}
@@ -81,3 +81,33 @@ def not_saved(exc: OSError, result_json: list[dict], printed: bool) -> SaveError
 def report_files(files) -> None:
     for f in files:
         print(f"wrote {f}", file=sys.stderr)
+
+
+def add_existing_arguments(p, add: str, replace: str) -> None:
+    """--add and --replace: what to do with results already in --out (the same words for runs and sweeps)."""
+    p.add_argument("--add", action="store_true", help=add)
+    p.add_argument("--replace", action="store_true", help=replace)
+
+
+def existing(args) -> str:
+    """'refuse', 'add' or 'replace' (cluster/results/layout.py EXISTING) from --add / --replace."""
+    if args.add and args.replace:
+        raise UserError("give --add or --replace, not both")
+    return "add" if args.add else "replace" if args.replace else "refuse"
+
+
+def add_run_out_arguments(p, tables: str) -> None:
+    """--out DIR for a run's tables, and what to do when DIR holds another run's."""
+    p.add_argument("--out", metavar="DIR", help=f"write the {tables} tables here, each a Parquet dataset "
+                                               "DIR/<table>/ (docs/results.md)")
+    add_existing_arguments(p, "--out holds another run's tables: keep them and add this run's (runs accumulate, "
+                              "one run= partition each; side files in DIR/runs/<run id>/)",
+                           "--out holds another run's tables: delete them and its side files first")
+
+
+def prepare_out(args):
+    """The run's --out (cluster/results/layout.py RunOutput), checked before the work: a bad one, or one holding
+    another run's tables without --add or --replace, costs a second, not a run. None without --out."""
+    from cluster.results import layout
+
+    return layout.prepare(args.out, existing(args)) if args.out else None

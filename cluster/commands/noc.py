@@ -6,12 +6,12 @@ import argparse
 import json
 import sys
 
+from cluster.commands import common
 from cluster.commands.common import RUN_FLAGS, add_run_arguments, flag_values, json_safe, report_files, save
 from cluster.config import load
 from cluster.config.noc import NOC_SCHEMA
 from cluster.errors import EXIT_INTERRUPTED
 from cluster.parallel.distribution import describe_distribution, distributed
-from cluster.results import io
 
 # command-line flag -> config key (every flag is also a key, so a file and --set say the same)
 FLAGS = {
@@ -53,15 +53,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="flit buffers per virtual channel (noc.vc_buffers)")
     p.add_argument("--link-latency", dest="link_latency", type=int, help="link latency, cycles (noc.link_latency)")
     add_run_arguments(p)
-    p.add_argument("--out", metavar="DIR", help="write noc_summary.parquet and noc_links.parquet here")
+    common.add_run_out_arguments(p, "noc_summary and noc_links")
     p.add_argument("--json", action="store_true", help="print one JSON object per offered load")
     p.add_argument("--quiet", action="store_true", help="no progress output")
 
 
 def run(args) -> int:
     cfg = load(NOC_SCHEMA, args.config, args.overrides, flag_values(args, FLAGS))
-    if args.out:
-        io.check_dir(args.out)  # before the work: a bad --out costs a second, not a run
+    out = common.prepare_out(args)  # before the work
     from cluster.jobs.noc import run_noc, write_noc  # imported late: keeps `rdasim noc --help` instant
 
     result = run_noc(cfg, out=None, quiet=args.quiet or args.json)
@@ -76,7 +75,7 @@ def run(args) -> int:
             if line:
                 print(f"  rate {row['rate']:g}: {line}")
     if args.out:
-        result.files = save(lambda: write_noc(result, args.out), rows, printed=args.json)
+        result.files = save(lambda: write_noc(result, out), rows, printed=args.json)
         report_files(result.files)
     if result.interrupted:
         done = len(result.rows)

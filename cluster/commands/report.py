@@ -26,6 +26,8 @@ def run(args) -> int:
     report = write_report(args.dir, out, Options(args.x, args.y, args.hue, args.point))
     for path in report.written:
         print(path)
+    for note in report.notes:  # what was asked and could not be drawn everywhere: said even with --quiet
+        print(note, file=sys.stderr)
     if not args.quiet:
         for why in report.skipped:
             print(f"skipped {why}", file=sys.stderr)

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import sys
 
+from cluster.commands import common
 from cluster.commands.common import RUN_FLAGS, add_run_arguments, flag_values, json_safe, not_saved, report_files
 from cluster.config import load
 from cluster.config.run import RUN_SCHEMA
 from cluster.errors import EXIT_RUN_STATUS, UserError
 from cluster.parallel.distribution import describe_distribution, distributed
-from cluster.results import io
+from cluster.results import io, layout
 from cluster.results.schemas import ENERGY_COLUMNS, INPUT_COLUMNS
 from sim.energy.table import COMPONENTS
 
@@ -19,7 +20,8 @@ FLAGS = {**RUN_FLAGS, "network": "noc.model"}
 
 JSON_KEYS = (
     "workload", "chip", "network", "policy", "reclaim", "on_oom", "shards", "backend",
-    "sim_cycles", "sim_seconds", "wall_seconds", "tokens", "tokens_per_second", "requests", "requests_failed",
+    "sim_cycles", "sim_seconds", "wall_seconds", "tokens", "token_unit", "tokens_per_second", "requests",
+    "requests_failed",
     "latency_p50_cycles", "latency_p99_cycles", "peak_mu_utilization", "mean_mu_utilization", "peak_mu_reserved",
     "fragmentation", "bytes_copied", "messages", "messages_total", "flits_total", "sync_messages",
     "sync_wait_cycles", "memory_wait_cycles", "oom_events", "stalls", "stall_cycles", "evictions", "oom_failures",
@@ -35,12 +37,12 @@ MAPPED_KEYS = ("seconds_per_batch_simulated", "seconds_per_batch_analytic", "sec
 INPUT_KEYS = tuple(c.name for c in INPUT_COLUMNS)  # a trace's or a routing's measured figures, when there are any
 
 
-def run_system_command(args, cfg: dict) -> int:
+def run_system_command(args, cfg: dict, out) -> int:
     """`rdasim run` with a [system]: chips as nodes of the inter-chip network."""
     from cluster.config.run import system_config
     from cluster.jobs.system import run_system
 
-    summary, files = run_system(cfg, system_config(cfg), out=args.out, quiet=args.quiet or args.json)
+    summary, files = run_system(cfg, system_config(cfg), out=out, quiet=args.quiet or args.json)
     s = summary
     if args.json:
         print(json.dumps({k: json_safe(v) if not isinstance(v, list) else [json_safe(x) for x in v]
@@ -84,7 +86,8 @@ def add_arguments(p) -> None:
     p.add_argument("config", help="TOML config ([chip], [noc], [memory], [workload], [run])")
     add_run_arguments(p)
     p.add_argument("--network", help="NoC fidelity: cycle or packet (noc.model)")
-    p.add_argument("--out", metavar="DIR", help="write run_summary/run_mu_series/run_buffers/run_links.parquet here")
+    common.add_run_out_arguments(p, "run_summary, run_mu_series, run_buffers, run_links, run_energy "
+                                    "(a system: system_*)")
     p.add_argument("--json", action="store_true", help="print the run's figures as one JSON object")
     p.add_argument("--trace", metavar="FILE.json", help="write a Chrome/Perfetto trace (ui.perfetto.dev)")
     p.add_argument("--memory-map", dest="memory_map", type=int, metavar="CYCLE",
@@ -96,14 +99,14 @@ def run(args) -> int:
     if args.memory_map is not None and args.memory_map < 0:
         raise UserError(f"--memory-map {args.memory_map}: the cycle cannot be negative")
     cfg = load(RUN_SCHEMA, args.config, args.overrides, flag_values(args, FLAGS))
-    check_outputs(args)  # before the work: a bad path costs a second, not a run
+    out = check_outputs(args)  # before the work: a bad path costs a second, not a run
     if cfg["system"]["chips"]:
-        return run_system_command(args, cfg)
+        return run_system_command(args, cfg, out)
     from cluster.config.run import chip_config  # imported late: keeps `rdasim run --help` quick
     from cluster.jobs.chip import run_chip
 
     chip = chip_config(cfg, trace=bool(args.trace), memory_map=-1 if args.memory_map is None else args.memory_map)
-    res = run_chip(cfg, chip, out=args.out, trace_path=args.trace,
+    res = run_chip(cfg, chip, out=out, trace_path=args.trace,
                    memory_map_cycle=-1 if args.memory_map is None else args.memory_map,
                    quiet=args.quiet or args.json)
     s = res.summary
@@ -117,7 +120,8 @@ def run(args) -> int:
               f"policy {s['policy']}, reclaim {s['reclaim']}, {s['shards']} shard(s) on {s['backend']}")
         print(f"  simulated {s['sim_cycles']:,} cycles ({s['sim_seconds'] * 1e6:,.1f} us) in {s['wall_seconds']:.2f} s"
               f"{' (cut off at run.max_cycles)' if s['cut_off'] else ''}")
-        print(f"  {s['tokens']:,} tokens, {s['tokens_per_second']:,.0f} tokens/s; request latency p50 "
+        unit = s["token_unit"]
+        print(f"  {s['tokens']:,} {unit}, {s['tokens_per_second']:,.0f} {unit}/s; request latency p50 "
               f"{s['latency_p50_cycles']:,.0f} / p99 {s['latency_p99_cycles']:,.0f} cycles; "
               f"{s['requests']} requests, {s['requests_failed']} failed")
         print(f"  MU utilisation peak {s['peak_mu_utilization']:.3f}, mean {s['mean_mu_utilization']:.3f}; "
@@ -126,7 +130,11 @@ def run(args) -> int:
         print(f"  {s['messages_total']:,} messages ({s['sync_messages']:,} for synchronisation, "
               f"{s['sync_wait_cycles']:,} cycles waited on them); out of memory {s['oom_events']} times "
               f"(stalls {s['stalls']}, evictions {s['evictions']}, failures {s['oom_failures']})")
-        print(f"  energy {s['energy_joules']:.4g} J ({s['energy_per_token_joules']:.4g} J/token): "
+        if "seconds_per_pass_simulated" in s:  # a mapped run: the simulated time beside DFModel's
+            print(f"  seconds per graph pass: simulated {s['seconds_per_pass_simulated']:.6g}, DFModel "
+                  f"{s['seconds_per_pass_analytic']:.6g}; per batch: simulated {s['seconds_per_batch_simulated']:.6g}, "
+                  f"DFModel {s['seconds_per_batch_analytic']:.6g}")
+        print(f"  energy {s['energy_joules']:.4g} J ({s['energy_per_token_joules']:.4g} J per {one(unit)}): "
               + ", ".join(f"{c} {s[f'energy_{c}_joules']:.3g}" for c in COMPONENTS) + f" J [{s['energy_table']}]")
         if s.get("trace_requests") is not None:
             print(f"  trace: {s['trace_requests']} requests at {s['trace_arrival_rate']:,.4g} per simulated s; "
@@ -150,12 +158,19 @@ def run(args) -> int:
     return EXIT_RUN_STATUS[s["status"]]
 
 
-def check_outputs(args) -> None:
-    """Every path the run will write, tried before it starts."""
-    if args.out:
-        io.check_dir(args.out)
+def one(unit: str) -> str:
+    """One of a plural unit: "generated tokens" -> "generated token", "graph passes" -> "graph pass"."""
+    noun, sep, rest = unit.partition(" (")
+    noun = noun[:-2] if noun.endswith("sses") else noun[:-1] if noun.endswith("s") else noun
+    return noun + sep + rest
+
+
+def check_outputs(args) -> layout.RunOutput | None:
+    """Every path the run will write, tried before it starts; the --out directory (None without one)."""
+    out = common.prepare_out(args)
     if args.trace:
         io.check_file(args.trace, "--trace")
     if args.memory_map is not None and not args.out:
         io.check_dir(".", "--memory-map (the current directory)")
+    return out
 

@@ -6,6 +6,7 @@ import json
 import signal
 import sys
 
+from cluster.commands.common import add_existing_arguments, existing
 from cluster.errors import EXIT_POINTS_FAILED, UserError
 
 DEFAULT_OUT = "results"
@@ -25,10 +26,9 @@ def add_arguments(p) -> None:
                    help="also rerun points stored as errors (finished points are always skipped)")
     p.add_argument("--in-process", dest="in_process", action="store_true",
                    help="run the points one by one in this process, without Ray (debugging)")
-    p.add_argument("--add", action="store_true",
-                   help="the sweep in --out came from another version of the spec: add this version's points to it")
-    p.add_argument("--replace", action="store_true",
-                   help="delete the sweep's stored points (its dataset, tables and manifest in --out) and start again")
+    add_existing_arguments(p, "the sweep in --out came from another version of the spec: add this version's points "
+                              "to it", "delete the sweep's stored points (its tables and manifest in --out) and start "
+                                       "again")
     p.add_argument("--mix-code", dest="mix_code", action="store_true",
                    help="continue a sweep whose stored points another version of rdasim computed")
     p.add_argument("--dry-run", dest="dry_run", action="store_true",
@@ -66,11 +66,8 @@ def run(args) -> int:
     from cluster.sweep.runner import run_sweep
 
     signal.signal(signal.SIGTERM, _terminate)  # `ray job stop`, kill: record the run as interrupted
-    if args.add and args.replace:
-        raise UserError("give --add or --replace, not both")
-    existing = "add" if args.add else "replace" if args.replace else "refuse"
     summary = run_sweep(plan, args.out, args.address, args.max_concurrency, args.quiet, args.retry_failed,
-                        args.in_process, existing, args.mix_code)
+                        args.in_process, existing(args), args.mix_code)
     if not args.quiet:
         print(f"{summary.name}: {summary.total} points ({summary.skipped} already stored, {summary.computed} run, "
               f"{summary.failed} failed) in {summary.seconds:.1f} s -> {summary.dataset}", file=sys.stderr)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 
 from cluster.config import REQUIRED, Field, Table, TableList, load
+from cluster.config.schema import spell_units
 from cluster.errors import UserError
 from mapping.presets import SPECS, preset_spec
 from mapping.solver import MappingProblem
@@ -182,7 +183,7 @@ def resolve(path: str | None = None, overrides: list[str] | None = None, preset:
     if name:
         if name not in SPECS:
             raise UserError(f"unknown preset {name!r}; known: {', '.join(SPECS)}")
-        raw = _merge(preset_spec(name), raw)
+        raw = _merge(spell_units(preset_spec(name), SCHEMA), raw)  # the preset's numbers are in base units
         raw["preset"] = name
     kind = raw.get("workload", {}).get("kind", "llm")
     # only the chosen workload section is required: fill the others with placeholders the schema ignores

@@ -15,8 +15,8 @@ import math
 from cluster.config import units
 from sim.keys import REQUIRED, Field, Issue, OpenTable, Table, TableList
 
-__all__ = ["REQUIRED", "Field", "Issue", "OpenTable", "Table", "TableList", "all_paths", "check_field", "get_path",
-           "validate", "walk"]
+__all__ = ["NEEDS_UNIT", "REQUIRED", "Field", "Issue", "OpenTable", "Table", "TableList", "all_paths", "check_field",
+           "get_path", "spell_units", "validate", "walk"]
 
 _PARSERS = {
     "size": units.parse_size,
@@ -25,6 +25,11 @@ _PARSERS = {
     "time": units.parse_time,
     "flops": units.parse_flops,
 }
+# Kinds a value must give the unit of (a bare 64 would silently be 64 B/s, 64 s or 64 Hz), with
+# the base unit a bare number in code (a default, a preset) is in. Sizes may stay bare (bytes),
+# and so may cycles: both are the simulator's native integers. Zero needs no unit.
+NEEDS_UNIT = {"bandwidth": ("B/s", "GB/s", "Gb/s"), "time": ("s", "ms", "ns"), "frequency": ("Hz", "GHz", "MHz"),
+              "flops": ("FLOPS", "TFLOPS", "GFLOPS")}
 
 
 def _describe(value) -> str:
@@ -32,12 +37,16 @@ def _describe(value) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def check_field(f: Field, value, path: str, issues: list[Issue]):
-    """Normalise one leaf value; append an Issue and return None on failure."""
+def check_field(f: Field, value, path: str, issues: list[Issue], bare: bool = False):
+    """Normalise one leaf value; append an Issue and return None on failure. ``bare``: a number
+    of a kind that needs a unit is in its base unit (a default written in the code)."""
     if value is None:
         return None
     kind = f.kind
     try:
+        if kind in NEEDS_UNIT and not bare and _number(value) and value != 0:
+            spelled = ", ".join(f'"{value:g}{u}"' for u in (*NEEDS_UNIT[kind][1:], NEEDS_UNIT[kind][0]))
+            raise ValueError(f"{_describe(value)} has no unit: a {kind} needs one ({spelled}, ...)")
         if kind == "any":
             out = value
         elif kind == "bool":
@@ -89,7 +98,7 @@ def check_field(f: Field, value, path: str, issues: list[Issue]):
                     out.append(v)
                     continue
                 before = len(issues)
-                nv = check_field(f.item, v, f"{path}[{i}]", issues)
+                nv = check_field(f.item, v, f"{path}[{i}]", issues, bare)
                 if len(issues) == before:
                     out.append(nv)
             return out
@@ -105,6 +114,28 @@ def check_field(f: Field, value, path: str, issues: list[Issue]):
         if f.max is not None and out > f.max:
             issues.append(Issue(path, f"{_describe(value)} is above the maximum {f.max:g}"))
             return None
+    return out
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def spell_units(raw, schema: Table):
+    """``raw`` with every bare number of a kind that needs a unit written in its base unit
+    (450e9 as "450000000000.0B/s"): for values from the code (a preset), not from the user."""
+    if not isinstance(raw, dict):
+        return raw
+    out = dict(raw)
+    fields = schema.fields
+    for key, value in raw.items():
+        node = fields.get(key)
+        if isinstance(node, Table):
+            out[key] = spell_units(value, node)
+        elif isinstance(node, TableList) and isinstance(value, list):
+            out[key] = [spell_units(v, node.table) for v in value]
+        elif isinstance(node, Field) and node.kind in NEEDS_UNIT and _number(value):
+            out[key] = f"{float(value)!r}{NEEDS_UNIT[node.kind][0]}"
     return out
 
 
@@ -191,8 +222,8 @@ def _walk_table(raw, table: Table, path: str, issues: list[Issue], everything) -
                 if node.required:
                     issues.append(Issue(p, "is required"))
                     out[key] = None
-                else:  # defaults go through the same normalisation as user values
-                    out[key] = check_field(node, node.default, p, issues)
+                else:  # defaults go through the same normalisation as user values (in base units)
+                    out[key] = check_field(node, node.default, p, issues, bare=True)
             else:
                 out[key] = check_field(node, value, p, issues)
     if not any(i.path.startswith(path) for i in issues):  # checks see only clean values

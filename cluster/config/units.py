@@ -2,7 +2,9 @@
 
 Sizes become integer bytes, frequencies Hz, bandwidths bytes/s, times seconds,
 compute rates FLOP/s. Binary prefixes (KiB, MiB, ...) are powers of 1024; decimal
-ones (KB, MB, ...) powers of 1000. A lowercase ``b`` means bits ("100Gb/s").
+ones (KB, MB, ...) powers of 1000. A lowercase ``b`` means bits ("100Gb/s"). A bare number
+is taken in the base unit here; a config value of a kind that needs a unit (a bandwidth, a
+time, a frequency, a compute rate) is refused bare before it gets here (schema.NEEDS_UNIT).
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from cluster.parallel.epochs import idle_rule
 from cluster.parallel.model import EpochMeta, ProgressFn, Stop
 from cluster.parallel.simulate import Simulation, simulate
 from cluster.progress import Progress
-from cluster.results import io, schemas
+from cluster.results import io, layout, schemas
 from sim.chip import memory_map
 from sim.chip.config import ChipConfig
 from sim.chip.messages import FIELDS
@@ -161,8 +161,8 @@ def simulate_chip(chip_cfg: ChipConfig, shards: int | str = 1, cut: str = "rows"
     return Summarised(summary, tables, sim)
 
 
-def run_chip(cfg: dict, chip_cfg, out: str | Path | None = None, trace_path: str | Path | None = None,
-             memory_map_cycle: int = -1, quiet: bool = False) -> RunResult:
+def run_chip(cfg: dict, chip_cfg, out: str | Path | layout.RunOutput | None = None,
+             trace_path: str | Path | None = None, memory_map_cycle: int = -1, quiet: bool = False) -> RunResult:
     """Simulate a resolved ``rdasim run`` config; write its tables if ``out`` is given."""
     run = cfg["run"]
     prog = Progress(f"run {chip_cfg.workload.kind}", quiet, bound=True)  # max_cycles is a bound, not the end
@@ -201,17 +201,18 @@ def _write(res, cfg, chip_cfg, meta, results, out, trace_path, memory_map_cycle)
     if memory_map_cycle >= 0:
         snap = memory_map.merge_snapshots([r.memory_map for r in results])
         res.memory_map = memory_map.render(chip_cfg, snap, memory_map_cycle)
-        where = Path(out) if out is not None else Path(".")
-        res.files.append(io.write_text(res.memory_map, where / f"memory_map_{memory_map_cycle}.txt"))
-        res.files.append(io.write_json(snap, where / f"memory_map_{memory_map_cycle}.json"))
+        where = out if out is not None else Path(".")
+        res.files.append(io.write_text(res.memory_map, layout.side_path(where, f"memory_map_{memory_map_cycle}.txt",
+                                                                        meta.run_id)))
+        res.files.append(io.write_json(snap, layout.side_path(where, f"memory_map_{memory_map_cycle}.json",
+                                                              meta.run_id)))
     if out is not None:
-        out = Path(out)
         for name, table in tables.items():
-            res.files.append(io.write_parquet(table, out / f"{name}.parquet"))
+            res.files.append(io.write_parquet(table, layout.table_path(out, name, meta.run_id)))
         e = tables["run_energy"]
         cols = ("component", "action", "count", "energy_per_action_pj")
         for name, text in accelergy_files(*(e[c].to_pylist() for c in cols)).items():  # counts and their ERT
-            res.files.append(io.write_text(text, out / name))
+            res.files.append(io.write_text(text, layout.side_path(out, name, meta.run_id)))
         res.files.append(io.write_json({"run_id": meta.run_id, "config_hash": chash, "config": cfg,
                                         "summary": summary, **schemas.code_identity()},
-                                       out / "run.json"))
+                                       layout.side_path(out, "run.json", meta.run_id)))

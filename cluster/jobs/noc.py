@@ -26,7 +26,7 @@ from cluster.parallel.model import EpochMeta, ProgressFn, Stop
 from cluster.parallel.shard_plan import Plan, plan_shards
 from cluster.parallel.simulate import simulate
 from cluster.progress import Progress
-from cluster.results import io, schemas
+from cluster.results import io, layout, schemas
 from sim.noc.boundary import FlitBoundary
 from sim.noc.params import NocParams
 from sim.noc.shard import NocReport, NocShard
@@ -135,7 +135,7 @@ def simulate_noc(p: NocParams, shards: int | str = 1, cut: str = "rows", backend
                       {"links": link_columns(p, o.reports)}, sim)
 
 
-def run_noc(cfg: dict, out: str | Path | None = None, quiet: bool = False) -> NocResult:
+def run_noc(cfg: dict, out: str | Path | layout.RunOutput | None = None, quiet: bool = False) -> NocResult:
     """Simulate every offered load of a resolved noc config (writing the tables if ``out`` is given).
 
     Ctrl-C (or SIGTERM turned into KeyboardInterrupt) keeps the loads that finished: the
@@ -194,12 +194,12 @@ def run_noc(cfg: dict, out: str | Path | None = None, quiet: bool = False) -> No
     return result
 
 
-def write_noc(result: NocResult, out: str | Path) -> list[Path]:
-    """noc_summary.parquet, noc_links.parquet and run.json in ``out`` (each atomically)."""
-    out = Path(out)
-    return [io.write_parquet(result.summary, out / "noc_summary.parquet"),
-            io.write_parquet(result.links, out / "noc_links.parquet"),
-            io.write_json(result.record, out / "run.json")]
+def write_noc(result: NocResult, out: str | Path | layout.RunOutput) -> list[Path]:
+    """The noc_summary and noc_links tables and run.json in ``out`` (each atomically; cluster/results/layout.py)."""
+    rid = result.record["run_id"]
+    return [io.write_parquet(result.summary, layout.table_path(out, "noc_summary", rid)),
+            io.write_parquet(result.links, layout.table_path(out, "noc_links", rid)),
+            io.write_json(result.record, layout.side_path(out, "run.json", rid))]
 
 
 def _curve_as_ray_tasks(plist: list[NocParams], plan: Plan, run: dict, quiet: bool,

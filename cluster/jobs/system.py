@@ -266,12 +266,9 @@ def system_oracle(results: list[SystemResult], completed: bool) -> dict:
 
 def run_system(cfg: dict, sys_cfg: SystemConfig, out=None, quiet: bool = False) -> tuple[dict, list]:
     """Simulate a resolved ``rdasim run`` config with a [system]; write its tables if ``out`` is given."""
-    from pathlib import Path
-
     from cluster.config import config_hash
-    from cluster.jobs.noc import run_id_for
     from cluster.progress import Progress
-    from cluster.results import io
+    from cluster.results import io, layout
 
     run = cfg["run"]
     prog = Progress(f"system {sys_cfg.workload.kind}", quiet)
@@ -280,13 +277,13 @@ def run_system(cfg: dict, sys_cfg: SystemConfig, out=None, quiet: bool = False) 
     summary, tables = done.summary, done.tables
     files = []
     if out is not None:
-        out = Path(out)
-        for name, table in system_tables(cfg, summary, tables).items():
-            files.append(io.write_parquet(table, out / f"{name}.parquet"))
-        chash = config_hash(cfg)
-        files.append(io.write_json({"run_id": run_id_for(chash, run["seed"]), "config_hash": chash, "config": cfg,
+        named = system_tables(cfg, summary, tables)
+        rid = named["system_summary"]["run_id"][0].as_py()  # the tables' run id names the run's files
+        for name, table in named.items():
+            files.append(io.write_parquet(table, layout.table_path(out, name, rid)))
+        files.append(io.write_json({"run_id": rid, "config_hash": config_hash(cfg), "config": cfg,
                                     "summary": summary, "rdasim_version": package_version()},
-                                   out / "run.json"))
+                                   layout.side_path(out, "run.json", rid)))
     return summary, files
 
 

@@ -9,7 +9,9 @@ must equal the driver's (Ray itself refuses otherwise; the error says which is w
 Ray 2.60 turns token authentication on for local instances and generates the token
 itself (``~/.ray/auth_token``); clusters started with ``ray start`` use a token only if
 ``RAY_AUTH_MODE=token`` is set on every node, and then every client needs the same
-token (``RAY_AUTH_TOKEN``, ``RAY_AUTH_TOKEN_PATH`` or ``~/.ray/auth_token``). Usage
+token (``RAY_AUTH_TOKEN``, ``RAY_AUTH_TOKEN_PATH`` or ``~/.ray/auth_token``); before joining,
+one call asks the cluster whether it accepts this client's token, so a refusal is one line
+naming the token and what to set, not Ray's "Failed to connect" after 20 s. Usage
 statistics are switched off so nothing prompts or phones home. Only ``cluster/``
 imports Ray, and only through here.
 """
@@ -76,8 +78,8 @@ def init_ray(address: str | None = None, num_cpus: int | None = None):
                 f"RAY_AUTH_MODE=token but no token for the cluster at {address}: set RAY_AUTH_TOKEN, "
                 "RAY_AUTH_TOKEN_PATH, or copy the head node's ~/.ray/auth_token (`ray get-auth-token`)"
             )
-        unreachable = _unreachable(address)
-        if unreachable:  # Ray itself would retry for minutes before giving up
+        unreachable = _unreachable(address) or _token_refused(address)
+        if unreachable:  # Ray itself would retry for 20 s or minutes, then say only "Failed to connect"
             raise UserError(f"cannot connect to the Ray cluster at {address!r} (from {where}): {unreachable}")
         try:
             ray.init(address=address, logging_level=logging.ERROR, log_to_driver=True)
@@ -108,6 +110,47 @@ def _unreachable(address: str, timeout: float = 5.0) -> str | None:
     except OSError as exc:
         return f"nothing answers at {host}:{port} ({(exc.strerror or str(exc)).lower()})"
     return None
+
+
+def _token_refused(address: str, timeout: float = 5.0) -> str | None:
+    """Why the cluster at a "host:port" (its GCS) or "ray://host:port" (its Ray Client server)
+    address refuses this client's token (None: it accepts it, the address is another form, or
+    what answers does not say). One call with the token Ray's own clients would send (none
+    unless RAY_AUTH_MODE=token): a cluster enforcing a token answers UNAUTHENTICATED at once,
+    where ``ray.init`` retries for 20 s or more and then says only "Failed to connect"."""
+    client = address.startswith("ray://")
+    host, sep, port = (address[len("ray://"):] if client else address).rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        return None
+    import grpc
+    from ray._private.authentication.grpc_authentication_client_interceptor import (
+        SyncAuthenticationMetadataClientInterceptor,
+    )
+    from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc, ray_client_pb2, ray_client_pb2_grpc
+
+    channel = grpc.intercept_channel(grpc.insecure_channel(f"{host.strip('[]')}:{port}"),
+                                     SyncAuthenticationMetadataClientInterceptor())
+    try:
+        if client:  # (protobuf modules: no type stubs)
+            ping = ray_client_pb2.ClusterInfoRequest(type=ray_client_pb2.ClusterInfoType.PING)  # type: ignore[attr-defined]
+            ray_client_pb2_grpc.RayletDriverStub(channel).ClusterInfo(ping, timeout=timeout)
+        else:
+            ask = gcs_service_pb2.GetClusterIdRequest()  # type: ignore[attr-defined]
+            gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel).GetClusterId(ask, timeout=timeout)
+    except grpc.RpcError as exc:
+        if exc.code() == grpc.StatusCode.UNAUTHENTICATED:
+            return token_problem(exc.details() or "", os.environ.get("RAY_AUTH_MODE", "").lower() == "token")
+    finally:
+        channel.close()
+    return None
+
+
+def token_problem(said: str, token_mode: bool) -> str:
+    """One line for a cluster that refused this client's token: what it said and what to set."""
+    where = "RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token (`ray get-auth-token` on the head prints it)"
+    if token_mode:
+        return f"the cluster refused this client's token ({said}): give it the cluster's token in {where}"
+    return (f"the cluster requires a token ({said}): set RAY_AUTH_MODE=token and the cluster's token in {where}")
 
 
 def cluster_cpus() -> float:

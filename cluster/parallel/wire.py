@@ -21,8 +21,8 @@ from __future__ import annotations
 import numpy as np
 
 from cluster.parallel.model import EpochMeta
+from sim.cycles import NEVER
 
-NEVER = 1 << 62
 _HEADER = 10
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cluster.report import units
 from cluster.report.data import Skip, containing, find_table, first, grouped, numeric, only_ok, present
 
 DIRECTIONS = ("E", "W", "S", "N")
@@ -19,9 +20,10 @@ UNIT = ("mu", "mu_id", "unit", "unit_id", "memory_unit")
 ROW, COL = ("row", "mu_row", "tile_row", "y"), ("col", "mu_col", "tile_col", "x")
 
 
-def _grid_axes(ax, rows: int, cols: int) -> None:
-    ax.set_xticks(range(cols))
-    ax.set_yticks(range(rows))
+def _grid_axes(ax, rows: int, cols: int, most: int = 8) -> None:
+    """Row and column numbers; on a wide grid every k-th one, so the labels never run together."""
+    ax.set_xticks(range(0, cols, -(-cols // most)))
+    ax.set_yticks(range(0, rows, -(-rows // most)))
     ax.set_xlabel("column")
     ax.set_ylabel("row")
 
@@ -66,7 +68,8 @@ def link_heatmap(tables: dict[str, pa.Table], plt):
         t = t.filter(pc.equal(t["offered_rate"], top))
     rows = int(pc.max(t["src_row"]).as_py()) + 1
     cols = int(pc.max(t["src_col"]).as_py()) + 1
-    fig, axes = plt.subplots(2, 2, figsize=(8, 7), constrained_layout=True)
+    height = min(9.0, max(3.5, 2 * 3.6 * rows / cols + 1.5))  # a wide grid: short panels, not white space
+    fig, axes = plt.subplots(2, 2, figsize=(8, height), constrained_layout=True)
     vmax = max(pc.max(t["utilization"]).as_py() or 0.0, 1e-9)
     data = {d: np.full((rows, cols), np.nan) for d in DIRECTIONS}
     for r, c, d, u in zip(*(t[n].to_pylist() for n in ("src_row", "src_col", "direction", "utilization"))):
@@ -99,7 +102,7 @@ def mu_heatmap(tables: dict[str, pa.Table], plt):
     data = np.full((rows, cols), np.nan)
     for (rv, cv), vs in grid.items():
         data[rv, cv] = sum(vs) / len(vs)
-    fig, ax = plt.subplots(figsize=(6, 5))
+    fig, ax = plt.subplots(figsize=(6, 5), constrained_layout=True)
     im = ax.imshow(data, cmap="magma", vmin=0)
     fig.colorbar(im, ax=ax, shrink=0.6, label=f"{'mean ' if first(t, TIME) else ''}{_share(u)}")
     ax.set_title("memory-unit utilisation on the grid (blank: no MU)")
@@ -116,7 +119,7 @@ def memory_over_time(tables: dict[str, pa.Table], plt, max_lines: int = 16):
     x = present(first(t, TIME), "time")
     u = present(containing(t, "util", prefer=("mean", "used")), "utilisation")
     unit = first(t, UNIT)
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = plt.subplots(figsize=(7, 4), constrained_layout=True)
     if unit:
         groups = grouped(t, x, u, unit)
         for i, (xs, ys, _, _) in enumerate(groups.values()):
@@ -147,13 +150,14 @@ def message_breakdown(tables: dict[str, pa.Table], plt):
             break
     if not counts:
         raise Skip("no table with message counts (message_type + count, or messages_* columns)")
-    fig, ax = plt.subplots(figsize=(7, 4))
+    if not any(counts.values()):
+        raise Skip("every message count is 0")
+    fig, ax = plt.subplots(figsize=(7, 4), constrained_layout=True)
     names = sorted(counts, key=lambda k: counts[k], reverse=True)
     ax.bar(names, [counts[k] for k in names])
     ax.set_ylabel("messages")
     ax.set_title("protocol messages by type")
     ax.tick_params(axis="x", rotation=45)
-    fig.tight_layout()
     return fig
 
 
@@ -161,18 +165,19 @@ def energy_breakdown(tables: dict[str, pa.Table], plt):
     """A run's energy by component, each bar stacked by action (the run_energy table)."""
     _, t = find_table(tables, lambda t: {"component", "action", "joules"} <= set(t.column_names))
     comps = list(dict.fromkeys(t["component"].to_pylist()))
-    fig, ax = plt.subplots(figsize=(7, 4))
+    if not any(t["joules"].to_pylist()):
+        raise Skip("every energy is 0 J")
+    fig, ax = plt.subplots(figsize=(7, 4), constrained_layout=True)
     bottom = dict.fromkeys(comps, 0.0)
     for c, a, j in zip(*(t[n].to_pylist() for n in ("component", "action", "joules"))):
         if j:
             ax.bar(c, j, bottom=bottom[c], label=f"{c}.{a}")
             bottom[c] += j
-    ax.set_ylabel("energy (J)")
-    ax.set_title(f"energy by component: {sum(bottom.values()):.4g} J in all")
+    ax.set_ylabel(f"energy ({units.apply(ax, 'y', 'J')})")
+    ax.set_title(f"energy by component: {units.engineering(sum(bottom.values()), 'J')} in all")
     ax.tick_params(axis="x", rotation=30)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    fig.tight_layout()
     return fig
 
 

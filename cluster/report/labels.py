@@ -6,31 +6,42 @@ from __future__ import annotations
 import re
 from functools import cache
 
+from cluster.report import units
 from cluster.results import schemas
 
-# metrics whose schema line is long or has its unit in the middle: the label a paper would print
+# metrics whose schema line is long or has its unit in the middle: (what a paper would print, unit)
 METRICS = {
-    "avg_latency": "mean packet latency (cycles)",
-    "p50_latency": "median packet latency (cycles)",
-    "p99_latency": "p99 packet latency (cycles)",
-    "max_latency": "largest packet latency (cycles)",
-    "accepted": "accepted throughput (flits/node/cycle)",
-    "offered": "offered load (flits/node/cycle)",
-    "rate": "offered load (flits/node/cycle)",
-    "tokens_per_second": "throughput (tokens/s)",
-    "peak_mu_utilization": "peak MU utilisation (share of MU bytes)",
-    "mean_mu_utilization": "mean MU utilisation (share of MU bytes)",
-    "peak_mu_reserved": "peak MU reservation (share of MU bytes)",
-    "bytes_copied": "bytes copied by realloc (B)",
-    "sync_wait_cycles": "synchronisation wait (cycles, summed over tasks)",
-    "sync_messages": "synchronisation messages",
-    "latency_p50_cycles": "median request latency (cycles)",
-    "latency_p99_cycles": "p99 request latency (cycles)",
-    "use_after_free": "use-after-free events (oracle)",
-    "wall_seconds": "wall-clock time (s)",
-    "value": "noop.value",
+    "avg_latency": ("mean packet latency", "cycles"),
+    "p50_latency": ("median packet latency", "cycles"),
+    "p99_latency": ("p99 packet latency", "cycles"),
+    "max_latency": ("largest packet latency", "cycles"),
+    "accepted": ("accepted throughput", "flits/node/cycle"),
+    "offered": ("offered load", "flits/node/cycle"),
+    "rate": ("offered load", "flits/node/cycle"),
+    "tokens_per_second": ("throughput", "tokens/s"),
+    "peak_mu_utilization": ("peak MU utilisation", "share of MU bytes"),
+    "mean_mu_utilization": ("mean MU utilisation", "share of MU bytes"),
+    "peak_mu_reserved": ("peak MU reservation", "share of MU bytes"),
+    "bytes_copied": ("bytes copied by realloc", "B"),
+    "sync_wait_cycles": ("synchronisation wait", "cycles, summed over tasks"),
+    "sync_messages": ("synchronisation messages", ""),
+    "latency_p50_cycles": ("median request latency", "cycles"),
+    "latency_p99_cycles": ("p99 request latency", "cycles"),
+    "use_after_free": ("use-after-free events (oracle)", ""),
+    "wall_seconds": ("wall-clock time", "s"),
+    "energy_joules": ("dynamic energy", "J"),
+    "energy_per_token_joules": ("energy per token", "J"),
+    "step_seconds_mean": ("mean expert-parallel step", "s"),
+    "sim_seconds": ("simulated time", "s"),
+    "bytes_total": ("bytes between chips", "B"),
+    "landing_bytes_peak": ("most bytes landed on a chip in a step", "B"),
+    "expert_imbalance": ("expert imbalance (busiest chip / mean tokens)", ""),
+    "seconds_per_batch_simulated": ("simulated time per batch", "s"),
+    "bubble_fraction": ("pipeline bubble (share of the run)", ""),
+    "value": ("noop.value", ""),
 }
-_UNIT_AT_END = re.compile(r"^(.*?),\s*(cycles|s|bytes|B|flits/node/cycle|\$|W)$")
+_UNIT_AT_END = re.compile(r"^(.*?),\s*(cycles|s|bytes|B|J|W|Hz|B/s|flits/node/cycle|\$)$")
+KIND_UNITS = {"size": "B", "frequency": "Hz", "bandwidth": "B/s", "time": "s", "flops": "FLOP/s"}  # config kinds
 
 
 @cache
@@ -38,17 +49,33 @@ def _metric_docs() -> dict[str, str]:
     return {c.name: c.doc for t in schemas.ALL_TABLES for c in t.columns}
 
 
-def metric(name: str) -> str:
-    """'avg_latency' -> 'mean packet latency (cycles)'; unknown columns keep their name."""
+def _unit_of_name(name: str) -> str:
+    """A column's unit from its name, where the schema line does not end in one."""
+    if name.endswith("_joules"):
+        return "J"
+    if name.endswith(("_seconds", "_seconds_mean")) or name.startswith("seconds_"):
+        return "s"
+    return "B" if name.startswith("bytes") or "_bytes" in name else ""
+
+
+def metric_parts(name: str) -> tuple[str, str]:
+    """('mean packet latency', 'cycles') for 'avg_latency'; unknown columns keep their name."""
     if name in METRICS:
         return METRICS[name]
     doc = _metric_docs().get(name)
     if not doc:
-        return name
+        return name, _unit_of_name(name)
     m = _UNIT_AT_END.match(doc)
-    text, unit = (m.group(1), m.group(2)) if m else (doc, "")
+    text, unit = (m.group(1), m.group(2)) if m else (doc, _unit_of_name(name))
     text = text.split(" (")[0] if len(text) > 50 else text
-    return f"{text} ({unit})" if unit else text
+    return text, "B" if unit == "bytes" else unit
+
+
+def metric(name: str, unit: str | None = None) -> str:
+    """'avg_latency' -> 'mean packet latency (cycles)'; ``unit`` replaces the unit (a prefixed one: 'uJ')."""
+    text, own = metric_parts(name)
+    shown = own if unit is None else unit
+    return f"{text} ({shown})" if shown else text
 
 
 @cache
@@ -61,7 +88,8 @@ def _axis_fields(command: str) -> dict[str, tuple[str, str]]:
         schema = get(command).schema()
     except Exception:  # noqa: BLE001 - labels are a nicety: a missing command keeps the column name
         return {}
-    return {path.replace(".", "_"): (path, getattr(node, "unit", "") or "") for path, node in walk(schema)}
+    return {path.replace(".", "_"): (path, getattr(node, "unit", "") or KIND_UNITS.get(getattr(node, "kind", ""), ""))
+            for path, node in walk(schema)}
 
 
 def _field_of(command: str, column: str) -> tuple[str, str] | None:
@@ -78,20 +106,29 @@ def _field_of(command: str, column: str) -> tuple[str, str] | None:
     return None
 
 
-def axis(command: str, column: str) -> str:
-    """'noc_rate' -> 'noc.rate (flits/node/cycle)': the config path as written in specs, with its unit."""
-    path, unit = _field_of(command, column) or (column, "")
-    return f"{path} ({unit})" if unit else path
+def axis_parts(command: str, column: str) -> tuple[str, str]:
+    """('noc.rate', 'flits/node/cycle'): a swept column's config path as written in specs, and its unit."""
+    return _field_of(command, column) or (column, "")
 
 
-def value(column: str, v) -> str:
-    """A swept value as shown in a legend or panel title."""
-    if isinstance(v, float):
+def axis(command: str, column: str, unit: str | None = None) -> str:
+    """'noc_rate' -> 'noc.rate (flits/node/cycle)'; ``unit`` replaces the unit (a prefixed one: 'GB/s')."""
+    path, own = axis_parts(command, column)
+    shown = own if unit is None else unit
+    return f"{path} ({shown})" if shown else path
+
+
+def value(command: str, column: str, v) -> str:
+    """A swept value as a legend or tick shows it, with its unit when it has one: '25 GB/s', '0.1', 'mesh'."""
+    _, unit = axis_parts(command, column)
+    if isinstance(v, float) and not units.prefixable(unit):
         return f"{v:g}"
-    return str(v)
+    return units.engineering(v, unit) if units.prefixable(unit) else str(v)
 
 
 def condition(command: str, column: str, v) -> str:
-    """'noc.rate = 0.1 flits/node/cycle': a panel's fixed value of a swept axis."""
-    path, unit = _field_of(command, column) or (column, "")
-    return f"{path} = {value(column, v)}" + (f" {unit}" if unit else "")
+    """'noc.rate = 0.1 flits/node/cycle', 'system.network[0].link_bandwidth = 25 GB/s': a panel's fixed value."""
+    path, unit = axis_parts(command, column)
+    if units.prefixable(unit):
+        return f"{path} = {value(command, column, v)}"
+    return f"{path} = {value(command, column, v)}" + (f" {unit}" if unit else "")

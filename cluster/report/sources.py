@@ -1,19 +1,25 @@
-"""Finding the result tables in a directory: run outputs (``*.parquet`` named by table) and sweeps.
+"""Finding the result tables under a directory: runs (``rdasim noc/run/map --out``) and sweeps.
 
-A table is named by its schema's ``table`` metadata (set by cluster.results.schemas), else by
-its file name. A sweep is found by its manifest and read with its sibling tables.
+A results tree may hold many of both: ``results/noc`` and ``results/kv`` from two runs,
+and the sweeps of a ``rdasim sweep --out results``. A run's directory holds one dataset
+per table (cluster/results/layout.py; older runs: ``<table>.parquet`` files); the runs
+added to one directory (``--add``) are told apart by their ``run_id``. A sweep is found
+by its manifest and read with all its tables, in the layout it was written in.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from cluster.results.layout import open_files, table_names
 from cluster.sweep.dataset import read_dataset
-from cluster.sweep.layout import DatasetLayout, column_name, find_manifests
+from cluster.sweep.layout import MANIFEST_SUFFIX, column_name, find_manifests, of_manifest
 from cluster.sweep.manifest import Manifest
 from cluster.sweep.spec import flatten
 
@@ -24,13 +30,22 @@ class SweepTables:
     command: str
     axes: list[str]  # swept columns
     result: pa.Table  # the points' result rows (errors included)
-    tables: dict[str, pa.Table] = field(default_factory=dict)  # sibling tables by name
+    tables: dict[str, pa.Table] = field(default_factory=dict)  # its other tables by name
     orders: dict[str, list] = field(default_factory=dict)  # swept column -> its values in the spec's order
 
 
 @dataclass
+class RunTables:
+    """One run's tables; ``label`` names its figures ('' for a lone run in the report's directory)."""
+
+    label: str
+    where: str  # the run, as the figures' titles name it: its directory and run id
+    tables: dict[str, pa.Table] = field(default_factory=dict)
+
+
+@dataclass
 class Sources:
-    runs: dict[str, pa.Table] = field(default_factory=dict)  # table name -> table, from run outputs
+    runs: list[RunTables] = field(default_factory=list)
     sweeps: list[SweepTables] = field(default_factory=list)
 
     def empty(self) -> bool:
@@ -44,21 +59,73 @@ def table_name(path: Path) -> str:
 
 def _sweep(manifest_path: Path) -> SweepTables | None:
     m = Manifest.load(manifest_path)
-    root = manifest_path.parent
-    if not (root / m.sweep).is_dir():
+    layout = of_manifest(manifest_path)
+    dirs = layout.table_dirs()
+    if layout.result not in dirs:
         return None
-    siblings = {name: read_dataset(d) for name, d in DatasetLayout(root, m.sweep).sibling_dirs().items()}
+    tables = {name: read_dataset(d) for name, d in dirs.items()}
     axes = flatten(m.spec.get("axes") or {}) if isinstance(m.spec.get("axes"), dict) else {}
     orders = {column_name(path): values for path, values in axes.items() if isinstance(values, list)}
-    return SweepTables(m.sweep, m.command, list(m.columns), read_dataset(root / m.sweep), siblings, orders)
+    result = tables.pop(layout.result)
+    return SweepTables(m.sweep, m.command, list(m.columns), result, tables, orders)
+
+
+def _run_tables(d: Path) -> dict[str, pa.Table]:
+    """The tables of the runs in directory ``d``: its table datasets and (older runs) ``*.parquet`` files."""
+    out: dict[str, list[pa.Table]] = {}
+    for name in table_names():
+        if (d / name).is_dir():
+            files = sorted(f for f in (d / name).rglob("*.parquet") if not f.name.startswith((".", "_")))
+            if files:
+                out.setdefault(name, []).append(open_files(files).to_table())
+    for f in sorted(d.glob("*.parquet")):
+        out.setdefault(table_name(f), []).append(pq.read_table(f))
+    return {n: pa.concat_tables(ts, promote_options="permissive") for n, ts in out.items()}
+
+
+def _by_run(label: str, where: str, tables: dict[str, pa.Table]) -> list[RunTables]:
+    """One RunTables per run id (runs added to one directory), or the whole set when rows carry none."""
+    ids: list[str] = []
+    for t in tables.values():
+        if "run_id" in t.column_names:
+            ids += [i for i in pc.unique(t["run_id"]).to_pylist() if i is not None and i not in ids]
+    if len(ids) < 2:
+        return [RunTables(label, where + (f", run {ids[0]}" if ids else ""), tables)]
+    return [RunTables(f"{label}-{i}" if label else i, f"{where}, run {i}",
+                      {n: t.filter(pc.equal(t["run_id"], i)) for n, t in tables.items() if "run_id" in t.column_names})
+            for i in sorted(ids)]
+
+
+def _sweep_dirs(manifests: list[Path]) -> set[Path]:
+    """Directories that belong to sweeps (their tables), not to runs."""
+    out = set()
+    for m in manifests:
+        layout = of_manifest(m)
+        out.add(layout.dataset.resolve())
+        out.update(d.resolve() for d in layout.table_dirs().values())
+    return out
 
 
 def discover(path: str | Path) -> Sources:
-    path = Path(path)
+    """Every run and sweep under ``path`` (an --out directory, a sweep's directory, or a tree of them)."""
+    root = Path(path)
+    manifests = [m.resolve() for m in find_manifests(root)]
+    skip = _sweep_dirs(manifests)
+    tables = set(table_names())
     out = Sources()
-    for f in sorted(path.glob("*.parquet")) if path.is_dir() else []:
-        name = table_name(f)
-        out.runs[name] = pa.concat_tables([out.runs[name], pq.read_table(f)]) if name in out.runs \
-            else pq.read_table(f)
-    out.sweeps = [s for m in find_manifests(path) if (s := _sweep(m)) is not None]
+    for d, subdirs, _files in ([] if not root.is_dir() else os.walk(root)):  # top-down: sweeps found before their dirs
+        here = Path(d)
+        found = [m.resolve() for m in sorted(here.glob(f"*{MANIFEST_SUFFIX}")) if m.resolve() not in manifests]
+        manifests += found
+        skip |= _sweep_dirs(found)
+        subdirs[:] = sorted(s for s in subdirs if s not in tables and not s.startswith(("_", ".")) and "=" not in s
+                            and (here / s).resolve() not in skip)
+        if here.resolve() in skip:
+            subdirs[:] = []
+            continue
+        runs = _run_tables(here)
+        if runs:
+            rel = here.relative_to(root)
+            out.runs += _by_run("" if rel == Path(".") else str(rel).replace(os.sep, "-"), str(here), runs)
+    out.sweeps = [s for m in manifests if (s := _sweep(m)) is not None]
     return out

@@ -255,7 +255,9 @@ RUN_MESSAGE_KINDS = MESSAGE_KINDS  # one messages_<kind> column per kind (sim/ch
 # energy (sim/energy): the run's counted actions priced by its energy table (see run_energy)
 ENERGY_COLUMNS = (
     Column("energy_joules", _F, "dynamic energy of the run, J (sum of the energy_*_joules components)"),
-    Column("energy_per_token_joules", _F, "energy_joules / tokens"),
+    Column("energy_per_token_joules", _F, "energy_joules / tokens: per one of the token_unit (a generated token "
+           "for decode, a routed token for moe, a trial for race, the plan's unit for dataflow; docs/run.md, "
+           "\"What a token is\")"),
     Column("energy_per_batch_joules", _F, "energy_joules / batches (decode iterations; MoE steps, race trials "
            "or graph passes otherwise)"),
     *[Column(f"energy_{c}_joules", _F, f"energy of {what}, J") for c, what in (
@@ -301,8 +303,12 @@ RUN_SUMMARY = TableSchema(
         Column("wall_seconds", _F, "wall-clock seconds of the simulation"),
         Column("requests", _I, "requests completed or failed (sequences, MoE steps, race trials)"),
         Column("requests_failed", _I, "requests that failed (out of memory with on_oom = fail)"),
-        Column("tokens", _I, "tokens produced (decode: generated tokens; moe: routed tokens; race: trials)"),
-        Column("tokens_per_second", _F, "tokens / sim_seconds"),
+        Column("tokens", _I, "work done, in token_unit: generated tokens (kv-decode, spec-decode), routed tokens "
+               "(moe), completed trials (race), the plan's unit per graph pass (dataflow: a decode step's generated "
+               "tokens, a sequence's prompt tokens, ...)"),
+        Column("token_unit", _S, "what tokens, tokens_per_second and energy_per_token_joules count (docs/run.md, "
+               "\"What a token is\")"),
+        Column("tokens_per_second", _F, "tokens / sim_seconds, in token_unit per simulated second"),
         Column("latency_p50_cycles", _F, "median request latency (arrival to completion), cycles"),
         Column("latency_p99_cycles", _F, "99th percentile request latency, cycles"),
         Column("latency_mean_cycles", _F, "mean request latency, cycles"),

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from cluster.results import io
 
-FORMAT = 2  # 2: spec versions, code versions, the "_" layout
+FORMAT = 3  # 2: spec versions, code versions, the "_" layout; 3: one dataset per table (sweep/layout.py)
 PENDING, DONE, FAILED = "pending", "done", "failed"
 
 
@@ -66,6 +66,7 @@ class Manifest:
     points: dict[str, PointEntry] = field(default_factory=dict)
     format: int = FORMAT
     specs: list[dict] = field(default_factory=list)  # every spec version: hash, text, base, added
+    result_table: str = ""  # the table of the points' result rows (format 3)
 
     def spec_hashes(self) -> list[str]:
         return [v["hash"] for v in self.specs]

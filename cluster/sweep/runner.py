@@ -12,13 +12,13 @@ import shutil
 import socket
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from cluster.errors import UserError
 from cluster.progress import Progress
 from cluster.sweep.layout import DatasetLayout
-from cluster.sweep.manifest import DONE, FAILED, PENDING, Manifest, PointEntry, RunEntry, now
+from cluster.sweep.manifest import DONE, FAILED, FORMAT, PENDING, Manifest, PointEntry, RunEntry, now
 from cluster.sweep.plan import SweepPlan
 from cluster.sweep.points import Point
 from cluster.sweep.records import STATUS_OK, PointRun
@@ -54,13 +54,13 @@ def _previous(plan: SweepPlan, layout: DatasetLayout, existing: str, mix_code: b
     if existing == "replace":
         _remove(layout)
         return None
-    if layout.legacy_manifest.is_file() and not layout.manifest.is_file():
-        raise UserError(f"sweep {name!r} in {str(root)!r} was written by an older rdasim "
-                        f"({layout.legacy_manifest.name}); rerun with --replace to start it again, "
-                        "or use another --out or [sweep] name")
-    if not layout.manifest.is_file():
+    old = Manifest.load(layout.manifest) if layout.manifest.is_file() else None
+    if (layout.legacy_manifest.is_file() and old is None) or (old is not None and old.format < FORMAT):
+        raise UserError(f"sweep {name!r} in {str(root)!r} was written by an older rdasim, in an older layout "
+                        f"({(layout.manifest if old else layout.legacy_manifest).name}); rerun with --replace to "
+                        "start it again, or use another --out or [sweep] name")
+    if old is None:
         return None
-    old = Manifest.load(layout.manifest)
     if plan.spec_hash not in old.spec_hashes() and existing != "add":
         when = old.specs[-1]["added"] if old.specs else old.created
         raise UserError(
@@ -78,8 +78,8 @@ def _previous(plan: SweepPlan, layout: DatasetLayout, existing: str, mix_code: b
 
 
 def _remove(layout: DatasetLayout) -> None:
-    """Delete a sweep's own files: its dataset, sibling tables and manifests (nothing else in DIR)."""
-    for d in [layout.dataset, *layout.sibling_dirs().values()]:
+    """Delete a sweep's own files: its tables (in this layout and older ones) and manifests (nothing else in DIR)."""
+    for d in [layout.dataset, *replace(layout, format=FORMAT - 1).table_dirs().values()]:
         if d.is_dir():
             shutil.rmtree(d)
     for m in (layout.manifest, layout.legacy_manifest):
@@ -94,7 +94,7 @@ def _manifest(plan: SweepPlan, layout: DatasetLayout, store: Store, stored: dict
         spec_path=str(spec.source), partition_by=list(spec.partition_by),
         columns={f.name: str(f.type) for f in plan.axes.fields},
         created=old.created if old else now(), runs=old.runs if old else [],
-        specs=list(old.specs) if old else [],
+        specs=list(old.specs) if old else [], result_table=layout.result,
     )
     if plan.spec_hash not in m.spec_hashes():
         m.specs.append(_version(plan))
@@ -125,12 +125,14 @@ def run_sweep(plan: SweepPlan, out: str | Path, address: str | None = None, max_
     spec version and the same code; ``existing`` = "add" adds this spec version's points to it,
     "replace" deletes it first; ``mix_code`` lets points from different code share the dataset."""
     start = time.perf_counter()
-    layout = DatasetLayout(Path(out), plan.spec.name, plan.spec.partition_by)
+    layout = DatasetLayout(Path(out), plan.spec.name, plan.spec.partition_by, plan.command.result)
     old = _previous(plan, layout, existing, mix_code)
     store = Store(plan, layout)
     store.remove_orphans()
     stored = {p.id: s for p in plan.points if (s := store.existing(p)) is not None}
     todo = [p for p in plan.points if p.id not in stored or (retry_failed and stored[p.id] != STATUS_OK)]
+    # Ray first: a run that cannot reach its cluster never starts, so it leaves the manifest as it was
+    ray = None if in_process or not todo else _ray(address)
     manifest = _manifest(plan, layout, store, stored, old)
     code = code_version()
     run = RunEntry(now(), socket.gethostname(), os.getpid(), address, code.version,
@@ -143,8 +145,8 @@ def run_sweep(plan: SweepPlan, out: str | Path, address: str | None = None, max_
         + (f" ({plan.duplicates} duplicate combinations dropped)" if plan.duplicates else ""))
     try:
         if todo:
-            _execute(plan, todo, store, manifest, run, layout, address,
-                     max_concurrency or plan.spec.max_concurrency, quiet, log, in_process)
+            _execute(plan, todo, store, manifest, run, layout, ray,
+                     max_concurrency or plan.spec.max_concurrency, quiet, log)
         run.state = "finished"
     except BaseException:
         run.state = "interrupted"
@@ -157,17 +159,22 @@ def run_sweep(plan: SweepPlan, out: str | Path, address: str | None = None, max_
                         run.computed, counts[FAILED], time.perf_counter() - start)
 
 
-def _execute(plan, todo, store: Store, manifest: Manifest, run: RunEntry, layout: DatasetLayout, address,
-             max_concurrency, quiet, log, in_process) -> None:
+def _ray(address):
+    from cluster.parallel.ray_env import init_ray
+
+    return init_ray(address)
+
+
+def _execute(plan, todo, store: Store, manifest: Manifest, run: RunEntry, layout: DatasetLayout, ray,
+             max_concurrency, quiet, log) -> None:
+    """The points of ``todo`` on the Ray of ``ray`` (None: here, one by one)."""
     from cluster.sweep.execute import Executor, InProcessExecutor
 
     executor: Executor | InProcessExecutor
-    if in_process:
+    if ray is None:
         executor = InProcessExecutor(plan.command.name)
     else:
-        from cluster.parallel.ray_env import init_ray
-
-        executor = Executor(init_ray(address), plan.command.name, plan.spec.max_retries, max_concurrency)
+        executor = Executor(ray, plan.command.name, plan.spec.max_retries, max_concurrency)
     progress = Progress(f"sweep {plan.spec.name}", quiet)
     saved_at, save_every = time.monotonic(), MANIFEST_EVERY_SECONDS
 

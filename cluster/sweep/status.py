@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from cluster.errors import UserError
-from cluster.sweep.layout import find_manifests
+from cluster.sweep.layout import find_manifests, of_manifest, point_of
 from cluster.sweep.manifest import Manifest
 from cluster.sweep.records import STATUS_OK, read_status
 
@@ -74,7 +74,8 @@ def sweep_status(manifest_path: Path, max_errors: int = 5) -> SweepStatus:
             if len(errors) < max_errors:
                 errors.append(f"point {entry.index}: {entry.error or 'failed'}")
     total = len(m.points)
-    files = {f.stem for f in (root / m.sweep).rglob("*.parquet")} if (root / m.sweep).is_dir() else set()
+    results = of_manifest(manifest_path).table_dir()
+    files = {point_of(f) for f in results.rglob("*.parquet")} if results.is_dir() else set()
     return SweepStatus(m.sweep, m.command, total, done, failed, total - done - failed, _state(m),
                        m.runs[0].started if m.runs else None, m.runs[-1].ended if m.runs else None,
                        len(m.runs), str(root / m.sweep), errors, max(len(m.specs), 1), len(files - set(m.points)),

@@ -82,11 +82,8 @@ class Store:
         """Delete temporary files that a killed writer left behind (old enough to be dead)."""
         now = time.time() if now is None else now
         removed = 0
-        dirs = [self.layout.dataset, *self.layout.sibling_dirs().values()]
-        for d in dirs:
-            if not d.is_dir():
-                continue
-            for tmp in d.rglob(".*.tmp"):
+        if self.layout.dataset.is_dir():
+            for tmp in self.layout.dataset.rglob(".*.tmp"):
                 try:
                     if now - tmp.stat().st_mtime > ORPHAN_AGE_SECONDS:
                         tmp.unlink()

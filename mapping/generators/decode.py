@@ -52,4 +52,5 @@ def decode_workload(hidden: int, heads: int, context: int, batch: int, layers: i
         connect(graph, u, v)
     return Workload(name=name, graph=graph, scheme=Scheme.TENSOR_PARALLEL, layers=layers,
                     global_batch=steps, micro_batch=1, tiled_extent=b, tile_size=tile_size,
-                    resident_dram_bytes=2.0 * cache_read * layers)
+                    resident_dram_bytes=2.0 * cache_read * layers,
+                    pass_unit="generated tokens", units_per_pass=b)  # a pass: a step, a new token per sequence

@@ -50,4 +50,5 @@ def dlrm_workload(mlp_dim: int, bottom_mlps: int, top_mlps: int, tables: int, po
         name=name, graph=graph, scheme=Scheme.DATA_PARALLEL, layers=1, global_batch=global_batch,
         micro_batch=1, tiled_extent=1, tile_size=1, copies=copies,
         resident_dram_bytes=float(tables * rows * emb_dim * word),
+        pass_unit="training samples", units_per_pass=micro_batch,  # a pass: a micro-batch, forward and backward
     )

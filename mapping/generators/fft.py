@@ -27,4 +27,5 @@ def fft_workload(length: int, radix: int, word: int = 2, copies: int = 1, k: int
                              collectives=(Collective(CollectiveKind.GLOBAL_ALL_TO_ALL, total),)))
     connect(graph, "Step_1", "Step_2")
     return Workload(name=name, graph=graph, scheme=Scheme.FFT, batched=False, micro_batch=1,
-                    tile_size=1, copies=copies, resident_dram_bytes=float(length) * word)
+                    tile_size=1, copies=copies, resident_dram_bytes=float(length) * word,
+                    pass_unit="transforms")

@@ -28,4 +28,5 @@ def hpl_workload(n: int, block: int, iterations: int, word: int = 2, copies: int
         if i:
             connect(graph, f"Iteration_{i}", f"Iteration_{i + 1}")
     return Workload(name=name, graph=graph, scheme=Scheme.HPL, batched=False, micro_batch=1,
-                    tile_size=1, copies=copies, resident_dram_bytes=float(n) * n * word)
+                    tile_size=1, copies=copies, resident_dram_bytes=float(n) * n * word,
+                    pass_unit="panel steps", units_per_pass=iterations)

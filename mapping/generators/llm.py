@@ -129,4 +129,5 @@ def llm_workload(hidden: int, heads: int, seq: int, layers: int, global_batch: i
         tiled_extent=seq, tile_size=tile_size,
         # DFModel: training pipelines pass 2*h*s*w bytes per layer between stages
         pipeline_bytes_per_layer=2.0 * hidden * seq * word if training else 0.0,
+        pass_unit="training tokens" if training else "prompt tokens", units_per_pass=seq,  # a pass: one sequence
     )

@@ -61,4 +61,5 @@ def moe_workload(hidden: int, heads: int, seq: int, experts: int, top_k: int, la
     for u, v in _ATTENTION_EDGES + _MOE_EDGES:
         connect(graph, u, v)
     return Workload(name=name, graph=graph, scheme=Scheme.TENSOR_PARALLEL, layers=layers,
-                    global_batch=global_batch, micro_batch=micro_batch, tiled_extent=seq, tile_size=tile_size)
+                    global_batch=global_batch, micro_batch=micro_batch, tiled_extent=seq, tile_size=tile_size,
+                    pass_unit="prompt tokens", units_per_pass=seq)  # a pass: one sequence

@@ -211,6 +211,7 @@ def summarize_chip(cfg, results: list[ShardResult], cut_off: bool = False) -> tu
                                                 expected, summary["requests_failed"], _oversize(cfg, results))
     summary["oracle_first"] = verdict.first
     summary["live_at_end"] = verdict.live_at_end  # after the hash, which covers the oracle log it counts
+    summary["token_unit"] = cfg.workload.token_unit  # what tokens count (after the hash: it names, not counts)
     # energy: after the hash (it is a price list applied to what was simulated, not part of it)
     acts = chip_actions(cfg, results, sent, int(np.sum(tables["links"]["flits"])))
     e = energy(acts, cfg.energy or default_table())

@@ -12,7 +12,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from sim.noc.topology import PORTS
+from sim.noc.ports import PORTS
 
 _EMPTY = np.zeros(0, dtype=np.int64)
 

@@ -20,11 +20,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sim.noc import ports
 from sim.noc import topology as topo
 from sim.noc.jit import inline
 from sim.noc.sources import CRE_POS, SCR_POS
 
-BIG = np.int64(1) << np.int64(62)
 HALF = np.int64(1) << np.int64(60)  # "unreachable" in tables that get cycles added to them
 
 
@@ -98,7 +98,7 @@ def cap_of(out, adjacent):
 
 def region_hops(grid: topo.Grid, owner: np.ndarray, shards: int) -> np.ndarray:
     """[shards, routers] least hops from every router to the nearest router of each shard."""
-    nbr = grid.neighbor(np.arange(grid.n)[:, None], np.arange(1, topo.PORTS)[None, :])  # [N, 4]
+    nbr = grid.neighbor(np.arange(grid.n)[:, None], np.arange(1, ports.PORTS)[None, :])  # [N, 4]
     has = nbr >= 0
     safe = np.maximum(nbr, 0)
     out = np.empty((shards, grid.n), dtype=np.int64)
@@ -135,7 +135,7 @@ class CutTables:
     def build(cls, grid: topo.Grid, routers: np.ndarray, owner: np.ndarray, relay: int = -1) -> "CutTables":
         shards = int(owner.max()) + 1
         me = int(owner[routers[0]])
-        nbr = grid.neighbor(routers[:, None], np.arange(topo.PORTS)[None, :]).ravel()
+        nbr = grid.neighbor(routers[:, None], np.arange(ports.PORTS)[None, :]).ravel()
         local_of = np.full(grid.n, -1, dtype=np.int64)
         local_of[routers] = np.arange(len(routers))
         across = np.where(nbr >= 0, owner[np.maximum(nbr, 0)], -1)

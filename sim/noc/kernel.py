@@ -8,44 +8,50 @@ cycle is never left half done). The model is NocShard's (sim/noc/shard.py docume
 router and the index conventions); this file holds only its arithmetic.
 
 A cycle: the credits due, then router by router: the flits due at its input ports are
-written into their VCs, its VC and switch allocators run, and the winners leave (to the
-next router's input port a few cycles on, or to the terminal); then new packets and the
-sources. Within a cycle a router reads and writes only its own state (what it sends is
-due in a later cycle), so visiting routers one after the other gives BookSim2's IQRouter's
-winners; and every arbiter's keys are distinct within its group (a requester's
-round-robin position), so the order requests are visited in never matters either. Hops of
-measured packets are added once the cycle's ejections are known.
+written into their VCs (``receive``), then BookSim2's IQRouter phases: every waiting VC
+bids (``bid_vc``, ``bid_switch``: the allocators' input stages), the output VCs are granted
+(``grant_vcs``), the output ports (``grant_switch``), and the switch winners leave
+(``leave``: to the next router's input port a few cycles on, or to the terminal); then new
+packets and the sources. Within a cycle a router reads and writes only its own state (what
+it sends is due in a later cycle), so visiting routers one after the other gives IQRouter's
+winners; and every arbiter's keys are distinct within its group (a requester's round-robin
+position), so the order requests are visited in never matters either. Hops of measured
+packets are added once the cycle's ejections are known.
 
-State lives in a few int64 tables (columns named below): ``vc[i]`` input VC ``i`` and
-output VC ``i`` of the same (router, port, vc), ``wait[i]`` which allocator it waits for
-(a byte, so a router's VCs are scanned in one cache line) and ``ready[i]`` from which
-cycle on; ``port[j]`` input and output
-port ``j`` with its static wiring (what it feeds, where its credits go); ``node[r]``
-router ``r``: its terminal's source queue, its occupancy and how many of its VCs wait for
-an allocator; the event wheel holds what is due in the next ``W`` cycles (every delay is
-shorter than ``W``): ``wheel_f[s, j]`` the flit due at input port ``j`` (a port takes at
-most one a cycle), ``wheel_c[s]`` credits. Router ``r``'s rows are contiguous in every
-table and a cycle visits the routers in order, so what a cycle touches streams through
-the cache (the footprint is what limits large grids). The hot paths divide by nothing (a
-64-bit division costs tens of cycles): indices come from the loops and the static
-columns, and every modulo is of a sum below twice the modulus.
+The state is a record of arrays per owner: the routers' ``Tables`` (columns named below),
+the packets' ``SourceTables`` (sim/noc/sources.py) and the measurement's ``MeasureTables``
+(sim/noc/measure.py). In ``Tables``: ``vc[i]`` (int32) input VC ``i``
+and output VC ``i`` of the same (router, port, vc), ``wait[i]`` (a byte, so a router's VCs
+are scanned in one cache line) which allocator it waits for and ``ready[i]`` (int64) from
+which cycle on; ``port[j]`` (int32) input and output port ``j`` with its static wiring (what
+it feeds, where its credits go); ``node[r]`` (int64) router ``r``: its terminal's source
+queue, its occupancy and how many of its VCs wait for an allocator; ``route`` (int8) the
+output port towards each destination; the event wheel (int64) holds what is due in the next
+``W`` cycles (every delay is shorter than ``W``): ``wheel_f[s, j]`` the flit due at input
+port ``j`` (a port takes at most one a cycle), ``wheel_c[s]`` credits. Router ``r``'s rows
+are contiguous in every table and a cycle visits the routers in order, so what a cycle
+touches streams through the cache (the footprint is what limits large grids). The hot paths
+divide by nothing (a 64-bit division costs tens of cycles): indices come from the loops and
+the static columns, and every modulo is of a sum below twice the modulus.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
+from sim.cycles import NEVER
 from sim.noc import measure as ms
 from sim.noc.cut import cap_of, lower, offered, walk
 from sim.noc.jit import inline, kernel
-from sim.noc.sources import CRE_POS, SCR_POS
+from sim.noc.measure import MeasureTables
+from sim.noc.ports import EAST, LOCAL, SOUTH, WEST
+from sim.noc.sources import CRE_POS, SCR_POS, SourceTables
 
 HEAD, TAIL = 1, 2
-LOCAL = 0  # the terminal's port
-EAST, WEST, SOUTH, NORTH = 1, 2, 3, 4
 EJECT, LOCAL_LINK, REMOTE_LINK, NO_LINK = 0, 1, 2, 3  # output-port kinds (port[:, KIND])
 IDLE, WAIT_VC, WAIT_SWITCH = 0, 1, 2  # what an input VC waits for (``wait``, a byte per VC)
-BIG = np.int64(1) << np.int64(62)
 
 # prm: static parameters
 (N, NL, P, V, B, PV, NI, COLS, TORUS, ROUTING_DELAY, VC_ALLOC_DELAY, FLIT_DELAY, CREDIT_RETURN,
@@ -76,6 +82,38 @@ LENGTH = 2
 DONE, NEED_CHUNK, NEED_CYCLES, NEED_ROOM, NEED_QUEUE, SKIPPED = range(6)
 
 
+class Tables(NamedTuple):
+    """The routers' state as the kernels take it (NocShard builds it); its packets' and its
+    measurement's are ``SourceTables`` and ``MeasureTables``.
+
+    A kernel takes each record as a plain tuple, ``tuple(record)``, and names its fields again
+    (``Tables(*tables)``): numba's dispatcher types a plain tuple of arrays in C and a named
+    one in Python (about 2 us a call, a quarter of a short epoch's advance). Each owner keeps
+    its plain tuple (``kernel_tables``) and builds it anew when it replaces an array by a
+    larger one, which is rare; building one costs as much as a short epoch's kernel call."""
+
+    prm: np.ndarray  # static parameters (PRM columns)
+    sc: np.ndarray  # shard scalars (SC columns)
+    vc: np.ndarray  # [input VCs, VC_COLS] int32
+    wait: np.ndarray  # [input VCs] uint8: IDLE, WAIT_VC, WAIT_SWITCH
+    ready: np.ndarray  # [input VCs] from which cycle it may bid
+    credit: np.ndarray  # [output VCs, then the sources' VCs] free buffer slots downstream
+    port: np.ndarray  # [ports, PORT_COLS] int32
+    buf: np.ndarray  # [input VCs * buffers, 3] flits: packet, destination, flags
+    route: np.ndarray  # [routers * nodes] int8: output port at a router towards a destination
+    first_free: np.ndarray  # [masks * vcs] the first free VC from a start (shard.first_free_table)
+    node: np.ndarray  # [routers, NODE_COLS]
+    sq: np.ndarray  # [routers, queue, 3] source queues: packet, destination, flits
+    work: np.ndarray  # [WORK_ROWS, ...] arbiter scratch
+    wheel_f: np.ndarray  # [W, ports, 4] flits due
+    wheel_c: np.ndarray  # [W, counters] credits due
+    wheel_n: np.ndarray  # [2, W] flits, credits due in each slot
+    wheel_r: np.ndarray  # [W, routers] flits due at each router
+    local_of: np.ndarray  # [nodes] local router of a global one (-1: another shard's)
+    out_f: np.ndarray  # [rows, 5] flits leaving the shard: due, global input VC, packet, destination, flags
+    out_c: np.ndarray  # [rows, 2] credits leaving the shard: due, global output VC
+
+
 @inline
 def wrap(x, m):
     """``x mod m`` for 0 <= x < 2 m."""
@@ -83,8 +121,9 @@ def wrap(x, m):
 
 
 @inline
-def push_flit(wheel_f, wheel_n, wheel_r, sc, due, r, j, v, pkt, dst, flag):
+def push_flit(st, due, r, j, v, pkt, dst, flag):
     """A flit due at VC ``v`` of input port ``j`` (of router ``r``, local ids) at ``due``."""
+    wheel_f = st.wheel_f
     s = due & (wheel_f.shape[0] - 1)
     if wheel_f[s, j, F_VC1]:
         raise RuntimeError("two flits due at one input port in one cycle")
@@ -92,13 +131,14 @@ def push_flit(wheel_f, wheel_n, wheel_r, sc, due, r, j, v, pkt, dst, flag):
     wheel_f[s, j, F_PKT] = pkt
     wheel_f[s, j, F_DST] = dst
     wheel_f[s, j, F_FLAG] = flag
-    wheel_n[0, s] += 1
-    wheel_r[s, r] += 1
-    sc[IN_FLIGHT] += 1
+    st.wheel_n[0, s] += 1
+    st.wheel_r[s, r] += 1
+    st.sc[IN_FLIGHT] += 1
 
 
 @inline
-def push_credit(wheel_c, wheel_n, due, counter):
+def push_credit(st, due, counter):
+    wheel_c, wheel_n = st.wheel_c, st.wheel_n
     s = due & (wheel_c.shape[0] - 1)
     k = wheel_n[1, s]
     if k >= wheel_c.shape[1]:
@@ -109,21 +149,23 @@ def push_credit(wheel_c, wheel_n, due, counter):
 
 @inline
 def wheel_next(wheel_n, t):
-    """Earliest cycle >= t with a flit or credit due (BIG when the wheel is empty)."""
+    """Earliest cycle >= t with a flit or credit due (NEVER when the wheel is empty)."""
     w = wheel_n.shape[1]
     for k in range(w):
         s = (t + k) & (w - 1)
         if wheel_n[0, s] or wheel_n[1, s]:
             return t + k
-    return BIG
+    return NEVER
 
 
 @kernel
-def accept(prm, sc, local_of, wheel_f, wheel_c, wheel_n, wheel_r, t0, flits, credits):
+def accept(tables, t0, flits, credits):
     """Queue inbound boundary traffic: flits (due, global input VC, packet, destination,
     flags) and credits (due, global output VC), all due in [t0, t0 + W)."""
+    st = Tables(*tables)
+    prm, local_of = st.prm, st.local_of
     pv = prm[PV]
-    w = wheel_f.shape[0]
+    w = st.wheel_f.shape[0]
     for k in range(flits.shape[1]):
         due = flits[0, k]
         if due < t0 or due >= t0 + w:
@@ -131,30 +173,31 @@ def accept(prm, sc, local_of, wheel_f, wheel_c, wheel_n, wheel_r, t0, flits, cre
         g = flits[1, k] // pv
         r = local_of[g]
         rest = flits[1, k] - g * pv  # port * vcs + vc
-        push_flit(wheel_f, wheel_n, wheel_r, sc, due, r, r * prm[P] + rest // prm[V], rest % prm[V],
-                  flits[2, k], flits[3, k], flits[4, k])
+        push_flit(st, due, r, r * prm[P] + rest // prm[V], rest % prm[V], flits[2, k], flits[3, k], flits[4, k])
     for k in range(credits.shape[1]):
         due = credits[0, k]
         if due < t0 or due >= t0 + w:
             raise RuntimeError("inbound credit due outside the event wheel")
         g = credits[1, k] // pv
-        push_credit(wheel_c, wheel_n, due, local_of[g] * pv + credits[1, k] - g * pv)
-    sc[WHEEL_NEXT] = wheel_next(wheel_n, t0)
+        push_credit(st, due, local_of[g] * pv + credits[1, k] - g * pv)
+    st.sc[WHEEL_NEXT] = wheel_next(st.wheel_n, t0)
 
 
 @inline
-def wait_for_vc(prm, vc, wait, ready, route, i, r, dst, when):
+def wait_for_vc(st, i, r, dst, when):
     """A head at the front of input VC ``i`` of router ``r``: route it (one lookup) and bid
     for a VC."""
-    vc[i, OUT_OP] = r * prm[P] + route[r * prm[N] + dst]
-    ready[i] = when
-    wait[i] = WAIT_VC
+    prm = st.prm
+    st.vc[i, OUT_OP] = r * prm[P] + st.route[r * prm[N] + dst]
+    st.ready[i] = when
+    st.wait[i] = WAIT_VC
 
 
 @inline
-def receive(prm, sc, vc, wait, ready, buf, route, node, wheel_f, s, t, r, j):
+def receive(st, s, t, r, j):
     """The flit due at input port ``j`` of router ``r``, if any, enters its VC; a flit
     reaching the front of its VC starts work."""
+    prm, vc, buf, wheel_f = st.prm, st.vc, st.buf, st.wheel_f
     v1 = wheel_f[s, j, F_VC1]
     if v1 == 0:
         return
@@ -167,15 +210,15 @@ def receive(prm, sc, vc, wait, ready, buf, route, node, wheel_f, s, t, r, j):
     buf[slot, DST] = dst
     buf[slot, FLAG] = flag
     vc[i, Q_COUNT] = cnt + 1
-    sc[BUFFERED] += 1
-    node[r, OCCUPANCY] += 1
+    st.sc[BUFFERED] += 1
+    st.node[r, OCCUPANCY] += 1
     if cnt == 0:
-        node[r, WAITING] += 1
+        st.node[r, WAITING] += 1
         if flag & HEAD:
-            wait_for_vc(prm, vc, wait, ready, route, i, r, dst, t + prm[ROUTING_DELAY])
+            wait_for_vc(st, i, r, dst, t + prm[ROUTING_DELAY])
         else:  # a body flit reaching an empty active VC may bid for the switch at once
-            ready[i] = t
-            wait[i] = WAIT_SWITCH
+            st.ready[i] = t
+            st.wait[i] = WAIT_SWITCH
 
 
 @inline
@@ -183,7 +226,7 @@ def claim(work, key_row, who_row, list_row, n_listed, group, key, who):
     """Round-robin arbitration: the smallest key of a group wins. Returns the new length
     of the list of groups that have a request."""
     old = work[key_row, group]
-    if old == BIG:
+    if old == NEVER:
         work[list_row, n_listed] = group
         n_listed += 1
     if key < old:
@@ -193,13 +236,14 @@ def claim(work, key_row, who_row, list_row, n_listed, group, key, who):
 
 
 @inline
-def dateline_bits(prm, vc, buf, port, i, op):
+def dateline_bits(st, i, op):
     """VCs a head may take on a torus: the half of its dateline class (all at the terminal)."""
+    prm, port = st.prm, st.port
     o = port[op, PNUM]
     if o == LOCAL:
         return (np.int64(1) << prm[V]) - 1
     cols = prm[COLS]
-    src = buf[i * prm[B] + vc[i, Q_HEAD], PKT] % prm[N]
+    src = st.buf[i * prm[B] + st.vc[i, Q_HEAD], PKT] % prm[N]
     nxt = port[op, NBR]
     if o == EAST:  # moving +col, it has wrapped iff it is now left of its source column
         wrapped = nxt % cols < src % cols
@@ -213,152 +257,235 @@ def dateline_bits(prm, vc, buf, port, i, op):
 
 
 @inline
-def allocate(prm, sc, vc, wait, ready, credit, port, buf, route, node, first_free, work, wheel_f, wheel_c,
-             wheel_n, wheel_r, m_sc, m_cycles, m_src, m_links, m_rec, out_f, out_c, t, r):
+def allocate(st, m, t, r):
     """Router ``r``'s separable input-first VC and switch allocators, one iteration each,
-    round-robin arbiters; switch winners leave their buffers, traverse the switch and
+    round-robin arbiters (IQRouter's phases): every waiting VC bids, output VCs are granted,
+    then output ports; the switch winners leave their buffers, traverse the switch and
     their link (or reach their terminal)."""
-    p_, v_, b, pv = prm[P], prm[V], prm[B], prm[PV]
-    base, pbase = r * pv, r * p_
+    nt, na = bid(st, t, r)
+    grant_vcs(st, t, r, nt)
+    if na == 0:
+        return
+    nb = grant_switch(st, r, na)
+    for k in range(nb):
+        leave(st, m, t, r, k)
+
+
+@inline
+def bid(st, t, r):
+    """The allocators' input stages: each input VC of router ``r`` that waits and is ready
+    bids for an output VC or for the switch. Returns how many output VCs and how many input
+    ports have a bid (listed in ``work``)."""
+    prm, wait = st.prm, st.wait
+    p_, v_ = prm[P], prm[V]
+    base = r * prm[PV]
     nt = 0  # VC allocation requests, by output VC (local index)
     na = 0  # switch requests, by input port (local index)
     for p in range(p_):
-        ip = pbase + p
         for v in range(v_):
             inl = p * v_ + v  # the VC's index within the router
             i = base + inl
             state = wait[i]
             if state == WAIT_VC:
-                if ready[i] > t:
-                    continue
-                op = vc[i, OUT_OP]
-                bits = port[op, FREE_VCS]
-                if prm[TORUS]:
-                    bits &= dateline_bits(prm, vc, buf, port, i, op)
-                # input stage: the first free output VC of its port in round-robin order
-                # over (port, vc) from its pointer; inside one port that is cyclic from the
-                # pointer if it points into the port, else from VC 0
-                rel = (pv - vc[i, VA_IN_NPTR]) - port[op, PV_OFF]
-                start = rel if 0 <= rel < v_ else 0
-                pick = first_free[bits * v_ + start]
-                if pick < 0:
-                    continue
-                target = op * v_ + pick
-                # output stage: each output VC grants one of the input VCs that picked it
-                nt = claim(work, KEY_A, WHO_A, LIST_A, nt, target - base,
-                           wrap(inl + vc[target, VA_OUT_NPTR], pv), i)
+                nt = bid_vc(st, t, base, inl, nt)
             elif state == WAIT_SWITCH:
-                if ready[i] > t or credit[vc[i, OUT_VC]] <= 0:
-                    continue
-                # input stage: one VC per input port; round robin over outputs, then over VCs
-                key = (wrap(port[vc[i, OUT_OP], PNUM] + port[ip, SA_IN_NPTR], p_) * v_
-                       + wrap(v + port[ip, SA_VC_NOFF], v_))
-                na = claim(work, KEY_B, WHO_B, LIST_B, na, p, key, i)
+                na = bid_switch(st, t, r * p_ + p, p, i, v, na)
+    return nt, na
+
+
+@inline
+def bid_vc(st, t, base, inl, nt):
+    """VC allocation, input stage: the head of input VC ``base + inl`` picks the first free
+    output VC of its output port in round-robin order over (port, vc) from its pointer
+    (inside one port: cyclic from the pointer if it points into the port, else from VC 0)
+    and asks that VC's arbiter, keyed by its position from the VC's own pointer."""
+    i = base + inl
+    if st.ready[i] > t:
+        return nt
+    prm, vc, port = st.prm, st.vc, st.port
+    v_, pv = prm[V], prm[PV]
+    op = vc[i, OUT_OP]
+    bits = port[op, FREE_VCS]
+    if prm[TORUS]:
+        bits &= dateline_bits(st, i, op)
+    rel = (pv - vc[i, VA_IN_NPTR]) - port[op, PV_OFF]
+    start = rel if 0 <= rel < v_ else 0
+    pick = st.first_free[bits * v_ + start]
+    if pick < 0:
+        return nt
+    target = op * v_ + pick
+    return claim(st.work, KEY_A, WHO_A, LIST_A, nt, target - base, wrap(inl + vc[target, VA_OUT_NPTR], pv), i)
+
+
+@inline
+def bid_switch(st, t, ip, p, i, v, na):
+    """Switch allocation, input stage: input VC ``i`` (VC ``v`` of input port ``ip``, the
+    router's port ``p``), with a flit ready and a credit for its output VC, asks its input
+    port's arbiter: one VC per input port, round robin over output ports, then over VCs."""
+    vc, port = st.vc, st.port
+    if st.ready[i] > t or st.credit[vc[i, OUT_VC]] <= 0:
+        return na
+    p_, v_ = st.prm[P], st.prm[V]
+    key = (wrap(port[vc[i, OUT_OP], PNUM] + port[ip, SA_IN_NPTR], p_) * v_
+           + wrap(v + port[ip, SA_VC_NOFF], v_))
+    return claim(st.work, KEY_B, WHO_B, LIST_B, na, p, key, i)
+
+
+@inline
+def grant_vcs(st, t, r, nt):
+    """VC allocation, output stage: each output VC asked for goes to its arbiter's winner,
+    which may bid for the switch ``vc_alloc_delay`` cycles on; both pointers move past it."""
+    prm, vc, port, work = st.prm, st.vc, st.port, st.work
+    v_, pv = prm[V], prm[PV]
+    base = r * pv
     for k in range(nt):
         tl = work[LIST_A, k]
         i = work[WHO_A, tl]
-        work[KEY_A, tl] = BIG
+        work[KEY_A, tl] = NEVER
         target = base + tl
         op = vc[i, OUT_OP]
         pick = target - op * v_
         port[op, FREE_VCS] -= np.int64(1) << pick
         vc[i, OUT_VC] = target
-        ready[i] = t + prm[VC_ALLOC_DELAY]  # >= t + 1: not a switch request this cycle
+        st.ready[i] = t + prm[VC_ALLOC_DELAY]  # >= t + 1: not a switch request this cycle
         vc[i, VA_IN_NPTR] = pv - wrap(port[op, PV_OFF] + pick + 1, pv)
         vc[target, VA_OUT_NPTR] = pv - wrap(i - base + 1, pv)
-        wait[i] = WAIT_SWITCH
-    if na == 0:
-        return
-    # output stage: one input port per output port
+        st.wait[i] = WAIT_SWITCH
+
+
+@inline
+def grant_switch(st, r, na):
+    """Switch allocation, output stage: each input port's winner asks its output port's
+    arbiter (one input port per output port). Returns how many output ports were granted
+    (listed in ``work``, the winner of each its input port noted)."""
+    prm, work = st.prm, st.work
+    p_ = prm[P]
+    base, pbase = r * prm[PV], r * p_
     nb = 0
     for k in range(na):
         p = work[LIST_B, k]
         i = work[WHO_B, p]
-        work[KEY_B, p] = BIG
+        work[KEY_B, p] = NEVER
         work[IN_PORT, i - base] = p
-        op = vc[i, OUT_OP]
-        nb = claim(work, KEY_A, WHO_A, LIST_A, nb, op - pbase, wrap(p + port[op, SA_OUT_NPTR], p_), i)
-    # winners: pointers, dequeue, credits upstream, traversal or ejection
-    for k in range(nb):
-        opl = work[LIST_A, k]
-        i = work[WHO_A, opl]
-        work[KEY_A, opl] = BIG
-        op = pbase + opl
-        p = work[IN_PORT, i - base]
-        ip = pbase + p
-        v = i - base - p * v_
-        ov = vc[i, OUT_VC]
-        port[ip, SA_IN_NPTR] = p_ - wrap(opl + 1, p_)
-        port[ip, SA_VC_NOFF] = v_ - wrap(v + 1, v_)
-        port[op, SA_OUT_NPTR] = p_ - wrap(p + 1, p_)
-        head = vc[i, Q_HEAD]
-        slot = i * b + head
-        pk, fl = buf[slot, PKT], buf[slot, FLAG]
-        vc[i, Q_HEAD] = wrap(head + 1, b)
-        cnt = vc[i, Q_COUNT] - 1
-        vc[i, Q_COUNT] = cnt
-        sc[BUFFERED] -= 1
-        node[r, OCCUPANCY] -= 1
-        credit[ov] -= 1
-        w = ov - op * v_  # the output VC's number
-        if fl >= TAIL:
-            port[op, FREE_VCS] += np.int64(1) << w  # the output VC is free again
-            if cnt > 0:  # the next packet's head already waits behind the tail
-                wait_for_vc(prm, vc, wait, ready, route, i, r, buf[i * b + vc[i, Q_HEAD], DST],
-                            t + 1 + prm[ROUTING_DELAY])
-            else:
-                wait[i] = IDLE
-                node[r, WAITING] -= 1
-        else:
-            ready[i] = t + 1  # the next flit of the packet may go next cycle
-            if cnt == 0:
-                wait[i] = IDLE
-                node[r, WAITING] -= 1
-        # the flit frees a slot: its credit goes upstream
-        tgt = port[ip, UP_BASE] + v
-        if port[ip, KIND] == REMOTE_LINK:
-            n = sc[OUT_C]
-            out_c[n, 0] = t + prm[CREDIT_RETURN]
-            out_c[n, 1] = tgt
-            sc[OUT_C] = n + 1
-        elif p == LOCAL:
-            push_credit(wheel_c, wheel_n, t + prm[INJECT_CREDIT_RETURN], tgt)
-        else:
-            push_credit(wheel_c, wheel_n, t + prm[CREDIT_RETURN], tgt)
-        if opl == LOCAL:
-            eject(prm, wheel_c, wheel_n, m_sc, m_cycles, m_src, m_rec, t, ov, pk, fl)
-            continue
-        m_links[ms.TOTAL_ROW, op] += 1
-        if prm[W0] <= t < prm[W1]:
-            m_links[ms.WINDOW_ROW, op] += 1
-        if fl & HEAD and prm[PKT_LO] <= pk < prm[PKT_HI]:
-            sc[HOPS_SEEN] += 1
-        arrive = t + prm[FLIT_DELAY]
-        ds = buf[slot, DST]
-        if port[op, KIND] == REMOTE_LINK:
-            n = sc[OUT_F]
-            out_f[n, 0] = arrive
-            out_f[n, 1] = port[op, DOWN_BASE] + w
-            out_f[n, 2] = pk
-            out_f[n, 3] = ds
-            out_f[n, 4] = fl
-            sc[OUT_F] = n + 1
-        else:
-            push_flit(wheel_f, wheel_n, wheel_r, sc, arrive, port[op, DOWN_ROUTER], port[op, DOWN_PORT], w, pk,
-                      ds, fl)
+        op = st.vc[i, OUT_OP]
+        nb = claim(work, KEY_A, WHO_A, LIST_A, nb, op - pbase, wrap(p + st.port[op, SA_OUT_NPTR], p_), i)
+    return nb
 
 
 @inline
-def eject(prm, wheel_c, wheel_n, m_sc, m_cycles, m_src, m_rec, t, ov, pk, fl):
-    """A flit reaching its terminal, which sinks it and returns the credit at once."""
+def leave(st, m, t, r, k):
+    """The ``k``-th output port granted this cycle: the switch pointers move past the
+    winner, whose flit leaves its buffer, returns its credit upstream and crosses the switch
+    and the link (or reaches the terminal)."""
+    prm, port, work = st.prm, st.port, st.work
+    p_, v_ = prm[P], prm[V]
+    base, pbase = r * prm[PV], r * p_
+    opl = work[LIST_A, k]
+    i = work[WHO_A, opl]
+    work[KEY_A, opl] = NEVER
+    op = pbase + opl
+    p = work[IN_PORT, i - base]
+    ip = pbase + p
+    v = i - base - p * v_
+    ov = st.vc[i, OUT_VC]
+    w = ov - op * v_  # the output VC's number
+    port[ip, SA_IN_NPTR] = p_ - wrap(opl + 1, p_)
+    port[ip, SA_VC_NOFF] = v_ - wrap(v + 1, v_)
+    port[op, SA_OUT_NPTR] = p_ - wrap(p + 1, p_)
+    slot = dequeue(st, t, r, i, op, ov, w)
+    credit_upstream(st, t, ip, p, v)
+    if opl == LOCAL:
+        eject(st, m, t, ov, st.buf[slot, PKT], st.buf[slot, FLAG])
+    else:
+        traverse(st, m, t, op, w, slot)
+
+
+@inline
+def dequeue(st, t, r, i, op, ov, w):
+    """The flit at the front of input VC ``i`` leaves for output VC ``ov`` (VC ``w`` of output
+    port ``op``) and uses one of its credits. After a tail the output VC is free again and
+    the next packet's head, if one waits behind it, bids for a VC; after a body flit the
+    packet's next flit may go next cycle. Returns the flit's buffer slot."""
+    prm, vc = st.prm, st.vc
+    b = prm[B]
+    head = vc[i, Q_HEAD]
+    slot = i * b + head
+    vc[i, Q_HEAD] = wrap(head + 1, b)
+    cnt = vc[i, Q_COUNT] - 1
+    vc[i, Q_COUNT] = cnt
+    st.sc[BUFFERED] -= 1
+    st.node[r, OCCUPANCY] -= 1
+    st.credit[ov] -= 1
+    if st.buf[slot, FLAG] >= TAIL:
+        st.port[op, FREE_VCS] += np.int64(1) << w
+        if cnt > 0:
+            wait_for_vc(st, i, r, st.buf[i * b + vc[i, Q_HEAD], DST], t + 1 + prm[ROUTING_DELAY])
+        else:
+            st.wait[i] = IDLE
+            st.node[r, WAITING] -= 1
+    else:
+        st.ready[i] = t + 1
+        if cnt == 0:
+            st.wait[i] = IDLE
+            st.node[r, WAITING] -= 1
+    return slot
+
+
+@inline
+def credit_upstream(st, t, ip, p, v):
+    """A flit left VC ``v`` of input port ``ip`` (the router's port ``p``): its slot's credit
+    goes to the output VC upstream (across the cut, or the source's at the terminal port)."""
+    prm, port, sc = st.prm, st.port, st.sc
+    tgt = port[ip, UP_BASE] + v
+    if port[ip, KIND] == REMOTE_LINK:
+        n = sc[OUT_C]
+        st.out_c[n, 0] = t + prm[CREDIT_RETURN]
+        st.out_c[n, 1] = tgt
+        sc[OUT_C] = n + 1
+    elif p == LOCAL:
+        push_credit(st, t + prm[INJECT_CREDIT_RETURN], tgt)
+    else:
+        push_credit(st, t + prm[CREDIT_RETURN], tgt)
+
+
+@inline
+def traverse(st, m, t, op, w, slot):
+    """The flit in buffer ``slot`` crosses the switch and the link of output port ``op`` into
+    VC ``w`` of the input port across (in this shard, or across the cut)."""
+    prm, port, buf, sc = st.prm, st.port, st.buf, st.sc
+    pk, fl = buf[slot, PKT], buf[slot, FLAG]
+    m.links[ms.TOTAL_ROW, op] += 1
+    if prm[W0] <= t < prm[W1]:
+        m.links[ms.WINDOW_ROW, op] += 1
+    if fl & HEAD and prm[PKT_LO] <= pk < prm[PKT_HI]:
+        sc[HOPS_SEEN] += 1
     arrive = t + prm[FLIT_DELAY]
-    m_cycles[ms.EJECTED_ROW, arrive] += 1
-    push_credit(wheel_c, wheel_n, t + prm[EJECT_CREDIT_RETURN], ov)
+    ds = buf[slot, DST]
+    if port[op, KIND] == REMOTE_LINK:
+        n = sc[OUT_F]
+        out_f = st.out_f
+        out_f[n, 0] = arrive
+        out_f[n, 1] = port[op, DOWN_BASE] + w
+        out_f[n, 2] = pk
+        out_f[n, 3] = ds
+        out_f[n, 4] = fl
+        sc[OUT_F] = n + 1
+    else:
+        push_flit(st, arrive, port[op, DOWN_ROUTER], port[op, DOWN_PORT], w, pk, ds, fl)
+
+
+@inline
+def eject(st, m, t, ov, pk, fl):
+    """A flit reaching its terminal, which sinks it and returns the credit at once."""
+    prm, m_sc, m_rec = st.prm, m.sc, m.rec
+    arrive = t + prm[FLIT_DELAY]
+    m.cycles[ms.EJECTED_ROW, arrive] += 1
+    push_credit(st, t + prm[EJECT_CREDIT_RETURN], ov)
     tail = fl >= TAIL
     if prm[RECORD] and tail:
         ms.append(m_sc, m_rec, ms.DLV, pk, arrive, 0)
     if prm[W0] <= arrive < prm[W1]:
-        m_src[ms.EJECTED_ROW, pk % prm[N]] += 1
+        m.by_src[ms.EJECTED_ROW, pk % prm[N]] += 1
     if arrive < prm[W0] or arrive >= prm[HORIZON]:  # a saturated run is cut at the horizon
         return
     if prm[PKT_LO] <= pk < prm[PKT_HI]:
@@ -370,8 +497,9 @@ def eject(prm, wheel_c, wheel_n, m_sc, m_cycles, m_src, m_rec, t, ov, pk, fl):
 
 
 @inline
-def enqueue(prm, sc, node, sq, m_sc, m_cycles, m_src, t, r, dst, length):
+def enqueue(st, m, t, r, dst, length):
     """A new packet joins its source queue (an unbounded FIFO, as BookSim2's)."""
+    prm, node, sq, sc = st.prm, st.node, st.sq, st.sc
     cnt = node[r, SQ_COUNT]
     slot = wrap(node[r, SQ_HEAD] + cnt, sq.shape[1])
     g = node[r, ROUTER]
@@ -381,16 +509,17 @@ def enqueue(prm, sc, node, sq, m_sc, m_cycles, m_src, t, r, dst, length):
     node[r, SQ_COUNT] = cnt + 1
     sc[QUEUED] += 1
     sc[QUEUED_FLITS] += length
-    m_cycles[ms.CREATED_ROW, t] += length
+    m.cycles[ms.CREATED_ROW, t] += length
     if prm[W0] <= t < prm[W1]:
-        m_sc[ms.CREATED] += 1
-        m_src[ms.CREATED_ROW, g] += length
+        m.sc[ms.CREATED] += 1
+        m.by_src[ms.CREATED_ROW, g] += length
 
 
 @inline
-def send_from_sources(prm, sc, credit, node, sq, wheel_f, wheel_n, wheel_r, m_sc, m_rec, t):
+def send_from_sources(st, m, t):
     """Each node with a waiting packet sends one flit into its router, credit permitting:
     a head takes a free, non-full injection VC, round robin after the last one used."""
+    prm, node, sq, credit, sc = st.prm, st.node, st.sq, st.credit, st.sc
     v_, ni = prm[V], prm[NI]
     for r in range(prm[NL]):
         if node[r, SQ_COUNT] == 0:
@@ -428,13 +557,12 @@ def send_from_sources(prm, sc, credit, node, sq, wheel_f, wheel_n, wheel_r, m_sc
         credit[c0 + sv] -= 1
         sc[QUEUED_FLITS] -= 1
         if is_head and t < prm[HORIZON] and prm[PKT_LO] <= pk < prm[PKT_HI]:
-            ms.append(m_sc, m_rec, ms.INJ, pk, ds, t)
+            ms.append(m.sc, m.rec, ms.INJ, pk, ds, t)
         if is_tail:
             node[r, SQ_HEAD] = wrap(qh + 1, sq.shape[1])
             node[r, SQ_COUNT] -= 1
             sc[QUEUED] -= 1
-        push_flit(wheel_f, wheel_n, wheel_r, sc, t + prm[INJECT_DELAY], r, r * prm[P] + LOCAL, sv, pk, ds,
-                  HEAD * is_head + TAIL * is_tail)
+        push_flit(st, t + prm[INJECT_DELAY], r, r * prm[P] + LOCAL, sv, pk, ds, HEAD * is_head + TAIL * is_tail)
 
 
 @inline
@@ -443,17 +571,47 @@ def next_creation(cre, cursor, more):
     pos = cursor[CRE_POS]
     if pos < cre.shape[1]:
         return cre[0, pos]
-    return -1 if more else BIG
+    return -1 if more else NEVER
+
+
+@inline
+def lacks(st, src, m, t, chunk_end, room):
+    """What the cycle ``t`` would need that Python must provide first (DONE: nothing)."""
+    prm, m_sc, node, sq, cre, scr = st.prm, m.sc, st.node, st.sq, src.cre, src.scr
+    if t + prm[FLIT_DELAY] >= m.cycles.shape[1]:
+        return NEED_CYCLES
+    if (st.out_f.shape[0] - st.sc[OUT_F] < room or st.out_c.shape[0] - st.sc[OUT_C] < room
+            or m.rec.shape[1] - max(m_sc[ms.N_INJ], m_sc[ms.N_EJ], m_sc[ms.N_DLV]) < room):
+        return NEED_ROOM
+    if prm[SYNTHETIC] and t >= chunk_end:
+        return NEED_CHUNK
+    pos = src.cursor[CRE_POS]
+    if pos < cre.shape[1] and cre[0, pos] < t:
+        return SKIPPED
+    q = sq.shape[1]
+    while pos < cre.shape[1] and cre[0, pos] == t:
+        if node[cre[1, pos], SQ_COUNT] >= q - 1:
+            return NEED_QUEUE
+        pos += 1
+    spos = src.cursor[SCR_POS]
+    while spos < scr.shape[1] and scr[0, spos] <= t:
+        if node[scr[1, spos], SQ_COUNT] >= q - 1:
+            return NEED_QUEUE
+        spos += 1
+    return DONE
 
 
 @kernel
-def run(t, t1, chunk_end, more, prm, sc, vc, wait, ready, credit, port, buf, route, first_free, node, sq, work,
-        wheel_f, wheel_c, wheel_n, wheel_r, cre, scr, cursor, m_sc, m_cycles, m_src, m_links, m_rec, out_f, out_c,
-        room):
+def run(t, t1, chunk_end, more, room, tables, source, meter):
     """Simulate cycles [t, t1); returns (cycle reached, why it returned). ``chunk_end``: end
     of the synthetic chunk ``cre``; ``more``: a next chunk is due before the horizon;
-    ``room``: rows every output and record buffer must have free before a cycle."""
-    w = wheel_f.shape[0]
+    ``room``: rows every output and record buffer must have free before a cycle;
+    ``tables``, ``source``, ``meter``: the ``Tables``, ``SourceTables`` and ``MeasureTables``
+    of the shard, as plain tuples."""
+    st, src, m = Tables(*tables), SourceTables(*source), MeasureTables(*meter)
+    prm, sc, node, wheel_n, m_sc = st.prm, st.sc, st.node, st.wheel_n, m.sc
+    cre, scr, cursor = src.cre, src.scr, src.cursor
+    w = st.wheel_f.shape[0]
     while t < t1:
         if sc[BUFFERED] == 0 and sc[QUEUED] == 0:  # idle: skip to the next event
             nxt = wheel_next(wheel_n, t)
@@ -468,44 +626,25 @@ def run(t, t1, chunk_end, more, prm, sc, vc, wait, ready, credit, port, buf, rou
             if nxt >= t1:
                 break
             t = nxt
-        # before the cycle: everything it may need
-        if t + prm[FLIT_DELAY] >= m_cycles.shape[1]:
-            return t, NEED_CYCLES
-        if (out_f.shape[0] - sc[OUT_F] < room or out_c.shape[0] - sc[OUT_C] < room
-                or m_rec.shape[1] - max(m_sc[ms.N_INJ], m_sc[ms.N_EJ], m_sc[ms.N_DLV]) < room):
-            return t, NEED_ROOM
-        if prm[SYNTHETIC] and t >= chunk_end:
-            return t, NEED_CHUNK
-        pos = cursor[CRE_POS]
-        if pos < cre.shape[1] and cre[0, pos] < t:
-            return t, SKIPPED
-        q = sq.shape[1]
-        while pos < cre.shape[1] and cre[0, pos] == t:
-            if node[cre[1, pos], SQ_COUNT] >= q - 1:
-                return t, NEED_QUEUE
-            pos += 1
-        spos = cursor[SCR_POS]
-        while spos < scr.shape[1] and scr[0, spos] <= t:
-            if node[scr[1, spos], SQ_COUNT] >= q - 1:
-                return t, NEED_QUEUE
-            spos += 1
+        why = lacks(st, src, m, t, chunk_end, room)  # before the cycle: everything it may need
+        if why != DONE:
+            return t, why
         # credits, then arrivals
         s = t & (w - 1)
         for k in range(wheel_n[1, s]):
-            credit[wheel_c[s, k]] += 1  # at most one credit per counter per cycle
+            st.credit[st.wheel_c[s, k]] += 1  # at most one credit per counter per cycle
         wheel_n[1, s] = 0
         nf = wheel_n[0, s]
         wheel_n[0, s] = 0
         sc[IN_FLIGHT] -= nf
         p_ = prm[P]
         for r in range(prm[NL]):
-            if wheel_r[s, r]:
-                wheel_r[s, r] = 0
+            if st.wheel_r[s, r]:
+                st.wheel_r[s, r] = 0
                 for j in range(r * p_, r * p_ + p_):
-                    receive(prm, sc, vc, wait, ready, buf, route, node, wheel_f, s, t, r, j)
+                    receive(st, s, t, r, j)
             if node[r, WAITING]:
-                allocate(prm, sc, vc, wait, ready, credit, port, buf, route, node, first_free, work, wheel_f, wheel_c,
-                         wheel_n, wheel_r, m_sc, m_cycles, m_src, m_links, m_rec, out_f, out_c, t, r)
+                allocate(st, m, t, r)
         # hops of measured packets count until every measured packet is out
         if sc[HOPS_SEEN]:
             if t >= prm[W0] and (t < prm[W1] or m_sc[ms.EJECTED] < m_sc[ms.CREATED]) and t < prm[HORIZON]:
@@ -514,34 +653,36 @@ def run(t, t1, chunk_end, more, prm, sc, vc, wait, ready, credit, port, buf, rou
         # new packets (synthetic first, then scripted), then the sources send
         pos = cursor[CRE_POS]
         while pos < cre.shape[1] and cre[0, pos] == t:
-            enqueue(prm, sc, node, sq, m_sc, m_cycles, m_src, t, cre[1, pos], cre[2, pos], prm[PACKET_FLITS])
+            enqueue(st, m, t, cre[1, pos], cre[2, pos], prm[PACKET_FLITS])
             pos += 1
         cursor[CRE_POS] = pos
         spos = cursor[SCR_POS]
         while spos < scr.shape[1] and scr[0, spos] <= t:
-            enqueue(prm, sc, node, sq, m_sc, m_cycles, m_src, t, scr[1, spos], scr[2, spos], scr[3, spos])
+            enqueue(st, m, t, scr[1, spos], scr[2, spos], scr[3, spos])
             spos += 1
         cursor[SCR_POS] = spos
         if sc[QUEUED]:
-            send_from_sources(prm, sc, credit, node, sq, wheel_f, wheel_n, wheel_r, m_sc, m_rec, t)
+            send_from_sources(st, m, t)
         t += 1
     sc[WHEEL_NEXT] = wheel_next(wheel_n, t)
     return t, DONE
 
 
 @kernel
-def earliest_output(prm, vc, buf, node, sq, wheel_f, wheel_r, later, local_of, cre, scr, cursor, chunk_end, more,
-                    t, cut, order, floor, out):
+def earliest_output(tables, source, later, chunk_end, more, t, cut, order, floor, out):
     """``out[j]``: the earliest cycle a flit or credit now held here (from cycle ``t`` on)
     could be due in shard ``j`` (sim/noc/cut.py), each hop at its least delay (a body flit's:
-    ``flit_delay``). ``cut``: (route, nxt_local, exit_to, in_from, reach, reach_min,
-    adjacent, relay); ``order``/``floor``: routers by the least delay from anything there to
-    another shard, so the scan stops where nothing can lower a bound."""
+    ``flit_delay``). ``later``: inbound flits due beyond the event wheel; ``cut``: (route,
+    nxt_local, exit_to, in_from, reach, reach_min, adjacent, relay); ``order``/``floor``:
+    routers by the least delay from anything there to another shard, so the scan stops where
+    nothing can lower a bound. ``tables``, ``source``: as ``run`` takes them."""
+    st, src = Tables(*tables), SourceTables(*source)
+    prm, vc, buf, node, sq, wheel_f, wheel_r = st.prm, st.vc, st.buf, st.node, st.sq, st.wheel_f, st.wheel_r
     in_from, adjacent = cut[3], cut[6]
     n, p_, v_, b_, fd, cr, inj = prm[N], prm[P], prm[V], prm[B], prm[FLIT_DELAY], prm[CREDIT_RETURN], prm[INJECT_DELAY]
     w = wheel_f.shape[0]
     for j in range(out.shape[0]):
-        out[j] = BIG
+        out[j] = NEVER
     for k in range(order.shape[0]):
         r = order[k]
         if t + floor[r] >= cap_of(out, adjacent):
@@ -574,9 +715,9 @@ def earliest_output(prm, vc, buf, node, sq, wheel_f, wheel_r, later, local_of, c
     pv = prm[PV]
     for k in range(later.shape[1]):  # inbound flits due beyond the event wheel
         g = later[1, k] // pv
-        r = local_of[g]
+        r = st.local_of[g]
         j = r * p_ + (later[1, k] - g * pv) // v_
         if in_from[j] >= 0:
             lower(out, in_from[j], later[0, k] + cr)
         walk(cut, out, n, p_, r, later[3, k], later[0, k], fd, fd)
-    offered(cut, out, n, p_, scr, cre, cursor, prm[SYNTHETIC], more, chunk_end, inj, fd, fd)
+    offered(cut, out, n, p_, src.scr, src.cre, src.cursor, prm[SYNTHETIC], more, chunk_end, inj, fd, fd)

@@ -14,12 +14,14 @@ plain int64 so the compiled kernels update them in place:
   (packet, tail cycle), ``sc[N_INJ + kind]`` rows each;
 - ``sc`` scalars: measured packets created / ejected, flit latency sum and count, hops.
 
-A kernel never writes past a buffer's end: it checks the free rows and the length of
-``cycles`` before a step and returns to Python, which calls ``make_room`` or
-``grow_cycles`` and resumes it.
+A kernel takes the arrays as ``MeasureTables`` and never writes past a buffer's end: it
+checks the free rows and the length of ``cycles`` before a step and returns to Python,
+which calls ``make_room`` or ``grow_cycles`` and resumes it.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
@@ -35,6 +37,16 @@ CREATED_ROW, EJECTED_ROW = 0, 1
 WINDOW_ROW, TOTAL_ROW = 0, 1
 
 _EMPTY = np.zeros(0, dtype=np.int64)
+
+
+class MeasureTables(NamedTuple):
+    """The measurement as a kernel takes it (as a plain tuple: sim/noc/kernel.py's ``Tables``)."""
+
+    sc: np.ndarray
+    cycles: np.ndarray
+    by_src: np.ndarray
+    links: np.ndarray
+    rec: np.ndarray
 
 
 @inline
@@ -62,6 +74,12 @@ class Measurement:
         self.rec = np.zeros((3, 256, 3), dtype=np.int64)
         self._inj: list[np.ndarray] = []  # records moved out of a full buffer
         self._ej: list[np.ndarray] = []
+        self.kernel_tables: tuple = ()  # MeasureTables as a plain tuple, kept as the arrays change
+        self._replaced()
+
+    def _replaced(self) -> None:
+        self.kernel_tables = tuple(MeasureTables(sc=self.sc, cycles=self.cycles, by_src=self.by_src,
+                                                 links=self.links, rec=self.rec))
 
     def grow_cycles(self, n: int) -> None:
         """Make ``cycles`` at least ``n + 1`` long (doubling, so growth is amortised)."""
@@ -70,6 +88,7 @@ class Measurement:
             grown = np.zeros((2, size), dtype=np.int64)
             grown[:, : self.cycles.shape[1]] = self.cycles
             self.cycles = grown
+            self._replaced()
 
     def make_room(self, rows: int) -> None:
         """At least ``rows`` free rows in every record buffer: grow the delivery buffer
@@ -85,6 +104,7 @@ class Measurement:
             grown = np.zeros((3, max(need, 2 * cap), 3), dtype=np.int64)
             grown[:, :cap] = self.rec
             self.rec = grown
+            self._replaced()
 
     def _records(self, kind: int, slot: int, kept: list[np.ndarray]) -> np.ndarray:
         return np.concatenate(kept + [self.rec[kind, : int(self.sc[slot])]])

@@ -13,7 +13,11 @@ zero-load latency is ``4 (H + 1) + 2 + (L - 1)`` cycles, as BookSim2 measures.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+from sim.noc.routing import ROUTINGS
+from sim.noc.topology import Grid
+from sim.noc.traffic import TRAFFIC_PATTERNS
 
 TOPOLOGIES = ("mesh", "torus")
 # router and link timing, in cycles: the keys of a config's [noc] table and of NocParams
@@ -71,9 +75,6 @@ class NocParams:
             out.append("packet_flits must be at least 1")
         if not 0.0 <= self.rate <= self.packet_flits:
             out.append(f"rate {self.rate} must be between 0 and packet_flits (one packet per node per cycle)")
-        from sim.noc.routing import ROUTINGS
-        from sim.noc.traffic import TRAFFIC_PATTERNS
-
         for what, reg, name in (("traffic", TRAFFIC_PATTERNS, self.traffic), ("routing", ROUTINGS, self.routing)):
             if name not in reg.names():
                 out.append(f"{what} {name!r} is not one of {', '.join(reg.names())}")
@@ -98,10 +99,8 @@ class NocParams:
         return self.topology == "torus"
 
     @property
-    def grid(self):
+    def grid(self) -> Grid:
         """The routers' geometry and routing (sim/noc/topology.py)."""
-        from sim.noc.topology import Grid
-
         return Grid(self.rows, self.cols, self.torus, self.routing)
 
     @property
@@ -140,8 +139,6 @@ class NocParams:
         return per_router * (hops + 1) + self.inject_delay + (self.packet_flits - 1)
 
     def with_(self, **changes) -> "NocParams":
-        from dataclasses import replace
-
         return replace(self, **changes)
 
     @property

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from sim.noc.topology import EAST, LOCAL, NORTH, SOUTH, WEST
+from sim.noc.ports import EAST, LOCAL, NORTH, SOUTH, WEST
 from sim.registry import Registry
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ router runs in one compiled kernel (sim/noc/kernel.py); this class builds the sh
 wiring and state tables, feeds the kernel its packets (sim/noc/sources.py) and keeps
 the measurements (sim/noc/measure.py).
 
-Index conventions (local to the shard): router ``l``; port ``p`` (topology.PORTS);
+Index conventions (local to the shard): router ``l``; port ``p`` (sim/noc/ports.py);
 input VC ``i = (l * PORTS + p) * vcs + v``; output VC ``(l * PORTS + o) * vcs + w`` is
 the buffer-state of VC ``w`` of the input port that output ``o`` feeds. Global ids
 use the global router id in place of ``l``; only boundary traffic carries them.
@@ -23,8 +23,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sim.cycles import NEVER
 from sim.network import NETWORKS, LinkCounts
 from sim.noc import kernel as k
+from sim.noc import ports
 from sim.noc import topology as topo
 from sim.noc.boundary import FlitBoundary, split_flits
 from sim.noc.cut import HALF, CutTables, bounds_of
@@ -84,7 +86,7 @@ class NocShard:
         p = self.p = params
         self.region = region
         grid = p.grid
-        P, V, B = topo.PORTS, p.vcs, p.vc_buffers
+        P, V, B = ports.PORTS, p.vcs, p.vc_buffers
         self.P = P
         N = grid.n
         self.routers = region.routers(p.cols)
@@ -95,15 +97,15 @@ class NocShard:
         self.t = 0
 
         # ---- wiring (static): what each output port feeds, where each input port's credits go
-        ports = np.arange(P)
-        nbr = grid.neighbor(self.routers[:, None], ports[None, :])  # [nl, P] global id or -1
+        port_ids = np.arange(P)
+        nbr = grid.neighbor(self.routers[:, None], port_ids[None, :])  # [nl, P] global id or -1
         nbr_local = np.where(nbr >= 0, self.local_of[np.maximum(nbr, 0)], -1)
         kind = np.full((nl, P), k.NO_LINK, dtype=np.int64)
-        kind[:, topo.LOCAL] = k.EJECT
+        kind[:, ports.LOCAL] = k.EJECT
         kind[(nbr >= 0) & (nbr_local >= 0)] = k.LOCAL_LINK
         kind[(nbr >= 0) & (nbr_local < 0)] = k.REMOTE_LINK
         self.out_kind = kind.ravel()
-        opp = topo.OPPOSITE[ports][None, :]
+        opp = ports.OPPOSITE[port_ids][None, :]
         # links come in twins, so output port o's downstream input port and input port
         # o's upstream output port are both "port OPPOSITE[o] of the neighbour across o"
         twin = np.where(kind == k.REMOTE_LINK, (np.maximum(nbr, 0) * P + opp) * V,
@@ -129,7 +131,7 @@ class NocShard:
         self.port[:, k.DOWN_PORT] = twin // V
         self.port[:, k.DOWN_ROUTER] = twin // (P * V)
         # the credit counter of VC 0 of the output port upstream (the source's for port 0)
-        self.port[:, k.UP_BASE] = np.where(j % P == topo.LOCAL, NI + (j // P) * V, twin)
+        self.port[:, k.UP_BASE] = np.where(j % P == ports.LOCAL, NI + (j // P) * V, twin)
         self.credit = np.full(NI + nl * V, B, dtype=np.int64)  # output VCs, then the sources'
         self.credit[:NI][np.repeat(self.out_kind == k.NO_LINK, V)] = 0
         # route[l * N + dst]: the output port a head at router l takes towards dst
@@ -141,7 +143,7 @@ class NocShard:
         self.node[:, k.ROUTER] = self.routers
         self.sq = np.zeros((nl, 16, 3), dtype=np.int64)  # source queues: packet, destination, flits
         self.work = np.zeros((k.WORK_ROWS, max(nl * P, P * V)), dtype=np.int64)
-        self.work[[k.KEY_A, k.KEY_B]] = k.BIG
+        self.work[[k.KEY_A, k.KEY_B]] = NEVER
         # the event wheel: every delay is shorter than its length
         delays = (p.flit_delay, p.credit_return, p.inject_delay, p.inject_credit_return,
                   p.eject_credit_return, p.routing_delay)
@@ -156,7 +158,7 @@ class NocShard:
         self.out_f = np.zeros((max(64, self.room), 5), dtype=np.int64)
         self.out_c = np.zeros((max(64, self.room), 2), dtype=np.int64)
         self.sc = np.zeros(k.SC_SIZE, dtype=np.int64)
-        self.sc[k.WHEEL_NEXT] = k.BIG
+        self.sc[k.WHEEL_NEXT] = NEVER
 
         horizon = p.warmup_cycles + p.measure_cycles + p.drain_cycles
         self.measure = m = Measurement(p, nl * P, horizon + 4 * (p.flit_delay + p.credit_return) + 4 * CHUNK)
@@ -176,6 +178,16 @@ class NocShard:
         self._synthetic = self.source.synthetic
         self._nothing = FlitBoundary()  # returned whenever nothing leaves (never modified)
         self._cut: tuple | None = None  # watch_cut's tables, as earliest_output's kernel takes them
+        self.kernel_tables: tuple = ()  # Tables as a plain tuple, kept as the arrays change
+        self._replaced()
+
+    def _replaced(self) -> None:
+        """After an array of the state is replaced by a larger one: the kernels' record anew."""
+        self.kernel_tables = tuple(k.Tables(
+            prm=self.prm, sc=self.sc, vc=self.vc, wait=self.wait, ready=self.ready, credit=self.credit,
+            port=self.port, buf=self.buf, route=self.route, first_free=self.first_free, node=self.node,
+            sq=self.sq, work=self.work, wheel_f=self.wheel_f, wheel_c=self.wheel_c, wheel_n=self.wheel_n,
+            wheel_r=self.wheel_r, local_of=self.local_of, out_f=self.out_f, out_c=self.out_c))
 
     # ------------------------------------------------------------------ epoch API
     def advance(self, t0: int, t1: int, inbound: FlitBoundary | None = None) -> FlitBoundary:
@@ -194,10 +206,8 @@ class NocShard:
                 rest = self._admit(t)
                 if rest < float("inf"):
                     stop = min(t1, int(rest) - self.wheel + 1)
-            t, why = k.run(t, stop, src.chunk_end, more, self.prm, sc, self.vc, self.wait, self.ready,
-                           self.credit, self.port, self.buf, self.route, self.first_free, self.node, self.sq,
-                           self.work, self.wheel_f, self.wheel_c, self.wheel_n, self.wheel_r, src.cre, src.scr,
-                           src.cursor, m.sc, m.cycles, m.by_src, m.links, m.rec, self.out_f, self.out_c, self.room)
+            t, why = k.run(t, stop, src.chunk_end, more, self.room, self.kernel_tables, src.kernel_tables,
+                           m.kernel_tables)
             if why != k.DONE:
                 self._provide(t, why)
             elif stop < t1:
@@ -232,6 +242,7 @@ class NocShard:
                 a = getattr(self, name)
                 if len(a) - int(self.sc[k.OUT_F if name == "out_f" else k.OUT_C]) < self.room:
                     setattr(self, name, np.concatenate((a, np.zeros_like(a))))
+                    self._replaced()
         elif why == k.NEED_QUEUE:
             self._grow_queues()
         elif why == k.SKIPPED:
@@ -244,6 +255,7 @@ class NocShard:
         grown[:, :Q] = np.take_along_axis(self.sq, idx[:, :, None], axis=1)
         self.sq = grown
         self.node[:, k.SQ_HEAD] = 0
+        self._replaced()
 
     def next_event(self) -> float:
         """Earliest cycle >= self.t at which this shard has something to do."""
@@ -251,9 +263,9 @@ class NocShard:
         if sc.item(k.BUFFERED) or sc.item(k.QUEUED):
             return float(self.t)
         wheel = sc.item(k.WHEEL_NEXT)
-        nxt = float(wheel) if wheel < k.BIG else float("inf")
+        nxt = float(wheel) if wheel < NEVER else float("inf")
         if self._later is not None:
-            nxt = min(nxt, float(self._later[0][0].min(initial=k.BIG)), float(self._later[1][0].min(initial=k.BIG)))
+            nxt = min(nxt, float(self._later[0][0].min(initial=NEVER)), float(self._later[1][0].min(initial=NEVER)))
         nxt = min(nxt, self.source.next_scripted())
         return min(nxt, self.source.next_creation()) if self._synthetic else nxt
 
@@ -279,8 +291,7 @@ class NocShard:
             raise RuntimeError("earliest_output needs watch_cut first")
         src = self.source
         later = self._no_later if self._later is None else self._later[0]
-        k.earliest_output(self.prm, self.vc, self.buf, self.node, self.sq, self.wheel_f, self.wheel_r, later,
-                          self.local_of, src.cre, src.scr, src.cursor, src.chunk_end,
+        k.earliest_output(self.kernel_tables, src.kernel_tables, later, src.chunk_end,
                           self._synthetic and src.chunk_end <= self.measure.horizon, self.t, self._cut,
                           self._order, self._floor, self._eo)
         return bounds_of(self._eo)
@@ -314,14 +325,13 @@ class NocShard:
         assert self._later is not None
         flits, credits = self._later
         fn, cn = flits[0] < t + self.wheel, credits[0] < t + self.wheel
-        k.accept(self.prm, self.sc, self.local_of, self.wheel_f, self.wheel_c, self.wheel_n, self.wheel_r, t,
-                 np.ascontiguousarray(flits[:, fn]), np.ascontiguousarray(credits[:, cn]))
+        k.accept(self.kernel_tables, t, np.ascontiguousarray(flits[:, fn]), np.ascontiguousarray(credits[:, cn]))
         flits, credits = flits[:, ~fn], credits[:, ~cn]
         if not (flits.shape[1] or credits.shape[1]):
             self._later = None
             return float("inf")
         self._later = (flits, credits)
-        return float(min(flits[0].min(initial=k.BIG), credits[0].min(initial=k.BIG)))
+        return float(min(flits[0].min(initial=NEVER), credits[0].min(initial=NEVER)))
 
     # ------------------------------------------------------------------ results
     def _links_used(self) -> np.ndarray:

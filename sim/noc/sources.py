@@ -6,12 +6,15 @@ at a time; chunks tile time from cycle 0, so a node's packets never depend on ho
 run is cut into epochs or shards. Scripted packets are the ones a caller ``offer``s (the
 chip's messages); they are kept sorted by (cycle, node).
 
-The arrays are plain int64 columns that a compiled kernel reads directly; ``cursor``
-holds the positions the kernel has consumed up to (``CRE_POS``, ``SCR_POS``). A kernel
-that needs the next chunk returns to Python, which calls ``new_chunk`` and resumes it.
+The arrays are plain int64 columns that a compiled kernel reads directly
+(``SourceTables``); ``cursor`` holds the positions the kernel has consumed up to
+(``CRE_POS``, ``SCR_POS``). A kernel that needs the next chunk returns to Python, which
+calls ``new_chunk`` and resumes it.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
@@ -20,6 +23,14 @@ from sim.noc.traffic import creations
 
 CHUNK = 512  # cycles of synthetic creations generated at a time (at most ~1M draws)
 CRE_POS, SCR_POS = 0, 1  # cursor slots
+
+
+class SourceTables(NamedTuple):
+    """The packets as a kernel takes them (as a plain tuple: sim/noc/kernel.py's ``Tables``)."""
+
+    cre: np.ndarray  # the current synthetic chunk: cycle, local node, destination
+    scr: np.ndarray  # scripted packets, sorted: cycle, local node, destination, flits
+    cursor: np.ndarray  # how far the kernel has taken each (CRE_POS, SCR_POS)
 
 
 class TrafficSource:
@@ -35,6 +46,8 @@ class TrafficSource:
         self.chunk_end = 0
         self.scr = np.zeros((4, 0), dtype=np.int64)  # scripted: cycle, local node, destination, flits
         self.cursor = np.zeros(2, dtype=np.int64)
+        self.kernel_tables: tuple = ()  # SourceTables as a plain tuple, kept as the arrays change
+        self._replaced()
 
     @property
     def synthetic(self) -> bool:
@@ -48,6 +61,7 @@ class TrafficSource:
         self.cre = np.stack((cyc, self.local_of[src], dst))
         self.cursor[CRE_POS] = 0
         self.chunk_end = end
+        self._replaced()
 
     def more_chunks(self) -> bool:
         """Whether a next chunk is due before the horizon (after it, only on demand)."""
@@ -97,3 +111,7 @@ class TrafficSource:
                              "a node creates at most one packet a cycle")
         self.scr = np.ascontiguousarray(merged)
         self.cursor[SCR_POS] = 0
+        self._replaced()
+
+    def _replaced(self) -> None:
+        self.kernel_tables = tuple(SourceTables(cre=self.cre, scr=self.scr, cursor=self.cursor))

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.noc.params import NocParams
+from sim.noc.ports import DIRECTION
 from sim.noc.shard import NocReport
-from sim.noc.topology import DIRECTION
 
 SATURATION_SHORTFALL = 0.03  # accepted this far below offered means the load is not sustained
 

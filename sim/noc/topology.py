@@ -1,9 +1,9 @@
 """Geometry of an R x C mesh or torus: ports, neighbours, dimension-order routing.
 
 Routers are numbered row-major (``id = row * cols + col``). Every router has five
-ports: 0 the local terminal, 1 east (+col), 2 west (-col), 3 south (+row), 4 north
-(-row); output port ``o`` of a router feeds input port ``OPPOSITE[o]`` of its
-neighbour. Routing is by a registered function (sim/noc/routing.py; XY by default: columns
+ports (sim/noc/ports.py): 0 the local terminal, 1 east (+col), 2 west (-col), 3 south
+(+row), 4 north (-row); output port ``o`` of a router feeds input port ``OPPOSITE[o]`` of
+its neighbour. Routing is by a registered function (sim/noc/routing.py; XY by default: columns
 first, then rows), minimal; on a torus it takes
 the shorter way round (on a tie, half a ring away, east/south from an even coordinate and
 west/north from an odd one, so both directions carry the same load) and a packet switches to the upper half
@@ -17,12 +17,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-PORTS = 5
-LOCAL, EAST, WEST, SOUTH, NORTH = range(PORTS)
-OPPOSITE = np.array([LOCAL, WEST, EAST, NORTH, SOUTH], dtype=np.int64)
-DIRECTION = ("L", "E", "W", "S", "N")
-DROW = np.array([0, 0, 0, 1, -1], dtype=np.int64)
-DCOL = np.array([0, 1, -1, 0, 0], dtype=np.int64)
+from sim.noc.ports import DCOL, DIRECTION, DROW, EAST, LOCAL, NORTH, OPPOSITE, PORTS, SOUTH, WEST
+from sim.noc.routing import ROUTINGS
+
+# the port constants, for callers that think in grid terms (declared in sim/noc/ports.py)
+__all__ = ["DIRECTION", "EAST", "LOCAL", "NORTH", "OPPOSITE", "PORTS", "SOUTH", "WEST", "Grid", "Region"]
 
 
 @dataclass(frozen=True)
@@ -58,8 +57,6 @@ class Grid:
 
     def route(self, cur, dst) -> np.ndarray:
         """Output port at router ``cur`` for a packet to ``dst`` (by the grid's routing function)."""
-        from sim.noc.routing import ROUTINGS
-
         cur = np.asarray(cur, dtype=np.int64)
         dst = np.asarray(dst, dtype=np.int64)
         return np.asarray(ROUTINGS.get(self.routing)(self, cur, dst)).astype(np.int8)

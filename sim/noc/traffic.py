@@ -17,15 +17,17 @@ through ``sim.rng`` keyed by source and cycle), so every shard draws the same pa
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from sim import rng
-from sim.noc.params import NocParams
 from sim.registry import Registry
 
-TrafficPattern = Callable[[NocParams, np.ndarray, np.ndarray], np.ndarray]
+if TYPE_CHECKING:  # the parameters name their pattern, so they import this module
+    from sim.noc.params import NocParams
+
+TrafficPattern = Callable[["NocParams", np.ndarray, np.ndarray], np.ndarray]
 TRAFFIC_PATTERNS: Registry[TrafficPattern] = Registry("traffic pattern", packages=("sim.noc",))
 
 

@@ -7,7 +7,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from sim.noc import topology as topo
+from sim.noc.ports import PORTS
 
 _EMPTY = np.zeros(0, dtype=np.int64)
 
@@ -42,7 +42,7 @@ class PacketBoundary:
         return PacketBoundary(self.cycle[mask], self.port[mask], self.pkt[mask], self.dst[mask], self.flits[mask])
 
     def routers(self) -> np.ndarray:
-        return self.port // topo.PORTS
+        return self.port // PORTS
 
     def sections(self) -> list[list[np.ndarray]]:
         return [[getattr(self, n) for n in sec] for sec in self.SECTIONS]

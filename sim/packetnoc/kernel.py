@@ -8,23 +8,24 @@ packets created at a cycle are injected before any bid of that cycle (their own 
 bids come later). ``run`` returns to Python when it is done or needs the next chunk of
 synthetic packets or room in a buffer (checked before an event, never half way through).
 
-State: ``port[j]`` output link ``j`` (first free cycle, where it leads), ``node[r]``
-router ``r``'s injection link and pending bids, the heap ``hkey``/``hval``; the
-measurement arrays are sim/noc/measure.py's.
+The state is one record, ``Tables`` (int64 columns named below): ``port[j]`` output link
+``j`` (first free cycle, where it leads), ``node[r]`` router ``r``'s injection link and
+pending bids, the heap ``hkey``/``hval``; the measurement arrays are sim/noc/measure.py's.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
+from sim.cycles import NEVER
 from sim.noc import measure as ms
-from sim.noc.cut import BIG as NEVER
 from sim.noc.cut import cap_of, offered, walk
 from sim.noc.jit import inline, kernel
-from sim.noc.sources import CRE_POS, SCR_POS
-
-LOCAL = 0
-BIG = np.int64(1) << np.int64(62)
+from sim.noc.measure import MeasureTables
+from sim.noc.ports import LOCAL
+from sim.noc.sources import CRE_POS, SCR_POS, SourceTables
 
 # prm: static parameters
 (N, NL, P, HOP, FIRST_BID, FLIT_DELAY, PORT_BITS, PACKET_FLITS, SYNTHETIC, RECORD, MEASURE,
@@ -42,6 +43,23 @@ PKT, ROUTER_AT, DST, FLITS = range(4)
 DONE, NEED_CHUNK, NEED_CYCLES, NEED_ROOM, SKIPPED = range(5)
 
 
+
+class Tables(NamedTuple):
+    """The links' and bids' state as the kernels take it (PacketShard builds it; its packets'
+    and its measurement's are ``SourceTables`` and ``MeasureTables``), passed as a plain
+    tuple for the reason sim/noc/kernel.py's ``Tables`` gives."""
+
+    prm: np.ndarray  # static parameters (PRM columns)
+    sc: np.ndarray  # shard scalars (SC columns)
+    port: np.ndarray  # [output links, PORT_COLS]
+    node: np.ndarray  # [routers, NODE_COLS]
+    route: np.ndarray  # [routers * nodes] int8: output port at a router towards a destination
+    hkey: np.ndarray  # [heap] bids: (cycle << PORT_BITS) | global input port
+    hval: np.ndarray  # [heap, 4] packet, local router, destination, flits
+    local_of: np.ndarray  # [nodes] local router of a global one (-1: another shard's)
+    out: np.ndarray  # [rows, 5] heads bidding in another shard: cycle, global input port, packet, destination, flits
+
+
 @inline
 def heap_move(hkey, hval, to, frm):
     """Heap entry ``frm`` (key and values) to slot ``to``."""
@@ -51,9 +69,10 @@ def heap_move(hkey, hval, to, frm):
 
 
 @inline
-def heap_push(prm, sc, node, hkey, hval, cycle, port, pkt, lr, dst, fl):
+def heap_push(st, cycle, port, pkt, lr, dst, fl):
     """Queue a bid of router ``lr`` (local) at ``cycle`` on global input port ``port``."""
-    key = (cycle << prm[PORT_BITS]) | port
+    hkey, hval, sc = st.hkey, st.hval, st.sc
+    key = (cycle << st.prm[PORT_BITS]) | port
     i = sc[HEAP_N]
     while i > 0 and hkey[(i - 1) >> 1] > key:  # sift up
         heap_move(hkey, hval, i, (i - 1) >> 1)
@@ -65,13 +84,14 @@ def heap_push(prm, sc, node, hkey, hval, cycle, port, pkt, lr, dst, fl):
     hval[i, FLITS] = fl
     sc[HEAP_N] += 1
     sc[PENDING_FLITS] += fl
-    node[lr, PENDING] += 1
+    st.node[lr, PENDING] += 1
 
 
 @inline
-def heap_pop(sc, hkey, hval):
+def heap_pop(st):
     """Remove the earliest bid (the caller has read it): the last entry sifts down from
     the root (it is parked in slot n, past the end, meanwhile)."""
+    hkey, hval, sc = st.hkey, st.hval, st.sc
     n = sc[HEAP_N] - 1
     sc[HEAP_N] = n
     i = 0
@@ -89,32 +109,35 @@ def heap_pop(sc, hkey, hval):
 
 
 @kernel
-def accept(prm, sc, node, hkey, hval, local_of, rows):
+def accept(tables, rows):
     """Queue inbound heads: rows (cycle, global input port, packet, destination, flits)."""
+    st = Tables(*tables)
     for k in range(rows.shape[1]):
-        lr = local_of[rows[1, k] // prm[P]]
-        heap_push(prm, sc, node, hkey, hval, rows[0, k], rows[1, k], rows[2, k], lr, rows[3, k], rows[4, k])
+        lr = st.local_of[rows[1, k] // st.prm[P]]
+        heap_push(st, rows[0, k], rows[1, k], rows[2, k], lr, rows[3, k], rows[4, k])
 
 
 @inline
-def inject(prm, sc, node, hkey, hval, m_sc, m_cycles, m_src, m_rec, cycle, r, dst, fl):
+def inject(st, m, cycle, r, dst, fl):
     """A packet created at ``cycle`` reserves its source's injection link and bids at its router."""
+    prm, node = st.prm, st.node
     s = max(cycle, node[r, INJ_FREE])
     node[r, INJ_FREE] = s + fl
     g = node[r, ROUTER]
     pkt = cycle * prm[N] + g
     if prm[MEASURE]:
-        m_cycles[ms.CREATED_ROW, cycle] += fl
+        m.cycles[ms.CREATED_ROW, cycle] += fl
         if prm[W0] <= cycle < prm[W1]:
-            m_sc[ms.CREATED] += 1
-            m_src[ms.CREATED_ROW, g] += fl
-            ms.append(m_sc, m_rec, ms.INJ, pkt, dst, s)
-    heap_push(prm, sc, node, hkey, hval, s + prm[FIRST_BID], g * prm[P] + LOCAL, pkt, r, dst, fl)
+            m.sc[ms.CREATED] += 1
+            m.by_src[ms.CREATED_ROW, g] += fl
+            ms.append(m.sc, m.rec, ms.INJ, pkt, dst, s)
+    heap_push(st, s + prm[FIRST_BID], g * prm[P] + LOCAL, pkt, r, dst, fl)
 
 
 @inline
-def eject(prm, m_sc, m_cycles, m_src, m_rec, pkt, head, fl):
+def eject(st, m, pkt, head, fl):
     """A packet's head reaches its terminal at ``head``; its flits follow one a cycle."""
+    prm, m_sc, m_rec, m_cycles = st.prm, m.sc, m.rec, m.cycles
     tail = head + fl - 1
     if prm[RECORD]:
         ms.append(m_sc, m_rec, ms.DLV, pkt, tail, 0)
@@ -124,7 +147,7 @@ def eject(prm, m_sc, m_cycles, m_src, m_rec, pkt, head, fl):
     m_cycles[ms.EJECTED_ROW, tail + 1] -= 1
     inside = min(tail + 1, prm[W1]) - max(head, prm[W0])
     if inside > 0:
-        m_src[ms.EJECTED_ROW, pkt % prm[N]] += inside
+        m.by_src[ms.EJECTED_ROW, pkt % prm[N]] += inside
     if prm[PKT_LO] <= pkt < prm[PKT_HI] and tail < prm[HORIZON]:
         # every flit i of the packet arrives at head + i: sum of (arrival - creation)
         m_sc[ms.LAT_SUM] += fl * (head - pkt // prm[N]) + fl * (fl - 1) // 2
@@ -134,19 +157,20 @@ def eject(prm, m_sc, m_cycles, m_src, m_rec, pkt, head, fl):
 
 
 @inline
-def grant(prm, sc, port, node, route, hkey, hval, m_sc, m_cycles, m_src, m_links, m_rec, out):
+def grant(st, m):
     """Serve the earliest bid: its output link is granted from max(bid, link free) for as
     many cycles as it has flits; the head bids at the next router a hop later."""
+    prm, sc, port, hkey, hval, m_links = st.prm, st.sc, st.port, st.hkey, st.hval, m.links
     cycle = hkey[0] >> prm[PORT_BITS]
     pkt, lr, dst, fl = hval[0, PKT], hval[0, ROUTER_AT], hval[0, DST], hval[0, FLITS]
-    op = lr * prm[P] + route[lr * prm[N] + dst]
+    op = lr * prm[P] + st.route[lr * prm[N] + dst]
     s = max(cycle, port[op, LINK_FREE])
-    if prm[MEASURE] and op % prm[P] == LOCAL and s + prm[FLIT_DELAY] + fl + 1 >= m_cycles.shape[1]:
+    if prm[MEASURE] and op % prm[P] == LOCAL and s + prm[FLIT_DELAY] + fl + 1 >= m.cycles.shape[1]:
         sc[NEED] = s + prm[FLIT_DELAY] + fl + 1
         return False
-    heap_pop(sc, hkey, hval)
+    heap_pop(st)
     sc[PENDING_FLITS] -= fl
-    node[lr, PENDING] -= 1
+    st.node[lr, PENDING] -= 1
     port[op, LINK_FREE] = s + fl
     m_links[ms.TOTAL_ROW, op] += fl
     if prm[MEASURE]:
@@ -154,14 +178,15 @@ def grant(prm, sc, port, node, route, hkey, hval, m_sc, m_cycles, m_src, m_links
         if inside > 0:
             m_links[ms.WINDOW_ROW, op] += inside
     if op % prm[P] == LOCAL:
-        eject(prm, m_sc, m_cycles, m_src, m_rec, pkt, s + prm[FLIT_DELAY], fl)
+        eject(st, m, pkt, s + prm[FLIT_DELAY], fl)
         return True
     if prm[MEASURE] and prm[PKT_LO] <= pkt < prm[PKT_HI]:
-        m_sc[ms.HOPS] += 1
+        m.sc[ms.HOPS] += 1
     nxt = port[op, NBR_LOCAL]
     if nxt >= 0:
-        heap_push(prm, sc, node, hkey, hval, s + prm[HOP], port[op, NEXT_PORT], pkt, nxt, dst, fl)
+        heap_push(st, s + prm[HOP], port[op, NEXT_PORT], pkt, nxt, dst, fl)
     else:
+        out = st.out
         n = sc[OUT_N]
         out[n, 0] = s + prm[HOP]
         out[n, 1] = port[op, NEXT_PORT]
@@ -173,60 +198,63 @@ def grant(prm, sc, port, node, route, hkey, hval, m_sc, m_cycles, m_src, m_links
 
 
 @kernel
-def run(t, t1, more, prm, sc, port, node, route, hkey, hval, cre, scr, cursor,
-        m_sc, m_cycles, m_src, m_links, m_rec, out):
+def run(t, t1, more, tables, source, meter):
     """Serve every creation and bid before ``t1`` (none may lie before ``t``); returns (why
-    it stopped; when done, the next event's cycle (BIG: none) and the rows in ``out``).
-    ``more``: a next synthetic chunk is due before the horizon."""
+    it stopped; when done, the next event's cycle (NEVER: none) and the rows in ``out``).
+    ``more``: a next synthetic chunk is due before the horizon; ``tables``, ``source``,
+    ``meter``: the ``Tables``, ``SourceTables`` and ``MeasureTables`` of the shard, as plain
+    tuples."""
+    st, src, m = Tables(*tables), SourceTables(*source), MeasureTables(*meter)
+    prm, sc, hkey, cre, scr, cursor, m_sc = st.prm, st.sc, st.hkey, src.cre, src.scr, src.cursor, m.sc
     while True:
         pos = cursor[CRE_POS]
-        cre_next = BIG
+        cre_next = NEVER
         if prm[SYNTHETIC]:
             if pos < cre.shape[1]:
                 cre_next = cre[0, pos]
             elif more:
                 return NEED_CHUNK, 0, 0
         spos = cursor[SCR_POS]
-        scr_next = scr[0, spos] if spos < scr.shape[1] else BIG
-        bid_next = hkey[0] >> prm[PORT_BITS] if sc[HEAP_N] else BIG
+        scr_next = scr[0, spos] if spos < scr.shape[1] else NEVER
+        bid_next = hkey[0] >> prm[PORT_BITS] if sc[HEAP_N] else NEVER
         nxt = min(cre_next, scr_next, bid_next)
         if nxt >= t1:
             return DONE, nxt, sc[OUT_N]
         if nxt < t:
             return SKIPPED, 0, 0
-        if (out.shape[0] - sc[OUT_N] < 1 or hkey.shape[0] - sc[HEAP_N] < 1
-                or m_rec.shape[1] - max(m_sc[ms.N_INJ], m_sc[ms.N_EJ], m_sc[ms.N_DLV]) < 1):
+        if (st.out.shape[0] - sc[OUT_N] < 1 or hkey.shape[0] - sc[HEAP_N] < 1
+                or m.rec.shape[1] - max(m_sc[ms.N_INJ], m_sc[ms.N_EJ], m_sc[ms.N_DLV]) < 1):
             return NEED_ROOM, 0, 0
         if cre_next == nxt:  # synthetic packets first, then scripted ones, then bids
-            if prm[MEASURE] and nxt >= m_cycles.shape[1]:
+            if prm[MEASURE] and nxt >= m.cycles.shape[1]:
                 sc[NEED] = nxt
                 return NEED_CYCLES, 0, 0
-            inject(prm, sc, node, hkey, hval, m_sc, m_cycles, m_src, m_rec, nxt, cre[1, pos], cre[2, pos],
-                   prm[PACKET_FLITS])
+            inject(st, m, nxt, cre[1, pos], cre[2, pos], prm[PACKET_FLITS])
             cursor[CRE_POS] = pos + 1
         elif scr_next == nxt:
-            if prm[MEASURE] and nxt >= m_cycles.shape[1]:
+            if prm[MEASURE] and nxt >= m.cycles.shape[1]:
                 sc[NEED] = nxt
                 return NEED_CYCLES, 0, 0
-            inject(prm, sc, node, hkey, hval, m_sc, m_cycles, m_src, m_rec, nxt, scr[1, spos], scr[2, spos],
-                   scr[3, spos])
+            inject(st, m, nxt, scr[1, spos], scr[2, spos], scr[3, spos])
             cursor[SCR_POS] = spos + 1
-        elif not grant(prm, sc, port, node, route, hkey, hval, m_sc, m_cycles, m_src, m_links, m_rec, out):
+        elif not grant(st, m):
             return NEED_CYCLES, 0, 0
 
 
-
 @kernel
-def earliest_output(prm, sc, hkey, hval, scr, cre, cursor, chunk_end, more, cut, out):
+def earliest_output(tables, source, chunk_end, more, cut, out):
     """``out[j]``: the earliest cycle a head now pending or offered here could bid in shard
     ``j`` (sim/noc/cut.py), each hop at its least delay (``HOP``). ``cut``: (route,
-    nxt_local, exit_to, in_from, reach, reach_min, adjacent, relay)."""
+    nxt_local, exit_to, in_from, reach, reach_min, adjacent, relay); ``tables``, ``source``:
+    as ``run`` takes them."""
+    st, src = Tables(*tables), SourceTables(*source)
+    prm, hkey, hval = st.prm, st.hkey, st.hval
     adjacent = cut[6]
     n, p_, hop, fd = prm[N], prm[P], prm[HOP], prm[FLIT_DELAY]
     for j in range(out.shape[0]):
         out[j] = NEVER
-    for i in range(sc[HEAP_N]):  # pending bids
+    for i in range(st.sc[HEAP_N]):  # pending bids
         c = hkey[i] >> prm[PORT_BITS]
         if c + hop < cap_of(out, adjacent):
             walk(cut, out, n, p_, hval[i, ROUTER_AT], hval[i, DST], c, hop, fd)
-    offered(cut, out, n, p_, scr, cre, cursor, prm[SYNTHETIC], more, chunk_end, prm[FIRST_BID], hop, fd)
+    offered(cut, out, n, p_, src.scr, src.cre, src.cursor, prm[SYNTHETIC], more, chunk_end, prm[FIRST_BID], hop, fd)

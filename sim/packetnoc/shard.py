@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from sim.cycles import NEVER
 from sim.network import NETWORKS, LinkCounts
+from sim.noc import ports
 from sim.noc import topology as topo
 from sim.noc.cut import CutTables, bounds_of
 from sim.noc.measure import EJECTED_ROW, TOTAL_ROW, WINDOW_ROW, Measurement
@@ -50,7 +52,7 @@ class PacketShard:
         p = self.p = params
         self.region = region
         grid = p.grid
-        P = self.P = topo.PORTS
+        P = self.P = ports.PORTS
         N = grid.n
         self.routers = region.routers(p.cols)
         nl = len(self.routers)
@@ -61,7 +63,7 @@ class PacketShard:
         self.nbr = nbr  # global router across output port id (l * P + o), -1 at the terminal/edge
         self.port = np.zeros((nl * P, k.PORT_COLS), dtype=np.int64)
         self.port[:, k.NBR_LOCAL] = np.where(nbr >= 0, self.local_of[np.maximum(nbr, 0)], -1)
-        self.port[:, k.NEXT_PORT] = nbr * P + np.tile(topo.OPPOSITE, nl)  # the input port downstream
+        self.port[:, k.NEXT_PORT] = nbr * P + np.tile(ports.OPPOSITE, nl)  # the input port downstream
         self.node = np.zeros((nl, k.NODE_COLS), dtype=np.int64)
         self.node[:, k.ROUTER] = self.routers
         self.route = grid.route_table(self.routers).ravel()  # output port number, l * N + dst
@@ -87,6 +89,14 @@ class PacketShard:
         self._nothing = PacketBoundary()  # returned whenever nothing leaves (never modified)
         self._next: float | None = None  # next_event() as the last advance found it
         self._cut: tuple | None = None  # watch_cut's tables, as earliest_output's kernel takes them
+        self.kernel_tables: tuple = ()  # Tables as a plain tuple, kept as the arrays change
+        self._replaced()
+
+    def _replaced(self) -> None:
+        """After an array of the state is replaced by a larger one: the kernels' record anew."""
+        self.kernel_tables = tuple(k.Tables(
+            prm=self.prm, sc=self.sc, port=self.port, node=self.node, route=self.route, hkey=self.hkey,
+            hval=self.hval, local_of=self.local_of, out=self.out))
 
     # ------------------------------------------------------------------ epoch API
     def advance(self, t0: int, t1: int, inbound: PacketBoundary | None = None) -> PacketBoundary:
@@ -99,14 +109,12 @@ class PacketShard:
         sc[k.OUT_N] = 0
         while True:
             more = self._synthetic and src.chunk_end <= self._horizon
-            why, nxt, n_out = k.run(t0, t1, more, self.prm, sc, self.port, self.node, self.route, self.hkey,
-                                    self.hval, src.cre, src.scr, src.cursor, m.sc, m.cycles, m.by_src, m.links,
-                                    m.rec, self.out)
+            why, nxt, n_out = k.run(t0, t1, more, self.kernel_tables, src.kernel_tables, m.kernel_tables)
             if why == _DONE:
                 break
             self._provide(why)
         self.t = t1
-        self._next = float(nxt) if nxt < k.BIG else float("inf")
+        self._next = float(nxt) if nxt < NEVER else float("inf")
         if not n_out:
             return self._nothing
         o = self.out[:n_out].T.copy()
@@ -127,8 +135,10 @@ class PacketShard:
             if n == len(self.hkey):
                 self.hkey = np.concatenate((self.hkey, np.zeros_like(self.hkey)))
                 self.hval = np.concatenate((self.hval, np.zeros_like(self.hval)))
+                self._replaced()
             if int(self.sc[k.OUT_N]) == len(self.out):
                 self.out = np.concatenate((self.out, np.zeros_like(self.out)))
+                self._replaced()
         elif why == k.SKIPPED:
             raise RuntimeError("packets created before the epoch start were skipped")
 
@@ -154,7 +164,7 @@ class PacketShard:
         rows = np.stack((b.cycle, b.port, b.pkt, b.dst, b.flits)).astype(np.int64)
         while len(self.hkey) - int(self.sc[k.HEAP_N]) < rows.shape[1]:
             self._provide(k.NEED_ROOM)
-        k.accept(self.prm, self.sc, self.node, self.hkey, self.hval, self.local_of, rows)
+        k.accept(self.kernel_tables, rows)
 
     def watch_cut(self, owner: np.ndarray, relay: int = -1) -> None:
         """Get ready for ``earliest_output`` (NetworkShard): ``owner[router]`` = shard."""
@@ -168,7 +178,7 @@ class PacketShard:
         if self._cut is None:
             raise RuntimeError("earliest_output needs watch_cut first")
         src = self.source
-        k.earliest_output(self.prm, self.sc, self.hkey, self.hval, src.scr, src.cre, src.cursor, src.chunk_end,
+        k.earliest_output(self.kernel_tables, src.kernel_tables, src.chunk_end,
                           self._synthetic and src.chunk_end <= self._horizon, self._cut, self._eo)
         return bounds_of(self._eo)
 
@@ -190,7 +200,7 @@ class PacketShard:
 
     def link_totals(self) -> LinkCounts:
         """Flits over every router-to-router link of the shard, over the whole run."""
-        used = np.flatnonzero((self.nbr >= 0) & (np.arange(len(self.nbr)) % self.P != topo.LOCAL))
+        used = np.flatnonzero((self.nbr >= 0) & (np.arange(len(self.nbr)) % self.P != ports.LOCAL))
         return LinkCounts(self.routers[used // self.P], used % self.P, self.measure.links[TOTAL_ROW, used])
 
     @classmethod

@@ -11,6 +11,7 @@ from mapping.systems import System
 from mapping.topology import SystemGraph, system_graph
 from sim.chip.config import ChipConfig, SystemPlace
 from sim.chip.spec import unit_layout
+from sim.cycles import NEVER
 from sim.system.network import SystemNet
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ class SystemConfig:
     fidelity: str
     workload: Any  # box: a system workload's parameters (sim/system/programs.py); grid: a chip workload's
     seed: int = 1
-    max_cycles: int = 1 << 62
+    max_cycles: int = NEVER
     chip: ChipConfig | None = None  # grid fidelity: every chip's configuration (its place aside)
     graph: SystemGraph = field(init=False)
 

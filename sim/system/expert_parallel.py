@@ -39,6 +39,7 @@ class ExpertParallelParams(Workload):
     SECTION: ClassVar[str] = "experts"
     SYSTEM: ClassVar[bool] = True
     MAPS_GRAPH: ClassVar[bool] = False
+    token_unit: ClassVar[str] = "routed tokens"  # a system run reports no tokens: the unit they would be in
     KEYS: ClassVar[Table] = Table({
         "dim": Field("int", 0, "network dimension whose groups share the experts (0 = the first [[system.network]])",
                      min=0),

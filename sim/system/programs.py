@@ -38,6 +38,7 @@ class CollectiveParams(Workload):
     SECTION: ClassVar[str] = "collective"
     SYSTEM: ClassVar[bool] = True
     MAPS_GRAPH: ClassVar[bool] = False
+    token_unit: ClassVar[str] = "collectives"  # a system run reports no tokens: the unit they would be in
     KEYS: ClassVar[Table] = Table({
         "op": Field("choice", "all_reduce", "collective", choices=OPS),
         "dim": Field("int", 0, "network dimension whose groups run it (0 = the first [[system.network]])", min=0),
@@ -151,6 +152,7 @@ class PipelineParams(Workload):
     SECTION: ClassVar[str] = "pipeline"
     SYSTEM: ClassVar[bool] = True
     MAPS_GRAPH: ClassVar[bool] = True  # else a plan file
+    token_unit: ClassVar[str] = "batches"  # a system run reports no tokens: the unit they would be in
     KEYS: ClassVar[Table] = Table({
         "plan": Field("str", "", "plan.json written by `rdasim map --out DIR` for this system "
                       "(else the graph keys are mapped onto the [system] here)"),

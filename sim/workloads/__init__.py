@@ -107,6 +107,13 @@ class Workload(Protocol):
         """Work items (requests, steps, trials) a complete run finishes."""
         ...
 
+    @property
+    def token_unit(self) -> str:
+        """What the run's ``tokens`` count, and so its per-token rates (``tokens_per_second``,
+        ``energy_per_token_joules``): "generated tokens", "routed tokens", "trials", ..."""
+        ...
+
+
     def program(self, cfg: Any) -> WorkloadProgram:
         """What every CU of a chip shard runs (a system workload has none)."""
         raise TypeError(f"{self.kind} is a system workload: give a [system]")

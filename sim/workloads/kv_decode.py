@@ -78,6 +78,7 @@ class KvParams(Workload):
     SYSTEM: ClassVar[bool] = False
     MAPS_GRAPH: ClassVar[bool] = False
     WORK_UNIT: ClassVar[str] = "sequences"
+    token_unit: ClassVar[str] = "generated tokens"  # output tokens (a prompt's are not counted)
     KEYS: ClassVar[Table]  # set below the class (it reads the defaults)
 
     @classmethod

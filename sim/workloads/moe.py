@@ -68,6 +68,7 @@ class MoeParams(Workload):
     SYSTEM: ClassVar[bool] = False
     MAPS_GRAPH: ClassVar[bool] = False
     WORK_UNIT: ClassVar[str] = "steps"
+    token_unit: ClassVar[str] = "routed tokens"  # a step's tokens, each once whatever its top_k
     KEYS: ClassVar[Table]
 
     @classmethod

@@ -49,6 +49,7 @@ class RaceParams(Workload):
     SYSTEM: ClassVar[bool] = False
     MAPS_GRAPH: ClassVar[bool] = False
     WORK_UNIT: ClassVar[str] = "trials"
+    token_unit: ClassVar[str] = "trials"  # completed trials
     KEYS: ClassVar[Table]
 
     @classmethod

@@ -2,11 +2,11 @@
 
 import json
 
-import pyarrow.parquet as pq
 import pytest
 
 from cluster.cli import main
 from cluster.config.map import resolve, to_problem
+from cluster.results.layout import read_table
 from mapping.presets import preset
 from mapping.solver import solve
 
@@ -51,9 +51,9 @@ def test_infeasible_config_names_the_constraint(capsys):
 
 def test_outputs_written(tmp_path):
     assert main(["map", "--preset", "gpt3-1t-4layer-2pp-sn30", "--out", str(tmp_path), "--quiet"]) == 0
-    plan = pq.read_table(tmp_path / "map_plan.parquet").to_pylist()[0]
+    plan = read_table(tmp_path, "map_plan").to_pylist()[0]
     assert plan["tp"] == 8 and plan["status"] == "optimal" and plan["config_hash"]
-    assert pq.read_table(tmp_path / "map_kernels.parquet").num_rows == 18
+    assert read_table(tmp_path, "map_kernels").num_rows == 18
     assert json.loads((tmp_path / "plan.json").read_text())["plan"]["pp"] == 2
 
 
@@ -76,3 +76,47 @@ def test_new_generators_map_end_to_end(tmp_path, workload):
     plan = solve(to_problem(resolve(str(path))))
     assert plan.feasible and plan.tp == 4 and 0 < plan.utilization < 1
     assert plan.lower_bound_seconds <= plan.seconds_per_batch
+
+
+PLASTICINE_LAYER = """
+[workload]
+kind = "llm"
+[workload.llm]
+hidden = 256
+heads = 4
+seq = 128
+layers = 1
+global_batch = 1
+tile_size = 32
+[system]
+chips = 1
+chip = "plasticine"
+[[system.network]]
+size = 1
+link_bandwidth = "1GB/s"
+parallelism = "TP"
+[mapping]
+time_limit = "10s"
+"""
+
+
+def test_map_reports_the_weight_design_of_a_grid_plan(tmp_path, capsys):
+    from allocators.weight_bits import min_bits
+
+    path = tmp_path / "m.toml"
+    path.write_text(PLASTICINE_LAYER)
+    assert main(["map", str(path), "--json", "--quiet", "--out", str(tmp_path / "out")]) == 0
+    weights = json.loads(capsys.readouterr().out)["weights"]
+    buffers = weights["buffers"]
+    assert buffers and {"tiles", "weight"} <= {b["kind"] for b in buffers}
+    # the plan-wide figures are the widest buffer's, and each split's field is the closed form's
+    assert weights["shared_references"] == max(b["shared_references"] for b in buffers) > 1
+    for b in [*buffers, weights]:
+        assert b["min_bits"] == {s: min_bits(b["shared_references"], s) for s in ("halve", "one", "log2")}
+    assert json.loads((tmp_path / "out" / "plan.json").read_text())["weights"] == weights
+    assert main(["map", str(path), "--quiet"]) == 0
+    text = capsys.readouterr().out
+    assert f"at most {weights['shared_references']} holders" in text and "halve" in text
+    # a chip with no grid of its own has no weight design
+    assert main(["map", "--preset", "hpl-1m-h100", "--json", "--quiet"]) == 0
+    assert json.loads(capsys.readouterr().out)["weights"] is None

@@ -98,6 +98,7 @@ class PingParams(Workload):
     SECTION: ClassVar[str] = "ping"
     SYSTEM: ClassVar[bool] = False
     MAPS_GRAPH: ClassVar[bool] = False
+    token_unit: ClassVar[str] = "pings"  # what its tokens count: round trips done
     KEYS: ClassVar[Table] = Table({"pings": Field("int", 3, "round trips", min=1),
                                    "nbytes": Field("size", 1000, "bytes per buffer", min=1),
                                    "cu": tile_field([0, 0], "[row, col] of the CU")}, doc="ping")
@@ -160,6 +161,7 @@ def test_a_policy_and_a_workload_registered_here_run(registered):
     done = simulate_chip(cfg)
     s, tables = done.summary, done.tables
     assert s["completed"] and s["requests"] == 4 and s["work_items"] == 4
+    assert (s["tokens"], s["token_unit"]) == (4, "pings")
     # exact fit: the reservation never exceeds the data it holds, and all is returned
     assert s["peak_mu_reserved"] == s["peak_mu_utilization"] > 0
     assert s["leaks"] == s["use_after_free"] == s["double_free"] == 0

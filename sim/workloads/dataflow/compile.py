@@ -83,6 +83,11 @@ class CacheStripe:
     reader: int  # CU unit id reading it every pass
     appender: int  # CU unit id appending to it (-1: none)
 
+    @property
+    def holders(self) -> tuple[int, ...]:
+        """The CUs its reference is copied to for the run: its reader and its appender."""
+        return tuple(sorted({self.reader} | ({self.appender} if self.appender >= 0 else set())))
+
 
 @dataclass(frozen=True)
 class CacheSpec:
@@ -111,6 +116,22 @@ class PartitionProgram:
         """Which of DFModel's three terms is largest."""
         terms = {"compute": self.compute_seconds, "memory": self.memory_seconds, "network": self.network_seconds}
         return max(terms, key=lambda k: terms[k])
+
+
+def stripe_needs(slot: SlotSpec) -> frozenset[tuple[int, int]]:
+    """The (buffer, stripe)s a CU's slot reads or writes: it needs their references to start."""
+    return frozenset({(r.buffer, r.stripe) for r in slot.reads} | set(slot.writes))
+
+
+def stripe_holders(part: PartitionProgram) -> dict[tuple[int, int], list[int]]:
+    """Every (buffer, stripe) of a partition, in order, and the CUs its reference is copied to
+    (sorted): the controller allocates each stripe, shares it with these and drops its own."""
+    users: dict[tuple[int, int], list[int]] = {(b, s): [] for b, buf in enumerate(part.buffers)
+                                                for s in range(len(buf.stripes))}
+    for slot in part.slots:
+        for key in stripe_needs(slot):
+            users[key].append(slot.cu)
+    return {key: sorted(cus) for key, cus in users.items()}
 
 
 def reads_whole(kernel) -> bool:

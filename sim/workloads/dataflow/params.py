@@ -31,6 +31,8 @@ class DataflowParams(Workload):
     skew: float = 0.0  # Zipf exponent of expert popularity for kernels over routed experts
     word: int = 2  # bytes per element (the reduction of a collective adds elements)
     tp: int = 1  # chips of a TP group (grid-fidelity systems)
+    token_unit: str = "graph passes"  # what a graph pass processes (the plan says): the run's tokens ...
+    tokens_per_pass: int = 1  # ... and how many of them
 
     # what the workload seam asks of the class (sim/workloads/__init__.py), kept together
     SECTION: ClassVar[str] = "dataflow"
@@ -73,7 +75,8 @@ class DataflowParams(Workload):
         """Compile a plan and its addressed placement into the partitions every CU runs."""
         parts = build_partitions(plan, placement, spec)
         return cls("dataflow", parts, passes, int(spec.cu_tiles()[0]), plan.workload, plan.seconds_per_batch,
-                   sum(p.analytic_seconds for p in parts), build_caches(placement), skew, plan.word, max(1, plan.tp))
+                   sum(p.analytic_seconds for p in parts), build_caches(placement), skew, plan.word, max(1, plan.tp),
+                   plan.pass_unit, plan.units_per_pass)
 
     @property
     def work_items(self) -> int:

@@ -37,6 +37,21 @@ def plan_for(d: dict, spec: ChipSpec, room: MuRoom | None = None, system: System
     return replace(planned, placement=placement)
 
 
+def map_placement(plan: MappingPlan) -> GridPlacement | None:
+    """The addressed placement `rdasim map` writes beside a plan: a feasible single-chip plan on
+    an RDA grid preset, placed for the default memory policy (virtual, 4 KiB blocks; a run with
+    another policy places it again); None for any other plan. Raises PlacementError if it does
+    not fit."""
+    from mapping.chips import RDA_PRESETS
+    from sim.memory.policies import MuGeometry, policy_params
+
+    spec = RDA_PRESETS.get(plan.chip)
+    if spec is None or not plan.feasible or plan.chips != 1:
+        return None
+    room = policy_params("virtual").room(MuGeometry(spec.mu_bytes, spec.mu_word_bytes))
+    return plan_addresses(place_on_grid(plan, spec, 0, room), spec.mu_bytes)
+
+
 def plan_addresses(placement: GridPlacement, capacity: int, method: str = "exact", budget: float = 5.0,
                    alignment: int = 64) -> GridPlacement:
     """Every stripe's offset in its MU from allocators' static planner: a stripe lives while its

@@ -39,7 +39,7 @@ from sim.chip.references import allocate_many, drop, received
 from sim.chip.references import share as share_refs
 from sim.chip.units import Compute, ComputeUnit, Replies
 from sim.workloads import Task
-from sim.workloads.dataflow.compile import PartitionProgram, SlotSpec
+from sim.workloads.dataflow.compile import PartitionProgram, SlotSpec, stripe_holders, stripe_needs
 from sim.workloads.moe import route as moe_route
 
 if TYPE_CHECKING:
@@ -79,15 +79,9 @@ class Dataflow:
         self.cfg = cfg
         self._routes: dict[tuple, np.ndarray] = {}
         self.dram = list(range(cfg.spec.tiles, cfg.spec.tiles + cfg.spec.dram_units))
-        self.slot_of = [{s.cu: i for i, s in enumerate(part.slots)} for part in p.partitions]
         # what each CU of each partition needs before it starts: the stripes it touches
-        self.needs = []
-        for part, slots in zip(p.partitions, self.slot_of):
-            need = {}
-            for cu, i in slots.items():
-                s = part.slots[i]
-                need[cu] = {(r.buffer, r.stripe) for r in s.reads} | set(s.writes)
-            self.needs.append(need)
+        self.needs = [{s.cu: stripe_needs(s) for s in part.slots} for part in p.partitions]
+        self.holders = [stripe_holders(part) for part in p.partitions]
 
     def start(self, cu):
         return self._control(cu) if cu.uid == self.p.controller else None
@@ -140,11 +134,7 @@ class Dataflow:
                     ok_pass = False
                     break
                 self._load_weights(cu, part, order, refs)
-                users: dict[tuple[int, int], list[int]] = {}
-                for slot in part.slots:
-                    for key in self.needs[pi][slot.cu]:
-                        users.setdefault(key, []).append(slot.cu)
-                receivers = [sorted(users.get(key, [])) for key in order]
+                receivers = [self.holders[pi][key] for key in order]
                 tags = [[(b << 20) | s] * len(rc) for (b, s), rc in zip(order, receivers)]
                 yield from share_refs(cu, refs, receivers, reclaim, tags)
                 for r in refs:
@@ -159,7 +149,9 @@ class Dataflow:
                 status = "ok" if ok else "failed"
                 shard.log(PartitionRecord(rep * nparts + pi, part.index, t0, started, shard.now, status))
             shard.counts["finished"] += 1
-            shard.record("request", rep, t_pass, shard.now, 1, "ok" if ok_pass else "failed")
+            # a pass's tokens (the plan's units: a decode step's generated tokens, ...) once it is done
+            shard.record("request", rep, t_pass, shard.now, self.p.tokens_per_pass if ok_pass else 0,
+                         "ok" if ok_pass else "failed")
             if not ok_pass:
                 break
 
@@ -180,7 +172,7 @@ class Dataflow:
                 cu.send(m.CONTROL, self.dram[k % len(self.dram)], arg=m.CTRL_LOAD, nbytes=n, mu=ref.mu, buf=ref.buf,
                         alloc=ref.alloc)
                 k += 1
-        receivers = [sorted({st.reader} | ({st.appender} if st.appender >= 0 else set())) for st in stripes]
+        receivers = [list(st.holders) for st in stripes]
         tags = [[CACHE | (c << 20) | s] * len(rc) for (c, s), rc in zip(order, receivers)]
         yield from share_refs(cu, refs, receivers, reclaim, tags)
         for r in refs:

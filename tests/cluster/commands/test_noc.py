@@ -2,10 +2,10 @@
 
 import json
 
-import pyarrow.parquet as pq
 import pytest
 
 from cluster.cli import main
+from cluster.results.layout import read_table
 
 QUICK = ["--k", "4", "--set", "noc.warmup_cycles=200", "--set", "noc.measure_cycles=500", "--quiet"]
 
@@ -17,8 +17,8 @@ def test_json_line_per_rate_and_parquet_tables(tmp_path, capsys):
     for key in ("avg_latency", "p50_latency", "p99_latency", "offered", "accepted", "avg_hops",
                 "sim_cycles", "epochs", "wall_seconds", "result_hash"):
         assert key in lines[0]
-    summary = pq.read_table(tmp_path / "noc_summary.parquet")
-    links = pq.read_table(tmp_path / "noc_links.parquet")
+    summary = read_table(tmp_path, "noc_summary")
+    links = read_table(tmp_path, "noc_links")
     assert summary.num_rows == 2 and set(summary.column("result_hash").to_pylist()) == {x["result_hash"] for x in lines}
     assert links.num_rows == 2 * 4 * 4 * 3  # directed links of a 4x4 mesh, per rate
     for col in ("run_id", "config_hash", "seed", "rdasim_version"):

@@ -2,12 +2,12 @@
 
 import json
 
-import pyarrow.parquet as pq
 import pytest
 
 from cluster.cli import main
 from cluster.config import load
 from cluster.config.run import RUN_SCHEMA, chip_config
+from cluster.results.layout import read_table
 from tests.paths import EXAMPLES
 
 SMALL = ["--set", "chip.rows=4", "--set", "chip.cols=8", "--quiet"]
@@ -40,15 +40,15 @@ def test_tables_trace_and_memory_map(tmp_path, capsys):
             str(trace), "--memory-map", "1500", "--json"]
     s = _json(argv, capsys)
     out = tmp_path / "o"
-    summary = pq.read_table(out / "run_summary.parquet")
+    summary = read_table(out, "run_summary")
     assert summary.num_rows == 1 and summary.column("result_hash")[0].as_py() == s["result_hash"]
     for name in ("run_mu_series", "run_buffers", "run_links"):
-        t = pq.read_table(out / f"{name}.parquet")
+        t = read_table(out, name)
         assert t.num_rows > 0 and {"run_id", "config_hash", "seed", "rdasim_version"} <= set(t.column_names)
-    links = pq.read_table(out / "run_links.parquet").to_pydict()
+    links = read_table(out, "run_links").to_pydict()
     assert len(links["flits"]) == 2 * (4 * 7 + 3 * 8)  # directed links of a 4 x 8 mesh
     assert sum(links["flits"]) > 0
-    buffers = pq.read_table(out / "run_buffers.parquet").to_pydict()
+    buffers = read_table(out, "run_buffers").to_pydict()
     assert len(buffers["alloc"]) == 3 * 2 * 2 * 2 and min(buffers["freed"]) > 0
     ev = json.loads(trace.read_text())["traceEvents"]
     names = {e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}

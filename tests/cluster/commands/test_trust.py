@@ -10,11 +10,11 @@ import subprocess
 import sys
 import time
 
-import pyarrow.parquet as pq
 import pytest
 
 from cluster.cli import build_parser, main
 from cluster.progress import Progress
+from cluster.results.layout import read_table
 from tests.paths import ROOT
 
 
@@ -80,7 +80,7 @@ def test_ctrl_c_on_a_curve_keeps_and_writes_the_loads_that_finished(tmp_path):
     rest_out, rest_err = proc.communicate(timeout=120)
     err += rest_err
     assert proc.returncode == 130, err
-    rows = pq.read_table(out / "noc_summary.parquet").to_pylist()
+    rows = read_table(out, "noc_summary").to_pylist()
     record = json.loads((out / "run.json").read_text())
     done = [r["rate"] for r in rows]
     assert done[0] == 0.1 and sorted(done + record["missing_rates"]) == [0.1, 0.2, 0.3, 0.4]

@@ -100,3 +100,58 @@ def test_a_bad_value_in_a_config_is_named_by_its_key():
 def test_a_config_time_becomes_cycles_at_its_clock():
     cfg = load(SCHEMA, raw={"chip": {"clock": "1.5GHz", "latency": "10ns"}})
     assert cfg["chip"] == {"clock": 1.5e9, "mu_bytes": 524288, "hbm": 1e12, "latency": 15}
+
+
+# A bare number for a bandwidth, a time, a frequency or a compute rate is refused, naming the units
+# it could have meant (once read as 64 B/s, 64 s, 64 Hz without a word); sizes stay bare in bytes
+# and cycles in cycles (the simulator's native integers), zero needs no unit, and a default the
+# code writes in base units is taken as it is.
+QUANTITIES = Table({"q": Table({
+    "bw": Field("bandwidth", 1e9), "t": Field("time", 5.0), "f": Field("frequency", 1e9), "rate": Field("flops", 1e12),
+    "size": Field("size", 4096), "clock": Field("frequency", "1GHz"), "delay": Field("cycles", 1, clock="q.clock"),
+})})
+
+
+@pytest.mark.parametrize("key,value,named", [
+    ("bw", 64, ['"64GB/s"', '"64Gb/s"', '"64B/s"']), ("t", 20, ['"20ms"', '"20ns"', '"20s"']),
+    ("f", 800, ['"800GHz"', '"800MHz"', '"800Hz"']), ("rate", 2.5, ['"2.5TFLOPS"', '"2.5FLOPS"']),
+])
+def test_a_bare_number_for_a_quantity_with_units_is_refused_naming_the_units(key, value, named):
+    with pytest.raises(ConfigError) as err:
+        load(QUANTITIES, raw={"q": {key: value}})
+    (issue,) = err.value.issues
+    kind = QUANTITIES.fields["q"].fields[key].kind
+    assert issue.path == f"q.{key}" and f"has no unit: a {kind} needs one" in issue.message
+    assert all(n in issue.message for n in named)
+
+
+def test_sizes_and_cycles_stay_bare_zero_needs_no_unit_and_code_defaults_are_in_base_units():
+    cfg = load(QUANTITIES, raw={"q": {"size": 256, "delay": 3, "bw": 0}})["q"]
+    assert (cfg["size"], cfg["delay"], cfg["bw"]) == (256, 3, 0.0)  # bytes, cycles, zero
+    assert (cfg["t"], cfg["f"], cfg["rate"]) == (5.0, 1e9, 1e12)  # the defaults, in s, Hz, FLOP/s
+    spelled = load(QUANTITIES, raw={"q": {"bw": "64GB/s", "t": "20ns", "f": "800MHz", "rate": "2.5TFLOPS"}})["q"]
+    assert (spelled["bw"], spelled["t"], spelled["f"], spelled["rate"]) == (64e9, 20e-9, 800e6, 2.5e12)
+
+
+def test_a_bare_link_bandwidth_is_exit_2_before_anything_runs(capsys):
+    from cluster.cli import main
+    from tests.paths import EXAMPLES
+
+    code = main(["run", str(EXAMPLES / "system_moe_alltoall.toml"), "--set", "system.network[0].link_bandwidth=64"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert 'system.network[0].link_bandwidth: 64 has no unit: a bandwidth needs one ("64GB/s"' in err
+
+
+def test_a_presets_numbers_are_its_base_units_exactly():
+    """`rdasim map` presets are code: their bare numbers are B/s and s, spelled so before the user's keys."""
+    from cluster.config.map import resolve
+    from mapping.presets import preset_spec
+
+    spec = preset_spec("gpt3-1t-sn30")
+    cfg = resolve(preset="gpt3-1t-sn30")
+    assert [d["link_bandwidth"] for d in cfg["system"]["network"]] == [d["link_bandwidth"]
+                                                                      for d in spec["system"]["network"]]
+    assert cfg["system"]["chip_overrides"]["dram_bandwidth"] == 0  # not given: the default, keep the chip's
+    over = resolve(preset="gpt3-1t-sn30", overrides=["system.network[1].link_bandwidth=25GB/s"])
+    assert over["system"]["network"][1]["link_bandwidth"] == 25e9

@@ -53,13 +53,14 @@ def test_a_file_path_that_is_a_directory_is_refused(tmp_path, capsys):
 
 
 def _blocked(out: Path, name: str) -> Path:
-    """An output directory whose ``name`` is taken by a directory: the check passes, the write fails."""
-    (out / name).mkdir(parents=True)
+    """An output directory where table ``name``'s directory is taken by a file: the check passes, the write fails."""
+    out.mkdir(parents=True)
+    (out / name).write_text("not a directory")
     return out
 
 
 def test_a_noc_result_that_cannot_be_written_is_printed_as_json(tmp_path, capsys):
-    out = _blocked(tmp_path / "out", "noc_summary.parquet")
+    out = _blocked(tmp_path / "out", "noc_summary")
     code = main(["noc", "--k", "4", "--rate", "0.1", "--set", "noc.warmup_cycles=200",
                  "--set", "noc.measure_cycles=300", "--out", str(out), "--quiet"])
     got = capsys.readouterr()
@@ -67,21 +68,21 @@ def test_a_noc_result_that_cannot_be_written_is_printed_as_json(tmp_path, capsys
     row = json.loads(got.out.strip().splitlines()[-1])
     assert row["rate"] == 0.1 and row["avg_latency"] > 0 and len(row["result_hash"]) == 32
     (line,) = got.err.strip().splitlines()
-    assert "noc_summary.parquet" in line and "printed above as JSON" in line
+    assert "noc_summary" in line and "printed above as JSON" in line
 
 
 def test_a_run_result_that_cannot_be_written_is_printed_as_json(tmp_path, capsys):
-    out = _blocked(tmp_path / "out", "run_summary.parquet")
+    out = _blocked(tmp_path / "out", "run_summary")
     code = main(["run", str(EXAMPLES / "race.toml"), "--out", str(out), "--quiet"])
     got = capsys.readouterr()
     assert code == 1
     summary = json.loads(got.out.strip().splitlines()[-1])
     assert summary["workload"] == "race" and summary["status"] == "completed"
-    assert "run_summary.parquet" in got.err and "printed above as JSON" in got.err
+    assert "run_summary" in got.err and "printed above as JSON" in got.err
 
 
 def test_a_map_result_that_cannot_be_written_is_printed_as_json(tmp_path, capsys):
-    out = _blocked(tmp_path / "out", "map_plan.parquet")
+    out = _blocked(tmp_path / "out", "map_plan")
     assert main(["map", "--preset", "gpt3-1t-sn30", "--out", str(out), "--quiet"]) == 1
     got = capsys.readouterr()
     assert json.loads(got.out.strip().splitlines()[-1])["status"] == "optimal"

@@ -13,7 +13,7 @@ import pytest
 
 from cluster.cli import main
 from cluster.sweep.dataset import read_dataset
-from cluster.sweep.layout import segment_value
+from cluster.sweep.layout import point_of, segment_value
 from cluster.sweep.plan import plan_sweep
 from cluster.sweep.runner import run_sweep
 
@@ -55,43 +55,43 @@ def noc_sweep(tmp_path_factory):
 
 def test_one_file_per_point_at_its_hive_path(noc_sweep):
     tmp, summary = noc_sweep
-    files = _files(tmp / "out" / "grid")
+    files = _files(tmp / "out" / "grid" / "noc_summary")
     assert summary.total == 8 and summary.computed == 8 and len(files) == 8
     plan = plan_sweep(tmp / "spec.toml")
     expected = {f"sweep_id=grid/noc_cols={p.config['noc']['cols']}/noc_traffic={p.config['noc']['traffic']}/"
-                f"{p.id}.parquet" for p in plan.points}
-    assert {str(f.relative_to(tmp / "out" / "grid")) for f in files} == expected
-    assert len(_files(tmp / "out" / "_grid.noc_links")) == 6  # links of the points that ran
+                f"{p.id}.noc_summary.parquet" for p in plan.points}
+    assert {str(f.relative_to(tmp / "out" / "grid" / "noc_summary")) for f in files} == expected
+    assert len(_files(tmp / "out" / "grid" / "noc_links")) == 6  # links of the points that ran
     assert not list((tmp / "out").rglob("*.tmp"))
 
 
 def test_columns_keep_their_types_through_pyarrow(noc_sweep):
     tmp, _ = noc_sweep
-    table = ds.dataset(tmp / "out" / "grid", format="parquet").to_table()
+    table = ds.dataset(tmp / "out" / "grid" / "noc_summary", format="parquet").to_table()
     types = {f.name: f.type for f in table.schema}
     assert types["noc_cols"] == pa.int64() and types["noc_rate"] == pa.float64()
     assert types["noc_traffic"] == pa.string() and types["sweep_id"] == pa.string()
     assert types["avg_latency"] == pa.float64() and types["measured_packets"] == pa.int64()
     assert types["saturated"] == pa.bool_() and types["point_attempts"] == pa.int32()
     assert table.num_rows == 8
-    assert read_dataset(tmp / "out" / "grid").schema.equals(table.schema)
+    assert read_dataset(tmp / "out" / "grid" / "noc_summary").schema.equals(table.schema)
     # partition values in the files equal the directory values, as numbers
-    for f in _files(tmp / "out" / "grid"):
+    for f in _files(tmp / "out" / "grid" / "noc_summary"):
         row = pq.read_table(f).to_pylist()[0]
         assert f"noc_cols={row['noc_cols']}/" in str(f) and isinstance(row["noc_cols"], int)
 
 
 def test_ok_rows_carry_the_point_identity_and_file_metadata(noc_sweep):
     tmp, _ = noc_sweep
-    ok = read_dataset(tmp / "out" / "grid", filter=ds.field("point_status") == "ok").to_pylist()
+    ok = read_dataset(tmp / "out" / "grid" / "noc_summary", filter=ds.field("point_status") == "ok").to_pylist()
     assert len(ok) == 6
     for row in ok:
         assert row["config_hash"] == row["point_id"]  # rdasim noc hashed the same config
         assert row["rate"] == row["noc_rate"] and row["cols"] == row["noc_cols"]
         assert row["measured_packets"] > 0 and row["point_error"] is None
-    f = _files(tmp / "out" / "grid")[0]
+    f = _files(tmp / "out" / "grid" / "noc_summary")[0]
     meta = pq.read_schema(f).metadata
-    assert meta[b"rdasim.config_hash"].decode() == f.stem
+    assert meta[b"rdasim.config_hash"].decode() == point_of(f)
     assert json.loads(meta[b"rdasim.spec"])["sweep"]["name"] == "grid"
     assert meta[b"rdasim.version"] and json.loads(meta[b"rdasim.config"])["noc"]["rows"] == 4
 
@@ -99,7 +99,7 @@ def test_ok_rows_carry_the_point_identity_and_file_metadata(noc_sweep):
 def test_a_failing_point_is_an_error_row_not_a_crash(noc_sweep):
     tmp, summary = noc_sweep
     assert summary.failed == 2
-    bad = read_dataset(tmp / "out" / "grid", filter=ds.field("point_status") == "error").to_pylist()
+    bad = read_dataset(tmp / "out" / "grid" / "noc_summary", filter=ds.field("point_status") == "error").to_pylist()
     assert sorted((r["noc_traffic"], r["noc_cols"]) for r in bad) == [("transpose", 8), ("transpose", 8)]
     for row in bad:
         assert "square grid" in row["point_error"] and "Traceback" in row["point_traceback"]
@@ -184,7 +184,7 @@ def test_string_partition_values_are_escaped_and_decoded_by_readers(tmp_path):
     """)
     run_sweep(plan_sweep(spec), tmp_path / "out", quiet=True, in_process=True)
     assert segment_value("a/b c") == "a%2Fb%20c" and segment_value(None) == "__HIVE_DEFAULT_PARTITION__"
-    hive = ds.dataset(tmp_path / "out" / "esc", format="parquet",
+    hive = ds.dataset(tmp_path / "out" / "esc" / "sweep_noop", format="parquet",
                       partitioning=ds.partitioning(pa.schema([("sweep_id", pa.string()),
                                                               ("run_address", pa.string())]), flavor="hive"),
                       exclude_invalid_files=True)

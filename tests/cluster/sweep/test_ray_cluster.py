@@ -24,7 +24,8 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from cluster.sweep.dataset import read_dataset
+from cluster.sweep.dataset import read_dataset, table_dir
+from cluster.sweep.layout import point_of
 from cluster.sweep.plan import plan_sweep
 from tests.paths import EXAMPLES
 
@@ -116,10 +117,11 @@ class Cluster:
     def kill_worker(self) -> None:
         assert _kill_matching(f"{self.root}/w{self.workers}/") > 0
 
-    def sweep(self, spec: Path, out: Path, *extra: str, wait: bool = True, address: str | None = None):
+    def sweep(self, spec: Path, out: Path, *extra: str, wait: bool = True, address: str | None = None,
+              env: dict | None = None):
         cmd = [sys.executable, "-m", "cluster.cli", "sweep", str(spec), "--out", str(out),
                "--address", address or self.address, "--quiet", *extra]
-        proc = subprocess.Popen(cmd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(cmd, env=env or self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         if wait:
             _, err = proc.communicate(timeout=180)
             proc.stderr_text = err
@@ -154,9 +156,9 @@ def _wait_for_files(root: Path, n: int, proc, timeout: float = 120) -> None:
 
 def _exactly_once(out: Path, name: str, spec: Path) -> list[dict]:
     """Every planned point has exactly one file, named by its id, and no other file exists."""
-    files = sorted((out / name).rglob("*.parquet"))
+    files = sorted(table_dir(out / name).rglob("*.parquet"))  # the result rows
     ids = [p.id for p in plan_sweep(spec).points]
-    assert sorted(f.stem for f in files) == sorted(ids)
+    assert sorted(point_of(f) for f in files) == sorted(ids)
     assert not list(out.rglob("*.parquet.*"))  # no temporary files left over
     return read_dataset(out / name).to_pylist()
 
@@ -217,7 +219,7 @@ def test_a_failing_point_is_an_error_row(noc_sweep):
 
 def test_the_dataset_reads_back_in_pyarrow_with_its_types(noc_sweep):
     _, out, _ = noc_sweep
-    table = ds.dataset(out / "noc", format="parquet").to_table()
+    table = ds.dataset(out / "noc" / "noc_summary", format="parquet").to_table()
     types = {f.name: f.type for f in table.schema}
     assert types["run_seed"] == pa.int64() and types["noc_rate"] == pa.float64()
     assert types["noc_cols"] == pa.int64() and types["noc_traffic"] == pa.string()
@@ -328,6 +330,29 @@ def test_a_wrong_ray_address_is_a_clear_error_not_a_silent_local_run(tmp_path):
     assert "RAY_ADDRESS" in line and env["RAY_ADDRESS"] in line
 
 
+@pytest.mark.parametrize("client, token", [(False, None), (False, "0" * 64), (True, None)])
+def test_a_driver_without_the_clusters_token_says_token_at_once_and_records_no_run(cluster, client, token, tmp_path):
+    """The cluster enforces a token (RAY_AUTH_MODE=token on every node): a driver with none (its own
+    HOME: no ~/.ray/auth_token either), or with another, is one line naming the token and what to
+    set, in seconds (ray.init alone retries for 20 s, then says only "Failed to connect", or
+    "ray client connection timeout" after 30 s through the Ray Client port), and the run never
+    started: no manifest (the sweep's record of runs) is written."""
+    spec = _spec(tmp_path / "t.toml", NOC)
+    address = f"ray://127.0.0.1:{cluster.client_port}" if client else cluster.address
+    env = {k: v for k, v in cluster.env.items() if k not in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN")}
+    env["HOME"] = str(tmp_path / "home")
+    if token:
+        env.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=token)
+    started = time.monotonic()
+    proc = cluster.sweep(spec, tmp_path / "out", address=address, env=env)
+    assert proc.returncode == 2, proc.stderr_text[-3000:]
+    assert time.monotonic() - started < 15
+    (line,) = proc.stderr_text.strip().splitlines()
+    assert "token" in line and "RAY_AUTH_TOKEN" in line and address in line
+    assert ("refused this client's token" in line) if token else ("set RAY_AUTH_MODE=token" in line)
+    assert not list((tmp_path / "out").rglob("*manifest*"))
+
+
 def test_killing_the_driver_and_rerunning_resumes_without_recomputing(cluster, tmp_path):
     spec = _spec(tmp_path / "d.toml", SLOW.format(name="d", sleep=0.4, values=list(range(24))))
     out = tmp_path / "out"
@@ -381,4 +406,4 @@ def test_killing_the_worker_node_mid_sweep_still_stores_every_point_once(cluster
 
 
 def _stored_at(dataset: Path, row: dict) -> float:
-    return next(dataset.rglob(f"{row['point_id']}.parquet")).stat().st_mtime
+    return next(dataset.rglob(f"{row['point_id']}.*.parquet")).stat().st_mtime

@@ -1,18 +1,27 @@
 """Optional: the dataset read by DuckDB, Polars and pandas as examples/analysis.py shows (skipped
-when a library is not installed). Partition keys of every kind come back as their own types."""
+when a library is not installed). Partition keys of every kind come back as their own types. And one
+table read across a whole results tree (runs and sweeps) by the four snippets docs/results.md shows,
+with the schemas unified: every column of every file, every row once."""
 
 import json
+import math
+import re
 import subprocess
 import sys
 import textwrap
 
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 import pytest
 
+from cluster.cli import main
+from cluster.results.layout import read_table, table_files, table_names
 from cluster.sweep.dataset import read_dataset
 from cluster.sweep.plan import plan_sweep
 from cluster.sweep.runner import run_sweep
-from tests.paths import EXAMPLES
+from tests.cluster.commands.test_run import KV, SMALL
+from tests.paths import EXAMPLES, ROOT
 
 EXAMPLE = EXAMPLES / "analysis.py"
 
@@ -39,9 +48,13 @@ def dataset(tmp_path_factory):
     return tmp / "out" / "r"
 
 
+def _files(sweep):
+    return f"{sweep}/**/*.noc_summary.parquet"
+
+
 def test_duckdb_reads_numbers_as_numbers(dataset):
     duckdb = pytest.importorskip("duckdb")
-    rel = duckdb.sql(f"SELECT * FROM read_parquet('{dataset}/**/*.parquet', hive_partitioning = false)")
+    rel = duckdb.sql(f"SELECT * FROM read_parquet('{_files(dataset)}', hive_partitioning = false)")
     types = dict(zip(rel.columns, map(str, rel.types)))
     assert (types["noc_k"], types["noc_rate"], types["noc_traffic"]) == ("BIGINT", "DOUBLE", "VARCHAR")
     assert types["avg_latency"] == "DOUBLE" and types["saturated"] == "BOOLEAN"
@@ -50,14 +63,14 @@ def test_duckdb_reads_numbers_as_numbers(dataset):
 
 def test_polars_reads_numbers_as_numbers(dataset):
     pl = pytest.importorskip("polars")
-    df = pl.read_parquet(f"{dataset}/**/*.parquet")
+    df = pl.read_parquet(_files(dataset))
     assert (df.schema["noc_k"], df.schema["noc_rate"], df.schema["noc_traffic"]) == (pl.Int64, pl.Float64, pl.String)
     assert df.height == 8
 
 
 def test_pandas_reads_numbers_as_numbers(dataset):
     pd = pytest.importorskip("pandas")
-    df = pd.read_parquet(dataset, partitioning=None)
+    df = pd.read_parquet(dataset / "noc_summary", partitioning=None)
     assert str(df.noc_k.dtype) == "int64" and str(df.noc_rate.dtype) == "float64" and len(df) == 8
 
 
@@ -92,3 +105,110 @@ def test_analysis_example_names_the_extra_when_a_reader_is_missing(dataset, tmp_
     got = subprocess.run([sys.executable, str(EXAMPLE), str(dataset), "--json"], capture_output=True, text=True,
                          env={**os.environ, **env}, check=True)
     assert "# duckdb: not installed, skipped (pip install -e '.[analysis]')" in got.stderr
+
+
+# ----------------------------------------------------------------------------- a whole results tree
+DOCS = ROOT / "docs" / "results.md"
+READERS = {"pyarrow": "table", "pandas": "df", "polars": "df", "duckdb": "rel"}  # the variable each snippet sets
+
+
+def _snippets() -> dict[str, str]:
+    """docs/results.md's Python snippets, by the library each imports."""
+    blocks = re.findall(r"```python\n(.*?)```", DOCS.read_text(), re.S)
+    found = {}
+    for code in blocks:
+        for lib in READERS:
+            if re.search(rf"^import {lib}\b", code, re.M) and lib not in found and (lib != "pyarrow" or
+                                                                                 "import pandas" not in code):
+                found[lib] = code
+    return found
+
+
+def _sweep_into(tmp, out, name, axes):
+    spec = tmp / f"{name}.toml"
+    spec.write_text(f'[sweep]\nname = "{name}"\ncommand = "noc"\npartition_by = ["noc.traffic"]\n[base]\n'
+                    'noc.rows = 4\nnoc.cols = 8\nnoc.warmup_cycles = 100\nnoc.measure_cycles = 200\nnoc.rate = 0.2\n'
+                    f'[axes]\n{axes}')
+    run_sweep(plan_sweep(spec), out, quiet=True, in_process=True)
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    """What the README's commands leave: two runs in results/noc and results/kv, and two sweeps with
+    different axes (one with error rows: a transpose on a 4 x 8 grid) in results/."""
+    tmp = tmp_path_factory.mktemp("tree")
+    results = tmp / "results"
+    assert main(["noc", "--k", "4", "--rates", "0.1,0.3", "--set", "noc.warmup_cycles=100",
+                 "--set", "noc.measure_cycles=200", "--out", str(results / "noc"), "--quiet"]) == 0
+    assert main(["run", str(EXAMPLES / "kv_decode.toml"), *SMALL, *KV, "--out", str(results / "kv")]) == 0
+    _sweep_into(tmp, results, "a", 'noc.rate = [0.1, 0.3]\nnoc.traffic = ["uniform", "transpose"]\n')
+    _sweep_into(tmp, results, "b", "noc.vcs = [2, 4]\n")
+    return results
+
+
+def _truth(results, table):
+    """Every row of every file of ``table``, read one file at a time, and the union of their columns."""
+    rows, columns = [], set()
+    for f in sorted(results.rglob(f"*.{table}.parquet")):
+        t = pq.read_table(f)
+        columns |= set(t.column_names)
+        rows += t.to_pylist()
+    return rows, columns
+
+
+def _key(row):
+    def clean(v):
+        return None if v is None or (isinstance(v, float) and math.isnan(v)) else v
+
+    return (clean(row.get("run_id")), clean(row.get("sweep_id")), clean(row.get("point_id")), clean(row["rate"]),
+            clean(row.get("avg_latency")), clean(row.get("noc_vcs")), clean(row.get("noc_traffic")))
+
+
+def _rows(lib, value):
+    if lib == "pyarrow":
+        return value.to_pylist(), value.column_names
+    if lib == "pandas":
+        return value.to_dict("records"), list(value.columns)
+    if lib == "polars":
+        return value.to_dicts(), value.columns
+    return [dict(zip(value.columns, r)) for r in value.fetchall()], value.columns
+
+
+def test_the_tree_holds_one_dataset_per_table_and_side_files_outside_them(tree):
+    for table_dir in [d for d in tree.rglob("*") if d.is_dir() and d.name in table_names()]:
+        assert all(f.name.endswith(f".{table_dir.name}.parquet") for f in table_dir.rglob("*") if f.is_file())
+    assert (tree / "kv" / "action_counts.yaml").is_file() and (tree / "kv" / "run.json").is_file()
+    assert ds.dataset(tree / "kv" / "run_summary", format="parquet").to_table().num_rows == 1
+    assert pq.read_table(tree / "kv" / "run_summary").num_rows == 1  # its run= directory clashes with no column
+    assert read_table(tree, "run_summary").num_rows == 1  # the kv run's, not another table's
+    every = {f for f in tree.rglob("*.parquet")}
+    assert every == {f for t in table_names() for f in table_files(tree, t)}  # every file belongs to one table
+
+
+@pytest.mark.parametrize("lib", list(READERS))
+def test_one_table_across_the_whole_tree_with_each_reader(tree, lib, monkeypatch):
+    if lib != "pyarrow":
+        pytest.importorskip(lib)
+    rows, columns = _truth(tree, "noc_summary")
+    assert len(rows) == 2 + 4 + 2 and {"avg_latency", "noc_vcs", "noc_traffic", "sweep_id", "run_id"} <= columns
+    monkeypatch.chdir(tree.parent)  # the snippets read "results"
+    snippets = _snippets()
+    assert set(snippets) == set(READERS)
+    scope: dict = {}
+    exec(snippets[lib], scope)  # noqa: S102 - the documentation's own code
+    got, names = _rows(lib, scope[READERS[lib]])
+    assert set(names) == columns, lib  # nothing dropped, nothing from another table
+    assert sorted(map(_key, got), key=repr) == sorted(map(_key, rows), key=repr), lib
+    ok = [r for r in got if r.get("point_status") in (None, "ok") or r.get("point_status") != r.get("point_status")]
+    assert ok and all(isinstance(r["avg_latency"], float) and r["avg_latency"] > 0 for r in ok), lib
+
+
+def test_the_sql_in_the_docs_groups_runs_and_sweep_points(tree, monkeypatch):
+    duckdb = pytest.importorskip("duckdb")
+    (sql,) = re.findall(r"```sql\n(.*?)```", DOCS.read_text(), re.S)
+    monkeypatch.chdir(tree.parent)
+    got = duckdb.sql(sql).fetchall()
+    sources = {r[0] for r in got}
+    assert {"a", "b"} <= sources and any(s.startswith(read_table(tree / "noc", "noc_summary")["run_id"][0].as_py())
+                                          for s in sources)
+    assert sum(r[3] for r in got) == 2 + 2 + 2  # runs' rows and the sweeps' ok points (2 transposes failed)

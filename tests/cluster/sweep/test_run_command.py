@@ -28,7 +28,7 @@ def test_a_run_sweep_stores_every_table_and_reproduces_the_race(tmp_path):
     assert rows["refcount-gated"]["use_after_free"] == 0 and rows["partial-free"]["use_after_free"] == 0
     assert all(r["config_hash"] == r["point_id"] for r in rows.values())
     for table in ("run_mu_series", "run_buffers", "run_links"):
-        t = read_dataset(tmp_path / "out" / f"_race.{table}")
+        t = read_dataset(tmp_path / "out" / "race", table=table)
         assert set(t["point_id"].to_pylist()) == {r["point_id"] for r in rows.values()}
         assert t.schema.field("memory_reclaim").type == pa.string()
 

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from cluster.cli import main
+from cluster.results.layout import read_table
 from sim.energy.table import ACTIONS, COMPONENTS, DEFAULT_TABLE, EnergyTableError, load_table, parse_energy
 from tests.paths import ROOT
 from tests.sim.chip.chiprun import config, run
@@ -95,9 +96,8 @@ def test_accelergy_counts_are_the_run_energy_counts(tmp_path, capsys):
     short = ["--set", "workload.decode.requests=2", "--set", "workload.decode.max_prompt_tokens=64",
              "--set", "workload.decode.max_output_tokens=8"]
     assert main(["run", str(ROOT / "examples" / "kv_decode_trace.toml"), "--quiet", "--out", str(out), *short]) == 0
-    import pyarrow.parquet as pq
 
-    energy = pq.read_table(out / "run_energy.parquet").to_pydict()
+    energy = read_table(out, "run_energy").to_pydict()
     text = (out / "action_counts.yaml").read_text()
     assert text.startswith("action_counts:\n  version: '0.4'\n")
     for a, n in zip(energy["action"], energy["count"]):

@@ -2,10 +2,9 @@
 
 import json
 
-import pyarrow.parquet as pq
-
 from cluster.cli import main
 from cluster.errors import EXIT_RUN_STATUS
+from cluster.results.layout import read_table
 from tests.paths import EXAMPLES
 
 KV = str(EXAMPLES / "kv_decode.toml")
@@ -31,7 +30,7 @@ def test_the_issue_s_realloc_partial_free_run_is_reported_deadlocked_with_who_wa
     assert stalled > 0 and f"{stalled} append requests stalled out of memory at {stalled} MUs" in detail
     assert "0 of 32 sequences finished (16 started)" in detail and "nothing can free memory" in detail
     assert err.strip().splitlines()[-1] == f"deadlocked: {detail}"
-    row = pq.read_table(tmp_path / "run_summary.parquet").to_pylist()[0]
+    row = read_table(tmp_path, "run_summary").to_pylist()[0]
     assert (row["status"], row["status_detail"], row["cut_off"]) == ("deadlocked", detail, False)
     # the 16 started sequences hold 2 x 2 layers x 2 heads KV buffers each, all live when it stopped:
     # 128 allocations live at the end, none of them a leak (issue 20 item 5)
@@ -57,6 +56,6 @@ def test_a_finished_run_is_completed_and_exits_0(capsys, tmp_path):
     code, s, err = _run(capsys, *SMALL, "--out", str(tmp_path))
     assert (s["status"], s["status_detail"], code) == ("completed", "", 0)
     assert all(line.startswith("wrote ") for line in err.splitlines())
-    row = pq.read_table(tmp_path / "run_summary.parquet").to_pylist()[0]
+    row = read_table(tmp_path, "run_summary").to_pylist()[0]
     assert (row["status"], row["cut_off"], row["completed"]) == ("completed", False, True)
     assert (row["leaks"], row["live_at_end"]) == (0, 0)

@@ -1,4 +1,4 @@
-"""Any shard count, cut shape and backend gives bit-identical results (DESIGN.md)."""
+"""Any shard count, cut shape and backend gives bit-identical results (docs/design.md, "Parallel simulation rules")."""
 
 import pytest
 

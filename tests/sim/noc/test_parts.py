@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from cluster.errors import UserError
 from cluster.jobs.grid import cut_grid, cut_links, epoch_length, owner_map
 from sim import rng
+from sim.cycles import NEVER
 from sim.noc import kernel
 from sim.noc.params import NocParams
 from sim.noc.topology import Grid
@@ -20,7 +21,7 @@ def test_group_round_robin_matches_brute_force(requests, pointers):
     # the kernel keys a request by its round-robin position from the pointer, which it
     # stores negated (8 - pointer), and the smallest key of a group wins
     requests = list(dict.fromkeys(requests))  # a requester asks once
-    work = np.full((kernel.WORK_ROWS, 8), kernel.BIG, dtype=np.int64)
+    work = np.full((kernel.WORK_ROWS, 8), NEVER, dtype=np.int64)
     listed = 0
     for g, i in requests:
         key = (i + 8 - pointers[g]) % 8

@@ -23,6 +23,7 @@ class OneCuParams(Workload):
     MAPS_GRAPH: ClassVar[bool] = False
     KEYS: ClassVar[Table]
     PROGRAM: ClassVar[type]
+    token_unit: ClassVar[str] = "programs run"  # its one work item
 
     @classmethod
     def from_config(cls, kind, d, chip, issues):

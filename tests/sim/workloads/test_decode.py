@@ -18,7 +18,7 @@ def _kv(kind="kv-decode", **decode):
 def test_kv_decode_generates_every_token_and_frees_every_buffer():
     done = run(_kv())
     s, t = done.summary, done.tables
-    assert s["completed"] and s["requests"] == 5 and s["tokens"] == 5 * OUT
+    assert s["completed"] and s["requests"] == 5 and s["tokens"] == 5 * OUT and s["token_unit"] == "generated tokens"
     assert s["leaks"] == 0 and s["use_after_free"] == 0
     b = t["buffers"]
     assert len(b["alloc"]) == 5 * 4 and set(b["label"]) == {"kv"}

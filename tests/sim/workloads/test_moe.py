@@ -25,7 +25,7 @@ MOE = {"memory": {"reclaim": "partial-free"},
 def test_every_token_reaches_its_experts_and_everything_is_freed():
     done = run(MOE)
     s, t = done.summary, done.tables
-    assert s["completed"] and s["requests"] == 3 and s["tokens"] == 30
+    assert s["completed"] and s["requests"] == 3 and s["tokens"] == 30 and s["token_unit"] == "routed tokens"
     assert s["messages"]["reference"] == 3 * 10 * 2
     b = t["buffers"]
     labels = np.array(b["label"])

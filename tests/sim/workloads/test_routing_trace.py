@@ -223,7 +223,7 @@ def test_the_example_replays_its_trace_and_prints_the_measured_skew(capsys):
     t = select(steps, max_steps=2)  # every layer of the trace: step 0's layers 0 and 1
     counts = [np.bincount(t.step(k).ravel(), minlength=8) for k in range(2)]
     assert f"measured Zipf skew {skew_of(np.sum(counts, axis=0)):.3f}" in out
-    assert f"{sum(t.tokens(k) for k in range(2))} tokens" in out
+    assert f"{sum(t.tokens(k) for k in range(2))} routed tokens" in out
 
 
 def test_a_replayed_trace_gives_one_result_for_any_shard_count(tmp_path):

@@ -1,0 +1,162 @@
+"""Where result tables land: each table its own Parquet dataset, side files beside the tables.
+
+    DIR/<table>/run=<run id>/<run id>.<table>.parquet      a run's table (rdasim noc, run, map --out DIR)
+    DIR/run.json, DIR/action_counts.yaml, ...                  its side files (--add: DIR/runs/<run id>/...)
+    DIR/<sweep>/<table>/sweep_id=<sweep>/<k>=<v>/.../<point id>.<table>.parquet    a sweep's (cluster/sweep/layout.py)
+
+So ``DIR/<table>/`` is one dataset (``pyarrow.dataset.dataset`` reads it), and the files
+of one table anywhere in a results tree match one glob, ``**/*.<table>.parquet``, whatever
+the depth (DuckDB allows one ``**`` per pattern). Nothing but Parquet files of that table
+lives in a table's directory. A run into a directory holding another run's tables is
+refused unless told to ``replace`` them (deleted first) or ``add`` to them (runs accumulate,
+one ``run=`` partition each), the words ``rdasim sweep`` uses for its own.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import urllib.parse
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from cluster.errors import UserError
+
+NULL_SEGMENT = "__HIVE_DEFAULT_PARTITION__"  # what pyarrow, Spark and Hive call a null partition
+EXISTING = ("refuse", "add", "replace")  # what to do with another run's (or sweep version's) stored results
+SIDE_FILES = ("run.json", "action_counts.yaml", "ERT.yaml", "plan.json")  # a run's side files that --replace removes
+RUNS = "runs"  # DIR/runs/<run id>/: the side files of runs added with --add
+SUFFIX = ".parquet"
+
+
+def table_names() -> tuple[str, ...]:
+    """Every table rdasim writes (cluster/results/schemas.py)."""
+    from cluster.results import schemas
+
+    return tuple(t.name for t in schemas.ALL_TABLES)
+
+
+def segment_value(value) -> str:
+    """A partition value as a directory name (URI-escaped, as pyarrow and DuckDB decode it)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return NULL_SEGMENT
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return urllib.parse.quote(str(value), safe="")
+
+
+def table_file(root: str | Path, table: str, partitions: list[tuple[str, object]], file_id: str) -> Path:
+    """``root/<table>/<key>=<value>/.../<file_id>.<table>.parquet``: the one place a table file's path is made."""
+    parts = [f"{k}={segment_value(v)}" for k, v in partitions]
+    return Path(root, table, *parts, f"{segment_value(file_id)}.{table}{SUFFIX}")
+
+
+def glob(table: str) -> str:
+    """The glob that matches every file of ``table`` under a results tree, at any depth."""
+    return f"**/*.{table}{SUFFIX}"
+
+
+def table_files(root: str | Path, table: str) -> list[Path]:
+    """Every Parquet file of ``table`` under ``root`` (a run's --out, a sweep, or a whole results tree)."""
+    return sorted(p for p in Path(root).glob(glob(table)) if not p.name.startswith("."))
+
+
+def open_files(files: list[Path] | list[str]) -> ds.Dataset:
+    """A pyarrow dataset of these files, its schema the union of theirs (columns matched by name)."""
+    schemas = {pq.read_schema(f) for f in files}
+    schema = pa.unify_schemas(list(schemas)) if len(schemas) > 1 else None
+    return ds.dataset([str(f) for f in files], format="parquet", schema=schema)
+
+
+def read_table(root: str | Path, table: str, columns: list[str] | None = None, filter=None) -> pa.Table:
+    """One table across a whole results tree, schemas unified; empty when there is none."""
+    files = table_files(root, table)
+    if not files:
+        return pa.table({})
+    return open_files(files).to_table(columns=columns, filter=filter)
+
+
+# ----------------------------------------------------------------------------- a run's --out
+@dataclass(frozen=True)
+class RunOutput:
+    """A run's --out directory and whether runs accumulate in it (``--add``)."""
+
+    root: Path
+    add: bool = False
+
+    def table(self, table: str, run_id: str) -> Path:
+        # keyed "run", not "run_id": a hive reader (pq.read_table(dir), pd.read_parquet(dir)) adds the key as a
+        # column, which must not clash with the run_id column every file carries
+        return table_file(self.root, table, [("run", run_id)], run_id)
+
+    def side(self, name: str, run_id: str) -> Path:
+        """A side file (YAML, JSON, text): in DIR, or in DIR/runs/<run id>/ when runs accumulate."""
+        return self.root / RUNS / segment_value(run_id) / name if self.add else self.root / name
+
+
+def run_output(out: str | Path | RunOutput) -> RunOutput:
+    return out if isinstance(out, RunOutput) else RunOutput(Path(out))
+
+
+def table_path(out: str | Path | RunOutput, table: str, run_id: str) -> Path:
+    """Where a run's ``table`` lands in ``out`` (a path, or a RunOutput saying whether runs accumulate)."""
+    return run_output(out).table(table, run_id)
+
+
+def side_path(out: str | Path | RunOutput, name: str, run_id: str) -> Path:
+    """Where a run's side file ``name`` lands in ``out``."""
+    return run_output(out).side(name, run_id)
+
+
+def stored_tables(root: Path) -> dict[str, list[str]]:
+    """The tables of earlier runs in ``root``: {table: its run ids} (flat ``<table>.parquet`` files of
+    older rdasim: run id '?')."""
+    found: dict[str, list[str]] = {}
+    if not root.is_dir():
+        return found
+    for name in table_names():
+        d = root / name
+        if d.is_dir() and any(d.rglob(f"*{SUFFIX}")):
+            found[name] = sorted(p.name.split("=", 1)[1] for p in d.glob("run=*")) or ["?"]
+    for f in sorted(root.glob(f"*{SUFFIX}")):
+        if f.stem in table_names():
+            found.setdefault(f.stem, ["?"])
+    return found
+
+
+def prepare(out: str | Path, existing: str = "refuse") -> RunOutput:
+    """Check a run's --out before the work: refuse one holding another run's tables (exit 2, one line
+    naming them) unless ``existing`` is "replace" (delete them and the side files now) or "add"."""
+    from cluster.results.io import check_dir
+
+    root = check_dir(out)
+    found = stored_tables(root)
+    if found and existing == "refuse":
+        runs = sorted({r for ids in found.values() for r in ids if r != "?"})
+        which = f" of run {', '.join(runs[:3])}{' ...' if len(runs) > 3 else ''}" if runs else ""
+        raise UserError(f"--out {out}: holds another run's tables ({', '.join(sorted(found))}{which}); "
+                        "rerun with --replace to delete them first, or --add to keep them and add this run's "
+                        "(one run= partition per run)")
+    if existing == "replace":
+        remove_run_outputs(root)
+    return RunOutput(root, add=existing == "add")
+
+
+def remove_run_outputs(root: Path) -> None:
+    """Delete what earlier runs wrote in ``root``: their tables and side files (nothing else)."""
+    for name in table_names():
+        if (root / name).is_dir():
+            shutil.rmtree(root / name)
+        (root / f"{name}{SUFFIX}").unlink(missing_ok=True)
+    if (root / RUNS).is_dir():
+        shutil.rmtree(root / RUNS)
+    for name in SIDE_FILES:
+        (root / name).unlink(missing_ok=True)
+    for f in root.glob("memory_map_*"):
+        if f.suffix in (".txt", ".json") and f.is_file():
+            os.unlink(f)
