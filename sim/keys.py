@@ -53,6 +53,7 @@ class Field:
 
 
 Check = Callable[[dict[str, Any]], list[tuple[str, str]]]
+GivenCheck = Callable[[dict[str, Any], dict[str, Any]], list[tuple[str, str]]]
 
 
 class Table:
@@ -60,14 +61,16 @@ class Table:
 
     ``extend`` (optional) returns more fields when the table is read, e.g. the keys every
     registered memory policy declares; ``checks`` are cross-field checks on the table's
-    normalised values: fn(values) -> [(key, message)].
+    normalised values: fn(values) -> [(key, message)]; ``given_checks`` also see what the config
+    itself gave, before defaults were filled in: fn(given, values) -> [(key, message)].
     """
 
     def __init__(self, fields: dict[str, Any] | None = None, doc: str = "", checks: list[Check] | None = None,
-                 extend: Callable[[], dict[str, Any]] | None = None):
+                 extend: Callable[[], dict[str, Any]] | None = None, given_checks: list[GivenCheck] | None = None):
         self._fields = dict(fields or {})
         self.doc = doc
         self.checks = list(checks or [])
+        self.given_checks = list(given_checks or [])
         self.extend = extend
 
     @property

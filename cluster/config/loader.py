@@ -19,15 +19,31 @@ from cluster.errors import UserError
 
 
 class ConfigError(UserError):
-    """One or more problems in a config; ``issues`` holds them all."""
+    """One or more problems in a config; ``issues`` holds them all. ``given``: the key paths the
+    command line set, each with how it was given (``--set noc.k=0``): a problem at or under one
+    is named by it, not by the file's name."""
 
-    def __init__(self, source: str, issues: list[Issue]):
+    def __init__(self, source: str, issues: list[Issue], given: dict[str, str] | None = None):
         n = len(issues)
-        super().__init__(
-            f"{source}: {n} problem{'s' if n != 1 else ''} in the config",
-            [str(i) for i in issues],
-        )
+        lines = [_detail(i, given or {}) for i in issues]
+        by_command_line = sum(on for _, on in lines)
+        if by_command_line == n:
+            source = "the command line"
+        elif by_command_line:
+            source = f"{source} and the command line"
+        super().__init__(f"{source}: {n} problem{'s' if n != 1 else ''} in the config", [line for line, _ in lines])
         self.issues = issues
+
+
+def _detail(issue: Issue, given: dict[str, str]) -> tuple[str, bool]:
+    """The line saying ``issue``, and whether the command line gave its key (it set that key,
+    or a table holding it: the issue's own path follows)."""
+    for key in sorted(given, key=len, reverse=True):  # the most specific key
+        if issue.path == key:
+            return f"{given[key]}: {issue.message}", True
+        if issue.path.startswith((f"{key}.", f"{key}[")):
+            return f"{given[key]}: {issue}", True
+    return str(issue), False
 
 
 def read_toml(path: str | Path) -> dict:
@@ -125,11 +141,14 @@ def load(
     """
     source = str(path) if path else "command line"
     base = resolve_files(read_toml(path), schema, Path(path).parent) if path else copy.deepcopy(raw or {})
-    pairs = [parse_override(o) for o in (overrides or [])] + list(extra or [])
+    sets = [(o, parse_override(o)) for o in (overrides or [])]
+    pairs = [pair for _, pair in sets] + list(extra or [])
     merged = apply_overrides(base, pairs)
     cfg, issues = validate(merged, schema)
-    if issues:
-        raise ConfigError(source, issues)
+    if issues:  # a key given twice is named by its last giver, as its value is
+        given = {key: f"--set {text.strip()}" for text, (key, _) in sets}
+        given.update({key: key for key, _ in extra or []})  # an option names its key in its --help
+        raise ConfigError(source, issues, given)
     return cfg
 
 

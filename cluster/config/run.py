@@ -133,13 +133,48 @@ def _graph_keys() -> Table:
     return Table({"graph": graph, "mapping": MAP.fields["mapping"]})
 
 
+def _section_keys(cls: type[Workload]) -> Table:
+    """The keys a workload reads in its section: its own, and `rdasim map`'s graph and mapping
+    keys when it maps a graph."""
+    return Table({**cls.KEYS.fields, **_graph_keys().fields}, cls.KEYS.doc) if cls.MAPS_GRAPH else cls.KEYS
+
+
 def _workload_sections() -> dict:
-    """One table per registered workload's section ([workload.decode], [workload.moe], ...); a
-    workload that maps a graph takes `rdasim map`'s graph and mapping keys in it too."""
+    """One table per registered workload's section ([workload.decode], [workload.moe], ...)."""
     out: dict = {}
     for _, cls in WORKLOADS.items():
-        keys = Table({**cls.KEYS.fields, **_graph_keys().fields}, cls.KEYS.doc) if cls.MAPS_GRAPH else cls.KEYS
-        out.setdefault(cls.SECTION, keys)
+        out.setdefault(cls.SECTION, _section_keys(cls))
+    return out
+
+
+def _leaves(given: dict, prefix: str) -> list[str]:
+    """The dotted paths of every value in ``given`` (a key holding a table: its own keys)."""
+    out: list[str] = []
+    for key, value in given.items():
+        out += _leaves(value, f"{prefix}{key}.") if isinstance(value, dict) and value else [f"{prefix}{key}"]
+    return out
+
+
+def _unread_keys(given: dict, values: dict) -> list[tuple[str, str]]:
+    """Every key the config gives (in the file or with --set; not a default) that the chosen
+    workload does not read, named with the workloads that do: a decode trace set on the race
+    workload would otherwise be ignored without a word. Keys no workload reads are the
+    schema's unknown keys."""
+    kind = values.get("kind")
+    if not isinstance(kind, str) or kind not in WORKLOADS:  # a bad kind is reported on its own
+        return []
+    chosen = WORKLOADS.get(kind)
+    out = []
+    for section, keys in given.items():
+        if not isinstance(keys, dict):
+            continue
+        for key, value in keys.items():
+            readers = [n for n, c in WORKLOADS.items() if c.SECTION == section and key in _section_keys(c).fields]
+            if not readers or kind in readers:
+                continue
+            what = f"[workload.{section}]" if section != chosen.SECTION else "this key"
+            why = f"the {kind} workload does not read {what} (read by {', '.join(readers)})"
+            out += [(path, why) for path in _leaves({key: value}, f"{section}.")]
     return out
 
 
@@ -168,7 +203,7 @@ def _system_table() -> Table:
 
 WORKLOAD = Table({
     "kind": Field("choice", "kv-decode", "what the CUs run", choices=WORKLOADS),
-}, doc="the workload", extend=_workload_sections)
+}, doc="the workload", extend=_workload_sections, given_checks=[_unread_keys])
 
 RUN = Table({
     **RUN_SECTION.fields,

@@ -231,6 +231,9 @@ def _walk_table(raw, table: Table, path: str, issues: list[Issue], everything) -
         for check in table.checks:
             for key, msg in check(out):
                 issues.append(Issue(f"{path}{key}" if key else path.rstrip("."), msg))
+    for given_check in table.given_checks:  # what was given is known even when a value is bad
+        for key, msg in given_check(raw, out):
+            issues.append(Issue(f"{path}{key}" if key else path.rstrip("."), msg))
     return out
 
 

@@ -151,11 +151,13 @@ def simulate_chip(chip_cfg: ChipConfig, shards: int | str = 1, cut: str = "rows"
     fastest (cluster/parallel/shard_plan.py)."""
     sim = simulate(ChipGrid(chip_cfg), shards, cut, backend, epoch, address, progress)
     o = sim.outcome
-    summary, tables = summarize_chip(chip_cfg, o.reports)
+    summary, tables = summarize_chip(chip_cfg, o.reports, cut_off=o.saturated)
     summary.update(shards=sim.shards, backend=sim.backend, wall_seconds=o.wall_seconds,
                    lookahead=sim.lookahead or 0, cut_off=bool(o.saturated), **sim.distribution)
     if o.saturated and not summary["completed"]:  # events were still pending: not a deadlock
-        summary.update(status="cut_off", status_detail=f"stopped at run.max_cycles = {chip_cfg.max_cycles:,}")
+        last = max(r.end_cycle for r in o.reports)
+        summary.update(status="cut_off", status_detail=f"cut off at run.max_cycles = {chip_cfg.max_cycles:,} cycles: "
+                       f"every event before it was simulated (the last at cycle {last:,}), none after")
     return Summarised(summary, tables, sim)
 
 

@@ -173,7 +173,8 @@ def _status(summary: dict, results: list[SystemResult], cfg: SystemConfig) -> di
     done = _done(summary, results)
     if summary["cut_off"] and not done:
         return {"completed": False, "status": "cut_off",
-                "status_detail": f"stopped at {cfg.max_cycles:,} cycles ({cfg.max_cycles / cfg.clock_hz:.6g} s)"}
+                "status_detail": f"cut off at {cfg.max_cycles:,} cycles ({cfg.max_cycles / cfg.clock_hz:.6g} s): every "
+                                 "event before it was simulated, none after"}
     if not done:
         detail = f"{created - finished} of {created} work items never finished and nothing was left to happen on " \
                  "any chip or link"

@@ -58,11 +58,12 @@ def distribution_figures(plan: "Plan | None", outcome: "RunOutcome") -> dict:
     rss = x.get("peak_rss_bytes_per_shard") or ([x["peak_rss_bytes"]] if "peak_rss_bytes" in x else [])
     out["peak_rss_mb_per_shard"] = [round(b / 2**20, 1) for b in rss]
     one = plan.prediction(1) if plan is not None else None
+    if plan is not None and (plan.chosen or one is not None):  # "auto" says why on every backend
+        out.update(shards_reason=plan.reason, plan_seconds=round(plan.seconds, 3))
     if plan is not None and one is not None:  # a pilot ran: its predictions start with one process
         mine = plan.prediction(plan.shards)
         predicted_one = one.seconds_per_kcycle * outcome.end_cycle / 1e3
-        out.update(shards_reason=plan.reason, plan_seconds=round(plan.seconds, 3),
-                   predicted_speedup=round(mine.speedup, 3) if mine else None,
+        out.update(predicted_speedup=round(mine.speedup, 3) if mine else None,
                    predicted_one_process_seconds=round(predicted_one, 3),
                    speedup_vs_predicted_one_process=round(predicted_one / max(outcome.wall_seconds, 1e-9), 3))
     return out

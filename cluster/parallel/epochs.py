@@ -9,7 +9,9 @@ arrive in another shard (``safe_until``, sim/noc/cut.py), and what it just sent 
 act on a third shard one link lookahead after it arrives; the window ends at the least
 of these, never sooner than one lookahead (``epoch``) and never later than
 ``MAX_WINDOW`` cycles after its start. Idle stretches and traffic far from the cut so
-cost one exchange, as with one shard. These functions are pure so that the in-process
+cost one exchange, as with one shard. No window reaches past the model's ``horizon``: every
+event before it is simulated and none at or after it, so a run cut off there ends at the same
+cycle whatever the shard count, the windows or the backend. These functions are pure so that the in-process
 loop and the Ray actors, which compute the same windows independently, cannot disagree.
 
 What is simulated is a ``ShardModel`` (cluster/parallel/model.py): it builds a shard for a
@@ -32,38 +34,52 @@ from cluster.parallel.model import BoundedShard, EpochMeta, EpochShard, Stop, Tr
 MAX_WINDOW = 4096
 
 
-def next_window(metas: list[EpochMeta], epoch: int) -> tuple[int, int]:
+def first_window(epoch: int, horizon: int) -> tuple[int, int]:
+    """The first epoch's window: one lookahead from cycle 0, within the horizon."""
+    return 0, min(epoch, horizon)
+
+
+def pending(metas: list[EpochMeta]) -> float:
+    """The earliest cycle anything is left to happen anywhere: a shard's next event or traffic
+    in transit (inf: nothing)."""
+    return min(min(m.next_event for m in metas), min(m.earliest_out for m in metas))
+
+
+def next_window(metas: list[EpochMeta], epoch: int, horizon: int) -> tuple[int, int]:
     """The next epoch's window: skip to the global earliest event, then run until the
-    earliest cycle anything could cross a cut (at least ``epoch``, the link lookahead)."""
+    earliest cycle anything could cross a cut (at least ``epoch``, the link lookahead), never
+    past ``horizon`` (nothing left before it: the empty window [horizon, horizon))."""
     t1 = metas[0].t1
     sent = min(m.earliest_out for m in metas)
-    earliest = min(min(m.next_event for m in metas), sent)
+    earliest = pending(metas)
     t0 = t1 if earliest == float("inf") else max(t1, int(earliest))
     # traffic delivered at d acts on another shard no sooner than d + lookahead
     bound = min(min(m.safe_until for m in metas), sent + epoch, t0 + max(epoch, MAX_WINDOW))
-    return t0, max(t0 + epoch, int(bound))
+    return min(t0, horizon), min(max(t0 + epoch, int(bound)), horizon)
 
 
 def stop_rule(metas: list[EpochMeta], measure_end: int, horizon: int) -> Stop:
     """Finished when every packet created in the measurement window has been ejected
-    (after the window closed), or saturated when that has not happened by the horizon."""
-    t1 = metas[0].t1
+    (after the window closed, or with nothing left to happen before the horizon), or
+    saturated when that has not happened by the horizon."""
+    t1, left = metas[0].t1, pending(metas)
     created = sum(m.created for m in metas)
     ejected = sum(m.finished for m in metas)
-    if t1 >= measure_end and created == ejected:
+    if created == ejected and (t1 >= measure_end or left >= horizon):
         return Stop(True, False)
-    if t1 >= horizon:
+    if t1 >= horizon or left >= horizon:
         return Stop(True, True)
     return Stop(False, False)
 
 
 def idle_rule(metas: list[EpochMeta], horizon: int) -> Stop:
-    """Finished when no shard has anything left to do and nothing is in transit;
-    cut off (``saturated``) at the horizon."""
-    quiet = all(m.next_event == float("inf") and m.earliest_out == float("inf") for m in metas)
-    if quiet:
+    """Finished when no shard has anything left to do and nothing is in transit; cut off
+    (``saturated``) at the horizon, or as soon as nothing is left to happen before it (the
+    windows skip idle stretches: without this, the next would start past the horizon)."""
+    left = pending(metas)
+    if left == float("inf"):
         return Stop(True, False)
-    if metas[0].t1 >= horizon:
+    if metas[0].t1 >= horizon or left >= horizon:
         return Stop(True, True)
     return Stop(False, False)
 

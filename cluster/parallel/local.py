@@ -10,7 +10,7 @@ import resource
 import time
 from typing import Any
 
-from cluster.parallel.epochs import bounds_windows, meta_after, next_window, window_stats
+from cluster.parallel.epochs import bounds_windows, first_window, meta_after, next_window, window_stats
 from cluster.parallel.model import ProgressFn, RunOutcome, ShardModel, Stop
 
 
@@ -26,7 +26,7 @@ def run_local(model: ShardModel, regions: list[Any], epoch: int, address: str | 
     n = len(shards)
     bounded = [bounds_windows(s, n) for s in shards]
     inbound = [model.empty() for _ in range(n)]
-    t0, t1 = 0, epoch
+    t0, t1 = first_window(epoch, model.horizon)
     epochs = 0
     busy, exchange = [0.0] * n, [0.0] * n  # per shard: advancing; reporting and routing its output
     windows = []
@@ -56,7 +56,7 @@ def run_local(model: ShardModel, regions: list[Any], epoch: int, address: str | 
             progress(t1, model.horizon)
         if stop.done or (until is not None and t1 >= until) or (budget is not None and sum(busy) >= budget):
             break
-        t0, t1 = next_window(metas, epoch)
+        t0, t1 = next_window(metas, epoch, model.horizon)
         if max_window is not None:
             t1 = min(t1, t0 + max_window)
     wall = time.perf_counter() - start

@@ -29,7 +29,7 @@ import numpy as np
 
 from cluster.parallel import wire
 from cluster.parallel.channels import ChannelAddress, ChannelClosed, Channels
-from cluster.parallel.epochs import bounds_windows, meta_after, next_window, window_stats
+from cluster.parallel.epochs import bounds_windows, first_window, meta_after, next_window, window_stats
 from cluster.parallel.model import EpochMeta, ProgressFn, RunOutcome, ShardModel, Stop
 from cluster.parallel.ray_env import actor_cpus, cluster_cpus, init_ray
 
@@ -87,14 +87,14 @@ class ShardActor:
         they sent this shard: this shard's report and its output split by destination;
         None when the stop rule ends the run (the traffic is then kept in the shard)."""
         if self.epochs == 0:
-            t0, t1 = 0, self.E
+            t0, t1 = first_window(self.E, self.model.horizon)
         else:
             stop = self.model.stop(metas)
             if stop.done:
                 self.shard.deliver(inbound)
                 self.stop = stop
                 return None
-            t0, t1 = next_window(metas, self.E)
+            t0, t1 = next_window(metas, self.E, self.model.horizon)
         a = time.perf_counter()
         out = self.shard.advance(t0, t1, inbound)
         self.busy += time.perf_counter() - a

@@ -65,10 +65,15 @@ class Plan:
     reason: str
     seconds: float = 0.0  # what choosing took (the pilots)
 
+    @property
+    def chosen(self) -> bool:
+        """The count was chosen (run.shards = "auto"), not given: ``reason`` says why."""
+        return self.reason.startswith("auto")
+
     def backend(self, requested: str) -> str:
         """One process chosen by "auto" runs in this process: a single actor would only add
         its start-up and a round trip per epoch."""
-        return "local" if self.shards == 1 and self.reason.startswith("auto") else requested
+        return "local" if self.shards == 1 and self.chosen else requested
 
     def prediction(self, shards: int) -> Prediction | None:
         return next((p for p in self.predictions if p.shards == shards), None)
@@ -147,7 +152,8 @@ def _choose(requested: int | str, job: Decomposition, cut: str, backend: str, ad
     if requested != "auto" and (requested == 1 or backend != "ray"):
         return Plan(int(requested), [], "requested")
     if backend != "ray":
-        return Plan(1, [], "auto: 1 process (shards in one process run one after another)")
+        return Plan(1, [], f"auto: 1 process (the {backend} backend runs shards one after another in this "
+                    "process, so more of them only add exchanges; run.backend = \"ray\" runs them side by side)")
     cores = _cores(address)
     wanted = candidates_for(job, cut, cores) if requested == "auto" else [int(requested)]
     preds = predict(pilots(job, cut, wanted), cores, job.expected_cycles)

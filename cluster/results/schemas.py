@@ -318,7 +318,8 @@ RUN_SUMMARY = TableSchema(
         Column("block_bytes", _I, "virtual: block size in bytes (0 otherwise)"),
         Column("shards", pa.int32(), "shards the grid was cut into"),
         Column("backend", _S, "local or ray"),
-        Column("sim_cycles", _I, "simulated cycles until the last event"),
+        Column("sim_cycles", _I, "simulated cycles until the last event; run.max_cycles for a run cut off there "
+               "(every event before it simulated, none after)"),
         Column("sim_seconds", _F, "sim_cycles at the chip clock, s"),
         Column("wall_seconds", _F, "wall-clock seconds of the simulation"),
         Column("requests", _I, "requests completed or failed (sequences, MoE steps, race trials)"),

@@ -130,13 +130,15 @@ def link_loads(cfg, counts: list[LinkCounts]) -> dict:
             "direction": [DIRECTION[i] for i in port.tolist()], "flits": load[src, port]}
 
 
-def summarize_chip(cfg, results: list[ShardResult]) -> tuple[dict, dict]:
-    """(summary row, {table name: columns}) of a run from every shard's result."""
+def summarize_chip(cfg, results: list[ShardResult], cut_off: bool = False) -> tuple[dict, dict]:
+    """(summary row, {table name: columns}) of a run from every shard's result. ``cut_off``: the
+    run stopped at ``cfg.max_cycles`` with events left, so it simulated that many cycles (every
+    event before it, none after), not only up to its last event."""
     spec = cfg.spec
     lay = unit_layout(spec)
     n_mu = len(lay.mus)
     cap = n_mu * spec.mu_bytes
-    end = max(r.end_cycle for r in results) + 1
+    end = cfg.max_cycles if cut_off else max(r.end_cycle for r in results) + 1
     sent = np.sum([r.sent_count for r in results], axis=0)
     flits = np.sum([r.sent_flits for r in results], axis=0)
     packets = np.sum([r.sent_packets for r in results], axis=0)

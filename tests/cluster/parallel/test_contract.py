@@ -16,6 +16,7 @@ from cluster.parallel.backends import BACKENDS, run_backend
 from cluster.parallel.epochs import (
     MAX_WINDOW,
     bounds_windows,
+    first_window,
     idle_rule,
     meta_after,
     next_window,
@@ -156,7 +157,19 @@ def _meta(t1, next_event=INF, earliest_out=INF, safe_until=INF, created=0, finis
     ([_meta(100, next_event=130, safe_until=0.0), _meta(100, safe_until=0.0)], (130, 133)),
 ])
 def test_next_window_by_hand(metas, window):
-    assert next_window(metas, 3) == window
+    assert next_window(metas, 3, horizon=10**9) == window
+
+
+@pytest.mark.parametrize("metas, window", [
+    # a window never reaches past the horizon (here 1,000): the longest one is cut there
+    ([_meta(900), _meta(900)], (900, 1000)),
+    ([_meta(900, next_event=998), _meta(900)], (998, 1000)),
+    # nothing left before it: the empty window at the horizon, not a window at the next event
+    ([_meta(900, next_event=5000), _meta(900)], (1000, 1000)),
+])
+def test_next_window_stops_at_the_horizon(metas, window):
+    assert next_window(metas, 3, horizon=1000) == window
+    assert first_window(3, horizon=1000) == (0, 3) and first_window(3, horizon=2) == (0, 2)
 
 
 @pytest.mark.parametrize("t1, created, finished, stop", [
@@ -166,8 +179,9 @@ def test_next_window_by_hand(metas, window):
     (5000, 10, 9, Stop(True, True)),  # still in flight at the horizon: saturated
 ])
 def test_stop_rule_by_hand(t1, created, finished, stop):
-    # two shards' counts are summed: 10 created here, ejected where the packets arrive
-    metas = [_meta(t1, created=created, finished=0), _meta(t1, created=0, finished=finished)]
+    # two shards' counts are summed: 10 created here, ejected where the packets arrive; traffic
+    # is still being made (a next event at t1)
+    metas = [_meta(t1, next_event=t1, created=created, finished=0), _meta(t1, created=0, finished=finished)]
     assert stop_rule(metas, measure_end=1000, horizon=5000) == stop
 
 
@@ -176,6 +190,20 @@ def test_idle_rule_by_hand():
     assert idle_rule([_meta(50), _meta(50, earliest_out=60)], horizon=100) == Stop(False, False)  # in transit
     assert idle_rule([_meta(50, next_event=70), _meta(50)], horizon=100) == Stop(False, False)
     assert idle_rule([_meta(100, next_event=170), _meta(100)], horizon=100) == Stop(True, True)
+    # nothing left before the horizon (the next event, or traffic in transit, at or after it):
+    # cut off now; the next window would start past it
+    assert idle_rule([_meta(50, next_event=100), _meta(50)], horizon=100) == Stop(True, True)
+    assert idle_rule([_meta(50), _meta(50, earliest_out=150)], horizon=100) == Stop(True, True)
+    assert idle_rule([_meta(50, next_event=99), _meta(50)], horizon=100) == Stop(False, False)
+
+
+def test_stop_rule_with_nothing_left_before_the_horizon():
+    # every measured packet ejected and nothing happens before the horizon: finished, though the
+    # measurement window is open (nothing more can be created in it)
+    assert stop_rule([_meta(900, next_event=6000, created=10, finished=10)], 1000, 5000) == Stop(True, False)
+    # one still in flight, but its next move is past the horizon: saturated now
+    assert stop_rule([_meta(900, next_event=6000, created=10, finished=9)], 1000, 5000) == Stop(True, True)
+    assert stop_rule([_meta(900, next_event=4999, created=10, finished=9)], 1000, 5000) == Stop(False, False)
 
 
 def test_a_bounded_shard_reports_the_earliest_cycle_it_could_reach_another():

@@ -20,6 +20,23 @@ def test_auto_in_process_runs_one_process(capsys):
     assert auto["shards"] == 1 and auto["result_hash"] == one["result_hash"]
 
 
+LOCAL_REASON = ('auto: 1 process (the local backend runs shards one after another in this process, so more of '
+                'them only add exchanges; run.backend = "ray" runs them side by side)')
+
+
+@pytest.mark.parametrize("command", [["noc", "--rate", "0.2", *QUICK],
+                                     ["run", "examples/race.toml", "--set", "workload.race.trials=1", "--quiet"]])
+def test_auto_says_why_on_the_local_backend_too(capsys, command):
+    # issue 20 item 16: the count "auto" chose is explained in --json and the text on every backend
+    assert main([*command, "--shards", "auto", "--json"]) == 0
+    auto = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert (auto["shards"], auto["shards_reason"]) == (1, LOCAL_REASON)
+    assert main([*command, "--shards", "auto"]) == 0
+    assert LOCAL_REASON in capsys.readouterr().out
+    assert main([*command, "--json"]) == 0  # a count given, not chosen: nothing to explain
+    assert "shards_reason" not in json.loads(capsys.readouterr().out.splitlines()[0])
+
+
 def test_a_sharded_run_says_how_it_spent_its_time_and_a_whole_one_does_not(capsys):
     assert main(["noc", "--rate", "0.2", "--shards", "2", "--json", *QUICK]) == 0
     two = json.loads(capsys.readouterr().out)
