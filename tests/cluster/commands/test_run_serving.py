@@ -16,13 +16,10 @@ KV = [str(EXAMPLES / "kv_decode.toml"), "--quiet", "--set", "chip.rows=4", "--se
 
 
 @pytest.mark.parametrize("extra,needle", [
-    (["memory.on_oom=preempt", "memory.admit_watermark=1.0"], "memory.admit_watermark: 1 is outside [0, 1)"),
+    (["memory.on_oom=preempt", "memory.admit_watermark=1.0"], "--set memory.admit_watermark=1.0: 1 is outside [0, 1)"),
     (["memory.admit_watermark=-0.5"], "memory.admit_watermark"),
-    (["memory.preempt_mode=swap"], "memory.preempt_mode: 'swap' needs on_oom = \"preempt\""),
-    (["memory.on_oom=preempt", "workload.kind=moe"],
-     "memory.on_oom: preempt: moe cannot preempt; the workloads that can are kv-decode, spec-decode"),
-    (["memory.admit_watermark=0.1", "workload.kind=race"], "race admits no requests"),
-    (["workload.decode.slo_ttft=0.2"], "workload.decode.slo_ttft: 0.2 has no unit"),
+    (["memory.preempt_mode=swap"], "--set memory.preempt_mode=swap: 'swap' needs on_oom = \"preempt\""),
+    (["workload.decode.slo_ttft=0.2"], "--set workload.decode.slo_ttft=0.2: 0.2 has no unit"),
     (["workload.decode.slo_tbt='20'"], "workload.decode.slo_tbt"),
 ])
 def test_bad_input_exits_2_naming_the_key(extra, needle, capsys):
@@ -30,6 +27,17 @@ def test_bad_input_exits_2_naming_the_key(extra, needle, capsys):
     for e in extra:
         argv += ["--set", e]
     assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("example,extra,needle", [
+    ("moe_mixtral.toml", "memory.on_oom=preempt",
+     "preempt: moe cannot preempt; the workloads that can are kv-decode, spec-decode"),
+    ("race.toml", "memory.admit_watermark=0.1", "race admits no requests"),
+])
+def test_preemption_and_admission_are_refused_where_nothing_is_admitted(example, extra, needle, capsys):
+    assert main(["run", str(EXAMPLES / example), "--quiet", "--set", extra]) == 2
     err = capsys.readouterr().err
     assert needle in err and "Traceback" not in err
 
