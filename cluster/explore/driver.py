@@ -46,6 +46,7 @@ from cluster.sweep.commands import pick_result
 from cluster.sweep.execute import PointOutcome
 from cluster.sweep.layout import DatasetLayout
 from cluster.sweep.manifest import DONE, FAILED, Manifest, PointEntry, RunEntry, now
+from cluster.sweep.points import Point
 from cluster.sweep.records import STATUS_ERROR, STATUS_OK, PointRun
 from cluster.version import code_version
 
@@ -88,7 +89,8 @@ class Verdict:
 
 
 def _study(spec: ExploreSpec, name: str, seed: int, budget: int) -> optuna.Study:
-    directions = [o.direction for o in spec.objectives]
+    directions = [optuna.study.StudyDirection.MAXIMIZE if o.maximize else optuna.study.StudyDirection.MINIMIZE
+                  for o in spec.objectives]
     return optuna.create_study(directions=directions, sampler=sampler(name, spec.space, seed, budget))
 
 
@@ -194,7 +196,8 @@ class Explorer:
         return ""
 
     # ------------------------------------------------------------------ finished runs
-    def done(self, point: TrialPoint, outcome: PointOutcome | None, run: PointRun) -> None:
+    def done(self, point: Point, outcome: PointOutcome | None, run: PointRun) -> None:
+        assert isinstance(point, TrialPoint)  # the executor hands back the points this feed gave it
         self.inflight -= 1
         self.computed += 1
         self._settle(point, outcome, run)

@@ -54,32 +54,11 @@ def front_levels(losses: np.ndarray) -> np.ndarray:
     return level
 
 
-def crowding(losses: np.ndarray) -> np.ndarray:
-    """NSGA-II crowding distance within one front: larger means a lonelier point (the extremes infinite)."""
+def contributions(losses: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """Each row's exclusive hypervolume: what the set loses without it (SMS-EMOA's selection measure)."""
     losses = np.asarray(losses, dtype=float)
-    n, d = losses.shape if losses.ndim == 2 else (len(losses), 1)
-    out = np.zeros(n)
-    if n <= 2:
-        return np.full(n, np.inf)
-    for j in range(d):
-        order = np.argsort(losses[:, j], kind="stable")
-        col = losses[order, j]
-        span = col[-1] - col[0]
-        out[order[0]] = out[order[-1]] = np.inf
-        if span > 0:
-            out[order[1:-1]] += (col[2:] - col[:-2]) / span
-    return out
-
-
-def nsga_order(losses: np.ndarray) -> np.ndarray:
-    """Row indices best first: by front level, then by crowding distance (larger first) within a level."""
-    losses = np.asarray(losses, dtype=float)
-    level = front_levels(losses)
-    crowd = np.zeros(len(losses))
-    for k in np.unique(level):
-        rows = np.flatnonzero(level == k)
-        crowd[rows] = crowding(losses[rows])
-    return np.lexsort((-crowd, level))
+    total = hypervolume(losses, ref)
+    return np.array([total - hypervolume(np.delete(losses, i, axis=0), ref) for i in range(len(losses))])
 
 
 def reference_point(losses: np.ndarray, margin: float = MARGIN) -> np.ndarray:

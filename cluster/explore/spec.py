@@ -33,6 +33,7 @@ import difflib
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
@@ -143,8 +144,11 @@ def _param(key: str, raw: dict, issues: list[Issue]) -> Param | None:
     if kind not in TYPES:
         issues.append(Issue(f"{where}.type", f"{kind!r} is not one of {', '.join(TYPES)}"))
         return None
-    low, high, log, step, values = raw.get("low"), raw.get("high"), raw.get("log", False), raw.get("step"), \
-        raw.get("values")
+    low: Any = raw.get("low")
+    high: Any = raw.get("high")
+    log: Any = raw.get("log", False)
+    step: Any = raw.get("step")
+    values: Any = raw.get("values")
     if kind in ("int", "real"):
         if not (_number(low) and _number(high)):
             issues.append(Issue(where, f"a {kind} needs numbers low and high, got low={low!r}, high={high!r}"))
@@ -192,7 +196,8 @@ def _space(raw, schema: Table, base: dict, issues: list[Issue]) -> tuple[Space, 
         issues.append(Issue("explore.space", "expected a table of dotted config key = {type = ...}"))
         return Space(()), []
     params = []
-    for key, spec in flatten(raw, leaf=_is_param).items():
+    declared = flatten(raw, leaf=_is_param)
+    for key, spec in declared.items():
         if not isinstance(spec, dict):
             issues.append(Issue(f"explore.space.{key}", f"expected {{type = ..., ...}}, got {spec!r}"))
             continue
@@ -203,10 +208,9 @@ def _space(raw, schema: Table, base: dict, issues: list[Issue]) -> tuple[Space, 
         p = _param(key, spec, issues)
         if p is not None:
             params.append(p)
-    keys = {p.key for p in params}
     for p in params:
         for parent in p.when:
-            if parent not in keys:
+            if parent not in declared:  # a declared but broken parent is reported once, as itself
                 issues.append(Issue(f"explore.space.{p.key}.when", f"{parent!r} is not a key of the space"))
     ordered = order_params(params) if not issues else params
     if ordered is None:
@@ -243,7 +247,7 @@ def _objectives(raw, command: commands.Command, issues: list[Issue]) -> list[Obj
     result = command.result_schema()
     metrics = [f.name for f in result if pa.types.is_integer(f.type) or pa.types.is_floating(f.type)] \
         if result is not None else None
-    out = []
+    out: list[Objective] = []
     for i, t in enumerate(tables):
         where = f"explore.objectives[{i}]"
         _unknown(t, ("metric", "direction"), where, issues)
@@ -271,7 +275,7 @@ def _constraints(raw, command: commands.Command, schema: Table, issues: list[Iss
         where = f"explore.constraints[{i}]"
         _unknown(t, ("expr",), where, issues)
         try:
-            c = parse_constraint(t.get("expr"))
+            c = parse_constraint(t.get("expr", ""))
         except ConstraintError as exc:
             issues.append(Issue(f"{where}.expr", str(exc)))
             continue
@@ -292,7 +296,8 @@ def _fidelity(raw, issues: list[Issue]) -> Fidelity | None:
         issues.append(Issue("explore.fidelity", "expected a table {cycles = [...], eta = ...}"))
         return None
     _unknown(raw, FIDELITY_KEYS, "explore.fidelity", issues)
-    cycles, eta = raw.get("cycles"), raw.get("eta", 3)
+    cycles: Any = raw.get("cycles")
+    eta: Any = raw.get("eta", 3)
     ok = isinstance(cycles, list) and cycles and all(isinstance(c, int) and c >= 1 for c in cycles) \
         and all(a < b for a, b in zip(cycles, cycles[1:]))
     if not ok:

@@ -15,12 +15,11 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from cluster.explore.space import Space
+from cluster.results.schemas import Column
 from cluster.sweep.dataset import read_dataset
 from cluster.sweep.points import Point
 from cluster.sweep.records import STATUS_OK, SWEEP_FIELDS, PointRun
@@ -29,23 +28,16 @@ from cluster.sweep.store import Store
 FULL = "full"  # the fidelity of a run that was not cut (uncapped, or finished before its cap)
 NOT_RUN = "not-run"  # the fidelity of a trial a known constraint rejected before simulating
 
-TRIAL_FIELDS = [
-    pa.field("trial", pa.int64()),  # the candidate's number: its runs at every rung share it
-    pa.field("rung", pa.int32()),  # 0 for the cheapest run; the last rung is the full run
-    pa.field("fidelity", pa.string()),  # "full", "max_cycles=N" (a run cut at N cycles) or "not-run"
-    pa.field("optimizer", pa.string()),  # the optimiser that proposed the candidate
-    pa.field("feasible", pa.bool_()),  # ran to a usable result: constraints held, no failure, deadlock or cut
-    pa.field("params", pa.string()),  # the candidate's parameter values (JSON; the space's active keys)
+TRIAL_COLUMNS = [
+    Column("trial", pa.int64(), "the candidate's number (its runs at every rung share it)"),
+    Column("rung", pa.int32(), "successive-halving rung of this run (0 the cheapest; without [explore.fidelity] 0)"),
+    Column("fidelity", pa.string(), f"{FULL} (not cut), max_cycles=N (cut at N cycles: a cheap proxy) or {NOT_RUN} "
+                                    "(a known constraint or an invalid config: never simulated)"),
+    Column("optimizer", pa.string(), "the optimiser that proposed the candidate"),
+    Column("feasible", pa.bool_(), "ran to a usable result: constraints held, no failure, deadlock or cut-off"),
+    Column("params", pa.string(), "the candidate's parameter values as JSON (the space's active keys)"),
 ]
-TRIAL_DOCS = {
-    "trial": "the candidate's number (its runs at every rung share it)",
-    "rung": "successive-halving rung of this run (0 cheapest; without [explore.fidelity] always 0)",
-    "fidelity": "full (not cut), max_cycles=N (cut at N cycles: a cheap proxy) or not-run (a known constraint "
-                "rejected it)",
-    "optimizer": "the optimiser that proposed the candidate",
-    "feasible": "ran to a usable result: constraints held, no failure, deadlock or cut-off",
-    "params": "the candidate's parameter values as JSON (the space's active keys)",
-}
+TRIAL_FIELDS = [pa.field(c.name, c.type) for c in TRIAL_COLUMNS]
 
 
 def trial_key(trial: int, rung: int) -> str:
@@ -100,9 +92,9 @@ def read_runs(dataset: Path, metrics: list[str]) -> tuple[list[StoredRun], pa.Ta
         return [], None
     table = read_dataset(dataset)
     table = table.sort_by([("trial", "ascending"), ("rung", "ascending")])
-    cols = {name: table[name].to_pylist() if name in table.column_names else [None] * table.num_rows
-            for name in ["trial", "rung", "fidelity", "optimizer", "feasible", "params", "config_hash",
-                         "point_status", *metrics]}
+    names = ["trial", "rung", "fidelity", "optimizer", "feasible", "params", "config_hash", "point_status", *metrics]
+    cols: dict[str, list[Any]] = {name: table[name].to_pylist() if name in table.column_names
+                                  else [None] * table.num_rows for name in names}
     out = []
     for i in range(table.num_rows):
         values = tuple(_finite(cols[m][i]) for m in metrics)
@@ -119,22 +111,3 @@ def _finite(v) -> float:
 def final_runs(runs: list[StoredRun]) -> list[StoredRun]:
     """The full-fidelity run of each trial that has one (what a front is made of)."""
     return [r for r in runs if r.fidelity == FULL]
-
-
-def rows_of(table: pa.Table, keys: list[tuple[int, int]]) -> pa.Table:
-    """The rows of (trial, rung) ``keys`` from a stored table, in that order."""
-    index = {(t, r): i for i, (t, r) in enumerate(zip(table["trial"].to_pylist(), table["rung"].to_pylist()))}
-    return table.take(pa.array([index[k] for k in keys], type=pa.int64()))
-
-
-def objective_matrix(runs: list[StoredRun]) -> np.ndarray:
-    return np.array([r.values for r in runs], dtype=float).reshape(len(runs), -1)
-
-
-def feasible_rows(table: pa.Table) -> pa.Table:
-    return table.filter(pc.and_(pc.equal(table["feasible"], True), pc.equal(table["fidelity"], FULL)))
-
-
-def decode_params(space: Space, params: dict) -> dict:
-    """Stored params in the space's order (a key absent: the parameter was inactive)."""
-    return {k: params[k] for k in space.keys if k in params}
