@@ -88,10 +88,13 @@ class Verdict:
     values: tuple[float, ...] | None  # the objectives, when all are numbers
 
 
+def directions(spec: ExploreSpec) -> list[optuna.study.StudyDirection]:
+    return [optuna.study.StudyDirection.MAXIMIZE if o.maximize else optuna.study.StudyDirection.MINIMIZE
+            for o in spec.objectives]
+
+
 def _study(spec: ExploreSpec, name: str, seed: int, budget: int) -> optuna.Study:
-    directions = [optuna.study.StudyDirection.MAXIMIZE if o.maximize else optuna.study.StudyDirection.MINIMIZE
-                  for o in spec.objectives]
-    return optuna.create_study(directions=directions, sampler=sampler(name, spec.space, seed, budget))
+    return optuna.create_study(directions=directions(spec), sampler=sampler(name, spec.space, seed, budget))
 
 
 def rebuild(study: optuna.Study, spec: ExploreSpec, runs: list[StoredRun]) -> None:

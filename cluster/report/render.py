@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cluster.errors import UserError
+from cluster.report import explore_figures
 from cluster.report import sweep_figures as sf
 from cluster.report.data import Skip, numeric, only_ok
 from cluster.report.figures import RUN_FIGURES
@@ -112,4 +113,6 @@ def write_report(path: str | Path, out: str | Path | None = None, opts: Options 
             _draw(name, partial(make, sources.runs, plt), out / f"{name}.png", report, plt)
     for sweep in sources.sweeps:
         _sweep(sweep, opts, out, report, plt)
+    for name, figure in explore_figures.figures(path, plt):  # an rdasim explore --out DIR
+        _draw(name, figure, out / f"{name}.png", report, plt)
     return report

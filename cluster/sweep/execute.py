@@ -107,8 +107,9 @@ class Feed(Protocol):
     """Points handed out one at a time as room appears (an explorer asks its optimiser for each).
 
     ``take`` gives the next point to run, or None when none is ready until a running point
-    finishes; ``exhausted`` is true once no point will come any more. A feed with nothing in
-    flight must give a point or be exhausted."""
+    finishes; ``exhausted`` is true once no point will come any more. A take may settle points
+    itself (an explorer's cached or rejected trials); after a take that gives None with nothing
+    in flight, the feed must be exhausted."""
 
     def take(self) -> Point | None: ...
 
@@ -259,6 +260,8 @@ class InProcessExecutor:
         while not feed.exhausted():
             point = feed.take()
             if point is None:
+                if feed.exhausted():  # taking settled the last points without running them
+                    break
                 raise StalledFeed("the feed gave no point with nothing in flight")
             o = job_outcome(self.command, point.config, "in-process")
             done(point, o, PointRun(o.status, 1, o.node, o.seconds, o.error, o.traceback))

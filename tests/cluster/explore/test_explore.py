@@ -192,6 +192,28 @@ def test_successive_halving_promotes_by_the_rule_and_each_row_says_its_fidelity(
     assert len(full_trials) < len({r.trial for r in runs})  # some trials never ran in full
 
 
+def test_a_repeated_config_is_a_new_trial_that_reuses_the_stored_result(tmp_path):
+    (tmp_path / "noop.toml").write_text(textwrap.dedent("""
+        [base.noop]
+        value = 0.5
+        [explore]
+        command = "noop"
+        budget = 4
+        optimizer = "random"
+        [explore.space]
+        "noop.sleep" = { type = "categorical", values = [0.0] }
+        [[explore.objectives]]
+        metric = "value"
+    """))
+    out = tmp_path / "out"
+    summary = run_explore(read_explore(tmp_path / "noop.toml"), out, Options(in_process=True, quiet=True))
+    rows = sorted(read_dataset(out / "trials").to_pylist(), key=lambda r: r["trial"])
+    assert summary.computed == 1 and [r["trial"] for r in rows] == [0, 1, 2, 3]  # the last asks settle in one take
+    assert [r["point_node"] for r in rows] == ["in-process", "cache", "cache", "cache"]
+    assert {r["config_hash"] for r in rows} == {rows[0]["config_hash"]} and all(r["value"] == 0.5 for r in rows)
+    assert len(summary.front.pareto) == 1  # one config, listed once
+
+
 @pytest.mark.ray
 def test_an_exploration_on_local_ray_keeps_trials_in_flight_and_stores_each_once(tmp_path, ray_session):
     (tmp_path / "noop.toml").write_text(NOOP.replace("[noop]", "[base.noop]").replace("sleep = 0.0", "sleep = 0.3")
