@@ -10,7 +10,8 @@ only for the trials the budget still allows: nothing stored is run again.
 How a trial is told: a feasible full run with its objectives (COMPLETE); anything else as
 PRUNED with a constraint value: 1 when infeasible (a known constraint rejected it, its
 config is invalid, its run failed, deadlocked, was cut off, or broke a constraint on its
-metrics), 0 when successive halving stopped it. Optuna's TPE learns from infeasible
+metrics), 0 when successive halving stopped it (or its cut run has no number to rank it
+by yet, e.g. energy per token before the first token). Optuna's TPE learns from infeasible
 trials through that constraint and never compares their numbers with feasible ones.
 """
 
@@ -23,6 +24,7 @@ import socket
 import sys
 import time
 from collections import deque
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -54,6 +56,7 @@ PARETO_FILE = "pareto.parquet"
 INFEASIBLE = "infeasible"  # the constraint every trial is told (> 0: infeasible)
 FEASIBLE_STATUS = "completed"  # the result's status column of a run that finished its workload
 CUT_STATUS = "cut_off"  # ... of a run stopped at run.max_cycles: a usable cheap result below the full rung
+CUT_FIDELITY = "max_cycles="  # the fidelity of a cut run: max_cycles=N
 MANIFEST_EVERY_SECONDS = 2.0
 
 
@@ -86,6 +89,24 @@ class Verdict:
     fidelity: str
     final: bool  # the trial's last run: no promotion to decide
     values: tuple[float, ...] | None  # the objectives, when all are numbers
+    status: str | None  # the result's status column (None: no result)
+
+
+@contextmanager
+def optuna_quiet():
+    """Optuna logs every study created and trial told at INFO: only its warnings while inside."""
+    verbosity = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        yield
+    finally:
+        optuna.logging.set_verbosity(verbosity)
+
+
+def violated(fidelity: str, feasible: bool, status: str | None) -> bool:
+    """Whether a trial's last run tells the optimiser "infeasible": not when a cut run (which was
+    expected to stop) merely had no number to rank it by."""
+    return not feasible and not (fidelity.startswith(CUT_FIDELITY) and status == CUT_STATUS)
 
 
 def directions(spec: ExploreSpec) -> list[optuna.study.StudyDirection]:
@@ -110,7 +131,7 @@ def rebuild(study: optuna.Study, spec: ExploreSpec, runs: list[StoredRun]) -> No
         study.add_trial(optuna.trial.create_trial(
             state=optuna.trial.TrialState.COMPLETE if complete else optuna.trial.TrialState.PRUNED,
             values=list(last.values) if complete else None, params=params, distributions=dists,
-            constraints={INFEASIBLE: 0.0 if last.feasible else 1.0}))
+            constraints={INFEASIBLE: 1.0 if violated(last.fidelity, last.feasible, last.status) else 0.0}))
 
 
 class Explorer:
@@ -172,7 +193,7 @@ class Explorer:
             overrides.append(("run.max_cycles", cycles))
         raw = apply_overrides(self.spec.base, overrides)
         cfg, issues = validate(raw, self.spec.command.schema())
-        fidelity = FULL if cycles is None else f"max_cycles={cycles}"
+        fidelity = FULL if cycles is None else f"{CUT_FIDELITY}{cycles}"
         point = TrialPoint(number, trial_key(number, rung), params, cfg if not issues else raw,
                            number, rung, fidelity, self.optimizer, params)
         why = "; ".join(str(i) for i in issues) or self._rejected(cfg)
@@ -219,7 +240,8 @@ class Explorer:
             self.cache.setdefault(config_hash(point.config), row)
         self._record(point, stored)
         if verdict.final or not feasible:
-            self._tell(point.trial, verdict.values if feasible and verdict.fidelity == FULL else None, feasible)
+            self._tell(point.trial, verdict.values if feasible and verdict.fidelity == FULL else None,
+                       not violated(verdict.fidelity, feasible, verdict.status if stored.status == STATUS_OK else None))
             return
         losses = as_losses(np.array(verdict.values), self.maximize)[0]
         self.rungs[point.rung].append(losses)
@@ -232,17 +254,17 @@ class Explorer:
 
     def _judge(self, point: TrialPoint, row: pa.Table | None) -> Verdict:
         if point.fidelity == NOT_RUN or row is None or not row.num_rows:
-            return Verdict(False, point.fidelity, True, None)
+            return Verdict(False, point.fidelity, True, None, None)
         first = row.slice(0, 1).to_pylist()[0]
         status = first.get("status") or FEASIBLE_STATUS  # a command without a status column: it finished
         values = tuple(float(v) if isinstance(v, (int, float)) else math.nan
                        for v in (first.get(o.metric) for o in self.spec.objectives))
         numbers = all(math.isfinite(v) for v in values)
         if point.rung < self.top and status == CUT_STATUS:
-            return Verdict(numbers, point.fidelity, False, values if numbers else None)
+            return Verdict(numbers, point.fidelity, not numbers, values if numbers else None, status)
         feasible = status == FEASIBLE_STATUS and numbers and self._metrics_hold(first, point.config)
         return Verdict(feasible, FULL if status == FEASIBLE_STATUS else point.fidelity, True,
-                       values if numbers else None)
+                       values if numbers else None, status)
 
     def _metrics_hold(self, row: dict, cfg: dict) -> bool:
         """Whether every constraint on result metrics holds for this row (config keys read from its config)."""
@@ -329,9 +351,7 @@ def run_explore(spec: ExploreSpec, out: str | Path, opts: Options = Options()) -
     metrics = [o.metric for o in spec.objectives]
     runs, stored = read_runs(layout.dataset, metrics)
     before = len({r.trial for r in runs})
-    verbosity = optuna.logging.get_verbosity()
-    optuna.logging.set_verbosity(optuna.logging.WARNING)  # Optuna logs every told trial at INFO
-    try:
+    with optuna_quiet():
         study = _study(spec, name, spec.seed if opts.seed is None else opts.seed, budget)
         rebuild(study, spec, runs)
         manifest = _manifest(spec, old)
@@ -356,8 +376,6 @@ def run_explore(spec: ExploreSpec, out: str | Path, opts: Options = Options()) -
             progress.close()
             run.ended = now()
             manifest.save(layout.manifest)
-    finally:
-        optuna.logging.set_verbosity(verbosity)
     runs, stored = read_runs(layout.dataset, metrics)
     front = find_front(spec.objectives, runs, spec.reference)
     if stored is not None:

@@ -67,8 +67,7 @@ def _losses(ex: Exploration, runs: list) -> np.ndarray:
 
 def objectives_scatter(ex: Exploration, plt):
     """Every feasible full run in each pair of objectives, the front (non-dominated in all objectives) marked."""
-    from cluster.explore.front import feasible_final
-    from cluster.explore.pareto import non_dominated
+    from cluster.explore.front import feasible_final, find_front
 
     objectives = ex.spec.objectives
     if len(objectives) < 2:
@@ -76,21 +75,21 @@ def objectives_scatter(ex: Exploration, plt):
     good = feasible_final(ex.runs)
     if not good:
         raise Skip("no feasible trial")
+    pareto = find_front(objectives, ex.runs, ex.spec.reference).pareto
     values = np.array([r.values for r in good], dtype=float)
-    front = non_dominated(_losses(ex, good))
+    best = np.array([r.values for r in pareto], dtype=float)
     pairs = list(itertools.combinations(range(len(objectives)), 2))
     fig, axes = plt.subplots(1, len(pairs), figsize=(4.5 * len(pairs), 4), constrained_layout=True, squeeze=False)
     for ax, (i, j) in zip(axes[0], pairs):
-        ax.scatter(values[~front, i], values[~front, j], s=14, color="0.6", label="feasible trial")
-        order = np.argsort(values[front, i])
-        ax.plot(values[front, i][order], values[front, j][order], "o", color="C3", label="Pareto front")
+        ax.scatter(values[:, i], values[:, j], s=14, color="0.6", label="feasible trial")
+        ax.plot(best[:, i], best[:, j], "o", color="C3", label="Pareto front (in all objectives)")
         ax.set_xlabel(_objective_label(objectives[i]))
         ax.set_ylabel(_objective_label(objectives[j]))
         ax.grid(True, alpha=0.3)
     axes[0][0].legend(fontsize="small")
-    infeasible = len({r.trial for r in ex.runs}) - len({r.trial for r in good})
-    fig.suptitle(f"{len(good)} feasible trials, {int(front.sum())} on the front ({infeasible} infeasible or pruned "
-                 "not shown)", fontsize="medium")
+    left_out = len({r.trial for r in ex.runs}) - len({r.trial for r in good})
+    fig.suptitle(f"{len(good)} feasible trials, {len(pareto)} on the front ({left_out} infeasible or stopped by "
+                 "successive halving, not shown)", fontsize="medium")
     return fig
 
 
@@ -135,10 +134,11 @@ def parameter_importance(ex: Exploration, plt):
     import optuna
     from optuna.importance import PedAnovaImportanceEvaluator, get_param_importances
 
-    from cluster.explore.driver import INFEASIBLE, directions, rebuild
+    from cluster.explore.driver import INFEASIBLE, directions, optuna_quiet, rebuild
 
     objectives = ex.spec.objectives
-    study = optuna.create_study(directions=directions(ex.spec))
+    with optuna_quiet():
+        study = optuna.create_study(directions=directions(ex.spec))
     rebuild(study, ex.spec, ex.runs)
     complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE
                 and t.constraints.get(INFEASIBLE, 0.0) <= 0]

@@ -190,6 +190,12 @@ def test_successive_halving_promotes_by_the_rule_and_each_row_says_its_fidelity(
         rung.append(as_losses(np.array(r.values), maximize)[0])
         assert promoted(rung[-1], rung, 2) == (r.trial in full_trials), r.trial
     assert len(full_trials) < len({r.trial for r in runs})  # some trials never ran in full
+    study = optuna.create_study(directions=["maximize", "minimize", "minimize"])
+    rebuild(study, spec, runs)
+    last = {r.trial: r for r in runs}  # by trial, then rung: a trial's last run
+    for t, trial in zip(study.trials, sorted(last)):
+        r = last[trial]  # infeasible only for a real failure: a cut run stopped by the rule or unranked is not
+        assert t.constraints["infeasible"] == (0.0 if r.feasible or r.status == "cut_off" else 1.0), r
 
 
 def test_a_repeated_config_is_a_new_trial_that_reuses_the_stored_result(tmp_path):
