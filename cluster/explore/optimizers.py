@@ -29,13 +29,19 @@ class Optimizer:
     finite_only: bool = False  # needs a space it can enumerate (no real range)
 
 
+class ExhaustiveSampler(optuna.samplers.BruteForceSampler):
+    """Optuna's brute-force sampler without its stop: every point of a finite space once, in a seeded
+    order. It reads the trials' params (a rerun's rebuilt trials count as visited, which GridSampler's
+    grid ids would not) and enumerates the tree of active parameters (conditions). Its after_trial
+    only calls study.stop() once the space is covered, which ask/tell cannot: the budget, clipped
+    to the space's size, ends the exploration instead."""
+
+    def after_trial(self, study, trial, state, values) -> None:  # noqa: ARG002 - the stop is all it does
+        return None
+
+
 def _grid(space: Space, seed: int, budget: int) -> optuna.samplers.BaseSampler:
-    """Every point once, in a seeded order: GridSampler over the product, or, when conditions make
-    some parameters absent, BruteForceSampler (which enumerates the tree of active parameters)."""
-    if space.conditional:
-        return optuna.samplers.BruteForceSampler(seed=seed)
-    grid = {p.key: [p.encode(v) for v in p.finite_values() or []] for p in space.params}
-    return optuna.samplers.GridSampler(grid, seed=seed)
+    return ExhaustiveSampler(seed=seed)
 
 
 def _startup(budget: int) -> int:

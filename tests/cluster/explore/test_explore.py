@@ -220,6 +220,27 @@ def test_a_repeated_config_is_a_new_trial_that_reuses_the_stored_result(tmp_path
     assert len(summary.front.pareto) == 1  # one config, listed once
 
 
+def test_grid_covers_a_conditional_space_once_and_a_rerun_asks_for_nothing_more(tmp_path):
+    (tmp_path / "grid.toml").write_text(textwrap.dedent("""
+        [explore]
+        command = "noop"
+        budget = 100
+        optimizer = "grid"
+        [explore.space]
+        "noop.fail" = { type = "categorical", values = [false, true] }
+        "noop.value" = { type = "ordinal", values = [1.0, 2.0, 3.0], when = { "noop.fail" = false } }
+        [[explore.objectives]]
+        metric = "value"
+    """))
+    spec, out = read_explore(tmp_path / "grid.toml"), tmp_path / "out"
+    assert spec.space.size() == 4  # 3 values without failing, 1 failing (value not asked)
+    first = run_explore(spec, out, Options(in_process=True, quiet=True))
+    params = sorted(r["params"] for r in read_dataset(out / "trials").to_pylist())
+    assert first.front.trials == 4 and len(set(params)) == 4
+    again = run_explore(spec, out, Options(in_process=True, quiet=True))
+    assert again.computed == 0 and again.front.trials == 4
+
+
 @pytest.mark.ray
 def test_an_exploration_on_local_ray_keeps_trials_in_flight_and_stores_each_once(tmp_path, ray_session):
     (tmp_path / "noop.toml").write_text(NOOP.replace("[noop]", "[base.noop]").replace("sleep = 0.0", "sleep = 0.3")
