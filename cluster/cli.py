@@ -24,6 +24,7 @@ SUBCOMMANDS = {
     "alloc": "Allocation planning tools (static planner, reports)",
     "map": "DFModel-style mapping of a workload onto a system",
     "sweep": "Run a sweep of configs on Ray into a Parquet dataset",
+    "explore": "Multi-objective design-space exploration (Optuna on Ray), trials stored as sweep points",
     "report": "Figures from a results directory",
 }
 

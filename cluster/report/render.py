@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cluster.errors import UserError
-from cluster.report import labels
+from cluster.report import explore_figures, labels
 from cluster.report import sweep_figures as sf
 from cluster.report.data import Skip, numeric, only_ok
 from cluster.report.figures import RUN_FIGURES
@@ -156,4 +156,6 @@ def write_report(path: str | Path, out: str | Path | None = None, opts: Options 
                   run.where)
     for sweep in sweeps:
         _sweep(sweep, opts, out, report, plt)
+    for name, figure in explore_figures.figures(path, plt):  # an rdasim explore --out DIR
+        _draw(name, figure, out / f"{name}.png", report, plt)
     return report

@@ -15,7 +15,7 @@ import time
 import traceback as tb
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Protocol, runtime_checkable
 
 import pyarrow as pa
 
@@ -102,11 +102,51 @@ def job_outcome(command: str, config: dict, node: str | None) -> PointOutcome:
                        f"{type(exc).__name__}: {message}", tb.format_exc())
 
 
+@runtime_checkable
+class Feed(Protocol):
+    """Points handed out one at a time as room appears (an explorer asks its optimiser for each).
+
+    ``take`` gives the next point to run, or None when none is ready until a running point
+    finishes; ``exhausted`` is true once no point will come any more. A take may settle points
+    itself (an explorer's cached or rejected trials); after a take that gives None with nothing
+    in flight, the feed must be exhausted."""
+
+    def take(self) -> Point | None: ...
+
+    def exhausted(self) -> bool: ...
+
+
+class ListFeed:
+    """A fixed list of points (a sweep), in order."""
+
+    def __init__(self, points: list[Point]):
+        self._queue = deque(points)
+
+    def take(self) -> Point | None:
+        return self._queue.popleft() if self._queue else None
+
+    def exhausted(self) -> bool:
+        return not self._queue
+
+
+def as_feed(points: list[Point] | Feed) -> Feed:
+    return points if isinstance(points, Feed) else ListFeed(points)
+
+
+class StalledFeed(RuntimeError):
+    """A feed gave no point with nothing in flight (nothing could ever finish to unblock it)."""
+
+
 @dataclass
 class _Flight:
     point: Point
     attempt: int
     pg: PlacementGroup | None = None
+
+
+def _new_flight(feed: Feed) -> _Flight | None:
+    point = feed.take()
+    return None if point is None else _Flight(point, 1)
 
 
 class Executor:
@@ -157,16 +197,23 @@ class Executor:
             except Exception:  # noqa: BLE001 - already gone with its node
                 pass
 
-    def run(self, points: list[Point], done: Callable[[Point, PointOutcome | None, PointRun], None],
+    def run(self, points: list[Point] | Feed, done: Callable[[Point, PointOutcome | None, PointRun], None],
             tick: Callable[[], None] = lambda: None) -> None:
         """Run every point; call ``done(point, outcome, run)`` once per point, as it finishes."""
-        queue = deque(_Flight(p, 1) for p in points)
+        feed = as_feed(points)
+        queue: deque[_Flight] = deque()  # retries, before new points
         inflight: dict = {}
         try:
-            while queue or inflight:
-                while queue and self._room(inflight):
-                    flight = queue.popleft()
+            while queue or inflight or not feed.exhausted():
+                while self._room(inflight):
+                    flight = queue.popleft() if queue else _new_flight(feed)
+                    if flight is None:
+                        break
                     inflight[self._submit(flight)] = flight
+                if not inflight:
+                    if feed.exhausted():
+                        break
+                    raise StalledFeed("the feed gave no point with nothing in flight")
                 ready, _ = self.ray.wait(list(inflight), num_returns=1, timeout=0.5)
                 if ready:
                     rest = [r for r in inflight if r not in ready]
@@ -207,9 +254,15 @@ class InProcessExecutor:
     def __init__(self, command: str):
         self.command = command
 
-    def run(self, points: list[Point], done: Callable[[Point, PointOutcome | None, PointRun], None],
+    def run(self, points: list[Point] | Feed, done: Callable[[Point, PointOutcome | None, PointRun], None],
             tick: Callable[[], None] = lambda: None) -> None:
-        for point in points:
+        feed = as_feed(points)
+        while not feed.exhausted():
+            point = feed.take()
+            if point is None:
+                if feed.exhausted():  # taking settled the last points without running them
+                    break
+                raise StalledFeed("the feed gave no point with nothing in flight")
             o = job_outcome(self.command, point.config, "in-process")
             done(point, o, PointRun(o.status, 1, o.node, o.seconds, o.error, o.traceback))
             tick()

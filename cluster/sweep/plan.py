@@ -47,8 +47,9 @@ def _command(spec: SweepSpec, issues: list[Issue]) -> tuple[commands.Command, Ta
     return command, command.schema()
 
 
-def _collisions(paths: list[str], command: commands.Command) -> list[Issue]:
-    reserved = {c.name for c in schemas.SWEEP_COLUMNS}
+def column_collisions(paths: list[str], command: commands.Command, extra: tuple[str, ...] = ()) -> list[Issue]:
+    """Swept paths whose column names clash with each other, the sweep's columns (and ``extra``) or the result's."""
+    reserved = {c.name for c in schemas.SWEEP_COLUMNS} | set(extra)
     result = command.result_schema()
     taken = set(result.names) if result is not None else set()
     issues: list[Issue] = []
@@ -72,7 +73,7 @@ def plan_from_spec(spec: SweepSpec, issues: list[Issue] | None = None) -> SweepP
     if resolved is not None:
         command, schema = resolved
         points, found, duplicates = expand(spec, schema)
-        issues += found + _collisions(spec.swept_paths(), command)
+        issues += found + column_collisions(spec.swept_paths(), command)
     if issues or resolved is None:  # reading a spec reports a missing command; a spec built in code may not
         raise ConfigError(spec.source or "sweep spec",
                           issues or [Issue("sweep.command", "is required: what each point runs (noc or run)")])

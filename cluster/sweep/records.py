@@ -16,6 +16,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from cluster.config import config_hash
 from cluster.config.schema import get_path
 from cluster.results import schemas
 from cluster.sweep.layout import column_name
@@ -92,7 +93,7 @@ def file_metadata(point, spec_raw: dict, status: str, spec_hash: str = "") -> di
     return {
         b"rdasim.version": code_version().label.encode(),
         b"rdasim.spec_hash": spec_hash.encode(),
-        b"rdasim.config_hash": point.id.encode(),
+        b"rdasim.config_hash": config_hash(point.config).encode(),  # the point id, in a sweep
         b"rdasim.point_id": point.id.encode(),
         b"rdasim.point_status": status.encode(),
         b"rdasim.config": json.dumps(point.config, sort_keys=True, default=str).encode(),
@@ -117,7 +118,7 @@ def error_table(result_schema: pa.Schema | None, point) -> pa.Table:
     """One row of nulls in the result's columns (identity columns filled where known)."""
     if result_schema is None:
         return pa.table({})
-    known = {"config_hash": point.id, "seed": (point.config.get("run") or {}).get("seed"),
+    known = {"config_hash": config_hash(point.config), "seed": (point.config.get("run") or {}).get("seed"),
              **schemas.code_identity(), "status": "failed"}
     arrays = [pa.array([known.get(f.name)], type=f.type) for f in result_schema]
     return pa.Table.from_arrays(arrays, schema=result_schema)

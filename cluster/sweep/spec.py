@@ -165,7 +165,8 @@ def _random(raw, issues: list[Issue]) -> RandomAxes | None:
     return RandomAxes(rnd["samples"], rnd["seed"], dists)
 
 
-def _tables(raw, where: str, issues: list[Issue]) -> list[dict]:
+def table_array(raw, where: str, issues: list[Issue]) -> list[dict]:
+    """An array of tables ([[where]]) as a list of dicts; an issue if it is anything else."""
     if raw is None:
         return []
     if not isinstance(raw, list) or not all(isinstance(t, dict) for t in raw):
@@ -174,7 +175,8 @@ def _tables(raw, where: str, issues: list[Issue]) -> list[dict]:
     return raw
 
 
-def _base(raw, base_dir: Path, issues: list[Issue]) -> dict:
+def read_base(raw, base_dir: Path, issues: list[Issue]) -> dict:
+    """The base config: a [base] table, or a TOML file named relative to the spec."""
     if raw is None:
         return {}
     if isinstance(raw, dict):
@@ -191,7 +193,7 @@ def _base(raw, base_dir: Path, issues: list[Issue]) -> dict:
 
 def _zips(raw, issues: list[Issue]) -> list[dict[str, list]]:
     out = []
-    for i, group in enumerate(_tables(raw, "zip", issues)):
+    for i, group in enumerate(table_array(raw, "zip", issues)):
         lists = _lists(group, f"zip[{i}]", issues)
         lengths = {p: len(v) for p, v in lists.items()}
         if len(set(lengths.values())) > 1:
@@ -235,10 +237,10 @@ def parse_spec(raw: dict, base_dir: Path, source: str = "") -> tuple[SweepSpec, 
     grid = _lists(axes, "axes", issues)
     zips = _zips(raw.get("zip"), issues)
     rnd = _random(raw.get("random"), issues)
-    points = [flatten(t) for t in _tables(raw.get("points"), "points", issues)]
+    points = [flatten(t) for t in table_array(raw.get("points"), "points", issues)]
     issues += _swept_twice([("axes", grid), *((f"zip[{i}]", z) for i, z in enumerate(zips)),
                             ("random.axes", rnd.dists if rnd else {})])
-    base = _base(raw.get("base"), base_dir, issues)
+    base = read_base(raw.get("base"), base_dir, issues)
     spec = SweepSpec(  # best effort even with issues, so the points' problems can be listed too
         name=sweep.get("name") or "", command=sweep.get("command") or "",
         partition_by=tuple(sweep.get("partition_by") or ()), max_retries=sweep.get("max_retries") or 0,

@@ -50,11 +50,16 @@ class Store:
         found = read_status(self.path(point))
         return found[1] if found is not None and found[0] == point.id else None
 
-    def _decorate(self, table: pa.Table, point: Point, run: PointRun) -> pa.Table:
+    def columns(self, point: Point, run: PointRun) -> tuple[list[pa.Field], list]:
+        """The constant columns in front of a point's rows (the sweep's, then the swept paths'), and their values."""
         plan = self.plan
-        prefix = prefix_values(plan.spec.name, plan.spec_hash, point, run) + plan.axes.values(point.config)
-        return decorate(table, prefix, SWEEP_FIELDS + plan.axes.fields,
-                        file_metadata(point, plan.spec.raw, run.status, plan.spec_hash))
+        return (SWEEP_FIELDS + plan.axes.fields,
+                prefix_values(plan.spec.name, plan.spec_hash, point, run) + plan.axes.values(point.config))
+
+    def _decorate(self, table: pa.Table, point: Point, run: PointRun) -> pa.Table:
+        fields, values = self.columns(point, run)
+        plan = self.plan
+        return decorate(table, values, fields, file_metadata(point, plan.spec.raw, run.status, plan.spec_hash))
 
     def write(self, point: Point, tables: dict[str, pa.Table] | None, run: PointRun) -> PointRun:
         """Store a finished point; returns its run (turned into an error if storing failed)."""
