@@ -16,7 +16,8 @@ speed-up of the trace's arrivals whose run serves every request within the objec
 TTFT and p99 TBT (sim/workloads/serving.capacity, a log-space bisection between ``--lo`` and
 ``--hi`` of at most ``--capacity-runs`` runs, so the figure is within a factor
 (hi / lo) ** (1 / 2 ** (runs - 2)) of the true one), and last the targets with the measured
-figures beside them. Runs are in-process, one shard.
+figures beside them. Runs are in-process, one shard; the table's runs stop at the config's
+run.max_cycles (20 M cycles: status ``cut_off``), the capacity runs at 10^9.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ ON_OOM = {"stall": {"on_oom": "stall"}, "evict": {"on_oom": "evict"},
           "preempt-recompute": {"on_oom": "preempt", "preempt_mode": "recompute"},
           "preempt-swap": {"on_oom": "preempt", "preempt_mode": "swap"}}
 CAPACITY_CASES = ("virtual/stall", "virtual/preempt-recompute", "virtual+nearest/stall")
+CAPACITY_MAX_CYCLES = 10**9
 FIGURES = ("status", "trace_requests", "requests_finished", "requests_failed", "peak_mu_utilization",
            "first_oom_utilization", "oom_events", "preemptions", "spilled_blocks", "ttft_p99_seconds",
            "tbt_p99_seconds", "tokens_per_second", "energy_per_token_joules", "trace_arrival_rate")
@@ -96,9 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--slo-tbt", default="50us", help="objective on p99 TBT, with its unit")
     ap.add_argument("--capacity", default=",".join(CAPACITY_CASES),
                     help="comma-separated cases whose capacity to search ('none': no search, 'all': every case)")
-    ap.add_argument("--lo", type=float, default=0.125, help="lowest speed-up of the arrivals tried")
+    ap.add_argument("--lo", type=float, default=0.25, help="lowest speed-up of the arrivals tried")
     ap.add_argument("--hi", type=float, default=4.0, help="highest speed-up tried")
-    ap.add_argument("--capacity-runs", type=int, default=6, help="runs per capacity search")
+    ap.add_argument("--capacity-runs", type=int, default=5, help="runs per capacity search")
     args = ap.parse_args(argv)
     slo = Objectives(parse_duration(args.slo_ttft), parse_duration(args.slo_tbt))
     base_sets = [f"workload.decode.requests={args.requests}"]
@@ -120,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     caps = {}
     for name in wanted:
         case = next(c for c in every if c.name == name)
-        sets = base_sets + case.overrides()
+        # a slower rate spreads the same requests over more cycles than run.max_cycles' default
+        sets = base_sets + case.overrides() + [f"run.max_cycles={CAPACITY_MAX_CYCLES}"]
 
         def meets(speedup: float, sets=sets) -> bool:
             return meets_p99(run(args.config, sets + rate_overrides(base, speedup)), slo)
