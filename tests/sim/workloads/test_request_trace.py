@@ -155,7 +155,7 @@ def test_shipped_trace_is_what_its_generator_makes(tmp_path):
 
     subprocess.run([sys.executable, str(ROOT / "examples" / "traces" / "make_traces.py"), "--out", str(tmp_path)],
                    check=True, capture_output=True)
-    for name in ("azure_code_sample.csv", "moe_routing_sample.npz"):
+    for name in ("azure_code_sample.csv", "azure_code_pressure.csv", "moe_routing_sample.npz"):
         assert (tmp_path / name).read_bytes() == (ROOT / "examples" / "traces" / name).read_bytes()
     rows = read_requests(ROOT / "examples" / "traces" / "azure_code_sample.csv")
     assert len(rows.t_ns) == 240 and min(rows.prompt) >= 1 and max(rows.prompt) <= 8192
