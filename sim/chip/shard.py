@@ -6,13 +6,14 @@ destination lies in another shard (a message's record travels at the end of the 
 it was sent in; its packets need more than an epoch to cross a cut, so the record is
 always there first). Like the NoC shard it knows nothing of Ray.
 
-Inside an epoch the units and the network take turns in windows [t, u) of at most
-``flit_delay + NI_LATENCY`` cycles: the units handle their events before
-``t + flit_delay`` (queueing packets from the next cycle on), the network advances
-through the window, and the units handle the rest of the window's events, including
-deliveries the network just made (a packet granted at s >= t arrives at
-s + flit_delay or later). What a unit sends in that second pass enters the network at
-``u`` or later, so nothing is ever offered in the past and no delivery is missed.
+Inside an epoch the units and the network take turns. The network has served every
+event before ``t``, so every delivery before ``t + flit_delay`` is known (a packet
+granted at s >= t arrives at s + flit_delay or later): the units handle their events
+before that (queueing packets from the next cycle on). Then the network runs up to the
+first cycle a unit could offer a packet at: one past the units' next event, or one past
+the first tail it ejects meanwhile (a model that can stop there, ``StopsAtEjection``;
+another advances at most ``flit_delay + NI_LATENCY`` cycles). Nothing is ever offered
+in the past and no delivery is missed, so the windows' lengths change nothing.
 Same-cycle events at a unit are ordered by (cycle,
 class: deliveries before timers, unit, message id or the unit's own sequence); a
 unit's behaviour depends only on its own event sequence, which is therefore the same
@@ -40,7 +41,7 @@ from sim.chip.records import BufferLife, WorkRecord
 from sim.chip.spec import CU, DRAM, MU, unit_layout
 from sim.chip.units import ComputeUnit, Unit
 from sim.memory import oracle
-from sim.network import NETWORKS, NetBoundary
+from sim.network import NETWORKS, NetBoundary, StopsAtEjection
 from sim.noc.topology import Region
 from sim.workloads import WorkloadProgram
 
@@ -90,6 +91,7 @@ class ChipShard:
         network = NETWORKS.get(cfg.network)
         self.net = network(cfg.noc, region, record_ejections=True, measure=False)
         self.net_boundary = network.boundary
+        self._stops = isinstance(self.net, StopsAtEjection)  # longer windows (advance)
         self.my_tiles = region.routers(spec.cols)
         mine = np.zeros(self.tiles, dtype=bool)
         mine[self.my_tiles] = True
@@ -262,37 +264,41 @@ class ChipShard:
         step = self.cfg.step
         snap = self.cfg.memory_map_cycle
         # the loop runs once per window of network work: keep its lookups local
-        heap, delay = self.heap, self.net_delay
-        net_next, net_advance = self.net.next_event, self.net.advance
-        run_units, collect = self._run_units, self._collect
-        t = t0
-        while t < t1:
-            nxt = net_next()
-            if heap and heap[0][0] < nxt:
-                nxt = heap[0][0]
+        heap, delay, net, stops = self.heap, self.net_delay, self.net, self._stops
+        net_next, run_units, collect = net.next_event, self._run_units, self._collect
+        inf = float("inf")
+        t = t0  # the network has served every event before t: every delivery before t + delay is known
+        while True:
+            h = heap[0][0] if heap else inf
+            nxt = min(h, net_next())
             # every event before ``snap`` is done, and none can still arrive (inbound
             # traffic of later epochs is due at t1 or later)
-            if snap >= 0 and self.memory_map is None and nxt >= snap and t1 >= snap:
+            pending = snap >= 0 and self.memory_map is None and t1 >= snap
+            if pending and nxt >= snap:
                 self.memory_map = self._snapshot(snap)
+                pending = False
             if nxt >= t1:
                 break
-            t = max(t, int(nxt))
-            u = min(t + step, t1)
-            if snap >= 0 and self.memory_map is None and t < snap < u:
+            if nxt > t:
+                t = int(nxt)
+            bound = min(t + delay, t1, snap) if pending else min(t + delay, t1)
+            if h < bound:  # the units first: their packets enter the network from h + NI_LATENCY on
+                run_units(bound)
+                if self._offers:
+                    self._flush_offers()
+                continue
+            # the network up to the first cycle a unit could offer a packet at
+            u = int(min(t1, h + NI_LATENCY))
+            if pending and t < snap < u:
                 u = snap
-            if heap and heap[0][0] < u:
-                run_units(min(u, t + delay))
-            if self._offers:
-                self._flush_offers()
-            out = net_advance(t, u)
+            if stops:  # ... or a delivery it makes first could let a unit offer one
+                out, t = net.advance_to_ejection(t, u, NI_LATENCY)
+            else:
+                start, t = t, min(u, t + step)
+                out = net.advance(start, t)
             if len(out):
                 net_out.append(out)
             collect()
-            if heap and heap[0][0] < u:
-                run_units(u)
-            if self._offers:  # sent in the second pass: offered from cycle u on
-                self._flush_offers()
-            t = u
             if t - self._pruned > 4096:
                 self._prune(t)
         self.t = t1
