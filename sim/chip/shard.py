@@ -316,9 +316,9 @@ class ChipShard:
                 fn(arg)
 
     def _flush_offers(self) -> None:
-        a = np.array(self._offers, dtype=np.int64)
+        a = np.array(self._offers, dtype=np.int64).T.copy()  # rows: contiguous columns
         self._offers = []
-        self.net.offer(a[:, 0], a[:, 1], a[:, 2], a[:, 3])
+        self.net.offer(a[0], a[1], a[2], a[3])
 
     def _collect(self) -> None:
         """Packets that reached their terminal: complete messages become deliveries."""
