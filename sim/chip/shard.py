@@ -49,6 +49,7 @@ _E = np.zeros(0, dtype=np.int64)
 NF = len(m.FIELDS)
 STREAM_JITTER = 101  # rng stream ids of the chip (sim/rng.py uses 1..3 for the NoC)
 DELIVERY, TIMER = 0, 1
+_DATA_KINDS = frozenset({m.WRITE, m.APPEND, m.READ_RESP})  # messages whose data adds to their packets
 
 
 def _empty_msgs():
@@ -118,7 +119,7 @@ class ChipShard:
         self.ni_busy: dict[int, set] = {int(t): set() for t in self.my_tiles}
         self.inbox: dict[int, InboxEntry] = {}  # message id -> its packets still on the way
         self.pkt_to_msg: dict[int, int] = {}
-        self._offers: list[tuple[int, int, int, int]] = []
+        self._offers: list[int] = []  # packets to offer, flat: (cycle, source tile, destination tile, flits) each
         self._out_msgs: list[tuple] = []
         self._out_pkts: list[tuple[int, int, int]] = []
         self.egress = cfg.system.egress if cfg.system is not None else ()
@@ -167,49 +168,46 @@ class ChipShard:
     def send(self, unit, kind: int, dst: int, ready, **fields) -> m.Message:
         unit.sent += 1
         src = fields.pop("src", unit.uid)  # an IO unit passes on a remote sender's id
-        msg = m.Message((unit.uid << 32) | unit.sent, kind, src, dst, sent=self.now, **fields)
+        now = self.now
+        msg = m.Message((unit.uid << 32) | unit.sent, kind, src, dst, sent=now, **fields)
         if dst < 0:  # a unit of another chip (messages.remote_unit)
             msg.chip, msg.dst = m.split_remote(dst)
-        data = msg.nbytes if kind in (m.WRITE, m.APPEND, m.READ_RESP) else 0
-        flits = self.cfg.sizing.packet_flits(kind, data)
-        msg.packets = len(flits)
+        flits = self.cfg.sizing.packet_flits(kind, msg.nbytes if kind in _DATA_KINDS else 0)
+        n = msg.packets = len(flits)
         if ready is None:
-            readies = [self.now] * len(flits)
-        elif isinstance(ready, list):
-            readies = ready
-        else:
-            readies = [ready] * len(flits)
-        if self.cfg.jitter:
-            j = int(rng.below(self.cfg.seed, STREAM_JITTER, unit.uid, unit.sent, self.cfg.jitter + 1))
-            readies = [r + j for r in readies]
+            ready = now
+        jitter = self.cfg.jitter
+        if jitter:
+            j = int(rng.below(self.cfg.seed, STREAM_JITTER, unit.uid, unit.sent, jitter + 1))
+            ready = [r + j for r in ready] if isinstance(ready, list) else ready + j
+        readies = ready if isinstance(ready, list) else [ready] * n
         src_tile = unit.tile
         # a message for another chip crosses this chip's NoC to the IO unit its route leaves by
         dst_tile = int(self.lay.tile[dst if msg.chip < 0 else self.egress[msg.chip]])
         local = bool(self.mine[dst_tile])
         busy = self.ni_busy[src_tile]
-        tiles = self.tiles
-        first = self.now + NI_LATENCY
-        last_r, last_c = None, first - 1
+        tiles, mid, offers, p2m = self.tiles, msg.msg, self._offers, self.pkt_to_msg
+        first = now + NI_LATENCY
+        last_r, c = -1, first - 1
         for r, f in zip(readies, flits):
             # the first free cycle at or after max(r, first); when readies do not decrease,
             # every cycle from there up to the previous packet's is already taken
-            c = max(r, first, last_c + 1) if last_r is not None and r >= last_r else max(r, first)
+            c = max(r, first, c + 1) if r >= last_r else max(r, first)
             while c in busy:
                 c += 1
             busy.add(c)
-            last_r, last_c = r, c
-            pkt = c * tiles + src_tile
-            self._offers.append((c, src_tile, dst_tile, f))
+            last_r = r
+            offers.extend((c, src_tile, dst_tile, f))  # flat: rows of 4 (_flush_offers)
             if local:
-                self.pkt_to_msg[pkt] = msg.msg
+                p2m[c * tiles + src_tile] = mid
             else:
-                self._out_pkts.append((pkt, msg.msg, dst_tile))
+                self._out_pkts.append((c * tiles + src_tile, mid, dst_tile))
         if local:
-            self.inbox[msg.msg] = InboxEntry(msg, msg.packets)
+            self.inbox[mid] = InboxEntry(msg, n)
         else:
             self._out_msgs.append(msg.row())
         self.sent_count[kind] += 1
-        self.sent_packets[kind] += len(flits)
+        self.sent_packets[kind] += n
         self.sent_flits[kind] += sum(flits)
         return msg
 
@@ -316,7 +314,7 @@ class ChipShard:
                 fn(arg)
 
     def _flush_offers(self) -> None:
-        a = np.array(self._offers, dtype=np.int64).T.copy()  # rows: contiguous columns
+        a = np.array(self._offers, dtype=np.int64).reshape(-1, 4).T.copy()  # rows: contiguous columns
         self._offers = []
         self.net.offer(a[0], a[1], a[2], a[3])
 
