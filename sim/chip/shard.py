@@ -92,7 +92,8 @@ class ChipShard:
         network = NETWORKS.get(cfg.network)
         self.net = network(cfg.noc, region, record_ejections=True, measure=False)
         self.net_boundary = network.boundary
-        self._stops = isinstance(self.net, StopsAtEjection)  # longer windows (advance)
+        # the network again when it can stop at an ejection: longer windows (advance)
+        self._stopping: StopsAtEjection | None = self.net if isinstance(self.net, StopsAtEjection) else None
         self.my_tiles = region.routers(spec.cols)
         mine = np.zeros(self.tiles, dtype=bool)
         mine[self.my_tiles] = True
@@ -262,7 +263,7 @@ class ChipShard:
         step = self.cfg.step
         snap = self.cfg.memory_map_cycle
         # the loop runs once per window of network work: keep its lookups local
-        heap, delay, net, stops = self.heap, self.net_delay, self.net, self._stops
+        heap, delay, net, stopping = self.heap, self.net_delay, self.net, self._stopping
         net_next, run_units, collect = net.next_event, self._run_units, self._collect
         inf = float("inf")
         t = t0  # the network has served every event before t: every delivery before t + delay is known
@@ -289,8 +290,8 @@ class ChipShard:
             u = int(min(t1, h + NI_LATENCY))
             if pending and t < snap < u:
                 u = snap
-            if stops:  # ... or a delivery it makes first could let a unit offer one
-                out, t = net.advance_to_ejection(t, u, NI_LATENCY)
+            if stopping is not None:  # ... or a delivery it makes first could let a unit offer one
+                out, t = stopping.advance_to_ejection(t, u, NI_LATENCY)
             else:
                 start, t = t, min(u, t + step)
                 out = net.advance(start, t)
