@@ -121,6 +121,18 @@ class NetworkShard(Protocol[B]):
         ...
 
 
+@runtime_checkable
+class StopsAtEjection(Protocol):
+    """A NoC model that can stop early, at a packet's arrival (the chip then takes longer
+    windows: sim/chip/shard.py); a model without it advances a window of fixed length."""
+
+    def advance_to_ejection(self, t0: int, t1: int, relay: int) -> tuple[Any, int]:
+        """Simulate from ``t0`` to ``t1`` or to ``relay`` cycles past the first tail that
+        reaches its terminal meanwhile, whichever comes first; return (what leaves the
+        shard, the cycle reached)."""
+        ...
+
+
 class NetworkFactory(Protocol[B]):
     """How a registered model is built: the shard class itself."""
 

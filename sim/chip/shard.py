@@ -6,13 +6,14 @@ destination lies in another shard (a message's record travels at the end of the 
 it was sent in; its packets need more than an epoch to cross a cut, so the record is
 always there first). Like the NoC shard it knows nothing of Ray.
 
-Inside an epoch the units and the network take turns in windows [t, u) of at most
-``flit_delay + NI_LATENCY`` cycles: the units handle their events before
-``t + flit_delay`` (queueing packets from the next cycle on), the network advances
-through the window, and the units handle the rest of the window's events, including
-deliveries the network just made (a packet granted at s >= t arrives at
-s + flit_delay or later). What a unit sends in that second pass enters the network at
-``u`` or later, so nothing is ever offered in the past and no delivery is missed.
+Inside an epoch the units and the network take turns. The network has served every
+event before ``t``, so every delivery before ``t + flit_delay`` is known (a packet
+granted at s >= t arrives at s + flit_delay or later): the units handle their events
+before that (queueing packets from the next cycle on). Then the network runs up to the
+first cycle a unit could offer a packet at: one past the units' next event, or one past
+the first tail it ejects meanwhile (a model that can stop there, ``StopsAtEjection``;
+another advances at most ``flit_delay + NI_LATENCY`` cycles). Nothing is ever offered
+in the past and no delivery is missed, so the windows' lengths change nothing.
 Same-cycle events at a unit are ordered by (cycle,
 class: deliveries before timers, unit, message id or the unit's own sequence); a
 unit's behaviour depends only on its own event sequence, which is therefore the same
@@ -40,7 +41,7 @@ from sim.chip.records import BufferLife, WorkRecord
 from sim.chip.spec import CU, DRAM, MU, home_drams, unit_layout
 from sim.chip.units import ComputeUnit, Unit
 from sim.memory import oracle
-from sim.network import NETWORKS, NetBoundary
+from sim.network import NETWORKS, NetBoundary, StopsAtEjection
 from sim.noc.topology import Region
 from sim.workloads import WorkloadProgram
 
@@ -48,6 +49,7 @@ _E = np.zeros(0, dtype=np.int64)
 NF = len(m.FIELDS)
 STREAM_JITTER = 101  # rng stream ids of the chip (sim/rng.py uses 1..3 for the NoC)
 DELIVERY, TIMER = 0, 1
+_DATA_KINDS = frozenset({m.WRITE, m.APPEND, m.READ_RESP})  # messages whose data adds to their packets
 
 
 def _empty_msgs():
@@ -90,6 +92,8 @@ class ChipShard:
         network = NETWORKS.get(cfg.network)
         self.net = network(cfg.noc, region, record_ejections=True, measure=False)
         self.net_boundary = network.boundary
+        # the network again when it can stop at an ejection: longer windows (advance)
+        self._stopping: StopsAtEjection | None = self.net if isinstance(self.net, StopsAtEjection) else None
         self.my_tiles = region.routers(spec.cols)
         mine = np.zeros(self.tiles, dtype=bool)
         mine[self.my_tiles] = True
@@ -116,7 +120,7 @@ class ChipShard:
         self.ni_busy: dict[int, set] = {int(t): set() for t in self.my_tiles}
         self.inbox: dict[int, InboxEntry] = {}  # message id -> its packets still on the way
         self.pkt_to_msg: dict[int, int] = {}
-        self._offers: list[tuple[int, int, int, int]] = []
+        self._offers: list[int] = []  # packets to offer, flat: (cycle, source tile, destination tile, flits) each
         self._out_msgs: list[tuple] = []
         self._out_pkts: list[tuple[int, int, int]] = []
         self.egress = cfg.system.egress if cfg.system is not None else ()
@@ -152,49 +156,46 @@ class ChipShard:
     def send(self, unit, kind: int, dst: int, ready, **fields) -> m.Message:
         unit.sent += 1
         src = fields.pop("src", unit.uid)  # an IO unit passes on a remote sender's id
-        msg = m.Message((unit.uid << 32) | unit.sent, kind, src, dst, sent=self.now, **fields)
+        now = self.now
+        msg = m.Message((unit.uid << 32) | unit.sent, kind, src, dst, sent=now, **fields)
         if dst < 0:  # a unit of another chip (messages.remote_unit)
             msg.chip, msg.dst = m.split_remote(dst)
-        data = msg.nbytes if kind in (m.WRITE, m.APPEND, m.READ_RESP) else 0
-        flits = self.cfg.sizing.packet_flits(kind, data)
-        msg.packets = len(flits)
+        flits = self.cfg.sizing.packet_flits(kind, msg.nbytes if kind in _DATA_KINDS else 0)
+        n = msg.packets = len(flits)
         if ready is None:
-            readies = [self.now] * len(flits)
-        elif isinstance(ready, list):
-            readies = ready
-        else:
-            readies = [ready] * len(flits)
-        if self.cfg.jitter:
-            j = int(rng.below(self.cfg.seed, STREAM_JITTER, unit.uid, unit.sent, self.cfg.jitter + 1))
-            readies = [r + j for r in readies]
+            ready = now
+        jitter = self.cfg.jitter
+        if jitter:
+            j = int(rng.below(self.cfg.seed, STREAM_JITTER, unit.uid, unit.sent, jitter + 1))
+            ready = [r + j for r in ready] if isinstance(ready, list) else ready + j
+        readies = ready if isinstance(ready, list) else [ready] * n
         src_tile = unit.tile
         # a message for another chip crosses this chip's NoC to the IO unit its route leaves by
         dst_tile = int(self.lay.tile[dst if msg.chip < 0 else self.egress[msg.chip]])
         local = bool(self.mine[dst_tile])
         busy = self.ni_busy[src_tile]
-        tiles = self.tiles
-        first = self.now + NI_LATENCY
-        last_r, last_c = None, first - 1
+        tiles, mid, offers, p2m = self.tiles, msg.msg, self._offers, self.pkt_to_msg
+        first = now + NI_LATENCY
+        last_r, c = -1, first - 1
         for r, f in zip(readies, flits):
             # the first free cycle at or after max(r, first); when readies do not decrease,
             # every cycle from there up to the previous packet's is already taken
-            c = max(r, first, last_c + 1) if last_r is not None and r >= last_r else max(r, first)
+            c = max(r, first, c + 1) if r >= last_r else max(r, first)
             while c in busy:
                 c += 1
             busy.add(c)
-            last_r, last_c = r, c
-            pkt = c * tiles + src_tile
-            self._offers.append((c, src_tile, dst_tile, f))
+            last_r = r
+            offers.extend((c, src_tile, dst_tile, f))  # flat: rows of 4 (_flush_offers)
             if local:
-                self.pkt_to_msg[pkt] = msg.msg
+                p2m[c * tiles + src_tile] = mid
             else:
-                self._out_pkts.append((pkt, msg.msg, dst_tile))
+                self._out_pkts.append((c * tiles + src_tile, mid, dst_tile))
         if local:
-            self.inbox[msg.msg] = InboxEntry(msg, msg.packets)
+            self.inbox[mid] = InboxEntry(msg, n)
         else:
             self._out_msgs.append(msg.row())
         self.sent_count[kind] += 1
-        self.sent_packets[kind] += len(flits)
+        self.sent_packets[kind] += n
         self.sent_flits[kind] += sum(flits)
         return msg
 
@@ -249,37 +250,41 @@ class ChipShard:
         step = self.cfg.step
         snap = self.cfg.memory_map_cycle
         # the loop runs once per window of network work: keep its lookups local
-        heap, delay = self.heap, self.net_delay
-        net_next, net_advance = self.net.next_event, self.net.advance
-        run_units, collect = self._run_units, self._collect
-        t = t0
-        while t < t1:
-            nxt = net_next()
-            if heap and heap[0][0] < nxt:
-                nxt = heap[0][0]
+        heap, delay, net, stopping = self.heap, self.net_delay, self.net, self._stopping
+        net_next, run_units, collect = net.next_event, self._run_units, self._collect
+        inf = float("inf")
+        t = t0  # the network has served every event before t: every delivery before t + delay is known
+        while True:
+            h = heap[0][0] if heap else inf
+            nxt = min(h, net_next())
             # every event before ``snap`` is done, and none can still arrive (inbound
             # traffic of later epochs is due at t1 or later)
-            if snap >= 0 and self.memory_map is None and nxt >= snap and t1 >= snap:
+            pending = snap >= 0 and self.memory_map is None and t1 >= snap
+            if pending and nxt >= snap:
                 self.memory_map = self._snapshot(snap)
+                pending = False
             if nxt >= t1:
                 break
-            t = max(t, int(nxt))
-            u = min(t + step, t1)
-            if snap >= 0 and self.memory_map is None and t < snap < u:
+            if nxt > t:
+                t = int(nxt)
+            bound = min(t + delay, t1, snap) if pending else min(t + delay, t1)
+            if h < bound:  # the units first: their packets enter the network from h + NI_LATENCY on
+                run_units(bound)
+                if self._offers:
+                    self._flush_offers()
+                continue
+            # the network up to the first cycle a unit could offer a packet at
+            u = int(min(t1, h + NI_LATENCY))
+            if pending and t < snap < u:
                 u = snap
-            if heap and heap[0][0] < u:
-                run_units(min(u, t + delay))
-            if self._offers:
-                self._flush_offers()
-            out = net_advance(t, u)
+            if stopping is not None:  # ... or a delivery it makes first could let a unit offer one
+                out, t = stopping.advance_to_ejection(t, u, NI_LATENCY)
+            else:
+                start, t = t, min(u, t + step)
+                out = net.advance(start, t)
             if len(out):
                 net_out.append(out)
             collect()
-            if heap and heap[0][0] < u:
-                run_units(u)
-            if self._offers:  # sent in the second pass: offered from cycle u on
-                self._flush_offers()
-            t = u
             if t - self._pruned > 4096:
                 self._prune(t)
         self.t = t1
@@ -297,9 +302,9 @@ class ChipShard:
                 fn(arg)
 
     def _flush_offers(self) -> None:
-        a = np.array(self._offers, dtype=np.int64)
+        a = np.array(self._offers, dtype=np.int64).reshape(-1, 4).T.copy()  # rows: contiguous columns
         self._offers = []
-        self.net.offer(a[:, 0], a[:, 1], a[:, 2], a[:, 3])
+        self.net.offer(a[0], a[1], a[2], a[3])
 
     def _collect(self) -> None:
         """Packets that reached their terminal: complete messages become deliveries."""

@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from sim.noc import script
 from sim.noc.params import NocParams
 from sim.noc.traffic import creations
 
@@ -85,31 +86,26 @@ class TrafficSource:
         """Script packets: ``src`` (global router ids of this shard) creates a packet to
         ``dst`` of ``flits`` flits at each cycle. At most one packet per node per cycle,
         counting the synthetic ones; cycles must not lie before ``now``."""
-        cycles = np.asarray(cycles, dtype=np.int64)
-        src = np.asarray(src, dtype=np.int64)
-        dst = np.asarray(dst, dtype=np.int64)
+        cycles = np.ascontiguousarray(cycles, dtype=np.int64)
+        src = np.ascontiguousarray(src, dtype=np.int64)
+        dst = np.ascontiguousarray(dst, dtype=np.int64)
         flits = (np.full(len(cycles), self.p.packet_flits, dtype=np.int64) if flits is None
-                 else np.asarray(flits, dtype=np.int64))
-        if len(cycles) and cycles.min() < now:
-            raise ValueError(f"cannot offer packets at cycle {cycles.min()}: shard is at cycle {now}")
-        if (self.local_of[src] < 0).any():
-            raise ValueError("offered packets must start at routers of this shard")
-        if ((dst < 0) | (dst >= self.p.nodes)).any() or (flits < 1).any():
-            raise ValueError("offered packets need destinations inside the grid and at least one flit")
-        new = np.stack((cycles, self.local_of[src], dst, flits))
-        new = new[:, np.lexsort((new[1], new[0]))]
+                 else np.ascontiguousarray(flits, dtype=np.int64))
+        n = len(cycles)
         old = self.scr[:, int(self.cursor[SCR_POS]):]
-        if old.shape[1] and new.shape[1] and (new[0, 0], new[1, 0]) <= (old[0, -1], old[1, -1]):
-            merged = np.concatenate((old, new), axis=1)  # interleaved: sort the lot (old first on ties)
-            merged = merged[:, np.lexsort((merged[1], merged[0]))]
-        else:  # the usual case: everything new comes after everything pending
-            merged = np.concatenate((old, new), axis=1)
-        same = (merged[0, 1:] == merged[0, :-1]) & (merged[1, 1:] == merged[1, :-1])
-        if same.any():
-            i = int(np.argmax(same))
-            raise ValueError(f"two packets offered at router {self.routers[merged[1, i]]} in cycle {merged[0, i]}: "
+        new = np.empty((4, n), dtype=np.int64)
+        merged = np.empty((4, old.shape[1] + n), dtype=np.int64)
+        why, at = script.merge(now, cycles, src, dst, flits, self.local_of, self.p.nodes, old, new, merged)
+        if why == script.BEFORE_NOW:
+            raise ValueError(f"cannot offer packets at cycle {cycles.min()}: shard is at cycle {now}")
+        if why == script.NOT_LOCAL:
+            raise ValueError("offered packets must start at routers of this shard")
+        if why == script.OUT_OF_GRID:
+            raise ValueError("offered packets need destinations inside the grid and at least one flit")
+        if why == script.TWICE:
+            raise ValueError(f"two packets offered at router {self.routers[merged[1, at]]} in cycle {merged[0, at]}: "
                              "a node creates at most one packet a cycle")
-        self.scr = np.ascontiguousarray(merged)
+        self.scr = merged
         self.cursor[SCR_POS] = 0
         self._replaced()
 

@@ -30,8 +30,8 @@ from sim.noc.sources import CRE_POS, SCR_POS, SourceTables
 # prm: static parameters
 (N, NL, P, HOP, FIRST_BID, FLIT_DELAY, PORT_BITS, PACKET_FLITS, SYNTHETIC, RECORD, MEASURE,
  W0, W1, HORIZON, PKT_LO, PKT_HI, PRM_SIZE) = range(17)
-# sc: shard scalars
-PENDING_FLITS, HEAP_N, OUT_N, NEED, SC_SIZE = range(5)
+# sc: shard scalars (TAIL_MIN: the earliest tail recorded since the caller reset it)
+PENDING_FLITS, HEAP_N, OUT_N, NEED, TAIL_MIN, SC_SIZE = range(6)
 # port columns: first free cycle of the output link, local router across (-1: none or
 # another shard's), global input port a head arrives on there
 LINK_FREE, NBR_LOCAL, NEXT_PORT, PORT_COLS = range(4)
@@ -141,6 +141,8 @@ def eject(st, m, pkt, head, fl):
     tail = head + fl - 1
     if prm[RECORD]:
         ms.append(m_sc, m_rec, ms.DLV, pkt, tail, 0)
+        if tail < st.sc[TAIL_MIN]:
+            st.sc[TAIL_MIN] = tail
     if not prm[MEASURE]:
         return
     m_cycles[ms.EJECTED_ROW, head] += 1  # differences: one flit a cycle from head to tail
@@ -198,15 +200,18 @@ def grant(st, m):
 
 
 @kernel
-def run(t, t1, more, tables, source, meter):
+def run(t, t1, more, tables, source, meter, relay):
     """Serve every creation and bid before ``t1`` (none may lie before ``t``); returns (why
     it stopped; when done, the next event's cycle (NEVER: none) and the rows in ``out``).
     ``more``: a next synthetic chunk is due before the horizon; ``tables``, ``source``,
     ``meter``: the ``Tables``, ``SourceTables`` and ``MeasureTables`` of the shard, as plain
-    tuples."""
+    tuples. ``relay >= 0`` (recording ejections): stop before ``sc[TAIL_MIN] + relay`` too,
+    the first cycle a terminal that received a packet could answer it."""
     st, src, m = Tables(*tables), SourceTables(*source), MeasureTables(*meter)
     prm, sc, hkey, cre, scr, cursor, m_sc = st.prm, st.sc, st.hkey, src.cre, src.scr, src.cursor, m.sc
     while True:
+        if relay >= 0 and sc[TAIL_MIN] < t1 - relay:
+            t1 = sc[TAIL_MIN] + relay
         pos = cursor[CRE_POS]
         cre_next = NEVER
         if prm[SYNTHETIC]:

@@ -101,27 +101,44 @@ class PacketShard:
     # ------------------------------------------------------------------ epoch API
     def advance(self, t0: int, t1: int, inbound: PacketBoundary | None = None) -> PacketBoundary:
         """Simulate cycles [t0, t1); return the heads that bid in other shards."""
-        if t0 < self.t:
-            raise ValueError(f"shard already at cycle {self.t}, cannot restart at {t0}")
+        self._check_start(t0)
         if inbound is not None and len(inbound):
             self._accept(inbound, t0)
+        return self._run(t0, t1, -1)[0]
+
+    def advance_to_ejection(self, t0: int, t1: int, relay: int) -> tuple[PacketBoundary, int]:
+        """Simulate from ``t0`` up to ``t1`` or to ``relay`` cycles past the first tail ejected
+        meanwhile, whichever comes first (a terminal may answer a packet ``relay`` cycles
+        after it arrived: nothing before that cycle can depend on it); returns the heads that
+        bid in other shards and the cycle reached (StopsAtEjection)."""
+        return self._run(t0, t1, relay)
+
+    def _check_start(self, t0: int) -> None:
+        if t0 < self.t:
+            raise ValueError(f"shard already at cycle {self.t}, cannot restart at {t0}")
+
+    def _run(self, t0: int, t1: int, relay: int) -> tuple[PacketBoundary, int]:
+        self._check_start(t0)
         sc, src, m = self.sc, self.source, self.measure
         sc[k.OUT_N] = 0
+        sc[k.TAIL_MIN] = NEVER
         while True:
             more = self._synthetic and src.chunk_end <= self._horizon
-            why, nxt, n_out = k.run(t0, t1, more, self.kernel_tables, src.kernel_tables, m.kernel_tables)
+            why, nxt, n_out = k.run(t0, t1, more, self.kernel_tables, src.kernel_tables, m.kernel_tables, relay)
             if why == _DONE:
                 break
             self._provide(why)
+        if relay >= 0:
+            t1 = min(t1, sc.item(k.TAIL_MIN) + relay)
         self.t = t1
         self._next = float(nxt) if nxt < NEVER else float("inf")
         if not n_out:
-            return self._nothing
+            return self._nothing, t1
         o = self.out[:n_out].T.copy()
         res = PacketBoundary(o[0], o[1], o[2], o[3], o[4])
         if res.earliest() < t1:
             raise RuntimeError(f"boundary head due at cycle {res.earliest():.0f} inside the epoch ending at {t1}")
-        return res
+        return res, t1
 
     def _provide(self, why: int) -> None:
         """Give the kernel what it returned for, before it resumes."""
