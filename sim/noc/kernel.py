@@ -21,10 +21,11 @@ packets are added once the cycle's ejections are known.
 The state is a record of arrays per owner: the routers' ``Tables`` (columns named below),
 the packets' ``SourceTables`` (sim/noc/sources.py) and the measurement's ``MeasureTables``
 (sim/noc/measure.py). In ``Tables``: ``vc[i]`` (int32) input VC ``i``
-and output VC ``i`` of the same (router, port, vc), ``wait[i]`` (a byte, so a router's VCs
-are scanned in one cache line) which allocator it waits for and ``ready[i]`` (int64) from
-which cycle on; ``port[j]`` (int32) input and output port ``j`` with its static wiring (what
-it feeds, where its credits go); ``node[r]`` (int64) router ``r``: its terminal's source
+and output VC ``i`` of the same (router, port, vc), ``ready[i]`` (int64) from which cycle on
+it may bid; ``port[j]`` (int32) input and output port ``j``: which of its input VCs wait for
+a VC and which for the switch (a bit per VC, so a router finds its bidders without looking
+at its idle VCs), its allocators' pointers and its static wiring (what it feeds, where its
+credits go); ``node[r]`` (int64) router ``r``: its terminal's source
 queue, its occupancy and how many of its VCs wait for an allocator; ``route`` (int8) the
 output port towards each destination; the event wheel (int64) holds what is due in the next
 ``W`` cycles (every delay is shorter than ``W``): ``wheel_f[s, j]`` the flit due at input
@@ -40,6 +41,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+from numba.cpython.unsafe.numbers import trailing_zeros
+from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from sim.cycles import NEVER
 from sim.noc import measure as ms
@@ -51,7 +54,6 @@ from sim.noc.sources import CRE_POS, SCR_POS, SourceTables
 
 HEAD, TAIL = 1, 2
 EJECT, LOCAL_LINK, REMOTE_LINK, NO_LINK = 0, 1, 2, 3  # output-port kinds (port[:, KIND])
-IDLE, WAIT_VC, WAIT_SWITCH = 0, 1, 2  # what an input VC waits for (``wait``, a byte per VC)
 
 # prm: static parameters
 (N, NL, P, V, B, PV, NI, COLS, TORUS, ROUTING_DELAY, VC_ALLOC_DELAY, FLIT_DELAY, CREDIT_RETURN,
@@ -66,8 +68,8 @@ Q_HEAD, Q_COUNT, OUT_OP, OUT_VC, VA_IN_NPTR, VA_OUT_NPTR, VC_COLS = range(7)
 # first of the credit counters its VCs' credits go to (an upstream output VC, global across
 # a cut; the source's for the terminal's port); for an output port the first input VC it
 # feeds (global across a cut), that input port and its router (local)
-(FREE_VCS, SA_IN_NPTR, SA_VC_NOFF, SA_OUT_NPTR, KIND, NBR, PNUM, PV_OFF, UP_BASE, DOWN_BASE,
- DOWN_PORT, DOWN_ROUTER, PORT_COLS) = range(13)
+(FREE_VCS, SA_IN_NPTR, SA_VC_NOFF, SA_OUT_NPTR, VA_WAIT, SA_WAIT, KIND, NBR, PNUM, PV_OFF, UP_BASE,
+ DOWN_BASE, DOWN_PORT, DOWN_ROUTER, PORT_COLS) = range(15)
 # node columns
 (SQ_HEAD, SQ_COUNT, SRC_FLIT, SRC_VC, INJ_LAST, INJ_IN_USE, ROUTER, OCCUPANCY, WAITING,
  NODE_COLS) = range(10)
@@ -95,7 +97,6 @@ class Tables(NamedTuple):
     prm: np.ndarray  # static parameters (PRM columns)
     sc: np.ndarray  # shard scalars (SC columns)
     vc: np.ndarray  # [input VCs, VC_COLS] int32
-    wait: np.ndarray  # [input VCs] uint8: IDLE, WAIT_VC, WAIT_SWITCH
     ready: np.ndarray  # [input VCs] from which cycle it may bid
     credit: np.ndarray  # [output VCs, then the sources' VCs] free buffer slots downstream
     port: np.ndarray  # [ports, PORT_COLS] int32
@@ -184,13 +185,13 @@ def accept(tables, t0, flits, credits):
 
 
 @inline
-def wait_for_vc(st, i, r, dst, when):
-    """A head at the front of input VC ``i`` of router ``r``: route it (one lookup) and bid
-    for a VC."""
+def wait_for_vc(st, i, r, ip, bit, dst, when):
+    """A head at the front of input VC ``i`` of router ``r`` (bit ``bit`` of input port
+    ``ip``): route it (one lookup) and bid for a VC."""
     prm = st.prm
     st.vc[i, OUT_OP] = r * prm[P] + st.route[r * prm[N] + dst]
     st.ready[i] = when
-    st.wait[i] = WAIT_VC
+    st.port[ip, VA_WAIT] |= bit
 
 
 @inline
@@ -214,11 +215,12 @@ def receive(st, s, t, r, j):
     st.node[r, OCCUPANCY] += 1
     if cnt == 0:
         st.node[r, WAITING] += 1
+        bit = np.int32(1) << (v1 - 1)
         if flag & HEAD:
-            wait_for_vc(st, i, r, dst, t + prm[ROUTING_DELAY])
+            wait_for_vc(st, i, r, j, bit, dst, t + prm[ROUTING_DELAY])
         else:  # a body flit reaching an empty active VC may bid for the switch at once
             st.ready[i] = t
-            st.wait[i] = WAIT_SWITCH
+            st.port[j, SA_WAIT] |= bit
 
 
 @inline
@@ -276,20 +278,24 @@ def bid(st, t, r):
     """The allocators' input stages: each input VC of router ``r`` that waits and is ready
     bids for an output VC or for the switch. Returns how many output VCs and how many input
     ports have a bid (listed in ``work``)."""
-    prm, wait = st.prm, st.wait
+    prm, port, work = st.prm, st.port, st.work
     p_, v_ = prm[P], prm[V]
     base = r * prm[PV]
     nt = 0  # VC allocation requests, by output VC (local index)
     na = 0  # switch requests, by input port (local index)
-    for p in range(p_):
-        for v in range(v_):
+    for p in range(p_):  # each input port's waiting VCs, in order, from its bit masks
+        ip = r * p_ + p
+        va = port[ip, VA_WAIT]
+        both = va | port[ip, SA_WAIT]
+        while both:
+            v = trailing_zeros(both)
+            both &= both - 1
             inl = p * v_ + v  # the VC's index within the router
-            i = base + inl
-            state = wait[i]
-            if state == WAIT_VC:
+            work[IN_PORT, inl] = p
+            if (va >> v) & 1:
                 nt = bid_vc(st, t, base, inl, nt)
-            elif state == WAIT_SWITCH:
-                na = bid_switch(st, t, r * p_ + p, p, i, v, na)
+            else:
+                na = bid_switch(st, t, ip, p, base + inl, v, na)
     return nt, na
 
 
@@ -350,7 +356,10 @@ def grant_vcs(st, t, r, nt):
         st.ready[i] = t + prm[VC_ALLOC_DELAY]  # >= t + 1: not a switch request this cycle
         vc[i, VA_IN_NPTR] = pv - wrap(port[op, PV_OFF] + pick + 1, pv)
         vc[target, VA_OUT_NPTR] = pv - wrap(i - base + 1, pv)
-        st.wait[i] = WAIT_SWITCH
+        ip = r * prm[P] + work[IN_PORT, i - base]  # noted when it bid
+        bit = np.int32(1) << (i - ip * v_)
+        port[ip, VA_WAIT] ^= bit
+        port[ip, SA_WAIT] |= bit
 
 
 @inline
@@ -358,15 +367,14 @@ def grant_switch(st, r, na):
     """Switch allocation, output stage: each input port's winner asks its output port's
     arbiter (one input port per output port). Returns how many output ports were granted
     (listed in ``work``, the winner of each its input port noted)."""
-    prm, work = st.prm, st.work
-    p_ = prm[P]
-    base, pbase = r * prm[PV], r * p_
+    work = st.work
+    p_ = st.prm[P]
+    pbase = r * p_
     nb = 0
     for k in range(na):
         p = work[LIST_B, k]
         i = work[WHO_B, p]
         work[KEY_B, p] = NEVER
-        work[IN_PORT, i - base] = p
         op = st.vc[i, OUT_OP]
         nb = claim(work, KEY_A, WHO_A, LIST_A, nb, op - pbase, wrap(p + st.port[op, SA_OUT_NPTR], p_), i)
     return nb
@@ -392,7 +400,7 @@ def leave(st, m, t, r, k):
     port[ip, SA_IN_NPTR] = p_ - wrap(opl + 1, p_)
     port[ip, SA_VC_NOFF] = v_ - wrap(v + 1, v_)
     port[op, SA_OUT_NPTR] = p_ - wrap(p + 1, p_)
-    slot = dequeue(st, t, r, i, op, ov, w)
+    slot = dequeue(st, t, r, i, ip, v, op, ov, w)
     credit_upstream(st, t, ip, p, v)
     if opl == LOCAL:
         eject(st, m, t, ov, st.buf[slot, PKT], st.buf[slot, FLAG])
@@ -401,11 +409,11 @@ def leave(st, m, t, r, k):
 
 
 @inline
-def dequeue(st, t, r, i, op, ov, w):
-    """The flit at the front of input VC ``i`` leaves for output VC ``ov`` (VC ``w`` of output
-    port ``op``) and uses one of its credits. After a tail the output VC is free again and
-    the next packet's head, if one waits behind it, bids for a VC; after a body flit the
-    packet's next flit may go next cycle. Returns the flit's buffer slot."""
+def dequeue(st, t, r, i, ip, v, op, ov, w):
+    """The flit at the front of input VC ``i`` (VC ``v`` of input port ``ip``) leaves for
+    output VC ``ov`` (VC ``w`` of output port ``op``) and uses one of its credits. After a
+    tail the output VC is free again and the next packet's head, if one waits behind it,
+    bids for a VC; after a body flit the packet's next flit may go next cycle. Returns the flit's buffer slot."""
     prm, vc = st.prm, st.vc
     b = prm[B]
     head = vc[i, Q_HEAD]
@@ -416,17 +424,18 @@ def dequeue(st, t, r, i, op, ov, w):
     st.sc[BUFFERED] -= 1
     st.node[r, OCCUPANCY] -= 1
     st.credit[ov] -= 1
+    bit = np.int32(1) << v
     if st.buf[slot, FLAG] >= TAIL:
         st.port[op, FREE_VCS] += np.int64(1) << w
+        st.port[ip, SA_WAIT] ^= bit
         if cnt > 0:
-            wait_for_vc(st, i, r, st.buf[i * b + vc[i, Q_HEAD], DST], t + 1 + prm[ROUTING_DELAY])
+            wait_for_vc(st, i, r, ip, bit, st.buf[i * b + vc[i, Q_HEAD], DST], t + 1 + prm[ROUTING_DELAY])
         else:
-            st.wait[i] = IDLE
             st.node[r, WAITING] -= 1
     else:
         st.ready[i] = t + 1
         if cnt == 0:
-            st.wait[i] = IDLE
+            st.port[ip, SA_WAIT] ^= bit
             st.node[r, WAITING] -= 1
     return slot
 
@@ -608,7 +617,10 @@ def run(t, t1, chunk_end, more, room, tables, source, meter):
     ``room``: rows every output and record buffer must have free before a cycle;
     ``tables``, ``source``, ``meter``: the ``Tables``, ``SourceTables`` and ``MeasureTables``
     of the shard, as plain tuples."""
-    st, src, m = Tables(*tables), SourceTables(*source), MeasureTables(*meter)
+    # the static parameters as a tuple: values the compiler keeps in registers (an array's
+    # would be loaded again after every store, since any array may alias it)
+    st = Tables(to_fixed_tuple(tables[0], PRM_SIZE), *tables[1:])
+    src, m = SourceTables(*source), MeasureTables(*meter)
     prm, sc, node, wheel_n, m_sc = st.prm, st.sc, st.node, st.wheel_n, m.sc
     cre, scr, cursor = src.cre, src.scr, src.cursor
     w = st.wheel_f.shape[0]

@@ -114,8 +114,7 @@ class NocShard:
         self.vc = np.zeros((NI, k.VC_COLS), dtype=np.int32)  # every column fits: half the bytes
         self.vc[:, k.VA_IN_NPTR] = P * V  # round-robin pointers are stored negated (size - ptr)
         self.vc[:, k.VA_OUT_NPTR] = P * V
-        self.wait = np.zeros(NI, dtype=np.uint8)  # what each input VC waits for (kernel.IDLE...)
-        self.ready = np.zeros(NI, dtype=np.int64)  # and from which cycle on
+        self.ready = np.zeros(NI, dtype=np.int64)  # from which cycle on an input VC may bid
         j = np.arange(nl * P)
         self.port = np.zeros((nl * P, k.PORT_COLS), dtype=np.int32)  # every column fits: half the bytes
         self.port[:, k.FREE_VCS] = np.where(self.out_kind == k.NO_LINK, 0, (1 << V) - 1)
@@ -184,7 +183,7 @@ class NocShard:
     def _replaced(self) -> None:
         """After an array of the state is replaced by a larger one: the kernels' record anew."""
         self.kernel_tables = tuple(k.Tables(
-            prm=self.prm, sc=self.sc, vc=self.vc, wait=self.wait, ready=self.ready, credit=self.credit,
+            prm=self.prm, sc=self.sc, vc=self.vc, ready=self.ready, credit=self.credit,
             port=self.port, buf=self.buf, route=self.route, first_free=self.first_free, node=self.node,
             sq=self.sq, work=self.work, wheel_f=self.wheel_f, wheel_c=self.wheel_c, wheel_n=self.wheel_n,
             wheel_r=self.wheel_r, local_of=self.local_of, out_f=self.out_f, out_c=self.out_c))
