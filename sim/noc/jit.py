@@ -19,7 +19,9 @@ import os
 import tempfile
 
 import numba
-from numba.core import caching
+from llvmlite import ir
+from numba.core import caching, types
+from numba.extending import intrinsic
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -87,3 +89,24 @@ def kernel(fn):
 def inline(fn):
     """A helper of a kernel, inlined into its callers."""
     return _compiled(fn, inline="always")
+
+
+@intrinsic
+def prefetch(typingctx, ary, offset):
+    """Hint the CPU to bring the cache line at byte ``offset`` of array ``ary``'s data into
+    its caches (LLVM's ``llvm.prefetch``: read, keep in every level): a kernel that knows
+    which rows it will touch a little later asks for them while it works on others."""
+    sig = types.void(ary, offset)
+
+    def codegen(context, builder, sig, args):
+        a = context.make_array(sig.args[0])(context, builder, args[0])
+        off = context.cast(builder, args[1], sig.args[1], types.intp)
+        i8p = ir.IntType(8).as_pointer()
+        ptr = builder.gep(builder.bitcast(a.data, i8p), [off])
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
+        fn = builder.module.declare_intrinsic("llvm.prefetch", [i8p], fnty)
+        builder.call(fn, [ptr, i32(0), i32(3), i32(1)])
+        return context.get_dummy_value()
+
+    return sig, codegen

@@ -47,7 +47,7 @@ from numba.np.unsafe.ndarray import to_fixed_tuple
 from sim.cycles import NEVER
 from sim.noc import measure as ms
 from sim.noc.cut import cap_of, lower, offered, walk
-from sim.noc.jit import inline, kernel
+from sim.noc.jit import inline, kernel, prefetch
 from sim.noc.measure import MeasureTables
 from sim.noc.ports import EAST, LOCAL, SOUTH, WEST
 from sim.noc.sources import CRE_POS, SCR_POS, SourceTables
@@ -135,6 +135,12 @@ def push_flit(st, due, r, j, v, pkt, dst, flag):
     st.wheel_n[0, s] += 1
     st.wheel_r[s, r] += 1
     st.sc[IN_FLIGHT] += 1
+    # what receiving it will touch at random, asked for while other routers are worked on
+    prm = st.prm
+    i = j * prm[V] + v
+    prefetch(st.route, r * prm[N] + dst)
+    prefetch(st.vc, i * st.vc.strides[0])
+    prefetch(st.buf, i * prm[B] * st.buf.strides[0])
 
 
 @inline
