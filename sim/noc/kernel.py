@@ -26,7 +26,8 @@ it may bid; ``port[j]`` (int32) input and output port ``j``: which of its input 
 a VC and which for the switch (a bit per VC, so a router finds its bidders without looking
 at its idle VCs), its allocators' pointers and its static wiring (what it feeds, where its
 credits go); ``node[r]`` (int64) router ``r``: its terminal's source
-queue, its occupancy and how many of its VCs wait for an allocator; ``route`` (int8) the
+queue, its occupancy and which of its input ports have VCs waiting for an allocator (a bit
+each); ``route`` (int8) the
 output port towards each destination; the event wheel (int64) holds what is due in the next
 ``W`` cycles (every delay is shorter than ``W``): ``wheel_f[s, j]`` the flit due at input
 port ``j`` (a port takes at most one a cycle), ``wheel_c[s]`` credits. Router ``r``'s rows
@@ -109,7 +110,7 @@ class Tables(NamedTuple):
     wheel_f: np.ndarray  # [W, ports, 4] flits due
     wheel_c: np.ndarray  # [W, counters] credits due
     wheel_n: np.ndarray  # [2, W] flits, credits due in each slot
-    wheel_r: np.ndarray  # [W, routers] flits due at each router
+    wheel_r: np.ndarray  # [W, routers] the input ports with a flit due (a bit per port)
     local_of: np.ndarray  # [nodes] local router of a global one (-1: another shard's)
     out_f: np.ndarray  # [rows, 5] flits leaving the shard: due, global input VC, packet, destination, flags
     out_c: np.ndarray  # [rows, 2] credits leaving the shard: due, global output VC
@@ -132,11 +133,11 @@ def push_flit(st, due, r, j, v, pkt, dst, flag):
     wheel_f[s, j, F_PKT] = pkt
     wheel_f[s, j, F_DST] = dst
     wheel_f[s, j, F_FLAG] = flag
+    prm = st.prm
     st.wheel_n[0, s] += 1
-    st.wheel_r[s, r] += 1
+    st.wheel_r[s, r] |= np.int64(1) << (j - r * prm[P])
     st.sc[IN_FLIGHT] += 1
     # what receiving it will touch at random, asked for while other routers are worked on
-    prm = st.prm
     i = j * prm[V] + v
     prefetch(st.route, r * prm[N] + dst)
     prefetch(st.vc, i * st.vc.strides[0])
@@ -201,13 +202,11 @@ def wait_for_vc(st, i, r, ip, bit, dst, when):
 
 
 @inline
-def receive(st, s, t, r, j):
-    """The flit due at input port ``j`` of router ``r``, if any, enters its VC; a flit
+def receive(st, s, t, r, p, j):
+    """The flit due at input port ``j`` (port ``p`` of router ``r``) enters its VC; a flit
     reaching the front of its VC starts work."""
     prm, vc, buf, wheel_f = st.prm, st.vc, st.buf, st.wheel_f
     v1 = wheel_f[s, j, F_VC1]
-    if v1 == 0:
-        return
     wheel_f[s, j, F_VC1] = 0
     pkt, dst, flag = wheel_f[s, j, F_PKT], wheel_f[s, j, F_DST], wheel_f[s, j, F_FLAG]
     i = j * prm[V] + v1 - 1
@@ -220,7 +219,7 @@ def receive(st, s, t, r, j):
     st.sc[BUFFERED] += 1
     st.node[r, OCCUPANCY] += 1
     if cnt == 0:
-        st.node[r, WAITING] += 1
+        st.node[r, WAITING] |= np.int64(1) << p
         bit = np.int32(1) << (v1 - 1)
         if flag & HEAD:
             wait_for_vc(st, i, r, j, bit, dst, t + prm[ROUTING_DELAY])
@@ -289,7 +288,10 @@ def bid(st, t, r):
     base = r * prm[PV]
     nt = 0  # VC allocation requests, by output VC (local index)
     na = 0  # switch requests, by input port (local index)
-    for p in range(p_):  # each input port's waiting VCs, in order, from its bit masks
+    ports = st.node[r, WAITING]
+    while ports:  # each input port with waiting VCs, then those VCs, in order, from bit masks
+        p = trailing_zeros(ports)
+        ports &= ports - 1
         ip = r * p_ + p
         va = port[ip, VA_WAIT]
         both = va | port[ip, SA_WAIT]
@@ -437,13 +439,21 @@ def dequeue(st, t, r, i, ip, v, op, ov, w):
         if cnt > 0:
             wait_for_vc(st, i, r, ip, bit, st.buf[i * b + vc[i, Q_HEAD], DST], t + 1 + prm[ROUTING_DELAY])
         else:
-            st.node[r, WAITING] -= 1
+            port_idle(st, r, ip)
     else:
         st.ready[i] = t + 1
         if cnt == 0:
             st.port[ip, SA_WAIT] ^= bit
-            st.node[r, WAITING] -= 1
+            port_idle(st, r, ip)
     return slot
+
+
+@inline
+def port_idle(st, r, ip):
+    """A VC of input port ``ip`` of router ``r`` stopped waiting: the router notes when
+    none of the port's VCs waits any more."""
+    if st.port[ip, SA_WAIT] == 0 and st.port[ip, VA_WAIT] == 0:
+        st.node[r, WAITING] ^= np.int64(1) << (ip - r * st.prm[P])
 
 
 @inline
@@ -657,10 +667,13 @@ def run(t, t1, chunk_end, more, room, tables, source, meter):
         sc[IN_FLIGHT] -= nf
         p_ = prm[P]
         for r in range(prm[NL]):
-            if st.wheel_r[s, r]:
+            due = st.wheel_r[s, r]
+            if due:
                 st.wheel_r[s, r] = 0
-                for j in range(r * p_, r * p_ + p_):
-                    receive(st, s, t, r, j)
+                while due:
+                    p = trailing_zeros(due)
+                    due &= due - 1
+                    receive(st, s, t, r, p, r * p_ + p)
             if node[r, WAITING]:
                 allocate(st, m, t, r)
         # hops of measured packets count until every measured packet is out
