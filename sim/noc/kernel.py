@@ -59,7 +59,7 @@ EJECT, LOCAL_LINK, REMOTE_LINK, NO_LINK = 0, 1, 2, 3  # output-port kinds (port[
 # prm: static parameters
 (N, NL, P, V, B, PV, NI, COLS, TORUS, ROUTING_DELAY, VC_ALLOC_DELAY, FLIT_DELAY, CREDIT_RETURN,
  INJECT_DELAY, INJECT_CREDIT_RETURN, EJECT_CREDIT_RETURN, PACKET_FLITS, SYNTHETIC, RECORD, W0, W1,
- HORIZON, PKT_LO, PKT_HI, CLASS0_BITS, CLASS1_BITS, PRM_SIZE) = range(27)
+ HORIZON, PKT_LO, PKT_HI, CLASS0_BITS, CLASS1_BITS, AHEAD, PRM_SIZE) = range(28)
 # sc: shard scalars
 (BUFFERED, QUEUED, QUEUED_FLITS, HOPS_SEEN, OUT_F, OUT_C, IN_FLIGHT, WHEEL_NEXT, SC_SIZE) = range(9)
 # vc columns (state): input-VC side, then output-VC side
@@ -125,23 +125,20 @@ def wrap(x, m):
 @inline
 def push_flit(st, due, r, j, v, pkt, dst, flag):
     """A flit due at VC ``v`` of input port ``j`` (of router ``r``, local ids) at ``due``."""
-    wheel_f = st.wheel_f
+    prm, wheel_f, wheel_r = st.prm, st.wheel_f, st.wheel_r
     s = due & (wheel_f.shape[0] - 1)
-    if wheel_f[s, j, F_VC1]:
+    bit = np.int64(1) << (j - r * prm[P])
+    # checked on the small per-router mask: the flit's own row is written, never read, here
+    # (it is rarely in cache: it is read a few cycles on)
+    if wheel_r[s, r] & bit:
         raise RuntimeError("two flits due at one input port in one cycle")
+    wheel_r[s, r] |= bit
     wheel_f[s, j, F_VC1] = v + 1
     wheel_f[s, j, F_PKT] = pkt
     wheel_f[s, j, F_DST] = dst
     wheel_f[s, j, F_FLAG] = flag
-    prm = st.prm
     st.wheel_n[0, s] += 1
-    st.wheel_r[s, r] |= np.int64(1) << (j - r * prm[P])
     st.sc[IN_FLIGHT] += 1
-    # what receiving it will touch at random, asked for while other routers are worked on
-    i = j * prm[V] + v
-    prefetch(st.route, r * prm[N] + dst)
-    prefetch(st.vc, i * st.vc.strides[0])
-    prefetch(st.buf, i * prm[B] * st.buf.strides[0])
 
 
 @inline
@@ -626,6 +623,33 @@ def lacks(st, src, m, t, chunk_end, room):
     return DONE
 
 
+@inline
+def ahead(st, s, r):
+    """Ask for the lines router ``r``'s turn in this cycle (slot ``s``) will touch at random,
+    a few routers before it: the route-table row of each flit due at its input ports and the
+    buffer slot it will fill, and the front flit of each of its VCs that waits for the switch.
+    Its other rows are read in router order, which the hardware prefetches by itself."""
+    prm, vc, wheel_f = st.prm, st.vc, st.wheel_f
+    p_, v_, b_ = prm[P], prm[V], prm[B]
+    rowb = st.buf.strides[0]
+    due = st.wheel_r[s, r]
+    while due:
+        j = r * p_ + trailing_zeros(due)
+        due &= due - 1
+        prefetch(st.route, r * prm[N] + wheel_f[s, j, F_DST])
+        i = j * v_ + wheel_f[s, j, F_VC1] - 1
+        prefetch(st.buf, (i * b_ + wrap(vc[i, Q_HEAD] + vc[i, Q_COUNT], b_)) * rowb)
+    ports = st.node[r, WAITING]
+    while ports:
+        j = r * p_ + trailing_zeros(ports)
+        ports &= ports - 1
+        sa = st.port[j, SA_WAIT]
+        while sa:
+            i = j * v_ + trailing_zeros(sa)
+            sa &= sa - 1
+            prefetch(st.buf, (i * b_ + vc[i, Q_HEAD]) * rowb)
+
+
 @kernel
 def run(t, t1, chunk_end, more, room, tables, source, meter):
     """Simulate cycles [t, t1); returns (cycle reached, why it returned). ``chunk_end``: end
@@ -665,8 +689,10 @@ def run(t, t1, chunk_end, more, room, tables, source, meter):
         nf = wheel_n[0, s]
         wheel_n[0, s] = 0
         sc[IN_FLIGHT] -= nf
-        p_ = prm[P]
-        for r in range(prm[NL]):
+        p_, nl, look = prm[P], prm[NL], prm[AHEAD]
+        for r in range(nl):
+            if look and r + look < nl:
+                ahead(st, s, r + look)
             due = st.wheel_r[s, r]
             if due:
                 st.wheel_r[s, r] = 0

@@ -34,6 +34,12 @@ from sim.noc.measure import EJECTED_ROW, TOTAL_ROW, WINDOW_ROW, Measurement
 from sim.noc.params import NocParams
 from sim.noc.sources import CHUNK, TrafficSource
 
+# Above this many bytes of router state a shard asks for its random lines ahead (kernel.ahead):
+# measured on the 2-core EPYC of issue 23, cycles per CPU-second with and without: 16x16
+# (1.5 MB) -10%, 24x24 (3.6 MB) -7%, 28x28 (5.0 MB) -7%, 32x32 (6.8 MB) +22%, 36x36 +24%, 64x64 +50%
+CACHE_BYTES = 6 << 20
+LOOK_AHEAD = 2  # routers (1 to 3 measured alike at 32x32; 8: 12% slower)
+
 
 @dataclass
 class NocReport:
@@ -173,6 +179,12 @@ class NocShard:
         prm[[k.W0, k.W1, k.HORIZON, k.PKT_LO, k.PKT_HI]] = m.w0, m.w1, m.horizon, m.pkt_lo, m.pkt_hi
         # a torus' dateline classes use the lower or the upper half of the VCs
         prm[[k.CLASS0_BITS, k.CLASS1_BITS]] = (1 << half) - 1, ((1 << V) - 1) ^ ((1 << half) - 1)
+        # a shard whose tables outgrow the caches asks for the lines a router will touch at
+        # random a few routers before its turn (kernel.ahead); a smaller one finds them in
+        # cache, where asking costs more than it saves
+        state = (self.vc, self.ready, self.credit, self.port, self.buf, self.route, self.node, self.wheel_f,
+                 self.wheel_c)
+        prm[k.AHEAD] = LOOK_AHEAD if sum(a.nbytes for a in state) > CACHE_BYTES else 0
         self.prm = prm
         self._synthetic = self.source.synthetic
         self._nothing = FlitBoundary()  # returned whenever nothing leaves (never modified)
