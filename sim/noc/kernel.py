@@ -26,7 +26,7 @@ it may bid; ``port[j]`` (int32) input and output port ``j``: which of its input 
 a VC and which for the switch (a bit per VC, so a router finds its bidders without looking
 at its idle VCs), its allocators' pointers and its static wiring (what it feeds, where its
 credits go); ``node[r]`` (int64) router ``r``: its terminal's source
-queue, its occupancy and which of its input ports have VCs waiting for an allocator (a bit
+queue and which of its input ports have VCs waiting for an allocator (a bit
 each); ``route`` (int8) the
 output port towards each destination; the event wheel (int64) holds what is due in the next
 ``W`` cycles (every delay is shorter than ``W``): ``wheel_f[s, j]`` the flit due at input
@@ -72,8 +72,7 @@ Q_HEAD, Q_COUNT, OUT_OP, OUT_VC, VA_IN_NPTR, VA_OUT_NPTR, VC_COLS = range(7)
 (FREE_VCS, SA_IN_NPTR, SA_VC_NOFF, SA_OUT_NPTR, VA_WAIT, SA_WAIT, KIND, NBR, PNUM, PV_OFF, UP_BASE,
  DOWN_BASE, DOWN_PORT, DOWN_ROUTER, PORT_COLS) = range(15)
 # node columns
-(SQ_HEAD, SQ_COUNT, SRC_FLIT, SRC_VC, INJ_LAST, INJ_IN_USE, ROUTER, OCCUPANCY, WAITING,
- NODE_COLS) = range(10)
+(SQ_HEAD, SQ_COUNT, SRC_FLIT, SRC_VC, INJ_LAST, INJ_IN_USE, ROUTER, WAITING, NODE_COLS) = range(9)
 # work rows: arbiter scratch, indexed within one router
 KEY_A, WHO_A, LIST_A, KEY_B, WHO_B, LIST_B, IN_PORT, WORK_ROWS = range(8)
 # wheel_f columns: VC + 1 (0: no flit), packet, destination, flags
@@ -214,7 +213,6 @@ def receive(st, s, t, r, p, j):
     buf[slot, FLAG] = flag
     vc[i, Q_COUNT] = cnt + 1
     st.sc[BUFFERED] += 1
-    st.node[r, OCCUPANCY] += 1
     if cnt == 0:
         st.node[r, WAITING] |= np.int64(1) << p
         bit = np.int32(1) << (v1 - 1)
@@ -427,7 +425,6 @@ def dequeue(st, t, r, i, ip, v, op, ov, w):
     cnt = vc[i, Q_COUNT] - 1
     vc[i, Q_COUNT] = cnt
     st.sc[BUFFERED] -= 1
-    st.node[r, OCCUPANCY] -= 1
     st.credit[ov] -= 1
     bit = np.int32(1) << v
     if st.buf[slot, FLAG] >= TAIL:
