@@ -20,21 +20,23 @@ packets are added once the cycle's ejections are known.
 
 The state is a record of arrays per owner: the routers' ``Tables`` (columns named below),
 the packets' ``SourceTables`` (sim/noc/sources.py) and the measurement's ``MeasureTables``
-(sim/noc/measure.py). In ``Tables``: ``vc[i]`` (int32) input VC ``i``
-and output VC ``i`` of the same (router, port, vc), ``ready[i]`` (int64) from which cycle on
-it may bid; ``port[j]`` (int32) input and output port ``j``: which of its input VCs wait for
-a VC and which for the switch (a bit per VC, so a router finds its bidders without looking
-at its idle VCs), its allocators' pointers and its static wiring (what it feeds, where its
-credits go); ``node[r]`` (int64) router ``r``: its terminal's source
-queue and which of its input ports have VCs waiting for an allocator (a bit
-each); ``route`` (int8) the
-output port towards each destination; the event wheel (int64) holds what is due in the next
-``W`` cycles (every delay is shorter than ``W``): ``wheel_f[s, j]`` the flit due at input
-port ``j`` (a port takes at most one a cycle), ``wheel_c[s]`` credits. Router ``r``'s rows
-are contiguous in every table and a cycle visits the routers in order, so what a cycle
-touches streams through the cache (the footprint is what limits large grids). The hot paths
-divide by nothing (a 64-bit division costs tens of cycles): indices come from the loops and
-the static columns, and every modulo is of a sum below twice the modulus.
+(sim/noc/measure.py). In ``Tables``: ``vc[i]`` (int32) input VC ``i`` and output VC ``i``
+of the same (router, port, vc), ``ready[i]`` (int64) from which cycle on it may bid;
+``port[j]`` (int32) input and output port ``j``: which of its input VCs wait for a VC and
+which for the switch (a bit per VC, so a router finds its bidders without looking at its
+idle VCs), its allocators' pointers and its static wiring (what it feeds, where its credits
+go); ``node[r]`` (int64) router ``r``: its terminal's source queue and which of its input
+ports have VCs waiting for an allocator (a bit each); ``route`` (int8) the output port
+towards each destination; the event wheel (int64) holds what is due in the next ``W``
+cycles (every delay is shorter than ``W``): ``wheel_f[s, j]`` the flit due at input port
+``j`` (a port takes at most one a cycle), ``wheel_r[s, r]`` which of router ``r``'s input
+ports have one (a bit each), ``wheel_c[s]`` credits. Router ``r``'s rows are contiguous in
+every table and a cycle visits the routers in order, so most of what a cycle touches
+streams through the cache; what it touches at random (per hop, a route-table row and a
+buffer slot) a large shard asks for a few routers ahead (``ahead``: at 32x32 these misses
+took half the time). The hot paths divide by nothing (a 64-bit division costs tens of
+cycles): indices come from the loops and the static columns, and every modulo is of a sum
+below twice the modulus.
 """
 
 from __future__ import annotations
