@@ -12,6 +12,12 @@ from sim.noc.shard import NocShard
 from sim.noc.topology import Region
 
 BASE = dict(rows=8, cols=8, warmup_cycles=300, measure_cycles=700, drain_cycles=2000)
+CASES = [
+    NocParams(rate=0.3, **BASE),
+    NocParams(rate=0.2, packet_flits=3, traffic="hotspot", **BASE),
+    NocParams(rate=0.5, topology="torus", **BASE),
+]
+CASE_IDS = ["uniform", "hotspot-3flit", "torus"]
 
 
 def _hash(p, **kw):
@@ -20,11 +26,7 @@ def _hash(p, **kw):
     return s["result_hash"], s, o
 
 
-@pytest.mark.parametrize("params", [
-    NocParams(rate=0.3, **BASE),
-    NocParams(rate=0.2, packet_flits=3, traffic="hotspot", **BASE),
-    NocParams(rate=0.5, topology="torus", **BASE),
-], ids=["uniform", "hotspot-3flit", "torus"])
+@pytest.mark.parametrize("params", CASES, ids=CASE_IDS)
 def test_result_hash_identical_for_every_shard_count_and_cut(params):
     ref, s1, o1 = _hash(params)
     assert s1["measured_packets"] > 1000
@@ -110,11 +112,7 @@ def test_a_failing_shard_actor_stops_the_run_with_its_error(ray_session, chainin
         run_ray(FailingModel(p, owner_map(regions, 8, 8)), regions, e, chaining=chaining)
 
 
-@pytest.mark.parametrize("params", [
-    NocParams(rate=0.3, **BASE),
-    NocParams(rate=0.2, packet_flits=3, traffic="hotspot", **BASE),
-    NocParams(rate=0.5, topology="torus", **BASE),
-], ids=["uniform", "hotspot-3flit", "torus"])
+@pytest.mark.parametrize("params", CASES, ids=CASE_IDS)
 def test_asking_for_lines_ahead_changes_nothing(params):
     """The look-ahead large shards use (kernel.ahead) only prefetches: forced on and off in
     a small shard, every measured figure and the final state are the same."""
