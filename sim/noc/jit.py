@@ -1,9 +1,10 @@
 """Compiling the NoC kernels: numba's ``njit`` with an on-disk cache that also works read-only.
 
 A cached kernel is stale as soon as any file of the NoC packages it is built from changes:
-its stamp hashes every module of its own package and of this one (numba's own stamp hashes
-only the kernel's file, so a changed helper, constant or compile option elsewhere would
-keep running the old machine code).
+its stamp hashes every module of its own package and of this one, and sim/rng.py, whose
+hash the traffic kernel compiles in (numba's own stamp hashes only the kernel's file, so a
+changed helper, constant or compile option elsewhere would keep running the old machine
+code).
 
 Where the cache lives (the first that can be written): ``NUMBA_CACHE_DIR`` when set; the
 ``__pycache__`` beside the sources (an editable or user-writable install); numba's
@@ -19,19 +20,22 @@ import os
 import tempfile
 
 import numba
-from numba.core import caching
+from llvmlite import ir
+from numba.core import caching, types
+from numba.extending import intrinsic
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
+_SHARED = (os.path.join(os.path.dirname(_HERE), "rng.py"),)  # modules outside these packages kernels compile in
 
 
 def _stamp(py_file: str) -> str:
-    """Hash of every module of the kernel's package and of this one."""
+    """Hash of every module of the kernel's package and of this one, and of ``_SHARED``."""
     h = hashlib.sha256()
-    for d in sorted({_HERE, os.path.dirname(os.path.abspath(py_file))}):
-        for name in sorted(os.listdir(d)):
-            if name.endswith(".py"):
-                with open(os.path.join(d, name), "rb") as fh:
-                    h.update(name.encode() + b"\0" + fh.read())
+    files = [os.path.join(d, name) for d in sorted({_HERE, os.path.dirname(os.path.abspath(py_file))})
+             for name in sorted(os.listdir(d)) if name.endswith(".py")]
+    for path in files + [p for p in _SHARED if os.path.exists(p)]:
+        with open(path, "rb") as fh:
+            h.update(os.path.basename(path).encode() + b"\0" + fh.read())
     return h.hexdigest()
 
 
@@ -87,3 +91,24 @@ def kernel(fn):
 def inline(fn):
     """A helper of a kernel, inlined into its callers."""
     return _compiled(fn, inline="always")
+
+
+@intrinsic
+def prefetch(typingctx, ary, offset):
+    """Hint the CPU to bring the cache line at byte ``offset`` of array ``ary``'s data into
+    its caches (LLVM's ``llvm.prefetch``: read, keep in every level): a kernel that knows
+    which rows it will touch a little later asks for them while it works on others."""
+    sig = types.void(ary, offset)
+
+    def codegen(context, builder, sig, args):
+        a = context.make_array(sig.args[0])(context, builder, args[0])
+        off = context.cast(builder, args[1], sig.args[1], types.intp)
+        i8p = ir.IntType(8).as_pointer()
+        ptr = builder.gep(builder.bitcast(a.data, i8p), [off])
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
+        fn = builder.module.declare_intrinsic("llvm.prefetch", [i8p], fnty)
+        builder.call(fn, [ptr, i32(0), i32(3), i32(1)])
+        return context.get_dummy_value()
+
+    return sig, codegen

@@ -20,19 +20,23 @@ packets are added once the cycle's ejections are known.
 
 The state is a record of arrays per owner: the routers' ``Tables`` (columns named below),
 the packets' ``SourceTables`` (sim/noc/sources.py) and the measurement's ``MeasureTables``
-(sim/noc/measure.py). In ``Tables``: ``vc[i]`` (int32) input VC ``i``
-and output VC ``i`` of the same (router, port, vc), ``wait[i]`` (a byte, so a router's VCs
-are scanned in one cache line) which allocator it waits for and ``ready[i]`` (int64) from
-which cycle on; ``port[j]`` (int32) input and output port ``j`` with its static wiring (what
-it feeds, where its credits go); ``node[r]`` (int64) router ``r``: its terminal's source
-queue, its occupancy and how many of its VCs wait for an allocator; ``route`` (int8) the
-output port towards each destination; the event wheel (int64) holds what is due in the next
-``W`` cycles (every delay is shorter than ``W``): ``wheel_f[s, j]`` the flit due at input
-port ``j`` (a port takes at most one a cycle), ``wheel_c[s]`` credits. Router ``r``'s rows
-are contiguous in every table and a cycle visits the routers in order, so what a cycle
-touches streams through the cache (the footprint is what limits large grids). The hot paths
-divide by nothing (a 64-bit division costs tens of cycles): indices come from the loops and
-the static columns, and every modulo is of a sum below twice the modulus.
+(sim/noc/measure.py). In ``Tables``: ``vc[i]`` (int32) input VC ``i`` and output VC ``i``
+of the same (router, port, vc), ``ready[i]`` (int64) from which cycle on it may bid;
+``port[j]`` (int32) input and output port ``j``: which of its input VCs wait for a VC and
+which for the switch (a bit per VC, so a router finds its bidders without looking at its
+idle VCs), its allocators' pointers and its static wiring (what it feeds, where its credits
+go); ``node[r]`` (int64) router ``r``: its terminal's source queue and which of its input
+ports have VCs waiting for an allocator (a bit each); ``route`` (int8) the output port
+towards each destination; the event wheel (int64) holds what is due in the next ``W``
+cycles (every delay is shorter than ``W``): ``wheel_f[s, j]`` the flit due at input port
+``j`` (a port takes at most one a cycle), ``wheel_r[s, r]`` which of router ``r``'s input
+ports have one (a bit each), ``wheel_c[s]`` credits. Router ``r``'s rows are contiguous in
+every table and a cycle visits the routers in order, so most of what a cycle touches
+streams through the cache; what it touches at random (per hop, a route-table row and a
+buffer slot) a large shard asks for a few routers ahead (``ahead``: at 32x32 these misses
+took half the time). The hot paths divide by nothing (a 64-bit division costs tens of
+cycles): indices come from the loops and the static columns, and every modulo is of a sum
+below twice the modulus.
 """
 
 from __future__ import annotations
@@ -40,23 +44,24 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+from numba.cpython.unsafe.numbers import trailing_zeros
+from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from sim.cycles import NEVER
 from sim.noc import measure as ms
 from sim.noc.cut import cap_of, lower, offered, walk
-from sim.noc.jit import inline, kernel
+from sim.noc.jit import inline, kernel, prefetch
 from sim.noc.measure import MeasureTables
 from sim.noc.ports import EAST, LOCAL, SOUTH, WEST
 from sim.noc.sources import CRE_POS, SCR_POS, SourceTables
 
 HEAD, TAIL = 1, 2
 EJECT, LOCAL_LINK, REMOTE_LINK, NO_LINK = 0, 1, 2, 3  # output-port kinds (port[:, KIND])
-IDLE, WAIT_VC, WAIT_SWITCH = 0, 1, 2  # what an input VC waits for (``wait``, a byte per VC)
 
 # prm: static parameters
 (N, NL, P, V, B, PV, NI, COLS, TORUS, ROUTING_DELAY, VC_ALLOC_DELAY, FLIT_DELAY, CREDIT_RETURN,
  INJECT_DELAY, INJECT_CREDIT_RETURN, EJECT_CREDIT_RETURN, PACKET_FLITS, SYNTHETIC, RECORD, W0, W1,
- HORIZON, PKT_LO, PKT_HI, CLASS0_BITS, CLASS1_BITS, PRM_SIZE) = range(27)
+ HORIZON, PKT_LO, PKT_HI, CLASS0_BITS, CLASS1_BITS, AHEAD, PRM_SIZE) = range(28)
 # sc: shard scalars
 (BUFFERED, QUEUED, QUEUED_FLITS, HOPS_SEEN, OUT_F, OUT_C, IN_FLIGHT, WHEEL_NEXT, SC_SIZE) = range(9)
 # vc columns (state): input-VC side, then output-VC side
@@ -66,11 +71,10 @@ Q_HEAD, Q_COUNT, OUT_OP, OUT_VC, VA_IN_NPTR, VA_OUT_NPTR, VC_COLS = range(7)
 # first of the credit counters its VCs' credits go to (an upstream output VC, global across
 # a cut; the source's for the terminal's port); for an output port the first input VC it
 # feeds (global across a cut), that input port and its router (local)
-(FREE_VCS, SA_IN_NPTR, SA_VC_NOFF, SA_OUT_NPTR, KIND, NBR, PNUM, PV_OFF, UP_BASE, DOWN_BASE,
- DOWN_PORT, DOWN_ROUTER, PORT_COLS) = range(13)
+(FREE_VCS, SA_IN_NPTR, SA_VC_NOFF, SA_OUT_NPTR, VA_WAIT, SA_WAIT, KIND, NBR, PNUM, PV_OFF, UP_BASE,
+ DOWN_BASE, DOWN_PORT, DOWN_ROUTER, PORT_COLS) = range(15)
 # node columns
-(SQ_HEAD, SQ_COUNT, SRC_FLIT, SRC_VC, INJ_LAST, INJ_IN_USE, ROUTER, OCCUPANCY, WAITING,
- NODE_COLS) = range(10)
+(SQ_HEAD, SQ_COUNT, SRC_FLIT, SRC_VC, INJ_LAST, INJ_IN_USE, ROUTER, WAITING, NODE_COLS) = range(9)
 # work rows: arbiter scratch, indexed within one router
 KEY_A, WHO_A, LIST_A, KEY_B, WHO_B, LIST_B, IN_PORT, WORK_ROWS = range(8)
 # wheel_f columns: VC + 1 (0: no flit), packet, destination, flags
@@ -95,7 +99,6 @@ class Tables(NamedTuple):
     prm: np.ndarray  # static parameters (PRM columns)
     sc: np.ndarray  # shard scalars (SC columns)
     vc: np.ndarray  # [input VCs, VC_COLS] int32
-    wait: np.ndarray  # [input VCs] uint8: IDLE, WAIT_VC, WAIT_SWITCH
     ready: np.ndarray  # [input VCs] from which cycle it may bid
     credit: np.ndarray  # [output VCs, then the sources' VCs] free buffer slots downstream
     port: np.ndarray  # [ports, PORT_COLS] int32
@@ -108,7 +111,7 @@ class Tables(NamedTuple):
     wheel_f: np.ndarray  # [W, ports, 4] flits due
     wheel_c: np.ndarray  # [W, counters] credits due
     wheel_n: np.ndarray  # [2, W] flits, credits due in each slot
-    wheel_r: np.ndarray  # [W, routers] flits due at each router
+    wheel_r: np.ndarray  # [W, routers] the input ports with a flit due (a bit per port)
     local_of: np.ndarray  # [nodes] local router of a global one (-1: another shard's)
     out_f: np.ndarray  # [rows, 5] flits leaving the shard: due, global input VC, packet, destination, flags
     out_c: np.ndarray  # [rows, 2] credits leaving the shard: due, global output VC
@@ -123,16 +126,19 @@ def wrap(x, m):
 @inline
 def push_flit(st, due, r, j, v, pkt, dst, flag):
     """A flit due at VC ``v`` of input port ``j`` (of router ``r``, local ids) at ``due``."""
-    wheel_f = st.wheel_f
+    prm, wheel_f, wheel_r = st.prm, st.wheel_f, st.wheel_r
     s = due & (wheel_f.shape[0] - 1)
-    if wheel_f[s, j, F_VC1]:
+    bit = np.int64(1) << (j - r * prm[P])
+    # checked on the small per-router mask: the flit's own row is written, never read, here
+    # (it is rarely in cache: it is read a few cycles on)
+    if wheel_r[s, r] & bit:
         raise RuntimeError("two flits due at one input port in one cycle")
+    wheel_r[s, r] |= bit
     wheel_f[s, j, F_VC1] = v + 1
     wheel_f[s, j, F_PKT] = pkt
     wheel_f[s, j, F_DST] = dst
     wheel_f[s, j, F_FLAG] = flag
     st.wheel_n[0, s] += 1
-    st.wheel_r[s, r] += 1
     st.sc[IN_FLIGHT] += 1
 
 
@@ -184,23 +190,21 @@ def accept(tables, t0, flits, credits):
 
 
 @inline
-def wait_for_vc(st, i, r, dst, when):
-    """A head at the front of input VC ``i`` of router ``r``: route it (one lookup) and bid
-    for a VC."""
+def wait_for_vc(st, i, r, ip, bit, dst, when):
+    """A head at the front of input VC ``i`` of router ``r`` (bit ``bit`` of input port
+    ``ip``): route it (one lookup) and bid for a VC."""
     prm = st.prm
     st.vc[i, OUT_OP] = r * prm[P] + st.route[r * prm[N] + dst]
     st.ready[i] = when
-    st.wait[i] = WAIT_VC
+    st.port[ip, VA_WAIT] |= bit
 
 
 @inline
-def receive(st, s, t, r, j):
-    """The flit due at input port ``j`` of router ``r``, if any, enters its VC; a flit
+def receive(st, s, t, r, p, j):
+    """The flit due at input port ``j`` (port ``p`` of router ``r``) enters its VC; a flit
     reaching the front of its VC starts work."""
     prm, vc, buf, wheel_f = st.prm, st.vc, st.buf, st.wheel_f
     v1 = wheel_f[s, j, F_VC1]
-    if v1 == 0:
-        return
     wheel_f[s, j, F_VC1] = 0
     pkt, dst, flag = wheel_f[s, j, F_PKT], wheel_f[s, j, F_DST], wheel_f[s, j, F_FLAG]
     i = j * prm[V] + v1 - 1
@@ -211,14 +215,14 @@ def receive(st, s, t, r, j):
     buf[slot, FLAG] = flag
     vc[i, Q_COUNT] = cnt + 1
     st.sc[BUFFERED] += 1
-    st.node[r, OCCUPANCY] += 1
     if cnt == 0:
-        st.node[r, WAITING] += 1
+        st.node[r, WAITING] |= np.int64(1) << p
+        bit = np.int32(1) << (v1 - 1)
         if flag & HEAD:
-            wait_for_vc(st, i, r, dst, t + prm[ROUTING_DELAY])
+            wait_for_vc(st, i, r, j, bit, dst, t + prm[ROUTING_DELAY])
         else:  # a body flit reaching an empty active VC may bid for the switch at once
             st.ready[i] = t
-            st.wait[i] = WAIT_SWITCH
+            st.port[j, SA_WAIT] |= bit
 
 
 @inline
@@ -276,20 +280,27 @@ def bid(st, t, r):
     """The allocators' input stages: each input VC of router ``r`` that waits and is ready
     bids for an output VC or for the switch. Returns how many output VCs and how many input
     ports have a bid (listed in ``work``)."""
-    prm, wait = st.prm, st.wait
+    prm, port, work = st.prm, st.port, st.work
     p_, v_ = prm[P], prm[V]
     base = r * prm[PV]
     nt = 0  # VC allocation requests, by output VC (local index)
     na = 0  # switch requests, by input port (local index)
-    for p in range(p_):
-        for v in range(v_):
+    ports = st.node[r, WAITING]
+    while ports:  # each input port with waiting VCs, then those VCs, in order, from bit masks
+        p = trailing_zeros(ports)
+        ports &= ports - 1
+        ip = r * p_ + p
+        va = port[ip, VA_WAIT]
+        both = va | port[ip, SA_WAIT]
+        while both:
+            v = trailing_zeros(both)
+            both &= both - 1
             inl = p * v_ + v  # the VC's index within the router
-            i = base + inl
-            state = wait[i]
-            if state == WAIT_VC:
+            work[IN_PORT, inl] = p
+            if (va >> v) & 1:
                 nt = bid_vc(st, t, base, inl, nt)
-            elif state == WAIT_SWITCH:
-                na = bid_switch(st, t, r * p_ + p, p, i, v, na)
+            else:
+                na = bid_switch(st, t, ip, p, base + inl, v, na)
     return nt, na
 
 
@@ -350,7 +361,10 @@ def grant_vcs(st, t, r, nt):
         st.ready[i] = t + prm[VC_ALLOC_DELAY]  # >= t + 1: not a switch request this cycle
         vc[i, VA_IN_NPTR] = pv - wrap(port[op, PV_OFF] + pick + 1, pv)
         vc[target, VA_OUT_NPTR] = pv - wrap(i - base + 1, pv)
-        st.wait[i] = WAIT_SWITCH
+        ip = r * prm[P] + work[IN_PORT, i - base]  # noted when it bid
+        bit = np.int32(1) << (i - ip * v_)
+        port[ip, VA_WAIT] ^= bit
+        port[ip, SA_WAIT] |= bit
 
 
 @inline
@@ -358,15 +372,14 @@ def grant_switch(st, r, na):
     """Switch allocation, output stage: each input port's winner asks its output port's
     arbiter (one input port per output port). Returns how many output ports were granted
     (listed in ``work``, the winner of each its input port noted)."""
-    prm, work = st.prm, st.work
-    p_ = prm[P]
-    base, pbase = r * prm[PV], r * p_
+    work = st.work
+    p_ = st.prm[P]
+    pbase = r * p_
     nb = 0
     for k in range(na):
         p = work[LIST_B, k]
         i = work[WHO_B, p]
         work[KEY_B, p] = NEVER
-        work[IN_PORT, i - base] = p
         op = st.vc[i, OUT_OP]
         nb = claim(work, KEY_A, WHO_A, LIST_A, nb, op - pbase, wrap(p + st.port[op, SA_OUT_NPTR], p_), i)
     return nb
@@ -392,7 +405,7 @@ def leave(st, m, t, r, k):
     port[ip, SA_IN_NPTR] = p_ - wrap(opl + 1, p_)
     port[ip, SA_VC_NOFF] = v_ - wrap(v + 1, v_)
     port[op, SA_OUT_NPTR] = p_ - wrap(p + 1, p_)
-    slot = dequeue(st, t, r, i, op, ov, w)
+    slot = dequeue(st, t, r, i, ip, v, op, ov, w)
     credit_upstream(st, t, ip, p, v)
     if opl == LOCAL:
         eject(st, m, t, ov, st.buf[slot, PKT], st.buf[slot, FLAG])
@@ -401,11 +414,11 @@ def leave(st, m, t, r, k):
 
 
 @inline
-def dequeue(st, t, r, i, op, ov, w):
-    """The flit at the front of input VC ``i`` leaves for output VC ``ov`` (VC ``w`` of output
-    port ``op``) and uses one of its credits. After a tail the output VC is free again and
-    the next packet's head, if one waits behind it, bids for a VC; after a body flit the
-    packet's next flit may go next cycle. Returns the flit's buffer slot."""
+def dequeue(st, t, r, i, ip, v, op, ov, w):
+    """The flit at the front of input VC ``i`` (VC ``v`` of input port ``ip``) leaves for
+    output VC ``ov`` (VC ``w`` of output port ``op``) and uses one of its credits. After a
+    tail the output VC is free again and the next packet's head, if one waits behind it,
+    bids for a VC; after a body flit the packet's next flit may go next cycle. Returns the flit's buffer slot."""
     prm, vc = st.prm, st.vc
     b = prm[B]
     head = vc[i, Q_HEAD]
@@ -414,21 +427,29 @@ def dequeue(st, t, r, i, op, ov, w):
     cnt = vc[i, Q_COUNT] - 1
     vc[i, Q_COUNT] = cnt
     st.sc[BUFFERED] -= 1
-    st.node[r, OCCUPANCY] -= 1
     st.credit[ov] -= 1
+    bit = np.int32(1) << v
     if st.buf[slot, FLAG] >= TAIL:
         st.port[op, FREE_VCS] += np.int64(1) << w
+        st.port[ip, SA_WAIT] ^= bit
         if cnt > 0:
-            wait_for_vc(st, i, r, st.buf[i * b + vc[i, Q_HEAD], DST], t + 1 + prm[ROUTING_DELAY])
+            wait_for_vc(st, i, r, ip, bit, st.buf[i * b + vc[i, Q_HEAD], DST], t + 1 + prm[ROUTING_DELAY])
         else:
-            st.wait[i] = IDLE
-            st.node[r, WAITING] -= 1
+            port_idle(st, r, ip)
     else:
         st.ready[i] = t + 1
         if cnt == 0:
-            st.wait[i] = IDLE
-            st.node[r, WAITING] -= 1
+            st.port[ip, SA_WAIT] ^= bit
+            port_idle(st, r, ip)
     return slot
+
+
+@inline
+def port_idle(st, r, ip):
+    """A VC of input port ``ip`` of router ``r`` stopped waiting: the router notes when
+    none of the port's VCs waits any more."""
+    if st.port[ip, SA_WAIT] == 0 and st.port[ip, VA_WAIT] == 0:
+        st.node[r, WAITING] ^= np.int64(1) << (ip - r * st.prm[P])
 
 
 @inline
@@ -601,6 +622,33 @@ def lacks(st, src, m, t, chunk_end, room):
     return DONE
 
 
+@inline
+def ahead(st, s, r):
+    """Ask for the lines router ``r``'s turn in this cycle (slot ``s``) will touch at random,
+    a few routers before it: the route-table row of each flit due at its input ports and the
+    buffer slot it will fill, and the front flit of each of its VCs that waits for the switch.
+    Its other rows are read in router order, which the hardware prefetches by itself."""
+    prm, vc, wheel_f = st.prm, st.vc, st.wheel_f
+    p_, v_, b_ = prm[P], prm[V], prm[B]
+    rowb = st.buf.strides[0]
+    due = st.wheel_r[s, r]
+    while due:
+        j = r * p_ + trailing_zeros(due)
+        due &= due - 1
+        prefetch(st.route, r * prm[N] + wheel_f[s, j, F_DST])
+        i = j * v_ + wheel_f[s, j, F_VC1] - 1
+        prefetch(st.buf, (i * b_ + wrap(vc[i, Q_HEAD] + vc[i, Q_COUNT], b_)) * rowb)
+    ports = st.node[r, WAITING]
+    while ports:
+        j = r * p_ + trailing_zeros(ports)
+        ports &= ports - 1
+        sa = st.port[j, SA_WAIT]
+        while sa:
+            i = j * v_ + trailing_zeros(sa)
+            sa &= sa - 1
+            prefetch(st.buf, (i * b_ + vc[i, Q_HEAD]) * rowb)
+
+
 @kernel
 def run(t, t1, chunk_end, more, room, tables, source, meter):
     """Simulate cycles [t, t1); returns (cycle reached, why it returned). ``chunk_end``: end
@@ -608,7 +656,10 @@ def run(t, t1, chunk_end, more, room, tables, source, meter):
     ``room``: rows every output and record buffer must have free before a cycle;
     ``tables``, ``source``, ``meter``: the ``Tables``, ``SourceTables`` and ``MeasureTables``
     of the shard, as plain tuples."""
-    st, src, m = Tables(*tables), SourceTables(*source), MeasureTables(*meter)
+    # the static parameters as a tuple: values the compiler keeps in registers (an array's
+    # would be loaded again after every store, since any array may alias it)
+    st = Tables(to_fixed_tuple(tables[0], PRM_SIZE), *tables[1:])
+    src, m = SourceTables(*source), MeasureTables(*meter)
     prm, sc, node, wheel_n, m_sc = st.prm, st.sc, st.node, st.wheel_n, m.sc
     cre, scr, cursor = src.cre, src.scr, src.cursor
     w = st.wheel_f.shape[0]
@@ -637,12 +688,17 @@ def run(t, t1, chunk_end, more, room, tables, source, meter):
         nf = wheel_n[0, s]
         wheel_n[0, s] = 0
         sc[IN_FLIGHT] -= nf
-        p_ = prm[P]
-        for r in range(prm[NL]):
-            if st.wheel_r[s, r]:
+        p_, nl, look = prm[P], prm[NL], prm[AHEAD]
+        for r in range(nl):
+            if look and r + look < nl:
+                ahead(st, s, r + look)
+            due = st.wheel_r[s, r]
+            if due:
                 st.wheel_r[s, r] = 0
-                for j in range(r * p_, r * p_ + p_):
-                    receive(st, s, t, r, j)
+                while due:
+                    p = trailing_zeros(due)
+                    due &= due - 1
+                    receive(st, s, t, r, p, r * p_ + p)
             if node[r, WAITING]:
                 allocate(st, m, t, r)
         # hops of measured packets count until every measured packet is out

@@ -34,6 +34,12 @@ from sim.noc.measure import EJECTED_ROW, TOTAL_ROW, WINDOW_ROW, Measurement
 from sim.noc.params import NocParams
 from sim.noc.sources import CHUNK, TrafficSource
 
+# Above this many bytes of router state a shard asks for its random lines ahead (kernel.ahead):
+# measured on the 2-core EPYC of issue 23, cycles per CPU-second with and without: 16x16
+# (1.5 MB) -10%, 24x24 (3.6 MB) -7%, 28x28 (5.0 MB) -7%, 32x32 (6.8 MB) +22%, 36x36 +24%, 64x64 +50%
+CACHE_BYTES = 6 << 20
+LOOK_AHEAD = 2  # routers (1 to 3 measured alike at 32x32; 8: 12% slower)
+
 
 @dataclass
 class NocReport:
@@ -114,8 +120,7 @@ class NocShard:
         self.vc = np.zeros((NI, k.VC_COLS), dtype=np.int32)  # every column fits: half the bytes
         self.vc[:, k.VA_IN_NPTR] = P * V  # round-robin pointers are stored negated (size - ptr)
         self.vc[:, k.VA_OUT_NPTR] = P * V
-        self.wait = np.zeros(NI, dtype=np.uint8)  # what each input VC waits for (kernel.IDLE...)
-        self.ready = np.zeros(NI, dtype=np.int64)  # and from which cycle on
+        self.ready = np.zeros(NI, dtype=np.int64)  # from which cycle on an input VC may bid
         j = np.arange(nl * P)
         self.port = np.zeros((nl * P, k.PORT_COLS), dtype=np.int32)  # every column fits: half the bytes
         self.port[:, k.FREE_VCS] = np.where(self.out_kind == k.NO_LINK, 0, (1 << V) - 1)
@@ -174,6 +179,12 @@ class NocShard:
         prm[[k.W0, k.W1, k.HORIZON, k.PKT_LO, k.PKT_HI]] = m.w0, m.w1, m.horizon, m.pkt_lo, m.pkt_hi
         # a torus' dateline classes use the lower or the upper half of the VCs
         prm[[k.CLASS0_BITS, k.CLASS1_BITS]] = (1 << half) - 1, ((1 << V) - 1) ^ ((1 << half) - 1)
+        # a shard whose tables outgrow the caches asks for the lines a router will touch at
+        # random a few routers before its turn (kernel.ahead); a smaller one finds them in
+        # cache, where asking costs more than it saves
+        state = (self.vc, self.ready, self.credit, self.port, self.buf, self.route, self.node, self.wheel_f,
+                 self.wheel_c)
+        prm[k.AHEAD] = LOOK_AHEAD if sum(a.nbytes for a in state) > CACHE_BYTES else 0
         self.prm = prm
         self._synthetic = self.source.synthetic
         self._nothing = FlitBoundary()  # returned whenever nothing leaves (never modified)
@@ -184,7 +195,7 @@ class NocShard:
     def _replaced(self) -> None:
         """After an array of the state is replaced by a larger one: the kernels' record anew."""
         self.kernel_tables = tuple(k.Tables(
-            prm=self.prm, sc=self.sc, vc=self.vc, wait=self.wait, ready=self.ready, credit=self.credit,
+            prm=self.prm, sc=self.sc, vc=self.vc, ready=self.ready, credit=self.credit,
             port=self.port, buf=self.buf, route=self.route, first_free=self.first_free, node=self.node,
             sq=self.sq, work=self.work, wheel_f=self.wheel_f, wheel_c=self.wheel_c, wheel_n=self.wheel_n,
             wheel_r=self.wheel_r, local_of=self.local_of, out_f=self.out_f, out_c=self.out_c))

@@ -1,11 +1,23 @@
 """Any shard count, cut shape and backend gives bit-identical results (docs/design.md, "Parallel simulation rules")."""
 
+import dataclasses
+
+import numpy as np
 import pytest
 
 from cluster.jobs.noc import simulate_noc
+from sim.noc import kernel
 from sim.noc.params import NocParams
+from sim.noc.shard import NocShard
+from sim.noc.topology import Region
 
 BASE = dict(rows=8, cols=8, warmup_cycles=300, measure_cycles=700, drain_cycles=2000)
+CASES = [
+    NocParams(rate=0.3, **BASE),
+    NocParams(rate=0.2, packet_flits=3, traffic="hotspot", **BASE),
+    NocParams(rate=0.5, topology="torus", **BASE),
+]
+CASE_IDS = ["uniform", "hotspot-3flit", "torus"]
 
 
 def _hash(p, **kw):
@@ -14,11 +26,7 @@ def _hash(p, **kw):
     return s["result_hash"], s, o
 
 
-@pytest.mark.parametrize("params", [
-    NocParams(rate=0.3, **BASE),
-    NocParams(rate=0.2, packet_flits=3, traffic="hotspot", **BASE),
-    NocParams(rate=0.5, topology="torus", **BASE),
-], ids=["uniform", "hotspot-3flit", "torus"])
+@pytest.mark.parametrize("params", CASES, ids=CASE_IDS)
 def test_result_hash_identical_for_every_shard_count_and_cut(params):
     ref, s1, o1 = _hash(params)
     assert s1["measured_packets"] > 1000
@@ -102,3 +110,23 @@ def test_a_failing_shard_actor_stops_the_run_with_its_error(ray_session, chainin
     e, _ = epoch_length(p, regions, None)
     with pytest.raises(Exception, match="shard 1 broke at cycle 200"):
         run_ray(FailingModel(p, owner_map(regions, 8, 8)), regions, e, chaining=chaining)
+
+
+@pytest.mark.parametrize("params", CASES, ids=CASE_IDS)
+def test_asking_for_lines_ahead_changes_nothing(params):
+    """The look-ahead large shards use (kernel.ahead) only prefetches: forced on and off in
+    a small shard, every measured figure and the final state are the same."""
+    runs = []
+    for look in (0, 1, 3):
+        shard = NocShard(params, Region(0, params.rows, 0, params.cols))
+        shard.prm[kernel.AHEAD] = look
+        horizon = params.warmup_cycles + params.measure_cycles + params.drain_cycles
+        shard.advance(0, horizon)
+        runs.append((dataclasses.asdict(shard.report()), shard.vc.copy(), shard.credit.copy()))
+    report0, vc0, credit0 = runs[0]
+    assert report0["flit_latency_count"] > 1000
+    for report, vc, credit in runs[1:]:
+        assert report.keys() == report0.keys()
+        for name, value in report.items():
+            assert np.array_equal(value, report0[name]), name
+        assert np.array_equal(vc, vc0) and np.array_equal(credit, credit0)

@@ -12,6 +12,7 @@ from sim.cycles import NEVER
 from sim.noc import kernel
 from sim.noc.params import NocParams
 from sim.noc.topology import Grid
+from sim.noc.traffic import creations
 
 
 @given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 7)), min_size=1, max_size=40),
@@ -67,6 +68,20 @@ def test_counter_rng_is_uniform_and_keyed():
     assert not np.array_equal(u[3], u[4])
     counts = np.bincount(rng.below(1, rng.STREAM_DEST, np.arange(64), 5, 64).ravel(), minlength=64)
     assert counts.sum() == 64
+
+
+@pytest.mark.parametrize("seed, rate, nodes", [(1, 0.075, np.arange(1024)), (9, 0.9, np.arange(5, 40, 3)),
+                                               (2**63 + 5, 0.01, np.array([7]))])
+def test_compiled_injection_draws_are_the_counter_rngs(seed, rate, nodes):
+    """The creations drawn in compiled code are those of rng.uniform keyed by (node, cycle)."""
+    p = NocParams(rows=32, cols=32, rate=rate, seed=seed)
+    cycles = np.arange(4096, 4096 + 300)
+    u = rng.uniform(seed, rng.STREAM_INJECT, nodes[None, :], cycles[:, None])
+    ci, ni = np.nonzero(u < p.packet_rate)
+    cyc, src, dst = creations(p, nodes, int(cycles[0]), int(cycles[-1]) + 1)
+    assert len(ci) > 0
+    assert np.array_equal(cyc, cycles[ci]) and np.array_equal(src, nodes[ni])
+    assert np.array_equal(dst, rng.below(seed, rng.STREAM_DEST, src, cyc, p.nodes))
 
 
 @settings(max_examples=50)
