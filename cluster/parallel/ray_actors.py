@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from cluster.parallel import wire
-from cluster.parallel.channels import ChannelAddress, ChannelClosed, Channels
+from cluster.parallel.channels import ChannelAddress, ChannelClosed, Channels, cores_here, polls
 from cluster.parallel.epochs import bounds_windows, meta_after, next_window, window_stats
 from cluster.parallel.model import EpochMeta, ProgressFn, RunOutcome, ShardModel, Stop
 from cluster.parallel.ray_env import actor_cpus, cluster_cpus, init_ray
@@ -125,7 +125,8 @@ class ShardActor:
     # -- direct chaining: the actors exchange epochs among themselves (channels.py) --
 
     def open_channels(self, spin: float) -> ChannelAddress:
-        """Listen for the peers; ``spin``: seconds to poll for a peer's epoch before sleeping."""
+        """Listen for the peers; ``spin``: seconds to poll for a peer's epoch before sleeping
+        (none when the actors on this node outnumber its cores: channels.polls)."""
         self.spin = spin
         self.channels = _channels_here(self.i, self.n)
         return self.channels.address
@@ -133,6 +134,8 @@ class ShardActor:
     def connect(self, addresses: list[ChannelAddress]) -> None:
         assert self.channels is not None, "open_channels first"
         self.channels.connect(addresses)
+        if not polls(self.channels.actors_here, cores_here()):
+            self.spin = 0.0
         self._metas = [_START] * self.n
         self._inbound = self.model.empty()
 
