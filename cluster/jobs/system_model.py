@@ -35,7 +35,10 @@ class SystemModel:
         self.horizon = cfg.max_cycles
 
     def build(self, region: list[int], index: int) -> SystemShard:
-        return self.cfg.level.shard(self.cfg, region, self.owner)
+        s = self.cfg.level.shard(self.cfg, region, self.owner)
+        if self.owner.max() > 0:
+            s.watch_cut()
+        return s
 
     def empty(self) -> SystemBoundary:
         return SystemBoundary()
