@@ -18,10 +18,14 @@ other (a firewall between nodes), the run falls back to ``driver`` and says so.
 
 from __future__ import annotations
 
+import os
 import resource
 import statistics
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,6 +65,7 @@ class ActorReport:
     epochs: int
     saturated: bool  # the stop rule cut the run off at its horizon
     end_cycle: int
+    pid: int = 0  # the actor's process (a warm actor's serves run after run)
 
 
 class ShardActor:
@@ -170,10 +175,42 @@ class ShardActor:
             raise
 
     def report(self) -> ActorReport:
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # a warm host's: over its runs so far
         return ActorReport(self.model.report(self.shard), self.busy, self.handling, self.waiting, peak,
                            window_stats(self.windows),
-                           self.epochs, bool(self.stop and self.stop.saturated), self.shard.t)
+                           self.epochs, bool(self.stop and self.stop.saturated), self.shard.t, os.getpid())
+
+
+class ShardHost:
+    """A Ray actor serving one shard of a run at a time (a ShardActor); kept warm between runs
+    (``warm_shards``), its process has imported the simulator and loaded the compiled kernels."""
+
+    def __init__(self) -> None:
+        self.actor: ShardActor | None = None
+
+    def load(self, model: ShardModel, region: Any, index: int, n: int, epoch: int) -> None:
+        self.actor = ShardActor(model, region, index, n, epoch)
+
+    def _run(self) -> ShardActor:
+        assert self.actor is not None, "load a shard first"
+        return self.actor
+
+    def epoch(self, *outputs):
+        return self._run().epoch(*outputs)
+
+    def open_channels(self, spin: float) -> ChannelAddress:
+        return self._run().open_channels(spin)
+
+    def connect(self, addresses: list[ChannelAddress]) -> None:
+        self._run().connect(addresses)
+
+    def run_segment(self, seconds: float) -> Segment:
+        return self._run().run_segment(seconds)
+
+    def report(self) -> ActorReport:
+        """The finished shard's report; the host lets the shard go and waits for the next run."""
+        out, self.actor = self._run().report(), None
+        return out
 
 
 def _channels_here(index: int, n: int) -> Channels:
@@ -231,6 +268,46 @@ def round_trip_seconds(n: int, address: str | None = None, rounds: int = 200, sp
     finally:
         for x in actors:
             ray.kill(x)
+
+
+# the hosts of the innermost ``warm_shards`` block (None outside one): shape -> its hosts
+_WARM: ContextVar[dict[tuple[int, float], list] | None] = ContextVar("rdasim_warm_shard_hosts", default=None)
+
+
+@contextmanager
+def warm_shards() -> Iterator[None]:
+    """Within this block, Ray runs of this driver (directly chained, outside a sweep's
+    bundles) keep their shard actors for the next run of as many shards: a fresh actor pays
+    ~1 s of CPU before its first epoch (its process, imports, compiled kernels). The actors
+    end with the block; a run of another shape ends them first (they hold the CPUs it needs)."""
+    pool: dict[tuple[int, float], list] = {}
+    token = _WARM.set(pool)
+    try:
+        yield
+    finally:
+        _WARM.reset(token)
+        _end(pool)
+
+
+def _end(pool: dict) -> None:
+    import ray
+
+    for hosts in pool.values():
+        for h in hosts:
+            ray.kill(h)
+    pool.clear()
+
+
+def _hosts(ray, n: int, cpus: float, pool: dict | None) -> list:
+    """``n`` shard hosts of ``cpus`` CPUs each: warm ones from ``pool`` (keeping new ones
+    there), or fresh ones when there is no pool."""
+    Host = ray.remote(num_cpus=cpus)(ShardHost)
+    if pool is None:
+        return [Host.remote() for _ in range(n)]
+    if (n, cpus) not in pool:
+        _end(pool)
+        pool[(n, cpus)] = [Host.remote() for _ in range(n)]
+    return pool[(n, cpus)]
 
 
 def _run_direct(ray, actors, horizon: int, progress) -> bool:
@@ -321,20 +398,27 @@ def run_ray(model: ShardModel, regions: list[Any], epoch: int, address: str | No
     n = len(regions)
     pg = ray.util.get_current_placement_group()  # a sweep point: the driver sized our bundles
     cpus = pg.bundle_specs[0].get("CPU", 1.0) if pg is not None else actor_cpus(cluster_cpus(), n)
-    Actor = ray.remote(num_cpus=cpus)(ShardActor)
-    actors = [Actor.remote(model, r, i, n, epoch) for i, r in enumerate(regions)]
+    # inside warm_shards, directly chained runs reuse their hosts; a sweep point's live in its bundles
+    pool = _WARM.get() if chaining == "direct" and pg is None else None
+    actors = _hosts(ray, n, cpus, pool)
     horizon = model.horizon
     mode = chaining
+    done = False
     try:
+        _get_all(ray, [a.load.remote(model, r, i, n, epoch) for i, (a, r) in enumerate(zip(actors, regions))])
         if chaining == "direct" and not _run_direct(ray, actors, horizon, progress):
             mode = "driver"  # the actors could not reach each other: every epoch through the driver
         if mode != "direct":
             mode = _run_through_driver(ray, actors, model, horizon, progress, mode == "compiled-graph"
                                        and not (address or "").startswith("ray://"))
         results = ray.get([a.report.remote() for a in actors])
+        done = True
     finally:
-        for a in actors:
-            ray.kill(a)
+        if pool is not None and not (done and mode == "direct"):  # a failed run's hosts may hold its state
+            _end(pool)
+        elif pool is None:
+            for a in actors:
+                ray.kill(a)
     wall = time.perf_counter() - start
     transit = 0  # actors took their last inbound traffic into their calendars when they stopped
     first = results[0]
@@ -345,7 +429,7 @@ def run_ray(model: ShardModel, regions: list[Any], epoch: int, address: str | No
              "peak_rss_bytes_per_shard": [r.peak_rss_bytes for r in results],
              "shard_busy_seconds": [r.busy_seconds for r in results],
              "handling_seconds": [r.handling_seconds for r in results],
-             "waiting_seconds": [r.waiting_seconds for r in results],
+             "waiting_seconds": [r.waiting_seconds for r in results], "actor_pids": [r.pid for r in results],
              "exchange_seconds": [wall - r.busy_seconds for r in results], **first.windows}
     return RunOutcome([r.report for r in results], first.epochs, first.end_cycle, first.saturated, wall, wall - busy,
                       transit, extra=extra)
