@@ -279,7 +279,11 @@ def warm_shards() -> Iterator[None]:
     """Within this block, Ray runs of this driver (directly chained, outside a sweep's
     bundles) keep their shard actors for the next run of as many shards: a fresh actor pays
     ~1 s of CPU before its first epoch (its process, imports, compiled kernels). The actors
-    end with the block; a run of another shape ends them first (they hold the CPUs it needs)."""
+    end with the block; a run of another shape ends them first (they hold the CPUs it needs).
+    A block inside another shares the outer one's actors (its own would wait for their CPUs)."""
+    if _WARM.get() is not None:
+        yield
+        return
     pool: dict[tuple[int, float], list] = {}
     token = _WARM.set(pool)
     try:

@@ -20,11 +20,14 @@ def test_runs_in_a_warm_block_reuse_their_actors_and_simulate_the_same_run(ray_s
     cfg = system_config(load(RUN_SCHEMA, raw=RING))
     one = simulate_system(cfg).summary["result_hash"]
     with warm_shards():
-        runs = [simulate_system(cfg, shards=n, backend="ray") for n in (2, 2, 3)]
+        runs = [simulate_system(cfg, shards=n, backend="ray") for n in (2, 2)]
+        with warm_shards():  # an inner block shares the outer one's actors (its own would wait for CPUs)
+            runs.append(simulate_system(cfg, shards=2, backend="ray"))
+        runs.append(simulate_system(cfg, shards=3, backend="ray"))
         pids = [r.simulation.outcome.extra["actor_pids"] for r in runs]
         assert {r.summary["result_hash"] for r in runs} == {one}
-        assert pids[1] == pids[0]  # the same processes served the second run
-        assert len(set(pids[2])) == 3 and not set(pids[2]) & set(pids[0])  # another shape: new actors
+        assert pids[1] == pids[0] == pids[2]  # the same processes served the later runs
+        assert len(set(pids[3])) == 3 and not set(pids[3]) & set(pids[0])  # another shape: new actors
         assert ray_session.available_resources().get("CPU", 0) < 2  # the 3 warm actors hold their CPUs
     deadline = time.monotonic() + 30
     while ray_session.available_resources().get("CPU", 0) < 2 and time.monotonic() < deadline:
