@@ -34,6 +34,7 @@ import numpy as np
 from cluster.parallel import wire
 from cluster.parallel.channels import ChannelAddress, ChannelClosed, Channels, cores_here, polls
 from cluster.parallel.epochs import bounds_windows, meta_after, next_window, window_stats
+from cluster.parallel.groups import ShardGroup, actor_groups
 from cluster.parallel.model import EpochMeta, ProgressFn, RunOutcome, ShardModel, Stop
 from cluster.parallel.ray_env import actor_cpus, cluster_cpus, init_ray
 
@@ -56,7 +57,7 @@ SPIN_SECONDS = 2e-3
 class ActorReport:
     """What a shard actor hands back when the run is over."""
 
-    report: Any  # the model's report of the shard
+    reports: list  # the model's report of each shard it ran, in shard order
     busy_seconds: float  # time spent advancing the shard
     handling_seconds: float  # time in its epoch calls spent otherwise: unpacking, earliest output, packing
     waiting_seconds: float  # of which, directly chained: sending its epoch and waiting for its peers'
@@ -69,11 +70,18 @@ class ActorReport:
 
 
 class ShardActor:
-    """Holds one shard of a model and advances it one epoch per call."""
+    """Holds one shard of a model, or a group of them (cluster/parallel/groups.py), and
+    advances it one epoch per call. ``n``: the actors of the run, of which this is ``index``;
+    ``groups``: the shards each actor runs (one each unless the shards outnumber the cores)."""
 
-    def __init__(self, model: ShardModel, region: Any, index: int, n: int, epoch: int) -> None:
+    def __init__(self, model: ShardModel, regions: list[Any], index: int, n: int, epoch: int,
+                 groups: list[list[int]] | None = None) -> None:
         self.model = model
-        self.shard = model.build(region, index)
+        self.groups = groups or [[j] for j in range(n)]
+        mine = self.groups[index]
+        self.shards = sum(len(g) for g in self.groups)
+        self.shard: Any = (model.build(regions[0], mine[0]) if len(mine) == 1
+                           else ShardGroup(model, regions, mine, self.shards, epoch))
         self.bounded = bounds_windows(self.shard, n)
         self.i, self.n, self.E = index, n, epoch
         self.busy = 0.0
@@ -105,7 +113,14 @@ class ShardActor:
         self.busy += time.perf_counter() - a
         self.epochs += 1
         self.windows.append(t1 - t0)
-        return meta_after(self.shard, t0, t1, out, self.bounded), self.model.split(out, self.n)
+        return meta_after(self.shard, t0, t1, out, self.bounded), self._route(out)
+
+    def _route(self, out) -> list:
+        """This epoch's output, one part per actor."""
+        if self.shards == self.n:
+            return self.model.split(out, self.n)
+        parts = self.model.split(out, self.shards)
+        return [self.model.concat([parts[j] for j in g]) for g in self.groups]
 
     def epoch(self, *outputs):
         """outputs[j] = shard j's packed output of the previous epoch; returns this shard's
@@ -176,7 +191,8 @@ class ShardActor:
 
     def report(self) -> ActorReport:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # a warm host's: over its runs so far
-        return ActorReport(self.model.report(self.shard), self.busy, self.handling, self.waiting, peak,
+        reports = self.shard.reports() if isinstance(self.shard, ShardGroup) else [self.model.report(self.shard)]
+        return ActorReport(reports, self.busy, self.handling, self.waiting, peak,
                            window_stats(self.windows),
                            self.epochs, bool(self.stop and self.stop.saturated), self.shard.t, os.getpid())
 
@@ -188,8 +204,9 @@ class ShardHost:
     def __init__(self) -> None:
         self.actor: ShardActor | None = None
 
-    def load(self, model: ShardModel, region: Any, index: int, n: int, epoch: int) -> None:
-        self.actor = ShardActor(model, region, index, n, epoch)
+    def load(self, model: ShardModel, regions: list[Any], index: int, n: int, epoch: int,
+             groups: list[list[int]] | None = None) -> None:
+        self.actor = ShardActor(model, regions, index, n, epoch, groups)
 
     def _run(self) -> ShardActor:
         assert self.actor is not None, "load a shard first"
@@ -401,15 +418,19 @@ def run_ray(model: ShardModel, regions: list[Any], epoch: int, address: str | No
     start = time.perf_counter()
     n = len(regions)
     pg = ray.util.get_current_placement_group()  # a sweep point: the driver sized our bundles
-    cpus = pg.bundle_specs[0].get("CPU", 1.0) if pg is not None else actor_cpus(cluster_cpus(), n)
+    # shards beyond the cores share actors, one actor a core (groups.py); a sweep point's
+    # bundles were sized for one actor a shard
+    groups = actor_groups(n, n if pg is not None else int(cluster_cpus()))
+    cpus = pg.bundle_specs[0].get("CPU", 1.0) if pg is not None else actor_cpus(cluster_cpus(), len(groups))
     # inside warm_shards, directly chained runs reuse their hosts; a sweep point's live in its bundles
     pool = _WARM.get() if chaining == "direct" and pg is None else None
-    actors = _hosts(ray, n, cpus, pool)
+    actors = _hosts(ray, len(groups), cpus, pool)
     horizon = model.horizon
     mode = chaining
     done = False
     try:
-        _get_all(ray, [a.load.remote(model, r, i, n, epoch) for i, (a, r) in enumerate(zip(actors, regions))])
+        _get_all(ray, [a.load.remote(model, [regions[j] for j in g], i, len(groups), epoch, groups)
+                       for i, (a, g) in enumerate(zip(actors, groups))])
         if chaining == "direct" and not _run_direct(ray, actors, horizon, progress):
             mode = "driver"  # the actors could not reach each other: every epoch through the driver
         if mode != "direct":
@@ -429,11 +450,12 @@ def run_ray(model: ShardModel, regions: list[Any], epoch: int, address: str | No
     busy = max(r.busy_seconds for r in results)
     # an actor's exchange time: everything but advancing its shard (packing, earliest
     # output, the driver round trip, waiting for the slowest shard)
-    extra = {"peak_rss_bytes": max(r.peak_rss_bytes for r in results), "chaining": mode,
+    # figures per actor: an actor running several shards (groups.py) reports them together
+    extra = {"peak_rss_bytes": max(r.peak_rss_bytes for r in results), "chaining": mode, "actors": len(actors),
              "peak_rss_bytes_per_shard": [r.peak_rss_bytes for r in results],
              "shard_busy_seconds": [r.busy_seconds for r in results],
              "handling_seconds": [r.handling_seconds for r in results],
              "waiting_seconds": [r.waiting_seconds for r in results], "actor_pids": [r.pid for r in results],
              "exchange_seconds": [wall - r.busy_seconds for r in results], **first.windows}
-    return RunOutcome([r.report for r in results], first.epochs, first.end_cycle, first.saturated, wall, wall - busy,
-                      transit, extra=extra)
+    return RunOutcome([rep for r in results for rep in r.reports], first.epochs, first.end_cycle, first.saturated,
+                      wall, wall - busy, transit, extra=extra)

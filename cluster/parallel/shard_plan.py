@@ -31,11 +31,6 @@ from cluster.parallel.model import Decomposition
 # their channels took 25-50 us on the 2-core machine (benchmarks/chaining_speed.py). A constant,
 # not measured per run: spawning actors to measure it cost ~1 s, more than it told.
 EXCHANGE_SECONDS = 5e-5
-# When the actors outnumber the cores they sleep on their sockets instead of polling
-# (cluster/parallel/channels.py, ``polls``) and every message of an exchange wakes a process:
-# n actors send n (n - 1) messages an epoch, ~50 us each (benchmarks/chaining_speed.py, 2
-# cores, load 4-5: an exchange of 3 / 4 sleeping actors took 280 / 739 us).
-WAKE_SECONDS = 5e-5
 # What Ray shard actors pay before their first epoch, measured on the 2-core machine for a
 # system of 8 grid chips: ~0.3 s to import the backend, 0.6-0.9 s to unpickle the model (which
 # imports the simulator), ~0.4 s loading the compiled kernels on the first epoch, and the
@@ -103,19 +98,18 @@ class Pilot:
     epochs: float
 
     def predict(self, one: "Pilot", cores: float, cycles: int) -> Prediction:
-        """What this count is expected to take over ``cycles`` against ``one`` process: more
-        actors than cores take turns on them, to simulate, to exchange and to start."""
+        """What this count is expected to take over ``cycles`` against ``one`` process: shards
+        beyond the cores share their actors, one a core (cluster/parallel/groups.py)."""
         n = self.shards
-        t = max(self.lockstep, self.total / min(cores, n)) + self.epochs * exchange_seconds(n, cores)
-        start = ACTOR_START_SECONDS * max(1.0, n / cores) if n > 1 else 0.0
+        actors = actors_for(n, cores)
+        t = max(self.lockstep, self.total / actors) + self.epochs * EXCHANGE_SECONDS * (actors - 1)
+        start = ACTOR_START_SECONDS if n > 1 else 0.0
         return Prediction(n, t * 1e3, one.total * cycles / (t * cycles + start), 1 / self.epochs)
 
 
-def exchange_seconds(shards: int, cores: float) -> float:
-    """What an epoch's exchange costs ``shards`` actors on ``cores`` cores."""
-    if shards <= cores:
-        return EXCHANGE_SECONDS * (shards - 1)
-    return WAKE_SECONDS * shards * (shards - 1)
+def actors_for(shards: int, cores: float) -> int:
+    """The Ray actors that run ``shards`` shards: one a shard, one a core at most."""
+    return max(1, min(shards, int(cores)))
 
 
 def pilots(job: Decomposition, cut: str, candidates: list[int]) -> list[Pilot]:
@@ -172,7 +166,7 @@ def _choose(requested: int | str, job: Decomposition, cut: str, backend: str, ad
                     + (f" ({others})" if best.shards == 1 and others else ""))
     p = preds[-1]
     if p.shards > cores:  # a debugging habit on a laptop: say once what it costs
-        print(f"rdasim: warning: {p.shards} shards on {cores:g} cores take turns on them; "
+        print(f"rdasim: warning: {p.shards} shards on {cores:g} cores run on {actors_for(p.shards, cores)} actors; "
               f"{p.describe(backend)}; run.shards = \"auto\" chooses among 1 to {max(int(cores), 1)}", file=sys.stderr)
     elif p.speedup < 1.0:
         print(f"rdasim: warning: {p.describe(backend)}; run.shards = \"auto\" would run 1 process",

@@ -59,7 +59,7 @@ def test_auto_on_ray_keeps_a_small_grid_in_one_process_and_warns_a_forced_count(
 
 
 def test_the_cost_model_charges_the_lockstep_path_exchanges_and_the_actors_start():
-    from cluster.parallel.shard_plan import ACTOR_START_SECONDS, EXCHANGE_SECONDS, WAKE_SECONDS, Pilot
+    from cluster.parallel.shard_plan import ACTOR_START_SECONDS, EXCHANGE_SECONDS, Pilot
 
     one = Pilot(1, lockstep=1e-3, total=1e-3, epochs=1 / 1024)
     # two shards that split the work evenly overall but take turns being slow: every epoch
@@ -70,27 +70,25 @@ def test_the_cost_model_charges_the_lockstep_path_exchanges_and_the_actors_start
     p = two.predict(one, cores=2, cycles=cycles)
     assert p.seconds_per_kcycle == pytest.approx(per_cycle * 1e3)
     assert p.speedup == pytest.approx(10.0 / (per_cycle * cycles + ACTOR_START_SECONDS))
-    # on one core the shards run one after another: all the work counts, and the actors sleep
-    # between epochs, so each of the 2 messages of an exchange wakes one; they start in turn
+    # on one core both shards run in one actor, one after another: all the work counts, no exchange
     on_one = two.predict(one, cores=1, cycles=cycles)
-    assert on_one.seconds_per_kcycle == pytest.approx((1.0e-3 + WAKE_SECONDS * 2 / 3) * 1e3)
-    assert on_one.speedup == pytest.approx(10.0 / ((1.0e-3 + WAKE_SECONDS * 2 / 3) * cycles + 2 * ACTOR_START_SECONDS))
+    assert on_one.seconds_per_kcycle == pytest.approx(1.0e-3 * 1e3)
+    assert on_one.speedup == pytest.approx(10.0 / (1.0e-3 * cycles + ACTOR_START_SECONDS))
     # a long run amortises the start; one process pays none
     assert two.predict(one, cores=2, cycles=10**9).speedup == pytest.approx(1e-3 / per_cycle, rel=1e-4)
     assert one.predict(one, cores=2, cycles=cycles).speedup == pytest.approx(1.0)
 
 
-def test_more_actors_than_cores_pay_a_wake_up_per_message_and_start_in_turn():
-    from cluster.parallel.shard_plan import ACTOR_START_SECONDS, EXCHANGE_SECONDS, WAKE_SECONDS, Pilot
+def test_shards_beyond_the_cores_share_actors_one_a_core():
+    from cluster.parallel.shard_plan import ACTOR_START_SECONDS, EXCHANGE_SECONDS, Pilot, actors_for
 
     one = Pilot(1, lockstep=1e-3, total=1e-3, epochs=1 / 1024)
-    # 4 shards on 2 cores, every epoch 10 cycles: all the work on 2 cores, 12 messages an epoch
+    # 4 shards on 2 cores, every epoch 10 cycles: 2 actors of 2 shards, all the work on 2 cores,
+    # an exchange between the 2 actors an epoch
     four = Pilot(4, lockstep=0.3e-3, total=1.2e-3, epochs=1 / 10)
+    assert [actors_for(n, 2) for n in (1, 2, 3, 4)] == [1, 2, 2, 2] and actors_for(4, 16) == 4
     p = four.predict(one, cores=2, cycles=1000)
-    per_cycle = 1.2e-3 / 2 + WAKE_SECONDS * 12 / 10
+    per_cycle = 1.2e-3 / 2 + EXCHANGE_SECONDS / 10
     assert p.seconds_per_kcycle == pytest.approx(per_cycle * 1e3)
-    assert p.speedup == pytest.approx(1.0 / (per_cycle * 1000 + 2 * ACTOR_START_SECONDS))
+    assert p.speedup == pytest.approx(1.0 / (per_cycle * 1000 + ACTOR_START_SECONDS))
     assert "4 shards on ray: predicted" in p.describe("ray") and "x slower than 1 process" in p.describe("ray")
-    # within the cores they poll: a cheap exchange per peer
-    assert Pilot(2, 0.5e-3, 1e-3, 1 / 10).predict(one, 2, 1000).seconds_per_kcycle == pytest.approx(
-        (0.5e-3 + EXCHANGE_SECONDS / 10) * 1e3)

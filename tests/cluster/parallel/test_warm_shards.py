@@ -23,12 +23,13 @@ def test_runs_in_a_warm_block_reuse_their_actors_and_simulate_the_same_run(ray_s
         runs = [simulate_system(cfg, shards=n, backend="ray") for n in (2, 2)]
         with warm_shards():  # an inner block shares the outer one's actors (its own would wait for CPUs)
             runs.append(simulate_system(cfg, shards=2, backend="ray"))
-        runs.append(simulate_system(cfg, shards=3, backend="ray"))
+        runs.append(simulate_system(cfg, shards=3, backend="ray"))  # 3 shards on 2 cores: the same 2 actors
+        runs.append(simulate_system(cfg, shards=1, backend="ray"))  # another shape: 1 actor
         pids = [r.simulation.outcome.extra["actor_pids"] for r in runs]
         assert {r.summary["result_hash"] for r in runs} == {one}
-        assert pids[1] == pids[0] == pids[2]  # the same processes served the later runs
-        assert len(set(pids[3])) == 3 and not set(pids[3]) & set(pids[0])  # another shape: new actors
-        assert ray_session.available_resources().get("CPU", 0) < 2  # the 3 warm actors hold their CPUs
+        assert pids[0] == pids[1] == pids[2] == pids[3] and len(pids[0]) == 2  # the same processes, run after run
+        assert len(pids[4]) == 1 and not set(pids[4]) & set(pids[0])  # another shape: a new actor
+        assert ray_session.available_resources().get("CPU", 0) < 2  # the warm actor holds its CPU
     deadline = time.monotonic() + 30
     while ray_session.available_resources().get("CPU", 0) < 2 and time.monotonic() < deadline:
         time.sleep(0.2)  # killed actors give their CPUs back asynchronously
