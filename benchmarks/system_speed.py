@@ -8,7 +8,10 @@ Cases:
 
 - ``grid8``: 8 grid-fidelity plasticine chips on a ring running a GPT layer mapped with TP = 8
   (examples/system_tp_ring.toml with 8 chips): one process against 2 Ray actors of 4 chips each,
-  run alternately so both see the same machine; target 2 actors >= 1.7x faster, same result hash.
+  run alternately so both see the same machine; target 2 actors >= 1.85x faster on the GPT-2
+  layer (issue 23; 2.0x is the limit on 2 cores), >= 1.7x on the small one, same result hash.
+  The actors are kept warm between the runs (``warm_shards``), as a driver running one run
+  after another on the same Ray keeps them; ``--cold`` starts new ones for every run.
 - ``box64``, ``box1024``: GPT-3 1T on 64 and 1,024 SN30-like box chips (DFModel's preset
   gpt3-1t-sn30, TP 8 x PP 128, and the same model on TP 8 x PP 8), one batch of the pipeline:
   wall seconds (goal <= 60 s for 1,024 chips) and the peak memory of the process that ran it.
@@ -31,7 +34,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-GRID_TARGET = 1.7  # 2 Ray actors against one process, 8 grid chips
+GRID_TARGET = {"small": 1.7, "gpt2": 1.85}  # 2 Ray actors against one process, 8 grid chips
+GRID_TODAY = {"gpt2": "1.64-1.67x (issue 23, main at ff6d8f8, cold actors)"}
 BOX_GOAL_SECONDS = 60.0  # 1,024 box chips, one batch
 
 
@@ -55,13 +59,22 @@ def grid_config(chips: int, layer: str):
     return system_config(load(RUN_SCHEMA, raw=raw))
 
 
-def grid_case(chips: int, repeats: int, layer: str) -> dict:
-    from cluster.jobs.system import simulate_system
+def grid_case(chips: int, repeats: int, layer: str, cold: bool = False) -> dict:
+    import contextlib
+
+    from cluster.parallel.ray_actors import warm_shards
     from cluster.parallel.ray_env import init_ray
 
     cfg = grid_config(chips, layer)
     init_ray(None)  # Ray's start-up is not the simulation's time
-    simulate_system(cfg, shards=2, backend="ray")  # warm: actors' imports and numba caches
+    with contextlib.nullcontext() if cold else warm_shards():
+        return _grid_runs(cfg, chips, repeats, layer, cold)
+
+
+def _grid_runs(cfg, chips: int, repeats: int, layer: str, cold: bool) -> dict:
+    from cluster.jobs.system import simulate_system
+
+    simulate_system(cfg, shards=2, backend="ray")  # warm: numba's caches, and the actors unless cold
     runs: dict[str, list] = {"one": [], "ray2": []}
     for _ in range(repeats):  # alternately, so both see the same machine
         for key, shards, backend in (("one", 1, "local"), ("ray2", 2, "ray")):
@@ -77,6 +90,7 @@ def grid_case(chips: int, repeats: int, layer: str) -> dict:
                   "chaining": o.extra.get("chaining"),
                   "busy_seconds_per_shard": [round(b, 2) for b in o.extra.get("shard_busy_seconds", [])],
                   "waiting_seconds_per_shard": [round(b, 2) for b in o.extra.get("waiting_seconds", [])],
+                  "load_average_1min": round(os.getloadavg()[0], 2),
                   "result_hash": s["result_hash"]})
     one = statistics.median(w for w, _, _ in runs["one"])
     ray2 = statistics.median(w for w, _, _ in runs["ray2"])
@@ -84,7 +98,9 @@ def grid_case(chips: int, repeats: int, layer: str) -> dict:
     _, s, o = runs["ray2"][len(runs["ray2"]) // 2]
     row = {"case": f"grid{chips}", "layer": layer, "summary": True, "repeats": repeats,
            "one_process_seconds_median": round(one, 3), "ray_2_actors_seconds_median": round(ray2, 3),
-           "speedup": round(one / ray2, 3), "target_speedup": GRID_TARGET, "meets_target": one / ray2 >= GRID_TARGET,
+           "speedup": round(one / ray2, 3), "target_speedup": GRID_TARGET[layer],
+           "meets_target": one / ray2 >= GRID_TARGET[layer], "speedup_today": GRID_TODAY.get(layer),
+           "warm_actors": not cold,
            "same_result_hash": len(hashes) == 1, "epochs": o.epochs, "lookahead_cycles": s["lookahead"],
            "mean_window_cycles": round(s["sim_cycles"] / max(1, o.epochs), 1),
            "ray_exchange_share": round(
@@ -179,6 +195,7 @@ def main() -> None:
     ap.add_argument("--cases", default="grid8,box64,box1024")
     ap.add_argument("--layer", choices=("small", "gpt2"), default="small",
                     help="grid case's layer: hidden 512 x 256 tokens, or GPT-2 small's 768 x 512")
+    ap.add_argument("--cold", action="store_true", help="new Ray actors for every run (not kept warm)")
     ap.add_argument("--child-box", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child_box:
@@ -188,7 +205,7 @@ def main() -> None:
     grid = None
     for case in cases:
         if case.startswith("grid"):
-            grid = grid_case(int(case[4:]), args.repeats, args.layer)
+            grid = grid_case(int(case[4:]), args.repeats, args.layer, args.cold)
         elif case.startswith("box"):
             box_case(int(case[3:]), args.repeats)
         else:

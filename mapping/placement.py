@@ -29,7 +29,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from mapping.chips import ChipSpec
 from mapping.plan import KernelPlan, MappingPlan
@@ -295,6 +294,8 @@ def _distances(spec: ChipSpec, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def _assign(F: np.ndarray, D: np.ndarray, seed: int, restarts: int) -> tuple[np.ndarray, np.ndarray, float]:
     """(CU tile index of each slot, MU tile index of each bin, objective): alternating LAPs.
     A LAP costs O(n^3): on grids of more than LARGE CUs one start and a few rounds."""
+    from scipy.optimize import linear_sum_assignment  # here: the simulator imports this module for MuRoom
+
     slots, bins = F.shape
     rounds = ROUNDS
     if D.shape[0] > LARGE:
@@ -322,6 +323,8 @@ def _assign(F: np.ndarray, D: np.ndarray, seed: int, restarts: int) -> tuple[np.
 def _bound(F: np.ndarray, D: np.ndarray) -> float:
     """Gilmore-Lawler: slot s at CU tile t pays at least its flows, largest first, to the MU
     tiles nearest t; the cheapest assignment of slots to tiles bounds the objective."""
+    from scipy.optimize import linear_sum_assignment
+
     nearest = np.sort(D, axis=1)  # [CU tiles, MU tiles]
     g = np.zeros((F.shape[0], D.shape[0]))
     for s in range(F.shape[0]):

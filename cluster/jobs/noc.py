@@ -14,71 +14,21 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import ClassVar
 
-import numpy as np
 import pyarrow as pa
 
 from cluster.config import config_hash
 from cluster.config.noc import booksim_reference, check_footprint, params_of, rates_of
 from cluster.jobs.grid import cut_grid, epoch_length, owner_map
+from cluster.jobs.noc_model import NocModel
 from cluster.jobs.summarised import Summarised
-from cluster.parallel.epochs import stop_rule
-from cluster.parallel.model import EpochMeta, ProgressFn, Stop
+from cluster.parallel.model import ProgressFn
 from cluster.parallel.shard_plan import Plan, plan_shards
 from cluster.parallel.simulate import simulate
 from cluster.progress import Progress
 from cluster.results import io, layout, schemas
-from sim.noc.boundary import FlitBoundary
 from sim.noc.params import NocParams
-from sim.noc.shard import NocReport, NocShard
 from sim.noc.summary import link_columns, summarize_noc
 from sim.noc.topology import Region
-
-
-class NocModel:
-    """The cycle-level NoC under synthetic traffic, measured as ``rdasim noc`` reports it."""
-
-    def __init__(self, params: NocParams, owner: np.ndarray):
-        self.p = params
-        self.owner = owner
-        self.measure_end = params.warmup_cycles + params.measure_cycles
-        self.horizon = self.measure_end + params.drain_cycles
-
-    def build(self, region: Region, index: int) -> NocShard:
-        return self.watching(NocShard(self.p, region))
-
-    def watching(self, shard):
-        """``shard``, told who owns each router when the grid is cut (its earliest output)."""
-        if self.owner.max() > 0:
-            shard.watch_cut(self.owner)
-        return shard
-
-    def empty(self) -> FlitBoundary:
-        return FlitBoundary()
-
-    def concat(self, parts: list[FlitBoundary]) -> FlitBoundary:
-        return FlitBoundary.concat(parts)
-
-    def split(self, out: FlitBoundary, shards: int) -> list[FlitBoundary]:
-        return NocShard.split(out, self.owner, self.p, shards)
-
-    def stop(self, metas: list[EpochMeta]) -> Stop:
-        return stop_rule(metas, self.measure_end, self.horizon)
-
-    def report(self, shard: NocShard) -> NocReport:
-        return shard.report()
-
-    def in_transit(self, inbound: list[FlitBoundary]) -> int:
-        return sum(b.flit_count() for b in inbound)
-
-    def encode(self, b: FlitBoundary) -> list[list[np.ndarray]]:
-        return b.sections()
-
-    def decode(self, sections: list[list[np.ndarray]]) -> FlitBoundary:
-        return FlitBoundary.from_sections(sections)
-
-    @property
-    def section_widths(self) -> tuple[int, ...]:
-        return tuple(len(s) for s in FlitBoundary.SECTIONS)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,21 @@ _LEN = struct.Struct("<q")
 CONNECT_SECONDS = 30.0  # to reach a peer's listener at set-up: a firewall shows here, not as a hang
 
 
+def polls(actors_here: int, cores_here: int) -> bool:
+    """Whether an actor should poll for its peers' epochs rather than sleep on its sockets:
+    only while every actor on its node has a core of its own. Polling (yielding the core
+    between polls) answers in ~3 us against ~70 us to wake a sleeping process, but an actor
+    that polls stays runnable: with more actors than cores it takes the core from the peer
+    whose epoch it waits for (3 column shards of examples/moe_switch.toml on 2 cores, load
+    13-16: 39.6 s polling, 23.4 s sleeping; examples/race.toml: 21.6 s against 12.7 s)."""
+    return actors_here <= cores_here
+
+
+def cores_here() -> int:
+    """The cores this process may run on (its affinity: a container's or a job's share)."""
+    return len(os.sched_getaffinity(0))
+
+
 class ChannelClosed(RuntimeError):
     """A peer's end of a channel closed before its message arrived (the peer failed)."""
 
@@ -59,6 +74,7 @@ class Channels:
         self._tcp.listen(shards)
         self.address = ChannelAddress(index, node, path, host, self._tcp.getsockname()[1])
         self.peers: dict[int, socket.socket] = {}
+        self.actors_here = 1  # shard actors on this node, this one included (known once connected)
         self._selector = selectors.DefaultSelector()
 
     def connect(self, addresses: list[ChannelAddress]) -> None:
@@ -84,6 +100,7 @@ class Channels:
             s = self._accept()
             peer = _LEN.unpack(_recv_exactly(s, _LEN.size))[0]
             self._add(peer, s)
+        self.actors_here = sum(a.node == self.node for a in addresses)
 
     def _accept(self) -> socket.socket:
         sel = selectors.DefaultSelector()

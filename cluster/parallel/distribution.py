@@ -32,8 +32,10 @@ def describe_distribution(row: dict) -> str | None:
     def each(key: str) -> str:
         return "/".join(f"{x:.1f}" for x in d.get(key, []))
 
+    # shards beyond the cores share actors (cluster/parallel/groups.py): the figures are the actors'
+    per = "per shard" if len(d.get("simulate_seconds_per_shard", [])) in (0, row["shards"]) else "per actor"
     line = (f"{row['shards']} shards ({d.get('chaining')}): {row.get('epochs', 0):,} epochs, windows mean "
-            f"{d.get('window_mean', 0):.1f} / median {d.get('window_median', 0):g} cycles; per shard simulating "
+            f"{d.get('window_mean', 0):.1f} / median {d.get('window_median', 0):g} cycles; {per} simulating "
             f"{each('simulate_seconds_per_shard')} s, the rest {each('exchange_seconds_per_shard')} s")
     if d.get("waiting_seconds_per_shard"):
         line += f" (waiting for peers {each('waiting_seconds_per_shard')} s)"

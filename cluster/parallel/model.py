@@ -81,12 +81,13 @@ class EpochShard(Protocol):
 @runtime_checkable
 class BoundedShard(EpochShard, Protocol):
     """A shard that can bound its output from its state: cut runs then take windows as long
-    as nothing can cross a cut (cluster/parallel/epochs.py). A shard without it (a system of
-    chips) runs windows of one lookahead."""
+    as nothing can cross a cut (cluster/parallel/epochs.py); a shard without it runs windows
+    of one lookahead."""
 
     def earliest_output(self) -> np.ndarray:
-        """Per shard, the earliest cycle anything this one holds could arrive there; valid
-        once the model built it for a cut."""
+        """Per shard, the earliest cycle anything this one holds could arrive there (a system
+        shard's own entry: at a grid chip of its own, which runs an epoch ahead of its network);
+        valid once the model built it for a cut."""
         ...
 
 

@@ -18,18 +18,23 @@ other (a firewall between nodes), the run falls back to ``driver`` and says so.
 
 from __future__ import annotations
 
+import os
 import resource
 import statistics
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from cluster.parallel import wire
-from cluster.parallel.channels import ChannelAddress, ChannelClosed, Channels
+from cluster.parallel.channels import ChannelAddress, ChannelClosed, Channels, cores_here, polls
 from cluster.parallel.epochs import bounds_windows, first_window, meta_after, next_window, window_stats
+from cluster.parallel.groups import ShardGroup, actor_groups
 from cluster.parallel.model import EpochMeta, ProgressFn, RunOutcome, ShardModel, Stop
 from cluster.parallel.ray_env import actor_cpus, cluster_cpus, init_ray
 
@@ -52,7 +57,7 @@ SPIN_SECONDS = 2e-3
 class ActorReport:
     """What a shard actor hands back when the run is over."""
 
-    report: Any  # the model's report of the shard
+    reports: list  # the model's report of each shard it ran, in shard order
     busy_seconds: float  # time spent advancing the shard
     handling_seconds: float  # time in its epoch calls spent otherwise: unpacking, earliest output, packing
     waiting_seconds: float  # of which, directly chained: sending its epoch and waiting for its peers'
@@ -61,14 +66,22 @@ class ActorReport:
     epochs: int
     saturated: bool  # the stop rule cut the run off at its horizon
     end_cycle: int
+    pid: int = 0  # the actor's process (a warm actor's serves run after run)
 
 
 class ShardActor:
-    """Holds one shard of a model and advances it one epoch per call."""
+    """Holds one shard of a model, or a group of them (cluster/parallel/groups.py), and
+    advances it one epoch per call. ``n``: the actors of the run, of which this is ``index``;
+    ``groups``: the shards each actor runs (one each unless the shards outnumber the cores)."""
 
-    def __init__(self, model: ShardModel, region: Any, index: int, n: int, epoch: int) -> None:
+    def __init__(self, model: ShardModel, regions: list[Any], index: int, n: int, epoch: int,
+                 groups: list[list[int]] | None = None) -> None:
         self.model = model
-        self.shard = model.build(region, index)
+        self.groups = groups or [[j] for j in range(n)]
+        mine = self.groups[index]
+        self.shards = sum(len(g) for g in self.groups)
+        self.shard: Any = (model.build(regions[0], mine[0]) if len(mine) == 1
+                           else ShardGroup(model, regions, mine, self.shards, epoch))
         self.bounded = bounds_windows(self.shard, n)
         self.i, self.n, self.E = index, n, epoch
         self.busy = 0.0
@@ -100,7 +113,14 @@ class ShardActor:
         self.busy += time.perf_counter() - a
         self.epochs += 1
         self.windows.append(t1 - t0)
-        return meta_after(self.shard, t0, t1, out, self.bounded), self.model.split(out, self.n)
+        return meta_after(self.shard, t0, t1, out, self.bounded), self._route(out)
+
+    def _route(self, out) -> list:
+        """This epoch's output, one part per actor."""
+        if self.shards == self.n:
+            return self.model.split(out, self.n)
+        parts = self.model.split(out, self.shards)
+        return [self.model.concat([parts[j] for j in g]) for g in self.groups]
 
     def epoch(self, *outputs):
         """outputs[j] = shard j's packed output of the previous epoch; returns this shard's
@@ -125,7 +145,8 @@ class ShardActor:
     # -- direct chaining: the actors exchange epochs among themselves (channels.py) --
 
     def open_channels(self, spin: float) -> ChannelAddress:
-        """Listen for the peers; ``spin``: seconds to poll for a peer's epoch before sleeping."""
+        """Listen for the peers; ``spin``: seconds to poll for a peer's epoch before sleeping
+        (none when the actors on this node outnumber its cores: channels.polls)."""
         self.spin = spin
         self.channels = _channels_here(self.i, self.n)
         return self.channels.address
@@ -133,6 +154,8 @@ class ShardActor:
     def connect(self, addresses: list[ChannelAddress]) -> None:
         assert self.channels is not None, "open_channels first"
         self.channels.connect(addresses)
+        if not polls(self.channels.actors_here, cores_here()):
+            self.spin = 0.0
         self._metas = [_START] * self.n
         self._inbound = self.model.empty()
 
@@ -167,10 +190,44 @@ class ShardActor:
             raise
 
     def report(self) -> ActorReport:
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-        return ActorReport(self.model.report(self.shard), self.busy, self.handling, self.waiting, peak,
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # a warm host's: over its runs so far
+        reports = self.shard.reports() if isinstance(self.shard, ShardGroup) else [self.model.report(self.shard)]
+        return ActorReport(reports, self.busy, self.handling, self.waiting, peak,
                            window_stats(self.windows),
-                           self.epochs, bool(self.stop and self.stop.saturated), self.shard.t)
+                           self.epochs, bool(self.stop and self.stop.saturated), self.shard.t, os.getpid())
+
+
+class ShardHost:
+    """A Ray actor serving one shard of a run at a time (a ShardActor); kept warm between runs
+    (``warm_shards``), its process has imported the simulator and loaded the compiled kernels."""
+
+    def __init__(self) -> None:
+        self.actor: ShardActor | None = None
+
+    def load(self, model: ShardModel, regions: list[Any], index: int, n: int, epoch: int,
+             groups: list[list[int]] | None = None) -> None:
+        self.actor = ShardActor(model, regions, index, n, epoch, groups)
+
+    def _run(self) -> ShardActor:
+        assert self.actor is not None, "load a shard first"
+        return self.actor
+
+    def epoch(self, *outputs):
+        return self._run().epoch(*outputs)
+
+    def open_channels(self, spin: float) -> ChannelAddress:
+        return self._run().open_channels(spin)
+
+    def connect(self, addresses: list[ChannelAddress]) -> None:
+        self._run().connect(addresses)
+
+    def run_segment(self, seconds: float) -> Segment:
+        return self._run().run_segment(seconds)
+
+    def report(self) -> ActorReport:
+        """The finished shard's report; the host lets the shard go and waits for the next run."""
+        out, self.actor = self._run().report(), None
+        return out
 
 
 def _channels_here(index: int, n: int) -> Channels:
@@ -228,6 +285,50 @@ def round_trip_seconds(n: int, address: str | None = None, rounds: int = 200, sp
     finally:
         for x in actors:
             ray.kill(x)
+
+
+# the hosts of the innermost ``warm_shards`` block (None outside one): shape -> its hosts
+_WARM: ContextVar[dict[tuple[int, float], list] | None] = ContextVar("rdasim_warm_shard_hosts", default=None)
+
+
+@contextmanager
+def warm_shards() -> Iterator[None]:
+    """Within this block, Ray runs of this driver (directly chained, outside a sweep's
+    bundles) keep their shard actors for the next run of as many shards: a fresh actor pays
+    ~1 s of CPU before its first epoch (its process, imports, compiled kernels). The actors
+    end with the block; a run of another shape ends them first (they hold the CPUs it needs).
+    A block inside another shares the outer one's actors (its own would wait for their CPUs)."""
+    if _WARM.get() is not None:
+        yield
+        return
+    pool: dict[tuple[int, float], list] = {}
+    token = _WARM.set(pool)
+    try:
+        yield
+    finally:
+        _WARM.reset(token)
+        _end(pool)
+
+
+def _end(pool: dict) -> None:
+    import ray
+
+    for hosts in pool.values():
+        for h in hosts:
+            ray.kill(h)
+    pool.clear()
+
+
+def _hosts(ray, n: int, cpus: float, pool: dict | None) -> list:
+    """``n`` shard hosts of ``cpus`` CPUs each: warm ones from ``pool`` (keeping new ones
+    there), or fresh ones when there is no pool."""
+    Host = ray.remote(num_cpus=cpus)(ShardHost)
+    if pool is None:
+        return [Host.remote() for _ in range(n)]
+    if (n, cpus) not in pool:
+        _end(pool)
+        pool[(n, cpus)] = [Host.remote() for _ in range(n)]
+    return pool[(n, cpus)]
 
 
 def _run_direct(ray, actors, horizon: int, progress) -> bool:
@@ -317,32 +418,44 @@ def run_ray(model: ShardModel, regions: list[Any], epoch: int, address: str | No
     start = time.perf_counter()
     n = len(regions)
     pg = ray.util.get_current_placement_group()  # a sweep point: the driver sized our bundles
-    cpus = pg.bundle_specs[0].get("CPU", 1.0) if pg is not None else actor_cpus(cluster_cpus(), n)
-    Actor = ray.remote(num_cpus=cpus)(ShardActor)
-    actors = [Actor.remote(model, r, i, n, epoch) for i, r in enumerate(regions)]
+    # shards beyond the cores share actors, one actor a core (groups.py); a sweep point's
+    # bundles were sized for one actor a shard
+    groups = actor_groups(n, n if pg is not None else int(cluster_cpus()))
+    cpus = pg.bundle_specs[0].get("CPU", 1.0) if pg is not None else actor_cpus(cluster_cpus(), len(groups))
+    # inside warm_shards, directly chained runs reuse their hosts; a sweep point's live in its bundles
+    pool = _WARM.get() if chaining == "direct" and pg is None else None
+    actors = _hosts(ray, len(groups), cpus, pool)
     horizon = model.horizon
     mode = chaining
+    done = False
     try:
+        _get_all(ray, [a.load.remote(model, [regions[j] for j in g], i, len(groups), epoch, groups)
+                       for i, (a, g) in enumerate(zip(actors, groups))])
         if chaining == "direct" and not _run_direct(ray, actors, horizon, progress):
             mode = "driver"  # the actors could not reach each other: every epoch through the driver
         if mode != "direct":
             mode = _run_through_driver(ray, actors, model, horizon, progress, mode == "compiled-graph"
                                        and not (address or "").startswith("ray://"))
         results = ray.get([a.report.remote() for a in actors])
+        done = True
     finally:
-        for a in actors:
-            ray.kill(a)
+        if pool is not None and not (done and mode == "direct"):  # a failed run's hosts may hold its state
+            _end(pool)
+        elif pool is None:
+            for a in actors:
+                ray.kill(a)
     wall = time.perf_counter() - start
     transit = 0  # actors took their last inbound traffic into their calendars when they stopped
     first = results[0]
     busy = max(r.busy_seconds for r in results)
     # an actor's exchange time: everything but advancing its shard (packing, earliest
     # output, the driver round trip, waiting for the slowest shard)
-    extra = {"peak_rss_bytes": max(r.peak_rss_bytes for r in results), "chaining": mode,
+    # figures per actor: an actor running several shards (groups.py) reports them together
+    extra = {"peak_rss_bytes": max(r.peak_rss_bytes for r in results), "chaining": mode, "actors": len(actors),
              "peak_rss_bytes_per_shard": [r.peak_rss_bytes for r in results],
              "shard_busy_seconds": [r.busy_seconds for r in results],
              "handling_seconds": [r.handling_seconds for r in results],
-             "waiting_seconds": [r.waiting_seconds for r in results],
+             "waiting_seconds": [r.waiting_seconds for r in results], "actor_pids": [r.pid for r in results],
              "exchange_seconds": [wall - r.busy_seconds for r in results], **first.windows}
-    return RunOutcome([r.report for r in results], first.epochs, first.end_cycle, first.saturated, wall, wall - busy,
-                      transit, extra=extra)
+    return RunOutcome([rep for r in results for rep in r.reports], first.epochs, first.end_cycle, first.saturated,
+                      wall, wall - busy, transit, extra=extra)

@@ -62,6 +62,12 @@ def init_ray(address: str | None = None, num_cpus: int | None = None):
     ``RAY_ADDRESS``, else start an embedded local Ray. Returns the ray module."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    # Ray renices its workers to 15 so that a driver stays responsive; rdasim's driver only
+    # waits while its shard actors do the work, and a niced actor competing with un-niced
+    # processes for a core gets a sliver of it (CFS weight 36 against 1,024). An embedded Ray's
+    # workers inherit this; a cluster's nodes take it from their own environment
+    # (deploy/README.md).
+    os.environ.setdefault("RAY_worker_niceness", "0")
     import ray
 
     if ray.is_initialized():

@@ -54,8 +54,9 @@ class Prediction:
     def describe(self, backend: str) -> str:
         if self.shards == 1:
             return "1 process"
-        return (f"{self.shards} shards on {backend}: predicted {self.speedup:.2f}x of 1 process "
-                f"(epochs of {self.window_mean:.1f} cycles)")
+        cost = (f"{self.speedup:.2f}x of 1 process" if self.speedup >= 0.5
+                else f"{1 / max(self.speedup, 1e-9):.1f}x slower than 1 process")
+        return f"{self.shards} shards on {backend}: predicted {cost} (epochs of {self.window_mean:.1f} cycles)"
 
 
 @dataclass(frozen=True)
@@ -102,11 +103,18 @@ class Pilot:
     epochs: float
 
     def predict(self, one: "Pilot", cores: float, cycles: int) -> Prediction:
-        """What this count is expected to take over ``cycles`` against ``one`` process."""
+        """What this count is expected to take over ``cycles`` against ``one`` process: shards
+        beyond the cores share their actors, one a core (cluster/parallel/groups.py)."""
         n = self.shards
-        t = max(self.lockstep, self.total / min(cores, n)) + (self.epochs * EXCHANGE_SECONDS * (n - 1))
+        actors = actors_for(n, cores)
+        t = max(self.lockstep, self.total / actors) + self.epochs * EXCHANGE_SECONDS * (actors - 1)
         start = ACTOR_START_SECONDS if n > 1 else 0.0
         return Prediction(n, t * 1e3, one.total * cycles / (t * cycles + start), 1 / self.epochs)
+
+
+def actors_for(shards: int, cores: float) -> int:
+    """The Ray actors that run ``shards`` shards: one a shard, one a core at most."""
+    return max(1, min(shards, int(cores)))
 
 
 def pilots(job: Decomposition, cut: str, candidates: list[int]) -> list[Pilot]:
@@ -163,7 +171,10 @@ def _choose(requested: int | str, job: Decomposition, cut: str, backend: str, ad
         return Plan(best.shards, preds, f"auto: {best.describe(backend) if best.shards > 1 else '1 process'}"
                     + (f" ({others})" if best.shards == 1 and others else ""))
     p = preds[-1]
-    if p.speedup < 1.0:
+    if p.shards > cores:  # a debugging habit on a laptop: say once what it costs
+        print(f"rdasim: warning: {p.shards} shards on {cores:g} cores run on {actors_for(p.shards, cores)} actors; "
+              f"{p.describe(backend)}; run.shards = \"auto\" chooses among 1 to {max(int(cores), 1)}", file=sys.stderr)
+    elif p.speedup < 1.0:
         print(f"rdasim: warning: {p.describe(backend)}; run.shards = \"auto\" would run 1 process",
               file=sys.stderr)
     return Plan(int(requested), preds, "requested")

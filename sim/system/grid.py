@@ -14,7 +14,9 @@ known when the epoch starts.
 
 from __future__ import annotations
 
-from sim.chip.config import ChipConfig
+import numpy as np
+
+from sim.chip.config import NI_LATENCY, ChipConfig
 from sim.chip.messages import Message
 from sim.chip.report import ShardResult, shard_result
 from sim.chip.shard import ChipShard
@@ -31,7 +33,35 @@ class GridChip:
         self.cfg = cfg
         spec = cfg.spec
         self.shard = ChipShard(cfg, Region(0, spec.rows, 0, spec.cols), make_program(cfg.workload, cfg))
-        self.io = unit_layout(spec, cfg.io_ports).ios.tolist()  # IO unit of each network dimension
+        lay = unit_layout(spec, cfg.io_ports)
+        self.io = lay.ios.tolist()  # IO unit of each network dimension
+        self.io_tiles = sorted({int(lay.tile[u]) for u in self.io})
+        self._shift: float | None = None  # watch_io's correction (None: no bound, the chip may hand over now)
+
+    def watch_io(self) -> None:
+        """Get ready for ``earliest_hand_over``: the chip's NoC bounds its traffic towards the IO
+        tiles as towards another shard's routers (sim/noc/cut.py), the IO tiles a region of their own."""
+        tiles = self.cfg.spec.tiles
+        if not self.io_tiles or 0 in self.io_tiles:  # the cut tables take the region of tile 0 as the chip's own
+            return
+        owner = np.zeros(tiles, dtype=np.int64)
+        owner[self.io_tiles] = 1
+        self.shard.watch_cut(owner)
+        local = {int(t): i for i, t in enumerate(self.shard.my_tiles.tolist())}
+        reach = self.shard.net.offer_reach()
+        # a unit's event at c counts as reaching the IO tiles at c + NI_LATENCY + the NoC's least
+        # reach from its tile, at least this much after c even for an IO unit itself (0 hops), which
+        # may hand a message over at its event's cycle: so much earlier it may come
+        self._shift = NI_LATENCY + float(min(reach[local[t], 1] for t in self.io_tiles))
+
+    def earliest_hand_over(self) -> float:
+        """The earliest cycle an IO unit could hand a message to the chip network: a unit with a
+        pending event sends at that cycle at the earliest, its packets cross the NoC to an IO tile
+        at every hop's least delay, and a packet already in the NoC reaching a unit makes it send
+        NI_LATENCY later (``watch_io`` first; without it, the chip's current cycle)."""
+        if self._shift is None:
+            return float(self.shard.t)
+        return float(self.shard.earliest_output()[1]) - self._shift
 
     def advance(self, t0: int, t1: int) -> list[Message]:
         """Simulate [t0, t1): the messages its IO units handed to the chip network (``sent``: when)."""

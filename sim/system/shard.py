@@ -225,6 +225,7 @@ class SystemShard:
         self._out: list[tuple] = []
         self._out_payload: list[tuple] = []
         self._arrivals: list[tuple] = []  # (tail, grid chip, message key, Transit) due at grid chips
+        self._least_latency = float("inf")  # of a link leaving this shard's nodes (watch_cut)
         for chip in self.chips.values():
             task = program.start(chip) if program is not None else None
             if task is not None:
@@ -340,6 +341,26 @@ class SystemShard:
     def next_event(self) -> float:
         t = float(self.heap[0][0]) if self.heap else float("inf")
         return min([t, *(float(a[0]) for a in self._arrivals), *(c.next_event() for c in self.grid.values())])
+
+    def watch_cut(self) -> None:
+        """Get ready for ``earliest_output`` (the system is cut into shards)."""
+        self._least_latency = float(min((lk.latency for lk in self.net.links if lk.src in self.nodes),
+                                        default=float("inf")))
+        for chip in self.grid.values():
+            chip.watch_io()
+
+    def earliest_output(self) -> np.ndarray:
+        """Per shard, the earliest cycle anything this shard holds could reach a node of it, or
+        (this shard's own entry) a grid chip of its own, which must get it in a later epoch: what
+        could next leave one of its nodes (a message's next hop, a box chip's task resuming, a grid
+        chip's IO unit handing a message over, a message due at a grid chip answered at once) plus
+        the least latency of a link leaving them. Every hop takes at least its link's latency."""
+        t = float(self.heap[0][0]) if self.heap else float("inf")
+        if self._arrivals:
+            t = min(t, min(float(a[0]) for a in self._arrivals))
+        for chip in self.grid.values():
+            t = min(t, chip.earliest_hand_over())
+        return np.full(int(self.owner.max()) + 1, t + self._least_latency)
 
     def counters(self) -> tuple[int, int]:
         if self.grid:

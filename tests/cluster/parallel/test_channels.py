@@ -7,7 +7,7 @@ import threading
 import numpy as np
 import pytest
 
-from cluster.parallel.channels import ChannelClosed, Channels
+from cluster.parallel.channels import ChannelClosed, Channels, cores_here, polls
 
 
 def _mesh(n: int, node=lambda i: "node"):
@@ -39,6 +39,9 @@ def _exchange_all(chans, outgoing):
 @pytest.mark.parametrize("n,local", [(2, True), (3, True), (4, False)], ids=["unix-2", "unix-3", "tcp-4"])
 def test_every_message_arrives_whole_from_every_peer(n, local):
     chans = _mesh(n, (lambda i: "node") if local else (lambda i: f"node{i}"))
+    # each knows how many actors share its node: on 2 cores, 3 of them sleep instead of polling
+    assert [c.actors_here for c in chans] == [n if local else 1] * n
+    assert not polls(3, 2) and polls(2, 2) and polls(1, cores_here())
     try:
         rng = np.random.default_rng(7)
         # sizes from empty to 8 MB: far beyond a socket buffer, sent both ways at once

@@ -66,9 +66,9 @@ def test_every_model_and_its_shards_hold_the_contract(jobs, name):
     assert isinstance(model, ShardModel) and isinstance(model.empty(), Traffic)
     shards = [model.build(r, i) for i, r in enumerate(regions)]
     assert all(isinstance(s, EpochShard) for s in shards)
-    # grid shards bound their output from their state; a system of chips cannot: windows of one lookahead
-    assert all(isinstance(s, BoundedShard) == (name != "system") for s in shards)
-    assert all(bounds_windows(s, 2) == (name != "system") for s in shards)
+    # every shard bounds its output from its state (a system's: from its next events and its links)
+    assert all(isinstance(s, BoundedShard) for s in shards)
+    assert all(bounds_windows(s, 2) for s in shards)
     assert not any(bounds_windows(s, 1) for s in shards)  # one shard: nothing to bound
     # what a shard sends travels through the wire's sections and back unchanged in size
     out = shards[0].advance(0, 1, model.empty())
@@ -222,3 +222,21 @@ def test_a_bounded_shard_reports_the_earliest_cycle_it_could_reach_another():
     assert (meta.created, meta.finished, meta.t0, meta.t1) == (created, finished, 297, 300) and created > 0
     assert meta.next_event == shard.next_event() and meta.earliest_out == out.earliest()
     assert math.isfinite(meta.next_event)
+
+
+def test_a_system_shard_bounds_its_output_by_its_next_event_and_its_least_link_latency(jobs):
+    job = jobs["system"]
+    regions = job.regions(2, "groups")
+    model = job.model(regions)
+    shard = model.build(regions[0], 0)
+    latency = min(lk.latency for lk in shard.net.links if lk.src in shard.nodes)  # 500 ns at the chips' clock
+    assert latency == round(500e-9 * job.cfg.clock_hz)
+    t = 0
+    while math.isfinite(shard.next_event()):  # every message this shard's chips can send on their own
+        out = shard.advance(t, t + latency, model.empty())
+        bound = shard.earliest_output()
+        # nothing it holds moves before its next event, and nothing reaches a node a link away sooner
+        assert len(bound) == 2 and (bound == shard.next_event() + latency).all()
+        assert out.earliest() >= t + latency  # what it sent does arrive no sooner than a link's latency
+        t += latency
+    assert (shard.earliest_output() == INF).all()

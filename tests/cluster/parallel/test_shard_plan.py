@@ -87,9 +87,25 @@ def test_the_cost_model_charges_the_lockstep_path_exchanges_and_the_actors_start
     p = two.predict(one, cores=2, cycles=cycles)
     assert p.seconds_per_kcycle == pytest.approx(per_cycle * 1e3)
     assert p.speedup == pytest.approx(10.0 / (per_cycle * cycles + ACTOR_START_SECONDS))
-    # on one core the shards run one after another: all the work counts
-    assert two.predict(one, cores=1, cycles=cycles).seconds_per_kcycle == pytest.approx(
-        (1.0e-3 + EXCHANGE_SECONDS / 3) * 1e3)
+    # on one core both shards run in one actor, one after another: all the work counts, no exchange
+    on_one = two.predict(one, cores=1, cycles=cycles)
+    assert on_one.seconds_per_kcycle == pytest.approx(1.0e-3 * 1e3)
+    assert on_one.speedup == pytest.approx(10.0 / (1.0e-3 * cycles + ACTOR_START_SECONDS))
     # a long run amortises the start; one process pays none
     assert two.predict(one, cores=2, cycles=10**9).speedup == pytest.approx(1e-3 / per_cycle, rel=1e-4)
     assert one.predict(one, cores=2, cycles=cycles).speedup == pytest.approx(1.0)
+
+
+def test_shards_beyond_the_cores_share_actors_one_a_core():
+    from cluster.parallel.shard_plan import ACTOR_START_SECONDS, EXCHANGE_SECONDS, Pilot, actors_for
+
+    one = Pilot(1, lockstep=1e-3, total=1e-3, epochs=1 / 1024)
+    # 4 shards on 2 cores, every epoch 10 cycles: 2 actors of 2 shards, all the work on 2 cores,
+    # an exchange between the 2 actors an epoch
+    four = Pilot(4, lockstep=0.3e-3, total=1.2e-3, epochs=1 / 10)
+    assert [actors_for(n, 2) for n in (1, 2, 3, 4)] == [1, 2, 2, 2] and actors_for(4, 16) == 4
+    p = four.predict(one, cores=2, cycles=1000)
+    per_cycle = 1.2e-3 / 2 + EXCHANGE_SECONDS / 10
+    assert p.seconds_per_kcycle == pytest.approx(per_cycle * 1e3)
+    assert p.speedup == pytest.approx(1.0 / (per_cycle * 1000 + ACTOR_START_SECONDS))
+    assert "4 shards on ray: predicted" in p.describe("ray") and "x slower than 1 process" in p.describe("ray")
