@@ -69,3 +69,19 @@ def distribution_figures(plan: "Plan | None", outcome: "RunOutcome") -> dict:
                    predicted_one_process_seconds=round(predicted_one, 3),
                    speedup_vs_predicted_one_process=round(predicted_one / max(outcome.wall_seconds, 1e-9), 3))
     return out
+
+
+def lost_to_one_process(plan: "Plan | None", outcome: "RunOutcome", backend: str) -> str | None:
+    """A warning when a count the user gave (no pilot predicted it) ran slower than its shards'
+    simulation adds up to, about what one process takes: the epochs' exchanges and waits cost
+    more than splitting the work saved. None when it paid, or when a pilot had its say."""
+    shards = len(outcome.reports)
+    if backend != "ray" or shards <= 1 or (plan is not None and (plan.chosen or plan.predictions)):
+        return None
+    work = sum(outcome.extra.get("shard_busy_seconds", []))
+    if not work or outcome.wall_seconds <= work:
+        return None
+    return (f"rdasim: warning: {shards} shards on ray took {outcome.wall_seconds:.1f} s, longer than their "
+            f"simulation adds up to ({work:.1f} s, about what 1 process takes; {outcome.epochs:,} epochs): "
+            f"run.shards = \"auto\" predicts the fastest count")
+

@@ -31,11 +31,12 @@ from cluster.parallel.model import Decomposition
 # their channels took 25-50 us on the 2-core machine (benchmarks/chaining_speed.py). A constant,
 # not measured per run: spawning actors to measure it cost ~1 s, more than it told.
 EXCHANGE_SECONDS = 5e-5
-# What Ray shard actors pay before their first epoch, measured on the 2-core machine for a
-# system of 8 grid chips: ~0.3 s to import the backend, 0.6-0.9 s to unpickle the model (which
-# imports the simulator), ~0.4 s loading the compiled kernels on the first epoch, and the
-# worker's lease; 2.6 s from creating the actors to the end of their first epoch.
-ACTOR_START_SECONDS = 2.0
+# What Ray shard actors pay before their first epoch, for the models that pilot (a NoC grid, a
+# chip): their process and imports, unpickling the model, building the shard and loading the
+# compiled kernels on the first epoch. Measured on the 2-core machine: 0.8 s for a 64x64 NoC
+# (a cold run 4.07 s against a warm one 3.29 s), 0.6 s for the moe example's chip. (A system of
+# 8 grid chips pays 2.6 s, but systems take no pilot.)
+ACTOR_START_SECONDS = 1.0
 PILOT_CYCLES = 8192  # at most; a sixteenth of the run's horizon when that is shorter
 PILOT_SECONDS = 0.25  # of simulation in the one-process pilot at most; the cut ones run as many cycles
 WARM_UP_CYCLES = 64
@@ -148,9 +149,11 @@ def candidates_for(job: Decomposition, cut: str, cores: float) -> list[int]:
 
 def plan_shards(requested: int | str, job: Decomposition, cut: str, backend: str,
                 address: str | None = None) -> Plan:
-    """The shard count to run ``job`` on: ``requested`` when it is a number (with a one-line
-    warning on stderr when the model predicts it slower than one process on Ray), or the
-    predicted fastest when it is "auto"."""
+    """The shard count to run ``job`` on: the predicted fastest when ``requested`` is "auto";
+    else ``requested``, with a one-line warning on stderr of its predicted cost when it is
+    more than the cores. A count within the cores runs without a pilot (it cost 1.2-1.8 s of
+    a 4 s run of a 64x64 NoC); ``lost_to_one_process`` says afterwards, from the run's own
+    figures, when it did not pay."""
     start = time.perf_counter()
     plan = _choose(requested, job, cut, backend, address)
     return replace(plan, seconds=time.perf_counter() - start)
@@ -163,6 +166,8 @@ def _choose(requested: int | str, job: Decomposition, cut: str, backend: str, ad
         return Plan(1, [], f"auto: 1 process (the {backend} backend runs shards one after another in this "
                     "process, so more of them only add exchanges; run.backend = \"ray\" runs them side by side)")
     cores = _cores(address)
+    if requested != "auto" and int(requested) <= cores:
+        return Plan(int(requested), [], "requested")
     wanted = candidates_for(job, cut, cores) if requested == "auto" else [int(requested)]
     preds = predict(pilots(job, cut, wanted), cores, job.expected_cycles)
     if requested == "auto":
@@ -170,13 +175,9 @@ def _choose(requested: int | str, job: Decomposition, cut: str, backend: str, ad
         others = "; ".join(p.describe(backend) for p in preds if p.shards != 1)
         return Plan(best.shards, preds, f"auto: {best.describe(backend) if best.shards > 1 else '1 process'}"
                     + (f" ({others})" if best.shards == 1 and others else ""))
-    p = preds[-1]
-    if p.shards > cores:  # a debugging habit on a laptop: say once what it costs
-        print(f"rdasim: warning: {p.shards} shards on {cores:g} cores run on {actors_for(p.shards, cores)} actors; "
-              f"{p.describe(backend)}; run.shards = \"auto\" chooses among 1 to {max(int(cores), 1)}", file=sys.stderr)
-    elif p.speedup < 1.0:
-        print(f"rdasim: warning: {p.describe(backend)}; run.shards = \"auto\" would run 1 process",
-              file=sys.stderr)
+    p = preds[-1]  # a debugging habit on a laptop: say once what it costs
+    print(f"rdasim: warning: {p.shards} shards on {cores:g} cores run on {actors_for(p.shards, cores)} actors; "
+          f"{p.describe(backend)}; run.shards = \"auto\" chooses among 1 to {max(int(cores), 1)}", file=sys.stderr)
     return Plan(int(requested), preds, "requested")
 
 

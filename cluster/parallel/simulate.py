@@ -3,11 +3,12 @@ the backend. Every job (cluster/jobs) runs its model through here and summarises
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any
 
 from cluster.parallel.backends import run_backend
-from cluster.parallel.distribution import distribution_figures
+from cluster.parallel.distribution import distribution_figures, lost_to_one_process
 from cluster.parallel.model import Decomposition, ProgressFn, RunOutcome
 from cluster.parallel.shard_plan import Plan, plan_shards
 
@@ -45,4 +46,7 @@ def simulate(job: Decomposition, shards: int | str = 1, cut: str = "rows", backe
     regions = job.regions(count, cut)
     e, lookahead = job.epoch(regions, epoch)
     o = run_backend(ran_on, job.model(regions), regions, e, address=address, progress=progress)
+    lost = lost_to_one_process(plan, o, ran_on)
+    if lost:
+        print(lost, file=sys.stderr)
     return Simulation(o, regions, cut, ran_on, e, lookahead, plan, distribution_figures(plan, o))
