@@ -10,8 +10,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
-from scipy.sparse import csr_array
 
 INF = np.inf
 
@@ -71,6 +69,10 @@ class LinearModel:
         self.row_names.append(name)
 
     def solve(self, time_limit: float | None = None, gap: float = 1e-4) -> MilpResult:
+        # scipy.optimize here, not at the top: every run's config imports this module, few solve (0.3 s)
+        from scipy.optimize import Bounds, LinearConstraint, milp
+        from scipy.sparse import csr_array
+
         started = time.perf_counter()
         n = self.num_vars
         options = {"mip_rel_gap": gap, "presolve": True}

@@ -20,12 +20,15 @@ import shutil
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from cluster.errors import UserError
+
+if TYPE_CHECKING:
+    import pyarrow.dataset as ds
 
 NULL_SEGMENT = "__HIVE_DEFAULT_PARTITION__"  # what pyarrow, Spark and Hive call a null partition
 EXISTING = ("refuse", "add", "replace")  # what to do with another run's (or sweep version's) stored results
@@ -68,6 +71,8 @@ def table_files(root: str | Path, table: str) -> list[Path]:
 
 def open_files(files: list[Path] | list[str]) -> ds.Dataset:
     """A pyarrow dataset of these files, its schema the union of theirs (columns matched by name)."""
+    import pyarrow.dataset as ds  # here, not at the top: it imports pandas (0.2 s on every `rdasim run`)
+
     schemas = {pq.read_schema(f) for f in files}
     schema = pa.unify_schemas(list(schemas)) if len(schemas) > 1 else None
     return ds.dataset([str(f) for f in files], format="parquet", schema=schema)
