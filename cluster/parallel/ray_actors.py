@@ -18,6 +18,7 @@ other (a firewall between nodes), the run falls back to ``driver`` and says so.
 
 from __future__ import annotations
 
+import importlib
 import os
 import resource
 import statistics
@@ -201,8 +202,10 @@ class ShardHost:
     """A Ray actor serving one shard of a run at a time (a ShardActor); kept warm between runs
     (``warm_shards``), its process has imported the simulator and loaded the compiled kernels."""
 
-    def __init__(self) -> None:
+    def __init__(self, preload: tuple[str, ...] = ()) -> None:
         self.actor: ShardActor | None = None
+        for module in preload:  # what unpickling the run's model will import, imported while the driver pilots
+            importlib.import_module(module)
 
     def load(self, model: ShardModel, regions: list[Any], index: int, n: int, epoch: int,
              groups: list[list[int]] | None = None) -> None:
@@ -319,16 +322,40 @@ def _end(pool: dict) -> None:
     pool.clear()
 
 
-def _hosts(ray, n: int, cpus: float, pool: dict | None) -> list:
+def _hosts(ray, n: int, cpus: float, pool: dict | None, preload: tuple[str, ...] = ()) -> list:
     """``n`` shard hosts of ``cpus`` CPUs each: warm ones from ``pool`` (keeping new ones
     there), or fresh ones when there is no pool."""
     Host = ray.remote(num_cpus=cpus)(ShardHost)
     if pool is None:
-        return [Host.remote() for _ in range(n)]
+        return [Host.remote(preload) for _ in range(n)]
     if (n, cpus) not in pool:
         _end(pool)
-        pool[(n, cpus)] = [Host.remote() for _ in range(n)]
+        pool[(n, cpus)] = [Host.remote(preload) for _ in range(n)]
     return pool[(n, cpus)]
+
+
+def _shape(ray, n: int) -> tuple[list[list[int]], float]:
+    """The shards each actor of a run of ``n`` runs, and each actor's CPUs: shards beyond the
+    cores share actors, one actor a core (groups.py); a sweep point's bundles were sized for
+    one actor a shard, and the point's placement group says their size."""
+    pg = ray.util.get_current_placement_group()
+    groups = actor_groups(n, n if pg is not None else int(cluster_cpus()))
+    cpus = pg.bundle_specs[0].get("CPU", 1.0) if pg is not None else actor_cpus(cluster_cpus(), len(groups))
+    return groups, cpus
+
+
+@contextmanager
+def hosts_started(shards: int, address: str | None, preload: tuple[str, ...]) -> Iterator[None]:
+    """Start the shard actors of a Ray run of ``shards`` now, importing ``preload`` (the model's
+    modules), and keep them for the run inside this block: their processes start while the
+    driver pilots the run (a fresh actor spends 0.5-1 s before it can take its shard). Outside
+    a sweep's bundles only; the actors end with the block unless an outer ``warm_shards`` keeps them."""
+    with warm_shards():
+        ray = init_ray(address)
+        if ray.util.get_current_placement_group() is None:
+            groups, cpus = _shape(ray, shards)
+            _hosts(ray, len(groups), cpus, _WARM.get(), preload)
+        yield
 
 
 def _run_direct(ray, actors, horizon: int, progress) -> bool:
@@ -418,10 +445,7 @@ def run_ray(model: ShardModel, regions: list[Any], epoch: int, address: str | No
     start = time.perf_counter()
     n = len(regions)
     pg = ray.util.get_current_placement_group()  # a sweep point: the driver sized our bundles
-    # shards beyond the cores share actors, one actor a core (groups.py); a sweep point's
-    # bundles were sized for one actor a shard
-    groups = actor_groups(n, n if pg is not None else int(cluster_cpus()))
-    cpus = pg.bundle_specs[0].get("CPU", 1.0) if pg is not None else actor_cpus(cluster_cpus(), len(groups))
+    groups, cpus = _shape(ray, n)
     # inside warm_shards, directly chained runs reuse their hosts; a sweep point's live in its bundles
     pool = _WARM.get() if chaining == "direct" and pg is None else None
     actors = _hosts(ray, len(groups), cpus, pool)

@@ -37,3 +37,22 @@ def test_runs_in_a_warm_block_reuse_their_actors_and_simulate_the_same_run(ray_s
     # outside a block every run has actors of its own
     cold = [simulate_system(cfg, shards=2, backend="ray").simulation.outcome.extra["actor_pids"] for _ in range(2)]
     assert not set(cold[0]) & set(cold[1])
+
+
+@pytest.mark.ray
+def test_actors_started_before_the_pilot_are_the_ones_the_run_takes(ray_session):
+    from cluster.parallel.ray_actors import _WARM, hosts_started
+
+    cfg = system_config(load(RUN_SCHEMA, raw=RING))
+    one = simulate_system(cfg).summary["result_hash"]
+    with hosts_started(2, None, ("cluster.jobs.system",)):
+        pool = _WARM.get()
+        assert pool is not None and len(pool) == 1
+        (shape, hosts), = pool.items()
+        run = simulate_system(cfg, shards=2, backend="ray")
+        assert pool[shape] is hosts and len(hosts) == 2  # the run took them: none started anew
+        assert run.summary["result_hash"] == one
+    # the modules are imported as the actors start: one that cannot be fails them, named
+    with pytest.raises(Exception, match="no_such_module"):
+        with hosts_started(2, None, ("no_such_module",)):
+            simulate_system(cfg, shards=2, backend="ray")
