@@ -89,23 +89,18 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `rdasim ... | head`: the reader has all it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
         return 0
-    finally:
-        _leave_ray()
-
-
-def _leave_ray() -> None:
-    """Stop the embedded Ray (or leave the cluster) now that the results are written. Ray's own
-    exit hook would do it too, but sleeps 0.5 s first for log lines that rdasim does not print."""
-    ray = sys.modules.get("ray")
-    if ray is not None and ray.is_initialized():
-        ray.shutdown()
 
 
 def console() -> None:
     """The ``rdasim`` command: ``main`` and the process's exit status. The results are written by
-    then, so the objects left are frozen rather than collected one by one as the interpreter
-    exits (0.4 s after a run's simulation, on every command)."""
+    then, so Ray is stopped (or the cluster left) at once, not by Ray's exit hook, which sleeps
+    0.5 s first for log lines rdasim does not print, and the objects left are frozen rather than
+    collected one by one as the interpreter exits (0.4 s after a run's simulation). Here, not in
+    ``main``: a script or test calling ``main`` keeps its Ray."""
     status = main()
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        ray.shutdown()
     gc.freeze()
     sys.exit(status)
 
