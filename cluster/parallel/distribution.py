@@ -73,8 +73,9 @@ def distribution_figures(plan: "Plan | None", outcome: "RunOutcome") -> dict:
 
 def lost_to_one_process(plan: "Plan | None", outcome: "RunOutcome", backend: str) -> str | None:
     """A warning when a count the user gave (no pilot predicted it) ran slower than its shards'
-    simulation adds up to, about what one process takes: the epochs' exchanges and waits cost
-    more than splitting the work saved. None when it paid, or when a pilot had its say."""
+    simulation adds up to, which one process takes or less (it runs fewer epochs, so less
+    bookkeeping): the epochs' exchanges and waits cost more than splitting the work saved.
+    None when it paid, or when a pilot had its say."""
     shards = len(outcome.reports)
     if backend != "ray" or shards <= 1 or (plan is not None and (plan.chosen or plan.predictions)):
         return None
@@ -82,6 +83,7 @@ def lost_to_one_process(plan: "Plan | None", outcome: "RunOutcome", backend: str
     if not work or outcome.wall_seconds <= work:
         return None
     return (f"rdasim: warning: {shards} shards on ray took {outcome.wall_seconds:.1f} s, longer than their "
-            f"simulation adds up to ({work:.1f} s, about what 1 process takes; {outcome.epochs:,} epochs): "
+            f"simulation adds up to ({work:.1f} s over {outcome.epochs:,} epochs; 1 process, in far fewer "
+            f"epochs, takes about that or less): "
             f"run.shards = \"auto\" predicts the fastest count")
 

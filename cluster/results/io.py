@@ -12,6 +12,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
+import socket
 import tempfile
 from pathlib import Path
 
@@ -21,13 +23,20 @@ import pyarrow.parquet as pq
 
 from cluster.errors import UserError
 
+# a temporary file's name says which process writes it: ".<final name>.<host>_<pid>.<random>.tmp"
+_WRITER = re.compile(r"\.(?P<host>\w+)_(?P<pid>\d+)\.\w+\.tmp$")
+
+
+def _host() -> str:
+    return re.sub(r"\W", "_", socket.gethostname()) or "host"
+
 
 @contextlib.contextmanager
 def atomic_path(path: str | Path):
     """Yield a temporary path next to ``path``; rename it into place only on success."""
     final = Path(path)
     final.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.{_host()}_{os.getpid()}.", suffix=".tmp", dir=final.parent)
     os.close(fd)
     try:
         yield Path(tmp)
@@ -37,6 +46,21 @@ def atomic_path(path: str | Path):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def writer_gone(tmp: Path) -> bool:
+    """Whether the process that wrote temporary file ``tmp`` (``atomic_path``) has ended: it ran
+    on this host and no process has its id. False when that cannot be told (another host's)."""
+    m = _WRITER.search(tmp.name)
+    if m is None or m["host"] != _host():
+        return False
+    try:
+        os.kill(int(m["pid"]), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, another user's
+        return False
+    return False
 
 
 def umask() -> int:

@@ -84,13 +84,14 @@ class Store:
         return run
 
     def remove_orphans(self, now: float | None = None) -> int:
-        """Delete temporary files that a killed writer left behind (old enough to be dead)."""
+        """Delete temporary files that a killed writer left behind: its process is gone (a
+        writer on this host), or the file is old enough for it to be dead (on another host)."""
         now = time.time() if now is None else now
         removed = 0
         if self.layout.dataset.is_dir():
             for tmp in self.layout.dataset.rglob(".*.tmp"):
                 try:
-                    if now - tmp.stat().st_mtime > ORPHAN_AGE_SECONDS:
+                    if io.writer_gone(tmp) or now - tmp.stat().st_mtime > ORPHAN_AGE_SECONDS:
                         tmp.unlink()
                         removed += 1
                 except FileNotFoundError:

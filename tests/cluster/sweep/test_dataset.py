@@ -3,8 +3,11 @@ error rows, resuming without recomputation, and status read from the files."""
 
 import json
 import os
+import subprocess
+import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -16,6 +19,7 @@ from cluster.sweep.dataset import read_dataset
 from cluster.sweep.layout import point_of, segment_value
 from cluster.sweep.plan import plan_sweep
 from cluster.sweep.runner import run_sweep
+from tests.paths import ROOT
 
 NOC_SPEC = """
 [sweep]
@@ -169,6 +173,32 @@ def test_orphaned_temporary_files_are_removed_but_fresh_ones_kept(tmp_path):
     os.utime(old, (time.time() - 3600, time.time() - 3600))
     run_sweep(plan_sweep(spec), out, quiet=True, in_process=True)
     assert not old.exists() and fresh.exists()
+
+
+def test_a_killed_writers_temporary_file_goes_at_once_a_live_ones_stays(tmp_path):
+    from cluster.results.io import _host, atomic_path
+
+    spec = _spec(tmp_path / "n.toml", NOOP_SPEC)
+    out = tmp_path / "out"
+    run_sweep(plan_sweep(spec), out, quiet=True, in_process=True)
+    part = next((out / "n").rglob("noop_value=*"))
+    # a writer killed mid-write (a sweep driver on SIGKILL): its process is gone
+    writer = subprocess.Popen([sys.executable, "-c", "import os, sys, time\n"
+                               "sys.path.insert(0, os.getcwd())\n"
+                               "from cluster.results.io import atomic_path\n"
+                               f"with atomic_path({str(part / 'z.parquet')!r}) as t:\n"
+                               "    t.write_bytes(b'half'); print(t, flush=True); time.sleep(60)"],
+                              stdout=subprocess.PIPE, text=True, cwd=str(ROOT))
+    killed = Path(writer.stdout.readline().strip())
+    writer.kill()
+    writer.wait()
+    assert killed.exists() and f"{_host()}_{writer.pid}." in killed.name
+    elsewhere = part / f".w.parquet.otherhost_{os.getpid()}.abcd1234.tmp"  # another host's: only age tells
+    elsewhere.write_bytes(b"being written")
+    with atomic_path(part / "live.parquet") as live:  # this process, writing right now
+        live.write_bytes(b"being written")
+        run_sweep(plan_sweep(spec), out, quiet=True, in_process=True)
+        assert not killed.exists() and live.exists() and elsewhere.exists()
 
 
 def test_string_partition_values_are_escaped_and_decoded_by_readers(tmp_path):
