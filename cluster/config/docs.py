@@ -85,24 +85,16 @@ def config_reference(command: str, schema: Table) -> str:
     return "\n".join(parts)
 
 
-def columns_reference(title: str, doc: str, columns: list) -> str:
-    rows = "\n".join(f"| `{c.name}` | {c.type} | {c.doc} |" for c in columns)
-    return f"### {title}\n\n{doc[0].upper() + doc[1:]}.\n\n| column | type | meaning |\n|---|---|---|\n{rows}\n"
-
-
 def reference() -> str:
     """The whole of docs/reference.md."""
-    from cluster.results.schemas import ALL_TABLES, META_COLUMNS
+    from cluster.results.schemas import ALL_TABLES, reference_markdown
 
     commands = command_schemas()
     contents = ["Config keys: " + ", ".join(f"[`rdasim {c}`](#rdasim-{c})" for c, _ in commands) + ".",
                 "Result tables: " + ", ".join(f"[`{t.name}`](#{t.name})" for t in ALL_TABLES) + "."]
     parts = [_INTRO, "\n".join(contents) + "\n", "## Config keys\n"]
     parts += [config_reference(c, s) for c, s in commands]
-    parts += ["## Result columns\n",
-              columns_reference("Every table", "the run's identity, in every row of every table below",
-                                META_COLUMNS)]
-    parts += [columns_reference(f"`{t.name}`", t.doc, list(t.columns)) for t in ALL_TABLES]
+    parts += ["## Result columns\n", reference_markdown()]
     return "\n".join(parts)
 
 

@@ -522,16 +522,18 @@ ALLOC_BLOCKS = TableSchema(
 ALL_TABLES.extend([ALLOC_MEMORY_SUMMARY, ALLOC_L1_SUMMARY, ALLOC_BLOCKS])
 # --------------------------------------------------------------------------- end of allocators
 
+def columns_markdown(title: str, doc: str, columns: list) -> str:
+    """One table's columns as a Markdown section (its name, what a row is, each column)."""
+    rows = "\n".join(f"| `{c.name}` | {c.type} | {c.doc} |" for c in columns)
+    return f"### {title}\n\n{doc[0].upper() + doc[1:]}.\n\n| column | type | meaning |\n|---|---|---|\n{rows}\n"
+
+
 def reference_markdown() -> str:
-    """The README's result-column reference."""
-    out = []
-    for t in ALL_TABLES:
-        out.append(f"#### `{t.name}`: {t.doc}\n")
-        out.append("| column | type | meaning |\n|---|---|---|")
-        for c in list(t.columns) + META_COLUMNS:
-            out.append(f"| `{c.name}` | {c.type} | {c.doc} |")
-        out.append("")
-    return "\n".join(out)
+    """The result-column reference: the columns every table carries, then each table's
+    (docs/reference.md's "Result columns", which cluster/config/docs.py writes from this)."""
+    parts = [columns_markdown("Every table", "the run's identity, in every row of every table below", META_COLUMNS)]
+    parts += [columns_markdown(f"`{t.name}`", t.doc, list(t.columns)) for t in ALL_TABLES]
+    return "\n".join(parts)
 
 
 # --------------------------------------------------------------------------- rdasim run with a [system]

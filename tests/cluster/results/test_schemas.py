@@ -19,7 +19,7 @@ def test_every_declared_table_is_registered_once():
 def test_the_printed_reference_lists_every_table():
     out = subprocess.run([sys.executable, "-m", "cluster.results.schemas"], cwd=ROOT, capture_output=True,
                          text=True, check=True).stdout
-    headings = [line.split("`")[1] for line in out.splitlines() if line.startswith("#### ")]
+    headings = [line.split("`")[1] for line in out.splitlines() if line.startswith("### `")]
     assert headings == [t.name for t in schemas.ALL_TABLES]
     assert {"system_summary", "system_steps", "system_links", "system_chips"} <= set(headings)
 
