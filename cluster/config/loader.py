@@ -125,6 +125,19 @@ def resolve_files(raw: dict, table: Table, base_dir: Path) -> dict:
     return out
 
 
+def resolve_file_value(table: Table, path: str, value: object, base_dir: Path) -> object:
+    """``value`` as set at dotted ``path`` (a sweep's axis, a --set): a relative file path (the key
+    a ``Field(file=True)``) taken from ``base_dir``, as ``resolve_files`` takes a file's."""
+    f: object = table
+    for part in path.split("."):
+        if not isinstance(f, Table) or part not in f.fields:
+            return value
+        f = f.fields[part]
+    if isinstance(f, Field) and f.file and isinstance(value, str) and value and not os.path.isabs(value):
+        return os.path.normpath(base_dir / value)
+    return value
+
+
 def load(
     schema: Table,
     path: str | Path | None = None,

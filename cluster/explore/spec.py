@@ -346,7 +346,7 @@ def parse_explore(raw: dict, base_dir: Path, source: str = "", text: str = "") -
         issues.append(Issue("explore.optimizer", f"{ex.get('optimizer')!r} is not one of {', '.join(OPTIMIZERS)}"))
     if ex.get("budget") is not None and ex["budget"] < 1:
         issues.append(Issue("explore.budget", f"must be at least 1 trial, got {ex['budget']}"))
-    base = read_base(raw.get("base"), base_dir, issues)
+    base = read_base(raw.get("base"), base_dir, issues, command.schema() if command is not None else None)
     if command is None:
         _raise(source, issues)
     assert command is not None

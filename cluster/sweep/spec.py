@@ -13,9 +13,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from cluster.config import Field, Issue, Table
-from cluster.config.loader import read_toml
+from cluster.config.loader import read_toml, resolve_file_value, resolve_files
 from cluster.config.schema import REQUIRED, validate
 from cluster.errors import UserError
 
@@ -175,20 +176,40 @@ def table_array(raw, where: str, issues: list[Issue]) -> list[dict]:
     return raw
 
 
-def read_base(raw, base_dir: Path, issues: list[Issue]) -> dict:
-    """The base config: a [base] table, or a TOML file named relative to the spec."""
+def read_base(raw, base_dir: Path, issues: list[Issue], schema: Table | None = None) -> dict:
+    """The base config: a [base] table, or a TOML file named relative to the spec. With the
+    command's ``schema``, its file paths are taken from where they are written, as `rdasim run`
+    takes a config's: a base file's from its directory, a [base] table's from the spec's."""
     if raw is None:
         return {}
     if isinstance(raw, dict):
-        return raw
+        return resolve_files(raw, schema, base_dir) if schema is not None else raw
     if isinstance(raw, str):
         try:
-            return read_toml(base_dir / raw)
+            cfg = read_toml(base_dir / raw)
         except UserError as exc:
             issues.append(Issue("base", exc.message))
             return {}
+        return resolve_files(cfg, schema, (base_dir / raw).parent) if schema is not None else cfg
     issues.append(Issue("base", f"expected a file name or a [base] table, got {raw!r}"))
     return {}
+
+
+def command_schema(name: object) -> Table | None:
+    """The config schema of the sweep command called ``name`` (None: no such command)."""
+    from cluster.sweep import commands
+
+    return commands.COMMANDS[name].schema() if isinstance(name, str) and name in commands.COMMANDS else None
+
+
+def _files_from(group: Mapping[str, Any], schema: Table | None, base_dir: Path, lists: bool) -> dict:
+    """A group of dotted path -> value (or -> values, ``lists``) with relative file paths taken
+    from the spec's directory."""
+    if schema is None:
+        return dict(group)
+    if lists:
+        return {p: [resolve_file_value(schema, p, v, base_dir) for v in vs] for p, vs in group.items()}
+    return {p: resolve_file_value(schema, p, v, base_dir) for p, v in group.items()}
 
 
 def _zips(raw, issues: list[Issue]) -> list[dict[str, list]]:
@@ -240,7 +261,11 @@ def parse_spec(raw: dict, base_dir: Path, source: str = "") -> tuple[SweepSpec, 
     points = [flatten(t) for t in table_array(raw.get("points"), "points", issues)]
     issues += _swept_twice([("axes", grid), *((f"zip[{i}]", z) for i, z in enumerate(zips)),
                             ("random.axes", rnd.dists if rnd else {})])
-    base = read_base(raw.get("base"), base_dir, issues)
+    schema = command_schema(sweep.get("command"))  # its file keys: paths relative to where they are written
+    base = read_base(raw.get("base"), base_dir, issues, schema)
+    grid = _files_from(grid, schema, base_dir, lists=True)
+    zips = [_files_from(z, schema, base_dir, lists=True) for z in zips]
+    points = [_files_from(p, schema, base_dir, lists=False) for p in points]
     spec = SweepSpec(  # best effort even with issues, so the points' problems can be listed too
         name=sweep.get("name") or "", command=sweep.get("command") or "",
         partition_by=tuple(sweep.get("partition_by") or ()), max_retries=sweep.get("max_retries") or 0,

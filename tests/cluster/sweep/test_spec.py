@@ -247,3 +247,34 @@ def test_example_run_spec_expands_to_every_policy_and_protocol():
     assert {(p.config["memory"]["policy"], p.config["memory"]["reclaim"]) for p in points} == {
         (m, r) for m in ("static-multi", "virtual") for r in ("refcount", "refcount-gated", "partial-free")}
     assert {p.config["workload"]["kind"] for p in points} == {"moe"}  # where reclamation matters
+
+
+def test_file_paths_are_taken_from_where_they_are_written_whatever_the_working_directory(tmp_path, monkeypatch):
+    import shutil
+
+    # a base config beside its traces (as examples/kv_decode_trace.toml is), a spec elsewhere
+    # naming it and sweeping a second trace written relative to the spec, run from a third place
+    conf, specs, away = tmp_path / "conf", tmp_path / "specs", tmp_path / "away"
+    for d in (conf / "traces", specs / "mine", away):
+        d.mkdir(parents=True)
+    shutil.copy(EXAMPLES / "kv_decode_trace.toml", conf)
+    shutil.copy(EXAMPLES / "traces" / "azure_code_sample.csv", conf / "traces")
+    shutil.copy(EXAMPLES / "traces" / "azure_code_sample.csv", specs / "mine" / "other.csv")
+    spec = specs / "s.toml"
+    spec.write_text(textwrap.dedent("""
+        base = "../conf/kv_decode_trace.toml"
+        [sweep]
+        name = "t"
+        command = "run"
+        [axes]
+        workload.decode.trace = ["", "mine/other.csv"]
+    """))
+    monkeypatch.chdir(away)
+    plan = plan_sweep(spec)
+    traces = [p.config["workload"]["decode"]["trace"] for p in plan.points]
+    assert traces[0] == "" and traces[1] == str(specs / "mine" / "other.csv")
+    base = plan.spec.base["workload"]["decode"]["trace"]
+    assert base == str(conf / "traces" / "azure_code_sample.csv")  # the base file's own, from its directory
+    spec.write_text(spec.read_text().replace('["", "mine/other.csv"]', '["mine/other.csv"]'))
+    point = plan_sweep(spec).points[0]
+    assert (away / point.config["workload"]["decode"]["trace"]).exists()
