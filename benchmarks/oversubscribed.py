@@ -137,16 +137,14 @@ def main() -> None:
         if name not in CASES:
             sys.exit(f"unknown case {name!r}: one of {', '.join(CASES)}")
     load_before = os.getloadavg()[0]
+    ray_args = {name: ["--shards", str(CASES[name][1]), "--cut", CASES[name][2], "--backend", "ray"]
+                for name in names}
     runs = {}
     for name in names:  # no other Ray running: the command starts and stops its own
-        _, shards, cut = CASES[name]
-        ray_args = ["--shards", str(shards), "--cut", cut, "--backend", "ray"]
-        runs[name] = measure(name, args.repeats, [("one", [], None), ("ray", ray_args, None)])
+        runs[name] = measure(name, args.repeats, [("one", [], None), ("ray", ray_args[name], None)])
     with kept_ray() as kept_env:
         for name in names:
-            _, shards, cut = CASES[name]
-            ray_args = ["--shards", str(shards), "--cut", cut, "--backend", "ray"]
-            runs[name].update(measure(name, args.repeats, [("ray_kept", ray_args, kept_env)]))
+            runs[name].update(measure(name, args.repeats, [("ray_kept", ray_args[name], kept_env)]))
     for name in names:
         summary(name, runs[name], args.repeats, load_before)
 

@@ -120,9 +120,17 @@ def resolve_files(raw: dict, table: Table, base_dir: Path) -> dict:
         f = fields.get(key)
         if isinstance(f, Table) and isinstance(value, dict):
             out[key] = resolve_files(value, f, base_dir)
-        elif isinstance(f, Field) and f.file and isinstance(value, str) and value and not os.path.isabs(value):
-            out[key] = os.path.normpath(base_dir / value)
+        else:
+            out[key] = _from_dir(f, value, base_dir)
     return out
+
+
+def _from_dir(f: object, value: object, base_dir: Path) -> object:
+    """``value`` of key ``f``: taken from ``base_dir`` when ``f`` is a file key and it is a
+    relative path; as it is otherwise."""
+    if isinstance(f, Field) and f.file and isinstance(value, str) and value and not os.path.isabs(value):
+        return os.path.normpath(base_dir / value)
+    return value
 
 
 def resolve_file_value(table: Table, path: str, value: object, base_dir: Path) -> object:
@@ -133,9 +141,7 @@ def resolve_file_value(table: Table, path: str, value: object, base_dir: Path) -
         if not isinstance(f, Table) or part not in f.fields:
             return value
         f = f.fields[part]
-    if isinstance(f, Field) and f.file and isinstance(value, str) and value and not os.path.isabs(value):
-        return os.path.normpath(base_dir / value)
-    return value
+    return _from_dir(f, value, base_dir)
 
 
 def load(

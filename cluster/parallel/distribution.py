@@ -86,4 +86,3 @@ def lost_to_one_process(plan: "Plan | None", outcome: "RunOutcome", backend: str
             f"simulation adds up to ({work:.1f} s over {outcome.epochs:,} epochs; 1 process, in far fewer "
             f"epochs, takes about that or less): "
             f"run.shards = \"auto\" predicts the fastest count")
-

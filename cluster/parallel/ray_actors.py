@@ -334,11 +334,10 @@ def _hosts(ray, n: int, cpus: float, pool: dict | None, preload: tuple[str, ...]
     return pool[(n, cpus)]
 
 
-def _shape(ray, n: int) -> tuple[list[list[int]], float]:
+def _shape(n: int, pg) -> tuple[list[list[int]], float]:
     """The shards each actor of a run of ``n`` runs, and each actor's CPUs: shards beyond the
     cores share actors, one actor a core (groups.py); a sweep point's bundles were sized for
-    one actor a shard, and the point's placement group says their size."""
-    pg = ray.util.get_current_placement_group()
+    one actor a shard, and its placement group ``pg`` (None outside a sweep) says their size."""
     groups = actor_groups(n, n if pg is not None else int(cluster_cpus()))
     cpus = pg.bundle_specs[0].get("CPU", 1.0) if pg is not None else actor_cpus(cluster_cpus(), len(groups))
     return groups, cpus
@@ -353,7 +352,7 @@ def hosts_started(shards: int, address: str | None, preload: tuple[str, ...]) ->
     with warm_shards():
         ray = init_ray(address)
         if ray.util.get_current_placement_group() is None:
-            groups, cpus = _shape(ray, shards)
+            groups, cpus = _shape(shards, None)
             _hosts(ray, len(groups), cpus, _WARM.get(), preload)
         yield
 
@@ -445,7 +444,7 @@ def run_ray(model: ShardModel, regions: list[Any], epoch: int, address: str | No
     start = time.perf_counter()
     n = len(regions)
     pg = ray.util.get_current_placement_group()  # a sweep point: the driver sized our bundles
-    groups, cpus = _shape(ray, n)
+    groups, cpus = _shape(n, pg)
     # inside warm_shards, directly chained runs reuse their hosts; a sweep point's live in its bundles
     pool = _WARM.get() if chaining == "direct" and pg is None else None
     actors = _hosts(ray, len(groups), cpus, pool)
