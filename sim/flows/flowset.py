@@ -1,0 +1,139 @@
+"""A set of flows in continuous time: bytes left, max-min fair rates, finishes in order.
+
+Time is a float count of cycles, so a flow's finish is exact (``start + bytes / rate`` for a
+flow alone at its bottleneck); the unit that owns the resources rounds it to a cycle when
+it acts on it. Rates are recomputed (``maxmin.max_min_rates``) only when the set changes and
+time moves on: flows started at the same instant cost one re-rating. Flows finishing at the
+same instant (within a relative 1e-9) finish together, in the order they were started, so
+the outcome depends only on the calls made, never on anything else.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim.flows.maxmin import max_min_rates
+
+TIE = 1e-9  # relative: finishes closer than this are the same instant
+WIDTH = 4  # resources per route held in a row of the route table (grows when needed)
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """A flow that moved all its bytes at ``time`` (cycles, exact)."""
+
+    key: object
+    time: float
+    nbytes: int
+
+
+class FlowSet:
+    """Flows over resources of fixed capacities (bytes per cycle), max-min fair at every instant."""
+
+    def __init__(self) -> None:
+        self.capacity = np.zeros(0)
+        self.t = 0.0  # the instant the bytes left are counted at
+        self.keys: list = []
+        self.total = np.zeros(0, dtype=np.int64)
+        self.left = np.zeros(0)
+        self.cap = np.zeros(0)
+        self.route = np.full((0, WIDTH), -1, dtype=np.int64)
+        self.rate = np.zeros(0)
+        self._new: list[tuple] = []  # flows started since the last re-rating: (key, nbytes, route, cap)
+        self._dirty = False
+        self.moved = 0.0  # bytes moved by every flow so far (finished or not)
+
+    def __len__(self) -> int:
+        return len(self.keys) + len(self._new)
+
+    def resource(self, capacity: float) -> int:
+        """A new resource of ``capacity`` bytes per cycle; its index."""
+        if not capacity > 0:
+            raise ValueError(f"a resource needs a positive capacity, got {capacity}")
+        self.capacity = np.append(self.capacity, float(capacity))
+        return len(self.capacity) - 1
+
+    def start(self, key, nbytes: int, route: tuple[int, ...], now: float, cap: float = math.inf) -> None:
+        """Flow ``key`` of ``nbytes`` starts at ``now`` over the resources ``route`` (indices of
+        ``resource``), never faster than ``cap``. Call ``advance(now)`` first: time cannot go back."""
+        if abs(now - self.t) > TIE * max(1.0, self.t):
+            raise ValueError(f"a flow cannot start at {now}: the set's time is {self.t} (advance to it first)")
+        if nbytes <= 0:
+            raise ValueError(f"flow {key!r}: a flow moves at least one byte, got {nbytes}")
+        if any(not 0 <= r < len(self.capacity) for r in route):
+            raise ValueError(f"flow {key!r}: route {route} names a resource the set does not have")
+        if not route and math.isinf(cap):
+            raise ValueError(f"flow {key!r} crosses no resource and has no cap")
+        self._new.append((key, int(nbytes), tuple(route), float(cap)))
+        self._dirty = True
+
+    def advance(self, t: float) -> list[Finished]:
+        """Move every flow on to instant ``t``; the flows that finish by then, in time order
+        (re-rating after each finish, so the others speed up as bandwidth frees)."""
+        out: list[Finished] = []
+        while True:
+            self._rerate()
+            when = self.next_finish()
+            if math.isinf(when) or when > t + TIE * max(1.0, t):
+                if math.isfinite(t):
+                    self._move(t)
+                return out
+            self._move(when)
+            due = self.left <= TIE * np.maximum(self.total, 1.0)
+            due |= (self.rate > 0) & (self.left / np.where(self.rate > 0, self.rate, 1.0) <= TIE * max(1.0, when))
+            for i in np.flatnonzero(due).tolist():
+                out.append(Finished(self.keys[i], when, int(self.total[i])))
+            self.moved += float(self.left[due].sum())
+            keep = ~due
+            self.keys = [k for k, d in zip(self.keys, due.tolist()) if not d]
+            self.total, self.left, self.cap = self.total[keep], self.left[keep], self.cap[keep]
+            self.route, self.rate = self.route[keep], self.rate[keep]
+            self._dirty = True
+
+    def next_finish(self) -> float:
+        """The instant the next flow finishes at the current rates (inf: none will)."""
+        self._rerate()
+        going = self.rate > 0
+        if not np.any(going):
+            return math.inf
+        return self.t + float(np.min(self.left[going] / self.rate[going]))
+
+    def rates(self) -> dict:
+        """{key: rate} of every flow now (bytes per cycle)."""
+        self._rerate()
+        return dict(zip(self.keys, self.rate.tolist()))
+
+    # ------------------------------------------------------------------ internals
+    def _move(self, t: float) -> None:
+        dt = t - self.t
+        if dt > 0 and len(self.left):
+            step = self.rate * dt
+            self.moved += float(step.sum())
+            self.left = np.maximum(self.left - step, 0.0)
+        self.t = max(self.t, t)
+
+    def _rerate(self) -> None:
+        if not self._dirty:
+            return
+        if self._new:
+            width = max(WIDTH, self.route.shape[1], max(len(r) for _, _, r, _ in self._new))
+            rows = np.full((len(self._new), width), -1, dtype=np.int64)
+            for i, (_, _, r, _) in enumerate(self._new):
+                rows[i, :len(r)] = r
+            if width > self.route.shape[1]:
+                pad = np.full((len(self.route), width - self.route.shape[1]), -1, dtype=np.int64)
+                self.route = np.hstack([self.route, pad])
+            self.keys += [k for k, _, _, _ in self._new]
+            nbytes = np.array([n for _, n, _, _ in self._new], dtype=np.int64)
+            self.total = np.concatenate([self.total, nbytes])
+            self.left = np.concatenate([self.left, nbytes.astype(float)])
+            self.cap = np.concatenate([self.cap, [c for _, _, _, c in self._new]])
+            self.route = np.vstack([self.route, rows])
+            self._new = []
+        on = self.route >= 0
+        pair_flow = np.nonzero(on)[0]
+        self.rate = max_min_rates(self.capacity, pair_flow, self.route[on], self.cap)
+        self._dirty = False
