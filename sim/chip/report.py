@@ -54,6 +54,7 @@ class ShardResult:
     dram_write_bytes: int = 0
     waiting: diagnosis.Waits = field(default_factory=diagnosis.Waits)  # who still waits at the end
     first_oom: int = -1  # cycle of the shard's first out-of-memory event (-1: none)
+    tiers: dict = field(default_factory=dict)  # tier name -> its controller's figures (chips with tiers)
 
 
 def _arr(rows, width) -> np.ndarray:
@@ -89,7 +90,35 @@ def shard_result(shard) -> ShardResult:
         dram_write_bytes=sum(d.bytes_written for d in shard.drams()),
         waiting=diagnosis.waits_of(shard),
         first_oom=min((mu.first_oom for mu in mus if mu.first_oom >= 0), default=-1),
+        tiers={t.tier.name: tier_figures(t) for t in shard.tiers()},
     )
+
+
+def tier_figures(t) -> dict:
+    """A tier controller's counters (sim/chip/tier.py): bytes read and written, bytes it copied
+    to each other tier (by that tier's name), its pages' peak, flows, refusals, flow bytes x hops."""
+    names = [x.name for x in t.cfg.spec.tiers]
+    return {"read_bytes": t.bytes_read, "write_bytes": t.bytes_written, "peak_bytes": t.memory.peak_bytes,
+            "copied_to": {names[k]: v for k, v in sorted(t.copied_to.items())}, "flows": t.flow_count,
+            "full_events": t.full_events, "byte_hops": t.byte_hops, "grid_bytes": t.grid_bytes}
+
+
+def tier_summary(results: list[ShardResult]) -> dict:
+    """Per tier: bytes read and written (a copy between tiers is read from one and written to the
+    other), peak bytes of pages taken, flows; and the tiers' refusals: empty without tiers (the
+    figures of other runs, and their hashes, stay as recorded)."""
+    tiers: dict[str, dict] = {}
+    for r in results:
+        tiers.update(r.tiers)
+    if not tiers:
+        return {}
+    out: dict = {}
+    for name, t in sorted(tiers.items()):
+        written = t["write_bytes"] + sum(o["copied_to"].get(name, 0) for o in tiers.values())
+        out.update({f"{name}_read_bytes": t["read_bytes"], f"{name}_write_bytes": written,
+                    f"{name}_peak_bytes": t["peak_bytes"], f"{name}_flows": t["flows"]})
+    out["tier_full_events"] = sum(t["full_events"] for t in tiers.values())
+    return out
 
 
 def _percentile(x: np.ndarray, q: float) -> float:
@@ -207,6 +236,7 @@ def summarize_chip(cfg, results: list[ShardResult], cut_off: bool = False) -> tu
         from sim.chip.exchange import landing_figures
 
         summary.update(landing_figures(landed))
+    summary.update(tier_summary(results))  # chips with memory tiers only
     if spills(cfg):  # memory.spill: its figures only then (other runs' hashes stay as recorded)
         summary.update(spill=cfg.policy.spill, spilled_blocks=stats.spilled_blocks,
                        spilled_bytes=stats.spilled_bytes, remote_reads=stats.remote_reads)
@@ -255,12 +285,18 @@ def chip_actions(cfg, results: list[ShardResult], sent: np.ndarray, link_flits: 
     flits_sent = int(np.sum([r.sent_flits for r in results]))
     data_kinds = (m.READ_RESP, m.WRITE, m.APPEND)
     bits = cfg.spec.flit_bits
+    tiers = tier_summary(results)
+    # a flow's bytes cross the links between the tier's edge and the far unit (and one router more)
+    hops = 8 * sum(t["byte_hops"] for r in results for t in r.tiers.values())
+    moved = 8 * sum(t["grid_bytes"] for r in results for t in r.tiers.values())
     return ActionCounts(
         cu_fu_ops=sum(r.lane_cycles for r in results) * cfg.spec.cu_stages,
         mu_read_bytes=stats.read_bytes, mu_write_bytes=stats.write_bytes, mu_translations=stats.translations,
-        copy_bytes=stats.bytes_copied, router_flit_bits=(link_flits + flits_sent) * bits,
-        link_flit_bits=link_flits * bits, dram_read_bytes=sum(r.dram_read_bytes for r in results),
+        copy_bytes=stats.bytes_copied, router_flit_bits=(link_flits + flits_sent) * bits + hops + moved,
+        link_flit_bits=link_flits * bits + hops, dram_read_bytes=sum(r.dram_read_bytes for r in results),
         dram_write_bytes=sum(r.dram_write_bytes for r in results),
+        hbm_read_bytes=tiers.get("hbm_read_bytes", 0), hbm_write_bytes=tiers.get("hbm_write_bytes", 0),
+        ddr_read_bytes=tiers.get("ddr_read_bytes", 0), ddr_write_bytes=tiers.get("ddr_write_bytes", 0),
         protocol_messages=int(sent.sum() - sum(int(sent[k]) for k in data_kinds)))
 
 

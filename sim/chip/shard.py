@@ -39,6 +39,7 @@ from sim.chip.io import IoUnit
 from sim.chip.memory_unit import MemoryUnit
 from sim.chip.records import BufferLife, WorkRecord
 from sim.chip.spec import CU, DRAM, MU, home_drams, unit_layout
+from sim.chip.tier import TierUnit
 from sim.chip.units import ComputeUnit, Unit
 from sim.memory import oracle
 from sim.network import NETWORKS, NetBoundary, StopsAtEjection
@@ -112,11 +113,15 @@ class ChipShard:
                 u = ComputeUnit(uid, tile, self, workload)
             elif kind == MU:
                 u = MemoryUnit(uid, tile, self, cfg, int(home_dram[uid]))
+            elif kind == DRAM and spec.tiers:
+                u = TierUnit(uid, tile, self, cfg, uid - spec.tiles)
             elif kind == DRAM:
                 u = DramUnit(uid, tile, self, cfg)
             else:
                 u = IoUnit(uid, tile, self)
             self.units[uid] = u
+        # a data message to a tier's controller is a flow: its packets carry the header only
+        self.tier_units = frozenset(range(spec.tiles, spec.tiles + len(spec.tiers)))
         self.ni_busy: dict[int, set] = {int(t): set() for t in self.my_tiles}
         self.inbox: dict[int, InboxEntry] = {}  # message id -> its packets still on the way
         self.pkt_to_msg: dict[int, int] = {}
@@ -160,7 +165,10 @@ class ChipShard:
         msg = m.Message((unit.uid << 32) | unit.sent, kind, src, dst, sent=now, **fields)
         if dst < 0:  # a unit of another chip (messages.remote_unit)
             msg.chip, msg.dst = m.split_remote(dst)
-        flits = self.cfg.sizing.packet_flits(kind, msg.nbytes if kind in _DATA_KINDS else 0)
+        elif dst in self.tier_units and kind in _DATA_KINDS:
+            msg.flags |= m.FLOW
+        data = msg.nbytes if kind in _DATA_KINDS and not msg.flags & m.FLOW else 0
+        flits = self.cfg.sizing.packet_flits(kind, data)
         n = msg.packets = len(flits)
         if ready is None:
             ready = now
@@ -419,4 +427,7 @@ class ChipShard:
 
     def drams(self):
         return [u for _, u in sorted(self.units.items()) if isinstance(u, DramUnit)]
+
+    def tiers(self):
+        return [u for _, u in sorted(self.units.items()) if isinstance(u, TierUnit)]
 

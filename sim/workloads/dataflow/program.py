@@ -36,6 +36,7 @@ from sim.chip.collectives import collective
 from sim.chip.exchange import exchange, exchange_counts, fixed_slots, is_landing, take_landing_reference, token_owners
 from sim.chip.records import KernelRecord, PartitionRecord, buffer_label
 from sim.chip.references import allocate_many, drop, received
+from sim.chip.spec import dram_units
 from sim.chip.references import share as share_refs
 from sim.chip.units import Compute, ComputeUnit, Replies
 from sim.workloads import Task
@@ -78,7 +79,7 @@ class Dataflow:
         self.p = p
         self.cfg = cfg
         self._routes: dict[tuple, np.ndarray] = {}
-        self.dram = list(range(cfg.spec.tiles, cfg.spec.tiles + cfg.spec.dram_units))
+        self.dram = dram_units(cfg.spec)  # every DRAM interface, or the first memory tier's controller
         # what each CU of each partition needs before it starts: the stripes it touches
         self.needs = [{s.cu: stripe_needs(s) for s in part.slots} for part in p.partitions]
         self.holders = [stripe_holders(part) for part in p.partitions]
