@@ -20,7 +20,7 @@ from cluster.config.loader import ConfigError
 from cluster.config.noc import RUN_SECTION
 from cluster.config.schema import Issue
 from mapping.systems import CHIPS
-from sim.chip.config import OOM_BEHAVIOURS, PLACEMENTS, PREEMPT_MODES, ChipConfig, noc_params_for
+from sim.chip.config import BULK, OOM_BEHAVIOURS, PLACEMENTS, PREEMPT_MODES, ChipConfig, noc_params_for
 from sim.chip.messages import Sizing
 from sim.chip.reclaim import RECLAMATIONS
 from sim.chip.spec import PRESETS, unit_layout
@@ -70,6 +70,9 @@ NOC = Table({
     "header_bits": _i("header bits per packet", 64, 1, "bits"),
     "max_packet_bytes": Field("size", 2048, "largest data payload of one packet; longer messages are cut", min=1),
     "jitter": _i("extra random 0..jitter cycles before each message enters the network", 0, 0, "cycles"),
+    "bulk": Field("choice", "", "how data moves to and from DRAM: packets, or flows sharing the memory's "
+                  "bandwidth max-min fairly (sim/flows); empty: flows on a chip with memory tiers (sn40l), "
+                  "packets otherwise", choices=("",) + BULK),
 }, doc="network fidelity, router timing and message sizing")
 
 
@@ -341,6 +344,9 @@ def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=Non
     over = {_CHIP_KEYS.get(k, k): v for k, v in chip.items() if k != "preset" and v is not None}
     spec = PRESETS[chip["preset"]].with_(**over)
     issues += [Issue("chip", p) for p in spec.problems()]
+    if spec.tiers and noc["bulk"] == "packets":
+        issues.append(Issue("noc.bulk", f"packets: chip {spec.name!r} has memory tiers "
+                            f"({', '.join(t.name for t in spec.tiers)}), whose data moves as flows"))
     issues += footprint_issues(spec, mem, noc, run)  # before unit_layout allocates anything
     if issues:
         raise ConfigError("config", issues)
@@ -375,5 +381,5 @@ def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=Non
         preempt_mode=mem["preempt_mode"] or PREEMPT_MODES[0], admit_watermark=mem["admit_watermark"],
         placement=mem["placement"], jitter=noc["jitter"], seed=run["seed"], max_cycles=run["max_cycles"],
         sample_cycles=run["sample_cycles"], trace=trace, trace_limit=run["trace_limit"], memory_map_cycle=memory_map,
-        energy=energy,
+        energy=energy, bulk=noc["bulk"] or ("flows" if spec.tiers else "packets"),
     )

@@ -55,6 +55,8 @@ class ShardResult:
     waiting: diagnosis.Waits = field(default_factory=diagnosis.Waits)  # who still waits at the end
     first_oom: int = -1  # cycle of the shard's first out-of-memory event (-1: none)
     tiers: dict = field(default_factory=dict)  # tier name -> its controller's figures (chips with tiers)
+    flow_byte_hops: int = 0  # bytes x NoC hops of the flows to and from memories (energy)
+    flow_grid_bytes: int = 0  # bytes of those flows
 
 
 def _arr(rows, width) -> np.ndarray:
@@ -88,19 +90,21 @@ def shard_result(shard) -> ShardResult:
         logged=list(shard.logged), lane_cycles=sum(cu.lane_cycles for cu in cus),
         dram_read_bytes=sum(d.bytes_read for d in shard.drams()),
         dram_write_bytes=sum(d.bytes_written for d in shard.drams()),
+        flow_byte_hops=sum(t.byte_hops for t in shard.flow_units()),
+        flow_grid_bytes=sum(t.grid_bytes for t in shard.flow_units()),
         waiting=diagnosis.waits_of(shard),
         first_oom=min((mu.first_oom for mu in mus if mu.first_oom >= 0), default=-1),
-        tiers={t.tier.name: tier_figures(t) for t in shard.tiers()},
+        tiers={t.tier.name: tier_figures(t) for t in shard.flow_units() if t.tier is not None},
     )
 
 
 def tier_figures(t) -> dict:
     """A tier controller's counters (sim/chip/tier.py): bytes read and written, bytes it copied
-    to each other tier (by that tier's name), its pages' peak, flows, refusals, flow bytes x hops."""
+    to each other tier (by that tier's name), its pages' peak, flows, refusals."""
     names = [x.name for x in t.cfg.spec.tiers]
     return {"read_bytes": t.bytes_read, "write_bytes": t.bytes_written, "peak_bytes": t.memory.peak_bytes,
             "copied_to": {names[k]: v for k, v in sorted(t.copied_to.items())}, "flows": t.flow_count,
-            "full_events": t.full_events, "byte_hops": t.byte_hops, "grid_bytes": t.grid_bytes}
+            "full_events": t.full_events}
 
 
 def tier_summary(results: list[ShardResult]) -> dict:
@@ -287,8 +291,8 @@ def chip_actions(cfg, results: list[ShardResult], sent: np.ndarray, link_flits: 
     bits = cfg.spec.flit_bits
     tiers = tier_summary(results)
     # a flow's bytes cross the links between the tier's edge and the far unit (and one router more)
-    hops = 8 * sum(t["byte_hops"] for r in results for t in r.tiers.values())
-    moved = 8 * sum(t["grid_bytes"] for r in results for t in r.tiers.values())
+    hops = 8 * sum(r.flow_byte_hops for r in results)
+    moved = 8 * sum(r.flow_grid_bytes for r in results)
     return ActionCounts(
         cu_fu_ops=sum(r.lane_cycles for r in results) * cfg.spec.cu_stages,
         mu_read_bytes=stats.read_bytes, mu_write_bytes=stats.write_bytes, mu_translations=stats.translations,

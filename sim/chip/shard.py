@@ -113,15 +113,15 @@ class ChipShard:
                 u = ComputeUnit(uid, tile, self, workload)
             elif kind == MU:
                 u = MemoryUnit(uid, tile, self, cfg, int(home_dram[uid]))
-            elif kind == DRAM and spec.tiers:
+            elif kind == DRAM and (spec.tiers or cfg.bulk == "flows"):
                 u = TierUnit(uid, tile, self, cfg, uid - spec.tiles)
             elif kind == DRAM:
                 u = DramUnit(uid, tile, self, cfg)
             else:
                 u = IoUnit(uid, tile, self)
             self.units[uid] = u
-        # a data message to a tier's controller is a flow: its packets carry the header only
-        self.tier_units = frozenset(range(spec.tiles, spec.tiles + len(spec.tiers)))
+        # a data message to a memory whose transfers are flows: its packets carry the header only
+        self.flow_ids = frozenset(lay.drams.tolist() if spec.tiers or cfg.bulk == "flows" else ())
         self.ni_busy: dict[int, set] = {int(t): set() for t in self.my_tiles}
         self.inbox: dict[int, InboxEntry] = {}  # message id -> its packets still on the way
         self.pkt_to_msg: dict[int, int] = {}
@@ -165,7 +165,7 @@ class ChipShard:
         msg = m.Message((unit.uid << 32) | unit.sent, kind, src, dst, sent=now, **fields)
         if dst < 0:  # a unit of another chip (messages.remote_unit)
             msg.chip, msg.dst = m.split_remote(dst)
-        elif dst in self.tier_units and kind in _DATA_KINDS:
+        elif dst in self.flow_ids and kind in _DATA_KINDS:
             msg.flags |= m.FLOW
         data = msg.nbytes if kind in _DATA_KINDS and not msg.flags & m.FLOW else 0
         flits = self.cfg.sizing.packet_flits(kind, data)
@@ -426,8 +426,11 @@ class ChipShard:
         return [u for _, u in sorted(self.units.items()) if isinstance(u, ComputeUnit)]
 
     def drams(self):
-        return [u for _, u in sorted(self.units.items()) if isinstance(u, DramUnit)]
+        """DRAM interfaces, moving data in packets or as flows (not memory tiers)."""
+        return [u for _, u in sorted(self.units.items())
+                if isinstance(u, DramUnit) or (isinstance(u, TierUnit) and u.tier is None)]
 
-    def tiers(self):
+    def flow_units(self):
+        """Memories whose transfers are flows: tier controllers, DRAM interfaces under noc.bulk = flows."""
         return [u for _, u in sorted(self.units.items()) if isinstance(u, TierUnit)]
 

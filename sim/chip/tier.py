@@ -1,7 +1,10 @@
 """A memory tier's controller (HBM, DDR): capacity in pages, bandwidth shared by flows.
 
 A chip with tiers (mapping/chips.py, ``TierSpec``) has one controller unit per tier, on its
-edge. Every transfer to or from a tier is a flow (sim/flows), never data packets: the request
+edge; a chip without tiers has DRAM interfaces (sim/chip/dram.py), which are controllers of
+this kind too when its bulk transfers are flows (``noc.bulk = "flows"``: one interface's
+bandwidth and latency, its data leaving by its own tile's link, no pages). Every transfer
+to or from such a unit is a flow (sim/flows), never data packets: the request
 or the write's header crosses the NoC as a packet, the bytes move at the flow's rate, and the
 reply (a read's response, a load's write into an MU, a write's acknowledgement) is a
 header-only packet sent when the last byte is through, plus the tier's latency. The flows of
@@ -9,7 +12,8 @@ a tier share, max-min fairly and re-rated at each start and end:
 
 - its channels: one bandwidth (the tier's; addresses interleave over every channel);
 - the interface link of the edge tile in the row of the unit at the far end (the link's data
-  rate in full packets, ``Sizing.link_data_rate``): data enters and leaves the grid there;
+  rate in full packets, ``Sizing.link_data_rate``): data enters and leaves the grid there (a
+  DRAM interface: its own tile's link, for every flow);
 - that unit's network interface (the same rate): several flows to one unit share it;
 - a copy to another tier (CTRL_COPY) crosses the channels only, never faster than the other
   tier's bandwidth.
@@ -40,16 +44,23 @@ class TierUnit(Unit):
         spec = cfg.spec
         self.cfg = cfg
         self.index = index
-        self.tier = spec.tiers[index]
-        self.latency = self.tier.latency_cycles(spec.clock_hz)
+        self.tier = spec.tiers[index] if spec.tiers else None  # None: a DRAM interface
         self.flows = FlowSet()
-        self.channels = self.flows.resource(self.tier.bytes_per_cycle(spec.clock_hz))
         self.link = cfg.sizing.link_data_rate()
-        self.edge_col = 0 if self.tier.edge == "left" else spec.cols - 1
         self.ports: dict[int, int] = {}  # row -> resource of its edge tile's interface link
         self.ends: dict[int, int] = {}  # tile -> resource of its network interface
-        self.memory = TierMemory(self.tier)
+        if self.tier is not None:
+            self.latency = self.tier.latency_cycles(spec.clock_hz)
+            self.channels = self.flows.resource(self.tier.bytes_per_cycle(spec.clock_hz))
+            self.edge_col = 0 if self.tier.edge == "left" else spec.cols - 1
+        else:
+            self.latency = spec.dram_latency
+            self.channels = self.flows.resource(float(spec.dram_bytes_per_cycle))
+            self.edge_col = tile % spec.cols
+            self.own_port = self.flows.resource(self.link)  # every flow leaves by this tile's link
+        self.memory = TierMemory(self.tier) if self.tier is not None else None
         self.jobs: dict[int, tuple] = {}  # flow id -> (what, message, destination)
+        self.last: dict[tuple[int, int], int] = {}  # (direction, far unit) -> its last flow: the next waits for it
         self.flow_ids = 0
         self.wake = -1  # cycle of the pending wake-up (-1: none)
         self.bytes_read = 0
@@ -70,15 +81,16 @@ class TierUnit(Unit):
         elif kind in (m.WRITE, m.APPEND):
             self._start(_WRITE, msg, msg.src)
             self.bytes_written += msg.nbytes
-            if msg.buf >= 0 and not self.memory.grow(("mu", msg.src, msg.buf), msg.nbytes):
+            if self.memory is not None and msg.buf >= 0 and not self.memory.grow(("mu", msg.src, msg.buf),
+                                                                                  msg.nbytes):
                 self.full_events += 1
         elif kind == m.FREE:
-            if msg.buf >= 0:
+            if self.memory is not None and msg.buf >= 0:
                 self.memory.release(("mu", msg.src, msg.buf))
         elif kind == m.CONTROL:
             self._control(msg)
         else:
-            raise RuntimeError(f"{self.tier.name} controller {self.uid} cannot handle a {m.KINDS[kind]} message")
+            raise RuntimeError(f"memory controller {self.uid} cannot handle a {m.KINDS[kind]} message")
         self._schedule()
 
     def _control(self, msg: m.Message) -> None:
@@ -89,6 +101,8 @@ class TierUnit(Unit):
         elif op == m.CTRL_COPY:
             self._start(_COPY, msg, msg.buf)
             self.bytes_read += msg.nbytes
+        elif self.memory is None:
+            raise RuntimeError(f"DRAM interface {self.uid} holds no regions (control opcode {op})")
         elif op == m.CTRL_TIER_ALLOC:
             self.flow_ids += 1  # region ids come from the same counter: unique at this tier
             region = self.flow_ids
@@ -101,7 +115,7 @@ class TierUnit(Unit):
             if msg.tag:
                 self._answer(msg, msg.buf, True)
         else:
-            raise RuntimeError(f"{self.tier.name} controller {self.uid} got control opcode {op}")
+            raise RuntimeError(f"memory controller {self.uid} got control opcode {op}")
 
     def _answer(self, msg: m.Message, region: int, ok: bool) -> None:
         if not ok:
@@ -127,9 +141,14 @@ class TierUnit(Unit):
         self.flow_ids += 1
         self.flow_count += 1
         self.jobs[self.flow_ids] = (what, msg, far)
-        self.flows.start(self.flow_ids, msg.nbytes, route, float(self.shard.now), cap)
+        # one stream per far unit and direction: its transfers are served in the order asked
+        lane = (what == _WRITE, far)
+        self.flows.start(self.flow_ids, msg.nbytes, route, float(self.shard.now), cap, after=self.last.get(lane))
+        self.last[lane] = self.flow_ids
 
     def _port(self, tile: int) -> int:
+        if self.tier is None:
+            return self.own_port
         row = tile // self.cfg.spec.cols
         if row not in self.ports:
             self.ports[row] = self.flows.resource(self.link)
@@ -145,6 +164,9 @@ class TierUnit(Unit):
         now = self.shard.now
         for f in self.flows.advance(float(now)):
             what, msg, far = self.jobs.pop(f.key)
+            lane = (what == _WRITE, far)
+            if self.last.get(lane) == f.key:
+                del self.last[lane]
             self._finish(what, msg, far, max(now, _cycle(f.time)))
 
     def _finish(self, what: int, msg: m.Message, far: int, done: int) -> None:

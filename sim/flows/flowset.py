@@ -5,7 +5,9 @@ flow alone at its bottleneck); the unit that owns the resources rounds it to a c
 it acts on it. Rates are recomputed (``maxmin.max_min_rates``) only when the set changes and
 time moves on: flows started at the same instant cost one re-rating. Flows finishing at the
 same instant (within a relative 1e-9) finish together, in the order they were started, so
-the outcome depends only on the calls made, never on anything else.
+the outcome depends only on the calls made, never on anything else. A flow may wait for
+another (``after``): it starts at the instant that one finishes, so a requester's
+consecutive transfers from one memory form one stream served in order, as a DMA queue's are.
 """
 
 from __future__ import annotations
@@ -43,11 +45,13 @@ class FlowSet:
         self.route = np.full((0, WIDTH), -1, dtype=np.int64)
         self.rate = np.zeros(0)
         self._new: list[tuple] = []  # flows started since the last re-rating: (key, nbytes, route, cap)
+        self._after: dict = {}  # key -> the flow (key, nbytes, route, cap) that starts when it finishes
+        self._live: set = set()  # keys started or waiting, not finished
         self._dirty = False
         self.moved = 0.0  # bytes moved by every flow so far (finished or not)
 
     def __len__(self) -> int:
-        return len(self.keys) + len(self._new)
+        return len(self._live)
 
     def resource(self, capacity: float) -> int:
         """A new resource of ``capacity`` bytes per cycle; its index."""
@@ -56,9 +60,11 @@ class FlowSet:
         self.capacity = np.append(self.capacity, float(capacity))
         return len(self.capacity) - 1
 
-    def start(self, key, nbytes: int, route: tuple[int, ...], now: float, cap: float = math.inf) -> None:
+    def start(self, key, nbytes: int, route: tuple[int, ...], now: float, cap: float = math.inf,
+              after=None) -> None:
         """Flow ``key`` of ``nbytes`` starts at ``now`` over the resources ``route`` (indices of
-        ``resource``), never faster than ``cap``. Call ``advance(now)`` first: time cannot go back."""
+        ``resource``), never faster than ``cap``; or, with ``after`` the key of a flow not finished
+        yet, the instant that one finishes. Call ``advance(now)`` first: time cannot go back."""
         if abs(now - self.t) > TIE * max(1.0, self.t):
             raise ValueError(f"a flow cannot start at {now}: the set's time is {self.t} (advance to it first)")
         if nbytes <= 0:
@@ -67,7 +73,16 @@ class FlowSet:
             raise ValueError(f"flow {key!r}: route {route} names a resource the set does not have")
         if not route and math.isinf(cap):
             raise ValueError(f"flow {key!r} crosses no resource and has no cap")
-        self._new.append((key, int(nbytes), tuple(route), float(cap)))
+        if key in self._live:
+            raise ValueError(f"flow {key!r} is already in the set")
+        flow = (key, int(nbytes), tuple(route), float(cap))
+        self._live.add(key)
+        if after is not None and after in self._live:
+            if after in self._after:
+                raise ValueError(f"flow {after!r} already has a flow waiting for it")
+            self._after[after] = flow
+            return
+        self._new.append(flow)
         self._dirty = True
 
     def advance(self, t: float) -> list[Finished]:
@@ -85,7 +100,12 @@ class FlowSet:
             due = self.left <= TIE * np.maximum(self.total, 1.0)
             due |= (self.rate > 0) & (self.left / np.where(self.rate > 0, self.rate, 1.0) <= TIE * max(1.0, when))
             for i in np.flatnonzero(due).tolist():
-                out.append(Finished(self.keys[i], when, int(self.total[i])))
+                key = self.keys[i]
+                out.append(Finished(key, when, int(self.total[i])))
+                self._live.discard(key)
+                nxt = self._after.pop(key, None)
+                if nxt is not None:  # the flow waiting for it starts now
+                    self._new.append(nxt)
             self.moved += float(self.left[due].sum())
             keep = ~due
             self.keys = [k for k, d in zip(self.keys, due.tolist()) if not d]

@@ -67,3 +67,19 @@ def test_bad_calls_are_refused():
         f.start("x", 10, (7,), now=5.0)
     with pytest.raises(ValueError, match="positive capacity"):
         f.resource(0.0)
+
+
+def test_a_flow_after_another_starts_when_it_finishes():
+    # b waits for a: a alone at 100 B/cycle ends at 10, b then alone ends at 10 + 5 = 15;
+    # c, independent, shares with a then with b
+    f = FlowSet()
+    r = f.resource(100.0)
+    f.start("a", 1000, (r,), now=0.0)
+    f.start("b", 500, (r,), now=0.0, after="a")
+    assert f.rates() == {"a": 100.0}
+    done = f.advance(100.0)
+    assert [(d.key, d.time) for d in done] == [("a", 10.0), ("b", 15.0)]
+    f.start("c", 100, (r,), now=100.0, after="b")  # b is done: c starts at once
+    assert f.rates() == {"c": 100.0}
+    with pytest.raises(ValueError, match="already in the set"):
+        f.start("c", 100, (r,), now=100.0)
