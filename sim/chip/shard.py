@@ -122,7 +122,10 @@ class ChipShard:
             self.units[uid] = u
         # a data message to a memory whose transfers are flows: its packets carry the header only
         self.flow_ids = frozenset(lay.drams.tolist() if spec.tiers or cfg.bulk == "flows" else ())
-        self.ni_busy: dict[int, set] = {int(t): set() for t in self.my_tiles}
+        # per tile, the cycles its network interface offers a packet in: busy cycle -> a later
+        # cycle to try (pointers with path compression: a burst of sends finds its free cycles
+        # in near-constant time each, not by scanning every cycle already taken)
+        self.ni_busy: dict[int, dict[int, int]] = {int(t): {} for t in self.my_tiles}
         self.inbox: dict[int, InboxEntry] = {}  # message id -> its packets still on the way
         self.pkt_to_msg: dict[int, int] = {}
         self._offers: list[int] = []  # packets to offer, flat: (cycle, source tile, destination tile, flits) each
@@ -189,9 +192,14 @@ class ChipShard:
             # the first free cycle at or after max(r, first); when readies do not decrease,
             # every cycle from there up to the previous packet's is already taken
             c = max(r, first, c + 1) if r >= last_r else max(r, first)
-            while c in busy:
-                c += 1
-            busy.add(c)
+            if c in busy:  # the first free cycle from c on
+                path = []
+                while c in busy:
+                    path.append(c)
+                    c = busy[c]
+                for x in path:
+                    busy[x] = c
+            busy[c] = c + 1
             last_r = r
             offers.extend((c, src_tile, dst_tile, f))  # flat: rows of 4 (_flush_offers)
             if local:
@@ -355,7 +363,7 @@ class ChipShard:
     def _prune(self, t: int) -> None:
         for tile, busy in self.ni_busy.items():
             if len(busy) > 64:
-                self.ni_busy[tile] = {c for c in busy if c >= t}
+                self.ni_busy[tile] = {c: n for c, n in busy.items() if c >= t}
         self._pruned = t
 
     def next_event(self) -> float:
