@@ -158,6 +158,8 @@ def prepare(out: str | Path, existing: str = "refuse") -> RunOutput:
     naming them) unless ``existing`` is "replace" (delete them and the side files now) or "add"."""
     from cluster.results.io import check_dir
 
+    if existing not in EXISTING:
+        raise UserError(f"existing = {existing!r}: one of {', '.join(EXISTING)}")
     root = check_dir(out)
     found = stored_tables(root)
     if found and existing == "refuse":

@@ -95,6 +95,11 @@ def test_every_row_and_run_json_carry_the_summary_s_identity(tmp_path):
     assert {f.name for f in files} >= {"action_counts.yaml", "ERT.yaml"}
     with pytest.raises(rdasim.UserError, match="holds another run's tables"):
         r.write(tmp_path / "out")
+    with pytest.raises(rdasim.UserError, match="one of refuse, add, replace"):
+        r.write(tmp_path / "out", existing="overwrite")  # not taken for "refuse"
+    with pytest.raises(rdasim.UserError, match="one of refuse, add, replace"):
+        rdasim.sweep('[sweep]\nname = "s"\ncommand = "noc"\n[axes]\n"noc.rate" = [0.1]\n', out=tmp_path / "s",
+                     existing="overwrite", in_process=True, progress=False)
 
 
 def test_a_system_run_json_records_the_commit_and_dirty_flag(tmp_path):
