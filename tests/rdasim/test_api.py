@@ -123,6 +123,8 @@ def test_trace_and_memory_map_are_side_files_a_write_puts_beside_the_tables(tmp_
     assert {"trace.json", "memory_map_100.txt", "memory_map_100.json", "run.json"} <= names
     with pytest.raises(rdasim.UserError, match="cannot be negative"):
         rdasim.run(RACE, memory_map=-3, progress=False)
+    with pytest.raises(rdasim.UserError, match="a \\[system\\] of chips records neither"):  # not silently nothing
+        rdasim.run(EXAMPLES / "system_tp_ring.toml", trace=True, progress=False)
 
 
 def test_read_names_an_unknown_table_and_gives_a_known_one_nothing_wrote_empty(tmp_path):
