@@ -141,8 +141,11 @@ def run(args) -> int:
             print(f"  spill ({s['spill']}): {s['spilled_blocks']:,} blocks on other MUs than their buffer's, "
                   f"{s['spilled_bytes']:,} B written to them, {s['remote_reads']:,} remote reads")
         if s.get("trace_requests") is not None:
-            print(f"  trace: {s['trace_requests']} requests at {s['trace_arrival_rate']:,.4g} per simulated s; "
-                  f"prompts capped {s['trace_capped_prompts']}, outputs capped {s['trace_capped_outputs']}")
+            print(f"  trace ({s['trace_format']}): {s['trace_requests']} requests at {s['trace_arrival_rate']:,.4g} "
+                  f"per simulated s; prompts capped {s['trace_capped_prompts']}, outputs capped "
+                  f"{s['trace_capped_outputs']}" + (f"; {s['trace_failed_skipped']} failed rows skipped"
+                                                    if s["trace_failed_skipped"] else "")
+                  + (f"; {s['trace_note']}" if s.get("trace_note") else ""))
         if s.get("requests_finished") is not None:
             ms = {k: "-" if s[k] is None else f"{s[k] * 1e6:,.1f}" for k in ("ttft_p50_seconds", "ttft_p99_seconds",
                                                                           "tbt_p50_seconds", "tbt_p99_seconds")}

@@ -275,6 +275,12 @@ INPUT_COLUMNS = (
     Column("trace_capped_prompts", _I, "trace: prompt lengths cut to workload.decode.max_prompt_tokens"),
     Column("trace_capped_outputs", _I, "trace: output lengths cut to workload.decode.max_output_tokens"),
     Column("trace_arrival_rate", _F, "trace: requests per simulated second after speed-up"),
+    Column("trace_format", _S, "trace: the format read (azure, azure-multimodal, mooncake, qwen-bailian, burstgpt; "
+           "docs/traces.md)"),
+    Column("trace_failed_skipped", _I, "trace: rows of the window the trace marks failed (BurstGPT: Response tokens "
+           "0), not served"),
+    Column("trace_note", _S, "trace: what the format holds that the run does not use (azure-multimodal: NumImages); "
+           "null: nothing"),
     Column("moe_skew_measured", _F, "moe: Zipf exponent fitted to the routed experts' popularity (log count vs "
            "log rank)"),
     Column("moe_load_imbalance", _F, "moe: tokens of the busiest expert / mean tokens per expert, per step, "

@@ -55,6 +55,7 @@ from sim.workloads.base import (
     tile_of,
 )
 from sim.workloads.batching import Scheduler
+from sim.workloads.request_formats import NAMES as TRACE_FORMATS
 from sim.workloads.request_trace import RequestTrace, TraceError, take
 from sim.workloads.request_window import read_window
 from sim.workloads.serving import Objectives, PreemptionLog, RequestLog, serving_figures
@@ -100,7 +101,7 @@ class KvParams(Workload):
             issues.append(Issue("workload.decode.max_batch", f"{d['max_batch']} sequences need that many worker CUs; "
                                 f"the chip has {n_cu - 1} besides the scheduler"))
         trace = _trace_of(d, spec.clock_hz, issues)
-        if trace is None and d["requests"] < 1:
+        if not d["trace"] and d["requests"] < 1:
             issues.append(Issue("workload.decode.requests", "must be at least 1 (0 means all of a trace)"))
         return cls(kind=kind, requests=len(trace.arrivals) if trace else d["requests"], max_batch=d["max_batch"],
                    layers=d["layers"], heads=d["heads"], head_dim=d["head_dim"], dtype_bytes=d["dtype_bytes"],
@@ -138,7 +139,8 @@ class KvParams(Workload):
         if t is None:
             return {}
         return {"trace_requests": len(t.arrivals), "trace_capped_prompts": t.capped_prompts,
-                "trace_capped_outputs": t.capped_outputs, "trace_arrival_rate": t.arrival_rate}
+                "trace_capped_outputs": t.capped_outputs, "trace_arrival_rate": t.arrival_rate,
+                "trace_format": t.format, "trace_failed_skipped": t.failed, "trace_note": t.note or None}
 
 
 def _trace_of(d: dict, clock_hz: float, issues: list[Issue]) -> RequestTrace | None:
@@ -146,7 +148,8 @@ def _trace_of(d: dict, clock_hz: float, issues: list[Issue]) -> RequestTrace | N
     if not d["trace"]:
         return None
     try:
-        window = read_window(d["trace"], d["trace_start"], d["trace_duration"], d["requests"])
+        window = read_window(d["trace"], d["trace_start"], d["trace_duration"], d["requests"], d["trace_format"],
+                             d["trace_model"])
         return take(window, clock_hz, d["trace_speedup"], d["max_prompt_tokens"], d["max_output_tokens"])
     except TraceError as exc:
         issues.append(Issue("workload.decode.trace", str(exc)))
@@ -172,9 +175,13 @@ def _keys(d: KvParams) -> Table:
         "draft": i("spec-decode: draft tokens per step", d.draft),
         "accept": Field("float", d.accept, "spec-decode: acceptance probability of each draft token", min=0.0,
                         max=1.0),
-        "trace": Field("str", "", "request trace replacing the drawn arrivals and lengths: Azure LLM inference "
-                       "CSV, or CSV/Parquet with TIMESTAMP, ContextTokens, GeneratedTokens (docs/traces.md)",
-                       file=True),
+        "trace": Field("str", "", "request trace replacing the drawn arrivals and lengths, as published: Azure "
+                       "2023-2025 CSV, Mooncake or Qwen-Bailian JSON lines, BurstGPT CSV (gzipped too), or Parquet "
+                       "with one of their columns (docs/traces.md)", file=True),
+        "trace_format": Field("choice", "auto", "trace: its format (auto: told by its columns)",
+                              choices=("auto",) + TRACE_FORMATS),
+        "trace_model": Field("str", "", "trace (burstgpt): only the requests of this Model, e.g. \"ChatGPT\" or "
+                             "\"GPT-4\" (empty: all)"),
         "trace_start": Field("time", 0.0, "trace: start of the window after the first arrival", min=0.0, unit="s"),
         "trace_duration": Field("time", 0.0, "trace: length of the window (0: to the end)", min=0.0, unit="s"),
         "trace_speedup": Field("float", 1.0, "trace: arrival-rate scale (gaps between arrivals are divided by it)",
