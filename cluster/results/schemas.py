@@ -305,6 +305,14 @@ SERVING_COLUMNS = (
     Column("goodput_requests_per_second", _F, "decode: served requests meeting both objectives (TTFT, mean TBT) "
            "per simulated second, DistServe's goodput (null without objectives)"),
     Column("slo_attainment", _F, "decode: share of the requests meeting both objectives (null without objectives)"),
+    Column("prefix_blocks", _I, "prefix sharing (a trace with hash_ids, memory.prefix_sharing): shareable prompt "
+           "blocks of the requests' first admissions, in the trace's blocks (null: no sharing)"),
+    Column("prefix_hit_blocks", _I, "prefix sharing: of them, found held by running sequences or the prefix cache when "
+           "admitted (their KV neither computed nor written again)"),
+    Column("prefix_hit_rate", _F, "prefix sharing: prefix_hit_blocks / prefix_blocks"),
+    Column("prefix_hit_bytes", _I, "prefix sharing: KV bytes of the hit blocks (every layer, head, K and V)"),
+    Column("kv_bytes_saved", _I, "prefix sharing: most KV bytes running sequences shared at once beyond one copy of "
+           "each block (memory an unshared run would have held on top)"),
 )
 
 RUN_SUMMARY = TableSchema(
