@@ -154,6 +154,10 @@ def run(args) -> int:
                   f"p99 {ms['tbt_p99_seconds']} us"
                   + (f"; goodput {s['goodput_requests_per_second']:,.4g} requests/s"
                      if s.get("goodput_requests_per_second") is not None else ""))
+        if s.get("prefix_blocks") is not None:
+            print(f"  prefix sharing: {s['prefix_hit_blocks']:,} of {s['prefix_blocks']:,} prompt blocks found "
+                  f"({s['prefix_hit_rate']:.1%}), {s['prefix_hit_bytes']:,} B of KV not written; at most "
+                  f"{s['kv_bytes_saved']:,} B shared at once")
         if s.get("moe_skew_measured") is not None:
             print(f"  routing: measured Zipf skew {s['moe_skew_measured']:.3f}, busiest expert "
                   f"{s['moe_load_imbalance']:.2f}x the mean per step")
