@@ -157,10 +157,19 @@ def _section_keys(cls: type[Workload]) -> Table:
 
 
 def _workload_sections() -> dict:
-    """One table per registered workload's section ([workload.decode], [workload.moe], ...)."""
+    """One table per registered workload's section ([workload.decode], [workload.moe], ...): the
+    keys of every workload reading it (kv-decode's and serve's [workload.decode] share theirs)."""
+    readers: dict[str, list] = {}
+    for name, cls in WORKLOADS.items():
+        readers.setdefault(cls.SECTION, []).append((name, cls))
     out: dict = {}
-    for _, cls in WORKLOADS.items():
-        out.setdefault(cls.SECTION, _section_keys(cls))
+    for section, classes in readers.items():
+        tables = [_section_keys(cls) for _, cls in classes]
+        if len(tables) == 1:
+            out[section] = tables[0]
+            continue
+        merged = merge_fields((name, t.fields) for (name, _), t in zip(classes, tables))
+        out[section] = Table(merged, max((t.doc for t in tables), key=len))
     return out
 
 

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from sim.chip.messages import Message
     from sim.chip.spec import UnitLayout
     from sim.chip.units import ComputeUnit
+    from sim.energy.counts import ActionCounts
     from sim.system.shard import BoxChip
 
 
@@ -137,6 +138,11 @@ class Workload(Protocol):
     def input_figures(self, cfg: Any) -> dict[str, Any]:
         """What a chip run measured of its inputs (traces). None by default."""
         return {}
+
+    def priced_actions(self, logged: list[Any]) -> "ActionCounts | None":
+        """Actions a chip run priced rather than simulated (a serve run's steps: their memory bytes
+        and FLOPs), added to its simulated ones for its energy. None by default."""
+        return None
 
     def system_figures(self, records: list[Any], cfg: Any) -> dict[str, Any]:
         """A system run's own summary figures from its step records. None by default."""
