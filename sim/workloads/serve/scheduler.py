@@ -60,17 +60,13 @@ class Sequence:
     order: int = -1  # admissions before its latest one (the victim is the largest)
     made: int = 0  # tokens generated
     filled: int = 0  # tokens of its current prefill done
+    prefill: int = 0  # tokens its current prefill computes: the prompt, or after a recompute prompt + made
     kv: int = 0  # tokens its KV cache holds
     reserved: int = 0  # tokens its region has room for (it grows ahead of a step, never shrinks)
     region: int = -1  # its KV region at the first tier's controller
     swapped: int = -1  # its KV region in the swap tier (-1: none)
     preemptions: int = 0
     token_cycles: list[int] = field(default_factory=list)
-
-    @property
-    def prefill(self) -> int:
-        """Tokens its prefill computes: the prompt, and after a recompute the tokens it had made."""
-        return self.prompt + self.made
 
     @property
     def decoding(self) -> bool:
@@ -122,6 +118,8 @@ class Scheduler:
         self.limit = int((1.0 - cfg.admit_watermark) * prog.pages)
         arrive = prog.arrivals()
         self.seqs = [Sequence(s, arrive[s], *prog.lengths(s)) for s in range(self.p.requests)]
+        for q in self.seqs:
+            q.prefill = q.prompt
         self.waiting: list[int] = list(range(self.p.requests))
         self.running: list[int] = []  # in admission order
         self.admissions = 0
@@ -192,12 +190,24 @@ class Scheduler:
     def _pages(self, tokens: int) -> int:
         return -(-tokens * self.prog.kv_token // self.prog.page)
 
+    def _promised(self) -> int:
+        """Pages the running sequences will hold once their prefills are done (vLLM's block manager
+        counts a sequence's prompt blocks when it admits it): what regions hold, and what they lack."""
+        more = 0
+        for s in self.running:
+            q = self.seqs[s]
+            more += max(0, self._pages(q.kv + q.prefill - q.filled) - self.held.get(s, 0))
+        return self.pages_used + more
+
     def _admit(self) -> None:
         now = self.shard.now
+        promised = self._promised() if self.aware else 0
         while self.waiting and len(self.running) < self.p.max_sequences and self.seqs[self.waiting[0]].arrival <= now:
             s = self.seqs[self.waiting[0]]
-            if self.aware and self.pages_used + self._pages(s.prompt + s.made) > self.limit:
+            need = self._pages(s.prompt + s.made) if s.swapped < 0 else self._pages(s.kv + 1)
+            if self.aware and promised + need > self.limit:
                 return  # first come, first served: the head holds back those behind it
+            promised += need
             self.waiting.pop(0)
             if s.admitted < 0:
                 s.admitted = now
@@ -257,13 +267,13 @@ class Scheduler:
             ok = yield from self._swap_in(s)
             if not ok:
                 return {s}
-        tags = {}
+        tags, pages = {}, {}
         for s, n in need.items():
             q = self.seqs[s]
-            more = q.kv + n - q.reserved
-            if more <= 0:
+            if q.kv + n <= q.reserved:  # its last page has room
                 continue
-            nbytes = more * prog.kv_token
+            pages[s] = self._pages(q.kv + n)
+            nbytes = (pages[s] - self.held.get(s, 0)) * prog.page  # whole pages: the tier gives no less
             if q.region < 0:
                 tags[cu.request(m.CONTROL, prog.tier, arg=m.CTRL_TIER_ALLOC, nbytes=nbytes)] = s
             else:
@@ -278,12 +288,12 @@ class Scheduler:
                 refused.add(s)
                 continue
             q.region = got[tag].buf
-            q.reserved = q.kv + need[s]
-            self._book(s, q.reserved)
+            self._book(s, pages[s])
+            q.reserved = pages[s] * prog.page // prog.kv_token
         return refused
 
-    def _book(self, s: int, tokens: int) -> None:
-        pages = self._pages(tokens)
+    def _book(self, s: int, pages: int) -> None:
+        """The books: sequence ``s``'s region holds ``pages`` pages."""
         self.pages_used += pages - self.held.get(s, 0)
         self.held[s] = pages
 
@@ -317,8 +327,8 @@ class Scheduler:
                 what = "recompute"  # the swap tier is full too
         moved = shard.now
         yield from self._free(s)
-        if q.swapped < 0:
-            q.filled, q.kv = 0, 0  # recompute: its prompt and tokens are prefilled again
+        if q.swapped < 0:  # recompute: its prompt and the tokens it made are prefilled again
+            q.filled, q.kv, q.prefill = 0, 0, q.prompt + q.made
         q.preemptions += 1
         shard.log(PreemptionLog(s, self.cu.uid, what, t0, moved, shard.now, nbytes))
         self.waiting.insert(0, s)
@@ -332,8 +342,9 @@ class Scheduler:
         got = yield Replies([tag], "memory")
         if got[tag].status != m.STATUS_OK:
             return False
-        q.region, q.reserved = got[tag].buf, q.kv
-        self._book(s, q.kv)
+        q.region = got[tag].buf
+        self._book(s, self._pages(q.kv))
+        q.reserved = self.held[s] * prog.page // prog.kv_token
         tag = self.cu.request(m.CONTROL, prog.swap_tier, arg=m.CTRL_COPY, buf=prog.tier, nbytes=nbytes)
         yield Replies([tag], "memory")
         tag = self.cu.request(m.CONTROL, prog.swap_tier, arg=m.CTRL_TIER_FREE, buf=q.swapped)
