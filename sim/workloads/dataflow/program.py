@@ -34,7 +34,7 @@ from mapping.placement import share
 from sim.chip import messages as m
 from sim.chip.collectives import collective
 from sim.chip.exchange import exchange, exchange_counts, fixed_slots, is_landing, take_landing_reference, token_owners
-from sim.chip.records import HomeRecord, KernelRecord, PartitionRecord, buffer_label
+from sim.chip.records import CarriedTile, HomeRecord, KernelRecord, PartitionRecord, buffer_label
 from sim.chip.references import allocate_many, drop, received
 from sim.chip.references import share as share_refs
 from sim.chip.spec import dram_units, tier_unit
@@ -315,6 +315,8 @@ class Dataflow:
             st = part.buffers[b].stripes[s]
             cu.send(m.WRITE, ref.mu, nbytes=st.tile_bytes, arg=(i % part.buffers[b].depth) * st.tile_bytes,
                     mu=ref.mu, buf=ref.buf, alloc=ref.alloc, flags=m.STREAM)
+            if part.buffers[b].lag:  # a looped layer's output: when each layer's tiles leave (anchors time layers)
+                cu.shard.log(CarriedTile(i, cu.uid, cu.shard.now))
         for u, n in _dram_parts(slot.dram_write, first + i, len(self.dram)):
             cu.send(m.WRITE, self.dram[u], nbytes=n, buf=-1)
         for tier, n in slot.tier_writes:  # a homed cache's new entries

@@ -11,11 +11,16 @@ cached K/V share a flow from the tier sharing its bandwidth max-min fairly, ever
 tile a packet through the NoC into MU tile buffers allocated under the run's memory policy,
 every buffer reference shared under its reclamation protocol.
 
-A pass of ``L`` layers takes ``a + b L`` cycles once the loop is in its steady state: the
-anchor simulates ``L0`` and ``L0 + 1`` layers and takes ``b`` from their difference, so a
-step of the model's ``layers`` costs ``C(L0) + (layers - L0) b`` (``StepPlanRun.cycles_for``).
+A pass of ``L`` layers takes ``a + b L`` cycles once the loop is in its steady state. The
+first layer starts every stream after the partition's setup and has no carried input; the
+second had part of its weights streamed while the first finished (each CU asks for the next
+layer's slice as soon as it has the current one); the last has no next layer's weights
+streaming beside it; the layers between are the steady state. The anchor simulates 4
+layers and takes ``b`` from the cycles between the second and third layers' last tiles
+leaving the loop's last kernel, so a step of the model's ``layers`` costs
+``C(4) + (layers - 4) b`` (``StepPlanRun.cycles_for``).
 Simulating all of a model's layers would give the same figure at 16-40 times the cost; the
-test tests/sim/workloads/serve/test_anchors.py checks the extrapolation against a longer run.
+test tests/sim/workloads/serve/test_anchors.py checks the extrapolation against longer runs.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from mapping.placement import place_on_grid
 from mapping.plan import MappingPlan
 from sim.workloads.serve.shapes import StepShape
 
-FIRST_LAYERS = 2  # the shorter of the two looped runs (the first layer has no carried input: not steady)
+LAYERS = 4  # layers an anchor's looped run simulates (module docstring: the third is in the steady state)
 
 
 @dataclass(frozen=True)
@@ -40,19 +45,22 @@ class StepPlanRun:
     shape: StepShape
     tiles: int  # tiles a layer (the step's tokens in tiles of ``tokens / tiles``)
     cus: int  # CUs its kernels use
-    layers: tuple[int, int]  # the two looped runs' layers
-    cycles: tuple[int, int]  # their simulated cycles (controller's start to the pass's end)
+    layers: int  # layers its looped run simulated
+    end: int  # the run's cycles (controller's start to the pass's end)
+    layer_ends: tuple[int, ...]  # cycle each layer's last tile left its last CU
     roofline_layer: float  # one layer's roofline (its plan's bytes and FLOPs), cycles
     plan_status: str  # the MILP's
-    messages: int  # messages the two runs sent
+    messages: int  # messages the run sent
 
     @property
     def per_layer(self) -> float:
-        return (self.cycles[1] - self.cycles[0]) / (self.layers[1] - self.layers[0])
+        """Cycles a layer adds in the loop's steady state: between the ends of the last layer but
+        one and the layer before it (module docstring)."""
+        return float(self.layer_ends[-2] - self.layer_ends[-3])
 
     def cycles_for(self, layers: int) -> float:
         """Cycles of ``layers`` looped layers (module docstring)."""
-        return self.cycles[0] + (layers - self.layers[0]) * self.per_layer
+        return self.end + (layers - self.layers) * self.per_layer
 
     def efficiency(self, layers: int) -> float:
         """Simulated over roofline cycles for ``layers`` layers (1: at the roofline)."""
@@ -79,9 +87,10 @@ def step_plan(model: ModelSpec, shape: StepShape, spec, tiles_max: int, mapping:
 
 
 def simulate_anchor(cfg, model: ModelSpec, shape: StepShape, tiles_max: int = 8, stream_bytes: int = 64 * 1024,
-                    mapping: dict | None = None, first_layers: int = FIRST_LAYERS) -> StepPlanRun:
+                    mapping: dict | None = None, layers: int = LAYERS) -> StepPlanRun:
     """Map, loop, place and simulate the step of ``shape`` on ``cfg``'s chip (a ChipConfig: its
-    NoC, memory policy and reclamation protocol); ValueError if it does not map or place."""
+    NoC, memory policy and reclamation protocol), ``layers`` layers of it; ValueError if it
+    does not map or place."""
     from mapping.placement import PlacementError
     from sim.workloads.dataflow.compile import Homes
     from sim.workloads.dataflow.params import DataflowParams
@@ -90,29 +99,23 @@ def simulate_anchor(cfg, model: ModelSpec, shape: StepShape, tiles_max: int = 8,
     spec = cfg.spec
     if not spec.tiers:
         raise ValueError(f"chip {spec.name!r} has no memory tiers: a real model's weights live in one (sn40l)")
+    if layers < 4:
+        raise ValueError("an anchor simulates at least 4 layers (the third is in the loop's steady state)")
     source = spec.tiers[0].name
     plan = step_plan(model, shape, spec, tiles_max, mapping or {})
-    runs = []
-    placement = None
-    messages = 0
-    for layers in (first_layers, first_layers + 1):
-        lp = looped(plan, layers, FIRST, LAST)
-        if placement is None:  # the same for any layer count: per tile nothing changes
-            try:
-                placement = place_on_grid(lp, spec, cfg.seed, cfg.policy.room(cfg.mu), stream_bytes=stream_bytes)
-                placement = plan_addresses(replace(placement, caches=()), spec.mu_bytes, "greedy")
-            except PlacementError as exc:
-                raise ValueError(f"{model.name}: the step of {shape.tokens} tokens does not fit {spec.name}: "
-                                 f"{exc}") from None
-        params = DataflowParams.from_plan(lp, placement, spec, 1, 0.0, Homes(source, source, source), True)
-        cycles, sent = _run(replace(cfg, workload=params, trace=False, memory_map_cycle=-1))
-        runs.append(cycles)
-        messages += sent
+    lp = looped(plan, layers, FIRST, LAST)
+    try:  # the local search cut short and no bound: the weights' streams, not the NoC, set a step's pace
+        placement = place_on_grid(lp, spec, cfg.seed, cfg.policy.room(cfg.mu), stream_bytes=stream_bytes, rounds=2,
+                                  bound=False)
+        placement = plan_addresses(replace(placement, caches=()), spec.mu_bytes, "greedy")
+    except PlacementError as exc:
+        raise ValueError(f"{model.name}: the step of {shape.tokens} tokens does not fit {spec.name}: {exc}") from None
+    params = DataflowParams.from_plan(lp, placement, spec, 1, 0.0, Homes(source, source, source), True)
+    end, ends, sent = _run(replace(cfg, workload=params, trace=False, memory_map_cycle=-1), plan.num_tiles)
     cus = sum(len(k.cus) for k in placement.partitions[0].kernels)
     lb, lf = _plan_cost(plan)
     roof = max(lb / spec.tiers[0].bytes_per_cycle(spec.clock_hz), lf / (spec.cu_count * spec.cu_flops_per_cycle))
-    return StepPlanRun(shape, plan.num_tiles, cus, (first_layers, first_layers + 1), (runs[0], runs[1]), roof,
-                       plan.status, messages)
+    return StepPlanRun(shape, plan.num_tiles, cus, layers, end, ends, roof, plan.status, sent)
 
 
 def _plan_cost(plan: MappingPlan) -> tuple[float, float]:
@@ -120,9 +123,11 @@ def _plan_cost(plan: MappingPlan) -> tuple[float, float]:
     return (sum(k.weight_bytes + k.extra_dram_bytes for k in plan.kernels), sum(k.flop for k in plan.kernels))
 
 
-def _run(cfg) -> tuple[int, int]:
-    """Simulate one pass of a dataflow ChipConfig on the whole chip in this process: (cycles from
-    the start to the pass's end, messages sent). ValueError if the pass fails or never ends."""
+def _run(cfg, tiles: int) -> tuple[int, tuple[int, ...], int]:
+    """Simulate one pass of a looped dataflow ChipConfig on the whole chip in this process: (cycles
+    from the start to the pass's end, each layer's end, messages sent). ValueError if the pass
+    fails or never ends."""
+    from sim.chip.records import CarriedTile
     from sim.chip.shard import ChipShard
     from sim.noc.topology import Region
     from sim.workloads import make_program
@@ -134,4 +139,8 @@ def _run(cfg) -> tuple[int, int]:
     if not passes or passes[-1].status != "ok":
         why = "failed" if passes else f"did not end within {cfg.max_cycles:,} cycles"
         raise ValueError(f"the step's plan {why} on {spec.name} under memory policy {cfg.policy.name!r}")
-    return int(passes[-1].end), int(shard.sent_count.sum())
+    last: dict[int, int] = {}  # layer -> the cycle its last tile was written, by its last CU
+    for x in shard.logged:
+        if isinstance(x, CarriedTile) and (x.tile + 1) % tiles == 0:
+            last[x.tile // tiles] = max(last.get(x.tile // tiles, 0), x.cycle)
+    return int(passes[-1].end), tuple(last[k] for k in sorted(last)), int(shard.sent_count.sum())

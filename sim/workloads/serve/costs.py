@@ -58,7 +58,7 @@ class StepCosts:
             run = simulate_anchor(self.cfg, self.model, a, o.tiles, o.stream_bytes, {"time_limit": o.map_seconds})
             self.anchors[a] = run
             layers = self.model.layers
-            self.logs.append(AnchorLog(a.tokens, a.keys, a.kv_read, run.tiles, run.cus, run.layers[1], run.cycles[1],
+            self.logs.append(AnchorLog(a.tokens, a.keys, a.kv_read, run.tiles, run.cus, run.layers, run.end,
                                        run.cycles_for(layers), layers * run.roofline_layer, run.efficiency(layers),
                                        run.messages, run.plan_status, time.perf_counter() - t0))
         return run.efficiency(self.model.layers)
