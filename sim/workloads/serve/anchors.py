@@ -47,16 +47,11 @@ class StepPlanRun:
     cus: int  # CUs its kernels use
     layers: int  # layers its looped run simulated
     end: int  # the run's cycles (controller's start to the pass's end)
-    layer_ends: tuple[int, ...]  # cycle each layer's last tile left its last CU
+    per_layer: float  # cycles a layer adds in the loop's steady state (module docstring)
     roofline_layer: float  # one layer's roofline (its plan's bytes and FLOPs), cycles
     plan_status: str  # the MILP's
     messages: int  # messages the run sent
-
-    @property
-    def per_layer(self) -> float:
-        """Cycles a layer adds in the loop's steady state: between the ends of the last layer but
-        one and the layer before it (module docstring)."""
-        return float(self.layer_ends[-2] - self.layer_ends[-3])
+    layer_ends: tuple[int, ...] = ()  # cycle each layer's last tile left its last CU
 
     def cycles_for(self, layers: int) -> float:
         """Cycles of ``layers`` looped layers (module docstring)."""
@@ -115,7 +110,9 @@ def simulate_anchor(cfg, model: ModelSpec, shape: StepShape, tiles_max: int = 8,
     cus = sum(len(k.cus) for k in placement.partitions[0].kernels)
     lb, lf = _plan_cost(plan)
     roof = max(lb / spec.tiers[0].bytes_per_cycle(spec.clock_hz), lf / (spec.cu_count * spec.cu_flops_per_cycle))
-    return StepPlanRun(shape, plan.num_tiles, cus, layers, end, ends, roof, plan.status, sent)
+    # the steady state: between the ends of the last layer but one and the layer before it
+    return StepPlanRun(shape, plan.num_tiles, cus, layers, end, float(ends[-2] - ends[-3]), roof, plan.status, sent,
+                       ends)
 
 
 def _plan_cost(plan: MappingPlan) -> tuple[float, float]:

@@ -10,7 +10,8 @@ output head, once a step, is priced at the same ``E``.
 
 Anchors are simulated the first time a step needs them and kept for the run; each is a pure
 function of the chip, the run's memory policy, protocol and NoC, the model and the anchor
-shape, so every shard and backend prices alike.
+shape, so every shard and backend prices alike, and a step cache (cache.py) lets later runs
+take them instead of simulating them again.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ import time
 from dataclasses import dataclass
 
 from mapping.models import ModelSpec
-from sim.workloads.serve.anchors import StepPlanRun, simulate_anchor
+from sim.workloads.serve import cache
+from sim.workloads.serve.anchors import LAYERS, StepPlanRun, simulate_anchor
 from sim.workloads.serve.figures import AnchorLog
 from sim.workloads.serve.shapes import Roofline, StepShape, anchor, roofline
 
@@ -33,6 +35,7 @@ class CostOptions:
     tiles: int = 8  # tiles a layer at most
     stream_bytes: int = 64 * 1024  # a streaming kernel's weight bytes a CU at least
     map_seconds: float = 60.0  # the MILP's time limit per anchor
+    cache: str = ""  # a step cache file (cache.py); empty: none
 
 
 class StepCosts:
@@ -47,20 +50,31 @@ class StepCosts:
         self.flops_per_cycle = float(spec.cu_count * spec.cu_flops_per_cycle)
         self.anchors: dict[StepShape, StepPlanRun] = {}
         self.logs: list[AnchorLog] = []
+        self.cached: dict[str, dict] | None = None  # the step cache's anchors, read at the first
 
     def efficiency(self, shape: StepShape) -> float:
-        """E of the anchor pricing ``shape``, simulating it first if no step needed it before."""
+        """E of the anchor pricing ``shape``, simulating it first (or taking it from the step
+        cache) if no step needed it before."""
         a = anchor(StepShape(shape.tokens, shape.keys, shape.kv_read), self.options.ratio)
         run = self.anchors.get(a)
         if run is None:
             t0 = time.perf_counter()
             o = self.options
-            run = simulate_anchor(self.cfg, self.model, a, o.tiles, o.stream_bytes, {"time_limit": o.map_seconds})
+            k = cache.key(self.cfg, self.model, o, a, LAYERS)
+            if self.cached is None:
+                self.cached = cache.read(o.cache) if o.cache else {}
+            hit = self.cached.get(k)
+            if hit is not None:
+                run = StepPlanRun(a, hit["tiles"], hit["cus"], hit["layers"], hit["end"], hit["per_layer"],
+                                  hit["roofline_layer"], hit["plan_status"], hit["messages"])
+            else:
+                run = simulate_anchor(self.cfg, self.model, a, o.tiles, o.stream_bytes, {"time_limit": o.map_seconds})
             self.anchors[a] = run
             layers = self.model.layers
             self.logs.append(AnchorLog(a.tokens, a.keys, a.kv_read, run.tiles, run.cus, run.layers, run.end,
-                                       run.cycles_for(layers), layers * run.roofline_layer, run.efficiency(layers),
-                                       run.messages, run.plan_status, time.perf_counter() - t0))
+                                       run.per_layer, run.roofline_layer, run.cycles_for(layers),
+                                       layers * run.roofline_layer, run.efficiency(layers), run.messages,
+                                       run.plan_status, 0.0 if hit else time.perf_counter() - t0, hit is not None, k))
         return run.efficiency(self.model.layers)
 
     def price(self, shape: StepShape) -> tuple[int, Roofline]:

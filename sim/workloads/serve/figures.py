@@ -48,17 +48,28 @@ class AnchorLog:
     cus: int = column("int64", "CUs its plan's kernels use")
     layers_simulated: int = column("int64", "layers its looped run simulated")
     cycles: int = column("int64", "simulated cycles of that run")
+    per_layer_cycles: float = column("double", "cycles a layer adds in the loop's steady state")
+    roofline_layer_cycles: float = column("double", "one layer at the roofline (its plan's bytes and FLOPs), cycles")
     step_cycles: float = column("double", "its step's cycles over the model's layers (extrapolated)")
     roofline_cycles: float = column("double", "the model's layers at the roofline, cycles")
     efficiency: float = column("double", "step_cycles / roofline_cycles: what every step it prices is charged")
     messages: int = column("int64", "messages its run sent")
     plan_status: str = column("string", "the MILP's: optimal or feasible")
-    wall_seconds: float = column("double", "wall time its mapping, placement and simulation took, s")
+    wall_seconds: float = column("double", "wall time its mapping, placement and simulation took, s (0: cached)")
+    cached: bool = column("bool", "taken from workload.decode.step_cache, not simulated by this run")
+    key: str = column("string", "its key in a step cache (sim/workloads/serve/cache.py)")
 
     HASHED: ClassVar[bool] = False  # a view, and a wall time: the steps it priced are in the hash
 
     def row(self) -> tuple:
         return astuple(self)
+
+    def cache_entry(self) -> dict:
+        """What a step cache keeps of it (sim/workloads/serve/cache.py)."""
+        return {"shape": [self.tokens, self.keys, self.kv_read], "tiles": self.tiles, "cus": self.cus,
+                "layers": self.layers_simulated, "end": self.cycles, "per_layer": self.per_layer_cycles,
+                "roofline_layer": self.roofline_layer_cycles, "plan_status": self.plan_status,
+                "messages": self.messages}
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,9 +102,15 @@ def priced_actions(logged: list, tier: str):
 
 
 def serve_figures(params, logged: list, clock_hz: float) -> tuple[dict, dict]:
-    """The summary's serve figures and the run_steps and run_anchors columns."""
+    """The summary's serve figures and the run_steps and run_anchors columns; the anchors this run
+    simulated join its step cache, if it has one."""
     steps = [x for x in logged if isinstance(x, StepLog)]
     anchors = [x for x in logged if isinstance(x, AnchorLog)]
+    fresh = {a.key: a.cache_entry() for a in anchors if not a.cached}
+    if params.costs.cache and fresh:
+        from sim.workloads.serve import cache
+
+        cache.write(params.costs.cache, fresh)
     cycles = [s.end - s.start for s in steps]
     failure = next((x.reason for x in logged if isinstance(x, StepFailure)), None)
     summary = {
@@ -102,6 +119,7 @@ def serve_figures(params, logged: list, clock_hz: float) -> tuple[dict, dict]:
         "step_mean_seconds": sum(cycles) / len(cycles) / clock_hz if cycles else None,
         "prefill_tokens": sum(s.prefill_tokens for s in steps),
         "anchors": len(anchors),
+        "anchors_cached": sum(a.cached for a in anchors),
         "anchor_wall_seconds": sum(a.wall_seconds for a in anchors),
         "anchor_efficiency_min": min((a.efficiency for a in anchors), default=None),
         "anchor_efficiency_max": max((a.efficiency for a in anchors), default=None),

@@ -67,6 +67,9 @@ class ServeParams(Workload):
                                    "(spreads a memory-bound kernel over CUs)", min=1),
         "step_map_seconds": Field("time", 60.0, "serve: the MILP's time limit for an anchor's plan", min=0.01,
                                   unit="s"),
+        "step_cache": Field("str", "", "serve: a file of simulated anchors that runs with the same chip, memory, "
+                            "model and step keys reuse and add to (sim/workloads/serve/cache.py); empty: none",
+                            file=True),
     }, doc="kv-decode, spec-decode and serve")
 
     @classmethod
@@ -91,7 +94,7 @@ class ServeParams(Workload):
                    dist_of(d["output_tokens"], "workload.decode.output_tokens", issues), d["arrival_interval"],
                    tile_id(sched, spec), trace, d["slo_ttft"] or 0.0, d["slo_tbt"] or 0.0,
                    CostOptions(d["step_anchor_ratio"], d["step_tiles"], d["step_stream_bytes"],
-                               d["step_map_seconds"]), spec.tiers[0].name if spec.tiers else "")
+                               d["step_map_seconds"], d["step_cache"]), spec.tiers[0].name if spec.tiers else "")
 
     @property
     def work_items(self) -> int:
