@@ -111,6 +111,23 @@ class ModelSpec:
             return 0.0
         return self.experts * (1.0 - (1.0 - self.top_k / self.experts) ** tokens)
 
+    def tp_slice(self, tp: int) -> "ModelSpec":
+        """What one chip of a tensor-parallel group of ``tp`` holds (Megatron-LM, Shoeybi et al.
+        2019): a ``1/tp`` share of the query heads, of the MLP's (and every expert's) intermediate
+        width and of the vocabulary (the output head's columns and the embedding's rows); the
+        key/value heads split too, or each kept by ``tp / kv_heads`` chips when fewer than ``tp``
+        (as vLLM replicates them). ValueError naming what does not divide."""
+        if tp == 1:
+            return self
+        bad = [f"{k} {v}" for k, v in (("heads", self.heads), ("ffn", self.ffn), ("vocab", self.vocab),
+                                        ("expert_ffn", self.expert_ffn)) if v % tp]
+        if self.kv_heads >= tp and self.kv_heads % tp or self.kv_heads < tp and tp % self.kv_heads:
+            bad.append(f"kv_heads {self.kv_heads}")
+        if bad:
+            raise ValueError(f"{self.name}: {', '.join(bad)} not divisible among {tp} chips")
+        return self.with_(name=f"{self.name}/tp{tp}", heads=self.heads // tp, kv_heads=max(1, self.kv_heads // tp),
+                          ffn=self.ffn // tp, vocab=self.vocab // tp, expert_ffn=self.expert_ffn // tp)
+
     def with_(self, **changes) -> "ModelSpec":
         from dataclasses import replace
 

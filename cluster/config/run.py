@@ -284,12 +284,14 @@ def system_config(cfg: dict):
     issues += _workload_issues(params, cfg)
     if issues:
         raise ConfigError("config", issues)
-    workload = params.from_config(wl["kind"], wl[params.SECTION], ChipContext(None, None, None, system), issues)
+    sock = chip_config(cfg, socket=True) if params.SOCKET else None  # the grid its sockets' steps are priced on
+    workload = params.from_config(wl["kind"], wl[params.SECTION],
+                                  ChipContext(sock.spec if sock else None, None, None, system), issues)
     if issues:
         raise ConfigError("config", issues)
     try:
         return SystemConfig(system, system.chip.frequency, sysd["packet_bytes"], sysd["fidelity"], workload,
-                            run["seed"], int(sysd["max_seconds"] * system.chip.frequency))
+                            run["seed"], int(sysd["max_seconds"] * system.chip.frequency), chip=sock)
     except ValueError as exc:
         raise ConfigError("config", [Issue("system", str(exc))]) from None
 
@@ -383,13 +385,14 @@ def chip_spec(chip: dict):
     return spec.with_(tiers=tuple(tiers)), issues
 
 
-def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=None) -> ChipConfig:
+def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=None, socket: bool = False) -> ChipConfig:
     """The ChipConfig a resolved ``rdasim run`` config describes (raises ConfigError); ``system``: the
-    mapper's System its chip is a grid chip of."""
+    mapper's System its chip is a grid chip of; ``socket``: the [chip], [noc] and [memory] of a
+    system workload's sockets, whose grid it simulates for itself (no workload of its own)."""
     chip, noc, mem, wl, run = cfg["chip"], cfg["noc"], cfg["memory"], cfg["workload"], cfg["run"]
     issues: list[Issue] = []
     params = WORKLOADS.get(wl["kind"])
-    if params.SYSTEM:
+    if params.SYSTEM and not socket:
         raise ConfigError("config", [Issue("workload.kind", f"{wl['kind']} runs on a system of chips: give a "
                                            "[system] with chips > 0 and its [[system.network]]")])
     spec, tier_issues = chip_spec(chip)
@@ -412,12 +415,13 @@ def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=Non
                     buffer_id_bits=mem["buffer_id_bits"], virtual_bits=mem["offset_bits"])
     policy = POLICIES.get(mem["policy"]).from_config(mem["policy"], mem)
     issues += policy.problems(mu)
-    issues += _workload_issues(params, cfg)
-    issues += _preempt_issues(wl["kind"], mem)
+    if not socket:
+        issues += _workload_issues(params, cfg)
+        issues += _preempt_issues(wl["kind"], mem)
     if issues and params.MAPS_GRAPH:  # mapping needs every key it reads
         raise ConfigError("config", issues)
-    workload = params.from_config(wl["kind"], wl[params.SECTION], ChipContext(spec, lay, policy.room(mu), system),
-                                  issues)
+    workload = None if socket else params.from_config(wl["kind"], wl[params.SECTION],
+                                                      ChipContext(spec, lay, policy.room(mu), system), issues)
     try:
         energy = load_table(cfg["energy"]["table"])
     except EnergyTableError as exc:

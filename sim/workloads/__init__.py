@@ -93,6 +93,7 @@ class Workload(Protocol):
     MAPS_GRAPH: ClassVar[bool]  # may map `rdasim map`'s graph keys itself (its table takes them; they are checked)
     WORK_UNIT: ClassVar[str] = "work items"  # what its work items are called in messages ("sequences", "steps")
     PREEMPTS: ClassVar[bool] = False  # serves requests it can preempt (memory.on_oom = "preempt", admit_watermark)
+    SOCKET: ClassVar[bool] = False  # a system workload that simulates a socket's grid (the [chip]) to price its steps
 
     @classmethod
     def config_issues(cls, run: dict[str, Any]) -> list[Issue]:

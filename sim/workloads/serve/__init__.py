@@ -11,9 +11,12 @@ One module per job:
 - scheduler.py: the serving scheduler (admission, chunked prefill, KV regions in the memory
   tier, preemption) on the scheduler CU;
 - params.py: the registered workload (``workload.kind = "serve"``, keys in [workload.decode]);
+- batcher.py: the scheduler's decisions, whatever runs them (scheduler.py: one chip;
+  system.py: ``serve-system``, a tensor-parallel group of sockets);
 - figures.py: run_steps and run_anchors.
 """
 
 from sim.workloads.serve.params import ServeParams
+from sim.workloads.serve.system import ServeSystemParams
 
-__all__ = ["ServeParams"]
+__all__ = ["ServeParams", "ServeSystemParams"]
