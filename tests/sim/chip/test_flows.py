@@ -44,22 +44,20 @@ def test_a_single_stream_takes_bytes_over_its_bottleneck_exactly(nbytes):
     assert s["hbm_read_bytes"] == nbytes and s["hbm_flows"] == 1 and s["flits_total"] == 2  # headers only
 
 
-FLOW_VS_PACKET = {  # plasticine's DRAM interfaces (3 B/cycle, 100 cycles), every transfer in 64 KiB chunks
-    "one CU, interface-bound": dict(cus=[[0, 2]], matrices=[[512, 1024]], batch=0),
-    "4 CUs share an interface": dict(cus=[[1, 1], [1, 3], [1, 5], [1, 7]], matrices=[[512, 1024]], batch=0),
-    "every CU": dict(matrices=[[4096, 1024]], batch=0),
-    "one CU, link-bound": dict(cus=[[0, 2]], matrices=[[512, 1024]], batch=0, fast=True),
-    "3 CUs share a link": dict(cus=[[2, 2], [2, 4], [2, 6]], matrices=[[768, 1024]], batch=0, fast=True),
-    "GEMV, every CU": dict(matrices=[[4096, 1024]], batch=1),
-    "GEMM (64 columns), every CU": dict(matrices=[[4096, 1024]], batch=64),
-}
+def _bench():
+    """benchmarks/real_scale.py: its flow-vs-packet table is the one tested here."""
+    import importlib.util
+
+    from tests.paths import ROOT
+
+    spec = importlib.util.spec_from_file_location("real_scale", ROOT / "benchmarks" / "real_scale.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
-def flow_vs_packet(case: dict) -> tuple[int, int]:
-    """(cycles with packets, cycles with flows) of one case of the table."""
-    keys = {k: v for k, v in case.items() if k != "fast"}
-    chip = {"preset": "plasticine", **({"dram_bytes_per_cycle": 256} if case.get("fast") else {})}
-    return tuple(run(stream(chip, bulk, **keys)).summary["sim_cycles"] for bulk in ("packets", "flows"))
+BENCH = _bench()
+FLOW_VS_PACKET = BENCH.FLOW_VS_PACKET
 
 
 @pytest.mark.parametrize("name", sorted(FLOW_VS_PACKET))
@@ -67,7 +65,7 @@ def test_flows_match_packets_within_2_percent(name):
     """The same transfers on the same chip, their data in packets (DRAM interfaces serving in
     order, 2 KiB packets over the NoC) or as flows: the run's cycles agree within 2 %
     (benchmarks/real_scale.py prints the table)."""
-    packets, flows = flow_vs_packet(FLOW_VS_PACKET[name])
+    packets, flows = BENCH.flow_vs_packet(FLOW_VS_PACKET[name])
     assert abs(flows - packets) <= 0.02 * packets, (packets, flows)
 
 
