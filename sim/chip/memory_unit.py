@@ -184,7 +184,7 @@ class MemoryUnit(Unit):
             return True
         new = rec.size + msg.nbytes if msg.kind == m.APPEND else max(rec.size, msg.arg + msg.nbytes)
         if rec.evicted:  # it lives in DRAM now: the data goes there
-            self.send(m.WRITE, self.dram, nbytes=msg.nbytes, buf=-1, mu=self.uid)
+            self.send(m.WRITE, self.dram, nbytes=msg.nbytes, buf=rec.buf, mu=self.uid)  # a tier takes pages for it
             rec.size = new
             return True
         if new > self.largest:
@@ -321,7 +321,7 @@ class MemoryUnit(Unit):
         now = self.shard.now
         room = 0
         if rec.evicted:
-            self.send(m.FREE, self.dram, buf=-1, mu=self.uid)
+            self.send(m.FREE, self.dram, buf=rec.buf, mu=self.uid)  # a tier gives its pages back
         else:
             room = self._let_go(rec.buf)
         if self.spill is not None:
@@ -397,7 +397,7 @@ class MemoryUnit(Unit):
             v = min(victims, key=lambda r: (r.last_use, r.buf))
             self._serve(v.size)
             self.stats.read_bytes += v.size
-            self.send(m.WRITE, self.dram, nbytes=v.size, buf=-1, mu=self.uid)
+            self.send(m.WRITE, self.dram, nbytes=v.size, buf=v.buf, mu=self.uid)
             self._let_go(v.buf)
             v.evicted = True
             self.stats.evictions += 1

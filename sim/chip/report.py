@@ -104,7 +104,7 @@ def tier_figures(t) -> dict:
     names = [x.name for x in t.cfg.spec.tiers]
     return {"read_bytes": t.bytes_read, "write_bytes": t.bytes_written, "peak_bytes": t.memory.peak_bytes,
             "copied_to": {names[k]: v for k, v in sorted(t.copied_to.items())}, "flows": t.flow_count,
-            "full_events": t.full_events}
+            "full_events": t.full_events, "end_bytes": t.memory.used_bytes}
 
 
 def tier_summary(results: list[ShardResult]) -> dict:

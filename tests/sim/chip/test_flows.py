@@ -95,3 +95,20 @@ def test_a_tier_that_only_a_named_source_has_is_an_error():
         config(stream(SN40L_SMALL, source="ssd"))
     with pytest.raises(ConfigError, match="whose data moves as flows"):
         config(stream(SN40L_SMALL, bulk="packets"))
+
+
+def test_evictions_land_in_hbm_as_pages_and_flows():
+    """memory.on_oom = "evict" on a chip with tiers: every evicted buffer goes to the HBM tier
+    as a flow and takes its pages there until it is freed; the run completes as on DRAM."""
+    raw = {"chip": {**SN40L_SMALL, "mu_bytes": "8KiB", "hbm": {"page": "4KiB"}},
+           "memory": {"policy": "virtual", "block_bytes": "1KiB", "on_oom": "evict"},
+           "workload": {"kind": "kv-decode", "decode": {
+               "requests": 8, "max_batch": 8, "layers": 1, "heads": 2, "head_dim": 64,
+               "prompt_tokens": {"dist": "fixed", "mean": 24}, "output_tokens": {"dist": "fixed", "mean": 10}}}}
+    done = run(raw)
+    s = done.summary
+    assert s["completed"] and s["evictions"] > 0 and s["use_after_free"] == s["leaks"] == 0
+    assert s["hbm_write_bytes"] >= s["bytes_evicted"] and s["hbm_flows"] >= s["evictions"]
+    assert s["hbm_peak_bytes"] >= 4096 and s["tier_full_events"] == 0
+    (hbm,) = [res.tiers["hbm"] for res in done.simulation.outcome.reports if "hbm" in res.tiers]
+    assert hbm["end_bytes"] == 0  # every evicted buffer was freed: its pages are back
