@@ -181,14 +181,16 @@ def mapped_decode(repeats: int) -> None:
     from cluster.jobs.chip import simulate_chip
 
     path = os.path.join(ROOT, "examples", "mapped_decode_sn40l.toml")
-    walls, s = [], {}
+    walls, cpus, s = [], [], {}
     for _ in range(repeats):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         s = simulate_chip(chip_config(load_config(RUN_SCHEMA, path))).summary  # planning included, as rdasim run
         walls.append(time.perf_counter() - t)
+        cpus.append(time.process_time() - c)  # what one core spent: the wall time on an idle machine
     wall = statistics.median(walls)
     emit({"case": "mapped decode at real width (examples/mapped_decode_sn40l.toml)", "figure": "wall seconds",
-          "wall_seconds": round(wall, 2), "wall_seconds_each": [round(w, 2) for w in walls], "target_seconds": 30,
+          "wall_seconds": round(wall, 2), "wall_seconds_each": [round(w, 2) for w in walls],
+          "cpu_seconds": round(statistics.median(cpus), 2), "target_seconds": 30,
           "meets_30s": wall <= 30 and s["status"] == "completed", "status": s["status"], "sim_cycles": s["sim_cycles"],
           "seconds_per_pass_simulated": s["seconds_per_pass_simulated"],
           "seconds_per_pass_analytic": s["seconds_per_pass_analytic"], "messages": s["messages_total"],
