@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import statistics
 import sys
@@ -144,9 +143,8 @@ def gemm(quick: bool) -> None:
 
 def switch(quick: bool) -> None:
     """One socket's sixteenth of the model from DDR into HBM; the node takes that long."""
-    from mapping.systems import SYSTEMS
-
     from mapping.chips import RDA_PRESETS
+    from mapping.systems import SYSTEMS
 
     node = SYSTEMS["sn40l-16"]
     ddr = RDA_PRESETS[node.chip.name].tiers[1]

@@ -378,9 +378,10 @@ def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=Non
     spec, tier_issues = chip_spec(chip)
     issues += tier_issues
     issues += [Issue("chip", p) for p in spec.problems()]
+    later = []  # reported with the workload's own issues: it does not stop the workload being read
     if spec.tiers and noc["bulk"] == "packets":
-        issues.append(Issue("noc.bulk", f"packets: chip {spec.name!r} has memory tiers "
-                            f"({', '.join(t.name for t in spec.tiers)}), whose data moves as flows"))
+        later.append(Issue("noc.bulk", f"packets: chip {spec.name!r} has memory tiers "
+                           f"({', '.join(t.name for t in spec.tiers)}), whose data moves as flows"))
     issues += footprint_issues(spec, mem, noc, run)  # before unit_layout allocates anything
     if issues:
         raise ConfigError("config", issues)
@@ -397,6 +398,7 @@ def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=Non
     issues += policy.problems(mu)
     issues += _workload_issues(params, cfg)
     issues += _preempt_issues(wl["kind"], mem)
+    issues += later
     if issues and params.MAPS_GRAPH:  # mapping needs every key it reads
         raise ConfigError("config", issues)
     workload = params.from_config(wl["kind"], wl[params.SECTION], ChipContext(spec, lay, policy.room(mu), system),

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -30,7 +31,7 @@ WIDTH = 4  # resources per route held in a row of the route table (grows when ne
 class Finished:
     """A flow that moved all its bytes at ``time`` (cycles, exact)."""
 
-    key: object
+    key: Any
     time: float
     nbytes: int
 

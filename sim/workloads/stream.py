@@ -117,7 +117,7 @@ class StreamParams(Workload):
         """(memory cycles, compute cycles) of the roofline: bytes over the tightest bandwidth (each
         memory's, each CU's link, each edge port's), FLOPs over the streaming CUs' peak."""
         clock = spec.clock_hz
-        link = _link_rate(chip)
+        link = _link_rate(spec)
         by_source: dict[int, int] = {}
         by_port: dict[tuple[int, int], int] = {}
         worst_cu = 0.0
@@ -152,10 +152,10 @@ class StreamParams(Workload):
                 "roofline_compute_seconds": self.compute_cycles / clock_hz}, {}
 
 
-def _link_rate(chip: ChipContext) -> float:
+def _link_rate(spec) -> float:
     """Data bytes a cycle over one link in full packets (messages.Sizing.link_data_rate) at the
     default packet size: what a flow through a link is held to."""
-    return m.Sizing(flit_bits=chip.spec.flit_bits).link_data_rate()
+    return m.Sizing(flit_bits=spec.flit_bits).link_data_rate()
 
 
 def _memory_of(spec, lay, cu: int, source: str) -> int:

@@ -36,8 +36,8 @@ from sim.chip.collectives import collective
 from sim.chip.exchange import exchange, exchange_counts, fixed_slots, is_landing, take_landing_reference, token_owners
 from sim.chip.records import HomeRecord, KernelRecord, PartitionRecord, buffer_label
 from sim.chip.references import allocate_many, drop, received
-from sim.chip.spec import dram_units, tier_unit
 from sim.chip.references import share as share_refs
+from sim.chip.spec import dram_units, tier_unit
 from sim.chip.units import Compute, ComputeUnit, Replies
 from sim.workloads import Task
 from sim.workloads.dataflow.compile import PartitionProgram, SlotSpec, stripe_holders, stripe_needs
