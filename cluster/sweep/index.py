@@ -1,0 +1,63 @@
+"""Which points a sweep's files hold, read from the files themselves (the truth; the manifest may lag).
+
+A point is stored when its result rows are: in its own point file (its footer names the
+point and its status) or in a compacted file (its ``point_id`` and ``point_status``
+columns). A compaction that was interrupted after its file was complete (a staged file,
+hidden from readers until it is in place) holds its points too: the next compaction or
+run finishes putting it in place (compact.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from cluster.sweep.layout import STAGED, dataset_files, is_compacted, point_of
+from cluster.sweep.records import read_status
+
+
+@dataclass
+class Holdings:
+    """The points one table holds: their status, and where their rows are."""
+
+    status: dict[str, str] = field(default_factory=dict)  # point id -> ok / error
+    point_files: dict[str, Path] = field(default_factory=dict)  # point id -> its own file
+    compacted: dict[str, Path] = field(default_factory=dict)  # point id -> the compacted (or staged) file
+    twice: set[str] = field(default_factory=set)  # points found in more than one file (never, by construction)
+
+    def add(self, pid: str, status: str, where: Path, compacted: bool) -> None:
+        if pid in self.status and (self.compacted.get(pid) != where):
+            self.twice.add(pid)
+        self.status[pid] = status
+        (self.compacted if compacted else self.point_files)[pid] = where
+
+
+def point_ids(file: Path) -> list[tuple[str, str]]:
+    """The (point id, status) pairs of a compacted (or staged) file, each once, in file order."""
+    t = pq.read_table(file, columns=["point_id", "point_status"])
+    seen: dict[str, str] = {}
+    for pid, status in zip(t.column(0).to_pylist(), t.column(1).to_pylist()):
+        seen.setdefault(pid, status)
+    return list(seen.items())
+
+
+def staged_files(table_dir: Path) -> list[Path]:
+    """Compacted files written in full whose compaction has not yet put them in place."""
+    return sorted(table_dir.rglob(f".*{STAGED}")) if table_dir.is_dir() else []
+
+
+def holdings(table_dir: Path) -> Holdings:
+    """Every point the table in ``table_dir`` holds. A point file that cannot be read (cut short
+    by something other than rdasim's atomic writes) or names another point holds nothing."""
+    out = Holdings()
+    for f in dataset_files(table_dir) + staged_files(table_dir):
+        if is_compacted(f) or f.name.endswith(STAGED):
+            for pid, status in point_ids(f):
+                out.add(pid, status, f, compacted=True)
+            continue
+        found = read_status(f)
+        if found is not None and found[0] == point_of(f):
+            out.add(found[0], found[1], f, compacted=False)
+    return out
