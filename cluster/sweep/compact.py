@@ -40,7 +40,7 @@ import pyarrow.parquet as pq
 
 from cluster.errors import UserError
 from cluster.results import io
-from cluster.sweep.index import Holdings, holdings, point_ids, staged_files
+from cluster.sweep.index import THREADS, holdings, point_ids, read_file, staged_files
 from cluster.sweep.layout import (
     COMPACTED,
     DatasetLayout,
@@ -58,7 +58,6 @@ from cluster.sweep.records import UNBOUNDED_TEXT
 ROWS = 100_000  # rows of a compacted file: one footer for a sweep's worth of points, read in milliseconds
 AUTO_FILES = 1_000  # compact = "auto": compact a table when a run leaves it at least this many point files
 CHOICES = ("auto", "always", "never")
-THREADS = 8  # files read or deleted at once: they wait on the disk, not the CPU
 WINDOW = 4096  # point files read before their rows are gathered into one table (bounds the driver's memory)
 REPLACES = b"rdasim.replaces"  # a staged file's footer: the compacted files it replaces (JSON list of names)
 POINT_KEYS = (b"rdasim.point_id", b"rdasim.point_status", b"rdasim.spec_hash", b"rdasim.config_hash",
@@ -141,55 +140,74 @@ def compact_layout(layout: DatasetLayout, rows: int = ROWS) -> Compaction:
     out = Compaction(layout.name, finished=finish(layout))
     dirs = layout.table_dirs()
     if layout.result in dirs:
-        result = holdings(dirs[layout.result])
-        stored = set(result.status)
-        # the result table last: until its files move, a reader finds every point whole in the point files
-        for table in [t for t in dirs if t != layout.result] + [layout.result]:
-            held = result if table == layout.result else holdings(dirs[table])
-            done = _compact_table(table, held, stored, rows)
-            if done.written:
-                out.tables.append(done)
+        # the result table first: the points whose result rows it holds are the ones whose other tables are whole
+        result = TableCompaction(layout.result)
+        stored = _compact_table(dirs[layout.result], None, rows, result)
+        for table in [t for t in dirs if t != layout.result]:
+            done = TableCompaction(table)
+            _compact_table(dirs[table], stored, rows, done)
+            out.tables.append(done)
+        out.tables.insert(0, result)
+        out.tables = [t for t in out.tables if t.written]
     out.seconds = time.perf_counter() - start
     return out
 
 
-def _compact_table(table: str, held: Holdings, stored: set[str], rows: int) -> TableCompaction:
-    """Compact one table: per partition directory, the files of its stored points and its compacted files
-    below ``rows`` rows."""
-    stats = TableCompaction(table)
+def _compact_table(table_dir: Path, stored: set[str] | None, rows: int, stats: TableCompaction) -> set[str]:
+    """Compact one table, per partition directory: the point files of ``stored`` points (None: every point
+    file that reads, the result table) and the compacted files below ``rows`` rows. Returns the points it
+    holds (their rows read, or in its compacted files)."""
+    held: set[str] = set()
     leaves: dict[Path, tuple[list[Path], list[Path]]] = defaultdict(lambda: ([], []))
-    for f in set(held.compacted.values()):
-        if pq.read_metadata(f).num_rows < rows:
-            leaves[f.parent][0].append(f)
-    for pid, f in held.point_files.items():
-        if pid in stored:
+    for f in dataset_files(table_dir):
+        if is_compacted(f):
+            if stored is None:
+                held.update(pid for pid, _ in point_ids(f))
+            if pq.read_metadata(f).num_rows < rows:
+                leaves[f.parent][0].append(f)
+        elif stored is None or point_of(f) in stored:
             leaves[f.parent][1].append(f)
     for _, (small, point_files) in sorted(leaves.items()):
         if point_files or len(small) > 1:
-            _compact_leaf(table, sorted(small), sorted(point_files), rows, stats)
-    return stats
+            held.update(_compact_leaf(stats.table, small, point_files, rows, stats))
+    return held
 
 
-def _compact_leaf(table: str, small: list[Path], point_files: list[Path], rows: int, stats: TableCompaction) -> None:
+def _compact_leaf(table: str, small: list[Path], point_files: list[Path], rows: int, stats: TableCompaction
+                  ) -> set[str]:
     """Rewrite one partition directory's point files (and compacted files below ``rows`` rows) into files of
-    up to ``rows`` rows. Each file written replaces whole input files, so each step stands alone."""
+    up to ``rows`` rows; each file written replaces whole input files, so each step stands alone. A file that
+    cannot be read (cut short by something other than rdasim) stays as it is. Returns the points read."""
     files: list[Path] = []
     tables: list[pa.Table] = []
     held = 0  # rows in tables
+    points: set[str] = set()
     todo = small + point_files
     with ThreadPoolExecutor(THREADS) as pool:
         for start in range(0, len(todo), WINDOW):
             window = todo[start:start + WINDOW]
-            for f, t in zip(window, pool.map(pq.read_table, window)):  # read without the GIL: latencies overlap
+            for f, t in zip(window, pool.map(_try_read, window)):  # without the GIL: the reads' latencies overlap
+                if t is None:
+                    continue
                 if files and held + t.num_rows > rows:
                     _step(table, files, tables, stats)
                     files, tables, held = [], [], 0
                 files.append(f)
                 tables.append(t)
                 held += t.num_rows
-            tables = [_concat(tables)]  # one table, not thousands of one-row ones, while the next window is read
+                if not is_compacted(f):
+                    points.add(point_of(f))
+            tables = [_concat(tables)] if tables else []  # one table, not thousands of one-row ones
     if files and not (len(files) == 1 and is_compacted(files[0])):  # one compacted file alone: as it is
         _step(table, files, tables, stats)
+    return points
+
+
+def _try_read(f: Path) -> pa.Table | None:
+    try:
+        return read_file(f)
+    except (OSError, pa.ArrowInvalid):
+        return None
 
 
 def _concat(tables: list[pa.Table]) -> pa.Table:

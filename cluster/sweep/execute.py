@@ -180,6 +180,7 @@ class Executor:
         self.task = ray.remote(max_retries=0, retry_exceptions=False)(run_point)
         self.batch_task = ray.remote(max_retries=0, retry_exceptions=False)(run_batch) if batching else None
         self.batch = 1  # points the next task takes (batching: grows with the measured job time)
+        self._held: _Flight | None = None  # a sharded point taken while filling a batch: submitted next
         self._cpus_checked = float("-inf")
         self._cpus = 1.0
 
@@ -224,7 +225,7 @@ class Executor:
         if self.batch_task is None or not outcomes:
             return
         mean = max(sum(o.seconds for o in outcomes) / len(outcomes), 1e-5)
-        self.batch = max(1, min(int(BATCH_SECONDS / mean), 2 * self.batch, MAX_BATCH))
+        self.batch = max(1, min(round(BATCH_SECONDS / mean), 2 * self.batch, MAX_BATCH))
 
     def _submit(self, flight: _Flight):
         shape = shape_of(flight.point.config, self.cluster_cpus())
@@ -235,7 +236,7 @@ class Executor:
             flight.pg = placement_group([{"CPU": shape.cpus}] * shape.bundles, strategy="PACK")
             strategy = PlacementGroupSchedulingStrategy(flight.pg, placement_group_capture_child_tasks=True)
             return self.task.options(num_cpus=0, scheduling_strategy=strategy).remote(self.command, flight.point.config)
-        if len(flight.points) > 1:
+        if len(flight.points) > 1 and self.batch_task is not None:
             return self.batch_task.options(num_cpus=shape.cpus).remote(self.command, [p.config for p in flight.points])
         return self.task.options(num_cpus=shape.cpus).remote(self.command, flight.point.config)
 
@@ -254,10 +255,11 @@ class Executor:
         feed = as_feed(points)
         queue: deque[_Flight] = deque()  # retries, before new points
         inflight: dict = {}
-        self._held: _Flight | None = None  # a sharded point taken while filling a batch
+        self._held = None
         try:
             while queue or inflight or self._held or not feed.exhausted():
                 while room := self._room(inflight):
+                    flight: _Flight | None
                     if queue:
                         flight = queue.popleft()
                     elif self._held is not None:
