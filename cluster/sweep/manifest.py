@@ -68,6 +68,7 @@ class Manifest:
     format: int = FORMAT
     specs: list[dict] = field(default_factory=list)  # every spec version: hash, text, base, added
     result_table: str = ""  # the table of the points' result rows (format 3)
+    column_docs: dict[str, str] = field(default_factory=dict)  # what each result column means (once, not per file)
 
     def spec_hashes(self) -> list[str]:
         return [v["hash"] for v in self.specs]

@@ -85,6 +85,15 @@ class AxisColumns:
         return [encode(get_path(config, p), t) for p, t in zip(self.paths, self.types)]
 
 
+def column_docs(result: str, axes: AxisColumns) -> dict[str, str]:
+    """What each column of the sweep's result table means: kept once, in the manifest, not in every file."""
+    table = next((t for t in schemas.ALL_TABLES if t.name == result), None)
+    job = list(table.columns) + schemas.META_COLUMNS if table is not None else []
+    return {**{c.name: c.doc for c in schemas.SWEEP_COLUMNS},
+            **{f.name: f"the point's value of the swept config key {p}" for p, f in zip(axes.paths, axes.fields)},
+            **{c.name: c.doc for c in job}}
+
+
 def prefix_values(sweep_id: str, spec_hash: str, point, run: PointRun) -> list:
     return [sweep_id, spec_hash, point.id, point.index, run.status, run.error, run.traceback, run.attempts, run.node,
             run.seconds]

@@ -24,7 +24,7 @@ from cluster.sweep.lock import sweep_lock
 from cluster.sweep.manifest import DONE, FAILED, FORMAT, PENDING, Manifest, PointEntry, RunEntry, now
 from cluster.sweep.plan import SweepPlan
 from cluster.sweep.points import Point
-from cluster.sweep.records import STATUS_OK, PointRun
+from cluster.sweep.records import STATUS_OK, PointRun, column_docs
 from cluster.sweep.store import Store
 from cluster.version import code_version
 
@@ -99,6 +99,7 @@ def _manifest(plan: SweepPlan, layout: DatasetLayout, store: Store, stored: dict
         columns={f.name: str(f.type) for f in plan.axes.fields},
         created=old.created if old else now(), runs=old.runs if old else [],
         specs=list(old.specs) if old else [], result_table=layout.result,
+        column_docs=column_docs(layout.result, plan.axes),
     )
     if plan.spec_hash not in m.spec_hashes():
         m.specs.append(_version(plan))

@@ -101,6 +101,8 @@ def test_ok_rows_carry_the_point_identity_and_file_metadata(noc_sweep):
     manifest = json.loads((tmp / "out" / "_grid.manifest.json").read_text())
     assert [v["hash"] for v in manifest["specs"]] == [meta[b"rdasim.spec_hash"].decode()]
     assert manifest["spec"]["sweep"]["name"] == "grid" and manifest["spec"]["base"]["noc"]["rows"] == 4
+    assert set(manifest["column_docs"]) == set(pq.read_schema(f).names)  # every column described, once
+    assert manifest["column_docs"]["noc_rate"] == "the point's value of the swept config key noc.rate"
 
 
 def test_a_failing_point_is_an_error_row_not_a_crash(noc_sweep):
