@@ -171,6 +171,7 @@ def scale(points: int, out: Path, in_process: bool, read_repeats: int) -> dict:
         "driver_peak_meets_target": peak_sweep <= GIB,
         "driver_peak_with_compaction_gib": round(peak / GIB, 3),
         "before": _round(before), "compaction_seconds": round(done.seconds, 1), "after": _round(after),
+        "points_per_second_with_compaction": round(points / (seconds + done.seconds), 1),
         "largest_point_footer_bytes": before["largest_footer_bytes"], "target_footer_bytes": 2048,
         "footer_meets_target": before["largest_footer_bytes"] <= 2048,
         "read_seconds_after_compaction": round(read_after, 2), "target_read_seconds": 5.0,

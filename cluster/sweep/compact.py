@@ -40,7 +40,7 @@ import pyarrow.parquet as pq
 
 from cluster.errors import UserError
 from cluster.results import io
-from cluster.sweep.index import THREADS, holdings, point_ids, read_file, staged_files
+from cluster.sweep.index import THREADS, point_ids, read_file, staged_files
 from cluster.sweep.layout import (
     COMPACTED,
     DatasetLayout,
@@ -58,7 +58,7 @@ from cluster.sweep.records import UNBOUNDED_TEXT
 ROWS = 100_000  # rows of a compacted file: one footer for a sweep's worth of points, read in milliseconds
 AUTO_FILES = 1_000  # compact = "auto": compact a table when a run leaves it at least this many point files
 CHOICES = ("auto", "always", "never")
-WINDOW = 4096  # point files read before their rows are gathered into one table (bounds the driver's memory)
+WINDOW = 1024  # point files read before their rows are gathered into one table (bounds the driver's memory)
 REPLACES = b"rdasim.replaces"  # a staged file's footer: the compacted files it replaces (JSON list of names)
 POINT_KEYS = (b"rdasim.point_id", b"rdasim.point_status", b"rdasim.spec_hash", b"rdasim.config_hash",
               b"rdasim.config", b"rdasim.spec")  # one point's footer keys: not a compacted file's
@@ -99,10 +99,11 @@ class Compaction:
                 "seconds": round(self.seconds, 3), "tables": [asdict(t) for t in self.tables]}
 
     def describe(self) -> str:
+        first = f"finished {self.finished} interrupted compaction file(s), then " if self.finished else ""
         if not self.replaced:
-            return f"{self.sweep}: nothing to compact"
+            return f"{self.sweep}: {first}nothing to compact"
         parts = [f"{t.table} {t.point_files + t.merged} -> {t.written}" for t in self.tables if t.written]
-        return (f"{self.sweep}: compacted {self.replaced} files into {self.written} ({', '.join(parts)}) "
+        return (f"{self.sweep}: {first}compacted {self.replaced} files into {self.written} ({', '.join(parts)}) "
                 f"in {self.seconds:.1f} s")
 
 
@@ -125,10 +126,19 @@ def _put_in_place(staged: Path, points: list[str], compacted: list[str]) -> None
     """Delete what ``staged`` replaces (its points' own files, the compacted files it names), then rename it."""
     final = final_path(staged)
     suffix = final.name.split(".", 1)[1]  # <table>.parquet
-    doomed = [final.parent / f"{pid}.{suffix}" for pid in points] + [final.parent / name for name in compacted]
+    doomed = [f"{pid}.{suffix}" for pid in points] + compacted
     with ThreadPoolExecutor(THREADS) as pool:  # an unlink waits for the disk if the file is being written back
-        list(pool.map(lambda f: f.unlink(missing_ok=True), doomed))
+        list(pool.map(_unlink, [(str(final.parent), doomed[i::THREADS]) for i in range(THREADS)]))
     os.replace(staged, final)
+
+
+def _unlink(where: tuple[str, list[str]]) -> None:
+    folder, names = where
+    for name in names:
+        try:
+            os.unlink(os.path.join(folder, name))
+        except FileNotFoundError:
+            pass
 
 
 # ----------------------------------------------------------------------------- compacting
@@ -224,7 +234,7 @@ def _step(table: str, files: list[Path], tables: list[pa.Table], stats: TableCom
     final = files[0].parent / f"{COMPACTED}{uuid.uuid4().hex[:16]}.{table}.parquet"
     staged = staged_path(final)
     compacted = [f.name for f in files if is_compacted(f)]
-    _write_staged(merged, staged, compacted)
+    _write(merged, staged, compacted)
     stats.bytes_before += sum(f.stat().st_size for f in files)
     _put_in_place(staged, [point_of(f) for f in files if not is_compacted(f)], compacted)
     stats.point_files += len(files) - len(compacted)
@@ -234,12 +244,12 @@ def _step(table: str, files: list[Path], tables: list[pa.Table], stats: TableCom
     stats.bytes_after += final.stat().st_size
 
 
-def _write_staged(table: pa.Table, staged: Path, replaces: list[str]) -> None:
-    """The compacted file, complete and on disk (fsync) before anything it replaces is deleted."""
+def _write(table: pa.Table, path: Path, replaces: list[str]) -> None:
+    """A compacted file, atomically, complete and on disk (fsync) before anything it replaces is deleted."""
     meta = {k: v for k, v in (table.schema.metadata or {}).items() if k not in POINT_KEYS}
     meta[REPLACES] = json.dumps(replaces).encode()
     stats = [f.name for f in table.schema if f.name not in UNBOUNDED_TEXT]
-    with io.atomic_path(staged) as tmp:
+    with io.atomic_path(path) as tmp:
         with pq.ParquetWriter(str(tmp), table.schema, write_statistics=stats) as w:
             w.write_table(table, row_group_size=ROWS)
             w.add_key_value_metadata(meta)
@@ -259,17 +269,16 @@ def release(layout: DatasetLayout, points: set[str]) -> int:
     if not points:
         return 0
     dirs = layout.table_dirs()
+    leaving = pa.array(sorted(points), pa.string())
     rewritten = 0
     for table in [t for t in dirs if t != layout.result] + [t for t in dirs if t == layout.result]:
-        for f in sorted(set(holdings(dirs[table]).compacted.values())):
-            t = pq.read_table(f)
-            keep = pc.invert(pc.is_in(t.column("point_id"), pa.array(sorted(points), pa.string())))
+        for f in [f for f in dataset_files(dirs[table]) if is_compacted(f)]:
+            t = read_file(f)
+            keep = pc.invert(pc.is_in(t.column("point_id"), leaving))
             if pc.all(keep).as_py():
                 continue
-            kept = t.filter(keep)
-            if kept.num_rows:
-                _write_staged(kept, f.with_name(f".{f.name}.release"), [])
-                os.replace(f.with_name(f".{f.name}.release"), f)
+            if pc.any(keep).as_py():
+                _write(t.filter(keep), f, [])  # replaced atomically: the file with them, or without
             else:
                 f.unlink()
             rewritten += 1
@@ -296,5 +305,5 @@ def compact(path: str | Path, rows: int = ROWS) -> list[Compaction]:
 
 def point_file_count(layout: DatasetLayout) -> int:
     """Point files (not compacted) in the sweep's largest table: what compact = "auto" looks at."""
-    return max((sum(1 for f in dataset_files(d) if not is_compacted(f) and point_of(f))
+    return max((sum(1 for f in dataset_files(d) if not is_compacted(f))
                 for d in layout.table_dirs().values()), default=0)

@@ -36,7 +36,7 @@ class Holdings:
         (self.compacted if compacted else self.point_files)[pid] = where
 
 
-THREADS = 8  # files read at once: pyarrow reads without the GIL, so their latencies overlap
+THREADS = 4  # files read at once: pyarrow reads without the GIL, so their latencies overlap
 
 
 def read_file(path: Path, columns: list[str] | None = None) -> pa.Table:

@@ -20,11 +20,12 @@ still found and read; they are not continued (``--replace`` starts them again).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from cluster.results.layout import NULL_SEGMENT, segment_value, table_file  # noqa: F401 - re-exported
-from cluster.sweep.manifest import FORMAT, Manifest
+from cluster.sweep.manifest import FORMAT
 
 MANIFEST_SUFFIX = ".manifest.json"
 LOCK_SUFFIX = ".lock"
@@ -96,9 +97,11 @@ class DatasetLayout:
 
 
 def of_manifest(path: Path) -> DatasetLayout:
-    """The layout of the sweep whose manifest is at ``path`` (the files it was written in)."""
-    m = Manifest.load(path)
-    return DatasetLayout(path.parent, m.sweep, tuple(m.partition_by), m.result_table or _result_of(m.command), m.format)
+    """The layout of the sweep whose manifest is at ``path`` (the files it was written in). Read from the
+    manifest's JSON without building its point records (10^5 of them take seconds)."""
+    m = json.loads(Path(path).read_text())
+    return DatasetLayout(path.parent, m["sweep"], tuple(m["partition_by"]),
+                         m.get("result_table") or _result_of(m["command"]), m.get("format", FORMAT))
 
 
 def _result_of(command: str) -> str:

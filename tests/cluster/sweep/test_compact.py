@@ -221,7 +221,7 @@ def test_a_compaction_killed_between_its_steps_is_finished_by_the_next_one(tmp_p
     leaf = out / "k" / "sweep_noop" / "sweep_id=k" / "noop_fail=false"
     files = sorted(leaf.glob("*.parquet"))
     final = leaf / "compact-0123456789abcdef.sweep_noop.parquet"
-    compaction._write_staged(pa.concat_tables([pq.read_table(f) for f in files]), compaction.staged_path(final), [])
+    compaction._write(pa.concat_tables([pq.read_table(f) for f in files]), compaction.staged_path(final), [])
     for f in files[:4]:  # killed after deleting 4 of the 10 files it replaces
         f.unlink()
     seen = _point_ids(out)
