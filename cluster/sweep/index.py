@@ -22,18 +22,10 @@ from cluster.sweep.records import read_status
 
 @dataclass
 class Holdings:
-    """The points one table holds: their status, and where their rows are."""
+    """The points one table holds: their status, and which are in compacted (or staged) files."""
 
     status: dict[str, str] = field(default_factory=dict)  # point id -> ok / error
-    point_files: dict[str, Path] = field(default_factory=dict)  # point id -> its own file
-    compacted: dict[str, Path] = field(default_factory=dict)  # point id -> the compacted (or staged) file
-    twice: set[str] = field(default_factory=set)  # points found in more than one file (never, by construction)
-
-    def add(self, pid: str, status: str, where: Path, compacted: bool) -> None:
-        if pid in self.status and (self.compacted.get(pid) != where):
-            self.twice.add(pid)
-        self.status[pid] = status
-        (self.compacted if compacted else self.point_files)[pid] = where
+    compacted: set[str] = field(default_factory=set)
 
 
 THREADS = 4  # files read at once: pyarrow reads without the GIL, so their latencies overlap
@@ -66,10 +58,11 @@ def holdings(table_dir: Path) -> Holdings:
     files = dataset_files(table_dir)
     for f in [f for f in files if is_compacted(f)] + staged_files(table_dir):
         for pid, status in point_ids(f):
-            out.add(pid, status, f, compacted=True)
+            out.status[pid] = status
+            out.compacted.add(pid)
     points = [f for f in files if not is_compacted(f)]
     with ThreadPoolExecutor(THREADS) as pool:
         for f, found in zip(points, pool.map(read_status, points)):
             if found is not None and found[0] == point_of(f):
-                out.add(found[0], found[1], f, compacted=False)
+                out.status[found[0]] = found[1]
     return out
