@@ -17,6 +17,7 @@ from pathlib import Path
 
 from cluster.errors import UserError
 from cluster.progress import Progress
+from cluster.results import io
 from cluster.sweep import compact as compaction
 from cluster.sweep.index import holdings
 from cluster.sweep.layout import DatasetLayout
@@ -131,6 +132,11 @@ def run_sweep(plan: SweepPlan, out: str | Path, address: str | None = None, max_
     "replace" deletes it first; ``mix_code`` lets points from different code share the dataset.
     When the run finishes, its tables are compacted as ``compact`` says (auto, always, never;
     None: the spec's ``compact``). One process at a time runs or compacts a sweep (lock.py)."""
+    if existing not in EXISTING:
+        raise UserError(f"existing = {existing!r}: one of {', '.join(EXISTING)}")
+    if max_concurrency is not None and max_concurrency < 1:
+        raise UserError(f"max_concurrency = {max_concurrency}: must be at least 1")
+    io.check_dir(out, "out")  # before Ray starts: a bad directory costs a second
     layout = DatasetLayout(Path(out), plan.spec.name, plan.spec.partition_by, plan.command.result)
     when = compact or plan.spec.compact
     if when not in compaction.CHOICES:
