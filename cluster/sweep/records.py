@@ -115,7 +115,8 @@ def point_file_options(fields: list[pa.Field]) -> dict:
     No serialised Arrow schema (every column type here is one Parquet stores as itself: int32,
     int64, double, bool, string), no dictionary pages (a file holds one point's rows), and
     statistics only where a query filters: the sweep, its spec version, the point's status and
-    the columns in front of the sweep's (``fields``: the swept paths). Compacted files have them all.
+    the store's other columns in ``fields`` (the swept paths; an exploration's trial columns).
+    Compacted files keep statistics of every column but the error text.
     """
     names = [f.name for f in fields if f.name in FILTERED or f.name not in SWEEP_NAMES]
     return {"store_schema": False, "use_dictionary": False, "write_statistics": names}
