@@ -360,6 +360,7 @@ class MemoryUnit(Unit):
         self.stats.oom_events += 1
         if self.first_oom < 0:
             self.first_oom = self.shard.now
+            self.shard.occupancy.note_oom(self.shard.now)
         mode = self.cfg.on_oom
         if mode == "preempt":  # refused, nothing marked failed: the workload preempts a sequence and asks again
             self.shard.trace_instant(self.uid, "out of memory: refuse", {"kind": m.KINDS[msg.kind]})
