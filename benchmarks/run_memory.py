@@ -10,12 +10,17 @@ The trace: `AzureLLMInferenceTrace_conv.csv` as the public file is published (he
 the repository does not ship the public one: 2,000 requests arriving as a Poisson process at
 the public file's rate (19,366 requests in its hour), prompts and outputs lognormal (sigma
 1.0) with the medians Splitwise reports for the conversation trace (1,020 prompt and 129
-output tokens; Patel et al., ISCA 2024), at most 8,192 and 4,096, numpy PCG64 seed 2023.
+output tokens; Patel et al., ISCA 2024), at most 8,192 and 4,096, numpy PCG64 seed 2023
+(one stream each for the gaps, prompts and outputs).
 Each run is examples/kv_decode_pressure.toml's chip (plasticine, 16 sequences at once,
 virtual policy) with preemption (``memory.on_oom = "preempt"``), 1 layer of 2 heads, prompts
-capped at 1,024 tokens and outputs at 32, arrivals 10,000 times faster: the first N requests
-of the trace, in a process of its own (its peak RSS from ``getrusage``), tables built as
-`rdasim run` builds them (not written).
+capped at 1,024 tokens and outputs at 128 (the published median is 129: a request's own rows
+are then shared by about 90 tokens, as on the public trace), arrivals 10,000 times faster: the first N requests
+of the trace, in a process of its own (its peak RSS from ``getrusage``), through
+``rdasim.run`` (the run's tables built, not written). ``run.sample_cycles`` is 10^9, one
+sample of each MU in run_mu_series: that table holds at most 2,000 samples an MU whatever the
+run's length (128,000 rows on plasticine), a bounded cost that would otherwise swing between
+1,000 and 2,000 samples from run to run and blur the slope.
 
 One JSON line per run (requests, generated tokens, peak RSS), then the target: peak RSS
 grows by at most 100 bytes per generated token beyond the first run's, so the full hour
@@ -47,28 +52,38 @@ TARGET_BYTES_PER_TOKEN = 100
 TARGET_HOUR_BYTES = 2 * 2**30
 START_NS = 1_700_000_000 * 1_000_000_000  # 2023-11-14 22:13:20 UTC
 SETS = ["memory.on_oom=preempt", "workload.decode.layers=1", "workload.decode.max_prompt_tokens=1024",
-        "workload.decode.max_output_tokens=32", "workload.decode.trace_duration=0", "run.max_cycles=10000000000"]
+        "workload.decode.max_output_tokens=128", "workload.decode.trace_duration=0", "run.max_cycles=10000000000",
+        "run.sample_cycles=1000000000"]
 
 
 def conversation(n: int, seed: int = 2023) -> tuple[list[int], list[int], list[int]]:
     """Arrival times (ns, multiples of 100 ns) and lengths of ``n`` requests shaped as the conversation trace."""
-    rng = np.random.Generator(np.random.PCG64(seed))
-    t = np.cumsum(rng.exponential(3600.0 / HOUR_REQUESTS, n))
+    gaps, prompts, outputs = (np.random.Generator(np.random.PCG64([seed, k])) for k in range(3))  # the first
+    t = np.cumsum(gaps.exponential(3600.0 / HOUR_REQUESTS, n))  # requests are the same whatever ``n``
     t_ns = [START_NS + int(round(x * 1e7)) * 100 for x in t]
-    prompt = np.clip(np.round(rng.lognormal(np.log(PROMPT_MEDIAN), 1.0, n)), 1, 8192).astype(int)
-    output = np.clip(np.round(rng.lognormal(np.log(OUTPUT_MEDIAN), 1.0, n)), 1, 4096).astype(int)
+    prompt = np.clip(np.round(prompts.lognormal(np.log(PROMPT_MEDIAN), 1.0, n)), 1, 8192).astype(int)
+    output = np.clip(np.round(outputs.lognormal(np.log(OUTPUT_MEDIAN), 1.0, n)), 1, 4096).astype(int)
     return t_ns, prompt.tolist(), output.tolist()
+
+
+def _value(text):
+    """An override's value as TOML would read it (a number, or the string itself)."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except (TypeError, ValueError):
+            pass
+    return text
 
 
 def one_run(trace: str, requests: int) -> dict:
     """In this process: `rdasim run`'s simulation and tables for the first ``requests`` requests."""
-    from cluster.config import load
-    from cluster.config.run import RUN_SCHEMA, chip_config
-    from cluster.jobs.chip import run_chip
+    import rdasim
 
     t = time.process_time()
-    cfg = load(RUN_SCHEMA, CONFIG, SETS + [f"workload.decode.trace={trace}", f"workload.decode.requests={requests}"])
-    s = run_chip(cfg, chip_config(cfg), quiet=True).summary
+    sets = dict(x.split("=", 1) for x in SETS)
+    sets.update({"workload.decode.trace": trace, "workload.decode.requests": requests})
+    s = rdasim.run(CONFIG, {k: _value(v) for k, v in sets.items()}, progress=False).summary
     return {"requests": requests, "status": s["status"], "generated_tokens": s["tokens"],
             "preemptions": s["preemptions"], "cpu_seconds": round(time.process_time() - t, 1),
             "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}

@@ -36,7 +36,8 @@ class ShardResult:
     sent_flits: np.ndarray
     oracle_log: np.ndarray
     occupancy: occupancy.OccupancyReport  # its MUs' bytes over the run
-    life: list[BufferLife]
+    life: np.ndarray  # [n, 15] every buffer's life (BufferLife.coded; freed -1: never freed)
+    life_names: dict  # the codes of ``freed_by`` in ``life``
     records: list[WorkRecord]  # requests
     work: Digest  # every other work record, folded (kind, ident, start, end, tokens, status)
     work_counts: dict  # work records other than requests, by kind
@@ -58,6 +59,7 @@ class ShardResult:
     waiting: diagnosis.Waits = field(default_factory=diagnosis.Waits)  # who still waits at the end
     first_oom: int = -1  # cycle of the shard's first out-of-memory event (-1: none)
     deliveries: np.ndarray | None = None  # [n, 4] every delivery, as ``delivered`` (runs writing a trace)
+    work_log: list[WorkRecord] | None = None  # every work record but requests, as ``work`` (runs writing a trace)
 
     @property
     def mem_log(self) -> np.ndarray:
@@ -79,19 +81,20 @@ def shard_result(shard) -> ShardResult:
     for mu in mus:
         stats = stats.add(mu.stats)
     now = shard.now
-    life = list(shard.lives)
-    for mu in mus:  # buffers still allocated at the end: freed = -1
-        life += [rec.life(mu.uid, -1, "") for rec in mu.table.values()]
+    names = dict(shard.life_names)
+    live = [rec.life(mu.uid, -1, "").coded(names) for mu in mus for rec in mu.table.values()]  # freed = -1
+    life = np.concatenate([shard.lives.array(), np.array(live, dtype=np.int64).reshape(-1, shard.lives.width)])
     mm = shard.memory_map
     if mm is None and shard.cfg.memory_map_cycle >= 0:
         mm = shard._snapshot(now)
         mm["ended_before"] = True
     return ShardResult(
         end_cycle=now, sent_count=shard.sent_count, sent_packets=shard.sent_packets, sent_flits=shard.sent_flits,
-        oracle_log=_arr(shard.oracle_log, len(oracle.COLUMNS)), occupancy=shard.occupancy.finish(), life=life,
+        oracle_log=shard.oracle_log.array(), occupancy=shard.occupancy.finish(), life=life, life_names=names,
         records=list(shard.records), work=shard.work.sealed(), work_counts=dict(shard.work_counts),
         links=shard.net.link_totals(), delivered=shard.deliveries.sealed(),
         deliveries=_arr(shard.delivery_log, 4) if shard.delivery_log is not None else None,
+        work_log=shard.work_log,
         waits=waits, compute_cycles=sum(cu.compute_cycles for cu in cus), mu_stats=stats,
         stalled_at_end=sum(len(mu.stalled) for mu in mus), counts=dict(shard.counts),
         trace=shard.trace_events, trace_dropped=shard.trace_dropped, memory_map=mm, units=sorted(shard.units),
@@ -242,10 +245,21 @@ def chip_actions(cfg, results: list[ShardResult], sent: np.ndarray, link_flits: 
         protocol_messages=int(sent.sum() - sum(int(sent[k]) for k in data_kinds)))
 
 
+def _lives(results) -> np.ndarray:
+    """Every shard's buffer lives, sorted (by allocation id, which is unique)."""
+    a = np.concatenate([r.life for r in results]) if results else np.zeros((0, 15), dtype=np.int64)
+    return a[np.lexsort(a.T[::-1])] if len(a) else a
+
+
 def _life_columns(results) -> dict:
-    rows = sorted(life.row() for r in results for life in r.life)
-    cols = {f.name: [row[i] for row in rows] for i, f in enumerate(dataclasses.fields(BufferLife))}
-    cols["label"] = [BUFFER_LABELS.get(x, str(x)) for x in cols["label"]]
+    rows = _lives(results)
+    names: dict[int, str] = {}
+    for r in results:
+        names.update(r.life_names)
+    cols = {f.name: rows[:, i] for i, f in enumerate(dataclasses.fields(BufferLife))}
+    cols["label"] = [BUFFER_LABELS.get(x, str(x)) for x in cols["label"].tolist()]
+    cols["freed_by"] = [names[x] for x in cols["freed_by"].tolist()]
+    cols["evicted"] = cols["evicted"].astype(bool)
     return cols
 
 
@@ -285,7 +299,7 @@ def chip_result_hash(results, summary: dict) -> str:
     h = hashlib.sha256()
     h.update(combined([r.delivered for r in results]))
     h.update(oracle.merge_logs([r.oracle_log for r in results]).astype("<i8").tobytes())
-    h.update(repr(sorted(life.row() for r in results for life in r.life)).encode())
+    h.update(_lives(results).astype("<i8").tobytes())
     h.update(repr(sorted(rec.row() for r in results for rec in r.records)).encode())
     h.update(combined([r.work for r in results]))
     logged = sorted((type(x).__name__, x.row()) for r in results for x in r.logged if getattr(x, "HASHED", True))

@@ -40,6 +40,7 @@ from sim.chip.io import IoUnit
 from sim.chip.memory_unit import MemoryUnit
 from sim.chip.occupancy import Occupancy
 from sim.chip.records import BufferLife, WorkRecord
+from sim.chip.rows import Rows
 from sim.chip.spec import CU, DRAM, MU, home_drams, unit_layout
 from sim.chip.units import ComputeUnit, Unit
 from sim.memory import oracle
@@ -138,13 +139,15 @@ class ChipShard:
         # writing a Chrome trace keeps the deliveries and the MUs' changes too
         self.deliveries = Digest(4)  # (message id, destination, cycle, kind)
         self.delivery_log: list[tuple[int, int, int, int]] | None = [] if cfg.trace else None
-        self.oracle_log: list[tuple] = []
+        self.oracle_log = Rows(len(oracle.COLUMNS))
         alone = len(self.my_tiles) == spec.tiles  # the whole chip: the MUs' totals fold as they go
         self.occupancy = Occupancy([uid for uid, u in self.units.items() if isinstance(u, MemoryUnit)],
                                    cfg.sample_cycles, alone, keep_log=cfg.trace)
-        self.lives: list[BufferLife] = []  # buffers freed so far
+        self.lives = Rows(len(BufferLife.__dataclass_fields__))  # buffers freed so far (BufferLife.coded rows)
+        self.life_names: dict[int, str] = {}  # the codes of their ``freed_by``
         self.records: list[WorkRecord] = []  # requests (latency and throughput count them)
         self.work = Digest(6)  # every other work record (steps, trials): kind, ident, start, end, tokens, status
+        self.work_log: list[WorkRecord] | None = [] if cfg.trace else None  # them all, in a traced run
         self.work_counts: dict[str, int] = {}
         self.logged: list = []  # workload-specific records (KernelRecord, PartitionRecord, ...)
         self.counts = {"admitted": 0, "finished": 0}
@@ -228,7 +231,7 @@ class ChipShard:
         self.occupancy.delta(self.now, mu, used, reserved)
 
     def buffer_life(self, life: BufferLife) -> None:
-        self.lives.append(life)
+        self.lives.append(life.coded(self.life_names))
 
     def record(self, kind: str, ident: int, start: int, end: int, tokens: int, status: str) -> None:
         if kind == "request":
@@ -236,6 +239,8 @@ class ChipShard:
         else:
             self.work_counts[kind] = self.work_counts.get(kind, 0) + 1
             self.work.add((code(kind), ident, start, end, tokens, code(status)))
+            if self.work_log is not None:
+                self.work_log.append(WorkRecord(kind, ident, start, end, tokens, status))
 
     def log(self, record) -> None:
         """Keep a workload's own typed record (its ``figures`` reads them after the run)."""
