@@ -19,6 +19,7 @@ from sim.chip import diagnosis, occupancy
 from sim.chip import messages as m
 from sim.chip.digest import Digest, combined
 from sim.chip.records import BUFFER_LABELS, BufferLife, LandingLife, MuStats, Oversize, WorkRecord
+from sim.chip.rows import Rows
 from sim.chip.spec import unit_layout
 from sim.chip.spill import spills
 from sim.energy.counts import ActionCounts, energy, summary_figures, table_columns
@@ -82,8 +83,11 @@ def shard_result(shard) -> ShardResult:
         stats = stats.add(mu.stats)
     now = shard.now
     names = dict(shard.life_names)
-    live = [rec.life(mu.uid, -1, "").coded(names) for mu in mus for rec in mu.table.values()]  # freed = -1
-    life = np.concatenate([shard.lives.array(), np.array(live, dtype=np.int64).reshape(-1, shard.lives.width)])
+    live = Rows(shard.lives.width)
+    for mu in mus:
+        for rec in mu.table.values():
+            live.append(rec.life(mu.uid, -1, "").coded(names))  # freed = -1
+    life = np.concatenate([shard.lives.array(), live.array()])
     mm = shard.memory_map
     if mm is None and shard.cfg.memory_map_cycle >= 0:
         mm = shard._snapshot(now)
@@ -246,9 +250,16 @@ def chip_actions(cfg, results: list[ShardResult], sent: np.ndarray, link_flits: 
 
 
 def _lives(results) -> np.ndarray:
-    """Every shard's buffer lives, sorted (by allocation id, which is unique)."""
+    """Every shard's buffer lives, sorted by allocation id (unique); an object array of Python ints
+    if a weight is beyond int64."""
     a = np.concatenate([r.life for r in results]) if results else np.zeros((0, 15), dtype=np.int64)
-    return a[np.lexsort(a.T[::-1])] if len(a) else a
+    if a.dtype == object:
+        a = np.array([[int(x) for x in row] for row in a.tolist()], dtype=object).reshape(-1, 15)
+    return a[np.argsort(a[:, 0], kind="stable")] if len(a) else a
+
+
+def _life_bytes(lives: np.ndarray) -> bytes:
+    return repr(lives.tolist()).encode() if lives.dtype == object else lives.astype("<i8").tobytes()
 
 
 def _life_columns(results) -> dict:
@@ -299,7 +310,7 @@ def chip_result_hash(results, summary: dict) -> str:
     h = hashlib.sha256()
     h.update(combined([r.delivered for r in results]))
     h.update(oracle.merge_logs([r.oracle_log for r in results]).astype("<i8").tobytes())
-    h.update(_lives(results).astype("<i8").tobytes())
+    h.update(_life_bytes(_lives(results)))
     h.update(repr(sorted(rec.row() for r in results for rec in r.records)).encode())
     h.update(combined([r.work for r in results]))
     logged = sorted((type(x).__name__, x.row()) for r in results for x in r.logged if getattr(x, "HASHED", True))

@@ -24,11 +24,15 @@ class Rows:
 
     def _pack(self) -> None:
         if self._pending:
-            self._chunks.append(np.array(self._pending, dtype=np.int64).reshape(-1, self.width))
+            try:
+                chunk = np.array(self._pending, dtype=np.int64)
+            except OverflowError:  # a value beyond int64 (a partial-free weight of 2^63 or more): kept as is
+                chunk = np.array(self._pending, dtype=object)
+            self._chunks.append(chunk.reshape(-1, self.width))
             self._pending = []
 
     def array(self) -> np.ndarray:
-        """Every row so far, as one [n, width] int64 array."""
+        """Every row so far, as one [n, width] int64 array (of Python ints if a value is beyond int64)."""
         self._pack()
         if len(self._chunks) > 1:
             self._chunks = [np.concatenate(self._chunks)]
