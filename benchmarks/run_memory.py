@@ -15,7 +15,7 @@ output tokens; Patel et al., ISCA 2024), at most 8,192 and 4,096, numpy PCG64 se
 Each run is examples/kv_decode_pressure.toml's chip (plasticine, 16 sequences at once,
 virtual policy) with preemption (``memory.on_oom = "preempt"``), 1 layer of 2 heads, prompts
 capped at 1,024 tokens and outputs at 128 (the published median is 129: a request's own rows
-are then shared by about 90 tokens, as on the public trace), arrivals 10,000 times faster: the first N requests
+are then shared by about 97 tokens), arrivals 10,000 times faster: the first N requests
 of the trace, in a process of its own (its peak RSS from ``getrusage``), through
 ``rdasim.run`` (the run's tables built, not written). ``run.sample_cycles`` is 10^9, one
 sample of each MU in run_mu_series: that table holds at most 2,000 samples an MU whatever the
