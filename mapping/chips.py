@@ -69,7 +69,8 @@ class TierSpec:
         if self.latency < 0:
             out.append(f"tier {self.name}: latency must not be negative")
         if 0 < self.capacity < self.page_bytes:
-            out.append(f"tier {self.name}: its capacity ({self.capacity:,.0f} B) holds no page of {self.page_bytes:,} B")
+            out.append(f"tier {self.name}: its capacity ({self.capacity:,.0f} B) holds no page of "
+                       f"{self.page_bytes:,} B")
         if self.edge not in ("left", "right"):
             out.append(f"tier {self.name}: edge {self.edge!r} must be \"left\" or \"right\"")
         return out

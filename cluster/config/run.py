@@ -234,7 +234,7 @@ WORKLOAD = Table({
 RUN = Table({
     **RUN_SECTION.fields,
     "max_cycles": _i("simulated cycles after which the run is cut off", 20_000_000, 1, "cycles"),
-    "sample_cycles": _i("period of the per-MU time series (raised to keep at most 2,000 samples)", 1000, 1,
+    "sample_cycles": _i("period of the per-MU time series (doubled until at most 2,000 samples fit the run)", 1000, 1,
                         "cycles"),
     "trace_limit": _i("trace events kept per shard (--trace)", 200_000, 1),
 }, doc=RUN_SECTION.doc, checks=RUN_SECTION.checks)
@@ -398,9 +398,10 @@ def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=Non
     spec, tier_issues = chip_spec(chip)
     issues += tier_issues
     issues += [Issue("chip", p) for p in spec.problems()]
+    later = []  # reported with the workload's own issues: it does not stop the workload being read
     if spec.tiers and noc["bulk"] == "packets":
-        issues.append(Issue("noc.bulk", f"packets: chip {spec.name!r} has memory tiers "
-                            f"({', '.join(t.name for t in spec.tiers)}), whose data moves as flows"))
+        later.append(Issue("noc.bulk", f"packets: chip {spec.name!r} has memory tiers "
+                           f"({', '.join(t.name for t in spec.tiers)}), whose data moves as flows"))
     issues += footprint_issues(spec, mem, noc, run)  # before unit_layout allocates anything
     if issues:
         raise ConfigError("config", issues)
@@ -418,6 +419,7 @@ def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=Non
     if not socket:
         issues += _workload_issues(params, cfg)
         issues += _preempt_issues(wl["kind"], mem)
+    issues += later
     if issues and params.MAPS_GRAPH:  # mapping needs every key it reads
         raise ConfigError("config", issues)
     workload = None if socket else params.from_config(wl["kind"], wl[params.SECTION],

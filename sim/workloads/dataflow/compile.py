@@ -36,6 +36,9 @@ class Homes:
         return self.weights != "mu" or self.kv != "mu"
 
 
+IN_MUS = Homes()  # weights and caches where the plan puts them (on chip), as before memory tiers
+
+
 @dataclass(frozen=True)
 class StripeSpec:
     mu: int  # MU unit id
@@ -219,7 +222,7 @@ def check_expert_parallel(plan: MappingPlan) -> None:
 
 
 def build_partitions(plan: MappingPlan, placement: GridPlacement, spec: ChipSpec,
-                     homes: Homes = Homes(), batched_share: bool = False) -> tuple[PartitionProgram, ...]:
+                     homes: Homes = IN_MUS, batched_share: bool = False) -> tuple[PartitionProgram, ...]:
     """What every CU does in each partition, from a single-chip plan and its grid placement
     (``homes``: where weights and caches live; ``batched_share``: reads_whole's).
     Over a TP group of chips a kernel over routed experts holds ``experts / tp`` of them on each

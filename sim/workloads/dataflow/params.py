@@ -11,7 +11,7 @@ from mapping.placement import GridPlacement, PlacementError
 from mapping.plan import MappingPlan
 from sim.keys import Field, Issue, Table
 from sim.workloads import WORKLOADS, ChipContext, Workload
-from sim.workloads.dataflow.compile import CacheSpec, Homes, PartitionProgram, build_caches, build_partitions
+from sim.workloads.dataflow.compile import IN_MUS, CacheSpec, Homes, PartitionProgram, build_caches, build_partitions
 from sim.workloads.dataflow.figures import summarise
 from sim.workloads.dataflow.planning import plan_for
 from sim.workloads.dataflow.program import Dataflow
@@ -33,7 +33,7 @@ class DataflowParams(Workload):
     tp: int = 1  # chips of a TP group (grid-fidelity systems)
     token_unit: str = "graph passes"  # what a graph pass processes (the plan says): the run's tokens ...
     tokens_per_pass: int = 1  # ... and how many of them
-    homes: Homes = Homes()  # where weights and caches live (MUs, or memory tiers)
+    homes: Homes = IN_MUS  # where weights and caches live (MUs, or memory tiers)
     weight_bytes: int = 0  # the model's weights on this chip (every layer's): homed in homes.weights
     kv_bytes: int = 0  # the caches at the start (every layer's): homed in homes.kv
     kv_growth: int = 0  # bytes they grow each pass
@@ -88,7 +88,7 @@ class DataflowParams(Workload):
 
     @classmethod
     def from_plan(cls, plan: MappingPlan, placement: GridPlacement, spec: ChipSpec,
-                  passes: int = 1, skew: float = 0.0, homes: Homes = Homes(),
+                  passes: int = 1, skew: float = 0.0, homes: Homes = IN_MUS,
                   batched_share: bool = False) -> "DataflowParams":
         """Compile a plan and its addressed placement into the partitions every CU runs."""
         parts = build_partitions(plan, placement, spec, homes, batched_share)
