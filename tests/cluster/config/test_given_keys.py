@@ -14,7 +14,7 @@ from cluster.sweep.spec import parse_spec
 from sim.workloads import WORKLOADS
 
 DECODE = "the race workload does not read [workload.decode] (read by kv-decode, spec-decode)"
-DECODE_TRACE = "the race workload does not read [workload.decode] (read by kv-decode, serve, spec-decode)"
+DECODE_TRACE = "the race workload does not read [workload.decode] (read by kv-decode, serve, serve-system, spec-decode)"
 
 
 def _problems(*args, **kwargs) -> list[str]:
@@ -31,16 +31,16 @@ def test_a_decode_trace_on_the_race_workload_exits_2_naming_who_reads_it(capsys)
 
 
 def test_the_readers_are_the_registry_s():
-    # by hand from sim/workloads: kv-decode, spec-decode and serve share [workload.decode], moe alone
+    # by hand from sim/workloads: kv-decode, spec-decode, serve and serve-system share [workload.decode]; moe
     # reads [workload.moe]; the message follows each workload's SECTION and KEYS
     readers = {n for n, c in WORKLOADS.items() if c.SECTION == "decode" and "trace" in c.KEYS.fields}
-    assert readers == {"kv-decode", "serve", "spec-decode"}
+    assert readers == {"kv-decode", "serve", "serve-system", "spec-decode"}
     assert _problems("examples/race.toml", ["workload.moe.experts=4"]) == [
         "--set workload.moe.experts=4: the race workload does not read [workload.moe] (read by moe)"]
     # a key inside a table: each key given is named, not the table
     assert _problems(raw={"workload": {"kind": "moe", "decode": {"prompt_tokens": {"min": 8, "max": 16}}}}) == [
         f"workload.decode.prompt_tokens.{k}: the moe workload does not read [workload.decode] "
-        "(read by kv-decode, serve, spec-decode)" for k in ("min", "max")]
+        "(read by kv-decode, serve, serve-system, spec-decode)" for k in ("min", "max")]
 
 
 def test_a_file_s_own_sections_are_checked_too(tmp_path):
