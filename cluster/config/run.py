@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Callable
+from typing import Callable, cast
 
 from cluster.config import Field, Table
 from cluster.config.footprint import chip_issues as footprint_issues
@@ -434,7 +434,8 @@ def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=Non
     return ChipConfig(
         spec=spec, noc=noc_params_for(spec, run["seed"], routing=noc["routing"], **{k: noc[k] for k in TIMING_KEYS}),
         network=noc["model"],
-        sizing=sizing, mu=mu, policy=policy, reclaim=reclaim, workload=workload, on_oom=mem["on_oom"],
+        # a socket's configuration has no workload of its own: the steps it prices put theirs in
+        sizing=sizing, mu=mu, policy=policy, reclaim=reclaim, workload=cast(Workload, workload), on_oom=mem["on_oom"],
         preempt_mode=mem["preempt_mode"] or PREEMPT_MODES[0], admit_watermark=mem["admit_watermark"],
         prefix_sharing=mem["prefix_sharing"], prefix_cache_bytes=mem["prefix_cache_bytes"],
         placement=mem["placement"], jitter=noc["jitter"], seed=run["seed"], max_cycles=run["max_cycles"],
