@@ -74,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     cases = [(f"{p}/{o}", {**POLICIES[p], **ON_OOM[o]}) for p in POLICIES for o in ON_OOM]
     if args.smoke:
         base.update({"chip.rows": 8, "chip.cols": 16, "workload.decode.requests": 2,
-                     "workload.decode.trace_duration": "2s", "workload.decode.step_anchor_ratio": 1e9})
+                     "workload.decode.trace_duration": "2s", "workload.decode.step_anchor_ratio": 1e9,
+                     "workload.decode.step_context_ratio": 1e9})
         cases = [("virtual/stall", {**POLICIES["virtual"], **ON_OOM["stall"]})]
     for name, memory in cases:
         if not name.startswith(args.only):

@@ -31,7 +31,8 @@ from sim.workloads.serve.shapes import Roofline, StepShape, anchor, roofline
 class CostOptions:
     """How anchors are chosen and simulated (config keys of the serve workload)."""
 
-    ratio: float = 4.0  # anchors at powers of this (shapes.anchor)
+    ratio: float = 4.0  # anchors' tokens at powers of this (shapes.anchor)
+    context_ratio: float = 16.0  # their pairs and cached tokens per token at powers of this
     tiles: int = 8  # tiles a layer at most
     stream_bytes: int = 64 * 1024  # a streaming kernel's weight bytes a CU at least
     map_seconds: float = 60.0  # the MILP's time limit per anchor
@@ -55,7 +56,7 @@ class StepCosts:
     def efficiency(self, shape: StepShape) -> float:
         """E of the anchor pricing ``shape``, simulating it first (or taking it from the step
         cache) if no step needed it before."""
-        a = anchor(StepShape(shape.tokens, shape.keys, shape.kv_read), self.options.ratio)
+        a = anchor(StepShape(shape.tokens, shape.keys, shape.kv_read), self.options.ratio, self.options.context_ratio)
         run = self.anchors.get(a)
         if run is None:
             t0 = time.perf_counter()

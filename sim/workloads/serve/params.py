@@ -60,8 +60,10 @@ class ServeParams(Workload):
                                  "(vLLM's max_num_batched_tokens; a whole prompt longer than it runs alone)", min=1),
         "chunk_tokens": Field("int", 0, "serve: chunked prefill, a prompt's tokens a step takes at most (Sarathi-"
                               "Serve); 0: a prompt is prefilled in one step", min=0),
-        "step_anchor_ratio": Field("float", 4.0, "serve: steps are priced from anchors at powers of this in tokens, "
-                                   "pairs and cached tokens a token (1: every shape simulated)", min=1.0),
+        "step_anchor_ratio": Field("float", 4.0, "serve: steps are priced from anchors whose tokens are powers of "
+                                   "this (1: every shape simulated)", min=1.0),
+        "step_context_ratio": Field("float", 16.0, "serve: anchors' pairs and cached tokens a token at powers of "
+                                    "this", min=1.0),
         "step_tiles": Field("int", 8, "serve: tiles a layer of an anchor's plan at most", min=1),
         "step_stream_bytes": Field("size", 64 * 1024, "serve: a streaming kernel's weight bytes a CU at least "
                                    "(spreads a memory-bound kernel over CUs)", min=1),
@@ -93,8 +95,7 @@ class ServeParams(Workload):
                    dist_of(d["prompt_tokens"], "workload.decode.prompt_tokens", issues),
                    dist_of(d["output_tokens"], "workload.decode.output_tokens", issues), d["arrival_interval"],
                    tile_id(sched, spec), trace, d["slo_ttft"] or 0.0, d["slo_tbt"] or 0.0,
-                   CostOptions(d["step_anchor_ratio"], d["step_tiles"], d["step_stream_bytes"],
-                               d["step_map_seconds"], d["step_cache"]), spec.tiers[0].name if spec.tiers else "")
+                   cost_options(d), spec.tiers[0].name if spec.tiers else "")
 
     @property
     def work_items(self) -> int:
@@ -123,3 +124,8 @@ class ServeParams(Workload):
     def input_figures(self, cfg) -> dict:
         return KvParams.input_figures(self, cfg)  # type: ignore[arg-type]  # the same trace fields
 
+
+def cost_options(d: dict) -> CostOptions:
+    """How a serve run's steps are priced, from its [workload.decode] table."""
+    return CostOptions(ratio=d["step_anchor_ratio"], context_ratio=d["step_context_ratio"], tiles=d["step_tiles"],
+                       stream_bytes=d["step_stream_bytes"], map_seconds=d["step_map_seconds"], cache=d["step_cache"])

@@ -12,10 +12,10 @@ Roofline (``roofline_cycles``): max(bytes / the first memory tier's bandwidth, F
 chip's peak) for the layers (all ``model.layers`` of them), plus the same for the output head
 and embedding lookup, which run once a step after the layers.
 
-An anchor (``anchor``) is the shape whose plan is simulated to price a step: its tokens, and
-its pairs and cached tokens per token, rounded to the nearest power of ``ratio`` (a step of
-300 tokens with 1,900 pairs a token is priced from the plan of 256 tokens with 2,048 pairs
-a token for ratio 2, or 256 and 1,024 for ratio 4).
+An anchor (``anchor``) is the shape whose plan is simulated to price a step: its tokens rounded
+to the nearest power of ``ratio``, and its pairs and cached tokens per token to the nearest
+power of ``context_ratio`` (a step of 300 tokens with 1,900 pairs a token is priced from the
+plan of 256 tokens with 2,048 pairs a token for ratios 2, or 256 and 1,024 for ratios 4).
 """
 
 from __future__ import annotations
@@ -107,12 +107,16 @@ def _nearest_power(x: float, ratio: float) -> float:
     return ratio ** round(math.log(x, ratio))
 
 
-def anchor(shape: StepShape, ratio: float) -> StepShape:
-    """The shape whose simulated plan prices ``shape`` (module docstring); ratio 1: itself."""
+def anchor(shape: StepShape, ratio: float, context_ratio: float | None = None) -> StepShape:
+    """The shape whose simulated plan prices ``shape`` (module docstring): its tokens to the nearest
+    power of ``ratio``, its pairs and cached tokens per token to the nearest power of
+    ``context_ratio`` (``ratio`` when None); ratio 1: itself."""
     if ratio <= 1:
         return shape
+    c = ratio if context_ratio is None else context_ratio
     n = max(1, int(round(_nearest_power(shape.tokens, ratio))))
     per_key = max(1.0, shape.keys / shape.tokens)
-    keys = max(n, int(round(n * _nearest_power(per_key, ratio))))
-    kv = 0 if shape.kv_read == 0 else max(1, int(round(n * _nearest_power(shape.kv_read / shape.tokens, ratio))))
+    keys = max(n, int(round(n * _nearest_power(per_key, c)))) if c > 1 else max(n, round(n * per_key))
+    per_kv = shape.kv_read / shape.tokens
+    kv = 0 if shape.kv_read == 0 else max(1, int(round(n * (_nearest_power(per_kv, c) if c > 1 else per_kv))))
     return StepShape(n, keys, kv, 0)

@@ -46,8 +46,8 @@ from sim.workloads import WORKLOADS, ChipContext, Task
 from sim.workloads.base import dist_of
 from sim.workloads.kv_decode import KvDecode, _trace_of
 from sim.workloads.serve.batcher import Batcher
-from sim.workloads.serve.costs import CostOptions, StepCosts
-from sim.workloads.serve.params import ServeParams
+from sim.workloads.serve.costs import StepCosts
+from sim.workloads.serve.params import ServeParams, cost_options
 from sim.workloads.serve.shapes import StepShape
 from sim.workloads.serving import Objectives, PreemptionLog, RequestLog, serving_figures
 
@@ -96,8 +96,7 @@ class ServeSystemParams(ServeParams):
                    dist_of(d["prompt_tokens"], "workload.decode.prompt_tokens", issues),
                    dist_of(d["output_tokens"], "workload.decode.output_tokens", issues), d["arrival_interval"], 0,
                    trace, d["slo_ttft"] or 0.0,
-                   d["slo_tbt"] or 0.0, CostOptions(d["step_anchor_ratio"], d["step_tiles"], d["step_stream_bytes"],
-                                                    d["step_map_seconds"], d["step_cache"]), spec.tiers[0].name,
+                   d["slo_tbt"] or 0.0, cost_options(d), spec.tiers[0].name,
                    tp, dims[0], whole)
 
     def system_program(self, cfg) -> "ServeSystem":

@@ -25,7 +25,8 @@ KV_TOKEN = 131_072  # bytes of K and V a token adds (32 layers x 8 KV heads x 12
 def serve(trace: str, chip: dict | None = None, memory: dict | None = None, **decode) -> dict:
     return {"chip": chip or CHIP, "memory": {"policy": "virtual", **(memory or {})},
             "workload": {"kind": "serve", "decode": {"trace": trace, "model": "llama-3.1-8b",
-                                                     "step_anchor_ratio": 1e9, **decode}},
+                                                     "step_anchor_ratio": 1e9, "step_context_ratio": 1e9,
+                                                     **decode}},
             "run": {"max_cycles": 10**12}}
 
 
@@ -56,7 +57,7 @@ def test_a_lone_request_prefills_then_decodes(tmp_path):
     assert [s.written_bytes for s in steps] == [40 * KV_TOKEN, KV_TOKEN, KV_TOKEN, KV_TOKEN]
     assert done.summary["status"] == "completed" and done.summary["requests_finished"] == 1
     [a1, a2] = logged(done, AnchorLog)  # a prefill (nothing cached) and a decode anchor
-    assert {(a.tokens, a.kv_read) for a in (a1, a2)} == {(1, 0), (1, 1)}
+    assert {(a.tokens, a.kv_read) for a in (a1, a2)} == {(1, 0), (1, 1)}  # every shape rounds to one token
 
 
 def test_continuous_batching_and_chunked_prefill(tmp_path):
@@ -128,3 +129,25 @@ def test_what_cannot_be_served_is_refused(tmp_path, chip, model, what):
 
     with pytest.raises(ConfigError, match=what):
         run({"chip": chip, "workload": {"kind": "serve", "decode": {"model": model}}})
+
+
+def test_the_public_azure_code_file_at_its_recorded_times():
+    """AzureLLMInferenceTrace_code.csv shaped exactly as published (its first rows): every request
+    served at its recorded arrival (speed-up 1), prompts uncapped (up to 7,433 tokens here)."""
+    import csv
+
+    from tests.paths import ROOT
+
+    path = ROOT / "tests" / "data" / "traces" / "azure2023" / "AzureLLMInferenceTrace_code.csv"
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    done = run(serve(str(path), trace_duration="60s", requests=0))
+    s = done.summary
+    assert s["status"] == "completed" and s["requests_finished"] == len(rows) == s["trace_requests"]
+    assert s["trace_capped_prompts"] == 0
+    steps = logged(done, StepLog)
+    assert sum(x.prefill_tokens for x in steps) == sum(int(r["ContextTokens"]) for r in rows)
+    reqs = {r.request: r for r in logged(done, RequestLog)}
+    assert [len(reqs[i].token_cycles) for i in range(len(rows))] == [int(r["GeneratedTokens"]) for r in rows]
+    last = reqs[len(rows) - 1]
+    assert last.arrival == round((29.4790690) * 1.6e9)  # 18:17:33.4590290 - 18:17:03.9799600, at 1.6 GHz

@@ -50,5 +50,6 @@ def test_anchors_round_to_powers():
     s = StepShape(300, 300 * 1900, 300 * 1800, 300)
     assert anchor(s, 2) == StepShape(256, 256 * 2048, 256 * 2048, 0)
     assert anchor(s, 4) == StepShape(256, 256 * 1024, 256 * 1024, 0)
+    assert anchor(s, 4, 16) == StepShape(256, 256 * 4096, 256 * 4096, 0)  # 1,900 and 1,800 a token: 16^3
     assert anchor(StepShape(5, 5, 0, 1), 4) == StepShape(4, 4, 0, 0)
     assert anchor(s, 1) == s

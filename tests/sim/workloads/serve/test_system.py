@@ -19,7 +19,8 @@ def raw(chips: int = 2, model: str = "llama-3.1-8b", requests: int = 2) -> dict:
                        "network": [{**RING, "size": chips}]},
             "workload": {"kind": "serve-system", "decode": {
                 "model": model, "requests": requests, "prompt_tokens": {"dist": "fixed", "mean": 16},
-                "output_tokens": {"dist": "fixed", "mean": 3}, "step_anchor_ratio": 1e9}}}
+                "output_tokens": {"dist": "fixed", "mean": 3}, "step_anchor_ratio": 1e9,
+                "step_context_ratio": 1e9}}}
 
 
 def run(config: dict, **kw):
