@@ -242,7 +242,7 @@ def serve_reference(model, decode: list[int], prompt: int) -> tuple[float, float
     return weights + kv, flops, max((weights + kv) / HBM, flops / PEAK)
 
 
-def serve_case(name: str, chip: dict, decode: list[int], prompt: int, target: float | None, tiles: int = 8) -> dict:
+def serve_case(name: str, chip: dict, decode: list[int], prompt: int, target: float | None, tiles: int = 32) -> dict:
     """Price one step through a fresh StepCosts (its anchor simulated) beside its reference."""
     from mapping.models import model_preset
     from sim.workloads.serve.costs import CostOptions, StepCosts

@@ -21,10 +21,11 @@ from dataclasses import replace
 from mapping.plan import MappingPlan, TensorPlan
 
 
-def looped(plan: MappingPlan, layers: int, first: str, last: str) -> MappingPlan:
+def looped(plan: MappingPlan, layers: int, first: str, last: str, iterations: int = 0) -> MappingPlan:
     """``plan`` (one partition holding one layer) run for ``layers`` layers as a loop, ``last``'s
-    output carried to ``first``'s input (module docstring). ValueError if it has several
-    partitions (a loop runs one configuration)."""
+    output carried to ``first``'s input (module docstring); ``iterations`` (0: every one, layers x
+    tiles) cuts the pass after that many tiles (a pipeline's steady state is reached long before a
+    long layer ends). ValueError if it has several partitions (a loop runs one configuration)."""
     if layers < 1:
         raise ValueError(f"a loop runs at least one layer, got {layers}")
     if len(plan.partitions) != 1:
@@ -35,13 +36,15 @@ def looped(plan: MappingPlan, layers: int, first: str, last: str) -> MappingPlan
         if name not in by_name:
             raise ValueError(f"the plan has no kernel {name!r}")
     tiles = max(1, plan.num_tiles)
+    n = min(iterations, tiles * layers) if iterations > 0 else tiles * layers
+    f = n / tiles  # the pass's share of a layer's totals
     out = by_name[last]
     carried = TensorPlan(last, first, 1, float(out.outer * out.m * out.n * plan.word), tiles + 2, True, lag=tiles)
-    kernels = tuple(replace(k, tiles=k.tiles * layers, flop=k.flop * layers, weight_bytes=k.weight_bytes * layers,
-                            extra_dram_bytes=k.extra_dram_bytes * layers) for k in plan.kernels)
-    parts = tuple(replace(p, compute_seconds=p.compute_seconds * layers, memory_seconds=p.memory_seconds * layers,
-                          network_seconds=p.network_seconds * layers, seconds=p.seconds * layers)
+    kernels = tuple(replace(k, tiles=n, flop=k.flop * f, weight_bytes=k.weight_bytes * f,
+                            extra_dram_bytes=k.extra_dram_bytes * f) for k in plan.kernels)
+    parts = tuple(replace(p, compute_seconds=p.compute_seconds * f, memory_seconds=p.memory_seconds * f,
+                          network_seconds=p.network_seconds * f, seconds=p.seconds * f)
                   for p in plan.partitions)
     return replace(plan, kernels=kernels, partitions=parts, tensors=plan.tensors + (carried,),
-                   num_tiles=tiles * layers, layers_per_stage=1, seconds_per_batch=plan.seconds_per_batch,
-                   units_per_pass=plan.units_per_pass * layers)
+                   num_tiles=n, layers_per_stage=1, seconds_per_batch=plan.seconds_per_batch,
+                   units_per_pass=round(plan.units_per_pass * f))

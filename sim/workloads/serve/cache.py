@@ -17,7 +17,7 @@ import json
 import os
 from pathlib import Path
 
-FORMAT = 1
+FORMAT = 2
 
 
 def key(cfg, model, options, shape, layers: int) -> str:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from mapping.models import ModelSpec
 from sim.workloads.serve import cache
-from sim.workloads.serve.anchors import LAYERS, StepPlanRun, simulate_anchor
+from sim.workloads.serve.anchors import LAYERS, PIPELINE, StepPlanRun, simulate_anchor
 from sim.workloads.serve.figures import AnchorLog
 from sim.workloads.serve.shapes import Roofline, StepShape, anchor, roofline
 
@@ -33,7 +33,7 @@ class CostOptions:
 
     ratio: float = 4.0  # anchors' tokens at powers of this (shapes.anchor)
     context_ratio: float = 16.0  # their pairs and cached tokens per token at powers of this
-    tiles: int = 8  # tiles a layer at most
+    tiles: int = 32  # tiles a layer at most (a compute-bound anchor's)
     stream_bytes: int = 64 * 1024  # a streaming kernel's weight bytes a CU at least
     map_seconds: float = 60.0  # the MILP's time limit per anchor
     cache: str = ""  # a step cache file (cache.py); empty: none
@@ -61,19 +61,19 @@ class StepCosts:
         if run is None:
             t0 = time.perf_counter()
             o = self.options
-            k = cache.key(self.cfg, self.model, o, a, LAYERS)
+            k = cache.key(self.cfg, self.model, o, a, (LAYERS, PIPELINE))
             if self.cached is None:
                 self.cached = cache.read(o.cache) if o.cache else {}
             hit = self.cached.get(k)
             if hit is not None:
-                run = StepPlanRun(a, hit["tiles"], hit["cus"], hit["layers"], hit["end"], hit["per_layer"],
+                run = StepPlanRun(a, hit["tiles"], hit["cus"], hit["iterations"], hit["end"], hit["per_iteration"],
                                   hit["roofline_layer"], hit["plan_status"], hit["messages"])
             else:
                 run = simulate_anchor(self.cfg, self.model, a, o.tiles, o.stream_bytes, {"time_limit": o.map_seconds})
             self.anchors[a] = run
             layers = self.model.layers
-            self.logs.append(AnchorLog(a.tokens, a.keys, a.kv_read, run.tiles, run.cus, run.layers, run.end,
-                                       run.per_layer, run.roofline_layer, run.cycles_for(layers),
+            self.logs.append(AnchorLog(a.tokens, a.keys, a.kv_read, run.tiles, run.cus, run.iterations, run.end,
+                                       run.per_iteration, run.roofline_layer, run.cycles_for(layers),
                                        layers * run.roofline_layer, run.efficiency(layers), run.messages,
                                        run.plan_status, 0.0 if hit else time.perf_counter() - t0, hit is not None, k))
         return run.efficiency(self.model.layers)

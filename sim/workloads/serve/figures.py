@@ -44,11 +44,11 @@ class AnchorLog:
     tokens: int = column("int64", "the anchor's tokens a step")
     keys: int = column("int64", "its query-key pairs per head")
     kv_read: int = column("int64", "its cached tokens read per layer")
-    tiles: int = column("int64", "tiles a layer of its plan")
+    tiles: int = column("int64", "tiles a layer of its plan (1 when memory-bound)")
     cus: int = column("int64", "CUs its plan's kernels use")
-    layers_simulated: int = column("int64", "layers its looped run simulated")
+    iterations: int = column("int64", "iterations (layer x tile) its looped run simulated")
     cycles: int = column("int64", "simulated cycles of that run")
-    per_layer_cycles: float = column("double", "cycles a layer adds in the loop's steady state")
+    per_iteration_cycles: float = column("double", "cycles an iteration adds in the loop's steady state")
     roofline_layer_cycles: float = column("double", "one layer at the roofline (its plan's bytes and FLOPs), cycles")
     step_cycles: float = column("double", "its step's cycles over the model's layers (extrapolated)")
     roofline_cycles: float = column("double", "the model's layers at the roofline, cycles")
@@ -67,7 +67,7 @@ class AnchorLog:
     def cache_entry(self) -> dict:
         """What a step cache keeps of it (sim/workloads/serve/cache.py)."""
         return {"shape": [self.tokens, self.keys, self.kv_read], "tiles": self.tiles, "cus": self.cus,
-                "layers": self.layers_simulated, "end": self.cycles, "per_layer": self.per_layer_cycles,
+                "iterations": self.iterations, "end": self.cycles, "per_iteration": self.per_iteration_cycles,
                 "roofline_layer": self.roofline_layer_cycles, "plan_status": self.plan_status,
                 "messages": self.messages}
 

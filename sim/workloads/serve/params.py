@@ -64,7 +64,8 @@ class ServeParams(Workload):
                                    "this (1: every shape simulated)", min=1.0),
         "step_context_ratio": Field("float", 16.0, "serve: anchors' pairs and cached tokens a token at powers of "
                                     "this", min=1.0),
-        "step_tiles": Field("int", 8, "serve: tiles a layer of an anchor's plan at most", min=1),
+        "step_tiles": Field("int", 32, "serve: tiles a layer of a compute-bound anchor's plan at most (a "
+                            "memory-bound one runs in one)", min=1),
         "step_stream_bytes": Field("size", 64 * 1024, "serve: a streaming kernel's weight bytes a CU at least "
                                    "(spreads a memory-bound kernel over CUs)", min=1),
         "step_map_seconds": Field("time", 60.0, "serve: the MILP's time limit for an anchor's plan", min=0.01,
