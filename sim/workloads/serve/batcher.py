@@ -249,6 +249,9 @@ class Batcher:
         q = self.seqs[s]
         t0 = self.now
         self.running.remove(s)
+        if q.swapped >= 0:  # admitted, but its KV never came back from the swap memory: in line again as it was
+            self.waiting.insert(0, s)
+            return
         nbytes = q.kv * self.kv_token
         what = "recompute"
         if self.swap and q.kv and q.decoding:
