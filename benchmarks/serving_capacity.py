@@ -4,7 +4,7 @@ meet the objectives and every lower scale tried meets them too (sim/workloads/ca
     python benchmarks/serving_capacity.py examples/kv_decode_pressure.toml --slo-ttft 500us --slo-tbt 50us \\
         --set memory.on_oom=preempt
     python benchmarks/serving_capacity.py CONFIG --slo-ttft 1ms --slo-tbt 50us --lo 0.5 --hi 64 --steps 8
-    python benchmarks/serving_capacity.py --quick     # a small search on a short trace, in seconds
+    python benchmarks/serving_capacity.py --smoke     # a small search on a short trace, in seconds
 
 A scale multiplies the config's arrival rate (``trace_speedup`` times it with a trace, else
 ``arrival_interval`` divided by it). The scan tries the lattice 2 ** (k / steps) between --lo and
@@ -40,14 +40,19 @@ from sim.workloads.capacity import capacity  # noqa: E402
 from sim.workloads.serving import Objectives  # noqa: E402
 
 CONFIG = os.path.join(ROOT, "examples", "kv_decode_pressure.toml")
-# --quick: the pressure trace's first 8 requests, two replicas, two scales: four runs of under a second
-QUICK = {"sets": ["workload.decode.requests=8", "memory.on_oom='preempt'"], "lo": 1.0, "hi": 2.0, "steps": 1,
-         "refine": 1, "past": 1, "min_requests": 16}
+# the shapes of the JSON lines (tests/test_benchmarks.py runs --smoke and checks them)
+SMOKE_KEYS = (("bench", "try", "scale", "met", "ttft_p99_seconds", "tbt_p99_seconds", "slo_attainment"),
+              ("bench", "capacity_speedup", "bounded", "below_lo", "resolution", "recovered", "replicas"))
+# --smoke: the pressure trace's first 6 requests, two replicas, one scale: two runs of under a second
+# (tests/sim/workloads/test_capacity.py tests the search itself)
+SMOKE = {"sets": ["workload.decode.requests=6", "memory.on_oom='preempt'"], "lo": 1.0, "hi": 1.0, "steps": 1,
+         "refine": 1, "past": 1, "min_requests": 12}
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("config", nargs="?", default=CONFIG, help="a decode config (default: examples/kv_decode_pressure.toml)")
+    ap.add_argument("config", nargs="?", default=CONFIG,
+                    help="a decode config (default: examples/kv_decode_pressure.toml)")
     ap.add_argument("--slo-ttft", default="500us", help="objective on p99 TTFT, with its unit")
     ap.add_argument("--slo-tbt", default="50us", help="objective on p99 TBT, with its unit")
     ap.add_argument("--lo", type=float, default=0.25, help="lowest scale of the scan")
@@ -58,16 +63,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--replicas", type=int, default=0, help="copies run per scale (0: enough for --min-requests)")
     ap.add_argument("--replica-by", default="auto", choices=("auto", "jitter", "windows", "seeds"),
                     help="auto: jitter for a trace, seeds for drawn arrivals")
-    ap.add_argument("--jitter", default="", help="replicas by jitter: the jitter, with its unit (default: one mean gap)")
+    ap.add_argument("--jitter", default="",
+                    help="replicas by jitter: the jitter, with its unit (default: one mean gap)")
     ap.add_argument("--min-requests", type=int, default=None,
                     help="pooled requests a scale needs (default 101: what a p99 needs to be more than the maximum)")
     ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
-    ap.add_argument("--quick", action="store_true", help="a small search (smoke test): " + json.dumps(QUICK))
+    ap.add_argument("--smoke", action="store_true", help="a small search (smoke test): " + json.dumps(SMOKE))
     args = ap.parse_args(argv)
-    if args.quick:
-        args.overrides = QUICK["sets"] + args.overrides
+    if args.smoke:
+        args.overrides = SMOKE["sets"] + args.overrides
         for k in ("lo", "hi", "steps", "refine", "past", "min_requests"):
-            setattr(args, k, QUICK[k])
+            setattr(args, k, SMOKE[k])
     try:
         slo = Objectives(parse_duration(args.slo_ttft), parse_duration(args.slo_tbt))
         replicas = plan_replicas(args.config, args.overrides, args.replica_by, args.replicas, args.min_requests,

@@ -3,7 +3,7 @@
     python benchmarks/serving_pressure.py                  # all 64 requests, capacity for three cases
     python benchmarks/serving_pressure.py --requests 32    # the first 32 (half the time)
     python benchmarks/serving_pressure.py --capacity none  # the table only
-    python benchmarks/serving_pressure.py --quick          # 6 requests, no capacity: a smoke test
+    python benchmarks/serving_pressure.py --smoke          # 3 requests, no capacity: a smoke test
 
 examples/kv_decode_pressure.toml (examples/traces/azure_code_pressure.csv: the public Azure
 code trace's first-minute arrival rate, prompts of thousands of tokens, capped at 1,024; 16
@@ -46,6 +46,9 @@ CONFIG = os.path.join(HERE, "..", "examples", "kv_decode_pressure.toml")
 ON_OOM = {"stall": {"on_oom": "stall"}, "evict": {"on_oom": "evict"},
           "preempt-recompute": {"on_oom": "preempt", "preempt_mode": "recompute"},
           "preempt-swap": {"on_oom": "preempt", "preempt_mode": "swap"}}
+# the shapes of the JSON lines (tests/test_benchmarks.py runs --smoke and checks them)
+SMOKE_KEYS = (("bench", "case", "status", "requests_finished", "peak_mu_utilization", "ttft_p99_seconds"),
+              ("bench", "target", "met", "measured"))
 CAPACITY_CASES = ("virtual/stall", "virtual/preempt-recompute", "virtual+nearest/stall")
 FIGURES = ("status", "trace_requests", "requests_finished", "requests_failed", "peak_mu_utilization",
            "first_oom_utilization", "oom_events", "preemptions", "spilled_blocks", "ttft_p99_seconds",
@@ -102,10 +105,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hi", type=float, default=4.0, help="highest speed-up tried")
     ap.add_argument("--steps", type=int, default=4, help="capacity scan: lattice scales per doubling")
     ap.add_argument("--refine", type=int, default=2, help="capacity: bisections of the lattice step above the answer")
-    ap.add_argument("--quick", action="store_true", help="the first 6 requests, no capacity search (a smoke test)")
+    ap.add_argument("--smoke", action="store_true", help="the first 3 requests, no capacity search (a smoke test)")
     args = ap.parse_args(argv)
-    if args.quick:
-        args.requests, args.capacity = args.requests or 6, "none"
+    if args.smoke:
+        args.requests, args.capacity = args.requests or 3, "none"
     slo = Objectives(parse_duration(args.slo_ttft), parse_duration(args.slo_tbt))
     base_sets = [f"workload.decode.requests={args.requests}"]
     base = load(RUN_SCHEMA, args.config, base_sets)

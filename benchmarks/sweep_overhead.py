@@ -2,6 +2,7 @@
 
     python benchmarks/sweep_overhead.py            # default sizes
     python benchmarks/sweep_overhead.py --quick    # fewer points and repeats
+    python benchmarks/sweep_overhead.py --smoke    # a handful of points once, joining $RAY_ADDRESS if set
 
 1. Throughput of trivial points: a sweep of `noop` points (no work) on an embedded
    local Ray, from plan to the last file written; points per second, median of repeats.
@@ -55,6 +56,13 @@ def _sweep(plan, max_concurrency=None) -> tuple[float, float, float]:
         assert summary.computed == len(plan.points) and summary.failed == 0
         job = sum(read_dataset(Path(out) / plan.spec.name, columns=["point_seconds"]).column(0).to_pylist())
     return seconds, job, cpu
+
+
+# the shapes of the JSON lines (tests/test_benchmarks.py runs --smoke and checks them)
+SMOKE_KEYS = (("benchmark", "seconds", "note"),
+              ("benchmark", "points", "repeats", "points_per_second", "target_points_per_second", "meets_target"),
+              ("benchmark", "points", "repeats", "loop_seconds", "sweep_seconds", "overhead_seconds_per_point",
+               "machinery_seconds_per_point", "two_in_flight_seconds"))
 
 
 def trivial(points: int, repeats: int) -> dict:
@@ -117,7 +125,10 @@ def main() -> None:
     parser.add_argument("--trivial-points", type=int, default=None)
     parser.add_argument("--noc-points", type=int, default=None)
     parser.add_argument("--repeats", type=int, default=None)
+    parser.add_argument("--smoke", action="store_true", help="8 trivial and 2 NoC points, once")
     args = parser.parse_args()
+    if args.smoke:
+        args.trivial_points, args.noc_points, args.repeats = args.trivial_points or 8, args.noc_points or 2, 1
     repeats = args.repeats or (2 if args.quick else 5)
     from cluster.parallel.ray_env import init_ray
 
