@@ -29,6 +29,7 @@ from cluster.config.run import RUN_SCHEMA, chip_config
 from cluster.errors import UserError
 from cluster.jobs.chip import simulate_chip
 from sim.workloads.capacity import Attainment
+from sim.workloads.request_trace import RequestTrace
 from sim.workloads.serving import (
     Objectives,
     RequestLog,
@@ -74,7 +75,7 @@ def plan_replicas(config: str, overrides: list[str], kind: str = "auto", count: 
     ("auto": jitter for a trace, seeds for drawn arrivals)."""
     cfg = load(RUN_SCHEMA, config, overrides)
     d, seed = cfg["workload"]["decode"], cfg["run"]["seed"]
-    trace = chip_config(cfg).workload.trace if d["trace"] else None
+    trace: RequestTrace | None = getattr(chip_config(cfg).workload, "trace", None) if d["trace"] else None
     n = len(trace.arrivals) if trace is not None else d["requests"]
     if kind == "auto":
         kind = "jitter" if trace is not None else "seeds"
@@ -93,6 +94,7 @@ def plan_replicas(config: str, overrides: list[str], kind: str = "auto", count: 
             raise UserError("replicas by windows need workload.decode.trace_duration (the window to repeat)")
         return Replicas(kind, count, n, tuple(
             (f"workload.decode.trace_start='{d['trace_start'] + i * d['trace_duration']!r}s'",) for i in range(count)))
+    assert trace is not None  # jitter needs a trace (checked above)
     # one mean gap between arrivals, in the trace's own time (span_seconds is simulated: after the speed-up)
     gap = trace.span_seconds * d["trace_speedup"] / (n - 1) if n > 1 else 0.0
     jitter = jitter_seconds or gap

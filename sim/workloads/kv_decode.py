@@ -236,6 +236,7 @@ class KvDecode:
         """The trace's arrival cycles in time order, and which trace request each one is. With
         ``trace_jitter`` (a replica of a short trace) every arrival moves later by its own draw in
         [0, jitter) and the requests are put in time order again, each keeping its lengths."""
+        assert self.p.trace is not None  # only a trace's requests are ordered here
         t = np.asarray(self.p.trace.arrivals, dtype=np.int64)
         if self.p.trace_jitter:
             t = t + np.floor(rng.uniform(self.cfg.seed, STREAM_TRACE_JITTER, 0, np.arange(len(t)))

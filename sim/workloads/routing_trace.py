@@ -3,10 +3,10 @@
 Read: an ``.npz`` file with an integer array ``experts`` of shape [layers, steps, tokens,
 top_k] ([steps, tokens, top_k] for one layer); a token whose experts are all -1 is absent
 (steps of different sizes pad with it). The STeP artifact's routing files as published
-(stanford-ppl/step_artifact: ``ITERATION_LAYER.npz`` with one array ``data`` of [tokens, top_k]),
-one file or their folder, keeping the artifact's layer and iteration numbers. Or a Parquet file in long form, one row per routed
-(token, expert): columns ``layer``, ``step``, ``token``, ``expert``, a token's rows in rank
-order. Every token must go to the same number (top_k) of distinct experts.
+(stanford-ppl/step_artifact: ``ITERATION_LAYER.npz`` with one array ``data`` of [tokens,
+top_k]), one file or their folder, keeping the artifact's layer and iteration numbers. Or a
+Parquet file in long form, one row per routed (token, expert): columns ``layer``, ``step``,
+``token``, ``expert``, a token's rows in rank order. Every token must go to the same number (top_k) of distinct experts.
 
 A run replays a selection: the chosen layers (all by default) of each step, step-major
 (step 0 layer 0, step 0 layer 1, ...: a forward pass runs its layers in order), at most
