@@ -48,7 +48,6 @@ SLOW = {
     "rdasim map examples/map_gpt_layer.toml --out plan/": "mapping_presets.py (the solver)",
     "rdasim noc --backend ray": "noc_speed.py and result_hashes.py (the reference curve)",
     "rdasim noc --rates 0.1,0.3,0.4 --out results/noc": "result_hashes.py (noc 8x8 config B)",
-    "rdasim noc --rate 0.3 --json": "result_hashes.py (noc 8x8 config B)",
     "rdasim noc --k 16 --rate 0.15 --shards 4 --cut blocks": "noc_speed.py (16x16), pdes_speed.py",
     "rdasim noc --k 32 --rate 0.075 --shards 2 --backend ray": "noc_speed.py and pdes_speed.py (noc32)",
     "rdasim noc examples/noc_torus.toml --set noc.traffic=transpose": "result_hashes.py (noc 4x4 torus transpose)",
@@ -58,10 +57,6 @@ SLOW = {
     "rdasim sweep examples/sweep_noc.toml --out results": "sweep_overhead.py; tests/test_readme.py with -m slow",
     "rdasim sweep status results": "sweep_overhead.py; tests/test_readme.py with -m slow",
     "rdasim report results": "tests/cluster/report (figures from sweeps)",
-    "rdasim map --preset gpt3-1t-sn30": "mapping_presets.py",
-    "rdasim map --preset dlrm-0.8t-h100 --json": "mapping_presets.py",
-    "rdasim map examples/map_llm_sn40l.toml --set mapping.partitions=4 --out results/map": "mapping_presets.py",
-    "rdasim map --preset megatron-145b-a100 --set mapping.all_reduce_passes=2": "mapping_presets.py",
 }
 
 
