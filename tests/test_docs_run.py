@@ -38,9 +38,9 @@ PLACEHOLDER = re.compile(r"\[|\||\.\.\.|<|\b[A-Z][A-Z_]*[A-Z](?:\.\w+)?\b|\bN\b|
 # block commands slower than a few seconds, with the benchmark that runs the same code
 SLOW = {
     "rdasim run examples/kv_decode.toml": "chip_speed.py (this run, both NoC models)",
-    "rdasim run examples/moe_mixtral.toml --shards 4 --backend ray --out results/":
+    "rdasim run examples/moe_mixtral.toml --shards 4 --backend ray --out results/mixtral":
         "oversubscribed.py (moe_mixtral on Ray shards); tests/test_readme.py runs it with -m slow",
-    "rdasim run examples/spec_decode.toml --trace spec.json --memory-map 20000 --out results/":
+    "rdasim run examples/spec_decode.toml --trace spec.json --memory-map 20000 --out results/spec":
         "memory_policies.py (decode runs); tests/cluster/commands/test_run.py traces a short one",
     "rdasim run examples/mapped_gpt_layer.toml --json": "mapped_vs_analytic.py (the mapped examples)",
     "rdasim run examples/mapped_gpt_layer.toml --set workload.dataflow.plan=plan/plan.json --out results/mapped":
@@ -129,6 +129,17 @@ def _subparser(argv: list[str]):
 
 def test_the_docs_have_commands_and_snippets():
     assert len(COMMANDS) > 60 and any(c.block is not None for c in COMMANDS)
+
+
+def test_no_doc_names_a_table_as_one_file():
+    """Since the per-table layout each table is a directory of files (DIR/run_summary/run=<id>/...):
+    a doc naming `run_summary.parquet` sends a reader to a file that is not there."""
+    from cluster.results.schemas import ALL_TABLES
+
+    names = "|".join(t.name for t in ALL_TABLES)
+    found = [f"{d.name}: {m}" for d in DOCS + [ROOT / "README.md"]
+             for m in re.findall(rf"(?<![\w.*/])(?:{names})\.parquet\b", d.read_text())]
+    assert not found, found
 
 
 @pytest.mark.parametrize("command", [c for c in COMMANDS if c.argv[0] == "rdasim"],
@@ -226,9 +237,11 @@ def test_every_block_command_runs_as_stated(command: Command, block_dirs, tmp_pa
         block_dirs[key] = d
     cwd = block_dirs[key]
     earlier = [c for c in RUNNABLE if (c.doc, c.block) == key]
+    mine = _out_dir(command.argv)
+    reads = [p for a in command.argv[1:] if a.rstrip("/") != mine for p in re.split(r"[=,]", a)]
     for need in earlier[:earlier.index(command)]:  # what it reads: the block's earlier --out
         out = _out_dir(need.argv)
-        if out and out in " ".join(command.argv[1:]) and not (cwd / out).exists():
+        if out and any(p.rstrip("/") == out or p.startswith(out + "/") for p in reads) and not (cwd / out).exists():
             assert _run(need.argv, cwd).returncode == need.status, need.line
     p = _run(command.argv, cwd)
     assert p.returncode == command.status, f"{command.line}\nexit {p.returncode}\n{p.stderr[-3000:]}"
