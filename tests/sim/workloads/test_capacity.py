@@ -151,3 +151,24 @@ def test_a_jittered_replica_moves_each_arrival_by_less_than_the_jitter_and_keeps
         assert sorted(prog.lengths(i) for i in range(len(a))) == pairs  # each request keeps its own lengths
         jitters.append(list(a))
     assert jitters[0] != jitters[1]  # the seed draws the replica
+
+
+def test_a_jittered_replica_keeps_each_requests_prefix_blocks(tmp_path):
+    """Requests reordered by the jitter keep their own hash_ids with their lengths: the prefix
+    hits of the run are those hash_ids give in the order the jittered requests arrive."""
+    from cluster.config import load
+    from cluster.config.run import RUN_SCHEMA, chip_config
+    from tests.sim.chip.chiprun import run
+    from tests.sim.workloads.test_prefix_sharing import MOONCAKE, decode, ideal, mooncake_text
+
+    path = tmp_path / "mooncake_trace.jsonl"
+    path.write_text(mooncake_text(MOONCAKE))
+    raw = decode(path)
+    raw["workload"]["decode"]["trace_jitter"] = "5s"  # five gaps: the requests change order
+    cfg = chip_config(load(RUN_SCHEMA, raw={**raw, "noc": {"model": "packet"}}))
+    order = [cfg.workload.program(cfg).trace_row(s) for s in range(len(MOONCAKE))]
+    assert sorted(order) == list(range(len(MOONCAKE))) and order != sorted(order)
+    want = ideal([MOONCAKE[i][0] for i in order], [MOONCAKE[i][1] for i in order], 512)
+    s = run(raw).summary
+    assert s["completed"] and (s["prefix_blocks"], s["prefix_hit_blocks"]) == (sum(b for b, _ in want),
+                                                                             sum(k for _, k in want))
