@@ -271,6 +271,9 @@ def results_tree(tmp_path_factory) -> Path:
                  ["rdasim", "report", "results", "--quiet"]):
         p = _run(argv, d)
         assert p.returncode == 0, f"{' '.join(argv)}: {p.stderr[-2000:]}"
+    shutil.copytree(d / "results", d / "compacted" / "results")  # the same sweep, its point files compacted
+    p = _run(["rdasim", "sweep", "compact", "compacted/results"], d)
+    assert p.returncode == 0, p.stderr[-2000:]
     return d
 
 
@@ -401,9 +404,13 @@ def test_every_output_layout_is_what_is_written(doc, index, results_tree, tmp_pa
         root = results_tree
         pats = _patterns(body)
     files = [str(f.relative_to(root)) for f in root.rglob("*")]
+    # a compacted file is what a compacted sweep holds (the fixture's copy of the sweep, compacted)
+    compacted = root.parent / "compacted" / root.name if doc == "sweeps.md" else results_tree / "compacted"
+    packed = [str(f.relative_to(compacted)) for f in compacted.rglob("*")] if compacted.is_dir() else []
     for pat in pats:
         g = _glob(pat)
-        assert any(fnmatch.fnmatch(f, g) or fnmatch.fnmatch(f + "/", g) for f in files), \
+        seen = packed if "compact-" in pat else files
+        assert any(fnmatch.fnmatch(f, g) or fnmatch.fnmatch(f + "/", g) for f in seen), \
             f"{doc}: nothing written matches {pat}"
 
 
