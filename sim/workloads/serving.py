@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import astuple, dataclass
 from fractions import Fraction
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
@@ -46,7 +46,7 @@ class RequestLog:
     request: int
     arrival: int  # cycle it arrived
     admitted: int  # cycle it was first admitted (-1: never)
-    token_cycles: tuple[int, ...]  # each generated token's cycle
+    token_cycles: Sequence[int]  # each generated token's cycle (an array of int64: 8 bytes a token)
     preemptions: int
     status: str  # "ok" (served) or "failed" (refused: it can never fit, or a buffer larger than any MU)
 
@@ -163,7 +163,7 @@ def serving_figures(logs: list[RequestLog], preemptions: list[PreemptionLog], cl
 def served_latencies(logs: list[RequestLog], clock_hz: float) -> tuple[np.ndarray, np.ndarray]:
     """The samples of the latency percentiles: each served request's TTFT (by request id) and
     every gap between consecutive tokens of every served request, in seconds."""
-    served = [x for x in sorted(logs, key=lambda x: x.request) if x.status == SERVED and x.token_cycles]
+    served = [x for x in sorted(logs, key=lambda x: x.request) if x.status == SERVED and len(x.token_cycles)]
     ttft = np.array([(x.token_cycles[0] - x.arrival) / clock_hz for x in served])
     tbt = np.concatenate([np.diff(np.asarray(x.token_cycles, dtype=np.float64)) / clock_hz for x in served]) \
         if served else np.zeros(0)
