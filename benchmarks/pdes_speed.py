@@ -3,6 +3,7 @@
     python benchmarks/pdes_speed.py                  # every case, medians of 3
     python benchmarks/pdes_speed.py --only noc32     # one case
     python benchmarks/pdes_speed.py --budget 120     # give up on a run after 120 s (projected)
+    python benchmarks/pdes_speed.py --smoke          # a short 8x8 NoC, once, no auto (the test suite)
 
 Cases (the issue's targets, printed beside the figures):
   kv-sn40l       examples/kv_decode.toml on sn40l-like, requests = max_batch = 64 (packet NoC)
@@ -40,7 +41,11 @@ CASES = {
     "kv-plasticine": ("chip", [], {"ray2": 1.0, "auto": 1 / 1.1}),
     "noc32": ("noc", (32, 0.075), {"ray2": 1.5}),
     "noc64": ("noc", (64, 0.0375), {"ray2": 1.7}),  # issue 23 (issue 11 asked 1.8x)
+    # --smoke only (tests/test_benchmarks.py): 500 cycles of an 8x8 NoC, no target
+    "noc8-smoke": ("noc", (8, 0.3, ["noc.warmup_cycles=200", "noc.measure_cycles=300"]), {}),
 }
+SMOKE_KEYS = (("bench", "case", "cores", "one_process", "ray2", "speedup_ray2", "same_result_hash_ray2",
+               "speedup_today"),)
 # epochs of 2 shards on the plasticine example, today (issue 11): the target is 20x fewer
 PLASTICINE_EPOCHS_TODAY = 763_234
 # what main measured before this work (the issue; the NoC re-measured after issue 15's kernels)
@@ -82,12 +87,12 @@ def _chip_run(sets: list[str], shards, backend: str, progress):
     return done.summary, done.simulation.outcome
 
 
-def _noc_run(k: int, rate: float, shards, backend: str, progress):
+def _noc_run(k: int, rate: float, sets: list[str] | None, shards, backend: str, progress):
     from cluster.config import load
     from cluster.config.noc import NOC_SCHEMA, params_of
     from cluster.jobs.noc import simulate_noc
 
-    cfg = load(NOC_SCHEMA, None, [f"noc.k={k}", f"noc.rate={rate}"])
+    cfg = load(NOC_SCHEMA, None, [f"noc.k={k}", f"noc.rate={rate}", *(sets or [])])
     done = simulate_noc(params_of(cfg, rate), shards=shards, backend=backend, progress=progress)
     sim = done.simulation
     return {**done.summary, **sim.outcome.extra, **sim.distribution, "shards": sim.shards}, sim.outcome
@@ -99,7 +104,8 @@ def _one(kind: str, what, shards, backend: str, budget: float, total_cycles: int
         if kind == "chip":
             s, o = _chip_run(what, shards, backend, progress)
         else:
-            s, o = _noc_run(*what, shards, backend, progress)
+            k, rate, *sets = what
+            s, o = _noc_run(k, rate, sets[0] if sets else None, shards, backend, progress)
     except OverBudget:
         elapsed = time.perf_counter() - start
         done = max(reached[0], 1)
@@ -150,7 +156,7 @@ def run_case(name: str, repeats: int, budget: float, auto: bool, cold: bool = Fa
                     init_ray(num_cpus=os.cpu_count())
                 r = _one(kind, what, shards, backend, 1e9 if conf == "one_process" else budget, total)
                 if backend == "ray":
-                    time.sleep(SETTLE_SECONDS)
+                    time.sleep(0.0 if name.endswith("-smoke") else SETTLE_SECONDS)
                 if conf == "one_process":
                     total = r["sim_cycles"]
                     one_rss = one_rss or round(_rss_mb(), 1)  # before Ray starts in this process
@@ -172,7 +178,7 @@ def run_case(name: str, repeats: int, budget: float, auto: bool, cold: bool = Fa
             out[f"meets_{conf}"] = bool(sp is not None and sp >= targets[conf] and not s["projected"])
         out[f"same_result_hash_{conf}"] = all(r.get("result_hash") == ref_hash for r in runs[conf]
                                                if not r["projected"]) if not s["projected"] else None
-    out["speedup_today"] = TODAY[name]
+    out["speedup_today"] = TODAY.get(name)
     if name == "kv-plasticine" and not summ["ray2"]["projected"]:
         e = summ["ray2"]["epochs"]
         out["epochs_ray2_today"] = PLASTICINE_EPOCHS_TODAY
@@ -190,11 +196,14 @@ def main() -> None:
     ap.add_argument("--no-auto", action="store_true", help="skip the shards = \"auto\" configuration")
     ap.add_argument("--cold", action="store_true", help="new Ray actors for every run (not kept warm)")
     ap.add_argument("--case", help=argparse.SUPPRESS)
+    ap.add_argument("--smoke", action="store_true", help="noc8-smoke once, without auto, Ray actors kept warm")
     args = ap.parse_args()
+    if args.smoke:
+        args.only, args.repeats, args.no_auto = "noc8-smoke", 1, True
     if args.case:
         print(json.dumps(run_case(args.case, args.repeats, args.budget, not args.no_auto, args.cold)), flush=True)
         return
-    names = args.only.split(",") if args.only else list(CASES)
+    names = args.only.split(",") if args.only else [c for c in CASES if not c.endswith("-smoke")]
     for name in names:
         if name not in CASES:
             sys.exit(f"unknown case {name!r}; one of {', '.join(CASES)}")

@@ -26,7 +26,7 @@ from sim.chip.reclaim import RECLAMATIONS
 from sim.chip.spec import PRESETS, unit_layout
 from sim.energy.table import EnergyTableError, load_table
 from sim.keys import merge_fields
-from sim.memory.policies import POLICIES, MuGeometry
+from sim.memory.policies import POLICIES, MuGeometry, holding
 from sim.network import NETWORKS
 from sim.noc.params import TIMING_KEYS
 from sim.noc.routing import ROUTINGS
@@ -337,6 +337,27 @@ def _preempt_issues(kind: str, mem: dict) -> list[Issue]:
     return []
 
 
+def _size_text(n: int) -> str:
+    """Bytes as a config writes them: "1MiB", "512KiB", or plain bytes."""
+    for unit, k in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << k and n % (1 << k) == 0:
+            return f"{n >> k}{unit}"
+    return str(n)
+
+
+def _room_for(policy, mu: MuGeometry) -> Callable[[int], str]:
+    """The --set lines (chip.mu_bytes, memory.offset_bits) of the least MU on which ``policy``
+    holds a buffer of n bytes (sim/memory/policies.holding); "" when none does."""
+    def room(nbytes: int) -> str:
+        g = holding(policy, mu, nbytes)
+        if g is None:
+            return ""
+        sets = [f"chip.mu_bytes={_size_text(g.capacity)}"] if g.capacity != mu.capacity else []
+        sets += [f"memory.offset_bits={g.virtual_bits}"] if g.virtual_bits != mu.virtual_bits else []
+        return " ".join(f"--set {x}" for x in sets)
+    return room
+
+
 def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=None) -> ChipConfig:
     """The ChipConfig a resolved ``rdasim run`` config describes (raises ConfigError); ``system``: the
     mapper's System its chip is a grid chip of."""
@@ -367,8 +388,8 @@ def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=Non
     issues += _preempt_issues(wl["kind"], mem)
     if issues and params.MAPS_GRAPH:  # mapping needs every key it reads
         raise ConfigError("config", issues)
-    workload = params.from_config(wl["kind"], wl[params.SECTION], ChipContext(spec, lay, policy.room(mu), system),
-                                  issues)
+    workload = params.from_config(wl["kind"], wl[params.SECTION],
+                                  ChipContext(spec, lay, policy.room(mu), system, _room_for(policy, mu)), issues)
     try:
         energy = load_table(cfg["energy"]["table"])
     except EnergyTableError as exc:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -267,11 +268,10 @@ def _life_columns(results) -> dict:
     names: dict[int, str] = {}
     for r in results:
         names.update(r.life_names)
-    fields = [f.name for f in dataclasses.fields(BufferLife)]
-    cols: dict[str, np.ndarray | list] = {name: rows[:, i] for i, name in enumerate(fields)}
-    cols["label"] = [BUFFER_LABELS.get(x, str(x)) for x in rows[:, fields.index("label")].tolist()]
-    cols["freed_by"] = [names[x] for x in rows[:, fields.index("freed_by")].tolist()]
-    cols["evicted"] = rows[:, fields.index("evicted")].astype(bool)
+    cols: dict[str, Any] = {f.name: rows[:, i] for i, f in enumerate(dataclasses.fields(BufferLife))}
+    cols["label"] = [BUFFER_LABELS.get(x, str(x)) for x in cols["label"].tolist()]
+    cols["freed_by"] = [names[x] for x in cols["freed_by"].tolist()]
+    cols["evicted"] = cols["evicted"].astype(bool)
     return cols
 
 

@@ -24,7 +24,7 @@ is a module in this package (docs/design.md, "Adding a workload").
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Protocol
 
 from sim.keys import Issue, Table
 from sim.registry import Registry
@@ -49,6 +49,8 @@ class ChipContext:
     layout: "UnitLayout | None"
     room: "MuRoom | None" = None  # how an MU gives out room under the run's policy
     system: "System | None" = None  # the system of chips a system workload runs on
+    # the --set lines that make an MU hold a buffer of n bytes under the run's policy ("": none can)
+    room_for: "Callable[[int], str] | None" = None
 
     def on_chip(self) -> "tuple[ChipSpec, UnitLayout]":
         """The chip and where its units are (always given to a chip workload; None for a system's)."""

@@ -15,9 +15,10 @@ module in this package (docs/design.md, "Adding a memory policy").
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
+from allocators.errors import AllocatorError
 from mapping.placement import MuRoom
 from sim.keys import Field, Issue
 from sim.registry import Registry
@@ -157,6 +158,24 @@ class StorageBase:
 def largest_buffer(room: MuRoom) -> int:
     """The largest buffer an MU can ever hold under a policy (its room): no free makes more."""
     return min(room.capacity, room.biggest)
+
+
+def holding(policy: PolicyParams, mu: MuGeometry, nbytes: int, max_capacity: int = 1 << 40,
+            max_bits: int = 48) -> MuGeometry | None:
+    """The least MU (bytes: its own or a power of two, then the fewest reference offset bits) on
+    which ``policy`` holds a buffer of ``nbytes`` (``largest_buffer``); None if none up to the
+    limits. What an error suggests when a buffer is larger than an MU can hold."""
+    sizes = [mu.capacity] + [1 << k for k in range(max(1, nbytes - 1).bit_length(), max_capacity.bit_length())
+                             if 1 << k > mu.capacity]
+    for capacity in sizes:
+        for bits in range(mu.virtual_bits, max_bits + 1):
+            g = replace(mu, capacity=capacity, virtual_bits=bits)
+            try:
+                if not policy.problems(g) and largest_buffer(policy.room(g)) >= nbytes:
+                    return g
+            except (ValueError, AllocatorError):  # a geometry the policy cannot lay out at all
+                continue
+    return None
 
 
 def keyed_defaults(cls: Any, memory: dict[str, Any]) -> dict[str, Any]:
