@@ -17,16 +17,17 @@ import pyarrow as pa
 
 from cluster.config import config_hash
 from cluster.jobs.chip_model import ChipModel
-from cluster.jobs.grid import cut_grid, epoch_length
+from cluster.jobs.grid import cut_figures, cut_grid, epoch_length
 from cluster.jobs.noc import run_id_for
 from cluster.jobs.summarised import Summarised
-from cluster.parallel.model import ProgressFn
+from cluster.parallel.model import CutFigures, ProgressFn
 from cluster.parallel.simulate import Simulation, simulate
 from cluster.progress import Progress
 from cluster.results import io, layout, schemas
 from sim.chip import memory_map
 from sim.chip.config import ChipConfig
 from sim.chip.report import summarize_chip
+from sim.chip.shard import ChipShard
 from sim.chip.trace import chrome_trace
 from sim.energy.accelergy import accelergy_files
 from sim.noc.topology import Region
@@ -55,6 +56,9 @@ class ChipGrid:
 
     def epoch(self, regions: list[Region], requested: int | None) -> tuple[int, int | None]:
         return epoch_length(self.cfg.noc, regions, requested)
+
+    def cut_figures(self, shard: ChipShard, regions: list[Region]) -> CutFigures | None:
+        return cut_figures(self.cfg.noc, shard.net.link_totals(), shard.t, regions)
 
 
 @dataclass

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from cluster.errors import UserError
+from cluster.parallel.model import CutFigures
+from sim.network import LinkCounts
 from sim.noc.params import NocParams
 from sim.noc.topology import DIRECTION, Region
 
@@ -125,3 +127,17 @@ def epoch_length(p: NocParams, regions: list[Region], requested: int | None) -> 
             f"Use run.epoch <= {la} or leave it unset."
         )
     return requested, la
+
+
+def cut_figures(p: NocParams, links: LinkCounts, cycles: int, regions: list[Region]) -> CutFigures | None:
+    """What the flits over a whole grid's links in its first ``cycles`` cycles say of a cut into
+    ``regions``: each region's share of them (where the routing and the units' work is) and the
+    flits that crossed between regions (None: no flit moved yet)."""
+    total = float(links.flits.sum())
+    if not total:
+        return None
+    owner = owner_map(regions, p.rows, p.cols)
+    src = owner[links.router]
+    shares = np.bincount(src, weights=links.flits, minlength=len(regions)) / total
+    crossed = links.flits[src != owner[p.grid.neighbor(links.router, links.port)]]
+    return CutFigures(cycles, tuple(float(x) for x in shares), int(crossed.sum()))

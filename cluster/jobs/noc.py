@@ -8,7 +8,6 @@ loads run one after another, each as a group of shard actors.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -18,15 +17,16 @@ import pyarrow as pa
 
 from cluster.config import config_hash
 from cluster.config.noc import booksim_reference, check_footprint, params_of, rates_of
-from cluster.jobs.grid import cut_grid, epoch_length, owner_map
+from cluster.jobs.grid import cut_figures, cut_grid, epoch_length, owner_map
 from cluster.jobs.noc_model import NocModel
 from cluster.jobs.summarised import Summarised
-from cluster.parallel.model import ProgressFn
+from cluster.parallel.model import CutFigures, ProgressFn
 from cluster.parallel.shard_plan import Plan, plan_shards
 from cluster.parallel.simulate import simulate
 from cluster.progress import Progress
 from cluster.results import io, layout, schemas
 from sim.noc.params import NocParams
+from sim.noc.shard import NocShard
 from sim.noc.summary import link_columns, summarize_noc
 from sim.noc.topology import Region
 
@@ -54,6 +54,9 @@ class NocGrid:
 
     def epoch(self, regions: list[Region], requested: int | None) -> tuple[int, int | None]:
         return epoch_length(self.p, regions, requested)
+
+    def cut_figures(self, shard: NocShard, regions: list[Region]) -> CutFigures | None:
+        return cut_figures(self.p, shard.link_totals(), shard.t, regions)
 
 
 @dataclass
@@ -163,14 +166,13 @@ def _curve_as_ray_tasks(plist: list[NocParams], plan: Plan, run: dict, quiet: bo
     refs = [task.remote(p, plan.shards, run["cut"], "local", run["epoch"], plan=plan) for p in plist]
     index = {ref: i for i, ref in enumerate(refs)}
     prog = Progress("noc curve on ray", quiet)
-    start, done = time.perf_counter(), 0
+    done = 0
     pending = list(refs)
     try:
         while pending:
             ready, pending = ray.wait(pending, num_returns=1)
             for ref in ready:
-                load = loads[index[ref]] = ray.get(ref)
-                load.simulation.outcome.extra["curve_wall_seconds"] = time.perf_counter() - start
+                loads[index[ref]] = ray.get(ref)
             done += len(ready)
             prog(done, len(refs), unit="loads")
     finally:

@@ -77,18 +77,19 @@ def test_auto_on_ray_keeps_a_small_grid_in_one_process_and_a_forced_count_hears_
     assert forced.shards == 2 and forced.predictions == [] and capsys.readouterr().err == ""
     sim = simulate(NocGrid(p), 2, "rows", "ray", plan=forced)
     err = capsys.readouterr().err
-    work = sum(sim.outcome.extra["shard_busy_seconds"])
+    work = sum(sim.outcome.figures.busy_seconds)
     assert sim.outcome.wall_seconds > work
     assert err.count("\n") == 1 and "warning: 2 shards on ray took" in err and f"({work:.1f} s" in err
 
 
 def test_a_count_that_paid_or_that_a_pilot_chose_hears_nothing_after():
     from cluster.parallel.distribution import lost_to_one_process
-    from cluster.parallel.model import RunOutcome
+    from cluster.parallel.model import BackendFigures, RunOutcome
     from cluster.parallel.shard_plan import Plan, Prediction
 
     def outcome(wall: float, busy: list[float]) -> RunOutcome:
-        return RunOutcome([None] * len(busy), 100, 1000, False, wall, 0.0, 0, extra={"shard_busy_seconds": busy})
+        figures = BackendFigures("direct", busy, [wall - b for b in busy], [0] * len(busy), 3.0, 3.0)
+        return RunOutcome([None] * len(busy), 100, 1000, False, wall, 0.0, 0, figures)
 
     given = Plan(2, [], "requested")
     assert lost_to_one_process(given, outcome(3.0, [2.0, 2.0]), "ray") is None  # 3 s against 4 s of work: paid
