@@ -57,7 +57,7 @@ class ChipGrid:
     def epoch(self, regions: list[Region], requested: int | None) -> tuple[int, int | None]:
         return epoch_length(self.cfg.noc, regions, requested)
 
-    def cut_figures(self, shard: ChipShard, regions: list[Region]) -> CutFigures | None:
+    def cut_figures(self, shard: ChipShard, regions: list[Region]) -> CutFigures:
         return cut_figures(self.cfg.noc, shard.net.link_totals(), shard.t, regions)
 
 

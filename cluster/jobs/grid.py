@@ -129,15 +129,12 @@ def epoch_length(p: NocParams, regions: list[Region], requested: int | None) -> 
     return requested, la
 
 
-def cut_figures(p: NocParams, links: LinkCounts, cycles: int, regions: list[Region]) -> CutFigures | None:
+def cut_figures(p: NocParams, links: LinkCounts, cycles: int, regions: list[Region]) -> CutFigures:
     """What the flits over a whole grid's links in its first ``cycles`` cycles say of a cut into
-    ``regions``: each region's share of them (where the routing and the units' work is) and the
-    flits that crossed between regions (None: no flit moved yet)."""
-    total = float(links.flits.sum())
-    if not total:
-        return None
+    ``regions``: the flits through each region's routers (where the routing and the units' work
+    is) and the flits that crossed between regions."""
     owner = owner_map(regions, p.rows, p.cols)
     src = owner[links.router]
-    shares = np.bincount(src, weights=links.flits, minlength=len(regions)) / total
+    work = np.bincount(src, weights=links.flits, minlength=len(regions))
     crossed = links.flits[src != owner[p.grid.neighbor(links.router, links.port)]]
-    return CutFigures(cycles, tuple(float(x) for x in shares), int(crossed.sum()))
+    return CutFigures(cycles, tuple(float(x) for x in work), float(crossed.sum()))

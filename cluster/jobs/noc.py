@@ -55,7 +55,7 @@ class NocGrid:
     def epoch(self, regions: list[Region], requested: int | None) -> tuple[int, int | None]:
         return epoch_length(self.p, regions, requested)
 
-    def cut_figures(self, shard: NocShard, regions: list[Region]) -> CutFigures | None:
+    def cut_figures(self, shard: NocShard, regions: list[Region]) -> CutFigures:
         return cut_figures(self.p, shard.link_totals(), shard.t, regions)
 
 

@@ -121,12 +121,24 @@ class ShardModel(Protocol[R_contra, T, Rep_co]):
 
 @dataclass(frozen=True)
 class CutFigures:
-    """What one process's opening of a run says of a cut (cluster/parallel/shard_plan.py): each
-    region's share of the work and the traffic that crossed between regions, over ``cycles``."""
+    """What a run in one process has seen of a cut (cluster/parallel/shard_plan.py), counted from
+    its start: the work in each region (flits through its routers, for a grid) and the traffic
+    that crossed between regions (flits, for a grid), over its first ``cycles`` cycles."""
 
-    cycles: int  # of the opening
-    shares: tuple[float, ...]  # per region, its share of the opening's work (sums to 1)
-    crossings: int  # flits (messages, for a system) that crossed between regions
+    cycles: int
+    work: tuple[float, ...]  # per region
+    crossings: float
+
+    def since(self, earlier: "CutFigures") -> "CutFigures":
+        """What was seen after ``earlier`` (the same cut, counted to an earlier cycle)."""
+        return CutFigures(self.cycles - earlier.cycles, tuple(a - b for a, b in zip(self.work, earlier.work)),
+                          self.crossings - earlier.crossings)
+
+    @property
+    def shares(self) -> tuple[float, ...]:
+        """Each region's share of the work (equal shares when there was none)."""
+        total = sum(self.work)
+        return tuple(w / total for w in self.work) if total else tuple(1 / len(self.work) for _ in self.work)
 
 
 @runtime_checkable
@@ -166,9 +178,8 @@ class MeasuresCuts(Decomposition[R, T, Rep_co], Protocol[R, T, Rep_co]):
     (cluster/parallel/shard_plan.py) then decides from the run's own opening, without piloting
     the cut."""
 
-    def cut_figures(self, shard: EpochShard[T, object], regions: list[R]) -> CutFigures | None:
-        """What ``shard``, the whole run in one process, has seen so far of a cut into ``regions``
-        (None: nothing yet to tell from)."""
+    def cut_figures(self, shard: EpochShard[T, object], regions: list[R]) -> CutFigures:
+        """What ``shard``, the whole run in one process, has seen so far of a cut into ``regions``."""
         ...
 
 

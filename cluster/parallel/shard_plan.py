@@ -2,29 +2,31 @@
 
 A run of ``C`` cycles cut into ``n`` shards on ``a = min(n, cores)`` actors takes about
 
-    C x (largest actor's share of the work x r1 + epochs per cycle x per-epoch cost) + start
+    C x (busiest actor's share of the work x r1 + epochs per cycle x per-epoch cost) + start
 
 where ``r1`` is one process's seconds per cycle, an actor's share is what its shards do of the
-whole (shards wait for each other every epoch, so the largest share sets the pace), the
-per-epoch cost is an actor's own bookkeeping (EPOCH_SECONDS: its earliest output, splitting and
-packing its traffic) and the exchange (EXCHANGE_SECONDS per peer), and the start is what Ray
-actors pay before their first epoch (ACTOR_START_SECONDS). ``C`` is the run's expected length
-at most (the NoC's measurement window; a chip run's cycle limit, which makes a long run of it
-the assumption).
+whole (shards wait for each other every epoch, so the busiest sets the pace), the per-epoch
+cost is an actor's own bookkeeping (EPOCH_SECONDS: its earliest output, splitting and packing
+its traffic) and the exchange (EXCHANGE_SECONDS per peer), and the start is what Ray actors pay
+before their first epoch (ACTOR_START_SECONDS). ``C`` is the run's expected length (the NoC's
+warm-up and measurement; a chip run's cycle limit, which makes a long run of it the assumption).
 
-The decision must cost next to nothing against the run it decides. So the run starts in this
-process (its opening, OPENING_SECONDS of simulation): a run that ends within it is done, and
-one that keeps one process goes on from where the opening stopped, paying nothing for the
-decision. The opening gives ``r1`` and, from the decomposition's own figures
-(``MeasuresCuts``), what each candidate cut would have split: each region's share of the
-work (flits through its routers) and the traffic that crossed between regions. A cut's
-lookahead bounds its epochs (every window is at least one lookahead long, at most MAX_WINDOW);
-the traffic that crossed says where between those bounds it lies: a packet crossing the cut
-ends a window (it may not both leave and arrive within one). The figures settle it when even
-free exchanges cannot gain FREE_GAIN, when the crossing traffic says a count loses, or when
-windows of one lookahead (the worst case) still gain MARGIN. Only between those does a brief
-pilot of the cut run in this process (at most DECISION_SHARE of the run it decides, and
-PILOT_SECONDS), as does a decomposition without figures.
+Deciding must cost next to nothing against the run it decides, so the run starts in this process
+(its opening) and keeps going there while one process is the answer: a run that ends within its
+opening is done, and one that keeps one process goes on from where the opening stopped, having
+paid nothing for the decision. The opening runs in stretches of OPENING_SECONDS; after each, the
+decomposition's own figures (``MeasuresCuts``) say what each candidate cut would have split in
+that stretch: each region's share of the work (the flits through its routers) and the traffic
+that crossed between regions. Every window of a cut is at least its lookahead and at most
+MAX_WINDOW cycles long, and a packet that crosses the cut ends one (it may not leave and arrive
+within one window): the crossings place the epochs between those bounds. A count loses when
+even free exchanges (MAX_WINDOW windows) cannot gain FREE_GAIN or its crossings say it gains
+less than MARGIN; when every count loses, the run goes on in one process. Otherwise the opening
+goes on, each stretch judged afresh (a run's first cycles may cost more than its later ones),
+until it has cost DECISION_SHARE of the run it predicts; then a count that gains MARGIN even
+with windows of one lookahead (the worst case) runs, and a count between the bounds is piloted
+briefly in this process (its shards over the run's first cycles, at most PILOT_SECONDS), as
+every count of a decomposition without figures is.
 """
 
 from __future__ import annotations
@@ -69,13 +71,15 @@ class Prediction:
     seconds_per_kcycle: float  # predicted wall seconds per 1,000 simulated cycles
     speedup: float  # against one process (itself measured by the opening)
     window_mean: float  # cycles per epoch (estimated from the cut's traffic, or a pilot's)
+    largest_share: float | None = None  # of the work, the busiest actor's (from the cut's figures)
 
     def describe(self, backend: str) -> str:
         if self.shards == 1:
             return "1 process"
         cost = (f"{self.speedup:.2f}x of 1 process" if self.speedup >= 0.5
                 else f"{1 / max(self.speedup, 1e-9):.1f}x slower than 1 process")
-        return f"{self.shards} shards on {backend}: predicted {cost} (epochs of {self.window_mean:.1f} cycles)"
+        share = "" if self.largest_share is None else f"the busiest actor {self.largest_share:.0%} of the work, "
+        return f"{self.shards} shards on {backend}: predicted {cost} ({share}epochs of {self.window_mean:.1f} cycles)"
 
 
 @dataclass(frozen=True)
@@ -165,7 +169,7 @@ def judge(fig: CutFigures, lookahead: int, r1: float, cores: float, cycles: int)
     def speedup(epochs: float) -> float:
         return r1 * cycles / (seconds_per_cycle(epochs) * cycles + ACTOR_START_SECONDS)
 
-    best = Prediction(n, seconds_per_cycle(crossing) * 1e3, speedup(crossing), 1 / crossing)
+    best = Prediction(n, seconds_per_cycle(crossing) * 1e3, speedup(crossing), 1 / crossing, share)
     return Verdict(best, speedup(low), speedup(high))
 
 
@@ -181,19 +185,29 @@ def candidates_for(job: Decomposition[Any, Any, Any], cut: str, cores: float) ->
     return out
 
 
-def open_run(job: Decomposition[Any, Any, Any], progress: ProgressFn | None = None, epoch: int | None = None,
-             seconds: float = OPENING_SECONDS) -> tuple[LocalRun[Any, Any, Any], float]:
-    """The run whole in this process (windows of ``epoch`` cycles), through its opening:
-    ``seconds`` of simulation after a first short window (its kernels loading), or to its end.
-    Returns the run and one process's seconds per cycle (0.0 when the run ended in its first window)."""
+def open_run(job: Decomposition[Any, Any, Any], progress: ProgressFn | None = None,
+             epoch: int | None = None) -> LocalRun[Any, Any, Any]:
+    """The run whole in this process (windows of ``epoch`` cycles), through its first short window
+    (which loads its compiled kernels: not what a cycle costs)."""
     one = job.regions(1, "rows")
     e, _ = job.epoch(one, epoch)
     run = LocalRun(job.model(one), one, e, progress)
-    if run.run(until=WARM_UP_CYCLES, max_window=WARM_UP_CYCLES):
-        return run, 0.0
-    busy, at = sum(run.busy), run.reached
-    run.run(budget=seconds, max_window=BUDGET_STEP)
-    return run, (sum(run.busy) - busy) / max(run.reached - at, 1)
+    run.run(until=WARM_UP_CYCLES, max_window=WARM_UP_CYCLES)
+    return run
+
+
+@dataclass(frozen=True)
+class Mark:
+    """Where a run in one process stood: cycles simulated, seconds advancing, and per candidate
+    count what it has seen of that count's cut."""
+
+    cycles: int
+    busy: float
+    cuts: dict[int, CutFigures]
+
+    def rate(self, earlier: "Mark") -> float:
+        """One process's seconds per cycle since ``earlier``."""
+        return (self.busy - earlier.busy) / max(self.cycles - earlier.cycles, 1)
 
 
 def pilot_cut(job: Decomposition[Any, Any, Any], shards: int, cut: str, budget: float) -> Pilot:
@@ -235,38 +249,54 @@ def decide(requested: int | str, job: Decomposition[Any, Any, Any], cut: str, ba
     if requested != "auto" and int(requested) <= cores:
         return Decision(Plan(int(requested), [], "requested"))
     if requested == "auto":
-        return _auto(job, cut, cores, progress, epoch)
+        return choose_count(job, cut, cores, progress, epoch)
     return Decision(_warned(job, cut, int(requested), cores))
 
 
-def _auto(job: Decomposition[Any, Any, Any], cut: str, cores: float, progress: ProgressFn | None,
-          epoch: int | None) -> Decision:
+def choose_count(job: Decomposition[Any, Any, Any], cut: str, cores: float, progress: ProgressFn | None = None,
+                 epoch: int | None = None) -> Decision:
+    """The count "auto" runs ``job`` on with ``cores`` cores for Ray actors (module docstring): the
+    run opens in this process, stretch by stretch of OPENING_SECONDS, until the figures say one
+    process (it goes on from there) or the opening has cost DECISION_SHARE of the run it predicts."""
     counts = candidates_for(job, cut, cores)
     if counts == [1]:
         return Decision(Plan(1, [], f"auto: 1 process (a {cut} cut makes no other count on {cores:g} cores)"))
-    opening, r1 = open_run(job, progress, epoch)
-    if opening.stop.done:
-        return Decision(Plan(1, [], "auto: 1 process (the run ended within its opening)"), opening)
-    start = time.perf_counter()
     cycles = job.expected_cycles
-    one = Prediction(1, r1 * 1e3, 1.0, float(opening.windows[-1]))
+    regions = {n: job.regions(n, cut) for n in counts[1:]}
+    lookahead = {n: job.epoch(r, None)[1] or 1 for n, r in regions.items()}
+    opening = open_run(job, progress, epoch)
+
+    def mark() -> Mark:
+        cuts = ({n: job.cut_figures(opening.shard, r) for n, r in regions.items()} if isinstance(job, MeasuresCuts)
+                else {})
+        return Mark(opening.reached, sum(opening.busy), cuts)
+
     verdicts: dict[int, Verdict] = {}
-    for n in counts[1:]:
-        regions = job.regions(n, cut)
-        fig = job.cut_figures(opening.shard, regions) if isinstance(job, MeasuresCuts) else None
-        if fig is not None:
-            verdicts[n] = judge(fig, job.epoch(regions, None)[1] or 1, r1, cores, cycles)
-    preds = {n: v.best for n, v in verdicts.items()}
-    unsettled = [n for n in counts[1:] if n not in verdicts or not verdicts[n].settled]
+    last = mark()
+    while True:  # stretch by stretch, until the figures say one process, or the stretches cost their share
+        if opening.run(budget=OPENING_SECONDS, max_window=BUDGET_STEP):
+            return Decision(Plan(1, [], "auto: 1 process (the run ended within its opening)"), opening)
+        now = mark()
+        r1 = now.rate(last)
+        verdicts = {n: judge(f.since(last.cuts[n]), lookahead[n], r1, cores, cycles) for n, f in now.cuts.items()}
+        if len(verdicts) < len(regions) or all(v.loses for v in verdicts.values()):
+            break
+        if time.perf_counter() - opening.start >= DECISION_SHARE * r1 * cycles:
+            break
+        last = now
+    start = time.perf_counter()
+    one = Prediction(1, r1 * 1e3, 1.0, float(opening.windows[-1]))
+    preds = {n: v.best for n, v in verdicts.items() if not v.loses}
+    unsettled = [n for n in regions if n not in verdicts or not verdicts[n].settled]
     basis = "the cut's traffic"
-    if unsettled:  # the figures cannot tell: pilot those counts briefly (they cost the run nothing kept)
-        budget = min(PILOT_SECONDS, DECISION_SHARE * r1 * cycles) / len(unsettled)
+    if unsettled:  # the figures cannot tell (or there are none): pilot those counts briefly
+        budget = max(min(PILOT_SECONDS, DECISION_SHARE * r1 * cycles) / len(unsettled), 0.05)
         base = Pilot(1, r1, r1, 1 / max(one.window_mean, 1))
         preds.update({n: pilot_cut(job, n, cut, budget).predict(base, cores, cycles) for n in unsettled})
         basis = "a pilot"
+    listed = sorted([*preds.values(), *(v.best for n, v in verdicts.items() if n not in preds)], key=lambda p: p.shards)
     ranked = sorted(preds.values(), key=lambda p: (-p.speedup, p.shards))
     best = ranked[0] if ranked and ranked[0].speedup >= MARGIN else one
-    listed = sorted(preds.values(), key=lambda p: p.shards)
     why = (f"auto: {best.describe('ray')} (from {basis})" if best.shards > 1 else
            f"auto: 1 process (from {basis}: {'; '.join(p.describe('ray') for p in listed)})")
     plan = Plan(best.shards, [one, *listed], why, time.perf_counter() - start)
@@ -277,7 +307,10 @@ def _auto(job: Decomposition[Any, Any, Any], cut: str, cores: float, progress: P
 
 def _warned(job: Decomposition[Any, Any, Any], cut: str, shards: int, cores: float) -> Plan:
     """A count above the cores (a debugging habit on a laptop): say once what it costs."""
-    _, r1 = open_run(job)
+    opening = open_run(job)
+    before = Mark(opening.reached, sum(opening.busy), {})
+    opening.run(budget=OPENING_SECONDS, max_window=BUDGET_STEP)
+    r1 = Mark(opening.reached, sum(opening.busy), {}).rate(before)
     base = Pilot(1, r1, r1, 1.0)
     p = pilot_cut(job, shards, cut, PILOT_SECONDS).predict(base, cores, job.expected_cycles)
     print(f"rdasim: warning: {shards} shards on {cores:g} cores run on {actors_for(shards, cores)} actors; "

@@ -22,6 +22,7 @@ from cluster.parallel.epochs import (
     next_window,
     stop_rule,
 )
+from cluster.parallel.local import LocalRun
 from cluster.parallel.model import (
     BoundedShard,
     Decomposition,
@@ -31,11 +32,10 @@ from cluster.parallel.model import (
     Stop,
     Traffic,
 )
-from cluster.parallel.local import LocalRun
 from cluster.parallel.simulate import simulate
-from sim.traffic import Columnar
 from sim.noc.params import NocParams
 from sim.system.config import FIDELITY
+from sim.traffic import Columnar
 from tests.sim.chip.chiprun import config as chip_config
 
 INF = float("inf")
