@@ -124,6 +124,12 @@ class NetworkFactory(Protocol[B]):
     @property
     def boundary(self) -> type[B]: ...
 
+    @property
+    def route_entry_bytes(self) -> int:
+        """Bytes its routing table takes per (router, destination) at their peak: what a run's
+        memory estimate counts (cluster/config/footprint.py)."""
+        ...
+
     def __call__(self, params: NocParams, region: Region, record_ejections: bool = False,
                  measure: bool = True) -> NetworkShard[B]: ...
 

@@ -37,6 +37,7 @@ from sim.chip.config import NI_LATENCY, ChipConfig
 from sim.chip.dram import DramUnit
 from sim.chip.io import IoUnit
 from sim.chip.memory_unit import MemoryUnit
+from sim.chip.program import Program
 from sim.chip.records import BufferLife, WorkRecord
 from sim.chip.report import ShardResult, shard_result
 from sim.chip.spec import CU, DRAM, MU, home_drams, unit_layout
@@ -45,7 +46,6 @@ from sim.memory import oracle
 from sim.network import NETWORKS, NetBoundary, StopsAtEjection
 from sim.noc.topology import Region
 from sim.traffic import Columnar, column, matrix, part
-from sim.workloads import WorkloadProgram
 
 _E = np.zeros(0, dtype=np.int64)
 NF = len(m.FIELDS)
@@ -73,7 +73,7 @@ class InboxEntry:
     last_arrival: int = 0  # cycle the latest of its packets arrived
 
 class ChipShard:
-    def __init__(self, cfg: ChipConfig, region: Region, workload: WorkloadProgram) -> None:
+    def __init__(self, cfg: ChipConfig, region: Region, workload: Program) -> None:
         self.cfg = cfg
         self.region = region
         spec = cfg.spec
