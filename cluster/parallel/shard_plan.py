@@ -87,7 +87,7 @@ class Plan:
     shards: int
     predictions: list[Prediction]
     reason: str
-    seconds: float = 0.0  # what choosing took and the run did not keep (a cut's pilot; a discarded opening)
+    seconds: float = 0.0  # what choosing took outside the run's own wall clock (a pilot; an opening not kept)
 
     @property
     def chosen(self) -> bool:
@@ -284,7 +284,6 @@ def choose_count(job: Decomposition[Any, Any, Any], cut: str, cores: float, prog
         if time.perf_counter() - opening.start >= DECISION_SHARE * r1 * cycles:
             break
         last = now
-    start = time.perf_counter()
     one = Prediction(1, r1 * 1e3, 1.0, float(opening.windows[-1]))
     preds = {n: v.best for n, v in verdicts.items() if not v.loses}
     unsettled = [n for n in regions if n not in verdicts or not verdicts[n].settled]
@@ -299,8 +298,8 @@ def choose_count(job: Decomposition[Any, Any, Any], cut: str, cores: float, prog
     best = ranked[0] if ranked and ranked[0].speedup >= MARGIN else one
     why = (f"auto: {best.describe('ray')} (from {basis})" if best.shards > 1 else
            f"auto: 1 process (from {basis}: {'; '.join(p.describe('ray') for p in listed)})")
-    plan = Plan(best.shards, [one, *listed], why, time.perf_counter() - start)
-    if best.shards == 1:
+    plan = Plan(best.shards, [one, *listed], why)
+    if best.shards == 1:  # the run goes on from its opening: deciding is inside its wall clock
         return Decision(plan, opening)
     return Decision(replace(plan, seconds=time.perf_counter() - opening.start))
 
