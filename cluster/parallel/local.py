@@ -35,23 +35,27 @@ class LocalRun(Generic[R, T, Rep]):
         self.lockstep = 0.0  # sum over epochs of the slowest shard's epoch: the critical path of parallel shards
         self.stop = Stop(False, False)
         self.reached = 0  # the end of the last window run: every cycle before it is simulated
+        self._last: tuple[int, float] | None = None  # the last window: cycles, and seconds of its slowest shard
 
     @property
     def shard(self):
         """The one shard of a run in one piece."""
         return self.shards[0]
 
-    def run(self, until: int | None = None, budget: float | None = None, max_window: int | None = None) -> bool:
+    def run(self, until: int | None = None, budget: float | None = None, max_window: int | None = None,
+            pace: float | None = None) -> bool:
         """Run epochs until the stop rule ends the run (True), or (False) after the window that
-        reaches cycle ``until`` or once the shards have advanced ``budget`` more seconds, windows
-        of ``max_window`` cycles at most meanwhile (so that it stops in time)."""
+        reaches cycle ``until`` or once the shards have advanced ``budget`` more seconds. So that
+        it stops in time, windows are ``max_window`` cycles at most, and with ``pace`` as long as
+        the last window's pace says takes ``pace`` seconds (16 cycles at least)."""
         if self.stop.done:
             return True
         model, n, shards = self.model, self.n, self.shards
         busy_at = sum(self.busy)
+        cap = self._paced(pace, max_window)
         while True:
-            if max_window is not None:
-                self.t1 = min(self.t1, self.t0 + max_window)
+            if cap is not None:
+                self.t1 = min(self.t1, self.t0 + cap)
             t0, t1 = self.t0, self.t1
             outs, metas, routed = [], [], []
             slowest = 0.0
@@ -67,6 +71,8 @@ class LocalRun(Generic[R, T, Rep]):
                 self.exchange[i] += time.perf_counter() - m
                 slowest = max(slowest, time.perf_counter() - a)
             self.lockstep += slowest
+            self._last = (t1 - t0, slowest)
+            cap = self._paced(pace, max_window)
             if n > 1:
                 self.inbound = [self.nothing.join([routed[j][i] for j in range(n)]) for i in range(n)]
             self.epochs += 1
@@ -81,6 +87,13 @@ class LocalRun(Generic[R, T, Rep]):
             if (until is not None and t1 >= until) or (budget is not None and sum(self.busy) - busy_at >= budget):
                 return False
 
+    def _paced(self, pace: float | None, max_window: int | None) -> int | None:
+        """The longest next window: ``max_window``, and what takes ``pace`` seconds at the last window's pace."""
+        if pace is None or self._last is None:
+            return max_window
+        cycles, seconds = self._last
+        paced = max(16, int(pace * cycles / max(seconds, 1e-9)))
+        return paced if max_window is None else min(paced, max_window)
 
     def outcome(self) -> RunOutcome[Rep]:
         """The backend's record of the run so far (the run is over when ``run`` said so)."""

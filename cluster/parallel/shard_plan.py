@@ -56,7 +56,7 @@ EPOCH_SECONDS = 1.5e-4
 ACTOR_START_SECONDS = 1.0
 OPENING_SECONDS = 0.3  # of simulation in one process before deciding (kept when one process wins)
 WARM_UP_CYCLES = 64  # the opening's first window, not timed: it loads the compiled kernels
-BUDGET_STEP = 128  # cycles between looks at the clock while a run must stop in time
+PACE_SECONDS = 0.02  # the longest window while a run must stop in time (a pilot, an opening's stretch)
 MARGIN = 1.25  # a count other than one process runs only when predicted this much faster
 FREE_GAIN = 1.1  # a count that cannot gain this even with free exchanges is not tried
 DECISION_SHARE = 0.05  # the most a decision may cost of the (predicted) run it decides
@@ -216,7 +216,7 @@ def pilot_cut(job: Decomposition[Any, Any, Any], shards: int, cut: str, budget: 
     regions = job.regions(shards, cut)
     e, _ = job.epoch(regions, None)
     run = LocalRun(job.model(regions), regions, e)
-    run.run(budget=budget, max_window=BUDGET_STEP)
+    run.run(budget=budget, pace=PACE_SECONDS)
     cycles = max(run.reached, 1)
     total = sum(b + x for b, x in zip(run.busy, run.exchange))
     return Pilot(shards, run.lockstep / cycles, total / cycles, run.epochs / cycles)
@@ -262,9 +262,9 @@ def choose_count(job: Decomposition[Any, Any, Any], cut: str, cores: float, prog
     if counts == [1]:
         return Decision(Plan(1, [], f"auto: 1 process (a {cut} cut makes no other count on {cores:g} cores)"))
     cycles = job.expected_cycles
-    regions = {n: job.regions(n, cut) for n in counts[1:]}
-    lookahead = {n: job.epoch(r, None)[1] or 1 for n, r in regions.items()}
     opening = open_run(job, progress, epoch)
+    regions: dict[int, list[Any]] = {}  # the candidate cuts, once the run outlasts a stretch
+    lookahead: dict[int, int] = {}
 
     def mark() -> Mark:
         cuts = ({n: job.cut_figures(opening.shard, r) for n, r in regions.items()} if isinstance(job, MeasuresCuts)
@@ -274,11 +274,15 @@ def choose_count(job: Decomposition[Any, Any, Any], cut: str, cores: float, prog
     verdicts: dict[int, Verdict] = {}
     last = mark()
     while True:  # stretch by stretch, until the figures say one process, or the stretches cost their share
-        if opening.run(budget=OPENING_SECONDS, max_window=BUDGET_STEP):
+        if opening.run(budget=OPENING_SECONDS, pace=PACE_SECONDS):
             return Decision(Plan(1, [], "auto: 1 process (the run ended within its opening)"), opening)
+        if not regions:
+            regions.update({n: job.regions(n, cut) for n in counts[1:]})
+            lookahead.update({n: job.epoch(r, None)[1] or 1 for n, r in regions.items()})
         now = mark()
         r1 = now.rate(last)
-        verdicts = {n: judge(f.since(last.cuts[n]), lookahead[n], r1, cores, cycles) for n, f in now.cuts.items()}
+        verdicts = {n: judge(f.since(last.cuts[n]) if n in last.cuts else f, lookahead[n], r1, cores, cycles)
+                    for n, f in now.cuts.items()}
         if len(verdicts) < len(regions) or all(v.loses for v in verdicts.values()):
             break
         if time.perf_counter() - opening.start >= DECISION_SHARE * r1 * cycles:
@@ -308,7 +312,7 @@ def _warned(job: Decomposition[Any, Any, Any], cut: str, shards: int, cores: flo
     """A count above the cores (a debugging habit on a laptop): say once what it costs."""
     opening = open_run(job)
     before = Mark(opening.reached, sum(opening.busy), {})
-    opening.run(budget=OPENING_SECONDS, max_window=BUDGET_STEP)
+    opening.run(budget=OPENING_SECONDS, pace=PACE_SECONDS)
     r1 = Mark(opening.reached, sum(opening.busy), {}).rate(before)
     base = Pilot(1, r1, r1, 1.0)
     p = pilot_cut(job, shards, cut, PILOT_SECONDS).predict(base, cores, job.expected_cycles)
