@@ -17,7 +17,9 @@ opening is done, and one that keeps one process goes on from where the opening s
 paid nothing for the decision. The opening runs in stretches of OPENING_SECONDS; after each, the
 decomposition's own figures (``MeasuresCuts``) say what each candidate cut would have split in
 that stretch: each region's share of the work (the flits through its routers) and the traffic
-that crossed between regions. Every window of a cut is at least its lookahead and at most
+that crossed between regions; the constants, measured on a quiet machine, are stretched as
+much as the opening's wall-clock time exceeded its CPU time (a shared machine's load slows
+exchanges and actors' starts at least as much). Every window of a cut is at least its lookahead and at most
 MAX_WINDOW cycles long, and a packet that crosses the cut ends one (it may not leave and arrive
 within one window): the crossings place the epochs between those bounds. A count loses when
 even free exchanges (MAX_WINDOW windows) cannot gain FREE_GAIN or its crossings say it gains
@@ -120,13 +122,14 @@ class Pilot:
     total: float
     epochs: float
 
-    def predict(self, one: "Pilot", cores: float, cycles: int) -> Prediction:
+    def predict(self, one: "Pilot", cores: float, cycles: int, stretch: float = 1.0) -> Prediction:
         """What this count is expected to take over ``cycles`` against ``one`` process: shards
-        beyond the cores share their actors, one a core (cluster/parallel/groups.py)."""
+        beyond the cores share their actors, one a core (cluster/parallel/groups.py); ``stretch``
+        as ``judge``'s."""
         n = self.shards
         actors = actors_for(n, cores)
-        t = max(self.lockstep, self.total / actors) + self.epochs * EXCHANGE_SECONDS * (actors - 1)
-        start = ACTOR_START_SECONDS if n > 1 else 0.0
+        t = max(self.lockstep, self.total / actors) + self.epochs * EXCHANGE_SECONDS * stretch * (actors - 1)
+        start = ACTOR_START_SECONDS * stretch if n > 1 else 0.0
         return Prediction(n, t * 1e3, one.total * cycles / (t * cycles + start), 1 / self.epochs)
 
 
@@ -153,13 +156,16 @@ def actors_for(shards: int, cores: float) -> int:
     return max(1, min(shards, int(cores)))
 
 
-def judge(fig: CutFigures, lookahead: int, r1: float, cores: float, cycles: int) -> Verdict:
+def judge(fig: CutFigures, lookahead: int, r1: float, cores: float, cycles: int, stretch: float = 1.0) -> Verdict:
     """The verdict of ``fig`` on its count (``len(fig.shares)`` shards) for a run of ``cycles``
-    cycles of ``r1`` seconds each in one process, the cut's windows at least ``lookahead``."""
+    cycles of ``r1`` seconds each in one process, the cut's windows at least ``lookahead``.
+    ``stretch``: how much longer than its CPU time the opening took (a shared machine's load):
+    the constants, measured on a quiet machine, stretch as much (at the least)."""
     n = len(fig.shares)
     actors = actors_for(n, cores)
     share = max(sum(fig.shares[j] for j in g) for g in actor_groups(n, actors))
-    per_epoch = EPOCH_SECONDS + EXCHANGE_SECONDS * (actors - 1)
+    per_epoch = (EPOCH_SECONDS + EXCHANGE_SECONDS * (actors - 1)) * stretch
+    start = ACTOR_START_SECONDS * stretch
     low, high = 1 / MAX_WINDOW, 1 / max(lookahead, 1)
     crossing = min(max(fig.crossings / max(fig.cycles, 1), low), high)
 
@@ -167,7 +173,7 @@ def judge(fig: CutFigures, lookahead: int, r1: float, cores: float, cycles: int)
         return share * r1 + epochs * per_epoch
 
     def speedup(epochs: float) -> float:
-        return r1 * cycles / (seconds_per_cycle(epochs) * cycles + ACTOR_START_SECONDS)
+        return r1 * cycles / (seconds_per_cycle(epochs) * cycles + start)
 
     best = Prediction(n, seconds_per_cycle(crossing) * 1e3, speedup(crossing), 1 / crossing, share)
     return Verdict(best, speedup(low), speedup(high))
@@ -199,15 +205,21 @@ def open_run(job: Decomposition[Any, Any, Any], progress: ProgressFn | None = No
 @dataclass(frozen=True)
 class Mark:
     """Where a run in one process stood: cycles simulated, seconds advancing, and per candidate
-    count what it has seen of that count's cut."""
+    count what it has seen of that count's cut; with the clock and the process's CPU time."""
 
     cycles: int
     busy: float
     cuts: dict[int, CutFigures]
+    wall: float = field(default_factory=time.perf_counter)
+    cpu: float = field(default_factory=time.process_time)
 
     def rate(self, earlier: "Mark") -> float:
         """One process's seconds per cycle since ``earlier``."""
         return (self.busy - earlier.busy) / max(self.cycles - earlier.cycles, 1)
+
+    def stretch(self, earlier: "Mark") -> float:
+        """How much longer than its CPU time this process took since ``earlier`` (1: a core of its own)."""
+        return max(1.0, (self.wall - earlier.wall) / max(self.cpu - earlier.cpu, 1e-9))
 
 
 def pilot_cut(job: Decomposition[Any, Any, Any], shards: int, cut: str, budget: float) -> Pilot:
@@ -272,6 +284,7 @@ def choose_count(job: Decomposition[Any, Any, Any], cut: str, cores: float, prog
         return Mark(opening.reached, sum(opening.busy), cuts)
 
     verdicts: dict[int, Verdict] = {}
+    load = 1.0
     last = mark()
     while True:  # stretch by stretch, until the figures say one process, or the stretches cost their share
         if opening.run(budget=OPENING_SECONDS, pace=PACE_SECONDS):
@@ -281,7 +294,8 @@ def choose_count(job: Decomposition[Any, Any, Any], cut: str, cores: float, prog
             lookahead.update({n: job.epoch(r, None)[1] or 1 for n, r in regions.items()})
         now = mark()
         r1 = now.rate(last)
-        verdicts = {n: judge(f.since(last.cuts[n]) if n in last.cuts else f, lookahead[n], r1, cores, cycles)
+        load = now.stretch(last)
+        verdicts = {n: judge(f.since(last.cuts[n]) if n in last.cuts else f, lookahead[n], r1, cores, cycles, load)
                     for n, f in now.cuts.items()}
         if len(verdicts) < len(regions) or all(v.loses for v in verdicts.values()):
             break
@@ -295,7 +309,7 @@ def choose_count(job: Decomposition[Any, Any, Any], cut: str, cores: float, prog
     if unsettled:  # the figures cannot tell (or there are none): pilot those counts briefly
         budget = max(min(PILOT_SECONDS, DECISION_SHARE * r1 * cycles) / len(unsettled), 0.05)
         base = Pilot(1, r1, r1, 1 / max(one.window_mean, 1))
-        preds.update({n: pilot_cut(job, n, cut, budget).predict(base, cores, cycles) for n in unsettled})
+        preds.update({n: pilot_cut(job, n, cut, budget).predict(base, cores, cycles, load) for n in unsettled})
         basis = "a pilot"
     listed = sorted([*preds.values(), *(v.best for n, v in verdicts.items() if n not in preds)], key=lambda p: p.shards)
     ranked = sorted(preds.values(), key=lambda p: (-p.speedup, p.shards))

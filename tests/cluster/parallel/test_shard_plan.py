@@ -180,6 +180,11 @@ def test_a_cut_judged_by_hand(work, crossings, lookahead, expect):
     assert v.best.largest_share == share
     verdict = "loses" if v.loses else "wins" if v.settled else "pilot"
     assert verdict == expect, (v, FREE_GAIN, MARGIN)
+    # on a machine so loaded that the opening took 4 times its CPU time, the exchanges and the
+    # actors' start (measured quiet) are taken to stretch as much
+    loaded = judge(fig, lookahead, r1, cores=2, cycles=cycles, stretch=4.0)
+    slow = r1 * cycles / ((share * r1 + estimate * per_epoch * 4) * cycles + 4 * ACTOR_START_SECONDS)
+    assert loaded.best.speedup == pytest.approx(slow) and loaded.best.speedup < v.best.speedup
 
 
 def test_cut_figures_by_hand():
