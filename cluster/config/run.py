@@ -216,7 +216,7 @@ WORKLOAD = Table({
 RUN = Table({
     **RUN_SECTION.fields,
     "max_cycles": _i("simulated cycles after which the run is cut off", 20_000_000, 1, "cycles"),
-    "sample_cycles": _i("period of the per-MU time series (raised to keep at most 2,000 samples)", 1000, 1,
+    "sample_cycles": _i("period of the per-MU time series (doubled until at most 2,000 samples fit the run)", 1000, 1,
                         "cycles"),
     "trace_limit": _i("trace events kept per shard (--trace)", 200_000, 1),
 }, doc=RUN_SECTION.doc, checks=RUN_SECTION.checks)

@@ -12,7 +12,7 @@ import resource
 import time
 from typing import Generic
 
-from cluster.parallel.epochs import bounds_windows, first_window, meta_after, next_window, window_stats
+from cluster.parallel.epochs import WindowLengths, bounds_windows, first_window, meta_after, next_window
 from cluster.parallel.model import BackendFigures, ProgressFn, R, Rep, RunOutcome, ShardModel, Stop, T
 
 
@@ -31,7 +31,7 @@ class LocalRun(Generic[R, T, Rep]):
         self.t0, self.t1 = first_window(epoch, model.horizon)
         self.epochs = 0
         self.busy, self.exchange = [0.0] * n, [0.0] * n  # per shard: advancing; reporting and routing its output
-        self.windows: list[int] = []
+        self.windows = WindowLengths()
         self.lockstep = 0.0  # sum over epochs of the slowest shard's epoch: the critical path of parallel shards
         self.stop = Stop(False, False)
         self.reached = 0  # the end of the last window run: every cycle before it is simulated
@@ -76,7 +76,7 @@ class LocalRun(Generic[R, T, Rep]):
             if n > 1:
                 self.inbound = [self.nothing.join([routed[j][i] for j in range(n)]) for i in range(n)]
             self.epochs += 1
-            self.windows.append(t1 - t0)
+            self.windows.add(t1 - t0)
             self.reached = t1
             self.stop = model.stop(metas)
             if self.progress is not None:
@@ -100,7 +100,7 @@ class LocalRun(Generic[R, T, Rep]):
         wall = time.perf_counter() - self.start
         transit = sum(b.flit_count() for b in self.inbound) if self.n > 1 else 0
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-        mean, median = window_stats(self.windows)
+        mean, median = self.windows.stats()
         figures = BackendFigures("in-process", self.busy, self.exchange, [peak], mean, median,
                                  lockstep_seconds=self.lockstep)
         return RunOutcome([s.report() for s in self.shards], self.epochs, self.reached, self.stop.saturated, wall,

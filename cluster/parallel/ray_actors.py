@@ -34,7 +34,7 @@ import numpy as np
 
 from cluster.parallel import wire
 from cluster.parallel.channels import ChannelAddress, ChannelClosed, Channels, cores_here, polls
-from cluster.parallel.epochs import bounds_windows, first_window, meta_after, next_window, window_stats
+from cluster.parallel.epochs import WindowLengths, bounds_windows, first_window, meta_after, next_window
 from cluster.parallel.groups import ShardGroup, actor_groups
 from cluster.parallel.model import BackendFigures, EpochMeta, ProgressFn, R, Rep, RunOutcome, ShardModel, Stop, T
 from cluster.parallel.ray_env import actor_cpus, cluster_cpus, init_ray
@@ -63,7 +63,7 @@ class ActorReport:
     handling_seconds: float  # time in its epoch calls spent otherwise: unpacking, earliest output, packing
     waiting_seconds: float  # of which, directly chained: sending its epoch and waiting for its peers'
     peak_rss_bytes: int
-    windows: tuple[float, float]  # window_stats of the windows it simulated: mean, median
+    windows: tuple[float, float]  # the windows it simulated: mean and median length (WindowLengths)
     epochs: int
     saturated: bool  # the stop rule cut the run off at its horizon
     end_cycle: int
@@ -90,7 +90,7 @@ class ShardActor:
         self.handling = 0.0
         self.epochs = 0
         self.stop: Stop | None = None
-        self.windows: list[int] = []
+        self.windows = WindowLengths()
         self.channels: Channels | None = None  # direct chaining's channels to the peers
         self._metas: list[EpochMeta] = []  # direct chaining: every shard's report of the last epoch
         self._inbound: Any = None  # and the traffic they sent this shard
@@ -114,7 +114,7 @@ class ShardActor:
         out = self.shard.advance(t0, t1, inbound)
         self.busy += time.perf_counter() - a
         self.epochs += 1
-        self.windows.append(t1 - t0)
+        self.windows.add(t1 - t0)
         return meta_after(self.shard, t0, t1, out, self.bounded), self._route(out)
 
     def _route(self, out) -> list:
@@ -195,7 +195,7 @@ class ShardActor:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # a warm host's: over its runs so far
         reports = self.shard.report() if isinstance(self.shard, ShardGroup) else [self.shard.report()]
         return ActorReport(reports, self.busy, self.handling, self.waiting, peak,
-                           window_stats(self.windows),
+                           self.windows.stats(),
                            self.epochs, bool(self.stop and self.stop.saturated), self.shard.t, os.getpid())
 
 

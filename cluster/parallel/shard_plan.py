@@ -302,7 +302,7 @@ def choose_count(job: Decomposition[Any, Any, Any], cut: str, cores: float, prog
         if time.perf_counter() - opening.start >= DECISION_SHARE * r1 * cycles:
             break
         last = now
-    one = Prediction(1, r1 * 1e3, 1.0, float(opening.windows[-1]))
+    one = Prediction(1, r1 * 1e3, 1.0, float(opening.epoch))  # one process: windows of its epoch
     preds = {n: v.best for n, v in verdicts.items() if not v.loses}
     unsettled = [n for n in regions if n not in verdicts or not verdicts[n].settled]
     basis = "the cut's traffic"
