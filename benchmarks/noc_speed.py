@@ -100,11 +100,11 @@ def ray_two_shards(k: int, measure: int) -> dict:
     s1 = summarize_noc(p, local.reports, local.saturated, local.in_transit_flits)
     s2 = summarize_noc(p, ray2.reports, ray2.saturated, ray2.in_transit_flits)
     sg = summarize_noc(p, graph.reports, graph.saturated, graph.in_transit_flits)
-    busy = ray2.extra["shard_busy_seconds"]
-    gbusy = graph.extra["shard_busy_seconds"]
+    busy = ray2.figures.busy_seconds
+    gbusy = graph.figures.busy_seconds
     return {
         "bench": "noc_speed", "case": f"{k}x{k}@{LOADS[k]}", "shards": 2, "backend": "ray",
-        "chaining": ray2.extra["chaining"], "sim_cycles": s2["sim_cycles"],
+        "chaining": ray2.figures.chaining, "sim_cycles": s2["sim_cycles"],
         "one_shard_local_seconds": round(local.wall_seconds, 2),
         "two_shard_ray_seconds": round(ray2.wall_seconds, 2),
         "speedup": round(local.wall_seconds / ray2.wall_seconds, 3),
@@ -113,13 +113,13 @@ def ray_two_shards(k: int, measure: int) -> dict:
         "advance_ms_per_epoch_per_shard": [round(1e3 * b / ray2.epochs, 3) for b in busy],
         "sync_ms_per_epoch": round(1e3 * ray2.sync_seconds / ray2.epochs, 3),
         "sync_fraction": round(ray2.sync_seconds / ray2.wall_seconds, 3),
-        "peak_rss_mb_per_actor": round(ray2.extra["peak_rss_bytes"] / 2**20, 1),
+        "peak_rss_mb_per_actor": round(max(ray2.figures.peak_rss_bytes) / 2**20, 1),
         "same_result_hash": s1["result_hash"] == s2["result_hash"] == sg["result_hash"],
         "compiled_graph": {"seconds": round(graph.wall_seconds, 2),
                            "speedup": round(local.wall_seconds / graph.wall_seconds, 3),
                            "advance_ms_per_epoch_per_shard": [round(1e3 * b / graph.epochs, 3) for b in gbusy],
                            "sync_ms_per_epoch": round(1e3 * graph.sync_seconds / graph.epochs, 3),
-                           "peak_rss_mb_per_actor": round(graph.extra["peak_rss_bytes"] / 2**20, 1)},
+                           "peak_rss_mb_per_actor": round(max(graph.figures.peak_rss_bytes) / 2**20, 1)},
     }
 
 

@@ -93,9 +93,9 @@ def _grid_runs(cfg, chips: int, repeats: int, layer: str, cold: bool) -> dict:
                   "wall_seconds": round(wall, 3), "sim_cycles": s["sim_cycles"], "epochs": o.epochs,
                   "mean_window_cycles": round(s["sim_cycles"] / max(1, o.epochs), 1),
                   "exchange_share": round(o.sync_seconds / o.wall_seconds, 3) if o.wall_seconds else 0.0,
-                  "chaining": o.extra.get("chaining"),
-                  "busy_seconds_per_shard": [round(b, 2) for b in o.extra.get("shard_busy_seconds", [])],
-                  "waiting_seconds_per_shard": [round(b, 2) for b in o.extra.get("waiting_seconds", [])],
+                  "chaining": o.figures.chaining,
+                  "busy_seconds_per_shard": [round(b, 2) for b in o.figures.busy_seconds],
+                  "waiting_seconds_per_shard": [round(b, 2) for b in o.figures.waiting_seconds],
                   "load_average_1min": round(os.getloadavg()[0], 2),
                   "result_hash": s["result_hash"]})
     one = statistics.median(w for w, _, _ in runs["one"])

@@ -79,7 +79,7 @@ def _policy_keys() -> dict:
 
 
 def _policy_checks(mem: dict) -> list[tuple[str, str]]:
-    return [issue for _, c in POLICIES.items() for check in getattr(c, "CHECKS", ()) for issue in check(mem)]
+    return [issue for _, c in POLICIES.items() for check in c.CHECKS for issue in check(mem)]
 
 
 def _preempt_checks(mem: dict) -> list[tuple[str, str]]:
@@ -252,12 +252,12 @@ def _workload_issues(params: type[Workload], cfg: dict) -> list[Issue]:
 
 def system_config(cfg: dict):
     """The SystemConfig a resolved ``rdasim run`` config with a [system] describes (raises ConfigError)."""
-    from sim.system.config import SystemConfig
+    from sim.system.config import FIDELITY, SystemConfig
 
     sysd, wl, run = cfg["system"], cfg["workload"], cfg["run"]
     issues: list[Issue] = []
     params = WORKLOADS.get(wl["kind"])
-    if sysd["fidelity"] == "grid":
+    if FIDELITY[sysd["fidelity"]].grid:
         return _grid_system_config(cfg)
     if not params.SYSTEM:
         raise ConfigError("config", [Issue("workload.kind", f"{wl['kind']} runs on one chip; a [system] runs "
@@ -319,7 +319,7 @@ def _grid_system_config(cfg: dict):
     chip = chip_config(cfg, system=system)
     max_cycles = min(run["max_cycles"], int(sysd["max_seconds"] * spec.clock_hz))
     try:
-        return SystemConfig(system, spec.clock_hz, sysd["packet_bytes"], "grid", chip.workload, run["seed"],
+        return SystemConfig(system, spec.clock_hz, sysd["packet_bytes"], sysd["fidelity"], chip.workload, run["seed"],
                             max_cycles, chip=chip)
     except ValueError as exc:
         raise ConfigError("config", [Issue("system", str(exc))]) from None

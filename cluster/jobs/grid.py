@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from cluster.errors import UserError
+from cluster.parallel.model import CutFigures
+from sim.network import LinkCounts
 from sim.noc.params import NocParams
 from sim.noc.topology import DIRECTION, Region
 
@@ -148,3 +150,14 @@ def epoch_length(p: NocParams, regions: list[Region], requested: int | None) -> 
             f"Use run.epoch <= {la} or leave it unset."
         )
     return requested, la
+
+
+def cut_figures(p: NocParams, links: LinkCounts, cycles: int, regions: list[Region]) -> CutFigures:
+    """What the flits over a whole grid's links in its first ``cycles`` cycles say of a cut into
+    ``regions``: the flits through each region's routers (where the routing and the units' work
+    is) and the flits that crossed between regions."""
+    owner = owner_map(regions, p.rows, p.cols)
+    src = owner[links.router]
+    work = np.bincount(src, weights=links.flits, minlength=len(regions))
+    crossed = links.flits[src != owner[p.grid.neighbor(links.router, links.port)]]
+    return CutFigures(cycles, tuple(float(x) for x in work), float(crossed.sum()))

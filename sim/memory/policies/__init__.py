@@ -7,14 +7,17 @@ had to copy. The MU turns the answers into time (copies at the MU's bandwidth, b
 table lookups) and into out-of-memory behaviour (sim/chip/memory_unit.py).
 
 Policies register by name in ``POLICIES`` (``memory.policy``); each is a frozen params
-dataclass (its config keys declared beside it in ``KEYS``, flat under [memory]) that
-builds its ``Storage`` for an MU. Built in: ``static-single``, ``static-multi``
-(static.py), ``realloc-copy`` (realloc.py), ``virtual`` (virtual.py). Adding one is a
-module in this package (docs/design.md, "Adding a memory policy").
+dataclass subclassing ``PolicyParams`` (its config keys declared beside it in ``KEYS``, flat
+under [memory]) that builds its ``Storage`` for an MU, and takes ``PolicyParams``'s defaults
+for what it does not do (blocks, spilling, cross-key checks, bookkeeping worth estimating).
+Built in: ``static-single``, ``static-multi`` (static.py), ``realloc-copy`` (realloc.py),
+``virtual`` (virtual.py). Adding one is a module in this package (docs/design.md, "Adding a
+memory policy").
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
@@ -97,13 +100,39 @@ class Storage(Protocol):
     def external_fragmentation(self) -> float: ...
 
 
+@dataclass(frozen=True)
+class Footprint:
+    """What a policy's bookkeeping holds in the simulator's memory for one MU at its fullest (an
+    estimate: cluster/config/footprint.py refuses a config that cannot fit)."""
+
+    bytes: float
+    what: str  # in words, for the refusal ("a block table of 64 blocks")
+
+
+# a check of the resolved [memory] table across keys: (key under memory., problem) pairs
+MemoryCheck = Callable[[dict[str, Any]], list[tuple[str, str]]]
+
+
 class PolicyParams(Protocol):
-    """A registered policy's parameters: a frozen dataclass whose first field is ``name``."""
+    """A registered policy's parameters: a frozen dataclass whose first field is ``name``,
+    subclassing this class to take the defaults of the members with a body."""
 
     @property
     def name(self) -> str: ...
 
     KEYS: ClassVar[dict[str, Field]]
+    # checks of the [memory] table across keys, run for every config whatever its policy
+    CHECKS: ClassVar[tuple[MemoryCheck, ...]] = ()
+    block_bytes: int = 0  # a paged policy's block; 0: contiguous regions (the runs' block_bytes column)
+
+    @property
+    def spills(self) -> bool:
+        """A full MU's buffers grow into other MUs' blocks (sim/chip/spill.py). Never, by default."""
+        return False
+
+    def footprint(self, mu: MuGeometry) -> Footprint:
+        """Its bookkeeping for one MU at its fullest. A few regions per buffer, by default: nothing worth counting."""
+        return Footprint(0.0, "")
 
     @classmethod
     def from_config(cls, name: str, memory: dict[str, Any]) -> "PolicyParams":
