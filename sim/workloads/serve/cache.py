@@ -20,8 +20,9 @@ from pathlib import Path
 FORMAT = 2
 
 
-def key(cfg, model, options, shape, layers: int) -> str:
-    """The hash naming one anchor's simulation (module docstring)."""
+def key(cfg, model, options, shape, depth: tuple[int, int]) -> str:
+    """The hash naming one anchor's simulation (module docstring; ``depth``: the layers and pipeline
+    iterations it simulates)."""
     from importlib import metadata
 
     try:
@@ -29,7 +30,7 @@ def key(cfg, model, options, shape, layers: int) -> str:
     except metadata.PackageNotFoundError:
         version = "unknown"
     parts = (FORMAT, version, cfg.spec, cfg.noc, cfg.network, cfg.sizing, cfg.mu, cfg.policy, cfg.reclaim, cfg.on_oom,
-             cfg.seed, model, options.tiles, options.stream_bytes, options.map_seconds, shape, layers)
+             cfg.seed, model, options.tiles, options.stream_bytes, options.map_seconds, shape, depth)
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:32]
 
 

@@ -22,8 +22,8 @@ from sim.workloads.serve.costs import CostOptions
 from sim.workloads.serving import Objectives, PreemptionLog, RequestLog, serving_figures
 
 SHARED = ("requests", "prompt_tokens", "output_tokens", "arrival_interval", "scheduler_tile", "trace", "trace_format",
-          "trace_model", "trace_start", "trace_duration", "trace_speedup", "max_prompt_tokens", "max_output_tokens",
-          "slo_ttft", "slo_tbt")  # kv-decode's keys, read alike
+          "trace_model", "trace_start", "trace_duration", "trace_speedup", "trace_jitter", "max_prompt_tokens",
+          "max_output_tokens", "slo_ttft", "slo_tbt")  # kv-decode's keys, read alike
 
 
 @WORKLOADS.register("serve")
@@ -44,6 +44,7 @@ class ServeParams(Workload):
     slo_tbt: float = 0.0
     costs: CostOptions = CostOptions()
     tier: str = "hbm"  # the memory tier the weights and KV caches live in (the chip's first)
+    trace_jitter: int = 0  # cycles: each trace arrival moves later by a uniform draw in [0, this) (kv-decode's)
 
     SECTION: ClassVar[str] = "decode"
     SYSTEM: ClassVar[bool] = False
@@ -96,7 +97,8 @@ class ServeParams(Workload):
                    dist_of(d["prompt_tokens"], "workload.decode.prompt_tokens", issues),
                    dist_of(d["output_tokens"], "workload.decode.output_tokens", issues), d["arrival_interval"],
                    tile_id(sched, spec), trace, d["slo_ttft"] or 0.0, d["slo_tbt"] or 0.0,
-                   cost_options(d), spec.tiers[0].name if spec.tiers else "")
+                   cost_options(d), spec.tiers[0].name if spec.tiers else "",
+                   round(d["trace_jitter"] * spec.clock_hz / d["trace_speedup"]) if trace else 0)
 
     @property
     def work_items(self) -> int:

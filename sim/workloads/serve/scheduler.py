@@ -17,14 +17,15 @@ from sim.chip.spec import tier_unit
 from sim.chip.units import ComputeUnit, Replies, Sleep
 from sim.workloads import Task
 from sim.workloads.base import Floorplan
-from sim.workloads.kv_decode import KvDecode
+from sim.workloads.kv_decode import Requests
 from sim.workloads.serve.batcher import Batcher
 from sim.workloads.serve.costs import StepCosts
 from sim.workloads.serve.shapes import StepShape
 
 
-class Serving:
-    """The program of a serve run's CUs: the scheduler's task on its CU, nothing on the others."""
+class Serving(Requests):
+    """The program of a serve run's CUs: the scheduler's task on its CU, nothing on the others. Its
+    requests (lengths, arrivals) are drawn or read from the trace exactly as kv-decode's."""
 
     def __init__(self, p, cfg):
         self.p = p
@@ -33,13 +34,6 @@ class Serving:
         self.scheduler = Floorplan(cfg).unit_at(*divmod(p.scheduler_tile, spec.cols))
         self.tier = tier_unit(spec, spec.tiers[0].name)
         self.swap_tier = tier_unit(spec, spec.tiers[1].name) if len(spec.tiers) > 1 else -1
-
-    # the requests: drawn or from the trace exactly as kv-decode draws them
-    def lengths(self, seq: int) -> tuple[int, int]:
-        return KvDecode.lengths(self, seq)  # type: ignore[arg-type]
-
-    def arrivals(self) -> list[int]:
-        return KvDecode.arrivals(self)  # type: ignore[arg-type]
 
     def start(self, cu: ComputeUnit):
         return ChipScheduler(self, cu).run() if cu.uid == self.scheduler else None

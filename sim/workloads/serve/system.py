@@ -44,7 +44,7 @@ from sim.system.shard import BoxChip, Compute, Recv
 from sim.system.shard import Sleep as BoxSleep
 from sim.workloads import WORKLOADS, ChipContext, Task
 from sim.workloads.base import dist_of
-from sim.workloads.kv_decode import KvDecode, _trace_of
+from sim.workloads.kv_decode import Requests, _trace_of
 from sim.workloads.serve.batcher import Batcher
 from sim.workloads.serve.costs import StepCosts
 from sim.workloads.serve.params import ServeParams, cost_options
@@ -97,7 +97,7 @@ class ServeSystemParams(ServeParams):
                    dist_of(d["output_tokens"], "workload.decode.output_tokens", issues), d["arrival_interval"], 0,
                    trace, d["slo_ttft"] or 0.0,
                    d["slo_tbt"] or 0.0, cost_options(d), spec.tiers[0].name,
-                   tp, dims[0], whole)
+                   round(d["trace_jitter"] * spec.clock_hz / d["trace_speedup"]) if trace else 0, tp, dims[0], whole)
 
     def system_program(self, cfg) -> "ServeSystem":
         return ServeSystem(self, cfg)
@@ -127,8 +127,9 @@ class ServeSystemParams(ServeParams):
         return summary
 
 
-class ServeSystem:
-    """What every chip of a serve-system run runs: the scheduler on the group's first, steps on all."""
+class ServeSystem(Requests):
+    """What every chip of a serve-system run runs: the scheduler on the group's first, steps on all;
+    its requests drawn or read from the trace exactly as kv-decode's."""
 
     BOX_DATA = True  # its commands carry the step's durations (sim/system/shard.py)
 
@@ -138,12 +139,6 @@ class ServeSystem:
         self.graph = cfg.graph
         self.kind = cfg.system.network[p.dim].kind
         self.costs = StepCosts(cfg.chip, p.model, p.costs)  # one chip's slice on the socket's grid
-
-    def lengths(self, seq: int) -> tuple[int, int]:
-        return KvDecode.lengths(self, seq)  # type: ignore[arg-type]
-
-    def arrivals(self) -> list[int]:
-        return KvDecode.arrivals(self)  # type: ignore[arg-type]
 
     def start(self, chip: BoxChip):
         group = self.graph.group(chip.cid, self.p.dim)
