@@ -2,7 +2,6 @@
 
     python benchmarks/real_scale.py            # every case at full size (minutes)
     python benchmarks/real_scale.py --quick    # the same cases shrunk (seconds): a smoke test
-    python benchmarks/real_scale.py --only serve   # the serving steps' cases (issue 31)
 
 One line per case, the figure beside its reference and target and a ``meets_...`` flag:
 
@@ -21,22 +20,6 @@ One line per case, the figure beside its reference and target and a ``meets_...`
   DRAM interfaces), the run's cycles within 2 % (tests/sim/chip/test_flows.py runs the table);
 - mapped decode: examples/mapped_decode_sn40l.toml (hidden 4096, 32 heads, 2 layers, batch 8,
   context 1,024) completes, its wall seconds (median of ``--repeats``) against 30 s.
-
-Serving steps (issue 31; ``--only serve``), Llama-3.1-8B on one sn40l socket, each step's plan
-mapped by DFModel, kernel-looped over the layers and simulated cycle by cycle
-(sim/workloads/serve/anchors.py), its cycles those of the model's 32 layers plus the output head
-(sim/workloads/serve/costs.py):
-
-- serve decode batch 1: one sequence of 1,024 cached tokens against (weights + cached K/V) / HBM
-  bandwidth, the weights the model card's 8.03 B parameters in bf16 less the embedding table and
-  the norms; within 10 % ("Kernel Looping", Koeplinger et al. 2024, measured SN40L's batch-1
-  decode at over 90 % of the memory roofline);
-- serve decode batch B (B = 1, 8, 64, 512, 256 cached tokens each): against max(bytes /
-  bandwidth, FLOPs / peak) of the step, counted from the published dimensions; within 5 % where
-  the simulated overlap is ideal (the step memory-bound: its compute hidden under the weights'
-  streams); a compute-bound step is reported, its pipeline's fill and drain not held to it;
-- serve prefill P (P = 512, 2,048 prompt tokens, causal attention): against its FLOPs over the
-  peak and its bytes over the bandwidth, reported (the issue names no target).
 
 Every line carries the load average when it was measured (wall times are noisy on a shared
 machine; ratios of simulated figures are not).
@@ -212,91 +195,17 @@ def mapped_decode(repeats: int) -> None:
           "hbm_read_bytes": s["hbm_read_bytes"], "cycles_per_second": round(s["sim_cycles"] / wall)})
 
 
-HBM, PEAK, CLOCK = 1.6e12, 1040 * 32 * 6 * 2 * 1.6e9, 1.6e9  # sn40l: HBM bytes/s, FLOP/s, Hz
-
-
-def _serve_cfg(chip: dict, model: str):
-    from cluster.config import load
-    from cluster.config.run import RUN_SCHEMA, chip_config
-
-    return chip_config(load(RUN_SCHEMA, raw={"chip": chip, "noc": {"model": "packet"},
-                                             "memory": {"policy": "virtual"},
-                                             "workload": {"kind": "serve", "decode": {"model": model}},
-                                             "run": {"max_cycles": 10**12}}))
-
-
-def serve_reference(model, decode: list[int], prompt: int) -> tuple[float, float, float]:
-    """(bytes, FLOPs, seconds) of a step from the published dimensions, independently of the
-    simulator's graph: every weight streamed once (a token's embedding row, not the table; no
-    norm weights), the cached K/V read, the new K/V written; 2 FLOPs a weight a token, causal
-    attention's 4 x heads x head_dim a query-key pair, the output head for each sequence."""
-    m = model
-    tokens = len(decode) + prompt
-    norms = (2 * m.layers + 1) * m.hidden
-    weights = (m.params - m.vocab * m.hidden - norms) * m.word + tokens * m.hidden * m.word
-    kv = (sum(decode) + tokens) * m.kv_bytes_per_token
-    pairs = sum(c + 1 for c in decode) + prompt * (prompt + 1) // 2
-    logits = len(decode) + (1 if prompt else 0)
-    body = 2 * tokens * (m.params - 2 * m.vocab * m.hidden - norms)
-    flops = body + m.layers * 4 * m.heads * m.head_dim * pairs + 2 * logits * m.vocab * m.hidden
-    return weights + kv, flops, max((weights + kv) / HBM, flops / PEAK)
-
-
-def serve_case(name: str, chip: dict, decode: list[int], prompt: int, target: float | None, tiles: int = 32) -> dict:
-    """Price one step through a fresh StepCosts (its anchor simulated) beside its reference."""
-    from mapping.models import model_preset
-    from sim.workloads.serve.costs import CostOptions, StepCosts
-    from sim.workloads.serve.shapes import StepShape
-
-    m = model_preset("llama-3.1-8b")
-    costs = StepCosts(_serve_cfg(chip, m.name), m, CostOptions(ratio=1.0, tiles=tiles))
-    shape = StepShape.of(decode, [(prompt, 0, True)] if prompt else [])
-    t0 = time.perf_counter()
-    cycles, _ = costs.price(shape)
-    wall = time.perf_counter() - t0
-    nbytes, flops, ref = serve_reference(m, decode, prompt)
-    sim = cycles / CLOCK
-    ratio = sim / ref
-    bound = "memory" if nbytes / HBM >= flops / PEAK else "compute"
-    meets = None if target is None else abs(ratio - 1) <= target
-    return {"case": name, "model": m.name, "tokens": shape.tokens,
-            "cached_tokens": sum(decode), "simulated_seconds": sim, "reference_seconds": ref,
-            "ratio": round(ratio, 4), "bound": bound, "target": target, "meets_target": meets,
-            "anchor_wall_seconds": round(wall, 2)}
-
-
-def serve(quick: bool) -> None:
-    """The serving steps' known answers (module docstring)."""
-    sn40l = {"preset": "sn40l"}
-    if quick:
-        cases = [("serve decode batch 1 (64 CUs)", {"preset": "sn40l", "rows": 8, "cols": 16}, [1024], 0, None)]
-    else:
-        cases = [("serve decode batch 1", sn40l, [1024], 0, 0.10)]
-        cases += [(f"serve decode batch {b}", sn40l, [256] * b, 0, 0.05) for b in (1, 8, 64, 512)]
-        cases += [(f"serve prefill {p}", sn40l, [], p, None) for p in (512, 2048)]
-    for name, chip, decode, prompt, target in cases:
-        row = serve_case(name, chip, decode, prompt, target)
-        if name.startswith("serve decode batch ") and target == 0.05 and row["bound"] == "compute":
-            row["meets_target"] = None  # not held to it: its compute is not hidden (module docstring)
-        emit(row)
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", "--smoke", action="store_true", help="every case shrunk: seconds, not minutes")
+    ap.add_argument("--quick", action="store_true", help="every case shrunk: seconds, not minutes")
     ap.add_argument("--repeats", type=int, default=3, help="runs of the mapped decode timed (median)")
-    ap.add_argument("--only", choices=("machine", "serve"), help="the machine's cases (issue 29) or the serving "
-                    "steps' (issue 31)")
     args = ap.parse_args(argv)
-    if args.only in (None, "machine"):
-        flows_vs_packets(args.quick)
-        switch(args.quick)
-        gemv(args.quick)
-        gemm(args.quick)
-        if not args.quick:
-            mapped_decode(max(1, args.repeats))
-    if args.only in (None, "serve"):
-        serve(args.quick)
+    flows_vs_packets(args.quick)
+    switch(args.quick)
+    gemv(args.quick)
+    gemm(args.quick)
+    if not args.quick:
+        mapped_decode(max(1, args.repeats))
     return 0
 
 

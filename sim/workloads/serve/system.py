@@ -105,6 +105,19 @@ class ServeSystemParams(ServeParams):
     def program(self, cfg):
         raise TypeError("serve-system runs on a system of chips: give a [system]")
 
+    # a system run has no chip run: none of a serve run's chip figures (system_figures has them)
+    def figures(self, logged: list, clock_hz: float) -> tuple[dict, dict]:
+        return {}, {}
+
+    def serving_figures(self, logged: list, clock_hz: float, seconds: float) -> tuple[dict, dict]:
+        return {}, {}
+
+    def input_figures(self, cfg) -> dict:
+        return {}
+
+    def priced_actions(self, logged: list):
+        return None
+
     def system_figures(self, records: list, cfg) -> dict:
         """The serving figures of the scheduler chip's records, and its steps and anchors."""
         mine = [r for r in records if r.chip == 0]
