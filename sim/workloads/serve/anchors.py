@@ -17,9 +17,15 @@ next ones had part of their weights streamed while the ones before finished (eac
 its next two iterations' slices as soon as it has the current one's operands), which a small
 chip's loop takes a few layers to settle from; the last has no next layer's weights streaming
 beside it. A memory-bound anchor (decode: one tile a layer) simulates 6 layers and takes ``b``
-from the cycles between the ends of the fourth and fifth layers' last tiles leaving the loop's
-last kernel, so a step of the model's ``layers`` costs ``C(6) + (layers - 6) b``
-(``StepPlanRun.cycles_for``). A compute-bound anchor (prefill) runs its layer in up to 32
+as the mean span of the second to fifth layers (from the first layer's last tile leaving the
+loop's last kernel to the fifth's), so a step of the model's ``layers`` costs
+``C(6) + (layers - 6) b`` (``StepPlanRun.cycles_for``). One layer's span is not enough: the
+streams run up to two layers ahead, so single spans vary around their mean (on the whole sn40l
+a batch-8 step's spans went 300k, 300k, 820k cycles in turn over 12 layers, mean 460k against a
+roofline of 445k; priced from the fifth layer's span alone it came out 22 % below its
+roofline). Four spans do not always average such a cycle out, so ``b`` is at least the layer's
+bytes over the tier's bandwidth: in a steady loop every layer's weights pass through the tier,
+which no span can beat on average. A compute-bound anchor (prefill) runs its layer in up to 32
 tiles, a pipeline: it simulates the first 20 iterations (the pipeline full, a layer's tile
 waiting for the layer below only after the pipeline has passed) and takes ``b`` per iteration
 from the last few tiles' spacing. Simulating all of a model's layers would give the same figure
@@ -129,8 +135,9 @@ def simulate_anchor(cfg, model: ModelSpec, shape: StepShape, tiles_max: int = 32
     if busy:  # the pipeline's steady state: its last few tiles' spacing
         k = min(4, len(ends) - 1)
         period = (ends[-1] - ends[-1 - k]) / k
-    else:  # between the ends of the last layer but one and the one before (module docstring)
-        period = float(ends[-2] - ends[-3])
+    else:  # the mean layer from the first layer's end to the last but one's, at least the layer's
+        # bytes over the tier's bandwidth (module docstring)
+        period = max((ends[-2] - ends[0]) / (len(ends) - 2), lb / spec.tiers[0].bytes_per_cycle(spec.clock_hz))
     return StepPlanRun(shape, tiles, cus, lp.num_tiles, end, period, roof, plan.status, sent, ends)
 
 

@@ -28,20 +28,18 @@ def _cfg(chip: dict):
 
 
 def test_the_loop_extrapolates_to_longer_runs():
-    """A memory-bound step (decode, one tile a layer): six simulated layers extrapolated to nine
-    against nine simulated, within 2 % (a small 8 x 16 chip, whose loop takes longest to settle:
-    the HBM's data enter through 8 rows' ports); every layer from the fifth but the last takes the
-    same cycles."""
+    """A memory-bound step (decode, one tile a layer): six simulated layers extrapolated to ten
+    against ten simulated, within 2 %, for two batches (a small 8 x 16 chip, whose loop takes
+    longest to settle: the HBM's data enter through 8 rows' ports, and single layers' spans vary
+    by up to 30 % around their mean)."""
     cfg = _cfg({"preset": "sn40l", "rows": 8, "cols": 16})
     m = model_preset("llama-3.1-8b")
-    shape = StepShape.of([300, 200], [])
-    six = simulate_anchor(cfg, m, shape)
-    nine = simulate_anchor(cfg, m, shape, layers=9)
-    assert six.tiles == nine.tiles == 1 and len(nine.ends) == 9
-    assert six.cycles_for(9) == pytest.approx(nine.end, rel=0.02)
-    steady = [b - a for a, b in zip(nine.ends[3:], nine.ends[4:-1])]
-    assert max(steady) == pytest.approx(min(steady), rel=0.01)
-    assert six.per_iteration == pytest.approx(steady[0], rel=0.01)
+    for decode in ([300, 200], [256] * 8):
+        shape = StepShape.of(decode, [])
+        six = simulate_anchor(cfg, m, shape)
+        ten = simulate_anchor(cfg, m, shape, layers=10)
+        assert six.tiles == ten.tiles == 1 and len(ten.ends) == 10
+        assert six.cycles_for(10) == pytest.approx(ten.end, rel=0.02)
 
 
 def test_a_pipeline_extrapolates_to_its_layer():
