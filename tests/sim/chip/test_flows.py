@@ -7,6 +7,7 @@ import pytest
 
 from sim.chip import messages as m
 from sim.chip.config import NI_LATENCY
+from tests.paths import benchmark
 from tests.sim.chip.chiprun import config, run
 
 SN40L_SMALL = {"preset": "sn40l", "rows": 4, "cols": 8}  # HBM controller at (2, 0), DDR at (2, 7)
@@ -44,19 +45,7 @@ def test_a_single_stream_takes_bytes_over_its_bottleneck_exactly(nbytes):
     assert s["hbm_read_bytes"] == nbytes and s["hbm_flows"] == 1 and s["flits_total"] == 2  # headers only
 
 
-def _bench():
-    """benchmarks/real_scale.py: its flow-vs-packet table is the one tested here."""
-    import importlib.util
-
-    from tests.paths import ROOT
-
-    spec = importlib.util.spec_from_file_location("real_scale", ROOT / "benchmarks" / "real_scale.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-BENCH = _bench()
+BENCH = benchmark("real_scale")  # its flow-vs-packet table is the one tested here
 FLOW_VS_PACKET = BENCH.FLOW_VS_PACKET
 
 
