@@ -287,7 +287,9 @@ def mapped_decode(repeats: int) -> None:
     emit({"case": "mapped decode at real width (examples/mapped_decode_sn40l.toml)", "figure": "wall seconds",
           "wall_seconds": round(wall, 2), "wall_seconds_each": [round(w, 2) for w in walls],
           "cpu_seconds": round(statistics.median(cpus), 2), "target_seconds": 30,
-          "meets_30s": wall <= 30 and s["status"] == "completed", "status": s["status"], "sim_cycles": s["sim_cycles"],
+          "meets_30s": wall <= 30 and s["status"] == "completed",
+          "meets_30s_cpu": statistics.median(cpus) <= 30 and s["status"] == "completed",  # a loaded machine's proxy
+          "status": s["status"], "sim_cycles": s["sim_cycles"],
           "seconds_per_pass_simulated": s["seconds_per_pass_simulated"],
           "seconds_per_pass_analytic": s["seconds_per_pass_analytic"], "messages": s["messages_total"],
           "hbm_read_bytes": s["hbm_read_bytes"], "cycles_per_second": round(s["sim_cycles"] / wall)})
