@@ -12,14 +12,15 @@ import shutil
 import socket
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from cluster.errors import UserError
 from cluster.progress import Progress
 from cluster.sweep.layout import DatasetLayout
 from cluster.sweep.manifest import DONE, FAILED, FORMAT, PENDING, Manifest, PointEntry, RunEntry, now
-from cluster.sweep.plan import SweepPlan
+from cluster.sweep.outcomes import Outcomes, read_outcomes
+from cluster.sweep.plan import SweepPlan, notes
 from cluster.sweep.points import Point
 from cluster.sweep.records import STATUS_OK, PointRun
 from cluster.sweep.store import Store
@@ -38,6 +39,7 @@ class SweepSummary:
     computed: int  # finished in this run (ok or error)
     failed: int  # stored as errors after this run (all points)
     seconds: float
+    outcomes: Outcomes = field(default_factory=Outcomes)  # every stored point by outcome (completed, deadlocked, ...)
 
 
 EXISTING = ("refuse", "add", "replace")  # what to do when DIR holds this sweep from another spec version
@@ -143,6 +145,8 @@ def run_sweep(plan: SweepPlan, out: str | Path, address: str | None = None, max_
     log = (lambda msg: None) if quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
     log(f"sweep {plan.spec.name}: {len(plan.points)} points, {run.skipped} already stored, {len(todo)} to run"
         + (f" ({plan.duplicates} duplicate combinations dropped)" if plan.duplicates else ""))
+    for line in notes(plan):
+        log(line)
     try:
         if todo:
             _execute(plan, todo, store, manifest, run, layout, ray,
@@ -155,8 +159,9 @@ def run_sweep(plan: SweepPlan, out: str | Path, address: str | None = None, max_
         run.ended = now()
         manifest.save(layout.manifest)
     counts = manifest.counts()
+    found = read_outcomes(layout.table_dir(), {pid: entry.index for pid, entry in manifest.points.items()})
     return SweepSummary(plan.spec.name, layout.dataset, layout.manifest, len(plan.points), run.skipped,
-                        run.computed, counts[FAILED], time.perf_counter() - start)
+                        run.computed, counts[FAILED], time.perf_counter() - start, found)
 
 
 def _ray(address):
