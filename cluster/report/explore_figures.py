@@ -177,9 +177,10 @@ FIGURES: dict[str, Callable] = {
 }
 
 
-def figures(path: str | Path, plt) -> list[tuple[str, Callable[[], object]]]:
-    """(name, make) of every exploration figure for the results at ``path``; none if it holds no exploration."""
+def figures(path: str | Path) -> list[tuple[str, Callable]]:
+    """(name, make) of every exploration figure for the results at ``path`` (``make(plt)`` draws it); none if it
+    holds no exploration."""
     ex = find_exploration(Path(path))
     if ex is None:
         return []
-    return [(f"explore-{name}", partial(make, ex, plt)) for name, make in FIGURES.items()]
+    return [(f"explore-{name}", partial(make, ex)) for name, make in FIGURES.items()]

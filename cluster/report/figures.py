@@ -129,6 +129,7 @@ def memory_over_time(tables: dict[str, pa.Table], plt, max_lines: int = 16):
     ax.plot(xs, ys, color="black", linewidth=2, label="mean over units")
     ax.fill_between(xs, lo, hi, color="grey", alpha=0.2, label="min..max")
     ax.set_xlabel("simulated time (cycles)" if x in ("cycle", "cycles") else x)
+    units.apply(ax, "x", "cycles")  # 2.1M, not a "1e6" beside the axis
     ax.set_ylabel(_share(u))
     ax.set_title("memory-unit utilisation over time")
     ax.legend(fontsize="small")
@@ -156,6 +157,7 @@ def message_breakdown(tables: dict[str, pa.Table], plt):
     names = sorted(counts, key=lambda k: counts[k], reverse=True)
     ax.bar(names, [counts[k] for k in names])
     ax.set_ylabel("messages")
+    units.apply(ax, "y", "")  # 12k, not 12000
     ax.set_title("protocol messages by type")
     ax.tick_params(axis="x", rotation=45)
     return fig

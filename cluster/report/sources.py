@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 
 from cluster.results.layout import open_files, table_names
 from cluster.sweep.dataset import read_dataset
-from cluster.sweep.layout import MANIFEST_SUFFIX, column_name, find_manifests, of_manifest
+from cluster.sweep.layout import MANIFEST_SUFFIX, column_name, find_manifests, of_manifest, point_of
 from cluster.sweep.manifest import Manifest
 from cluster.sweep.spec import flatten
 
@@ -30,8 +30,19 @@ class SweepTables:
     command: str
     axes: list[str]  # swept columns
     result: pa.Table  # the points' result rows (errors included)
-    tables: dict[str, pa.Table] = field(default_factory=dict)  # its other tables by name
+    tables: dict[str, pa.Table] = field(default_factory=dict)  # its other tables by name, when read whole
     orders: dict[str, list] = field(default_factory=dict)  # swept column -> its values in the spec's order
+    dirs: dict[str, Path] = field(default_factory=dict)  # its other tables' datasets, read a point at a time
+
+    def point_tables(self, point: str) -> dict[str, pa.Table]:
+        """Every table's rows of one point: from ``tables``, else only that point's files in ``dirs``."""
+        out = {n: t.filter(pc.equal(t["point_id"], point)) for n, t in self.tables.items()
+               if "point_id" in t.column_names}
+        for name, d in self.dirs.items():
+            files = sorted(f for f in d.rglob("*.parquet") if point_of(f) == point and not f.name.startswith("."))
+            if name not in out and files:
+                out[name] = open_files(files).to_table()
+        return out
 
 
 @dataclass
@@ -63,11 +74,10 @@ def _sweep(manifest_path: Path) -> SweepTables | None:
     dirs = layout.table_dirs()
     if layout.result not in dirs:
         return None
-    tables = {name: read_dataset(d) for name, d in dirs.items()}
+    result = read_dataset(dirs.pop(layout.result))  # the other tables are read a point at a time, when drawn
     axes = flatten(m.spec.get("axes") or {}) if isinstance(m.spec.get("axes"), dict) else {}
     orders = {column_name(path): values for path, values in axes.items() if isinstance(values, list)}
-    result = tables.pop(layout.result)
-    return SweepTables(m.sweep, m.command, list(m.columns), result, tables, orders)
+    return SweepTables(m.sweep, m.command, list(m.columns), result, {}, orders, dirs)
 
 
 def _run_tables(d: Path) -> dict[str, pa.Table]:
