@@ -101,9 +101,9 @@ def _status(path: str, as_json: bool) -> int:
     print(f"{'sweep':<24} {'command':<8} {'stored':>7} {'errors':>7} {'pending':>8} {'total':>7}  state")
     for s in found:
         print(f"{s.sweep:<24} {s.command:<8} {s.done:>7} {s.failed:>7} {s.pending:>8} {s.total:>7}  {s.state}")
-        outcomes = Outcomes(s.outcomes, s.points)
-        print(f"    {outcomes.line()}")
-        for line in outcomes.listing():
+        ended = Outcomes(s.outcomes, s.points)
+        print(f"    {ended.line()}")
+        for line in ended.listing():
             print(f"    {line}")
         if s.specs > 1:
             print(f"    points of {s.specs} spec versions (--add): the sweep_spec column tells them apart")

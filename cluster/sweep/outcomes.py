@@ -92,11 +92,22 @@ def outcomes(table: pa.Table, index_of: dict[str, int] | None = None) -> Outcome
 
 
 def read_outcomes(result_dir: Path, index_of: dict[str, int] | None = None) -> Outcomes:
-    """The outcomes of the points stored in a sweep's result dataset (only the columns they need are read)."""
-    from cluster.sweep.dataset import open_dataset
+    """The outcomes of the points stored in a sweep's result dataset (only the columns they need are read; a
+    file that cannot be read is no point's outcome: its point is pending, as `rdasim sweep status` counts it)."""
+    import pyarrow.parquet as pq
 
     if not result_dir.is_dir():
         return Outcomes()
-    data = open_dataset(result_dir)
-    keep = [c for c in ("point_id", "point_index", "point_status", "status") if c in data.schema.names]
-    return outcomes(data.to_table(columns=keep), index_of)
+    wanted = ("point_id", "point_index", "point_status", "status")
+    parts = []
+    for f in sorted(result_dir.rglob("*.parquet")):
+        if f.name.startswith((".", "_")):
+            continue
+        try:
+            names = pq.read_schema(f).names
+            parts.append(pq.read_table(f, columns=[c for c in wanted if c in names]))
+        except (OSError, pa.ArrowInvalid):
+            continue
+    if not parts:
+        return Outcomes()
+    return outcomes(pa.concat_tables(parts, promote_options="permissive"), index_of)
