@@ -24,8 +24,9 @@ from cluster.jobs.summarised import Summarised
 from cluster.parallel.model import ProgressFn
 from cluster.parallel.shard_plan import Plan, plan_shards
 from cluster.parallel.simulate import simulate
-from cluster.progress import Progress
+from cluster.progress import Progress, WorkEta
 from cluster.results import io, layout, schemas
+from cluster.sweep.cost import prior
 from sim.noc.params import NocParams
 from sim.noc.summary import link_columns, summarize_noc
 from sim.noc.topology import Region
@@ -162,15 +163,20 @@ def _curve_as_ray_tasks(plist: list[NocParams], plan: Plan, run: dict, quiet: bo
     task = ray.remote(num_cpus=1)(simulate_noc)
     refs = [task.remote(p, plan.shards, run["cut"], "local", run["epoch"], plan=plan) for p in plist]
     index = {ref: i for i, ref in enumerate(refs)}
-    prog = Progress("noc curve on ray", quiet)
+    eta = WorkEta(int(ray.cluster_resources().get("CPU", 1)) or 1)  # a load's cost grows with its rate
+    for i, p in enumerate(plist):
+        eta.add(i, (), prior("noc", {"noc": {"rows": p.rows, "cols": p.cols, "rate": p.rate}}))
+        eta.started(i)
+    prog = Progress("noc curve on ray", quiet, eta=eta.remaining)
     start, done = time.perf_counter(), 0
     pending = list(refs)
     try:
         while pending:
-            ready, pending = ray.wait(pending, num_returns=1)
+            ready, pending = ray.wait(pending, num_returns=1, timeout=1.0)  # a progress line every few seconds
             for ref in ready:
                 load = loads[index[ref]] = ray.get(ref)
                 load.simulation.outcome.extra["curve_wall_seconds"] = time.perf_counter() - start
+                eta.finished(index[ref], None)  # as long as it held its slot (its compile included)
             done += len(ready)
             prog(done, len(refs), unit="loads")
     finally:

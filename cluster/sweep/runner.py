@@ -16,7 +16,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from cluster.errors import UserError
-from cluster.progress import Progress
+from cluster.progress import Progress, WorkEta
+from cluster.sweep.cost import features, prior
 from cluster.sweep.layout import DatasetLayout
 from cluster.sweep.manifest import DONE, FAILED, FORMAT, PENDING, Manifest, PointEntry, RunEntry, now
 from cluster.sweep.outcomes import Outcomes, read_outcomes
@@ -113,6 +114,14 @@ def _manifest(plan: SweepPlan, layout: DatasetLayout, store: Store, stored: dict
     return m
 
 
+def interleaved(points: list[Point]) -> list[Point]:
+    """The points in bit-reversal order of their place (0, n/2, n/4, 3n/4, ...): the first ones done sample
+    every value of every axis, so the ETA learns each value's cost early and an interrupted sweep has
+    covered its whole space coarsely, not its first corner finely."""
+    bits = max(1, (len(points) - 1).bit_length())
+    return [points[i] for i in sorted(range(len(points)), key=lambda i: int(f"{i:0{bits}b}"[::-1], 2))]
+
+
 def _describe(point: Point) -> str:
     shown = ", ".join(f"{k}={v!r}" for k, v in point.values.items())
     return f"point {point.index} ({shown})" if shown else f"point {point.index}"
@@ -180,12 +189,15 @@ def _execute(plan, todo, store: Store, manifest: Manifest, run: RunEntry, layout
         executor = InProcessExecutor(plan.command.name)
     else:
         executor = Executor(ray, plan.command.name, plan.spec.max_retries, max_concurrency)
-    progress = Progress(f"sweep {plan.spec.name}", quiet)
+    eta = WorkEta(1 if ray is None else int(ray.cluster_resources().get("CPU", 1)) or 1)  # from the points' costs
+    for p in todo:
+        eta.add(p.id, features(p.values), prior(plan.command.name, p.config))
+    progress = Progress(f"sweep {plan.spec.name}", quiet, eta=eta.remaining)
     saved_at, save_every = time.monotonic(), MANIFEST_EVERY_SECONDS
 
     def tick():
         nonlocal saved_at, save_every
-        if 0 < run.computed < len(todo):  # no rate before the first point; done() prints the last
+        if run.computed < len(todo):  # done() prints the last
             progress(run.computed, len(todo), unit="points")
         if time.monotonic() - saved_at > save_every:
             start = time.monotonic()
@@ -199,6 +211,7 @@ def _execute(plan, todo, store: Store, manifest: Manifest, run: RunEntry, layout
         entry.status = DONE if point_run.status == STATUS_OK else FAILED
         entry.attempts, entry.seconds, entry.error = point_run.attempts, point_run.seconds, point_run.error
         run.computed += 1
+        eta.finished(point.id, point_run.seconds)
         if point_run.status != STATUS_OK:
             run.failed += 1
             log(f"{_describe(point)} failed: {point_run.error}")
@@ -206,6 +219,6 @@ def _execute(plan, todo, store: Store, manifest: Manifest, run: RunEntry, layout
         tick()
 
     try:
-        executor.run(todo, done, tick)
+        executor.run(interleaved(todo), done, tick, lambda p: eta.started(p.id))
     finally:
         progress.close()
