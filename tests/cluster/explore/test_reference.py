@@ -33,7 +33,8 @@ def test_the_reference_is_the_base_run_twice_as_bad_else_the_worst_feasible_plus
     zero = reference((THROUGHPUT, MEMORY), None, {**base, "peak_mu_reserved": 0.0}, losses)
     assert zero.sources == {"tokens_per_second": FROM_BASE, "peak_mu_reserved": FALLBACK}
     given = reference((THROUGHPUT, MEMORY), {"tokens_per_second": 1.0, "peak_mu_reserved": 2.0}, base, losses)
-    assert given.values == {"tokens_per_second": 1.0, "peak_mu_reserved": 2.0} and set(given.sources.values()) == {GIVEN}
+    assert given.values == {"tokens_per_second": 1.0, "peak_mu_reserved": 2.0}
+    assert set(given.sources.values()) == {GIVEN}
     assert reference((THROUGHPUT, MEMORY), None, None, np.empty((0, 2))) is None  # no basis at all
     assert "tokens_per_second = 100 tokens/s (base run / 2)" in got.describe((THROUGHPUT, MEMORY))
 
