@@ -29,6 +29,7 @@ from cluster.results import io
 from cluster.sweep.points import Point
 
 BASE_FILE = "base.parquet"
+BASE_TABLE = b"explore_base"
 FACTOR = 2.0  # the default reference: the base run's value, this many times worse
 GIVEN, FROM_BASE, FALLBACK = "explore.reference", "base run", "worst feasible + 10 %"
 
@@ -58,7 +59,7 @@ class Reference:
             unit = labels.metric_parts(o.metric)[1]
             v = self.values[o.metric]
             shown = units.engineering(v, unit) if units.prefixable(unit) \
-                else (units.count(v, abs(v) / 1000) if abs(v) >= 1000 else f"{v:.4g}") + (f" {unit}" if unit else "")
+                else units.count(v) + (f" {unit}" if unit else "")
             parts.append(f"{o.metric} = {shown} ({rule})")
         return ", ".join(parts)
 
@@ -89,7 +90,9 @@ def write_base(out: Path, result: pa.Table | None, point: BasePoint, error: str 
     if table is None or "base_error" not in table.column_names:
         table = pa.Table.from_pylist([row]) if table is None else table.append_column(
             "base_error", pa.array([error], type=pa.string()))
-    io.write_parquet(table, Path(out) / BASE_FILE)
+    meta = dict(table.schema.metadata or {})
+    meta[b"table"] = BASE_TABLE  # not a run's table: the report does not draw it as one
+    io.write_parquet(table.replace_schema_metadata(meta), Path(out) / BASE_FILE)
     return row
 
 

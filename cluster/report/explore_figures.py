@@ -99,7 +99,9 @@ def objectives_scatter(ex: Exploration, plt):
         for which, k in (("x", i), ("y", j)):
             unit = labels.metric_parts(objectives[k].metric)[1]
             shown = units.apply(ax, which, unit, float(np.max(np.abs(values[:, k]))))
-            (ax.set_xlabel if which == "x" else ax.set_ylabel)(_objective_label(objectives[k], shown))
+            room = (4.5 if which == "x" else 3.6) * 72 * 0.85  # a label no longer than its axis: wrapped
+            (ax.set_xlabel if which == "x" else ax.set_ylabel)(wrap([_objective_label(objectives[k], shown)], room,
+                                                                    10.0))
         ax.xaxis.set_major_locator(MaxNLocator(nbins=4))  # a few engineering ticks: they never run together
         ax.yaxis.set_major_locator(MaxNLocator(nbins=6))
         ax.grid(True, alpha=0.3)

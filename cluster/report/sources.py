@@ -88,8 +88,11 @@ def _run_tables(d: Path) -> dict[str, pa.Table]:
             files = sorted(f for f in (d / name).rglob("*.parquet") if not f.name.startswith((".", "_")))
             if files:
                 out.setdefault(name, []).append(open_files(files).to_table())
+    known = set(table_names())
     for f in sorted(d.glob("*.parquet")):
-        out.setdefault(table_name(f), []).append(pq.read_table(f))
+        name = table_name(f)
+        if name in known:  # not an exploration's pareto.parquet or base.parquet, which are not a run's tables
+            out.setdefault(name, []).append(pq.read_table(f))
     return {n: pa.concat_tables(ts, promote_options="permissive") for n, ts in out.items()}
 
 

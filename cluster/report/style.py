@@ -22,7 +22,7 @@ SHARED_RANGE = 10.0  # panels share a y axis only when their largest values are 
 GAP_MARKERS = {DEADLOCKED: "X", CUT_OFF: ">", FAILED: "P", ERROR: "*", NO_VALUE: "o"}  # a run that gave no value
 GAP_Y = 0.045  # gap marks sit this far up the panel (axes fraction), on the baseline
 TICK_SIZE = 10.0  # points: matplotlib's default tick labels
-POINTS_PER_CHAR = 0.62  # the width of a character in points per point of font size (DejaVu Sans, mean)
+POINTS_PER_CHAR = 0.58  # the width of a character in points per point of font size (DejaVu Sans, mean)
 
 
 def gap_label(outcome: str) -> str:
@@ -77,7 +77,7 @@ def fit_categories(ax, labels: list[str], width_points: float, fontsize: float) 
     ax.set_xticks(range(len(labels)), labels)
     half = max(len(labels), 2.2) / 2  # a lone category keeps a bar's width, not the panel's
     ax.set_xlim((len(labels) - 1) / 2 - half, (len(labels) - 1) / 2 + half)
-    if widest > 0.9 * slot:
+    if widest > slot:
         ax.tick_params(axis="x", labelrotation=30)
         for t in ax.get_xticklabels():
             t.set_horizontalalignment("right")

@@ -196,6 +196,7 @@ def _bars(ax, panel: Panel, x_labels: list[str], hue: str | None, palette: Palet
     present = {v: [s for s in panel.series if v in s.cells] for v in panel.xs}
     width = 0.8 / group
     partial: tuple[list, list] = ([], [])
+    saturated: tuple[list, list] = ([], [])
     for s in panel.series:
         color = palette.color(hue, s.hue) if hue else "C0"
         pos, heights, errors = [], [], []
@@ -213,7 +214,10 @@ def _bars(ax, panel: Panel, x_labels: list[str], hue: str | None, palette: Palet
             errors.append(cell.error)
             if cell.mean == 0:  # a bar of height 0 is a value, not a missing one: say so
                 _zero(ax, p, color)
-            if cell.partial:
+            if cell.saturated:
+                saturated[0].append(p)
+                saturated[1].append(cell.mean)
+            elif cell.partial:
                 partial[0].append(p)
                 partial[1].append(cell.mean)
         if pos:
@@ -225,6 +229,7 @@ def _bars(ax, panel: Panel, x_labels: list[str], hue: str | None, palette: Palet
             from matplotlib.patches import Patch
 
             legend.series.setdefault(names[s.hue], Patch(facecolor=color, edgecolor="black", linewidth=0.4))
+    _circle(ax, saturated[0], saturated[1], SATURATED_LABEL, legend)
     _circle(ax, partial[0], partial[1], PARTIAL_LABEL, legend)
     fit_categories(ax, x_labels, _panel_width_points(ncols), TICK_SIZE)
 

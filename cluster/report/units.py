@@ -39,16 +39,22 @@ def number(v: float) -> str:
     return text if "e" not in text else f"{v:.3e}"
 
 
+def _decimals(x: float, most: int = 3) -> int:
+    """The fewest decimals (at most ``most``) that write ``x`` exactly: 2.5 -> 1, 20 -> 0."""
+    return next((d for d in range(most + 1) if abs(round(x, d) - x) <= 1e-9 * max(abs(x), 1.0)), most)
+
+
 def count(v: float, step: float = 0.0) -> str:
     """A plain number as a tick shows it: '175k', '2.4M', '12', '0.25'. ``step``: the spacing of the
-    ticks, so neighbours never round to the same text ('660k', '670k', not '6.6e+05' twice)."""
+    ticks, so neighbours never round to the same text ('7.5k', not '8k' beside '10k'); none: a value on its
+    own, to 4 significant digits ('426.2k')."""
     if v == 0:
         return "0"
     for factor, suffix in COUNT_SUFFIXES:
         if abs(v) >= factor * 0.9995:
-            digits = max(0, -math.floor(math.log10(step / factor))) if step > 0 else 1
-            text = f"{v / factor:.{min(digits, 3)}f}".rstrip("0").rstrip(".") if digits else f"{v / factor:.0f}"
-            return f"{text}{suffix}"
+            if step <= 0:  # a value on its own: 4 significant digits
+                return f"{v / factor:.4g}{suffix}"
+            return f"{v / factor:.{max(_decimals(step / factor), _decimals(v / factor))}f}{suffix}"
     return f"{v:.4g}"
 
 
@@ -95,15 +101,17 @@ def _formatters():
             return number(v / self.factor) if v else "0"
 
     class Counts(Formatter):
-        """Large plain numbers as engineering counts ('175k'), told the tick spacing once per draw."""
+        """Large plain numbers as engineering counts ('175k') when the axis reaches 10,000 (below, '800',
+        '1000'), told the ticks once per draw."""
 
-        step = 0.0
+        step, big = 0.0, False
 
         def set_locs(self, locs):
             super().set_locs(locs)
             self.step = min((abs(b - a) for a, b in zip(locs, locs[1:]) if b != a), default=0.0)
+            self.big = max((abs(v) for v in locs), default=0.0) >= 1e4
 
         def __call__(self, v, pos=None):
-            return count(v, self.step)
+            return count(v, self.step) if self.big else f"{v:.4g}"
 
     return Scaled, Counts
