@@ -107,6 +107,14 @@ MEMORY = Table({
                              "with this share of every MU left free, in [0, 1) (always checked under on_oom = "
                              "\"preempt\"; elsewhere only when above 0)", min=0.0),
     "placement": Field("choice", "spread", "which MU a new buffer goes to", choices=PLACEMENTS),
+    "prefix_sharing": Field("bool", True, "decode with a trace giving prompt blocks (Mooncake, Qwen-Bailian "
+                            "hash_ids): running sequences share their common leading blocks' KV, each reference "
+                            "counted by the reclamation protocol (docs/traces.md); false: every sequence writes its "
+                            "own"),
+    "prefix_cache_bytes": Field("size", 0, "prefix sharing: KV bytes of blocks no running sequence holds that the "
+                                "scheduler keeps for later requests, least recently used dropped first (a prefix "
+                                "cache; given back when a request needs the room under on_oom = \"preempt\"); 0: a "
+                                "block is freed when its last sequence drops it", min=0),
     "buffer_id_bits": _i("bits of a buffer id (ids wrap and are reused)", 16, 1, "bits"),
     "offset_bits": _i("bits of a virtual block + offset in a reference", 16, 1, "bits"),
 }, doc="MU memory policy, reclamation protocol, out-of-memory behaviour", checks=[_policy_checks, _preempt_checks],
@@ -373,6 +381,7 @@ def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=Non
         network=noc["model"],
         sizing=sizing, mu=mu, policy=policy, reclaim=reclaim, workload=workload, on_oom=mem["on_oom"],
         preempt_mode=mem["preempt_mode"] or PREEMPT_MODES[0], admit_watermark=mem["admit_watermark"],
+        prefix_sharing=mem["prefix_sharing"], prefix_cache_bytes=mem["prefix_cache_bytes"],
         placement=mem["placement"], jitter=noc["jitter"], seed=run["seed"], max_cycles=run["max_cycles"],
         sample_cycles=run["sample_cycles"], trace=trace, trace_limit=run["trace_limit"], memory_map_cycle=memory_map,
         energy=energy,

@@ -215,3 +215,21 @@ def test_a_cold_noc_curve_is_not_estimated_from_the_loads_that_compiled_the_kern
     compiled = sorted(costs[:2])[0]  # the first warm load ends after this
     assert all(left is None for t, left, _ in replay if t < compiled)  # only the compiling loads: no basis
     assert all(0.5 <= left / truth <= 2.0 for t, left, truth in replay if left is not None and truth > 1), replay
+def test_a_notebook_s_output_gets_one_line_redrawn_in_place_as_a_terminal_does():
+    """ipykernel's OutStream is no terminal (isatty() is False) but a notebook draws a carriage
+    return as a redraw of the line: the line is redrawn there every half second, not logged every 5 s."""
+    OutStream = type("OutStream", (io.StringIO,), {"__module__": "ipykernel.iostream"})
+    clock, out = Clock(), OutStream()
+    p = Progress("run", stream=out, clock=clock)
+    for s in range(1, 11):
+        clock.t = s / 2
+        p(s, 100, unit="cycles")
+    p.close("run: done")
+    text = out.getvalue()
+    assert text.count("\rrun: ") >= 9 and text.count("\n") == 1 and text.endswith("\rrun: done\n")
+    logged = io.StringIO()  # a file: nothing in its first 5 s
+    p = Progress("run", stream=logged, clock=clock)
+    for s in range(11, 21):
+        clock.t = s / 2
+        p(s, 100, unit="cycles")
+    assert logged.getvalue() == ""
