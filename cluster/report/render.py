@@ -95,17 +95,31 @@ FORMATS = ("png", "pdf", "svg")  # what a figure can be written as
 
 
 def _save(fig, path: Path, plt, formats: tuple[str, ...]) -> list[Path]:
-    """Lay the figure out once, then write every format from that layout."""
+    """Lay the figure out and rasterise it once (the PNG is that raster), then write the vector formats from
+    that layout."""
     written = []
-    for i, fmt in enumerate(formats):
+    fig.set_dpi(PNG_DPI)
+    fig.canvas.draw()  # constrained layout, and the raster at the PNG's resolution
+    fig.set_layout_engine("none")  # the vector formats keep these positions: no second layout
+    for fmt in formats:
         target = path.with_suffix(f".{fmt}")
         with io.atomic_path(target) as tmp:
-            fig.savefig(tmp, format=fmt, dpi=PNG_DPI if fmt == "png" else None)
-        if i == 0:
-            fig.set_layout_engine("none")  # constrained layout ran for the first format: keep its positions
+            if fmt == "png":
+                _raster(fig, tmp)
+            else:
+                fig.savefig(tmp, format=fmt)
         written.append(target)
     plt.close(fig)
     return written
+
+
+def _raster(fig, target: Path) -> None:
+    """The PNG of the raster the canvas already drew (savefig would draw it again)."""
+    from PIL import Image
+
+    width, height = fig.canvas.get_width_height(physical=True)
+    image = Image.frombuffer("RGBA", (width, height), fig.canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
+    image.save(target, format="png", dpi=(PNG_DPI, PNG_DPI), compress_level=1)  # level 6 took longer than drawing
 
 
 def _render(job: Job, plt, formats: tuple[str, ...]) -> tuple[list[Path], str | None, str | None]:
@@ -180,18 +194,18 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
-def _point_tables(sweep: SweepTables, point: str | None) -> tuple[str, dict[str, pa.Table]]:
-    """The tables of ``point``; by default of the first point whose run completed (else the first stored ok)."""
+def _point(sweep: SweepTables, point: str | None) -> str | None:
+    """The point whose own tables are drawn: ``point``, else the first whose run completed (else the first
+    stored ok; None without one)."""
+    if point is not None:
+        return point
     ok = only_ok(sweep.result)
-    if point is None:
-        if not ok.num_rows:
-            return "", {}
-        rows = ok.sort_by("point_index").select(["point_id"] + (["status"] if "status" in ok.column_names else []))
-        first = next((r for r in rows.to_pylist() if row_outcome({"point_status": "ok", **r}) == COMPLETED),
-                     rows.slice(0, 1).to_pylist()[0])
-        point = first["point_id"]
-    return point, {"result": sweep.result.filter(pc.equal(sweep.result["point_id"], point)),
-                   **sweep.point_tables(point)}
+    if not ok.num_rows:
+        return None
+    rows = ok.sort_by("point_index").select(["point_id"] + (["status"] if "status" in ok.column_names else []))
+    first = next((r for r in rows.to_pylist() if row_outcome({"point_status": "ok", **r}) == COMPLETED),
+                 rows.slice(0, 1).to_pylist()[0])
+    return first["point_id"]
 
 
 def _point_caption(sweep: SweepTables, point: str, result: pa.Table | None) -> str:
@@ -211,10 +225,12 @@ def _colours(sweep: SweepTables, palette: Palette) -> None:
 def _sweep_jobs(sweep: SweepTables, opts: Options, out: Path, palette: Palette) -> list[Job]:
     columns = set(sweep.result.column_names)
     axes = [x for x in opts.x if x in columns] if opts.x else sf.default_axes(sweep)
+    categorical_axes = [x for x in axes if not numeric(sweep.result, x)]
     jobs = []
     for x in axes:
-        categorical = not numeric(sweep.result, x)
-        if not opts.y and categorical:  # --y names the metrics: only those are drawn
+        categorical = x in categorical_axes
+        # --y names the metrics: only those; by default the breakdowns against the first categorical axis only
+        if not opts.y and categorical and (opts.x or x == categorical_axes[0]):
             if sf.message_columns(sweep):
                 jobs.append(Job(f"{sweep.name} messages vs {x}", out / f"{sweep.name}-messages-vs-{x}.png",
                                 partial(sf.messages_vs_axis, sweep, x, palette=palette)))
@@ -227,13 +243,21 @@ def _sweep_jobs(sweep: SweepTables, opts: Options, out: Path, palette: Palette) 
                             _Metric(sweep, x, y, h, palette, bool(opts.y))))
     if opts.chosen and opts.point is None:
         return jobs
-    point, tables = _point_tables(sweep, opts.point)
-    caption = _point_caption(sweep, point, tables.get("result"))
+    point = _point(sweep, opts.point)
+    if point is None:
+        return jobs
+    caption = _point_caption(sweep, point, sweep.result.filter(pc.equal(sweep.result["point_id"], point)))
     for name, make in RUN_FIGURES.items():
         if name != "latency_vs_load":
             jobs.append(Job(f"{sweep.name} point {point} {name}", out / f"{sweep.name}-point-{point}-{name}.png",
-                            partial(make, tables), caption))
+                            partial(_point_figure, make, sweep, point), caption))
     return jobs
+
+
+def _point_figure(make, sweep: SweepTables, point: str, plt):
+    """A run figure of one point, its tables read where it is drawn (in the worker, not before forking)."""
+    return make({"result": sweep.result.filter(pc.equal(sweep.result["point_id"], point)),
+                 **sweep.point_tables(point)}, plt)
 
 
 @dataclass(frozen=True)
@@ -287,9 +311,11 @@ def plan(path: str | Path, out: Path, opts: Options, sources: Sources, palette: 
                  for name, make in RUN_FIGURES.items()]
     for sweep in sweeps:
         _colours(sweep, palette)
-    for sweep in sweeps:
-        jobs += _sweep_jobs(sweep, opts, out, palette)
-    jobs += [Job(name, out / f"{name}.png", make) for name, make in explore_figures.figures(path)]
+    explored = explore_figures.figures(path)
+    for sweep in sweeps:  # an exploration's trials are drawn as a sweep only when asked (--x, --y, --hue)
+        if not (explored and sweep.explore and not opts.chosen):
+            jobs += _sweep_jobs(sweep, opts, out, palette)
+    jobs += [Job(name, out / f"{name}.png", make) for name, make in explored]
     return jobs, notes
 
 

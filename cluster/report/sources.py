@@ -33,13 +33,14 @@ class SweepTables:
     tables: dict[str, pa.Table] = field(default_factory=dict)  # its other tables by name, when read whole
     orders: dict[str, list] = field(default_factory=dict)  # swept column -> its values in the spec's order
     dirs: dict[str, Path] = field(default_factory=dict)  # its other tables' datasets, read a point at a time
+    explore: bool = False  # the trials of an exploration (rdasim explore --out), not a sweep of its own
 
     def point_tables(self, point: str) -> dict[str, pa.Table]:
         """Every table's rows of one point: from ``tables``, else only that point's files in ``dirs``."""
         out = {n: t.filter(pc.equal(t["point_id"], point)) for n, t in self.tables.items()
                if "point_id" in t.column_names}
         for name, d in self.dirs.items():
-            files = sorted(f for f in d.rglob("*.parquet") if point_of(f) == point and not f.name.startswith("."))
+            files = sorted(f for f in d.rglob(f"{point}*.parquet") if point_of(f) == point)  # <point>.<table>.parquet
             if name not in out and files:
                 out[name] = open_files(files).to_table()
         return out
@@ -77,7 +78,7 @@ def _sweep(manifest_path: Path) -> SweepTables | None:
     result = read_dataset(dirs.pop(layout.result))  # the other tables are read a point at a time, when drawn
     axes = flatten(m.spec.get("axes") or {}) if isinstance(m.spec.get("axes"), dict) else {}
     orders = {column_name(path): values for path, values in axes.items() if isinstance(values, list)}
-    return SweepTables(m.sweep, m.command, list(m.columns), result, {}, orders, dirs)
+    return SweepTables(m.sweep, m.command, list(m.columns), result, {}, orders, dirs, "explore" in m.spec)
 
 
 def _run_tables(d: Path) -> dict[str, pa.Table]:

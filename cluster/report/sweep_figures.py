@@ -53,6 +53,16 @@ PARTIAL_LABEL = "some seeds did not complete\n(left out of the mean)"
 SATURATED_LABEL = "saturated (did not drain)"
 
 
+OUTCOME_COLUMNS = ("point_status", "status", "workload", "saturated")  # what a row's outcome is read from
+
+
+def rows_of(sweep: SweepTables, *columns: str) -> list[dict]:
+    """The result rows with the swept columns, the outcome's and ``columns`` only (a run's summary has ~150)."""
+    t = sweep.result
+    keep = list(dict.fromkeys(c for c in (*sweep.axes, *OUTCOME_COLUMNS, *columns) if c in t.column_names))
+    return t.select(keep).to_pylist()
+
+
 def replicate_axes(sweep: SweepTables) -> list[str]:
     """Axes whose values are replicates of one condition (random seeds), not conditions."""
     return [a for a in sweep.axes if a == "seed" or a.endswith("_seed")]
@@ -75,7 +85,7 @@ def default_metrics(sweep: SweepTables, n: int = 4) -> list[str]:
 def default_axes(sweep: SweepTables) -> list[str]:
     """The varied axes to draw against: one of each group that moves together (a [[zip]]); of three or more,
     those with more than two values (a two-valued axis is drawn as the series or the panels of the others)."""
-    rows = sweep.result.to_pylist()
+    rows = rows_of(sweep)
     out: list[str] = []
     for a in varied_axes(sweep):
         if not any(_follows(rows, a, b) for b in out):
@@ -287,7 +297,7 @@ def metric_vs_axis(sweep: SweepTables, x: str, y: str, hue: str | None, plt, max
     for col in (x, y) + ((hue,) if hue else ()):
         if col not in t.column_names:
             raise Skip(f"sweep {sweep.name} has no column {col!r}")
-    rows = t.to_pylist()
+    rows = rows_of(sweep, y)
     facets = _facets(rows, varied_axes(sweep), (x, hue))
     figure = cells.panels(rows, x, y, hue, facets, sweep.orders)
     if len(figure) > max_panels:
@@ -390,7 +400,7 @@ def stacked_vs_axis(sweep: SweepTables, x: str, kinds: list[str], label, quantit
     values = in_order(distinct(t, x), sweep.orders.get(x))
     if len(values) > max_values:
         raise Skip(f"{x} has {len(values)} values; at most {max_values} bars")
-    every = t.to_pylist()
+    every = rows_of(sweep, *kinds)
     facets = _facets(every, varied_axes(sweep), (x,))
     groups = cells.facet_rows(every, facets, sweep.orders)
     if len(groups) > MAX_PANELS:
