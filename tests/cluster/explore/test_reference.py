@@ -122,3 +122,17 @@ def test_an_exploration_ends_saying_how_its_trials_ended_and_what_its_hypervolum
     best = min(r["value"] for r in result["pareto"])
     assert math.isclose(result["hypervolume"], 0.8 - best) and result["hypervolume_normalized"] == 1.0
     assert sum(result["ended"].values()) == 14
+
+
+@pytest.mark.slow
+def test_the_readme_exploration_gives_a_front_of_several_designs(tmp_path, capsys):
+    """examples/explore_kv.toml at the README's --budget 6 (about a minute; benchmarks/eta_accuracy.py runs it)."""
+    import json
+
+    from tests.paths import EXAMPLES
+
+    assert main(["explore", str(EXAMPLES / "explore_kv.toml"), "--out", str(tmp_path), "--budget", "6",
+                 "--in-process", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert len(result["pareto"]) >= 3 and result["feasible"] >= 4
+    assert set(result["reference_from"].values()) == {"base run"} and 0 < result["hypervolume_normalized"] <= 1
