@@ -179,14 +179,15 @@ def parameter_importance(ex: Exploration, plt):
             found = get_param_importances(study, evaluator=PedAnovaImportanceEvaluator(),
                                           target=partial(_signed, i, sign))
         scores[i] = [found.get(k, 0.0) for k in keys]
-    fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(keys), 3.2), constrained_layout=True)
+    fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(keys), 3.6), constrained_layout=True)
     width = 0.8 / len(objectives)
     for i, o in enumerate(objectives):
         ax.bar(np.arange(len(keys)) + (i - (len(objectives) - 1) / 2) * width, scores[i], width,
                label=labels.metric(o.metric))
     ax.set_xticks(np.arange(len(keys)))
     ax.set_xticklabels(keys, rotation=20, ha="right", fontsize="small")
-    ax.set_ylabel("importance (PED-ANOVA, sums to 1)")
+    ax.set_ylabel("importance (sums to 1)")  # a label no longer than its axis
+    ax.set_title("how much each parameter matters to each objective (PED-ANOVA)", fontsize="small")
     ax.legend(fontsize="small")
     ax.grid(True, axis="y", alpha=0.3)
     return fig
