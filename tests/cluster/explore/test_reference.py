@@ -136,3 +136,15 @@ def test_the_readme_exploration_gives_a_front_of_several_designs(tmp_path, capsy
     result = json.loads(capsys.readouterr().out)
     assert len(result["pareto"]) >= 3 and result["feasible"] >= 4
     assert set(result["reference_from"].values()) == {"base run"} and 0 < result["hypervolume_normalized"] <= 1
+
+
+def test_an_exploration_s_report_draws_its_own_figures_and_the_trials_only_when_asked(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    (tmp_path / "noop.toml").write_text(NOOP.replace("budget = 12", "budget = 6"))
+    out = tmp_path / "out"
+    assert main(["explore", str(tmp_path / "noop.toml"), "--out", str(out), "--in-process", "--quiet"]) == 0
+    assert main(["report", str(out), "--quiet"]) == 0
+    written = {p.rsplit("/", 1)[-1] for p in capsys.readouterr().out.split() if p.endswith(".png")}
+    assert written and all(w.startswith("explore-") for w in written)  # not base.parquet's, nor the trials'
+    assert main(["report", str(out), "--out", str(tmp_path / "asked"), "--x", "noop_value", "--quiet"]) == 0
+    assert any(p.endswith("trials-value-vs-noop_value.png") for p in capsys.readouterr().out.split())
