@@ -124,7 +124,7 @@ def _follows(rows: list[dict], a: str, s: str) -> bool:
 class Legend:
     """A figure's legend entries in a fixed order: the series, then the marks that say why a value is missing."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.series: dict[str, object] = {}
         self.marks: dict[str, object] = {}
 

@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import re
+import secrets
 import socket
 import tempfile
 from pathlib import Path
@@ -36,16 +37,26 @@ def atomic_path(path: str | Path):
     """Yield a temporary path next to ``path``; rename it into place only on success."""
     final = Path(path)
     final.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.{_host()}_{os.getpid()}.", suffix=".tmp", dir=final.parent)
-    os.close(fd)
+    tmp = _new_temporary(final)
     try:
-        yield Path(tmp)
-        os.chmod(tmp, 0o666 & ~umask())  # what open() would have given the file
+        yield tmp
         os.replace(tmp, final)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _new_temporary(final: Path) -> Path:
+    """A new empty file beside ``final`` named for its writer, with the mode open() gives a file (the kernel
+    applies the umask: no chmod, no reading the umask, on each of a sweep's 10^5 writes)."""
+    while True:
+        tmp = final.with_name(f".{final.name}.{_host()}_{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            return tmp
+        except FileExistsError:
+            continue
 
 
 def writer_gone(tmp: Path) -> bool:
@@ -81,26 +92,28 @@ class OutputError(UserError):
 
 
 def _dir_problem(d: Path) -> str | None:
-    """Why no file can be written in directory ``d`` (creating it if needed), or None."""
+    """Why no file can be written in directory ``d``, or None. Nothing is left behind: a directory
+    not there yet is made by the first file written into it (``atomic_path``), so a command that
+    fails on its input after this check leaves no empty directory; the probe is a file created
+    and removed in ``d``, or in the nearest existing directory above it."""
     if d.exists() and not d.is_dir():
         return f"{str(d)!r} is a file, not a directory"
-    for parent in d.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                return f"{str(parent)!r} is a file, not a directory"
-            break
+    base = d
+    while not base.exists():
+        base = base.parent
+    if not base.is_dir():
+        return f"{str(base)!r} is a file, not a directory"
     try:
-        d.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=".rdasim-probe.", dir=d)
+        fd, probe = tempfile.mkstemp(prefix=".rdasim-probe.", dir=base)
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
-        return f"cannot write in {str(d)!r} ({(exc.strerror or str(exc)).lower()})"
+        return f"cannot write in {str(base)!r} ({(exc.strerror or str(exc)).lower()})"
     return None
 
 
 def check_dir(path: str | Path, what: str = "--out") -> Path:
-    """Create directory ``path`` if needed and prove a file can be written in it, before any work."""
+    """Prove a file can be written in directory ``path`` (made when its first file is), before any work."""
     d = Path(path)
     why = _dir_problem(d)
     if why:

@@ -11,10 +11,12 @@ complete as a value).
 from __future__ import annotations
 
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 COMPLETED, DEADLOCKED, CUT_OFF, FAILED, ERROR = "completed", "deadlocked", "cut_off", "failed", "error"
 OUTCOMES = (COMPLETED, DEADLOCKED, CUT_OFF, FAILED, ERROR)  # the order they are listed in
@@ -92,22 +94,24 @@ def outcomes(table: pa.Table, index_of: dict[str, int] | None = None) -> Outcome
 
 
 def read_outcomes(result_dir: Path, index_of: dict[str, int] | None = None) -> Outcomes:
-    """The outcomes of the points stored in a sweep's result dataset (only the columns they need are read; a
-    file that cannot be read is no point's outcome: its point is pending, as `rdasim sweep status` counts it)."""
-    import pyarrow.parquet as pq
+    """The outcomes of the points stored in a sweep's result dataset: point files, compacted files and staged
+    ones (index.py), only the columns they need, a few files at once. A file that cannot be read is no point's
+    outcome: its point is pending, as `rdasim sweep status` counts it."""
+    from cluster.sweep.index import THREADS, staged_files
+    from cluster.sweep.layout import dataset_files
 
-    if not result_dir.is_dir():
-        return Outcomes()
-    wanted = ("point_id", "point_index", "point_status", "status")
-    parts = []
-    for f in sorted(result_dir.rglob("*.parquet")):
-        if f.name.startswith((".", "_")):
-            continue
+    wanted = ["point_id", "point_index", "point_status", "status"]
+
+    def read(f: Path) -> pa.Table | None:
         try:
-            names = pq.read_schema(f).names
-            parts.append(pq.read_table(f, columns=[c for c in wanted if c in names]))
+            with pq.ParquetFile(f) as opened:
+                return opened.read(columns=[c for c in wanted if c in opened.schema_arrow.names])
         except (OSError, pa.ArrowInvalid):
-            continue
+            return None
+
+    files = dataset_files(result_dir) + staged_files(result_dir)
+    with ThreadPoolExecutor(THREADS) as pool:
+        parts = [t for t in pool.map(read, files) if t is not None]
     if not parts:
         return Outcomes()
     return outcomes(pa.concat_tables(parts, promote_options="permissive"), index_of)

@@ -36,6 +36,10 @@ SWEEP_SECTION = Table({
     "skip_invalid": Field("bool", False, "leave out the generated combinations whose values are invalid together "
                           "(e.g. memory.spill = \"nearest\" with a static policy), with one line saying how many "
                           "and why; a value invalid in every combination is still an error"),
+    "compact": Field("choice", "auto", "when a run finishes, rewrite each table's point files into files of "
+                     "compact_rows rows: auto (once a table holds 1,000 point files), always, never",
+                     choices=("auto", "always", "never")),
+    "compact_rows": Field("int", 100_000, "rows of a compacted file (a point's rows are never split)", min=1),
 })
 
 RANDOM_SECTION = Table({
@@ -73,6 +77,8 @@ class SweepSpec:
     source: str = ""
     text: str = ""  # the spec file's text (kept in the manifest with each spec version)
     skip_invalid: bool = False  # generated combinations invalid together are left out, not errors
+    compact: str = "auto"  # when a run finishes: auto, always, never (cluster/sweep/compact.py)
+    compact_rows: int = 100_000  # rows of a compacted file
 
     def set_paths(self) -> list[str]:
         """Every dotted path the axes, zips, random draws or explicit points set, in spec order."""
@@ -277,6 +283,7 @@ def parse_spec(raw: dict, base_dir: Path, source: str = "") -> tuple[SweepSpec, 
         max_concurrency=sweep.get("max_concurrency"), description=sweep.get("description") or "",
         base=base, axes=grid, zips=zips, random=rnd, points=points, raw=raw, source=source,
         skip_invalid=bool(sweep.get("skip_invalid")),
+        compact=sweep.get("compact") or "auto", compact_rows=sweep.get("compact_rows") or 100_000,
     )
     return spec, issues
 

@@ -7,6 +7,7 @@ is declared once. ``row()`` gives the values in column order (sorting and hashin
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import astuple, dataclass, field, fields
 from typing import Any
 
@@ -58,6 +59,14 @@ class BufferLife:
 
     def row(self) -> tuple:
         return astuple(self)
+
+    def coded(self, names: dict[int, str]) -> tuple:
+        """Its row as integers (what a shard keeps): ``freed_by`` as the CRC-32 of its name, which
+        ``names`` learns (code -> name), ``evicted`` as 0 or 1."""
+        code = zlib.crc32(self.freed_by.encode())
+        names[code] = self.freed_by
+        r = astuple(self)
+        return (*r[:7], code, *r[8:12], int(self.evicted), *r[13:])
 
 
 @dataclass(frozen=True, slots=True)

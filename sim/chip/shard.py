@@ -27,23 +27,28 @@ after the cycle it is ready (packet ids are ``cycle * tiles + tile``).
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from sim import rng
 from sim.chip import messages as m
 from sim.chip.config import NI_LATENCY, ChipConfig
+from sim.chip.digest import Digest, code
 from sim.chip.dram import DramUnit
 from sim.chip.io import IoUnit
 from sim.chip.memory_unit import MemoryUnit
+from sim.chip.occupancy import Occupancy
+from sim.chip.program import Program
 from sim.chip.records import BufferLife, WorkRecord
+from sim.chip.report import ShardResult, shard_result
+from sim.chip.rows import Rows
 from sim.chip.spec import CU, DRAM, MU, home_drams, unit_layout
 from sim.chip.units import ComputeUnit, Unit
 from sim.memory import oracle
 from sim.network import NETWORKS, NetBoundary, StopsAtEjection
 from sim.noc.topology import Region
-from sim.workloads import WorkloadProgram
+from sim.traffic import Columnar, column, matrix, part
 
 _E = np.zeros(0, dtype=np.int64)
 NF = len(m.FIELDS)
@@ -52,26 +57,14 @@ DELIVERY, TIMER = 0, 1
 _DATA_KINDS = frozenset({m.WRITE, m.APPEND, m.READ_RESP})  # messages whose data adds to their packets
 
 
-def _empty_msgs():
-    return np.zeros((0, NF), dtype=np.int64)
-
-
-@dataclass
-class ChipBoundary:
+class ChipBoundary(Columnar):
     """Network traffic crossing cuts, plus message records and packet->message maps."""
 
-    net: NetBoundary  # the NoC model's own boundary traffic
-    msgs: np.ndarray = field(default_factory=_empty_msgs)  # [n, NF] rows of messages.FIELDS
-    pkt: np.ndarray = field(default_factory=lambda: _E)  # packet id -> message id, destination tile
-    pkt_msg: np.ndarray = field(default_factory=lambda: _E)
-    pkt_tile: np.ndarray = field(default_factory=lambda: _E)
-
-    def __len__(self) -> int:
-        return len(self.net) + len(self.msgs) + len(self.pkt)
-
-    def earliest(self) -> float:
-        return self.net.earliest()
-
+    net: NetBoundary = part()  # the NoC model's own boundary traffic
+    msgs: np.ndarray = matrix(m.FIELDS)  # [n, NF] rows of messages.FIELDS
+    pkt: np.ndarray = column("packets")  # packet id -> message id, destination tile
+    pkt_msg: np.ndarray = column("packets")
+    pkt_tile: np.ndarray = column("packets")
 
 
 @dataclass(slots=True)
@@ -83,7 +76,7 @@ class InboxEntry:
     last_arrival: int = 0  # cycle the latest of its packets arrived
 
 class ChipShard:
-    def __init__(self, cfg: ChipConfig, region: Region, workload: WorkloadProgram) -> None:
+    def __init__(self, cfg: ChipConfig, region: Region, workload: Program) -> None:
         self.cfg = cfg
         self.region = region
         spec = cfg.spec
@@ -91,7 +84,7 @@ class ChipShard:
         self.tiles = spec.tiles
         network = NETWORKS.get(cfg.network)
         self.net = network(cfg.noc, region, record_ejections=True, measure=False)
-        self.net_boundary = network.boundary
+        self._no_net = network.boundary()  # what the network sends nobody: joined with what it sends
         # the network again when it can stop at an ejection: longer windows (advance)
         self._stopping: StopsAtEjection | None = self.net if isinstance(self.net, StopsAtEjection) else None
         self.my_tiles = region.routers(spec.cols)
@@ -130,11 +123,22 @@ class ChipShard:
         self.sent_count = np.zeros(len(m.KINDS), dtype=np.int64)
         self.sent_flits = np.zeros(len(m.KINDS), dtype=np.int64)
         self.sent_packets = np.zeros(len(m.KINDS), dtype=np.int64)
-        self.delivery_log: list[tuple[int, int, int, int]] = []  # (message id, destination, cycle, kind)
-        self.oracle_log: list[tuple] = []
-        self.mem_log: list[tuple[int, int, int, int]] = []  # (cycle, mu, d_used, d_reserved)
-        self.lives: list[BufferLife] = []  # buffers freed so far
-        self.records: list[WorkRecord] = []
+        # what the results need, not every event (issue 27): deliveries and work records other
+        # than requests are folded into digests for the result hash (sim/chip/digest.py), the
+        # MUs' bytes into their peaks, integrals and samples (sim/chip/occupancy.py); a run
+        # writing a Chrome trace keeps the deliveries and the MUs' changes too
+        self.deliveries = Digest(4)  # (message id, destination, cycle, kind)
+        self.delivery_log: list[tuple[int, int, int, int]] | None = [] if cfg.trace else None
+        self.oracle_log = Rows(len(oracle.COLUMNS))
+        alone = len(self.my_tiles) == spec.tiles  # the whole chip: the MUs' totals fold as they go
+        self.occupancy = Occupancy([uid for uid, u in self.units.items() if isinstance(u, MemoryUnit)],
+                                   cfg.sample_cycles, alone, keep_log=cfg.trace)
+        self.lives = Rows(len(BufferLife.__dataclass_fields__))  # buffers freed so far (BufferLife.coded rows)
+        self.life_names: dict[int, str] = {}  # the codes of their ``freed_by``
+        self.records: list[WorkRecord] = []  # requests (latency and throughput count them)
+        self.work = Digest(6)  # every other work record (steps, trials): kind, ident, start, end, tokens, status
+        self.work_log: list[WorkRecord] | None = [] if cfg.trace else None  # them all, in a traced run
+        self.work_counts: dict[str, int] = {}
         self.logged: list = []  # workload-specific records (KernelRecord, PartitionRecord, ...)
         self.counts = {"admitted": 0, "finished": 0}
         self.trace_events: list[tuple] = []
@@ -214,13 +218,19 @@ class ChipShard:
         self.oracle_log.append(oracle.entry(self.now, unit.uid, unit.next_seq(), event, alloc))
 
     def mem_delta(self, mu: int, used: int, reserved: int) -> None:
-        self.mem_log.append((self.now, mu, used, reserved))
+        self.occupancy.delta(self.now, mu, used, reserved)
 
     def buffer_life(self, life: BufferLife) -> None:
-        self.lives.append(life)
+        self.lives.append(life.coded(self.life_names))
 
     def record(self, kind: str, ident: int, start: int, end: int, tokens: int, status: str) -> None:
-        self.records.append(WorkRecord(kind, ident, start, end, tokens, status))
+        if kind == "request":
+            self.records.append(WorkRecord(kind, ident, start, end, tokens, status))
+        else:
+            self.work_counts[kind] = self.work_counts.get(kind, 0) + 1
+            self.work.add((code(kind), ident, start, end, tokens, code(status)))
+            if self.work_log is not None:
+                self.work_log.append(WorkRecord(kind, ident, start, end, tokens, status))
 
     def log(self, record) -> None:
         """Keep a workload's own typed record (its ``figures`` reads them after the run)."""
@@ -296,7 +306,10 @@ class ChipShard:
             cycle, cls, uid, _, fn, arg = heapq.heappop(heap)
             self.now = cycle
             if cls == DELIVERY:
-                self.delivery_log.append((arg.msg, uid, cycle, arg.kind))
+                row = (arg.msg, uid, cycle, arg.kind)
+                self.deliveries.add(row)
+                if self.delivery_log is not None:
+                    self.delivery_log.append(row)
                 units[uid].on_message(arg)
             else:
                 fn(arg)
@@ -334,7 +347,7 @@ class ChipShard:
             self.pkt_to_msg.update(zip(b.pkt.tolist(), b.pkt_msg.tolist()))
 
     def _outbound(self, net_out: list) -> ChipBoundary:
-        net = self.net_boundary.concat(net_out)
+        net = self._no_net.join(net_out)
         msgs = np.array(self._out_msgs, dtype=np.int64).reshape(-1, NF)
         if self._out_pkts:
             p = np.array(self._out_pkts, dtype=np.int64)
@@ -398,6 +411,10 @@ class ChipShard:
 
     def counters(self) -> tuple[int, int]:
         return self.counts["admitted"], self.counts["finished"]
+
+    def report(self) -> ShardResult:
+        """What the finished shard hands back (sim/chip/report.py)."""
+        return shard_result(self)
 
     # ------------------------------------------------------------------ inspection
     def _snapshot(self, cycle: int) -> dict:

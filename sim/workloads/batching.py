@@ -29,6 +29,7 @@ so a run never waits forever.
 
 from __future__ import annotations
 
+from array import array
 from bisect import insort
 from dataclasses import dataclass, field
 
@@ -52,7 +53,7 @@ class Request:
     admitted: int = -1  # cycle of its first admission
     order: int = -1  # admissions before its latest one (the victim is the largest)
     made: int = 0  # tokens generated so far
-    token_cycles: list[int] = field(default_factory=list)
+    token_cycles: array = field(default_factory=lambda: array("q"))  # each token's cycle, 8 bytes a token
     preemptions: int = 0
     swapped: int = -1  # swap: the slot whose placement its KV was swapped out from (-1: none)
 
@@ -212,7 +213,7 @@ class Scheduler:
     def _settle(self, slot: int, seq: int, r: m.Message) -> None:
         q = self.reqs[seq]
         q.made += r.nbytes
-        q.token_cycles += [r.sent] * r.nbytes  # the cycle the worker made them
+        q.token_cycles.extend([r.sent] * r.nbytes)  # the cycle the worker made them
         if r.arg in (m.RUNNING, m.BLOCKED):
             self.running[slot] = seq
             q.swapped = -1  # running: its KV is on chip
@@ -237,7 +238,7 @@ class Scheduler:
         shard.counts["finished"] += 1
         self.head_refused = False  # its room is free
         shard.record("request", seq, q.arrival, shard.now, q.made, status)
-        shard.log(RequestLog(seq, q.arrival, q.admitted, tuple(q.token_cycles), q.preemptions, status))
+        shard.log(RequestLog(seq, q.arrival, q.admitted, q.token_cycles, q.preemptions, status))
 
     # ------------------------------------------------------------------ preemption
     def _unblock(self) -> Task:

@@ -21,15 +21,16 @@ from sim.chip.references import allocate, free
 from sim.chip.spec import CU
 from sim.chip.units import Replies
 from sim.keys import Field, Issue, Table
-from sim.memory.policies import POLICIES, Extent, Growth, StorageBase
+from sim.memory.policies import POLICIES, Extent, Growth, PolicyParams, StorageBase
 from sim.system.shard import Recv
 from sim.workloads import WORKLOADS, Workload
 from sim.workloads.base import Floorplan, tile_field, tile_of
 
 
 @dataclass(frozen=True)
-class ExactFit:
-    """A policy that reserves exactly what a buffer holds, up to a cap per MU (a key of its own)."""
+class ExactFit(PolicyParams):
+    """A policy that reserves exactly what a buffer holds, up to a cap per MU (a key of its own);
+    it takes PolicyParams's defaults for the rest (no blocks, no spilling, nothing to estimate)."""
 
     name: str = "exact-fit"
     exact_cap: int = 1 << 30
@@ -166,7 +167,7 @@ def test_a_policy_and_a_workload_registered_here_run(registered):
     assert s["peak_mu_reserved"] == s["peak_mu_utilization"] > 0
     assert s["leaks"] == s["use_after_free"] == s["double_free"] == 0
     assert set(tables["buffers"]["label"]) == {"ping"}
-    assert tables["buffers"]["peak_bytes"] == [3000] * 4
+    assert list(tables["buffers"]["peak_bytes"]) == [3000] * 4
 
 
 def test_their_keys_are_checked_like_any_other(registered):
