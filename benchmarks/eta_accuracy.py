@@ -4,6 +4,7 @@ and 80 % of a run's wall time. Prints JSON lines, each ratio beside the target (
     python benchmarks/eta_accuracy.py              # live: the README's commands and the policy sweep
     python benchmarks/eta_accuracy.py --cold       # ... with an empty kernel cache (the first run ever)
     python benchmarks/eta_accuracy.py --quick      # the estimator replayed on recorded point seconds (seconds)
+    python benchmarks/eta_accuracy.py --smoke      # the replay of one sweep and a live 30-point noop sweep, once
 
 Live: each command runs with stderr sent to a pipe (as to a file: a line every few seconds), every progress
 line is stamped as it arrives, and at each share s of the run's wall time T the last estimate shown at or
@@ -32,6 +33,19 @@ sys.path.insert(0, str(ROOT))
 SHARES = (0.2, 0.5, 0.8)
 LEFT = re.compile(r"about ([0-9.]+) (s|min|h) left")
 UNIT = {"s": 1.0, "min": 60.0, "h": 3600.0}
+# the shapes of the JSON lines (tests/test_benchmarks.py runs --smoke and checks them)
+SMOKE_KEYS = (("benchmark", "command", "name", "seconds", "exit", "estimates", "load_before", "target",
+               "ratio_at_20", "at_20", "ratio_at_50", "at_50", "ratio_at_80", "at_80"),
+              ("benchmark", "sweep", "replayed_seconds", "target", "ratio_at_20", "at_20", "ratio_at_50", "at_50",
+               "ratio_at_80", "at_80", "seconds"))
+SMOKE_SPEC = """[sweep]
+name = "eta-smoke"
+command = "noop"
+[axes]
+noop.value = [1.0, 2.0, 3.0, 4.0, 5.0]
+noop.sleep = [0.01, 0.05, 0.2]
+noop.fail = [false, true]
+"""
 
 
 def _verdict(ratio: float | None) -> str:
@@ -65,7 +79,7 @@ def live(name: str, argv: list[str], env: dict) -> dict:
     return row
 
 
-def quick() -> None:
+def quick(specs: tuple[str, ...] = ("sweep_policies.toml", "sweep_noc.toml", "sweep_run.toml")) -> None:
     """The recorded point seconds of the example sweeps, replayed (tests/cluster/test_progress.py's replay)."""
     from cluster.sweep.cost import features, prior
     from cluster.sweep.plan import plan_sweep
@@ -73,7 +87,7 @@ def quick() -> None:
     from tests.cluster.test_progress import _at, _replay
 
     recorded = json.loads((ROOT / "tests" / "data" / "eta" / "point_seconds.json").read_text())
-    for spec in ("sweep_policies.toml", "sweep_noc.toml", "sweep_run.toml"):
+    for spec in specs:
         start = time.perf_counter()
         plan = plan_sweep(ROOT / "examples" / spec)
         cost = dict(zip((p.id for p in plan.points), recorded[spec]))
@@ -97,12 +111,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="replay recorded point seconds (seconds)")
     parser.add_argument("--cold", action="store_true", help="an empty NoC kernel cache, as on a first run")
+    parser.add_argument("--smoke", action="store_true", help="one replay and a live 30-point noop sweep, in seconds")
     args = parser.parse_args()
     if args.quick:
         quick()
         return 0
     with tempfile.TemporaryDirectory(prefix="rdasim-eta-") as work:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        if args.smoke:
+            quick(("sweep_noc.toml",))
+            spec = Path(work) / "smoke.toml"
+            spec.write_text(SMOKE_SPEC)
+            row = live("noop sweep", ["sweep", str(spec), "--out", f"{work}/smoke", "--in-process"], env)
+            print(json.dumps(row), flush=True)
+            return 0
         if args.cold:
             env["NUMBA_CACHE_DIR"] = str(Path(work) / "numba")
         examples = ROOT / "examples"

@@ -3,6 +3,7 @@
     python benchmarks/report_speed.py                          # runs the sweeps and the exploration first
     python benchmarks/report_speed.py --results DIR            # reuses DIR/sweep (a policies sweep) and DIR/explore
     python benchmarks/report_speed.py --quick                  # a small noop sweep and exploration: seconds
+    python benchmarks/report_speed.py --smoke                  # the same (tests/test_benchmarks.py runs it)
 
 1. The 60-point policy sweep (examples/sweep_policies.toml: the issue's 54-point sweep with its spill points
    crossed over both seeds) reported whole, as a user runs it (`rdasim report DIR`, a fresh process, on
@@ -30,6 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 TARGET_SECONDS = 10.0
+# the shapes of the JSON lines (tests/test_benchmarks.py runs --smoke and checks them)
+SMOKE_KEYS = (("benchmark", "what", "seconds", "all_runs", "figures", "report_line", "load_before", "load_after"),)
 
 
 def _load() -> float:
@@ -114,8 +117,9 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="small noop results, reported once (seconds)")
     parser.add_argument("--results", type=Path, help="reuse DIR/sweep and DIR/explore (made there if absent)")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true", help="as --quick: the machinery, once, in seconds")
     args = parser.parse_args()
-    if args.quick:
+    if args.quick or args.smoke:
         quick()
     else:
         full(args.results, args.repeats)

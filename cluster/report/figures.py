@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cluster.report import units
+from cluster.report import labels, units
 from cluster.report.data import Skip, containing, find_table, first, grouped, numeric, only_ok, present
 
 DIRECTIONS = ("E", "W", "S", "N")
@@ -173,7 +173,7 @@ def energy_breakdown(tables: dict[str, pa.Table], plt):
     bottom = dict.fromkeys(comps, 0.0)
     for c, a, j in zip(*(t[n].to_pylist() for n in ("component", "action", "joules"))):
         if j:
-            ax.bar(c, j, bottom=bottom[c], label=f"{c}.{a}")
+            ax.bar(labels.component(c), j, bottom=bottom[c], label=f"{labels.component(c)}: {a.replace('_', ' ')}")
             bottom[c] += j
     ax.set_ylabel(f"energy ({units.apply(ax, 'y', 'J')})")
     ax.set_title(f"energy by component: {units.engineering(sum(bottom.values()), 'J')} in all")

@@ -220,6 +220,8 @@ def _colours(sweep: SweepTables, palette: Palette) -> None:
     for a in sweep.axes:
         if a in sweep.result.column_names:
             palette.register(a, in_order(distinct(sweep.result, a), sweep.orders.get(a)))
+    palette.register("component", [labels.energy_component(c) for c in sf.energy_columns(sweep)])
+    palette.register("message type", [labels.message_type(c) for c in sf.message_columns(sweep)])
 
 
 def _sweep_jobs(sweep: SweepTables, opts: Options, out: Path, palette: Palette) -> list[Job]:

@@ -371,7 +371,7 @@ def message_columns(sweep: SweepTables) -> list[str]:
 def messages_vs_axis(sweep: SweepTables, x: str, plt, max_values: int = 12, palette: Palette | None = None):
     """Protocol messages by type for each value of a categorical swept axis: stacked bars per panel
     of the other varied axes, mean over the seeds that completed."""
-    return stacked_vs_axis(sweep, x, message_columns(sweep), lambda k: k[len("messages_"):].replace("_", " "),
+    return stacked_vs_axis(sweep, x, message_columns(sweep), labels.message_type,
                            ("messages sent", ""), "protocol messages by type", "message type", plt, max_values,
                            palette)
 
@@ -384,7 +384,7 @@ def energy_columns(sweep: SweepTables) -> list[str]:
 def energy_vs_axis(sweep: SweepTables, x: str, plt, max_values: int = 12, palette: Palette | None = None):
     """A run's energy by component for each value of a swept axis, e.g. memory.policy: stacked bars
     per panel of the other varied axes, mean over the seeds that completed."""
-    return stacked_vs_axis(sweep, x, energy_columns(sweep), lambda k: k[len("energy_"):-len("_joules")],
+    return stacked_vs_axis(sweep, x, energy_columns(sweep), labels.energy_component,
                            ("energy", "J"), "energy by component", "component", plt, max_values, palette)
 
 

@@ -210,7 +210,7 @@ def test_energy_by_policy_stacks_the_components_to_each_run_total(pyplot):
     for p in fig.axes[0].patches:
         tops[p.get_x()] = max(tops.get(p.get_x(), 0.0), p.get_y() + p.get_height())
     assert sorted(tops.values()) == [6.0, 10.0]  # virtual 2 + 4 + 0; realloc-copy 2 + 6 + 2
-    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["cu", "mu", "realloc_copy"]
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["CU", "MU", "realloc copy"]  # as a paper writes them
     pyplot.close(fig)
 
 
