@@ -44,6 +44,15 @@ def test_a_run_sweep_is_averaged_over_its_throughput_by_default(run_sweep_dir):
 
 def test_a_metric_the_table_lacks_is_one_line_naming_what_it_has(run_sweep_dir):
     got = _analysis(run_sweep_dir, "--metric", "avg_latency")
-    assert got.returncode == 1
+    assert got.returncode == 2
     (line,) = got.stderr.strip().splitlines()
     assert "no numeric column 'avg_latency'; try tokens_per_second" in line and len(line) < 300
+
+
+def test_an_out_directory_holding_one_sweep_is_that_sweep(run_sweep_dir, tmp_path):
+    got = _analysis(run_sweep_dir.parent, "--json")  # the --out directory the sweep was written to
+    assert got.returncode == 0, got.stderr
+    pyarrow = next(r for r in map(json.loads, got.stdout.splitlines()) if r["reader"] == "pyarrow")
+    assert len(pyarrow["rows"]) == 2
+    got = _analysis(tmp_path)  # no sweep there: one line, exit 2
+    assert got.returncode == 2 and len(got.stderr.strip().splitlines()) == 1 and "no sweep here" in got.stderr
