@@ -47,11 +47,11 @@ class Reference:
     def losses(self, objectives) -> np.ndarray:
         return as_losses(np.array([[self.values[o.metric] for o in objectives]]), [o.maximize for o in objectives])[0]
 
-    def describe(self, objectives) -> str:
-        """'tokens_per_second = 345k (base run / 2), ...': each objective's reference and its rule."""
+    def parts(self, objectives) -> list[tuple[str, str, str]]:
+        """(metric, its reference with its unit, the rule that gave it) of each objective."""
         from cluster.report import labels, units
 
-        parts = []
+        out = []
         for o in objectives:
             rule = self.sources[o.metric]
             if rule == FROM_BASE:
@@ -60,8 +60,12 @@ class Reference:
             v = self.values[o.metric]
             shown = units.engineering(v, unit) if units.prefixable(unit) \
                 else units.count(v) + (f" {unit}" if unit else "")
-            parts.append(f"{o.metric} = {shown} ({rule})")
-        return ", ".join(parts)
+            out.append((o.metric, shown, rule))
+        return out
+
+    def describe(self, objectives) -> str:
+        """'tokens_per_second = 345k (base run / 2), ...': each objective's reference and its rule."""
+        return ", ".join(f"{metric} = {shown} ({rule})" for metric, shown, rule in self.parts(objectives))
 
 
 def base_point(spec) -> BasePoint | None:

@@ -147,9 +147,10 @@ def hypervolume_vs_trials(ex: Exploration, plt):
     ax.set_ylabel("normalised hypervolume of the feasible front")
     ax.set_ylim(0, 1.05)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    shown = Reference(front.reference, front.reference_from or {}).describe(ex.spec.objectives)
-    ax.set_title(wrap([f"hypervolume {front.hypervolume:.4g} (normalised {front.normalized:.3f})",
-                       f"reference: {shown}"], 6.4 * 72 * 0.9, 8.3), fontsize="small")
+    parts = Reference(front.reference, front.reference_from or {}).parts(ex.spec.objectives)
+    ax.set_title(wrap([f"hypervolume {front.hypervolume:.4g} (normalised {front.normalized:.3f}) against the reference"]
+                      + [f"{labels.metric_parts(m)[0]}: {shown} ({rule})" for m, shown, rule in parts],
+                      6.4 * 72 * 0.9, 8.3), fontsize="small")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small", title="optimizer")
     return fig
@@ -183,7 +184,7 @@ def parameter_importance(ex: Exploration, plt):
     width = 0.8 / len(objectives)
     for i, o in enumerate(objectives):
         ax.bar(np.arange(len(keys)) + (i - (len(objectives) - 1) / 2) * width, scores[i], width,
-               label=labels.metric(o.metric))
+               label=labels.metric_parts(o.metric)[0])  # which objective: its values' unit is not shown
     ax.set_xticks(np.arange(len(keys)))
     ax.set_xticklabels(keys, rotation=20, ha="right", fontsize="small")
     ax.set_ylabel("importance (sums to 1)")  # a label no longer than its axis
