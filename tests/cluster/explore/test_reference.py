@@ -3,7 +3,6 @@ or the worst feasible + 10 %), stated with its rule; a normalised hypervolume be
 ending counted."""
 
 import math
-import textwrap
 
 import numpy as np
 import pyarrow as pa
@@ -54,18 +53,7 @@ def _row(trial, rung=0, fidelity="full", status="completed", feasible=True, poin
 
 
 def test_every_trials_ending_is_counted_by_what_ended_it(tmp_path):
-    (tmp_path / "noop.toml").write_text(textwrap.dedent("""
-        [explore]
-        command = "noop"
-        [explore.space]
-        "noop.value" = { type = "real", low = 0.0, high = 1.0 }
-        [[explore.objectives]]
-        metric = "value"
-        [[explore.constraints]]
-        expr = "noop.value <= 0.7"
-        [[explore.constraints]]
-        expr = "value >= 0.1"
-    """))
+    (tmp_path / "noop.toml").write_text(NOOP)  # its constraints: noop.value <= 0.7 (known), value >= 0.1
     spec = read_explore(tmp_path / "noop.toml")
     rows = [_row(0), _row(1, value=0.05, feasible=False),  # full, completed, but value >= 0.1 broken
             _row(2, fidelity="not-run", point_status="error", feasible=False,
