@@ -19,7 +19,15 @@ import pyarrow.parquet as pq
 
 from cluster.results.layout import open_files, table_names
 from cluster.sweep.dataset import read_dataset
-from cluster.sweep.layout import MANIFEST_SUFFIX, column_name, find_manifests, of_manifest, point_of
+from cluster.sweep.layout import (
+    MANIFEST_SUFFIX,
+    column_name,
+    dataset_files,
+    find_manifests,
+    is_compacted,
+    of_manifest,
+    point_of,
+)
 from cluster.sweep.manifest import Manifest
 from cluster.sweep.spec import flatten
 
@@ -36,13 +44,21 @@ class SweepTables:
     explore: bool = False  # the trials of an exploration (rdasim explore --out), not a sweep of its own
 
     def point_tables(self, point: str) -> dict[str, pa.Table]:
-        """Every table's rows of one point: from ``tables``, else only that point's files in ``dirs``."""
+        """Every table's rows of one point: from ``tables``, else from ``dirs``: the point's own file
+        (<point>.<table>.parquet), or its rows in the compacted files (a sweep of 1,000 points and more)."""
         out = {n: t.filter(pc.equal(t["point_id"], point)) for n, t in self.tables.items()
                if "point_id" in t.column_names}
         for name, d in self.dirs.items():
-            files = sorted(f for f in d.rglob(f"{point}*.parquet") if point_of(f) == point)  # <point>.<table>.parquet
-            if name not in out and files:
-                out[name] = open_files(files).to_table()
+            if name in out:
+                continue
+            files = dataset_files(d)
+            own = [f for f in files if not is_compacted(f) and point_of(f) == point]
+            if own:
+                out[name] = open_files(own).to_table()
+            elif compacted := [f for f in files if is_compacted(f)]:
+                rows = open_files(compacted).to_table(filter=pc.field("point_id") == point)
+                if rows.num_rows:
+                    out[name] = rows
         return out
 
 

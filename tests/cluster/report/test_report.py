@@ -226,3 +226,37 @@ def test_a_run_energy_bar_per_component_stacked_by_action(pyplot):
     assert sorted(tops.values()) == [1.5, 2.0, 3.0] and len(fig.axes[0].patches) == 4  # no bar for 0 J
     assert "6.5 J in all" in fig.axes[0].get_title()
     pyplot.close(fig)
+
+
+def test_a_compacted_sweep_gives_each_point_its_own_rows_of_every_table(tmp_path):
+    """A sweep of 1,000 points and more is compacted (cluster/sweep/compact.py): a point's figures still find
+    its rows, the same as in its own files before, and no other point's."""
+    from cluster.report.sources import discover
+    from cluster.sweep.compact import compact
+    from cluster.sweep.plan import plan_sweep
+    from cluster.sweep.runner import run_sweep
+    from tests.paths import EXAMPLES
+
+    spec = tmp_path / "s.toml"
+    spec.write_text(f'base = "{EXAMPLES / "kv_decode_pressure.toml"}"\n' + textwrap.dedent("""
+        [sweep]
+        name = "kv"
+        command = "run"
+        [axes]
+        memory.on_oom = ["preempt"]
+        workload.decode.requests = [2, 3]
+    """))
+    run_sweep(plan_sweep(spec), tmp_path / "out", quiet=True, in_process=True, compact="never")
+    (sweep,) = discover(tmp_path / "out").sweeps
+    points = sweep.result["point_id"].to_pylist()
+    before = {p: sweep.point_tables(p) for p in points}
+    assert all(len(t) >= 3 for t in before.values())  # the run's other tables: MU series, energy, ...
+    list(compact(tmp_path / "out"))
+    assert not list((tmp_path / "out" / "kv").rglob(f"{points[0]}*.parquet"))  # no point file left
+    (sweep,) = discover(tmp_path / "out").sweeps
+    for p in points:
+        after = sweep.point_tables(p)
+        assert sorted(after) == sorted(before[p])
+        for name, t in after.items():
+            assert set(t["point_id"].to_pylist()) == {p}
+            assert t.num_rows == before[p][name].num_rows
