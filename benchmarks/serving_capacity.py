@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def meets(speedup: float) -> bool:
         cfg = load(RUN_SCHEMA, args.config, args.overrides + rate_overrides(base, speedup))
-        s = simulate_chip(chip_config(cfg))[0]
+        s = simulate_chip(chip_config(cfg)).summary
         ok = meets_p99(s, slo)
         print(json.dumps({"speedup": speedup, "meets": ok, "status": s["status"],
                           "requests_finished": s.get("requests_finished"), "preemptions": s.get("preemptions"),

@@ -31,6 +31,10 @@ EXIT_POINTS_FAILED = 3  # rdasim sweep: finished, but some points are error rows
 EXIT_RUN_STATUS = {"completed": EXIT_OK, "deadlocked": 4, "cut_off": 5, "failed": 6}  # rdasim run
 EXIT_NO_ANSWER = 7  # rdasim map: infeasible; rdasim alloc plan: does not fit, or an invalid placement
 EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT); SIGTERM gives 143
+# a result's status (cluster/results/record.py) -> the command's exit status: a run's, a NoC
+# curve's (interrupted: the loads that finished are kept) and a mapping's (rdasim map)
+EXIT_STATUS = {**EXIT_RUN_STATUS, "interrupted": EXIT_INTERRUPTED, "optimal": EXIT_OK, "feasible": EXIT_OK,
+               "infeasible": EXIT_NO_ANSWER, "unusable": EXIT_NO_ANSWER}
 
 
 class SaveError(UserError):

@@ -1,6 +1,7 @@
 """Progress lines on stderr for long runs: done/total, rate and ETA; silent with --quiet.
 
-On a terminal the line is redrawn in place; anywhere else (a log file, ``ray job logs``)
+On a terminal or in a Jupyter notebook (whose output draws a carriage return as a redraw
+of the line) the line is redrawn in place; anywhere else (a log file, ``ray job logs``)
 a line is written at most every ``LOG_EVERY_SECONDS``, so a long sweep logs a few dozen
 lines, not thousands. The rate is measured over the recent past (start-up costs such as
 starting Ray do not inflate the first ETA), and no ETA is shown until it means
@@ -29,13 +30,19 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+def redraws(stream) -> bool:
+    """Whether ``stream`` shows a line rewritten after a carriage return in place: a terminal, or
+    the stream a Jupyter kernel sends to a notebook (ipykernel's OutStream, not a terminal)."""
+    return (hasattr(stream, "isatty") and stream.isatty()) or type(stream).__module__.startswith("ipykernel")
+
+
 class Progress:
     def __init__(self, label: str, quiet: bool = False, stream=None, every: float | None = None, bound: bool = False,
                  clock=time.monotonic):
         self.label = label
         self.quiet = quiet
         self.stream = stream or sys.stderr
-        self._tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self._tty = redraws(self.stream)
         self.every = every if every is not None else (TTY_EVERY_SECONDS if self._tty else LOG_EVERY_SECONDS)
         self.bound = bound
         self.clock = clock

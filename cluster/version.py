@@ -17,7 +17,7 @@ from importlib import metadata
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CODE_PATHS = ("sim", "mapping", "allocators", "cluster", "pyproject.toml")  # what decides a result
+CODE_PATHS = ("sim", "mapping", "allocators", "cluster", "rdasim", "pyproject.toml")  # what decides a result
 
 
 def package_version() -> str:

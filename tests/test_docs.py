@@ -8,7 +8,8 @@ from tests.paths import ROOT
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 # a repository path: a top-level folder of the repository, then a path inside it
-REPO_PATH = re.compile(r"\b((?:sim|mapping|allocators|cluster|tests|benchmarks|examples|deploy)/[\w./-]*\w)")
+REPO_PATH = re.compile(r"\b((?:sim|mapping|allocators|cluster|rdasim|tests|benchmarks|examples|deploy)/[\w./-]*\w)")
+PACKAGES = ("sim", "mapping", "allocators", "cluster", "rdasim")
 
 
 def github_anchor(heading: str) -> str:
@@ -73,3 +74,45 @@ def test_every_repository_path_named_exists():
                 if not any((ROOT / p).exists() for p in (path, path + ".py")):
                     missing.append(f"{doc.name}:{n}: {path}")
     assert not missing, "\n".join(missing)
+
+
+def where_things_live() -> dict[str, str]:
+    """docs/design.md's "Where things live" table: each path of a row's first cell -> the row's text."""
+    text = (ROOT / "docs" / "design.md").read_text()
+    section = text.split("## Where things live", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        cells = line.split("|")
+        if line.startswith("| `") and len(cells) >= 3:
+            for path in re.findall(r"`([^`]+)`", cells[1]):
+                rows[path.rstrip("/")] = cells[2]
+    return rows
+
+
+def _named(module: str, text: str) -> bool:
+    return re.search(rf"(?<![\w/]){re.escape(module)}(\.py)?(?![\w])", text) is not None
+
+
+def test_design_names_every_folder_and_module_of_the_tree():
+    """Every folder of the packages has its row in docs/design.md's table (a folder inside
+    another may be described in its parent's row, as `reclaim/`), and every module is named in
+    its folder's row; every row is a folder of the tree. As the README is tested against the tree."""
+    rows = where_things_live()
+    missing = []
+    folders = sorted({p.parent for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py") if "__pycache__" not in p.parts})
+    for folder in folders:
+        rel = folder.relative_to(ROOT).as_posix()
+        row = rows.get(rel)
+        if row is None:  # described in its parent's row
+            parent = rows.get(folder.parent.relative_to(ROOT).as_posix(), "")
+            if f"`{folder.name}/`" not in parent:
+                missing.append(f"{rel}/: no row, nor `{folder.name}/` in its parent's")
+                continue
+            row = parent
+        for module in sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__"):
+            if not _named(module, row):
+                missing.append(f"{rel}/{module}.py: not named in the row of {rel}/")
+    for path in rows:
+        if path.split("/")[0] in PACKAGES and not (ROOT / path).is_dir():
+            missing.append(f"row {path}/: no such folder")
+    assert not missing, "docs/design.md's table is out of date:\n" + "\n".join(missing)

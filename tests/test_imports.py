@@ -1,5 +1,6 @@
 """The packages' modules import one another without a cycle, and in the direction docs/design.md
-states ("Imports point one way": cluster -> sim -> mapping, allocators; only cluster imports Ray).
+states ("Imports point one way": rdasim -> cluster -> sim -> mapping, allocators; only cluster
+imports Ray).
 
 A cycle counts the imports that run when a module is loaded: at module level, in a class body or
 under a module-level ``if``/``try``; not inside a function, nor under ``if TYPE_CHECKING:``.
@@ -20,7 +21,7 @@ import pytest
 
 from tests.paths import ROOT
 
-PACKAGES = ("sim", "mapping", "allocators", "cluster")
+PACKAGES = ("sim", "mapping", "allocators", "cluster", "rdasim")
 
 
 def _modules(root: Path, packages=PACKAGES) -> dict[str, Path]:
@@ -151,3 +152,17 @@ def test_only_the_cluster_imports_ray():
     assert any("ray" in tops for m, tops in imports.items() if m.startswith("cluster."))  # it sees Ray
     wrong = sorted(m for m, tops in imports.items() if "ray" in tops and not m.startswith("cluster"))
     assert not wrong, f"only cluster/ may import ray: {wrong}"
+
+
+def test_the_api_is_a_thin_layer_over_the_cluster_and_nothing_imports_it():
+    """rdasim/ (the Python API) imports the real work from cluster/ and has none of its own: no
+    class, and no package of the repository but cluster; no other package imports it."""
+    imports = _imported_packages(ROOT)
+    ours = {"sim", "mapping", "allocators", "cluster", "rdasim"}
+    api = {m: tops & ours for m, tops in imports.items() if m.split(".")[0] == "rdasim"}
+    assert api and all(tops <= {"cluster", "rdasim"} for tops in api.values()), api
+    wrong = sorted(m for m, tops in imports.items() if "rdasim" in tops and m.split(".")[0] != "rdasim")
+    assert not wrong, f"only rdasim/ may import rdasim: {wrong}"
+    for path in (ROOT / "rdasim").rglob("*.py"):
+        classes = [n.name for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.ClassDef)]
+        assert not classes, f"{path.name} defines {classes}: a record or logic belongs in cluster/"

@@ -1,7 +1,8 @@
 """Options every simulation command shares: the [run] section's flags, --set, JSON-safe values.
 
-A flag is another way to write a config key, so the mapping flag -> key lives here once
-and ``rdasim noc`` and ``rdasim run`` cannot disagree on what ``--shards`` means.
+A flag is another way to write a config key: the mapping flag -> key lives in
+cluster/config/short.py once, so ``rdasim noc``, ``rdasim run`` and the Python API cannot
+disagree on what ``--shards`` means.
 """
 
 from __future__ import annotations
@@ -11,9 +12,6 @@ import math
 import sys
 
 from cluster.errors import SaveError, UserError
-
-RUN_FLAGS = {"seed": "run.seed", "shards": "run.shards", "cut": "run.cut", "epoch": "run.epoch",
-             "backend": "run.backend", "address": "run.address"}
 
 
 def _shards(text: str):

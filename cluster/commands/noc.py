@@ -7,19 +7,12 @@ import json
 import sys
 
 from cluster.commands import common
-from cluster.commands.common import RUN_FLAGS, add_run_arguments, flag_values, json_safe, report_files, save
-from cluster.config import load
+from cluster.commands.common import add_run_arguments, flag_values, json_safe, report_files, save
+from cluster.config import load, short
 from cluster.config.noc import NOC_SCHEMA
-from cluster.errors import EXIT_INTERRUPTED
 from cluster.parallel.distribution import describe_distribution, distributed
 
-# command-line flag -> config key (every flag is also a key, so a file and --set say the same)
-FLAGS = {
-    "k": "noc.k", "rows": "noc.rows", "cols": "noc.cols", "topology": "noc.topology",
-    "traffic": "noc.traffic", "rate": "noc.rate", "rates": "noc.rates",
-    "packet_flits": "noc.packet_flits", "vcs": "noc.vcs", "vc_buffers": "noc.vc_buffers",
-    "link_latency": "noc.link_latency", **RUN_FLAGS,
-}
+FLAGS = short.NOC  # command-line flag -> config key (every flag is also a key, so a file and --set say the same)
 
 JSON_KEYS = ("rate", "avg_latency", "p50_latency", "p99_latency", "offered", "accepted", "avg_hops",
              "saturated", "sim_cycles", "epochs", "wall_seconds", "result_hash", "measured_packets",
@@ -61,29 +54,29 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     cfg = load(NOC_SCHEMA, args.config, args.overrides, flag_values(args, FLAGS))
     out = common.prepare_out(args)  # before the work
-    from cluster.jobs.noc import run_noc, write_noc  # imported late: keeps `rdasim noc --help` instant
+    from cluster.jobs.noc import run_noc  # imported late: keeps `rdasim noc --help` instant
+    from cluster.results import writer
 
-    result = run_noc(cfg, out=None, quiet=args.quiet or args.json)
-    rows = [{**{k: json_safe(row[k]) for k in JSON_KEYS}, **distributed(row)} for row in result.rows]
+    result = run_noc(cfg, quiet=args.quiet or args.json)
+    loads = result.summary["loads"]
+    rows = [{**{k: json_safe(row[k]) for k in JSON_KEYS}, **distributed(row)} for row in loads]
     if args.json:
         for row in rows:
             print(json.dumps(row))
     else:
-        _table(result.rows)
-        for row in result.rows:
+        _table(loads)
+        for row in loads:
             line = describe_distribution(row)
             if line:
                 print(f"  rate {row['rate']:g}: {line}")
-    if args.out:
-        result.files = save(lambda: write_noc(result, out), rows, printed=args.json)
-        report_files(result.files)
-    if result.interrupted:
-        done = len(result.rows)
-        print(f"interrupted: {done} of {done + len(result.missing)} loads finished"
+    if out is not None:
+        report_files(save(lambda: writer.write(result, out), rows, printed=args.json))
+    if result.status == "interrupted":
+        missing = result.summary["missing_rates"]
+        print(f"interrupted: {len(loads)} of {len(loads) + len(missing)} loads finished"
               f"{' and were written' if args.out else ''}; missing rates "
-              f"{', '.join(f'{r:g}' for r in result.missing)}", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    return 0
+              f"{', '.join(f'{r:g}' for r in missing)}", file=sys.stderr)
+    return result.exit_status
 
 
 def _table(rows: list[dict]) -> None:

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 from cluster.commands import common
-from cluster.commands.common import RUN_FLAGS, add_run_arguments, flag_values, json_safe, not_saved, report_files
-from cluster.config import load
+from cluster.commands.common import add_run_arguments, flag_values, json_safe, report_files, save
+from cluster.config import load, short
 from cluster.config.run import RUN_SCHEMA
-from cluster.errors import EXIT_RUN_STATUS, UserError
+from cluster.errors import UserError
 from cluster.parallel.distribution import describe_distribution, distributed
 from cluster.results import io, layout
 from cluster.results.schemas import ENERGY_COLUMNS, INPUT_COLUMNS, SERVING_COLUMNS, TIER_COLUMNS
 from sim.energy.table import COMPONENTS
 
-# command-line flag -> config key (a flag, --set and a file key all say the same)
-FLAGS = {**RUN_FLAGS, "network": "noc.model"}
+FLAGS = short.CHIP  # command-line flag -> config key (a flag, --set and a file key all say the same)
 
 JSON_KEYS = (
     "workload", "chip", "network", "policy", "reclaim", "on_oom", "shards", "backend",
@@ -39,13 +39,9 @@ SERVING_KEYS = tuple(c.name for c in SERVING_COLUMNS)  # first-OOM utilisation; 
 TIER_KEYS = tuple(c.name for c in TIER_COLUMNS)  # a chip with memory tiers
 
 
-def run_system_command(args, cfg: dict, out) -> int:
+def _system(args, result, out) -> int:
     """`rdasim run` with a [system]: chips as nodes of the inter-chip network."""
-    from cluster.config.run import system_config
-    from cluster.jobs.system import run_system
-
-    summary, files = run_system(cfg, system_config(cfg), out=out, quiet=args.quiet or args.json)
-    s = summary
+    s = summary = dict(result.summary)
     if args.json:
         print(json.dumps({k: json_safe(v) if not isinstance(v, list) else [json_safe(x) for x in v]
                           for k, v in summary.items()}))
@@ -77,11 +73,7 @@ def run_system_command(args, cfg: dict, out) -> int:
                   f"{s['live_at_end']} live at end")
         print(f"  status {s['status']}" + (f": {s['status_detail']}" if s["status_detail"] else ""))
         print(f"  result hash {s['result_hash']}")
-    for f in files:
-        print(f"wrote {f}", file=sys.stderr)
-    if s["status"] != "completed":
-        print(f"{s['status']}: {s['status_detail']}", file=sys.stderr)
-    return EXIT_RUN_STATUS[s["status"]]
+    return _saved(args, result, out, [summary])
 
 
 def add_arguments(p) -> None:
@@ -102,16 +94,14 @@ def run(args) -> int:
         raise UserError(f"--memory-map {args.memory_map}: the cycle cannot be negative")
     cfg = load(RUN_SCHEMA, args.config, args.overrides, flag_values(args, FLAGS))
     out = check_outputs(args)  # before the work: a bad path costs a second, not a run
-    if cfg["system"]["chips"]:
-        return run_system_command(args, cfg, out)
-    from cluster.config.run import chip_config  # imported late: keeps `rdasim run --help` quick
-    from cluster.jobs.chip import run_chip
+    from cluster.jobs.job import execute  # imported late: keeps `rdasim run --help` quick
+    from cluster.jobs.run import run_job
 
-    chip = chip_config(cfg, trace=bool(args.trace), memory_map=-1 if args.memory_map is None else args.memory_map)
-    res = run_chip(cfg, chip, out=out, trace_path=args.trace,
-                   memory_map_cycle=-1 if args.memory_map is None else args.memory_map,
-                   quiet=args.quiet or args.json)
-    s = res.summary
+    job = run_job(cfg, trace=bool(args.trace), memory_map=args.memory_map)
+    result = execute(job, quiet=args.quiet or args.json)
+    if result.summary.command == "system":
+        return _system(args, result, out)
+    s = dict(result.summary)
     keys = JSON_KEYS + ENERGY_KEYS + tuple(k for k in MAPPED_KEYS if k in s) + tuple(
         k for k in INPUT_KEYS if s.get(k) is not None) + tuple(k for k in SERVING_KEYS if k in s) + tuple(
         k for k in TIER_KEYS if k in s)
@@ -170,12 +160,28 @@ def run(args) -> int:
             print(f"  {line}")
         print(f"  result hash {s['result_hash']}")
         print(f"  status {s['status']}" + (f": {s['status_detail']}" if s["status_detail"] else ""))
-    report_files(res.files)
-    if res.write_error is not None:
-        raise not_saved(res.write_error, [figures], printed=args.json)
-    if s["status"] != "completed":
-        print(f"{s['status']}: {s['status_detail']}", file=sys.stderr)
-    return EXIT_RUN_STATUS[s["status"]]
+    return _saved(args, result, out, [figures])
+
+
+def _saved(args, result, out, printed: list[dict]) -> int:
+    """Write the run's files (--out, --trace, --memory-map), say where, and the exit status of its outcome.
+    Files that cannot be written lose nothing: the figures are printed as JSON instead."""
+    from cluster.results import writer
+
+    def write() -> list:
+        files = [writer.put(result.files["trace.json"], args.trace)] if "trace.json" in result.files else []
+        maps = [n for n in result.files if n.startswith("memory_map_")]
+        if out is not None:
+            files += writer.write(result, out, skip=("trace.json",))
+        elif maps:
+            files += writer.write_side(result, Path("."), maps)
+        return files
+
+    report_files(save(write, printed, printed=args.json))
+    s = result.summary
+    if s.status != "completed":
+        print(f"{s.status}: {s.status_detail}", file=sys.stderr)
+    return result.exit_status
 
 
 def one(unit: str) -> str:

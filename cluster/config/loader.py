@@ -17,20 +17,23 @@ from pathlib import Path
 from cluster.config.schema import Field, Issue, Table, validate
 from cluster.errors import UserError
 
+COMMAND_LINE = "the command line"
+
 
 class ConfigError(UserError):
     """One or more problems in a config; ``issues`` holds them all. ``given``: the key paths the
-    command line set, each with how it was given (``--set noc.k=0``): a problem at or under one
-    is named by it, not by the file's name."""
+    command line (or a script's overrides: ``origin``) set, each with how it was given
+    (``--set noc.k=0``, ``noc__k=0``): a problem at or under one is named by it, not by the file's name."""
 
-    def __init__(self, source: str, issues: list[Issue], given: dict[str, str] | None = None):
+    def __init__(self, source: str, issues: list[Issue], given: dict[str, str] | None = None,
+                 origin: str = COMMAND_LINE):
         n = len(issues)
         lines = [_detail(i, given or {}) for i in issues]
-        by_command_line = sum(on for _, on in lines)
-        if by_command_line == n:
-            source = "the command line"
-        elif by_command_line:
-            source = f"{source} and the command line"
+        by_origin = sum(on for _, on in lines)
+        if by_origin == n:
+            source = origin
+        elif by_origin:
+            source = f"{source} and {origin}"
         super().__init__(f"{source}: {n} problem{'s' if n != 1 else ''} in the config", [line for line, _ in lines])
         self.issues = issues
 
@@ -150,15 +153,21 @@ def load(
     overrides: list[str] | None = None,
     extra: list[tuple[str, object]] | None = None,
     raw: dict | None = None,
+    *,
+    source: str | None = None,
+    named: dict[str, str] | None = None,
+    origin: str = COMMAND_LINE,
 ) -> dict:
     """Resolve a config: file (or ``raw``), then ``--set`` overrides, then ``extra``.
 
     ``extra`` carries the values of explicit command-line flags (``--k 8`` is
     ``('noc.k', 8)``), so a flag, ``--set`` and a file key all say the same thing. A file
     path the file names is taken from its directory; one given by ``--set`` from the
-    working directory.
+    working directory. Errors name the config ``source`` (default: the file) and each
+    ``extra`` key as ``named`` says it was given (default: the key, as a flag's --help does),
+    blaming ``origin`` for what only those set.
     """
-    source = str(path) if path else "command line"
+    source = source or (str(path) if path else "command line")
     base = resolve_files(read_toml(path), schema, Path(path).parent) if path else copy.deepcopy(raw or {})
     sets = [(o, parse_override(o)) for o in (overrides or [])]
     pairs = [pair for _, pair in sets] + list(extra or [])
@@ -166,8 +175,8 @@ def load(
     cfg, issues = validate(merged, schema)
     if issues:  # a key given twice is named by its last giver, as its value is
         given = {key: f"--set {text.strip()}" for text, (key, _) in sets}
-        given.update({key: key for key, _ in extra or []})  # an option names its key in its --help
-        raise ConfigError(source, issues, given)
+        given.update({key: (named or {}).get(key, key) for key, _ in extra or []})  # a flag names its key in its --help
+        raise ConfigError(source, issues, given, origin)
     return cfg
 
 

@@ -8,6 +8,7 @@ config has the plain shape of mapping.specs, which builds the MappingProblem.
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 from cluster.config import REQUIRED, Field, Table, TableList, load
 from cluster.config.schema import spell_units
@@ -173,21 +174,24 @@ def _checks(cfg: dict) -> list[str]:
 
 
 def resolve(path: str | None = None, overrides: list[str] | None = None, preset: str | None = None,
-            extra: list[tuple[str, object]] | None = None) -> dict:
-    """The validated config: preset, then file, then ``--set`` overrides."""
+            extra: list[tuple[str, object]] | None = None, raw: dict | None = None, **given: Any) -> dict:
+    """The validated config: preset, then file (or ``raw``), then ``--set`` overrides, then ``extra``
+    (``given``: how errors name the config and the overrides, cluster/config/loader.py ``load``)."""
     from cluster.config.loader import parse_override, read_toml
 
-    raw = read_toml(path) if path else {}
-    pairs = [parse_override(o) for o in overrides or []]
+    raw = read_toml(path) if path else copy.deepcopy(raw or {})
+    pairs = [parse_override(o) for o in overrides or []] + list(extra or [])
     name = preset or raw.get("preset") or next((v for k, v in pairs if k == "preset"), "")
     if name:
         if name not in SPECS:
             raise UserError(f"unknown preset {name!r}; known: {', '.join(SPECS)}")
         raw = _merge(spell_units(preset_spec(name), SCHEMA), raw)  # the preset's numbers are in base units
         raw["preset"] = name
-    kind = raw.get("workload", {}).get("kind", "llm")
+    given_kind = [v for k, v in pairs if k == "workload.kind"]  # the last giver wins, as in load
+    kind = str(given_kind[-1] if given_kind else raw.get("workload", {}).get("kind", "llm"))
+    given.setdefault("source", str(path) if path else None)
     # only the chosen workload section is required: fill the others with placeholders the schema ignores
-    cfg = load(_schema_for(kind), raw=raw, overrides=overrides, extra=extra)
+    cfg = load(_schema_for(kind), raw=raw, overrides=overrides, extra=extra, **given)
     problems = _checks(cfg)
     if problems:
         raise UserError("config: " + problems[0], problems[1:])

@@ -338,6 +338,9 @@ def run_explore(spec: ExploreSpec, out: str | Path, opts: Options = Options()) -
     budget = opts.budget if opts.budget is not None else spec.budget
     if budget < 1:
         raise UserError(f"--budget must be at least 1 trial, got {budget}")
+    if opts.parallel is not None and opts.parallel < 1:
+        raise UserError(f"parallel = {opts.parallel}: must be at least 1")
+    io.check_dir(out, "out")  # before Ray starts
     name = opts.optimizer or spec.optimizer
     if name not in OPTIMIZERS:
         raise UserError(f"unknown optimizer {name!r}; known: {', '.join(OPTIMIZERS)}")

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import difflib
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -38,8 +39,9 @@ from typing import Any
 import pyarrow as pa
 
 from cluster.config import ConfigError, Issue, Table, config_hash
-from cluster.config.loader import apply_overrides, read_toml
+from cluster.config.loader import apply_overrides
 from cluster.config.schema import Field, get_path, validate
+from cluster.config.source import read_document
 from cluster.errors import UserError
 from cluster.explore.constraints import Constraint, ConstraintError, parse_constraint
 from cluster.explore.space import TYPES, Param, Space, order_params
@@ -386,6 +388,7 @@ def _raise(source: str, issues: list[Issue]) -> None:
         raise ConfigError(source or "explore spec", issues)
 
 
-def read_explore(path: str | Path) -> ExploreSpec:
-    p = Path(path)
-    return parse_explore(read_toml(p), p.parent, str(p), p.read_text())
+def read_explore(given: str | Path | Mapping[str, Any]) -> ExploreSpec:
+    """An explore spec file, TOML text or a dict, checked (cluster/config/source.py ``read_document``)."""
+    doc = read_document(given, "explore spec")
+    return parse_explore(doc.raw, doc.base_dir, doc.source, doc.text)

@@ -1,29 +1,25 @@
-"""``rdasim run``: simulate a workload on the CU/MU grid and collect its tables.
-
-``ChipModel`` adapts chip shards to the shard contract (cluster/parallel/model.py): it
-builds a ChipShard per region, routes a shard's outbound network traffic and message
-records to the shards owning their destinations, packs them for the wire, and stops
-when no shard has anything left to do (or at ``run.max_cycles``).
+"""``rdasim run`` on one chip: a workload on the CU/MU grid, cut into rectangles (``ChipGrid``,
+whose shards ``ChipModel`` runs, cluster/jobs/chip_model.py), and the job that makes a run's
+tables and side files of it (``ChipJob``).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import ClassVar
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
-import pyarrow as pa
-
-from cluster.config import config_hash
+from cluster.config.run import chip_config
+from cluster.errors import UserError
 from cluster.jobs.chip_model import ChipModel
 from cluster.jobs.grid import cut_grid, epoch_length
-from cluster.jobs.noc import run_id_for
+from cluster.jobs.job import Case, result, simulate_case
 from cluster.jobs.summarised import Summarised
 from cluster.parallel.model import ProgressFn
-from cluster.parallel.simulate import Simulation, simulate
-from cluster.progress import Progress
-from cluster.results import io, layout, schemas
+from cluster.parallel.simulate import Simulation
+from cluster.results import schemas
+from cluster.results.record import Result
 from sim.chip import memory_map
 from sim.chip.config import ChipConfig
 from sim.chip.report import summarize_chip
@@ -56,16 +52,16 @@ class ChipGrid:
     def epoch(self, regions: list[Region], requested: int | None) -> tuple[int, int | None]:
         return epoch_length(self.cfg.noc, regions, requested)
 
-
-@dataclass
-class RunResult:
-    summary: dict  # JSON-ready figures (rdasim run --json)
-    tables: dict[str, pa.Table]
-    simulation: Simulation
-    files: list[Path] = field(default_factory=list)
-    trace: dict | None = None
-    memory_map: str | None = None
-    write_error: OSError | None = None  # the files could not be written (the figures are still here)
+    def summarise(self, sim: Simulation) -> Summarised:
+        o = sim.outcome
+        summary, tables = summarize_chip(self.cfg, o.reports, cut_off=o.saturated)
+        summary.update(shards=sim.shards, backend=sim.backend, wall_seconds=o.wall_seconds,
+                       lookahead=sim.lookahead or 0, cut_off=bool(o.saturated), **sim.distribution)
+        if o.saturated and not summary["completed"]:  # events were still pending: not a deadlock
+            last = max(r.end_cycle for r in o.reports)
+            summary.update(status="cut_off", status_detail=f"cut off at run.max_cycles = {self.cfg.max_cycles:,} "
+                           f"cycles: every event before it was simulated (the last at cycle {last:,}), none after")
+        return Summarised(summary, tables, sim)
 
 
 def simulate_chip(chip_cfg: ChipConfig, shards: int | str = 1, cut: str = "rows", backend: str = "local",
@@ -74,72 +70,60 @@ def simulate_chip(chip_cfg: ChipConfig, shards: int | str = 1, cut: str = "rows"
     """Run one ChipConfig: its summary and tables' columns (sim/chip/report.py) with the run's
     shards, lookahead, status and distribution. ``shards = "auto"``: the count a pilot predicts
     fastest (cluster/parallel/shard_plan.py)."""
-    sim = simulate(ChipGrid(chip_cfg), shards, cut, backend, epoch, address, progress)
-    o = sim.outcome
-    summary, tables = summarize_chip(chip_cfg, o.reports, cut_off=o.saturated)
-    summary.update(shards=sim.shards, backend=sim.backend, wall_seconds=o.wall_seconds,
-                   lookahead=sim.lookahead or 0, cut_off=bool(o.saturated), **sim.distribution)
-    if o.saturated and not summary["completed"]:  # events were still pending: not a deadlock
-        last = max(r.end_cycle for r in o.reports)
-        summary.update(status="cut_off", status_detail=f"cut off at run.max_cycles = {chip_cfg.max_cycles:,} cycles: "
-                       f"every event before it was simulated (the last at cycle {last:,}), none after")
-    return Summarised(summary, tables, sim)
+    return simulate_case(ChipGrid(chip_cfg), shards, cut, backend, epoch, address, progress)
 
 
-def run_chip(cfg: dict, chip_cfg, out: str | Path | layout.RunOutput | None = None,
-             trace_path: str | Path | None = None, memory_map_cycle: int = -1, quiet: bool = False) -> RunResult:
-    """Simulate a resolved ``rdasim run`` config; write its tables if ``out`` is given."""
-    run = cfg["run"]
-    prog = Progress(f"run {chip_cfg.workload.kind}", quiet, bound=True)  # max_cycles is a bound, not the end
-    done = simulate_chip(chip_cfg, run["shards"], run["cut"], run["backend"], run["epoch"], run["address"],
-                         progress=prog)
-    prog.close()
-    summary, cols, results = done.summary, done.tables, done.simulation.outcome.reports
-    chash = config_hash(cfg)
-    meta = schemas.RunMeta(run_id_for(chash, run["seed"]), chash, run["seed"])
-    row = {c.name: summary.get(c.name) for c in schemas.RUN_SUMMARY.columns}
-    for k, v in summary["messages"].items():
-        row[f"messages_{k}"] = v
-    tables = {
-        "run_summary": schemas.RUN_SUMMARY.build(row, meta),
-        "run_mu_series": schemas.RUN_MU_SERIES.build(cols["mu_series"], meta),
-        "run_buffers": schemas.RUN_BUFFERS.build(cols["buffers"], meta),
-        "run_links": schemas.RUN_LINKS.build(cols["links"], meta),
-        "run_energy": schemas.RUN_ENERGY.build(cols["energy"], meta),
-    }
-    if "requests" in cols:  # a decode run: its requests' latencies
-        tables["run_requests"] = schemas.RUN_REQUESTS.build(cols["requests"], meta)
-    if "partitions" in cols:  # a mapped (dataflow) run
-        tables["run_partitions"] = schemas.RUN_PARTITIONS.build(cols["partitions"], meta)
-        tables["run_kernels"] = schemas.RUN_KERNELS.build(cols["kernels"], meta)
-    res = RunResult(summary, tables, done.simulation)
-    try:
-        _write(res, cfg, chip_cfg, meta, results, out, trace_path, memory_map_cycle)
-    except OSError as exc:  # the run is done: keep its figures (the command prints them)
-        res.write_error = exc
-    return res
+@dataclass
+class ChipJob:
+    """``rdasim run`` on one chip: a resolved config, its ChipConfig checked across fields.
+    ``trace``: record a Chrome trace (side file trace.json); ``memory_map``: every MU's block
+    map at that cycle (memory_map_CYCLE.txt and .json)."""
 
+    cfg: dict
+    trace: bool = False
+    memory_map: int | None = None
+    command: ClassVar[str] = "run"
 
-def _write(res, cfg, chip_cfg, meta, results, out, trace_path, memory_map_cycle) -> None:
-    summary, tables, chash = res.summary, res.tables, meta.config_hash
-    if trace_path is not None:
-        res.trace = chrome_trace(chip_cfg, results, summary["oracle_first"])
-        res.files.append(io.write_text(json.dumps(res.trace), trace_path))
-    if memory_map_cycle >= 0:
-        snap = memory_map.merge_snapshots([r.memory_map for r in results])
-        res.memory_map = memory_map.render(chip_cfg, snap, memory_map_cycle)
-        where = out if out is not None else Path(".")
-        res.files.append(io.write_text(res.memory_map, layout.side_path(where, f"memory_map_{memory_map_cycle}.txt",
-                                                                        meta.run_id)))
-        res.files.append(io.write_json(snap, layout.side_path(where, f"memory_map_{memory_map_cycle}.json",
-                                                              meta.run_id)))
-    if out is not None:
-        for name, table in tables.items():
-            res.files.append(io.write_parquet(table, layout.table_path(out, name, meta.run_id)))
+    def __post_init__(self) -> None:
+        if self.memory_map is not None and self.memory_map < 0:
+            raise UserError(f"memory_map = {self.memory_map}: the cycle cannot be negative")
+        at = -1 if self.memory_map is None else self.memory_map
+        self.chip = chip_config(self.cfg, trace=self.trace, memory_map=at)
+
+    def cases(self) -> list[Case]:
+        return [Case(ChipGrid(self.chip), f"run {self.chip.workload.kind}")]  # max_cycles is a bound, not the end
+
+    def record(self, done: Sequence[Summarised | None], meta: schemas.RunMeta) -> Result:
+        """run_summary, run_mu_series, run_buffers, run_links, run_energy (and run_requests of a
+        decode run, run_partitions and run_kernels of a mapped one); Accelergy's files of the
+        energy counts, and the trace and memory map when asked for."""
+        (one,) = done
+        assert one is not None  # a single case: interrupted before it finished, execute raised
+        summary, cols, reports = one.summary, one.tables, one.simulation.outcome.reports
+        row = {c.name: summary.get(c.name) for c in schemas.RUN_SUMMARY.columns}
+        for k, v in summary["messages"].items():
+            row[f"messages_{k}"] = v
+        tables = {
+            "run_summary": schemas.RUN_SUMMARY.build(row, meta),
+            "run_mu_series": schemas.RUN_MU_SERIES.build(cols["mu_series"], meta),
+            "run_buffers": schemas.RUN_BUFFERS.build(cols["buffers"], meta),
+            "run_links": schemas.RUN_LINKS.build(cols["links"], meta),
+            "run_energy": schemas.RUN_ENERGY.build(cols["energy"], meta),
+        }
+        if "requests" in cols:  # a decode run: its requests' latencies
+            tables["run_requests"] = schemas.RUN_REQUESTS.build(cols["requests"], meta)
+        if "partitions" in cols:  # a mapped (dataflow) run
+            tables["run_partitions"] = schemas.RUN_PARTITIONS.build(cols["partitions"], meta)
+            tables["run_kernels"] = schemas.RUN_KERNELS.build(cols["kernels"], meta)
         e = tables["run_energy"]
-        cols = ("component", "action", "count", "energy_per_action_pj")
-        for name, text in accelergy_files(*(e[c].to_pylist() for c in cols)).items():  # counts and their ERT
-            res.files.append(io.write_text(text, layout.side_path(out, name, meta.run_id)))
-        res.files.append(io.write_json({"run_id": meta.run_id, "config_hash": chash, "config": cfg,
-                                        "summary": summary, **schemas.code_identity()},
-                                       layout.side_path(out, "run.json", meta.run_id)))
+        names = ("component", "action", "count", "energy_per_action_pj")
+        files: dict[str, Any] = dict(accelergy_files(*(e[c].to_pylist() for c in names)))  # counts and their ERT
+        if self.trace:
+            files["trace.json"] = json.dumps(chrome_trace(self.chip, reports, summary["oracle_first"]))
+        if self.memory_map is not None:
+            snap = memory_map.merge_snapshots([r.memory_map for r in reports])
+            files[f"memory_map_{self.memory_map}.txt"] = memory_map.render(self.chip, snap, self.memory_map)
+            files[f"memory_map_{self.memory_map}.json"] = snap
+        return result(self.command, meta, self.cfg, summary["status"], summary["status_detail"], summary, tables,
+                      files, [one.simulation])
+

@@ -1,31 +1,28 @@
-"""``rdasim noc``: run the configured offered loads and collect their tables.
+"""``rdasim noc``: the configured offered loads, one simulation each, and their tables.
 
-Each offered load is one simulation, cut into the configured shards and run on the
-chosen backend. On Ray, single-shard loads of a curve run side by side as Ray tasks
-(the cores are better spent on independent loads than on one load's shards); sharded
-loads run one after another, each as a group of shard actors.
+Each offered load is one case of the job (cluster/jobs/job.py), cut into the configured
+shards and run on the chosen backend. On Ray, single-shard loads of a curve run side by
+side as Ray tasks; sharded loads run one after another, each as a group of shard actors.
 """
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from pathlib import Path
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import ClassVar
 
 import pyarrow as pa
 
-from cluster.config import config_hash
 from cluster.config.noc import booksim_reference, check_footprint, params_of, rates_of
 from cluster.jobs.grid import cut_grid, epoch_length, owner_map
+from cluster.jobs.job import Case, execute, result, simulate_case
 from cluster.jobs.noc_model import NocModel
 from cluster.jobs.summarised import Summarised
 from cluster.parallel.model import ProgressFn
-from cluster.parallel.shard_plan import Plan, plan_shards
-from cluster.parallel.simulate import simulate
-from cluster.progress import Progress
-from cluster.results import io, layout, schemas
+from cluster.parallel.shard_plan import Plan
+from cluster.parallel.simulate import Simulation
+from cluster.results import schemas
+from cluster.results.record import Result
 from sim.noc.params import NocParams
 from sim.noc.summary import link_columns, summarize_noc
 from sim.noc.topology import Region
@@ -55,125 +52,66 @@ class NocGrid:
     def epoch(self, regions: list[Region], requested: int | None) -> tuple[int, int | None]:
         return epoch_length(self.p, regions, requested)
 
-
-@dataclass
-class NocResult:
-    rows: list[dict]  # one summary dict per offered load (JSON-ready)
-    summary: pa.Table
-    links: pa.Table
-    files: list[Path]
-    record: dict = field(default_factory=dict)  # run.json: identity, config, loads missing
-    missing: list[float] = field(default_factory=list)  # loads not simulated (the run was interrupted)
-
-    @property
-    def interrupted(self) -> bool:
-        return bool(self.missing)
-
-
-def run_id_for(cfg_hash: str, seed: int) -> str:
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-    return f"{cfg_hash}-s{seed}-{stamp}"
+    def summarise(self, sim: Simulation) -> Summarised:
+        o = sim.outcome
+        return Summarised(summarize_noc(self.p, o.reports, o.saturated, o.in_transit_flits),
+                          {"links": link_columns(self.p, o.reports)}, sim)
 
 
 def simulate_noc(p: NocParams, shards: int | str = 1, cut: str = "rows", backend: str = "local",
                  epoch: int | None = None, address: str | None = None, progress: ProgressFn | None = None,
                  plan: Plan | None = None) -> Summarised:
     """Run one offered load: its summary (sim/noc/summary.py) and its links' columns."""
-    sim = simulate(NocGrid(p), shards, cut, backend, epoch, address, progress, plan)
-    o = sim.outcome
-    return Summarised(summarize_noc(p, o.reports, o.saturated, o.in_transit_flits),
-                      {"links": link_columns(p, o.reports)}, sim)
+    return simulate_case(NocGrid(p), shards, cut, backend, epoch, address, progress, plan)
 
 
-def run_noc(cfg: dict, out: str | Path | layout.RunOutput | None = None, quiet: bool = False) -> NocResult:
-    """Simulate every offered load of a resolved noc config (writing the tables if ``out`` is given).
+@dataclass
+class NocJob:
+    """``rdasim noc``: every offered load of a resolved noc config, one simulation each."""
 
-    Ctrl-C (or SIGTERM turned into KeyboardInterrupt) keeps the loads that finished: the
-    result then lists the ``missing`` ones, and is written like a whole curve.
-    """
-    run = cfg["run"]
-    check_footprint(cfg)
-    rates = rates_of(cfg)
-    plist = [params_of(cfg, r) for r in rates]
-    grid = NocGrid(plist[0])
-    plan = plan_shards(run["shards"], grid, run["cut"], run["backend"], run["address"])  # a curve: its first load
-    # checked here, before any load runs (a Ray task would wrap the error)
-    grid.epoch(grid.regions(plan.shards, run["cut"]), run["epoch"])
-    # one load chosen to run in one process runs here; a curve's loads still run side by side on Ray
-    backend = plan.backend(run["backend"]) if len(plist) == 1 else run["backend"]
-    chash = config_hash(cfg)
-    meta = schemas.RunMeta(run_id_for(chash, run["seed"]), chash, run["seed"])
-    loads: list[Summarised | None] = [None] * len(plist)
-    try:
-        if backend == "ray" and plan.shards == 1 and len(plist) > 1:
-            _curve_as_ray_tasks(plist, plan, run, quiet, loads)
-        else:
-            for i, p in enumerate(plist):
-                prog = Progress(f"noc rate {p.rate:g}", quiet, bound=True)  # drained loads stop early
-                one = loads[i] = simulate_noc(p, plan.shards, run["cut"], backend, run["epoch"], run["address"], prog,
-                                              plan)
-                prog.close(f"noc rate {p.rate:g}: done in {one.simulation.outcome.wall_seconds:.1f} s")
-    except KeyboardInterrupt:
-        if not any(loads):
-            raise
-    rows, link_parts = [], []
-    for p, load in zip(plist, loads):
-        if load is None:
-            continue
-        sim = load.simulation
-        row = {
-            "topology": p.topology, "rows": p.rows, "cols": p.cols, "traffic": p.traffic,
-            "packet_flits": p.packet_flits, "vcs": p.vcs, "vc_buffers": p.vc_buffers,
-            "shards": sim.shards, "backend": backend, "rate": p.rate, **load.summary,
-            "lookahead": sim.lookahead or 0, "wall_seconds": sim.outcome.wall_seconds, **sim.distribution,
-            "booksim_latency": booksim_reference(p),
-        }
-        rows.append(row)
-        links = load.tables["links"]
-        links["offered_rate"] = [p.rate] * len(links["flits"])
-        link_parts.append(schemas.NOC_LINKS.build(links, meta))
-    cols = [c.name for c in schemas.NOC_SUMMARY.columns]
-    summary = schemas.NOC_SUMMARY.build({c: [r[c] for r in rows] for c in cols}, meta)
-    links_table = pa.concat_tables(link_parts)
-    missing = [p.rate for p, load in zip(plist, loads) if load is None]
-    record = {"run_id": meta.run_id, "config_hash": chash, "config": cfg, **schemas.code_identity(),
-              "complete": not missing, "missing_rates": missing}
-    result = NocResult(rows, summary, links_table, [], record, missing)
-    if out is not None:
-        result.files = write_noc(result, out)
-    return result
+    cfg: dict
+    command: ClassVar[str] = "noc"
+
+    def __post_init__(self) -> None:
+        check_footprint(self.cfg)
+        self.loads = [params_of(self.cfg, r) for r in rates_of(self.cfg)]
+
+    def cases(self) -> list[Case]:
+        return [Case(NocGrid(p), f"noc rate {p.rate:g}", says_done=True) for p in self.loads]
+
+    def record(self, done: Sequence[Summarised | None], meta: schemas.RunMeta) -> Result:
+        """noc_summary (a row per load simulated) and noc_links; loads not simulated (the run was
+        interrupted) are listed in the figures' ``missing_rates``, and the status is then "interrupted"."""
+        run = self.cfg["run"]
+        # a load chosen to run in one process ran there; a curve's loads are the curve's backend's
+        one_load = len(self.loads) == 1
+        rows, link_parts, sims = [], [], []
+        for p, load in zip(self.loads, done):
+            if load is None:
+                continue
+            sim = load.simulation
+            sims.append(sim)
+            row = {
+                "topology": p.topology, "rows": p.rows, "cols": p.cols, "traffic": p.traffic,
+                "packet_flits": p.packet_flits, "vcs": p.vcs, "vc_buffers": p.vc_buffers,
+                "shards": sim.shards, "backend": sim.backend if one_load else run["backend"], "rate": p.rate,
+                **load.summary, "lookahead": sim.lookahead or 0, "wall_seconds": sim.outcome.wall_seconds,
+                **sim.distribution, "booksim_latency": booksim_reference(p),
+            }
+            rows.append(row)
+            links = load.tables["links"]
+            links["offered_rate"] = [p.rate] * len(links["flits"])
+            link_parts.append(schemas.NOC_LINKS.build(links, meta))
+        cols = [c.name for c in schemas.NOC_SUMMARY.columns]
+        tables = {"noc_summary": schemas.NOC_SUMMARY.build({c: [r[c] for r in rows] for c in cols}, meta),
+                  "noc_links": pa.concat_tables(link_parts)}
+        missing = [p.rate for p, load in zip(self.loads, done) if load is None]
+        status, detail = ("interrupted", f"{len(rows)} of {len(self.loads)} loads finished; missing rates "
+                          + ", ".join(f"{r:g}" for r in missing)) if missing else ("completed", "")
+        return result(self.command, meta, self.cfg, status, detail, {"loads": rows, "missing_rates": missing}, tables,
+                      simulations=sims)
 
 
-def write_noc(result: NocResult, out: str | Path | layout.RunOutput) -> list[Path]:
-    """The noc_summary and noc_links tables and run.json in ``out`` (each atomically; cluster/results/layout.py)."""
-    rid = result.record["run_id"]
-    return [io.write_parquet(result.summary, layout.table_path(out, "noc_summary", rid)),
-            io.write_parquet(result.links, layout.table_path(out, "noc_links", rid)),
-            io.write_json(result.record, layout.side_path(out, "run.json", rid))]
-
-
-def _curve_as_ray_tasks(plist: list[NocParams], plan: Plan, run: dict, quiet: bool,
-                        loads: list[Summarised | None]) -> None:
-    """Each load a Ray task run in one process; ``loads[i]`` is filled as load i finishes (so
-    an interrupt keeps it)."""
-    from cluster.parallel.ray_env import init_ray
-
-    ray = init_ray(run["address"])
-    task = ray.remote(num_cpus=1)(simulate_noc)
-    refs = [task.remote(p, plan.shards, run["cut"], "local", run["epoch"], plan=plan) for p in plist]
-    index = {ref: i for i, ref in enumerate(refs)}
-    prog = Progress("noc curve on ray", quiet)
-    start, done = time.perf_counter(), 0
-    pending = list(refs)
-    try:
-        while pending:
-            ready, pending = ray.wait(pending, num_returns=1)
-            for ref in ready:
-                load = loads[index[ref]] = ray.get(ref)
-                load.simulation.outcome.extra["curve_wall_seconds"] = time.perf_counter() - start
-            done += len(ready)
-            prog(done, len(refs), unit="loads")
-    finally:
-        for ref in pending:
-            ray.cancel(ref, force=True)
-        prog.close()
+def run_noc(cfg: dict, quiet: bool = False) -> Result:
+    """Simulate every offered load of a resolved noc config (cluster/jobs/job.py ``execute``)."""
+    return execute(NocJob(cfg), quiet)

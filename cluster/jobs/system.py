@@ -9,18 +9,20 @@ hundreds of cycles or more. The run stops when no shard has anything left to do.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import ClassVar
 
 import numpy as np
 
 from cluster.errors import UserError
+from cluster.jobs.job import Case, result, simulate_case
 from cluster.jobs.summarised import Summarised
 from cluster.jobs.system_model import SystemModel, SystemResult, owners
 from cluster.parallel.model import ProgressFn
-from cluster.parallel.simulate import simulate
+from cluster.parallel.simulate import Simulation
 from cluster.results import schemas
-from cluster.version import package_version
+from cluster.results.record import Result
 from sim.system.config import SystemConfig
 from sim.system.network import SystemNet
 from sim.system.records import StepRecord
@@ -75,20 +77,27 @@ class SystemGroups:
                             f"shards ({la} cycles); use run.epoch <= {la} or leave it unset")
         return requested or la or (1 << 40), la
 
+    def summarise(self, sim: Simulation) -> Summarised:
+        o = sim.outcome
+        summary, tables = summarize_system(self.cfg, o.reports)
+        summary.update(shards=sim.shards, backend=sim.backend, wall_seconds=o.wall_seconds, epochs=o.epochs,
+                       lookahead=sim.lookahead, cut_off=bool(o.saturated))
+        summary.update(_status(summary, o.reports, self.cfg))
+        return Summarised(summary, tables, sim)
+
 
 def simulate_system(cfg: SystemConfig, shards: int | str = 1, backend: str = "local", epoch: int | None = None,
                     address: str | None = None, progress: ProgressFn | None = None) -> Summarised:
     """Run a system: its summary (status included) and tables' columns."""
-    if shards == "auto":
+    return simulate_case(SystemGroups(cfg), counted(shards), "groups", backend, epoch, address, progress)
+
+
+def counted(shards: int | str) -> int:
+    """A system's shard count: a count of chip groups, never "auto" (no pilot chooses one)."""
+    if not isinstance(shards, int):
         raise UserError("run.shards = \"auto\" chooses among cuts of one grid; a system of chips takes a count "
                         "of chip groups")
-    sim = simulate(SystemGroups(cfg), shards, "groups", backend, epoch, address, progress)
-    o = sim.outcome
-    summary, tables = summarize_system(cfg, o.reports)
-    summary.update(shards=sim.shards, backend=backend, wall_seconds=o.wall_seconds, epochs=o.epochs,
-                   lookahead=sim.lookahead, cut_off=bool(o.saturated))
-    summary.update(_status(summary, o.reports, cfg))
-    return Summarised(summary, tables, sim)
+    return shards
 
 
 def _done(summary: dict, results: list[SystemResult]) -> bool:
@@ -195,41 +204,33 @@ def system_oracle(results: list[SystemResult], completed: bool) -> dict:
             "leaks": v.leaks, "live_at_end": v.live_at_end}
 
 
-def run_system(cfg: dict, sys_cfg: SystemConfig, out=None, quiet: bool = False) -> tuple[dict, list]:
-    """Simulate a resolved ``rdasim run`` config with a [system]; write its tables if ``out`` is given."""
-    from cluster.config import config_hash
-    from cluster.progress import Progress
-    from cluster.results import io, layout
+@dataclass
+class SystemJob:
+    """``rdasim run`` with a [system]: a resolved config, its SystemConfig (a plan mapped for grid chips)."""
 
-    run = cfg["run"]
-    prog = Progress(f"system {sys_cfg.workload.kind}", quiet)
-    done = simulate_system(sys_cfg, run["shards"], run["backend"], run["epoch"], run["address"], progress=prog)
-    prog.close()
-    summary, tables = done.summary, done.tables
-    files = []
-    if out is not None:
-        named = system_tables(cfg, summary, tables)
-        rid = named["system_summary"]["run_id"][0].as_py()  # the tables' run id names the run's files
-        for name, table in named.items():
-            files.append(io.write_parquet(table, layout.table_path(out, name, rid)))
-        files.append(io.write_json({"run_id": rid, "config_hash": config_hash(cfg), "config": cfg,
-                                    "summary": summary, "rdasim_version": package_version()},
-                                   layout.side_path(out, "run.json", rid)))
-    return summary, files
+    cfg: dict
+    command: ClassVar[str] = "system"
 
+    def __post_init__(self) -> None:
+        from cluster.config.run import system_config
 
-def system_tables(cfg: dict, summary: dict, tables: dict) -> dict:
-    """A system run's Arrow tables by name (system_summary, system_steps, system_links)."""
-    from cluster.config import config_hash
-    from cluster.jobs.noc import run_id_for
-    from cluster.results import schemas
+        counted(self.cfg["run"]["shards"])
+        self.system = system_config(self.cfg)
 
-    chash = config_hash(cfg)
-    meta = schemas.RunMeta(run_id_for(chash, cfg["run"]["seed"]), chash, cfg["run"]["seed"])
-    row = {c.name: summary.get(c.name) for c in schemas.SYSTEM_SUMMARY.columns}
-    out = {"system_summary": schemas.SYSTEM_SUMMARY.build(row, meta),
-           "system_steps": schemas.SYSTEM_STEPS.build(tables["steps"], meta),
-           "system_links": schemas.SYSTEM_LINKS.build(tables["links"], meta)}
-    if "chips" in tables:
-        out["system_chips"] = schemas.SYSTEM_CHIPS.build(tables["chips"], meta)
-    return out
+    def cases(self) -> list[Case]:
+        return [Case(SystemGroups(self.system), f"system {self.system.workload.kind}", bound=False)]
+
+    def record(self, done: Sequence[Summarised | None], meta: schemas.RunMeta) -> Result:
+        """system_summary, system_steps, system_links (and system_chips of grid chips)."""
+        (one,) = done
+        assert one is not None  # a single case: interrupted before it finished, execute raised
+        summary, cols = one.summary, one.tables
+        row = {c.name: summary.get(c.name) for c in schemas.SYSTEM_SUMMARY.columns}
+        tables = {"system_summary": schemas.SYSTEM_SUMMARY.build(row, meta),
+                  "system_steps": schemas.SYSTEM_STEPS.build(cols["steps"], meta),
+                  "system_links": schemas.SYSTEM_LINKS.build(cols["links"], meta)}
+        if "chips" in cols:
+            tables["system_chips"] = schemas.SYSTEM_CHIPS.build(cols["chips"], meta)
+        return result(self.command, meta, self.cfg, summary["status"], summary["status_detail"], summary, tables,
+                      simulations=[one.simulation])
+

@@ -14,6 +14,7 @@ one ``run=`` partition each), the words ``rdasim sweep`` uses for its own.
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 import shutil
@@ -32,7 +33,8 @@ if TYPE_CHECKING:
 
 NULL_SEGMENT = "__HIVE_DEFAULT_PARTITION__"  # what pyarrow, Spark and Hive call a null partition
 EXISTING = ("refuse", "add", "replace")  # what to do with another run's (or sweep version's) stored results
-SIDE_FILES = ("run.json", "action_counts.yaml", "ERT.yaml", "plan.json")  # a run's side files that --replace removes
+# a run's side files, which --replace removes (memory_map_* beside them)
+SIDE_FILES = ("run.json", "action_counts.yaml", "ERT.yaml", "plan.json", "trace.json")
 RUNS = "runs"  # DIR/runs/<run id>/: the side files of runs added with --add
 SUFFIX = ".parquet"
 
@@ -84,6 +86,23 @@ def read_table(root: str | Path, table: str, columns: list[str] | None = None, f
     if not files:
         return pa.table({})
     return open_files(files).to_table(columns=columns, filter=filter)
+
+
+def read(root: str | Path, table: str, columns: list[str] | None = None, filter=None) -> pa.Table:
+    """``table`` across a results tree (a run's --out, a sweep's or an exploration's, or a tree of
+    them), for a reader (``rdasim.read``): a table rdasim does not write, or a directory that is
+    not there, is a UserError; a table nothing in the tree wrote is empty, with its columns."""
+    from cluster.results import schemas
+
+    if not Path(root).is_dir():
+        raise UserError(f"{str(root)!r} is not a directory of results")
+    known = {t.name: t for t in schemas.ALL_TABLES}
+    if table not in known:
+        close = difflib.get_close_matches(table, list(known), n=1)
+        raise UserError(f"unknown table {table!r}; " + (f"did you mean {close[0]!r}?" if close else
+                                                         f"known: {', '.join(known)}"))
+    found = read_table(root, table, columns, filter)
+    return found if found.num_columns else known[table].arrow.empty_table().select(columns or known[table].arrow.names)
 
 
 # ----------------------------------------------------------------------------- a run's --out
@@ -139,6 +158,8 @@ def prepare(out: str | Path, existing: str = "refuse") -> RunOutput:
     naming them) unless ``existing`` is "replace" (delete them and the side files now) or "add"."""
     from cluster.results.io import check_dir
 
+    if existing not in EXISTING:
+        raise UserError(f"existing = {existing!r}: one of {', '.join(EXISTING)}")
     root = check_dir(out)
     found = stored_tables(root)
     if found and existing == "refuse":

@@ -1,10 +1,11 @@
 """What a sweep can run: a small registry of commands, each a config schema, a job and its result table.
 
 A point of a sweep is one resolved config of its command; the command's job turns it
-into named Arrow tables, one of which is the point's result (the rows of the main
-dataset). ``noc`` is ``rdasim noc``; ``run`` is ``rdasim run`` (``system`` the same with a
-[system]); each imports its job only when used, so a noc sweep never pays for the chip model.
-``noop`` echoes its config and exists to test the sweep machinery and measure its overhead.
+into a result record (cluster/results/record.py) whose tables the sweep stores, one of
+them the point's result (the rows of the main dataset). ``noc`` is ``rdasim noc``; ``run``
+is ``rdasim run`` (``system`` the same with a [system]): the jobs of cluster/jobs, each
+imported only when used, so a noc sweep never pays for the chip model. ``noop`` echoes its
+config and exists to test the sweep machinery and measure its overhead.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -21,6 +23,8 @@ from cluster.errors import UserError
 
 if TYPE_CHECKING:
     from cluster.config import Table
+    from cluster.jobs.job import Job
+    from cluster.results.record import Result
 
 
 @dataclass(frozen=True)
@@ -30,28 +34,11 @@ class Command:
     name: str
     doc: str
     schema: Callable[[], Table]  # the command's config schema
-    job: Callable[[dict], dict[str, pa.Table]]  # resolved config -> {table name: table}
+    job: Callable[[dict], Result]  # resolved config -> its result (the tables a point stores)
     result: str  # name of the table whose rows are the point's result
     result_schema: Callable[[], pa.Schema | None]  # its Arrow schema, when known up front
     check: Callable[[dict], None] = lambda cfg: None  # what the job checks before it simulates (raises UserError)
     listed: bool = True  # offered to users (False: a command for tests and benchmarks)
-
-
-def tables_of(result) -> dict[str, pa.Table]:
-    """Named Arrow tables of a job result (a dict, or an object such as NocResult).
-
-    A table is named by its schema's ``table`` metadata (schemas.TableSchema sets it),
-    else by the attribute or key that holds it.
-    """
-    items = result.items() if isinstance(result, dict) else vars(result).items()
-    out = {}
-    for key, value in items:
-        if isinstance(value, pa.Table):
-            meta = value.schema.metadata or {}
-            out[meta.get(b"table", key.encode()).decode()] = value
-        elif isinstance(value, dict) and value and all(isinstance(v, pa.Table) for v in value.values()):
-            out.update(tables_of(value))  # e.g. RunResult.tables
-    return out
 
 
 def pick_result(tables: dict[str, pa.Table], preferred: str) -> str:
@@ -79,23 +66,10 @@ def _noc_schema():
     return NOC_SCHEMA
 
 
-def _noc_check(cfg: dict) -> None:
-    """What `rdasim noc` checks before simulating: memory, every load's parameters, the shard cut and epoch."""
-    from cluster.config.footprint import least_shards
-    from cluster.config.noc import check_footprint, params_of, rates_of
-    from cluster.jobs.grid import cut_grid, epoch_length
+def _noc_job(cfg: dict) -> Job:
+    from cluster.jobs.noc import NocJob
 
-    check_footprint(cfg)
-    run = cfg["run"]
-    for rate in rates_of(cfg):
-        p = params_of(cfg, rate)
-        epoch_length(p, cut_grid(p.rows, p.cols, least_shards(run["shards"]), run["cut"]), run["epoch"])
-
-
-def _noc_job(cfg: dict) -> dict[str, pa.Table]:
-    from cluster.jobs.noc import run_noc
-
-    return tables_of(run_noc(cfg, out=None, quiet=True))
+    return NocJob(cfg)
 
 
 # ----------------------------------------------------------------------------- run
@@ -105,53 +79,38 @@ def _run_schema():
     return RUN_SCHEMA
 
 
-def _one_chip(cfg: dict) -> None:
+def _chip_job(cfg: dict) -> Job:
+    """What `rdasim run CONFIG` simulates for one chip."""
     if cfg["system"]["chips"]:
         raise UserError("a point with a [system] (system.chips >= 1) is a system of chips: use command = \"system\"")
+    from cluster.jobs.chip import ChipJob
+
+    return ChipJob(cfg)
 
 
-def _run_check(cfg: dict) -> None:
-    """What `rdasim run` checks before simulating: chip_config's cross-field checks, the shard cut and epoch."""
-    from cluster.config.footprint import least_shards
-    from cluster.config.run import chip_config
-    from cluster.jobs.grid import cut_grid, epoch_length
-
-    _one_chip(cfg)
-    chip = chip_config(cfg)
-    run = cfg["run"]
-    epoch_length(chip.noc, cut_grid(chip.spec.rows, chip.spec.cols, least_shards(run["shards"]), run["cut"]),
-                 run["epoch"])
-
-
-def _run_job(cfg: dict) -> dict[str, pa.Table]:
-    """What `rdasim run CONFIG` does, without its files: chip_config, then run_chip."""
-    from cluster.config.run import chip_config
-    from cluster.jobs.chip import run_chip
-
-    _one_chip(cfg)
-    return tables_of(run_chip(cfg, chip_config(cfg), out=None, quiet=True))
-
-
-def _system_check(cfg: dict) -> None:
-    """What `rdasim run` checks before simulating a [system]: the system config (its plan mapped)."""
+def _system_job(cfg: dict) -> Job:
+    """What `rdasim run CONFIG` simulates with a [system] (its plan mapped)."""
     if not cfg["system"]["chips"]:
         raise UserError("sweep command 'system' needs a [system] with system.chips >= 1 in every point; "
                         "use command = \"run\" for one chip")
-    from cluster.config.run import system_config
+    from cluster.jobs.system import SystemJob
 
-    system_config(cfg)
+    return SystemJob(cfg)
 
 
-def _system_job(cfg: dict) -> dict[str, pa.Table]:
-    """What `rdasim run CONFIG` does with a [system], without its files."""
-    from cluster.config.run import system_config
-    from cluster.jobs import system as job
+def _execute(make: Callable[[dict], Job], cfg: dict) -> Result:
+    """A point of a command made of a job (cluster/jobs/job.py): its result, as the command makes it
+    (quietly: a sweep shows its points' progress)."""
+    from cluster.jobs.job import execute
 
-    _system_check(cfg)
-    sys_cfg = system_config(cfg)
-    run = cfg["run"]
-    done = job.simulate_system(sys_cfg, run["shards"], run["backend"], run["epoch"], run["address"])
-    return job.system_tables(cfg, done.summary, done.tables)
+    return execute(make(cfg), quiet=True)
+
+
+def _check(make: Callable[[dict], Job], cfg: dict) -> None:
+    """What that job checks before it simulates: its config across fields, its cut and epoch."""
+    from cluster.jobs.job import check
+
+    check(make(cfg))
 
 
 # ----------------------------------------------------------------------------- noop
@@ -180,8 +139,9 @@ def _node_id() -> str:
     return ray.get_runtime_context().get_node_id() if ray.is_initialized() else "in-process"
 
 
-def _noop_job(cfg: dict) -> dict[str, pa.Table]:
+def _noop_job(cfg: dict) -> Result:
     from cluster.config import config_hash
+    from cluster.jobs.job import result
     from cluster.results import io, schemas
 
     noop = cfg["noop"]
@@ -199,16 +159,20 @@ def _noop_job(cfg: dict) -> dict[str, pa.Table]:
         raise ValueError(f"noop.fail is set (value {noop['value']})")
     chash = config_hash(cfg)
     meta = schemas.RunMeta(f"noop-{chash}", chash, cfg["run"]["seed"])
-    return {"sweep_noop": schemas.SWEEP_NOOP.build({"value": noop["value"], "slept": noop["sleep"]}, meta)}
+    table = schemas.SWEEP_NOOP.build({"value": noop["value"], "slept": noop["sleep"]}, meta)
+    return result("noop", meta, cfg, "completed", "", {"value": noop["value"]}, {"sweep_noop": table})
 
 
 COMMANDS: dict[str, Command] = {
-    "noc": Command("noc", "rdasim noc: one point is a config `rdasim noc` accepts", _noc_schema, _noc_job,
-                   "noc_summary", lambda: _known_schema("noc_summary"), _noc_check),
-    "run": Command("run", "rdasim run: one point is a config `rdasim run` accepts", _run_schema, _run_job,
-                   "run_summary", lambda: _known_schema("run_summary"), _run_check),
+    "noc": Command("noc", "rdasim noc: one point is a config `rdasim noc` accepts", _noc_schema,
+                   partial(_execute, _noc_job), "noc_summary", lambda: _known_schema("noc_summary"),
+                   partial(_check, _noc_job)),
+    "run": Command("run", "rdasim run: one point is a config `rdasim run` accepts", _run_schema,
+                   partial(_execute, _chip_job), "run_summary", lambda: _known_schema("run_summary"),
+                   partial(_check, _chip_job)),
     "system": Command("system", "rdasim run with a [system]: one point is a system of chips", _run_schema,
-                      _system_job, "system_summary", lambda: _known_schema("system_summary"), _system_check),
+                      partial(_execute, _system_job), "system_summary", lambda: _known_schema("system_summary"),
+                      partial(_check, _system_job)),
     "noop": Command("noop", "echo the config back (tests, overhead benchmarks)", _noop_schema, _noop_job,
                     "sweep_noop", lambda: _known_schema("sweep_noop"), listed=False),
 }

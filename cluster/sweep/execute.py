@@ -92,7 +92,7 @@ def job_outcome(command: str, config: dict, node: str | None) -> PointOutcome:
 
     start = time.perf_counter()
     try:
-        tables = get(command).job(config)
+        tables = get(command).job(config).tables
         return PointOutcome(STATUS_OK, tables, node, time.perf_counter() - start)
     except Exception as exc:  # noqa: BLE001 - a point's own failure is data, not a crash
         if is_system_failure(exc):

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cluster.config import ConfigError, Issue, Table, config_hash
 from cluster.errors import UserError
@@ -82,9 +84,10 @@ def plan_from_spec(spec: SweepSpec, issues: list[Issue] | None = None) -> SweepP
     return SweepPlan(spec, command, points, axes, duplicates, spec_hash(spec))
 
 
-def plan_sweep(path: str | Path) -> SweepPlan:
-    """Read, check and expand a spec file; raise ConfigError listing every problem."""
-    spec, issues = read_spec(path)
+def plan_sweep(given: str | Path | Mapping[str, Any]) -> SweepPlan:
+    """Read (a file, TOML text or a dict: cluster/config/source.py), check and expand a spec; raise
+    ConfigError listing every problem."""
+    spec, issues = read_spec(given)
     return plan_from_spec(spec, issues)
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from cluster.errors import UserError
 from cluster.progress import Progress
+from cluster.results import io
 from cluster.sweep.layout import DatasetLayout
 from cluster.sweep.manifest import DONE, FAILED, FORMAT, PENDING, Manifest, PointEntry, RunEntry, now
 from cluster.sweep.plan import SweepPlan
@@ -125,6 +126,11 @@ def run_sweep(plan: SweepPlan, out: str | Path, address: str | None = None, max_
     spec version and the same code; ``existing`` = "add" adds this spec version's points to it,
     "replace" deletes it first; ``mix_code`` lets points from different code share the dataset."""
     start = time.perf_counter()
+    if existing not in EXISTING:
+        raise UserError(f"existing = {existing!r}: one of {', '.join(EXISTING)}")
+    if max_concurrency is not None and max_concurrency < 1:
+        raise UserError(f"max_concurrency = {max_concurrency}: must be at least 1")
+    io.check_dir(out, "out")  # before Ray starts: a bad directory costs a second
     layout = DatasetLayout(Path(out), plan.spec.name, plan.spec.partition_by, plan.command.result)
     old = _previous(plan, layout, existing, mix_code)
     store = Store(plan, layout)

@@ -18,6 +18,7 @@ from typing import Any
 from cluster.config import Field, Issue, Table
 from cluster.config.loader import read_toml, resolve_file_value, resolve_files
 from cluster.config.schema import REQUIRED, validate
+from cluster.config.source import read_document
 from cluster.errors import UserError
 
 DISTRIBUTIONS = ("uniform", "loguniform", "randint", "choice")
@@ -275,8 +276,9 @@ def parse_spec(raw: dict, base_dir: Path, source: str = "") -> tuple[SweepSpec, 
     return spec, issues
 
 
-def read_spec(path: str | Path) -> tuple[SweepSpec, list[Issue]]:
-    p = Path(path)
-    spec, issues = parse_spec(read_toml(p), p.parent, str(p))
-    return replace(spec, text=p.read_text()), issues
+def read_spec(given: str | Path | Mapping[str, Any]) -> tuple[SweepSpec, list[Issue]]:
+    """A spec file, TOML text or a dict, parsed (cluster/config/source.py ``read_document``)."""
+    doc = read_document(given, "sweep spec")
+    spec, issues = parse_spec(doc.raw, doc.base_dir, doc.source)
+    return replace(spec, text=doc.text), issues
 

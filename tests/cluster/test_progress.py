@@ -102,3 +102,23 @@ def test_a_terminal_redraws_one_line_and_close_clears_it():
                                           (3600, "1.0 h"), (5400, "1.5 h")])
 def test_durations(seconds, text):
     assert _duration(seconds) == text
+
+
+def test_a_notebook_s_output_gets_one_line_redrawn_in_place_as_a_terminal_does():
+    """ipykernel's OutStream is no terminal (isatty() is False) but a notebook draws a carriage
+    return as a redraw of the line: the line is redrawn there every half second, not logged every 30 s."""
+    OutStream = type("OutStream", (io.StringIO,), {"__module__": "ipykernel.iostream"})
+    clock, out = Clock(), OutStream()
+    p = Progress("run", stream=out, clock=clock)
+    for s in range(1, 11):
+        clock.t = s / 2
+        p(s, 100, unit="cycles")
+    p.close("run: done")
+    text = out.getvalue()
+    assert text.count("\rrun: ") >= 9 and text.count("\n") == 1 and text.endswith("\rrun: done\n")
+    logged = io.StringIO()  # a file: nothing before 30 s
+    p = Progress("run", stream=logged, clock=clock)
+    for s in range(11, 21):
+        clock.t = s / 2
+        p(s, 100, unit="cycles")
+    assert logged.getvalue() == ""

@@ -82,10 +82,10 @@ def test_ctrl_c_on_a_curve_keeps_and_writes_the_loads_that_finished(tmp_path):
     assert proc.returncode == 130, err
     rows = read_table(out, "noc_summary").to_pylist()
     record = json.loads((out / "run.json").read_text())
-    done = [r["rate"] for r in rows]
-    assert done[0] == 0.1 and sorted(done + record["missing_rates"]) == [0.1, 0.2, 0.3, 0.4]
-    assert record["complete"] is False and record["missing_rates"]
-    assert f"missing rates {', '.join(f'{r:g}' for r in record['missing_rates'])}" in err
+    done, missing = [r["rate"] for r in rows], record["summary"]["missing_rates"]
+    assert done[0] == 0.1 and sorted(done + missing) == [0.1, 0.2, 0.3, 0.4]
+    assert record["status"] == "interrupted" and missing and [r["rate"] for r in record["summary"]["loads"]] == done
+    assert f"missing rates {', '.join(f'{r:g}' for r in missing)}" in err
     assert not list(out.glob(".*.tmp"))
 
 

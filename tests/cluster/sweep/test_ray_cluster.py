@@ -237,7 +237,7 @@ def test_a_sharded_point_runs_as_shard_actors_with_the_unsharded_result(noc_swee
     assert len(rows) == 1 and rows[0]["point_status"] == "ok" and rows[0]["shards"] == 2
     base = {"rows": 4, "cols": 4, "warmup_cycles": 100, "measure_cycles": 300, "rate": 0.3}
     local = run_noc(load(NOC_SCHEMA, raw={"noc": base}), quiet=True)
-    assert rows[0]["result_hash"] == local.rows[0]["result_hash"]
+    assert rows[0]["result_hash"] == local.summary["loads"][0]["result_hash"]
 
 
 def test_system_failures_are_retried_up_to_the_limit(cluster, tmp_path):

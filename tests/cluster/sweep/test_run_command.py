@@ -1,4 +1,4 @@
-"""Sweeping `rdasim run`: points go through the same chip_config + run_chip as the command."""
+"""Sweeping `rdasim run`: points go through the same job (ChipJob, cluster/jobs/chip.py) as the command."""
 
 import textwrap
 

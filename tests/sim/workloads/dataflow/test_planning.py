@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from cluster.commands.map import plan_file
+from cluster.jobs.plan import plan_file
 from mapping.chips import RDA_PRESETS
 from mapping.graph import Kernel
 from mapping.placement import MuRoom
