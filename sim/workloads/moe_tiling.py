@@ -1,0 +1,440 @@
+"""moe-tiling: one MoE layer whose SwiGLU experts stream their weights from off chip, per token tile.
+
+STeP's dynamic-tiling study (Sohn et al., "Streaming Tensor Programs", ASPLOS 2026, Figs 9 and
+10; its artifact's ``dyn_tiling/test_weight_stationary_gemm*.py``). The layer's tokens are read
+from the memory tier one at a time and sent to the experts their routing names (a routing file
+as the artifact publishes it). An expert gathers its tokens into *token tiles*: a static tile
+holds ``tile`` rows (an expert with n_e tokens runs ceil(n_e / tile) tiles, the last padded), a
+dynamic tile (``tile = "dynamic"``) all n_e, its size decided by the routing at run time. Every
+tile streams the expert's three weight matrices (gate and up, D x F; down, F x D) from the tier in
+``tile_f``-column chunks, as flows: a static size pays one pass over the weights per tile, the
+dynamic one pass per active expert.
+
+Units: ``top_k`` scatter CUs (token t is read by scatter t mod top_k, which sends it to each of
+its experts: as many scatters as a token has copies, so the scatter's link carries what one load
+of the input does), a combiner CU, and three CUs per active expert: the *gate* CU (the expert's
+host: it gathers the tiles into MU buffers and runs the gate projection), the *up* CU and the
+*down* CU, each a STeP weight-load operator feeding a matmul (4,096 FLOP/cycle in the artifact:
+the chip's CU rate). Per tile the gate and up CUs read the token tile from its MU, then per chunk
+ask the tier for the chunk (``prefetch`` chunks in flight: the artifact's channel depth 2) and
+multiply the padded tile by it (2 x rows x D x tile_f FLOP); the down CU multiplies each chunk
+once the gate and up CUs have finished theirs (SiLU(gate) * up), accumulating the tile's
+[rows, D] output in an fp32 MU buffer, then sends the real rows to the combiner, which stores
+each token (D fp32 values) once all its experts' rows are in.
+
+Off-chip bytes, the closed form the artifact's numbers follow (test: to the byte):
+``3 D F dtype sum_e tiles_e + B D (dtype + accum) + B k dtype``. On-chip bytes two ways: STeP's
+accounting (``step_onchip_bytes``: the graph's operators summed, as its scripts count) and what
+the MU allocator actually reserved at its peak (the run's ``peak_mu_reserved``): static tile
+buffers of ``tile`` rows reserved whole, dynamic ones grown block by block to n_e.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+
+from sim.chip import messages as m
+from sim.chip.records import buffer_label
+from sim.chip.references import allocate, free
+from sim.chip.spec import tier_unit
+from sim.chip.units import Compute, Replies
+from sim.keys import Field, Issue, Table
+from sim.workloads import WORKLOADS, ChipContext, Workload
+from sim.workloads.base import Floorplan
+
+TOKEN_TILE = buffer_label(10, "token-tile")
+ACCUMULATOR = buffer_label(11, "accumulator")
+DYNAMIC = 0  # ``tile`` of a dynamic tiling
+
+
+def read_routing(path: str | Path) -> np.ndarray:
+    """[tokens, top_k] expert ids of a STeP routing file (``NNN_LLL.npz``, one integer array
+    ``data``); ValueError naming what is wrong."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            if "data" not in z.files:
+                raise ValueError(f"{path}: no array 'data' (found {', '.join(z.files) or 'none'}); a STeP "
+                                 "routing file holds [tokens, top_k] expert ids in 'data'")
+            a = z["data"]
+    except (OSError, EOFError) as exc:
+        raise ValueError(f"{path}: not a readable .npz file ({exc})") from None
+    if a.ndim != 2 or not np.issubdtype(a.dtype, np.integer) or a.size == 0:
+        raise ValueError(f"{path}: 'data' must be integers of shape [tokens, top_k], got {a.dtype} {list(a.shape)}")
+    if (a < 0).any():
+        raise ValueError(f"{path}: a negative expert id")
+    srt = np.sort(a, axis=1)
+    if (srt[:, 1:] == srt[:, :-1]).any():
+        t = int(np.flatnonzero((srt[:, 1:] == srt[:, :-1]).any(axis=1))[0])
+        raise ValueError(f"{path}: token {t} is routed twice to one expert")
+    return a.astype(np.int64)
+
+
+@WORKLOADS.register("moe-tiling")
+@dataclass(frozen=True, eq=False)
+class MoeTilingParams(Workload):
+    kind: str = "moe-tiling"
+    routes: np.ndarray = field(default_factory=lambda: np.zeros((1, 1), dtype=np.int64))  # [tokens, top_k] ids
+    experts: int = 8
+    hidden: int = 4096  # D
+    expert_ffn: int = 14336  # F
+    tile: int = DYNAMIC  # token rows per tile; 0: one tile per active expert, sized n_e
+    tile_f: int = 64
+    dtype_bytes: int = 2  # bf16 weights and activations
+    accum_bytes: int = 4  # fp32 accumulators and outputs
+    prefetch: int = 2
+    source: int = -1  # unit id of the memory tier's controller
+
+    SECTION: ClassVar[str] = "tiling"
+    SYSTEM: ClassVar[bool] = False
+    MAPS_GRAPH: ClassVar[bool] = False
+    WORK_UNIT: ClassVar[str] = "layers"
+    token_unit: ClassVar[str] = "routed tokens"
+    KEYS: ClassVar[Table] = Table({
+        "routing": Field("str", "", "STeP routing file (NNN_LLL.npz: array 'data' of [tokens, top_k] expert ids)",
+                         file=True),
+        "experts": Field("int", 8, "experts E (more than the largest id in the routing)", min=1),
+        "hidden": Field("int", 4096, "hidden size D", min=1),
+        "expert_ffn": Field("int", 14336, "expert FFN width F (a multiple of tile_f)", min=1),
+        "tile": Field("any", "dynamic", "token rows per tile (a whole number), or \"dynamic\": one tile per active "
+                      "expert, sized to its tokens"),
+        "tile_f": Field("int", 64, "columns of F per weight chunk streamed", min=1),
+        "dtype_bytes": Field("int", 2, "bytes per weight and activation element", min=1, unit="bytes"),
+        "accum_bytes": Field("int", 4, "bytes per accumulator and output element", min=1, unit="bytes"),
+        "prefetch": Field("int", 2, "weight chunks a CU has asked for at once (STeP's channel depth)", min=1),
+        "source": Field("str", "", "memory tier the weights and tokens live in (empty: the chip's first)"),
+    }, doc="an MoE layer's experts streaming their weights per token tile (STeP's dynamic tiling)")
+
+    @classmethod
+    def from_config(cls, kind: str, d: dict, chip: ChipContext, issues: list[Issue]) -> "MoeTilingParams":
+        spec, lay = chip.on_chip()
+        routes = np.zeros((1, 1), dtype=np.int64)
+        if not d["routing"]:
+            issues.append(Issue("workload.tiling.routing", "required: a STeP routing file (NNN_LLL.npz)"))
+        else:
+            try:
+                routes = read_routing(d["routing"])
+            except ValueError as exc:
+                issues.append(Issue("workload.tiling.routing", str(exc)))
+        tile = d["tile"]
+        if tile == "dynamic":
+            tile = DYNAMIC
+        elif isinstance(tile, bool) or not isinstance(tile, int) or tile < 1:
+            issues.append(Issue("workload.tiling.tile", f"{tile!r}: a whole number of rows (at least 1) or "
+                                "\"dynamic\""))
+            tile = DYNAMIC
+        if d["expert_ffn"] % d["tile_f"]:
+            issues.append(Issue("workload.tiling.expert_ffn", f"{d['expert_ffn']} is not a multiple of tile_f "
+                                f"{d['tile_f']}"))
+        if int(routes.max()) >= d["experts"]:
+            issues.append(Issue("workload.tiling.experts", f"{d['experts']}: the routing names expert "
+                                f"{int(routes.max())}"))
+        source = -1
+        if not spec.tiers:
+            issues.append(Issue("chip.preset", f"{spec.name!r} has no memory tier: moe-tiling streams its weights "
+                                "from one (e.g. preset \"step\" or \"sn40l\")"))
+        else:
+            name = d["source"] or spec.tiers[0].name
+            if name not in {t.name for t in spec.tiers}:
+                issues.append(Issue("workload.tiling.source", f"{name!r}: chip {spec.name!r} has no such tier "
+                                    f"(its tiers: {', '.join(t.name for t in spec.tiers)})"))
+            else:
+                source = tier_unit(spec, name)
+        p = cls(kind, routes, d["experts"], d["hidden"], d["expert_ffn"], tile, d["tile_f"], d["dtype_bytes"],
+                d["accum_bytes"], d["prefetch"], source)
+        need = p.top_k + 1 + 3 * len(p.active)
+        if need > len(lay.cus):
+            issues.append(Issue("chip", f"moe-tiling needs {need} CUs ({p.top_k} scatters, a combiner and 3 per "
+                                f"active expert: {len(p.active)}); the {spec.rows}x{spec.cols} grid has "
+                                f"{len(lay.cus)}: raise chip.rows and chip.cols"))
+        if 2 * len(p.active) > len(lay.mus):
+            issues.append(Issue("chip", f"moe-tiling puts each active expert's tile and accumulator on MUs of their "
+                                f"own: {2 * len(p.active)} MUs, the grid has {len(lay.mus)}"))
+        return p
+
+    # ------------------------------------------------------------------ what the routing decides
+    @property
+    def tokens(self) -> int:
+        return int(self.routes.shape[0])
+
+    @property
+    def top_k(self) -> int:
+        return int(self.routes.shape[1])
+
+    @property
+    def counts(self) -> np.ndarray:
+        """n_e: tokens routed to each expert."""
+        return np.bincount(self.routes.ravel(), minlength=self.experts)
+
+    @property
+    def active(self) -> list[int]:
+        """Experts with at least one token, in id order."""
+        return [int(e) for e in np.flatnonzero(self.counts)]
+
+    def tiles_of(self, n: int) -> int:
+        """Token tiles of an expert with ``n`` tokens (padded static tiles; one dynamic tile)."""
+        if n == 0:
+            return 0
+        return 1 if self.tile == DYNAMIC else -(-n // self.tile)
+
+    def tile_rows(self, n: int, j: int) -> tuple[int, int]:
+        """(real rows, rows computed) of tile ``j`` of an expert with ``n`` tokens."""
+        if self.tile == DYNAMIC:
+            return n, n
+        return min(self.tile, n - j * self.tile), self.tile
+
+    def expert_tokens(self, e: int) -> np.ndarray:
+        """The tokens routed to expert ``e``, in order (its tiles' rows)."""
+        return np.flatnonzero((self.routes == e).any(axis=1))
+
+    @property
+    def chunks(self) -> int:
+        return self.expert_ffn // self.tile_f
+
+    @property
+    def chunk_bytes(self) -> int:
+        return self.hidden * self.tile_f * self.dtype_bytes
+
+    # ------------------------------------------------------------------ closed forms
+    def offchip_bytes(self) -> int:
+        """Bytes moved to and from the memory tier: every tile's three weight matrices, the input
+        (D x dtype per token), the output (D x accum per token) and the routing weights (k x
+        dtype per token). STeP's artifact: ``3 D F 2 sum_e ceil(n_e / T) + 3 B D 2 + 2 B k``."""
+        tiles = sum(self.tiles_of(int(n)) for n in self.counts)
+        b, d = self.tokens, self.hidden
+        return (3 * d * self.expert_ffn * self.dtype_bytes * tiles + b * d * (self.dtype_bytes + self.accum_bytes)
+                + b * self.top_k * self.dtype_bytes)
+
+    def step_onchip_bytes(self) -> int:
+        """On-chip bytes as STeP's scripts count them (every operator of the graph's
+        ``on_chip_requirement()``, summed): one weight chunk per load operator (3 per expert;
+        for a dynamic tiling only the active experts', as its scripts subtract the unselected
+        ones), three fp32 [rows, D] tiles per expert (the gathered tile, its repetition over the
+        chunks, the down projection's output; rows = tile for every expert, or n_e), and the
+        input row, the routing weight, the summed output row and the store's row."""
+        d, acc = self.hidden, self.accum_bytes
+        if self.tile == DYNAMIC:
+            loads, rows = len(self.active), int(self.counts.sum())
+        else:
+            loads, rows = self.experts, self.experts * self.tile
+        return (3 * loads * self.chunk_bytes + 3 * rows * d * acc + d * self.dtype_bytes + self.dtype_bytes
+                + 2 * d * acc)
+
+    def weight_bytes_per_tile(self) -> int:
+        return 3 * self.hidden * self.expert_ffn * self.dtype_bytes
+
+    @property
+    def work_items(self) -> int:
+        return 1
+
+    def program(self, cfg) -> "MoeTiling":
+        return MoeTiling(self, cfg)
+
+    def figures(self, logged: list, clock_hz: float) -> tuple[dict, dict]:
+        return {"offchip_bytes_closed_form": self.offchip_bytes(), "step_onchip_bytes": self.step_onchip_bytes(),
+                "token_tiles": int(sum(self.tiles_of(int(n)) for n in self.counts))}, {}
+
+
+# tags of the messages a CU takes as replies (messages.POSTED): negative, so never a request's
+def _row(rank: int) -> int:  # to an expert's gate CU: its token of that rank arrived
+    return -1 - 2 * rank
+
+
+def _end(g: int) -> int:  # to an expert's gate CU: scatter g sent its last token
+    return -2 - 2 * g
+
+
+def _ready(j: int) -> int:  # to an up or down CU: tile j is gathered
+    return -1 - 4 * j
+
+
+def _chunk_done(j: int, i: int, chunks: int, up: bool) -> int:  # to a down CU: gate/up chunk i of tile j
+    return -2 - 4 * (j * chunks + i) - (2 if up else 0)
+
+
+def _up_done(j: int) -> int:  # to an expert's gate CU: the up CU is done with tile j
+    return -3 - 4 * j - 4 * 2**40  # apart from _row and _end, which it also receives
+
+
+class MoeTiling:
+    def __init__(self, p: MoeTilingParams, cfg):
+        self.p = p
+        self.cfg = cfg
+        plan = Floorplan(cfg)
+        cus = [int(c) for c in plan.cus]
+        mus = [int(u) for u in plan.mus]
+        k = p.top_k
+        self.scatters = cus[:k]
+        self.combiner = cus[k]
+        self.role: dict[int, tuple[str, int]] = {u: ("scatter", g) for g, u in enumerate(self.scatters)}
+        self.role[self.combiner] = ("combiner", 0)
+        self.units: dict[int, tuple[int, int, int]] = {}  # expert -> (gate, up, down) CUs
+        self.mus: dict[int, tuple[int, int]] = {}  # expert -> (token tile MU, accumulator MU)
+        for i, e in enumerate(p.active):
+            trio = tuple(cus[k + 1 + 3 * i: k + 4 + 3 * i])
+            self.units[e] = trio  # type: ignore[assignment]
+            for name, u in zip(("gate", "up", "down"), trio):
+                self.role[u] = (name, e)
+            self.mus[e] = (mus[(2 * i) % len(mus)], mus[(2 * i + 1) % len(mus)])
+        counts = p.counts
+        self.tokens_of = {e: p.expert_tokens(e) for e in p.active}
+        self.rank = {e: {int(t): r for r, t in enumerate(self.tokens_of[e])} for e in p.active}
+        self.n = {e: int(counts[e]) for e in p.active}
+        self.flops = cfg.spec.cu_flops_per_cycle
+        self.row_bytes = p.hidden * p.dtype_bytes
+
+    def start(self, cu):
+        role, idx = self.role.get(cu.uid, ("", -1))
+        if role == "scatter":
+            return self._scatter(cu, idx)
+        if role == "combiner":
+            return self._combine(cu)
+        if role == "gate":
+            return self._gate(cu, idx)
+        if role in ("up", "down"):
+            return self._project(cu, idx, role)
+        return None
+
+    def on_message(self, cu, msg):
+        raise RuntimeError(f"moe-tiling CU {cu.uid} got an unexpected {m.KINDS[msg.kind]} message")
+
+    # ------------------------------------------------------------------ the input
+    def _scatter(self, cu, g: int):
+        """Read tokens g, g + k, ... from the tier (``prefetch`` in flight) and send each to its
+        experts' gate CUs; then tell every gate CU this scatter is done (STeP's stop token)."""
+        p, shard = self.p, cu.shard
+        if g == 0:
+            shard.counts["admitted"] += 1
+            tag = cu.request(m.READ_REQ, p.source, nbytes=p.tokens * p.top_k * p.dtype_bytes, arg=cu.uid, buf=-1)
+            yield Replies([tag], "memory")  # the routing weights
+        mine = list(range(g, p.tokens, p.top_k))
+        ask = [cu.request(m.READ_REQ, p.source, nbytes=self.row_bytes, arg=cu.uid, buf=-1)
+               for _ in mine[:p.prefetch]]
+        for i, t in enumerate(mine):
+            yield Replies([ask[i]], "memory")
+            if i + p.prefetch < len(mine):
+                ask.append(cu.request(m.READ_REQ, p.source, nbytes=self.row_bytes, arg=cu.uid, buf=-1))
+            for e in p.routes[t].tolist():
+                cu.send(m.WRITE, self.units[e][0], nbytes=self.row_bytes, tag=_row(self.rank[e][t]), flags=m.POSTED)
+        for e in p.active:
+            cu.send(m.CONTROL, self.units[e][0], tag=_end(g), flags=m.POSTED)
+
+    # ------------------------------------------------------------------ an expert
+    def _gate(self, cu, e: int):
+        """The expert's host: gather each tile into an MU buffer (static: its ``tile`` rows
+        reserved at once; dynamic: grown row by row), hand it to the up and down CUs, run the
+        gate projection on it, free it once the up CU is done with it too."""
+        p = self.p
+        n, up, down = self.n[e], self.units[e][1], self.units[e][2]
+        mu = self.mus[e][0]
+        ends = [_end(g) for g in range(p.top_k)]
+        for j in range(p.tiles_of(n)):
+            real, rows = p.tile_rows(n, j)
+            first = 0 if p.tile == DYNAMIC else j * p.tile
+            ref = yield from allocate(cu, mu, 0 if p.tile == DYNAMIC else rows * self.row_bytes, TOKEN_TILE)
+            if ref is None:
+                raise RuntimeError(f"moe-tiling: MU {mu} refused expert {e}'s token tile {j}")
+            waiting = [_row(r) for r in range(first, first + real)]
+            if first + real == n:  # the last tile of the expert waits for the stream's end
+                waiting += ends
+            while waiting:
+                got = yield Replies(waiting, "memory", first=True)
+                for tag, msg in got.items():
+                    if msg.kind == m.WRITE:
+                        cu.send(m.APPEND, mu, nbytes=self.row_bytes, mu=ref.mu, buf=ref.buf, alloc=ref.alloc)
+                waiting = [t for t in waiting if t not in got]
+            cu.send(m.CONTROL, up, tag=_ready(j), nbytes=real, mu=ref.mu, buf=ref.buf, alloc=ref.alloc,
+                    flags=m.POSTED)
+            cu.send(m.CONTROL, down, tag=_ready(j), nbytes=real, flags=m.POSTED)
+            yield from self._matmul(cu, e, j, real, rows, ref, down, up=False)
+            yield Replies([_up_done(j)], "sync")
+            free(cu, ref)
+
+    def _project(self, cu, e: int, role: str):
+        """The up CU (the up projection of every tile) or the down CU (the down projection, fed
+        by the gate and up CUs' chunks, into an fp32 accumulator; the rows go to the combiner)."""
+        p = self.p
+        n, gate, down = self.n[e], self.units[e][0], self.units[e][2]
+        for j in range(p.tiles_of(n)):
+            got = yield Replies([_ready(j)], "control")
+            msg = got[_ready(j)]
+            real, rows = p.tile_rows(n, j)
+            if role == "up":
+                ref = (msg.mu, msg.buf, msg.alloc)
+                yield from self._matmul(cu, e, j, real, rows, ref, down, up=True)
+                cu.send(m.CONTROL, gate, tag=_up_done(j), flags=m.POSTED)
+            else:
+                yield from self._down(cu, e, j, real, rows)
+
+    def _stream(self, cu):
+        """Ask for the first ``prefetch`` weight chunks; returns the list of tags, which
+        ``_next`` extends one chunk at a time (a DMA queue of the tier, served in order)."""
+        p = self.p
+        return [cu.request(m.READ_REQ, p.source, nbytes=p.chunk_bytes, arg=cu.uid, buf=-1)
+                for _ in range(min(p.prefetch, p.chunks))]
+
+    def _next(self, cu, ask: list, i: int) -> None:
+        p = self.p
+        if i + p.prefetch < p.chunks:
+            ask.append(cu.request(m.READ_REQ, p.source, nbytes=p.chunk_bytes, arg=cu.uid, buf=-1))
+
+    def _matmul(self, cu, e: int, j: int, real: int, rows: int, ref, down: int, up: bool):
+        """Read the token tile, then per weight chunk: wait for it, multiply the padded tile
+        by it, tell the down CU."""
+        p = self.p
+        ask = self._stream(cu)
+        mu, buf, alloc = (ref.mu, ref.buf, ref.alloc) if not isinstance(ref, tuple) else ref
+        tag = cu.request(m.READ_REQ, mu, nbytes=real * self.row_bytes, mu=mu, buf=buf, alloc=alloc)
+        yield Replies([tag], "memory")
+        cycles = math.ceil(2 * rows * p.hidden * p.tile_f / self.flops)
+        for i in range(p.chunks):
+            yield Replies([ask[i]], "memory")
+            self._next(cu, ask, i)
+            yield Compute(cycles)
+            cu.send(m.CONTROL, down, tag=_chunk_done(j, i, p.chunks, up), flags=m.POSTED)
+
+    def _down(self, cu, e: int, j: int, real: int, rows: int):
+        p = self.p
+        acc = yield from allocate(cu, self.mus[e][1], rows * p.hidden * p.accum_bytes, ACCUMULATOR)
+        if acc is None:
+            raise RuntimeError(f"moe-tiling: MU {self.mus[e][1]} refused expert {e}'s accumulator")
+        ask = self._stream(cu)
+        cycles = math.ceil(2 * rows * p.tile_f * p.hidden / self.flops)
+        for i in range(p.chunks):
+            yield Replies([ask[i], _chunk_done(j, i, p.chunks, False), _chunk_done(j, i, p.chunks, True)], "memory")
+            self._next(cu, ask, i)
+            yield Compute(cycles)
+        cu.send(m.WRITE, self.combiner, nbytes=real * p.hidden * p.accum_bytes, tag=self._out_tag(e, j),
+                flags=m.POSTED)
+        free(cu, acc)
+
+    # ------------------------------------------------------------------ the output
+    def _out_tag(self, e: int, j: int) -> int:
+        return -1 - (e * self.p.tokens + j)
+
+    def _combine(self, cu):
+        """Sum each token's expert rows; store the token (D x accum bytes) once all have come."""
+        p, shard = self.p, cu.shard
+        owner = {self._out_tag(e, j): (e, j) for e in p.active for j in range(p.tiles_of(self.n[e]))}
+        left = np.full(p.tokens, p.top_k)
+        waiting = list(owner)
+        stores = []
+        while waiting:
+            got = yield Replies(waiting, "memory", first=True)
+            for tag in got:
+                e, j = owner[tag]
+                real, _ = p.tile_rows(self.n[e], j)
+                first = 0 if p.tile == DYNAMIC else j * p.tile
+                for t in self.tokens_of[e][first:first + real].tolist():
+                    left[t] -= 1
+                    if left[t] == 0:
+                        stores.append(cu.request(m.WRITE, p.source, nbytes=p.hidden * p.accum_bytes, arg=cu.uid,
+                                                 buf=-1))
+            waiting = [t for t in waiting if t not in got]
+        yield Replies(stores, "memory")
+        shard.counts["finished"] += 1
+        shard.record("request", 0, 0, shard.now, p.tokens, "ok")
