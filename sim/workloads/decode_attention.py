@@ -258,7 +258,7 @@ class AttentionPar:
                 freed[r] += 1
                 self._send(cu, r, given[r], s)
                 given[r] += 1
-        else:
+        elif p.schedule == "interleaved":
             for s in range(p.batch):  # in order: a full region holds up every sequence behind it
                 r = p.static_region(s)
                 while given[r] - freed[r] >= p.slots:
@@ -266,6 +266,18 @@ class AttentionPar:
                     freed[r] += 1
                 self._send(cu, r, given[r], s)
                 given[r] += 1
+        else:  # coarse: each region's own sequences, in order, as soon as it has room
+            queues = [[s for s in range(p.batch) if p.static_region(s) == r] for r in range(regions)]
+            while any(given[r] < len(queues[r]) for r in range(regions)):
+                for r in range(regions):
+                    while given[r] < len(queues[r]) and given[r] - freed[r] < p.slots:
+                        self._send(cu, r, given[r], queues[r][given[r]])
+                        given[r] += 1
+                busy = [r for r in range(regions) if given[r] < len(queues[r])]
+                if busy:
+                    got = yield Replies([_free(r, freed[r]) for r in busy], "control", first=True)
+                    for t in got:
+                        freed[self.region_of_free(t)] += 1
         for r in range(regions):
             self._send(cu, r, given[r], -1)
 
