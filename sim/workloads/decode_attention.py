@@ -314,7 +314,8 @@ class AttentionPar:
                 yield from self._write_back(cu, pending)
 
     def _keys(self, cu, r: int):
-        p, pending, n = self.p, [], 0
+        p, n = self.p, 0
+        pending: list[int] = []
         while True:
             got = yield Replies([_assign(n)], "control")
             s = got[_assign(n)].nbytes
@@ -329,7 +330,8 @@ class AttentionPar:
 
     def _values(self, cu, r: int):
         """The V CU; a sequence's record runs from its assignment to its output's store."""
-        p, pending, n = self.p, [], 0
+        n = 0
+        pending: list[int] = []
         while True:
             got = yield Replies([_assign(n)], "control")
             s = got[_assign(n)].nbytes

@@ -12,14 +12,15 @@ dynamic one pass per active expert.
 
 Units: ``top_k`` scatter CUs (token t is read by scatter t mod top_k, which sends it to each of
 its experts: as many scatters as a token has copies, so the scatter's link carries what one load
-of the input does), a combiner CU, and three CUs per active expert: the *gate* CU (the expert's
+of the input does), ``top_k`` combiner CUs (token t summed and stored by combiner t mod top_k:
+as many as a token has expert rows to gather) and three CUs per active expert: the *gate* CU (the expert's
 host: it gathers the tiles into MU buffers and runs the gate projection), the *up* CU and the
 *down* CU, each a STeP weight-load operator feeding a matmul (4,096 FLOP/cycle in the artifact:
 the chip's CU rate). Per tile the gate and up CUs read the token tile from its MU, then per chunk
 ask the tier for the chunk (``prefetch`` chunks in flight: the artifact's channel depth 2) and
 multiply the padded tile by it (2 x rows x D x tile_f FLOP); the down CU multiplies each chunk
 once the gate and up CUs have finished theirs (SiLU(gate) * up), accumulating the tile's
-[rows, D] output in an fp32 MU buffer, then sends the real rows to the combiner, which stores
+[rows, D] output in an fp32 MU buffer, then sends the real rows to their tokens' combiners, which store
 each token (D fp32 values) once all its experts' rows are in.
 
 Off-chip bytes, the closed form the artifact's numbers follow (test: to the byte):
@@ -92,7 +93,7 @@ class MoeTilingParams(Workload):
     SECTION: ClassVar[str] = "tiling"
     SYSTEM: ClassVar[bool] = False
     MAPS_GRAPH: ClassVar[bool] = False
-    WORK_UNIT: ClassVar[str] = "layers"
+    WORK_UNIT: ClassVar[str] = "token shares"  # a scatter's tokens, read in and (by its combiner) stored
     token_unit: ClassVar[str] = "routed tokens"
     KEYS: ClassVar[Table] = Table({
         "routing": Field("str", "", "STeP routing file (NNN_LLL.npz: array 'data' of [tokens, top_k] expert ids)",
@@ -146,9 +147,9 @@ class MoeTilingParams(Workload):
                 source = tier_unit(spec, name)
         p = cls(kind, routes, d["experts"], d["hidden"], d["expert_ffn"], tile, d["tile_f"], d["dtype_bytes"],
                 d["accum_bytes"], d["prefetch"], source)
-        need = p.top_k + 1 + 3 * len(p.active)
+        need = 2 * p.top_k + 3 * len(p.active)
         if need > len(lay.cus):
-            issues.append(Issue("chip", f"moe-tiling needs {need} CUs ({p.top_k} scatters, a combiner and 3 per "
+            issues.append(Issue("chip", f"moe-tiling needs {need} CUs ({p.top_k} scatters and combiners each, 3 per "
                                 f"active expert: {len(p.active)}); the {spec.rows}x{spec.cols} grid has "
                                 f"{len(lay.cus)}: raise chip.rows and chip.cols"))
         if 2 * len(p.active) > len(lay.mus):
@@ -211,25 +212,20 @@ class MoeTilingParams(Workload):
 
     def step_onchip_bytes(self) -> int:
         """On-chip bytes as STeP's scripts count them (every operator of the graph's
-        ``on_chip_requirement()``, summed): one weight chunk per load operator (3 per expert;
-        for a dynamic tiling only the active experts', as its scripts subtract the unselected
-        ones), three fp32 [rows, D] tiles per expert (the gathered tile, its repetition over the
-        chunks, the down projection's output; rows = tile for every expert, or n_e), and the
-        input row, the routing weight, the summed output row and the store's row."""
-        d, acc = self.hidden, self.accum_bytes
-        if self.tile == DYNAMIC:
-            loads, rows = len(self.active), int(self.counts.sum())
-        else:
-            loads, rows = self.experts, self.experts * self.tile
-        return (3 * loads * self.chunk_bytes + 3 * rows * d * acc + d * self.dtype_bytes + self.dtype_bytes
+        ``on_chip_requirement()``, summed, the operators of experts without tokens left out as
+        its scripts subtract them): one weight chunk per load operator (3 per expert), three
+        fp32 [rows, D] tiles per expert (the gathered tile, its repetition over the chunks, the
+        down projection's output; rows = tile, or n_e), and the input row, the routing weight,
+        the summed output row and the store's row. The artifact's printed figures follow it to
+        the byte (Mixtral and Qwen, batch 64 and 1024; tests/sim/workloads/test_moe_tiling.py)."""
+        d, acc, active = self.hidden, self.accum_bytes, len(self.active)
+        rows = int(self.counts.sum()) if self.tile == DYNAMIC else active * self.tile
+        return (3 * active * self.chunk_bytes + 3 * rows * d * acc + d * self.dtype_bytes + self.dtype_bytes
                 + 2 * d * acc)
-
-    def weight_bytes_per_tile(self) -> int:
-        return 3 * self.hidden * self.expert_ffn * self.dtype_bytes
 
     @property
     def work_items(self) -> int:
-        return 1
+        return self.top_k
 
     def program(self, cfg) -> "MoeTiling":
         return MoeTiling(self, cfg)
@@ -237,6 +233,21 @@ class MoeTilingParams(Workload):
     def figures(self, logged: list, clock_hz: float) -> tuple[dict, dict]:
         return {"offchip_bytes_closed_form": self.offchip_bytes(), "step_onchip_bytes": self.step_onchip_bytes(),
                 "token_tiles": int(sum(self.tiles_of(int(n)) for n in self.counts))}, {}
+
+
+def _spread(plan: Floorplan, k: int, taken: list[int], shift: int = 0) -> list[int]:
+    """``k`` CUs not ``taken``, on rows spread evenly over the grid (``shift`` rows down), each
+    nearest the middle column of its row: the scatters' tokens leave by rows of their own
+    (routes go along the row first), so no row of links carries two scatters' traffic."""
+    spec = plan.spec
+    out: list[int] = []
+    for g in range(k):
+        row = min(spec.rows - 1, (2 * g + 1) * spec.rows // (2 * k) + shift)
+        here = [int(c) for c in plan.cus if plan.row[c] == row and int(c) not in out + taken]
+        if not here:  # more CUs asked for than the rows hold
+            here = [int(c) for c in plan.cus if int(c) not in out + taken]
+        out.append(min(here, key=lambda c: (abs(int(plan.col[c]) - spec.cols // 2), c)))
+    return out
 
 
 # tags of the messages a CU takes as replies (messages.POSTED): negative, so never a request's
@@ -265,17 +276,17 @@ class MoeTiling:
         self.p = p
         self.cfg = cfg
         plan = Floorplan(cfg)
-        cus = [int(c) for c in plan.cus]
         mus = [int(u) for u in plan.mus]
         k = p.top_k
-        self.scatters = cus[:k]
-        self.combiner = cus[k]
+        self.scatters = _spread(plan, k, [])
+        self.combiners = _spread(plan, k, self.scatters, shift=1)
+        cus = [int(c) for c in plan.cus if int(c) not in self.scatters + self.combiners]
         self.role: dict[int, tuple[str, int]] = {u: ("scatter", g) for g, u in enumerate(self.scatters)}
-        self.role[self.combiner] = ("combiner", 0)
+        self.role.update({u: ("combiner", c) for c, u in enumerate(self.combiners)})
         self.units: dict[int, tuple[int, int, int]] = {}  # expert -> (gate, up, down) CUs
         self.mus: dict[int, tuple[int, int]] = {}  # expert -> (token tile MU, accumulator MU)
         for i, e in enumerate(p.active):
-            trio = tuple(cus[k + 1 + 3 * i: k + 4 + 3 * i])
+            trio = tuple(cus[3 * i: 3 * i + 3])
             self.units[e] = trio  # type: ignore[assignment]
             for name, u in zip(("gate", "up", "down"), trio):
                 self.role[u] = (name, e)
@@ -292,7 +303,7 @@ class MoeTiling:
         if role == "scatter":
             return self._scatter(cu, idx)
         if role == "combiner":
-            return self._combine(cu)
+            return self._combine(cu, idx)
         if role == "gate":
             return self._gate(cu, idx)
         if role in ("up", "down"):
@@ -307,8 +318,8 @@ class MoeTiling:
         """Read tokens g, g + k, ... from the tier (``prefetch`` in flight) and send each to its
         experts' gate CUs; then tell every gate CU this scatter is done (STeP's stop token)."""
         p, shard = self.p, cu.shard
+        shard.counts["admitted"] += 1
         if g == 0:
-            shard.counts["admitted"] += 1
             tag = cu.request(m.READ_REQ, p.source, nbytes=p.tokens * p.top_k * p.dtype_bytes, arg=cu.uid, buf=-1)
             yield Replies([tag], "memory")  # the routing weights
         mine = list(range(g, p.tokens, p.top_k))
@@ -343,20 +354,20 @@ class MoeTiling:
                 waiting += ends
             while waiting:
                 got = yield Replies(waiting, "memory", first=True)
-                for tag, msg in got.items():
+                for msg in got.values():
                     if msg.kind == m.WRITE:
                         cu.send(m.APPEND, mu, nbytes=self.row_bytes, mu=ref.mu, buf=ref.buf, alloc=ref.alloc)
                 waiting = [t for t in waiting if t not in got]
             cu.send(m.CONTROL, up, tag=_ready(j), nbytes=real, mu=ref.mu, buf=ref.buf, alloc=ref.alloc,
                     flags=m.POSTED)
             cu.send(m.CONTROL, down, tag=_ready(j), nbytes=real, flags=m.POSTED)
-            yield from self._matmul(cu, e, j, real, rows, ref, down, up=False)
+            yield from self._matmul(cu, j, real, rows, (ref.mu, ref.buf, ref.alloc), down, up=False)
             yield Replies([_up_done(j)], "sync")
             free(cu, ref)
 
     def _project(self, cu, e: int, role: str):
         """The up CU (the up projection of every tile) or the down CU (the down projection, fed
-        by the gate and up CUs' chunks, into an fp32 accumulator; the rows go to the combiner)."""
+        by the gate and up CUs' chunks, into an fp32 accumulator; the rows go to the combiners)."""
         p = self.p
         n, gate, down = self.n[e], self.units[e][0], self.units[e][2]
         for j in range(p.tiles_of(n)):
@@ -364,11 +375,10 @@ class MoeTiling:
             msg = got[_ready(j)]
             real, rows = p.tile_rows(n, j)
             if role == "up":
-                ref = (msg.mu, msg.buf, msg.alloc)
-                yield from self._matmul(cu, e, j, real, rows, ref, down, up=True)
+                yield from self._matmul(cu, j, real, rows, (msg.mu, msg.buf, msg.alloc), down, up=True)
                 cu.send(m.CONTROL, gate, tag=_up_done(j), flags=m.POSTED)
             else:
-                yield from self._down(cu, e, j, real, rows)
+                yield from self._down(cu, e, j, real, rows)  # the gate and up CUs' chunks feed it
 
     def _stream(self, cu):
         """Ask for the first ``prefetch`` weight chunks; returns the list of tags, which
@@ -382,12 +392,12 @@ class MoeTiling:
         if i + p.prefetch < p.chunks:
             ask.append(cu.request(m.READ_REQ, p.source, nbytes=p.chunk_bytes, arg=cu.uid, buf=-1))
 
-    def _matmul(self, cu, e: int, j: int, real: int, rows: int, ref, down: int, up: bool):
-        """Read the token tile, then per weight chunk: wait for it, multiply the padded tile
-        by it, tell the down CU."""
+    def _matmul(self, cu, j: int, real: int, rows: int, ref: tuple[int, int, int], down: int, up: bool):
+        """Read the token tile (``ref``: its MU, buffer and allocation), then per weight chunk:
+        wait for it, multiply the padded tile by it, tell the down CU."""
         p = self.p
         ask = self._stream(cu)
-        mu, buf, alloc = (ref.mu, ref.buf, ref.alloc) if not isinstance(ref, tuple) else ref
+        mu, buf, alloc = ref
         tag = cu.request(m.READ_REQ, mu, nbytes=real * self.row_bytes, mu=mu, buf=buf, alloc=alloc)
         yield Replies([tag], "memory")
         cycles = math.ceil(2 * rows * p.hidden * p.tile_f / self.flops)
@@ -408,28 +418,37 @@ class MoeTiling:
             yield Replies([ask[i], _chunk_done(j, i, p.chunks, False), _chunk_done(j, i, p.chunks, True)], "memory")
             self._next(cu, ask, i)
             yield Compute(cycles)
-        cu.send(m.WRITE, self.combiner, nbytes=real * p.hidden * p.accum_bytes, tag=self._out_tag(e, j),
-                flags=m.POSTED)
+        first = 0 if p.tile == DYNAMIC else j * p.tile
+        rows_to = np.bincount(self.tokens_of[e][first:first + real] % p.top_k, minlength=p.top_k)
+        for c, n_rows in enumerate(rows_to.tolist()):
+            if n_rows:
+                cu.send(m.WRITE, self.combiners[c], nbytes=n_rows * p.hidden * p.accum_bytes,
+                        tag=self._out_tag(e, j), flags=m.POSTED)
         free(cu, acc)
 
     # ------------------------------------------------------------------ the output
     def _out_tag(self, e: int, j: int) -> int:
         return -1 - (e * self.p.tokens + j)
 
-    def _combine(self, cu):
-        """Sum each token's expert rows; store the token (D x accum bytes) once all have come."""
+    def _combine(self, cu, c: int):
+        """Sum the expert rows of tokens c, c + k, ...; store each token (D x accum bytes) once
+        all its rows have come."""
         p, shard = self.p, cu.shard
-        owner = {self._out_tag(e, j): (e, j) for e in p.active for j in range(p.tiles_of(self.n[e]))}
+        mine: dict[int, tuple[int, list[int]]] = {}  # tag of a tile's rows -> (expert, its tokens here)
+        for e in p.active:
+            for j in range(p.tiles_of(self.n[e])):
+                real, _ = p.tile_rows(self.n[e], j)
+                first = 0 if p.tile == DYNAMIC else j * p.tile
+                tokens = [t for t in self.tokens_of[e][first:first + real].tolist() if t % p.top_k == c]
+                if tokens:
+                    mine[self._out_tag(e, j)] = (e, tokens)
         left = np.full(p.tokens, p.top_k)
-        waiting = list(owner)
+        waiting = list(mine)
         stores = []
         while waiting:
             got = yield Replies(waiting, "memory", first=True)
             for tag in got:
-                e, j = owner[tag]
-                real, _ = p.tile_rows(self.n[e], j)
-                first = 0 if p.tile == DYNAMIC else j * p.tile
-                for t in self.tokens_of[e][first:first + real].tolist():
+                for t in mine[tag][1]:
                     left[t] -= 1
                     if left[t] == 0:
                         stores.append(cu.request(m.WRITE, p.source, nbytes=p.hidden * p.accum_bytes, arg=cu.uid,
@@ -437,4 +456,4 @@ class MoeTiling:
             waiting = [t for t in waiting if t not in got]
         yield Replies(stores, "memory")
         shard.counts["finished"] += 1
-        shard.record("request", 0, 0, shard.now, p.tokens, "ok")
+        shard.record("request", c, 0, shard.now, len(range(c, p.tokens, p.top_k)), "ok")
