@@ -41,7 +41,7 @@ import numpy as np
 
 from sim.chip import messages as m
 from sim.chip.records import buffer_label
-from sim.chip.references import allocate, free
+from sim.chip.references import Ref, allocate, free
 from sim.chip.spec import tier_unit
 from sim.chip.units import Compute, Replies
 from sim.keys import Field, Issue, Table
@@ -49,6 +49,7 @@ from sim.workloads import WORKLOADS, ChipContext, Workload
 from sim.workloads.base import Floorplan
 
 TOKEN_TILE = buffer_label(10, "token-tile")
+GATHERED = 2  # token tiles an expert holds at once: the one computing and the next (the artifact's channel depth)
 ACCUMULATOR = buffer_label(11, "accumulator")
 DYNAMIC = 0  # ``tile`` of a dynamic tiling
 
@@ -271,6 +272,14 @@ def _up_done(j: int) -> int:  # to an expert's gate CU: the up CU is done with t
     return -3 - 4 * j - 4 * 2**40  # apart from _row and _end, which it also receives
 
 
+def _gathered(j: int) -> int:  # within an expert's gate CU: tile j is gathered
+    return -(2**43) - j
+
+
+def _freed(j: int) -> int:  # within an expert's gate CU: tile j is freed
+    return -(2**44) - j
+
+
 class MoeTiling:
     def __init__(self, p: MoeTilingParams, cfg):
         self.p = p
@@ -336,14 +345,21 @@ class MoeTiling:
 
     # ------------------------------------------------------------------ an expert
     def _gate(self, cu, e: int):
-        """The expert's host: gather each tile into an MU buffer (static: its ``tile`` rows
-        reserved at once; dynamic: grown row by row), hand it to the up and down CUs, run the
-        gate projection on it, free it once the up CU is done with it too."""
+        """The expert's host: a task gathering its tiles (``GATHERED`` at most at once: the one
+        its matmuls work on and the next, gathered meanwhile), and the gate projection."""
+        cu.spawn(self._gather(cu, e))
+        return self._project(cu, e, "gate")
+
+    def _gather(self, cu, e: int):
+        """Each tile into an MU buffer (static: its ``tile`` rows reserved at once; dynamic: grown
+        row by row), then to the up and down CUs and the gate projection."""
         p = self.p
         n, up, down = self.n[e], self.units[e][1], self.units[e][2]
         mu = self.mus[e][0]
         ends = [_end(g) for g in range(p.top_k)]
         for j in range(p.tiles_of(n)):
+            if j >= GATHERED:
+                yield Replies([_freed(j - GATHERED)], "memory")
             real, rows = p.tile_rows(n, j)
             first = 0 if p.tile == DYNAMIC else j * p.tile
             ref = yield from allocate(cu, mu, 0 if p.tile == DYNAMIC else rows * self.row_bytes, TOKEN_TILE)
@@ -361,70 +377,91 @@ class MoeTiling:
             cu.send(m.CONTROL, up, tag=_ready(j), nbytes=real, mu=ref.mu, buf=ref.buf, alloc=ref.alloc,
                     flags=m.POSTED)
             cu.send(m.CONTROL, down, tag=_ready(j), nbytes=real, flags=m.POSTED)
-            yield from self._matmul(cu, j, real, rows, (ref.mu, ref.buf, ref.alloc), down, up=False)
-            yield Replies([_up_done(j)], "sync")
-            free(cu, ref)
+            cu.state[("tile", j)] = ref
+            cu.signal(_gathered(j))
 
     def _project(self, cu, e: int, role: str):
-        """The up CU (the up projection of every tile) or the down CU (the down projection, fed
-        by the gate and up CUs' chunks, into an fp32 accumulator; the rows go to the combiners)."""
+        """One of the expert's load operators and its matmul, over all its tiles: the gate or up
+        projection (read the token tile, multiply it by each weight chunk, tell the down CU) or
+        the down projection (each chunk once the gate and up CUs are done with theirs, into an
+        fp32 accumulator whose rows then go to the tokens' combiners). The chunks stream back to
+        back across tiles, ``prefetch`` in flight: a tile's first chunks (and its token tile) are
+        asked for while the previous tile's last ones compute, once it is gathered, as a load
+        operator runs ahead of its matmul by its FIFO."""
         p = self.p
         n, gate, down = self.n[e], self.units[e][0], self.units[e][2]
-        for j in range(p.tiles_of(n)):
-            got = yield Replies([_ready(j)], "control")
-            msg = got[_ready(j)]
+        count, chunks = p.tiles_of(n), p.chunks
+        total = count * chunks
+        known: dict[int, tuple] = {}  # tile -> (real rows, rows computed, token tile (MU, buffer, allocation))
+        ask: dict[int, int] = {}  # chunk index over all tiles -> its request's tag
+        reads: dict[int, int] = {}  # tile -> its token tile's read
+        nxt = 0
+        ready = _gathered if role == "gate" else _ready
+
+        def take(j: int, msg) -> None:
             real, rows = p.tile_rows(n, j)
-            if role == "up":
-                yield from self._matmul(cu, j, real, rows, (msg.mu, msg.buf, msg.alloc), down, up=True)
+            ref = cu.state.pop(("tile", j)) if role == "gate" else msg
+            known[j] = (real, rows, (ref.mu, ref.buf, ref.alloc))
+            if role != "down":
+                mu, buf, alloc = known[j][2]
+                reads[j] = cu.request(m.READ_REQ, mu, nbytes=real * self.row_bytes, mu=mu, buf=buf, alloc=alloc)
+
+        def ask_up_to(limit: int) -> None:
+            nonlocal nxt
+            while nxt < min(total, limit):
+                j = nxt // chunks
+                if j not in known:
+                    msg = cu.arrived(ready(j))
+                    if msg is None:
+                        return  # not gathered yet: its chunks wait
+                    take(j, msg)
+                ask[nxt] = cu.request(m.READ_REQ, p.source, nbytes=p.chunk_bytes, arg=cu.uid, buf=-1)
+                nxt += 1
+
+        acc = None
+        for idx in range(total):
+            j, i = divmod(idx, chunks)
+            if j not in known:
+                got = yield Replies([ready(j)], "control")
+                take(j, got[ready(j)])
+            ask_up_to(idx + p.prefetch)
+            real, rows, ref = known[j]
+            if i == 0 and role == "down":
+                acc = yield from allocate(cu, self.mus[e][1], rows * p.hidden * p.accum_bytes, ACCUMULATOR)
+                if acc is None:
+                    raise RuntimeError(f"moe-tiling: MU {self.mus[e][1]} refused expert {e}'s accumulator")
+            elif i == 0:
+                yield Replies([reads.pop(j)], "memory")  # the token tile is in
+            wait = [ask.pop(idx)]
+            if role == "down":
+                wait += [_chunk_done(j, i, chunks, False), _chunk_done(j, i, chunks, True)]
+            yield Replies(wait, "memory")
+            ask_up_to(idx + 1 + p.prefetch)
+            yield Compute(math.ceil(2 * rows * p.hidden * p.tile_f / self.flops))
+            if role != "down":
+                cu.send(m.CONTROL, down, tag=_chunk_done(j, i, chunks, role == "up"), flags=m.POSTED)
+            if i < chunks - 1:
+                continue
+            if role == "up":  # done with the token tile
                 cu.send(m.CONTROL, gate, tag=_up_done(j), flags=m.POSTED)
-            else:
-                yield from self._down(cu, e, j, real, rows)  # the gate and up CUs' chunks feed it
+            elif role == "gate":  # it and the up CU are done with it
+                yield Replies([_up_done(j)], "sync")
+                mu, buf, alloc = ref
+                free(cu, Ref(mu, buf, alloc))
+                cu.signal(_freed(j))
+            elif acc is not None:
+                self._emit(cu, e, j, real)
+                free(cu, acc)
 
-    def _stream(self, cu):
-        """Ask for the first ``prefetch`` weight chunks; returns the list of tags, which
-        ``_next`` extends one chunk at a time (a DMA queue of the tier, served in order)."""
+    def _emit(self, cu, e: int, j: int, real: int) -> None:
+        """Tile ``j``'s real rows, each to its token's combiner."""
         p = self.p
-        return [cu.request(m.READ_REQ, p.source, nbytes=p.chunk_bytes, arg=cu.uid, buf=-1)
-                for _ in range(min(p.prefetch, p.chunks))]
-
-    def _next(self, cu, ask: list, i: int) -> None:
-        p = self.p
-        if i + p.prefetch < p.chunks:
-            ask.append(cu.request(m.READ_REQ, p.source, nbytes=p.chunk_bytes, arg=cu.uid, buf=-1))
-
-    def _matmul(self, cu, j: int, real: int, rows: int, ref: tuple[int, int, int], down: int, up: bool):
-        """Read the token tile (``ref``: its MU, buffer and allocation), then per weight chunk:
-        wait for it, multiply the padded tile by it, tell the down CU."""
-        p = self.p
-        ask = self._stream(cu)
-        mu, buf, alloc = ref
-        tag = cu.request(m.READ_REQ, mu, nbytes=real * self.row_bytes, mu=mu, buf=buf, alloc=alloc)
-        yield Replies([tag], "memory")
-        cycles = math.ceil(2 * rows * p.hidden * p.tile_f / self.flops)
-        for i in range(p.chunks):
-            yield Replies([ask[i]], "memory")
-            self._next(cu, ask, i)
-            yield Compute(cycles)
-            cu.send(m.CONTROL, down, tag=_chunk_done(j, i, p.chunks, up), flags=m.POSTED)
-
-    def _down(self, cu, e: int, j: int, real: int, rows: int):
-        p = self.p
-        acc = yield from allocate(cu, self.mus[e][1], rows * p.hidden * p.accum_bytes, ACCUMULATOR)
-        if acc is None:
-            raise RuntimeError(f"moe-tiling: MU {self.mus[e][1]} refused expert {e}'s accumulator")
-        ask = self._stream(cu)
-        cycles = math.ceil(2 * rows * p.tile_f * p.hidden / self.flops)
-        for i in range(p.chunks):
-            yield Replies([ask[i], _chunk_done(j, i, p.chunks, False), _chunk_done(j, i, p.chunks, True)], "memory")
-            self._next(cu, ask, i)
-            yield Compute(cycles)
         first = 0 if p.tile == DYNAMIC else j * p.tile
         rows_to = np.bincount(self.tokens_of[e][first:first + real] % p.top_k, minlength=p.top_k)
         for c, n_rows in enumerate(rows_to.tolist()):
             if n_rows:
                 cu.send(m.WRITE, self.combiners[c], nbytes=n_rows * p.hidden * p.accum_bytes,
                         tag=self._out_tag(e, j), flags=m.POSTED)
-        free(cu, acc)
 
     # ------------------------------------------------------------------ the output
     def _out_tag(self, e: int, j: int) -> int:
