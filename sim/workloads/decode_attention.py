@@ -17,12 +17,13 @@ The sequences reach the regions through a dispatcher CU, STeP's partition operat
 - ``dynamic``: the first ``regions`` sequences one to each region, then each next one to
   whichever region reports first that it has read all its K tiles (STeP's EagerMerge).
 
-A region takes a sequence into its input FIFO only while it holds fewer than
-``channel_depth + 1`` (the FIFO and the operator working on the current one; the metadata
-FIFOs, ``metadata_fifo_depth`` deep, are deeper, so the q/k/v FIFO is the one that fills): the
-interleaved partition, finding its next region full, waits, and every region behind it waits
-too (head-of-line blocking, as in the artifact). A region's slot frees when its K CU has read
-the sequence's last K tile. The two written-back tiles of a sequence go through a FIFO of
+A region holds at most ``channel_depth`` sequences, the one it works on included: an operator
+keeps its current element in its input FIFO until it is done with it (it reads, then pops; the
+metadata FIFOs, ``metadata_fifo_depth`` deep, are deeper, so the q/k/v FIFO is the one that
+fills). The interleaved partition, finding its next region full, waits, and every region behind
+it waits too (head-of-line blocking, as in the artifact). A region's slot frees when its K CU has
+read the sequence's last K tile. (With the operator taking its element off the FIFO at once, a
+region would hold one more; the artifact's interleaved cycles follow one: docs/validation.md.) The two written-back tiles of a sequence go through a FIFO of
 ``writeback_fifo_depth``: a CU with that many write-backs not yet acknowledged waits.
 
 Every sequence is one request of the run (its record: assigned to its output stored).
@@ -167,8 +168,9 @@ class AttentionParParams(Workload):
 
     @property
     def slots(self) -> int:
-        """Sequences a region holds at once: its input FIFO's and the one being worked on."""
-        return min(self.channel_depth, self.metadata_fifo_depth) + 1
+        """Sequences a region holds at once, the one being worked on included (it stays in the
+        FIFO until done)."""
+        return min(self.channel_depth, self.metadata_fifo_depth)
 
     @property
     def tile_bytes(self) -> int:
