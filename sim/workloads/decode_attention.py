@@ -23,8 +23,9 @@ metadata FIFOs, ``metadata_fifo_depth`` deep, are deeper, so the q/k/v FIFO is t
 fills). The interleaved partition, finding its next region full, waits, and every region behind
 it waits too (head-of-line blocking, as in the artifact). A region's slot frees when its K CU has
 read the sequence's last K tile. (With the operator taking its element off the FIFO at once, a
-region would hold one more; the artifact's interleaved cycles follow one: docs/validation.md.) The two written-back tiles of a sequence go through a FIFO of
-``writeback_fifo_depth``: a CU with that many write-backs not yet acknowledged waits.
+region would hold one more; the artifact's interleaved cycles follow one: docs/validation.md.)
+The two written-back tiles of a sequence go through a FIFO of ``writeback_fifo_depth``: a CU
+with that many write-backs not yet acknowledged waits.
 
 Every sequence is one request of the run (its record: assigned to its output stored).
 """
@@ -38,11 +39,10 @@ from typing import ClassVar
 import numpy as np
 
 from sim.chip import messages as m
-from sim.chip.spec import tier_unit
 from sim.chip.units import Compute, Replies
 from sim.keys import Field, Issue, Table
 from sim.workloads import WORKLOADS, ChipContext, Workload
-from sim.workloads.base import Floorplan
+from sim.workloads.base import Floorplan, memory_tier
 
 SCHEDULES = ("coarse", "interleaved", "dynamic")
 
@@ -125,16 +125,7 @@ class AttentionParParams(Workload):
             issues.append(Issue("workload.attention.lengths_file", "required: the batch's KV lengths (or lengths)"))
         if d["batch"]:
             lengths = np.resize(lengths, d["batch"])  # the artifact's batch sweep repeats its list
-        source = -1
-        if not spec.tiers:
-            issues.append(Issue("chip.preset", f"{spec.name!r} has no memory tier: attention-par reads its KV "
-                                "caches from one (e.g. preset \"step\")"))
-        else:
-            name = d["source"] or spec.tiers[0].name
-            if name not in {t.name for t in spec.tiers}:
-                issues.append(Issue("workload.attention.source", f"{name!r}: chip {spec.name!r} has no such tier"))
-            else:
-                source = tier_unit(spec, name)
+        source = memory_tier(spec, d["source"], "workload.attention.source", "its KV caches", issues)
         p = cls(kind, lengths, d["schedule"], d["regions"], d["group"], d["tile_n"], d["head_dim"], d["queries"],
                 d["dtype_bytes"], d["channel_depth"], d["metadata_fifo_depth"], d["writeback_fifo_depth"],
                 d["prefetch"], source)
@@ -224,10 +215,8 @@ class AttentionPar:
     def start(self, cu):
         if cu.uid == self.dispatcher:
             return self._dispatch(cu)
-        if cu.uid in self.k_cu:
-            return self._keys(cu, self.region[cu.uid])
-        if cu.uid in self.v_cu:
-            return self._values(cu, self.region[cu.uid])
+        if cu.uid in self.k_cu or cu.uid in self.v_cu:
+            return self._region(cu, cu.uid in self.k_cu)
         return None
 
     def on_message(self, cu, msg):
@@ -315,7 +304,10 @@ class AttentionPar:
             if i == count - 1:  # the last tile, the new token appended: written back
                 yield from self._write_back(cu, pending)
 
-    def _keys(self, cu, r: int):
+    def _region(self, cu, k: bool):
+        """A region's K CU (``k``: the query heads and new key, then the K tiles) or V CU (the new
+        value, the V tiles, then the output's store, an operator of its own: the region goes on);
+        a sequence's record runs from its assignment to its output's store."""
         p, n = self.p, 0
         pending: list[int] = []
         while True:
@@ -323,27 +315,12 @@ class AttentionPar:
             s = got[_assign(n)].nbytes
             if s < 0:
                 break
-            tag = self._ask(cu, (p.queries + 1) * self.row)  # the query heads and the new key
-            yield Replies([tag], "memory")
-            yield from self._tiles(cu, n, s, pending, k=True)
-            n += 1
-        if pending:
-            yield Replies(pending, "memory")
-
-    def _values(self, cu, r: int):
-        """The V CU; a sequence's record runs from its assignment to its output's store."""
-        n = 0
-        pending: list[int] = []
-        while True:
-            got = yield Replies([_assign(n)], "control")
-            s = got[_assign(n)].nbytes
-            if s < 0:
-                break
             t0 = cu.shard.now
-            tag = self._ask(cu, self.row)  # the new value
+            tag = self._ask(cu, (p.queries + 1 if k else 1) * self.row)
             yield Replies([tag], "memory")
-            yield from self._tiles(cu, n, s, pending, k=False)
-            cu.spawn(self._output(cu, s, t0))  # softmax's division and the store: an operator of their own
+            yield from self._tiles(cu, n, s, pending, k)
+            if not k:
+                cu.spawn(self._output(cu, s, t0))
             n += 1
         if pending:
             yield Replies(pending, "memory")

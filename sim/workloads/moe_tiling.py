@@ -42,11 +42,10 @@ import numpy as np
 from sim.chip import messages as m
 from sim.chip.records import buffer_label
 from sim.chip.references import Ref, allocate, free
-from sim.chip.spec import tier_unit
 from sim.chip.units import Compute, Replies
 from sim.keys import Field, Issue, Table
 from sim.workloads import WORKLOADS, ChipContext, Workload
-from sim.workloads.base import Floorplan
+from sim.workloads.base import Floorplan, memory_tier
 
 TOKEN_TILE = buffer_label(10, "token-tile")
 GATHERED = 2  # token tiles an expert holds at once: the one computing and the next (the artifact's channel depth)
@@ -135,17 +134,7 @@ class MoeTilingParams(Workload):
         if int(routes.max()) >= d["experts"]:
             issues.append(Issue("workload.tiling.experts", f"{d['experts']}: the routing names expert "
                                 f"{int(routes.max())}"))
-        source = -1
-        if not spec.tiers:
-            issues.append(Issue("chip.preset", f"{spec.name!r} has no memory tier: moe-tiling streams its weights "
-                                "from one (e.g. preset \"step\" or \"sn40l\")"))
-        else:
-            name = d["source"] or spec.tiers[0].name
-            if name not in {t.name for t in spec.tiers}:
-                issues.append(Issue("workload.tiling.source", f"{name!r}: chip {spec.name!r} has no such tier "
-                                    f"(its tiers: {', '.join(t.name for t in spec.tiers)})"))
-            else:
-                source = tier_unit(spec, name)
+        source = memory_tier(spec, d["source"], "workload.tiling.source", "its weights and tokens", issues)
         p = cls(kind, routes, d["experts"], d["hidden"], d["expert_ffn"], tile, d["tile_f"], d["dtype_bytes"],
                 d["accum_bytes"], d["prefetch"], source)
         need = 2 * p.top_k + 3 * len(p.active)
