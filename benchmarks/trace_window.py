@@ -8,11 +8,12 @@ JSON lines.
 The 2024 Azure LLM inference traces hold 16.8 M and 27.3 M requests; the target is at most
 1 GiB of memory for any window of up to 10^5 requests. The benchmark writes a trace of
 ``--rows`` requests in the public format (the CSV header and ``2024-05-10 00:00:00.009930+00:00``
-timestamps, about 45 requests a second as the 2024 conversation trace has; and a Parquet
-file with the timestamp column docs/traces.md's conversion gives, in row groups of 2^20 rows)
-to a temporary directory, then reads windows at its start, middle and end, each in a fresh
-process whose peak resident memory (getrusage) is its own: the interpreter and pyarrow
-included, as a run would pay them.
+timestamps, about 45 requests a second as the 2024 conversation trace has; a Parquet file
+with the timestamp column docs/traces.md's conversion gives, in row groups of 2^20 rows; and
+the same requests as Mooncake JSON lines, ``timestamp`` in ms and one ``hash_ids`` id per
+512-token block, the first shared by all) to a temporary directory, then reads windows at its
+start, middle and end, each in a fresh process whose peak resident memory (getrusage) is its
+own: the interpreter and pyarrow included, as a run would pay them.
 """
 
 from __future__ import annotations
@@ -34,9 +35,9 @@ CHUNK = 1 << 20  # rows generated (and Parquet rows per row group) at a time
 MEAN_GAP_US = 22_000  # 45 requests a second
 
 
-def write_traces(rows: int, out: Path, tail: int, seed: int = 21) -> tuple[Path, Path, float, float]:
-    """A CSV and a Parquet trace of ``rows`` requests in the public format; its span and the
-    arrival of the ``tail``-th request from the end, in seconds after the first."""
+def write_traces(rows: int, out: Path, tail: int, seed: int = 21) -> tuple[Path, Path, Path, float, float]:
+    """A CSV, a Parquet and a Mooncake JSON-lines trace of ``rows`` requests in the public formats;
+    its span and the arrival of the ``tail``-th request from the end, in seconds after the first."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.csv as pacsv
@@ -47,7 +48,8 @@ def write_traces(rows: int, out: Path, tail: int, seed: int = 21) -> tuple[Path,
     t_us = np.int64(1_715_299_200_000_000)  # 2024-05-10 00:00:00 UTC
     first = mark = t_us
     ts_type = pa.timestamp("ns", tz="UTC")  # what pyarrow.csv.read_csv makes of the 2024 text
-    with open(csv_path, "wb") as f, pq.ParquetWriter(pq_path, pa.schema([
+    jsonl_path, next_id = out / "mooncake_trace.jsonl", 1
+    with open(csv_path, "wb") as f, open(jsonl_path, "w") as js, pq.ParquetWriter(pq_path, pa.schema([
             ("TIMESTAMP", ts_type), ("ContextTokens", pa.int64()), ("GeneratedTokens", pa.int64())])) as pw:
         f.write(b"TIMESTAMP,ContextTokens,GeneratedTokens\n")
         for lo in range(0, rows, CHUNK):
@@ -65,7 +67,14 @@ def write_traces(rows: int, out: Path, tail: int, seed: int = 21) -> tuple[Path,
                             pacsv.WriteOptions(include_header=False, quoting_style="none"))
             pw.write_table(pa.table({"TIMESTAMP": pa.array(t * 1000, pa.int64()).cast(ts_type),
                                      "ContextTokens": prompt, "GeneratedTokens": output}), row_group_size=CHUNK)
-    return csv_path, pq_path, float(t_us - first) / 1e6, float(mark - first) / 1e6
+            lines = []
+            for ms, p, o in zip(((t - first) // 1000).tolist(), prompt.tolist(), output.tolist()):
+                k = -(-p // 512)
+                lines.append(f'{{"timestamp": {ms}, "input_length": {p}, "output_length": {o}, "hash_ids": '
+                             f'{[0] + list(range(next_id, next_id + k - 1))}}}\n')
+                next_id += k - 1
+            js.write("".join(lines))
+    return csv_path, pq_path, jsonl_path, float(t_us - first) / 1e6, float(mark - first) / 1e6
 
 
 def measure(path: str, start: float, duration: float, limit: int) -> dict:
@@ -98,8 +107,9 @@ def main() -> None:
         return
     if args.generate:  # in a child too: the parent stays small, and children inherit its peak (getrusage)
         out, tail = args.generate
-        csv_path, pq_path, span, last = write_traces(args.rows, Path(out), int(tail))
-        print(json.dumps({"csv": str(csv_path), "parquet": str(pq_path), "span": span, "last": last}))
+        csv_path, pq_path, jsonl_path, span, last = write_traces(args.rows, Path(out), int(tail))
+        print(json.dumps({"csv": str(csv_path), "parquet": str(pq_path), "jsonl": str(jsonl_path), "span": span,
+                          "last": last}))
         return
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(args.dir or tmp)
@@ -107,10 +117,12 @@ def main() -> None:
         t = time.perf_counter()
         big = min(10**5, args.rows // 2)
         made = json.loads(_child("--rows", str(args.rows), "--generate", str(out), str(big)))
-        csv_path, pq_path, span, last = Path(made["csv"]), Path(made["parquet"]), made["span"], made["last"]
+        csv_path, pq_path, jsonl_path = Path(made["csv"]), Path(made["parquet"]), Path(made["jsonl"])
+        span, last = made["span"], made["last"]
         print(json.dumps({"bench": "trace_window", "generated_rows": args.rows, "span_seconds": round(span),
                           "csv_mib": round(csv_path.stat().st_size / 2**20), "parquet_mib":
-                          round(pq_path.stat().st_size / 2**20), "seconds": round(time.perf_counter() - t, 1)}),
+                          round(pq_path.stat().st_size / 2**20), "jsonl_mib": round(jsonl_path.stat().st_size / 2**20),
+                          "seconds": round(time.perf_counter() - t, 1)}),
               flush=True)
         windows = {  # name: (start s, duration s, limit)
             f"first {big:,}": (0.0, 0.0, big),
@@ -119,7 +131,7 @@ def main() -> None:
             "100 from the middle": (span / 2, 0.0, 100),
             "60 s from the middle": (span / 2, 60.0, 0),
         }
-        for path in (csv_path, pq_path):
+        for path in (csv_path, pq_path, jsonl_path):
             for name, (start, duration, limit) in windows.items():
                 got = json.loads(_child("--measure", str(path), repr(start), repr(duration), str(limit)))
                 print(json.dumps({"bench": "trace_window", "format": path.suffix[1:], "rows": args.rows,

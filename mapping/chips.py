@@ -74,6 +74,9 @@ class TierSpec:
             out.append(f"tier {self.name}: latency must not be negative")
         if self.port_bandwidth < 0:
             out.append(f"tier {self.name}: port_bandwidth must not be negative (0: the edge link's rate)")
+        if 0 < self.capacity < self.page_bytes:
+            out.append(f"tier {self.name}: its capacity ({self.capacity:,.0f} B) holds no page of "
+                       f"{self.page_bytes:,} B")
         if self.edge not in ("left", "right"):
             out.append(f"tier {self.name}: edge {self.edge!r} must be \"left\" or \"right\"")
         return out

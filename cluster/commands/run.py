@@ -139,8 +139,11 @@ def run(args) -> int:
                 f"{s[f'{t}_flows']:,} flows, peak {s[f'{t}_peak_bytes']:,} B of pages" for t in tiers)
                   + (f"; {s['tier_full_events']} refused (full)" if s["tier_full_events"] else ""))
         if s.get("trace_requests") is not None:
-            print(f"  trace: {s['trace_requests']} requests at {s['trace_arrival_rate']:,.4g} per simulated s; "
-                  f"prompts capped {s['trace_capped_prompts']}, outputs capped {s['trace_capped_outputs']}")
+            print(f"  trace ({s['trace_format']}): {s['trace_requests']} requests at {s['trace_arrival_rate']:,.4g} "
+                  f"per simulated s; prompts capped {s['trace_capped_prompts']}, outputs capped "
+                  f"{s['trace_capped_outputs']}" + (f"; {s['trace_failed_skipped']} failed rows skipped"
+                                                    if s["trace_failed_skipped"] else "")
+                  + (f"; {s['trace_note']}" if s.get("trace_note") else ""))
         if s.get("requests_finished") is not None:
             ms = {k: "-" if s[k] is None else f"{s[k] * 1e6:,.1f}" for k in ("ttft_p50_seconds", "ttft_p99_seconds",
                                                                           "tbt_p50_seconds", "tbt_p99_seconds")}
@@ -149,6 +152,10 @@ def run(args) -> int:
                   f"p99 {ms['tbt_p99_seconds']} us"
                   + (f"; goodput {s['goodput_requests_per_second']:,.4g} requests/s"
                      if s.get("goodput_requests_per_second") is not None else ""))
+        if s.get("prefix_blocks") is not None:
+            print(f"  prefix sharing: {s['prefix_hit_blocks']:,} of {s['prefix_blocks']:,} prompt blocks found "
+                  f"({s['prefix_hit_rate']:.1%}), {s['prefix_hit_bytes']:,} B of KV not written; at most "
+                  f"{s['kv_bytes_saved']:,} B shared at once")
         if s.get("moe_skew_measured") is not None:
             print(f"  routing: measured Zipf skew {s['moe_skew_measured']:.3f}, busiest expert "
                   f"{s['moe_load_imbalance']:.2f}x the mean per step")

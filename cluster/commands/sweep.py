@@ -1,4 +1,5 @@
-"""rdasim sweep: run a sweep spec on Ray into a Parquet dataset; `rdasim sweep status DIR` reports on it."""
+"""rdasim sweep: run a sweep spec on Ray into a Parquet dataset; `rdasim sweep status DIR` reports on it,
+`rdasim sweep compact DIR` rewrites its point files into few large ones."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ DEFAULT_OUT = "results"
 
 
 def add_arguments(p) -> None:
-    p.add_argument("target", nargs="+", metavar="SPEC.toml | status DIR",
-                   help="a sweep spec to run, or `status DIR` to summarise the sweeps in DIR")
+    p.add_argument("target", nargs="+", metavar="SPEC.toml | status DIR | compact DIR",
+                   help="a sweep spec to run, `status DIR` to summarise the sweeps in DIR, or `compact DIR` to "
+                        "rewrite their point files into files of --rows rows")
     p.add_argument("--out", metavar="DIR", default=DEFAULT_OUT,
                    help=f"output directory; the dataset goes to DIR/<sweep name>/ (default: {DEFAULT_OUT})")
     p.add_argument("--address", metavar="ADDR",
@@ -33,7 +35,13 @@ def add_arguments(p) -> None:
                    help="continue a sweep whose stored points another version of rdasim computed")
     p.add_argument("--dry-run", dest="dry_run", action="store_true",
                    help="check the spec and every point as the run would (nothing runs), and list the points")
-    p.add_argument("--json", action="store_true", help="status: print JSON")
+    p.add_argument("--compact", choices=("auto", "always", "never"),
+                   help="when the run finishes, rewrite each table's point files into files of [sweep] compact_rows "
+                        "rows: auto (once a table holds 1,000 point files), always, never (default: [sweep] compact, "
+                        "else auto)")
+    p.add_argument("--rows", type=int, metavar="N",
+                   help="compact: rows of a compacted file (default 100000; a point's rows are never split)")
+    p.add_argument("--json", action="store_true", help="status, compact: print JSON")
     p.add_argument("--quiet", action="store_true", help="no progress output")
 
 
@@ -42,6 +50,10 @@ def run(args) -> int:
         if len(args.target) != 2:
             raise UserError("usage: rdasim sweep status DIR [--json]")
         return _status(args.target[1], args.json)
+    if args.target[0] == "compact":
+        if len(args.target) != 2:
+            raise UserError("usage: rdasim sweep compact DIR [--rows N] [--json]")
+        return _compact(args.target[1], args.rows, args.json, args.quiet)
     if len(args.target) != 1:
         raise UserError(f"expected one spec file, got {' '.join(args.target)}")
     if args.max_concurrency is not None and args.max_concurrency < 1:
@@ -67,7 +79,7 @@ def run(args) -> int:
 
     signal.signal(signal.SIGTERM, _terminate)  # `ray job stop`, kill: record the run as interrupted
     summary = run_sweep(plan, args.out, args.address, args.max_concurrency, args.quiet, args.retry_failed,
-                        args.in_process, existing(args), args.mix_code)
+                        args.in_process, existing(args), args.mix_code, args.compact)
     if not args.quiet:
         print(f"{summary.name}: {summary.total} points ({summary.skipped} already stored, {summary.computed} run, "
               f"{summary.failed} failed) in {summary.seconds:.1f} s -> {summary.dataset}", file=sys.stderr)
@@ -100,4 +112,17 @@ def _status(path: str, as_json: bool) -> int:
             print(f"    {s.stray} file(s) in {s.dataset} belong to no point of this sweep (not counted)")
         for e in s.errors:
             print(f"    {e}")
+    return 0
+
+
+def _compact(path: str, rows: int | None, as_json: bool, quiet: bool) -> int:
+    from cluster.sweep.compact import ROWS, compact
+
+    if rows is not None and rows < 1:
+        raise UserError(f"--rows must be at least 1, got {rows}")
+    for done in compact(path, rows or ROWS):
+        if as_json:
+            print(json.dumps(done.to_json()))
+        elif not quiet:
+            print(done.describe())
     return 0

@@ -55,6 +55,12 @@ CHIP = Table({
     "dram_bytes_per_cycle": _i("bandwidth of each DRAM interface unit", None, 1, "bytes/cycle"),
     "dram_latency": _i("DRAM access latency", None, 0, "cycles"),
     "dram_bytes": Field("size", None, "DRAM capacity of the chip", min=1),
+    **{tier: Table({
+        "capacity": Field("size", None, f"{tier.upper()} capacity (preset if unset)", min=1),
+        "bandwidth": Field("bandwidth", None, f"{tier.upper()} bandwidth, every channel together", min=1),
+        "latency": Field("time", None, f"{tier.upper()} latency to the first byte", min=0.0),
+        "page": Field("size", None, f"{tier.upper()} page: the granule regions take", min=64),
+    }, doc=f"the chip's {tier.upper()} tier (presets with memory tiers: sn40l)") for tier in ("hbm", "ddr")},
 }, doc="the grid of tiles: a preset and any overrides")
 
 NOC = Table({
@@ -110,6 +116,14 @@ MEMORY = Table({
                              "with this share of every MU left free, in [0, 1) (always checked under on_oom = "
                              "\"preempt\"; elsewhere only when above 0)", min=0.0),
     "placement": Field("choice", "spread", "which MU a new buffer goes to", choices=PLACEMENTS),
+    "prefix_sharing": Field("bool", True, "decode with a trace giving prompt blocks (Mooncake, Qwen-Bailian "
+                            "hash_ids): running sequences share their common leading blocks' KV, each reference "
+                            "counted by the reclamation protocol (docs/traces.md); false: every sequence writes its "
+                            "own"),
+    "prefix_cache_bytes": Field("size", 0, "prefix sharing: KV bytes of blocks no running sequence holds that the "
+                                "scheduler keeps for later requests, least recently used dropped first (a prefix "
+                                "cache; given back when a request needs the room under on_oom = \"preempt\"); 0: a "
+                                "block is freed when its last sequence drops it", min=0),
     "buffer_id_bits": _i("bits of a buffer id (ids wrap and are reused)", 16, 1, "bits"),
     "offset_bits": _i("bits of a virtual block + offset in a reference", 16, 1, "bits"),
 }, doc="MU memory policy, reclamation protocol, out-of-memory behaviour", checks=[_policy_checks, _preempt_checks],
@@ -211,7 +225,7 @@ WORKLOAD = Table({
 RUN = Table({
     **RUN_SECTION.fields,
     "max_cycles": _i("simulated cycles after which the run is cut off", 20_000_000, 1, "cycles"),
-    "sample_cycles": _i("period of the per-MU time series (raised to keep at most 2,000 samples)", 1000, 1,
+    "sample_cycles": _i("period of the per-MU time series (doubled until at most 2,000 samples fit the run)", 1000, 1,
                         "cycles"),
     "trace_limit": _i("trace events kept per shard (--trace)", 200_000, 1),
 }, doc=RUN_SECTION.doc, checks=RUN_SECTION.checks)
@@ -308,8 +322,9 @@ def _grid_system_config(cfg: dict):
     if pp:
         raise ConfigError("config", [Issue(f"system.network[{pp[0]}].parallelism", "PP: grid-fidelity chips run TP "
                                            "and DP plans; simulate pipelines with the pipeline workload on box chips")])
-    over = {_CHIP_KEYS.get(k, k): v for k, v in cfg["chip"].items() if k != "preset" and v is not None}
-    spec = PRESETS[cfg["chip"]["preset"]].with_(**over)
+    spec, tier_issues = chip_spec(cfg["chip"])
+    if tier_issues:
+        raise ConfigError("config", tier_issues)
     system = system_of(sysd, spec.dfmodel())
     chip = chip_config(cfg, system=system)
     max_cycles = min(run["max_cycles"], int(sysd["max_seconds"] * spec.clock_hz))
@@ -332,6 +347,33 @@ def _preempt_issues(kind: str, mem: dict) -> list[Issue]:
     return []
 
 
+_TIER_KEYS = {"capacity": "capacity", "bandwidth": "bandwidth", "latency": "latency", "page": "page_bytes"}
+
+
+def chip_spec(chip: dict):
+    """The ChipSpec a resolved [chip] table describes (its preset and overrides, its tiers'
+    overrides) and the issues of a tier override on a preset without that tier."""
+    from dataclasses import replace
+
+    over = {_CHIP_KEYS.get(k, k): v for k, v in chip.items()
+            if k not in ("preset", "hbm", "ddr") and v is not None}
+    spec = PRESETS[chip["preset"]].with_(**over)
+    issues, tiers = [], list(spec.tiers)
+    for name in ("hbm", "ddr"):
+        given = {_TIER_KEYS[k]: v for k, v in (chip.get(name) or {}).items() if v is not None}
+        if not given:
+            continue
+        at = [i for i, t in enumerate(tiers) if t.name == name]
+        if not at:
+            issues.append(Issue(f"chip.{name}", f"preset {chip['preset']!r} has no {name.upper()} tier "
+                                f"(presets with tiers: {', '.join(n for n, s in PRESETS.items() if s.tiers)})"))
+            continue
+        if "page_bytes" in given:
+            given["page_bytes"] = int(given["page_bytes"])
+        tiers[at[0]] = replace(tiers[at[0]], **given)
+    return spec.with_(tiers=tuple(tiers)), issues
+
+
 def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=None) -> ChipConfig:
     """The ChipConfig a resolved ``rdasim run`` config describes (raises ConfigError); ``system``: the
     mapper's System its chip is a grid chip of."""
@@ -341,12 +383,13 @@ def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=Non
     if params.SYSTEM:
         raise ConfigError("config", [Issue("workload.kind", f"{wl['kind']} runs on a system of chips: give a "
                                            "[system] with chips > 0 and its [[system.network]]")])
-    over = {_CHIP_KEYS.get(k, k): v for k, v in chip.items() if k != "preset" and v is not None}
-    spec = PRESETS[chip["preset"]].with_(**over)
+    spec, tier_issues = chip_spec(chip)
+    issues += tier_issues
     issues += [Issue("chip", p) for p in spec.problems()]
+    later = []  # reported with the workload's own issues: it does not stop the workload being read
     if spec.tiers and noc["bulk"] == "packets":
-        issues.append(Issue("noc.bulk", f"packets: chip {spec.name!r} has memory tiers "
-                            f"({', '.join(t.name for t in spec.tiers)}), whose data moves as flows"))
+        later.append(Issue("noc.bulk", f"packets: chip {spec.name!r} has memory tiers "
+                           f"({', '.join(t.name for t in spec.tiers)}), whose data moves as flows"))
     issues += footprint_issues(spec, mem, noc, run)  # before unit_layout allocates anything
     if issues:
         raise ConfigError("config", issues)
@@ -363,6 +406,7 @@ def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=Non
     issues += policy.problems(mu)
     issues += _workload_issues(params, cfg)
     issues += _preempt_issues(wl["kind"], mem)
+    issues += later
     if issues and params.MAPS_GRAPH:  # mapping needs every key it reads
         raise ConfigError("config", issues)
     workload = params.from_config(wl["kind"], wl[params.SECTION], ChipContext(spec, lay, policy.room(mu), system),
@@ -379,6 +423,7 @@ def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=Non
         network=noc["model"],
         sizing=sizing, mu=mu, policy=policy, reclaim=reclaim, workload=workload, on_oom=mem["on_oom"],
         preempt_mode=mem["preempt_mode"] or PREEMPT_MODES[0], admit_watermark=mem["admit_watermark"],
+        prefix_sharing=mem["prefix_sharing"], prefix_cache_bytes=mem["prefix_cache_bytes"],
         placement=mem["placement"], jitter=noc["jitter"], seed=run["seed"], max_cycles=run["max_cycles"],
         sample_cycles=run["sample_cycles"], trace=trace, trace_limit=run["trace_limit"], memory_map_cycle=memory_map,
         energy=energy, bulk=noc["bulk"] or ("flows" if spec.tiers else "packets"),

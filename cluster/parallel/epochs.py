@@ -22,7 +22,6 @@ below. The models themselves live with their jobs (cluster/jobs).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import cast
 
 import numpy as np
@@ -100,9 +99,28 @@ def meta_after(shard: EpochShard, t0: int, t1: int, out: Traffic, bounded: bool 
     return EpochMeta(t0, t1, shard.next_event(), out.earliest(), created, finished, safe_until=safe)
 
 
-def window_stats(windows: Sequence[int]) -> dict:
-    """Mean and median window length (cycles per epoch) for the run's report."""
-    w = np.asarray(windows, dtype=np.float64)
-    if not len(w):
-        return {"window_mean": 0.0, "window_median": 0.0}
-    return {"window_mean": round(float(w.mean()), 2), "window_median": float(np.median(w))}
+class WindowLengths:
+    """How many epochs had each window length: the run's mean and median window without a list
+    that grows with the epochs (issue 27)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[int, int] = {}
+
+    def add(self, cycles: int) -> None:
+        self.counts[cycles] = self.counts.get(cycles, 0) + 1
+
+    def stats(self) -> dict:
+        """Mean and median window length (cycles per epoch) for the run's report (the median of an
+        even count is the mean of the middle two, as numpy's)."""
+        n = sum(self.counts.values())
+        if not n:
+            return {"window_mean": 0.0, "window_median": 0.0}
+        total = sum(w * k for w, k in self.counts.items())
+        lengths = sorted(self.counts)
+        cum = np.cumsum([self.counts[w] for w in lengths])
+
+        def kth(i: int) -> int:  # the i-th smallest (0-based)
+            return lengths[int(np.searchsorted(cum, i, side="right"))]
+
+        median = (kth((n - 1) // 2) + kth(n // 2)) / 2
+        return {"window_mean": round(total / n, 2), "window_median": float(median)}

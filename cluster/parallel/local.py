@@ -10,7 +10,7 @@ import resource
 import time
 from typing import Any
 
-from cluster.parallel.epochs import bounds_windows, first_window, meta_after, next_window, window_stats
+from cluster.parallel.epochs import WindowLengths, bounds_windows, first_window, meta_after, next_window
 from cluster.parallel.model import ProgressFn, RunOutcome, ShardModel, Stop
 
 
@@ -29,7 +29,7 @@ def run_local(model: ShardModel, regions: list[Any], epoch: int, address: str | 
     t0, t1 = first_window(epoch, model.horizon)
     epochs = 0
     busy, exchange = [0.0] * n, [0.0] * n  # per shard: advancing; reporting and routing its output
-    windows = []
+    windows = WindowLengths()
     lockstep = 0.0  # sum over epochs of the slowest shard's epoch: the critical path of parallel shards
     stop = Stop(False, False)
     while True:
@@ -50,7 +50,7 @@ def run_local(model: ShardModel, regions: list[Any], epoch: int, address: str | 
         if n > 1:
             inbound = [model.concat([routed[j][i] for j in range(n)]) for i in range(n)]
         epochs += 1
-        windows.append(t1 - t0)
+        windows.add(t1 - t0)
         stop = model.stop(metas)
         if progress is not None:
             progress(t1, model.horizon)
@@ -64,6 +64,6 @@ def run_local(model: ShardModel, regions: list[Any], epoch: int, address: str | 
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     extra = {"chaining": "in-process", "shard_busy_seconds": busy, "exchange_seconds": exchange,
              "lockstep_seconds": lockstep,
-             "peak_rss_bytes": peak, **window_stats(windows)}
+             "peak_rss_bytes": peak, **windows.stats()}
     return RunOutcome([model.report(s) for s in shards], epochs, t1, stop.saturated, wall, wall - sum(busy), transit,
                       extra=extra)

@@ -34,7 +34,7 @@ import numpy as np
 
 from cluster.parallel import wire
 from cluster.parallel.channels import ChannelAddress, ChannelClosed, Channels, cores_here, polls
-from cluster.parallel.epochs import bounds_windows, first_window, meta_after, next_window, window_stats
+from cluster.parallel.epochs import WindowLengths, bounds_windows, first_window, meta_after, next_window
 from cluster.parallel.groups import ShardGroup, actor_groups
 from cluster.parallel.model import EpochMeta, ProgressFn, RunOutcome, ShardModel, Stop
 from cluster.parallel.ray_env import actor_cpus, cluster_cpus, init_ray
@@ -89,7 +89,7 @@ class ShardActor:
         self.handling = 0.0
         self.epochs = 0
         self.stop: Stop | None = None
-        self.windows: list[int] = []
+        self.windows = WindowLengths()
         self.channels: Channels | None = None  # direct chaining's channels to the peers
         self._metas: list[EpochMeta] = []  # direct chaining: every shard's report of the last epoch
         self._inbound: Any = None  # and the traffic they sent this shard
@@ -113,7 +113,7 @@ class ShardActor:
         out = self.shard.advance(t0, t1, inbound)
         self.busy += time.perf_counter() - a
         self.epochs += 1
-        self.windows.append(t1 - t0)
+        self.windows.add(t1 - t0)
         return meta_after(self.shard, t0, t1, out, self.bounded), self._route(out)
 
     def _route(self, out) -> list:
@@ -194,7 +194,7 @@ class ShardActor:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # a warm host's: over its runs so far
         reports = self.shard.reports() if isinstance(self.shard, ShardGroup) else [self.model.report(self.shard)]
         return ActorReport(reports, self.busy, self.handling, self.waiting, peak,
-                           window_stats(self.windows),
+                           self.windows.stats(),
                            self.epochs, bool(self.stop and self.stop.saturated), self.shard.t, os.getpid())
 
 

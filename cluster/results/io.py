@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import re
+import secrets
 import socket
 import tempfile
 from pathlib import Path
@@ -36,16 +37,26 @@ def atomic_path(path: str | Path):
     """Yield a temporary path next to ``path``; rename it into place only on success."""
     final = Path(path)
     final.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.{_host()}_{os.getpid()}.", suffix=".tmp", dir=final.parent)
-    os.close(fd)
+    tmp = _new_temporary(final)
     try:
-        yield Path(tmp)
-        os.chmod(tmp, 0o666 & ~umask())  # what open() would have given the file
+        yield tmp
         os.replace(tmp, final)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _new_temporary(final: Path) -> Path:
+    """A new empty file beside ``final`` named for its writer, with the mode open() gives a file (the kernel
+    applies the umask: no chmod, no reading the umask, on each of a sweep's 10^5 writes)."""
+    while True:
+        tmp = final.with_name(f".{final.name}.{_host()}_{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            return tmp
+        except FileExistsError:
+            continue
 
 
 def writer_gone(tmp: Path) -> bool:

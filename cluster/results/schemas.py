@@ -277,6 +277,12 @@ INPUT_COLUMNS = (
     Column("trace_capped_prompts", _I, "trace: prompt lengths cut to workload.decode.max_prompt_tokens"),
     Column("trace_capped_outputs", _I, "trace: output lengths cut to workload.decode.max_output_tokens"),
     Column("trace_arrival_rate", _F, "trace: requests per simulated second after speed-up"),
+    Column("trace_format", _S, "trace: the format read (azure, azure-multimodal, mooncake, qwen-bailian, burstgpt; "
+           "docs/traces.md)"),
+    Column("trace_failed_skipped", _I, "trace: rows of the window the trace marks failed (BurstGPT: Response tokens "
+           "0), not served"),
+    Column("trace_note", _S, "trace: what the format holds that the run does not use (azure-multimodal: NumImages); "
+           "null: nothing"),
     Column("moe_skew_measured", _F, "moe: Zipf exponent fitted to the routed experts' popularity (log count vs "
            "log rank)"),
     Column("moe_load_imbalance", _F, "moe: tokens of the busiest expert / mean tokens per expert, per step, "
@@ -301,6 +307,14 @@ SERVING_COLUMNS = (
     Column("goodput_requests_per_second", _F, "decode: served requests meeting both objectives (TTFT, mean TBT) "
            "per simulated second, DistServe's goodput (null without objectives)"),
     Column("slo_attainment", _F, "decode: share of the requests meeting both objectives (null without objectives)"),
+    Column("prefix_blocks", _I, "prefix sharing (a trace with hash_ids, memory.prefix_sharing): shareable prompt "
+           "blocks of the requests' first admissions, in the trace's blocks (null: no sharing)"),
+    Column("prefix_hit_blocks", _I, "prefix sharing: of them, found held by running sequences or the prefix cache when "
+           "admitted (their KV neither computed nor written again)"),
+    Column("prefix_hit_rate", _F, "prefix sharing: prefix_hit_blocks / prefix_blocks"),
+    Column("prefix_hit_bytes", _I, "prefix sharing: KV bytes of the hit blocks (every layer, head, K and V)"),
+    Column("kv_bytes_saved", _I, "prefix sharing: most KV bytes running sequences shared at once beyond one copy of "
+           "each block (memory an unshared run would have held on top)"),
 )
 
 # a chip with memory tiers (sim/chip/tier.py): each tier's traffic, pages and flows; null otherwise

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from cluster.results.layout import open_files
-from cluster.sweep.layout import DatasetLayout, of_manifest
+from cluster.sweep.layout import DatasetLayout, dataset_files, of_manifest
 
 
 def table_dir(path: str | Path, table: str | None = None) -> Path:
@@ -30,8 +30,7 @@ def table_dir(path: str | Path, table: str | None = None) -> Path:
 
 def open_dataset(path: str | Path, table: str | None = None) -> ds.Dataset:
     """A pyarrow dataset of one table (see ``table_dir``), schema unified over its files."""
-    d = table_dir(path, table)
-    files = sorted(f for f in d.rglob("*.parquet") if not f.name.startswith((".", "_"))) if d.is_dir() else []
+    files = dataset_files(table_dir(path, table))
     return open_files(files) if files else ds.dataset([], schema=pa.schema([]))
 
 

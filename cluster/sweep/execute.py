@@ -7,6 +7,13 @@ the points in flight. Ray's own task retries are off: the executor retries a poi
 after a system failure (its worker, node or one of its shard actors died) up to
 ``max_retries`` times and counts the attempts; a point that raises becomes an error
 outcome on the worker and is never retried.
+
+Points much shorter than a Ray task's own cost (a few milliseconds of driver and raylet
+time) run several to a task when ``batching`` is on: the batch grows until a task takes
+about ``BATCH_SECONDS`` of measured job time, as joblib's ``batch_size="auto"`` sizes its
+batches. Each point of a batch is still its own outcome, stored on its own; a batch that
+dies of a system failure is run again one point per task, without counting that attempt
+(which point killed it is unknown), so only a point that kills its worker uses up its retries.
 """
 
 from __future__ import annotations
@@ -86,6 +93,14 @@ def run_point(command: str, config: dict) -> PointOutcome:
     return job_outcome(command, config, ray.get_runtime_context().get_node_id())
 
 
+def run_batch(command: str, configs: list[dict]) -> list[PointOutcome]:
+    """Body of a batch's Ray task: each point's outcome, in order."""
+    import ray
+
+    node = ray.get_runtime_context().get_node_id()
+    return [job_outcome(command, config, node) for config in configs]
+
+
 def job_outcome(command: str, config: dict, node: str | None) -> PointOutcome:
     """Run one point's job here; its own exceptions become an error outcome."""
     from cluster.sweep.commands import get
@@ -137,27 +152,35 @@ class StalledFeed(RuntimeError):
     """A feed gave no point with nothing in flight (nothing could ever finish to unblock it)."""
 
 
+BATCH_SECONDS = 0.1  # job time a batch aims at: 20x and more a task's own cost on a loaded 2-core driver
+MAX_BATCH = 1_000  # points a batch holds at most (what a killed driver loses at most, per task in flight)
+
+
 @dataclass
 class _Flight:
-    point: Point
+    """One Ray task in flight: one point (``attempt`` its start), or a batch of first attempts."""
+
+    points: list[Point]
     attempt: int
     pg: PlacementGroup | None = None
 
-
-def _new_flight(feed: Feed) -> _Flight | None:
-    point = feed.take()
-    return None if point is None else _Flight(point, 1)
+    @property
+    def point(self) -> Point:
+        return self.points[0]
 
 
 class Executor:
     """Submits points to Ray with bounded concurrency and reports each finished one."""
 
-    def __init__(self, ray, command: str, max_retries: int, max_concurrency: int | None):
+    def __init__(self, ray, command: str, max_retries: int, max_concurrency: int | None, batching: bool = False):
         self.ray = ray
         self.command = command
         self.max_retries = max_retries
         self.max_concurrency = max_concurrency
         self.task = ray.remote(max_retries=0, retry_exceptions=False)(run_point)
+        self.batch_task = ray.remote(max_retries=0, retry_exceptions=False)(run_batch) if batching else None
+        self.batch = 1  # points the next task takes (batching: grows with the measured job time)
+        self._held: _Flight | None = None  # a sharded point taken while filling a batch: submitted next
         self._cpus_checked = float("-inf")
         self._cpus = 1.0
 
@@ -169,13 +192,40 @@ class Executor:
             self._cpus_checked = now
         return self._cpus
 
-    def _room(self, inflight: dict) -> bool:
+    def _room(self, inflight: dict) -> int:
+        """Points that may be submitted now (0: none)."""
         if self.max_concurrency is not None:
-            return len(inflight) < self.max_concurrency
+            return max(self.max_concurrency - sum(len(f.points) for f in inflight.values()), 0)
         # default: twice what the cluster holds, so the next point is queued when one ends
         # (and an autoscaler sees demand); at least 2 in flight
         used = sum(shape_of(f.point.config, self._cpus).total for f in inflight.values())
-        return not inflight or len(inflight) < 2 or used < 2 * self.cluster_cpus()
+        return self.batch if not inflight or len(inflight) < 2 or used < 2 * self.cluster_cpus() else 0
+
+    def _next(self, feed: Feed, room: int) -> _Flight | None:
+        """A new flight of up to ``room`` points from the feed: one point, or with batching a batch of
+        plain (one-CPU) points; a sharded point always flies alone."""
+        point = feed.take()
+        if point is None:
+            return None
+        flight = _Flight([point], 1)
+        size = min(self.batch, room)
+        while self.batch_task is not None and len(flight.points) < size and not feed.exhausted() and \
+                not shape_of(point.config, self._cpus).bundles:
+            point = feed.take()
+            if point is None:
+                break
+            if shape_of(point.config, self._cpus).bundles:
+                self._held = _Flight([point], 1)  # next, on its own
+                break
+            flight.points.append(point)
+        return flight
+
+    def _learn(self, outcomes: list[PointOutcome]) -> None:
+        """Size the next batches from the job time of the points that just finished (at most doubling)."""
+        if self.batch_task is None or not outcomes:
+            return
+        mean = max(sum(o.seconds for o in outcomes) / len(outcomes), 1e-5)
+        self.batch = max(1, min(round(BATCH_SECONDS / mean), 2 * self.batch, MAX_BATCH))
 
     def _submit(self, flight: _Flight):
         shape = shape_of(flight.point.config, self.cluster_cpus())
@@ -186,6 +236,8 @@ class Executor:
             flight.pg = placement_group([{"CPU": shape.cpus}] * shape.bundles, strategy="PACK")
             strategy = PlacementGroupSchedulingStrategy(flight.pg, placement_group_capture_child_tasks=True)
             return self.task.options(num_cpus=0, scheduling_strategy=strategy).remote(self.command, flight.point.config)
+        if len(flight.points) > 1 and self.batch_task is not None:
+            return self.batch_task.options(num_cpus=shape.cpus).remote(self.command, [p.config for p in flight.points])
         return self.task.options(num_cpus=shape.cpus).remote(self.command, flight.point.config)
 
     def _release(self, flight: _Flight) -> None:
@@ -203,10 +255,17 @@ class Executor:
         feed = as_feed(points)
         queue: deque[_Flight] = deque()  # retries, before new points
         inflight: dict = {}
+        self._held = None
         try:
-            while queue or inflight or not feed.exhausted():
-                while self._room(inflight):
-                    flight = queue.popleft() if queue else _new_flight(feed)
+            while queue or inflight or self._held or not feed.exhausted():
+                while room := self._room(inflight):
+                    flight: _Flight | None
+                    if queue:
+                        flight = queue.popleft()
+                    elif self._held is not None:
+                        flight, self._held = self._held, None
+                    else:
+                        flight = self._next(feed, room)
                     if flight is None:
                         break
                     inflight[self._submit(flight)] = flight
@@ -221,31 +280,37 @@ class Executor:
                     ready += more
                 for ref in ready:
                     flight = inflight.pop(ref)
-                    retry = self._finish(ref, flight, done)
-                    if retry is not None:
-                        queue.appendleft(retry)
+                    queue.extendleft(reversed(self._finish(ref, flight, done)))
                 tick()
         finally:
             for flight in inflight.values():
                 self._release(flight)
 
-    def _finish(self, ref, flight: _Flight, done) -> _Flight | None:
+    def _finish(self, ref, flight: _Flight, done) -> list[_Flight]:
+        """Report the points of a finished flight; the flights to retry."""
         try:
-            outcome = self.ray.get(ref)
+            got = self.ray.get(ref)
         except Exception as exc:  # noqa: BLE001 - classified below
             self._release(flight)
+            if is_system_failure(exc) and len(flight.points) > 1:
+                # which point killed the batch is unknown: each is run again alone, its attempt not counted,
+                # so the culprit alone uses up its retries
+                return [_Flight([p], flight.attempt) for p in flight.points]
             if is_system_failure(exc) and flight.attempt <= self.max_retries:
-                return _Flight(flight.point, flight.attempt + 1)
+                return [_Flight(flight.points, flight.attempt + 1)]
             kind = "system failure" if is_system_failure(exc) else "failure outside the job"
             message = f"{kind} after {flight.attempt} attempt{'s' if flight.attempt > 1 else ''}: " \
                       f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
             done(flight.point, None, PointRun(STATUS_ERROR, flight.attempt, error=message,
                                               traceback="".join(tb.format_exception(exc))))
-            return None
+            return []
         self._release(flight)
-        done(flight.point, outcome, PointRun(outcome.status, flight.attempt, outcome.node, outcome.seconds,
-                                             outcome.error, outcome.traceback))
-        return None
+        outcomes = got if len(flight.points) > 1 else [got]
+        self._learn(outcomes)
+        for point, outcome in zip(flight.points, outcomes):
+            done(point, outcome, PointRun(outcome.status, flight.attempt, outcome.node, outcome.seconds,
+                                          outcome.error, outcome.traceback))
+        return []
 
 
 class InProcessExecutor:

@@ -1,13 +1,17 @@
 """Where a sweep's files live: one Parquet dataset per table of its command, and the manifest.
 
     DIR/<name>/<table>/sweep_id=<name>/<key>=<value>/.../<point_id>.<table>.parquet   every table of a point
+    DIR/<name>/<table>/sweep_id=<name>/<key>=<value>/.../compact-<id>.<table>.parquet  many points (compacted)
     DIR/_<name>.manifest.json                                                       spec versions, runs, points
+    DIR/_<name>.lock                                                                held while it runs or compacts
 
 The point's result rows are the command's result table (``noc_summary``, ``run_summary``,
 ``system_summary``, ``sweep_noop``); its other tables sit beside it, each its own dataset,
 with the same paths (cluster/results/layout.py makes them). A point's file name is its id,
 so a point computed twice (a retry after a node died) lands on the same path and is
-replaced atomically: never two files for one point.
+replaced atomically: never two files for one point. Compaction (compact.py) rewrites the
+point files of a partition directory into ``compact-<id>`` files of up to 10^5 rows each,
+beside them, and a point's rows are then in exactly one of them.
 
 Sweeps written before this layout (manifest format 2 and older: the result rows in
 DIR/<name>/ itself, the other tables in DIR/_<name>.<table>/ or DIR/<name>.<table>/) are
@@ -16,14 +20,18 @@ still found and read; they are not continued (``--replace`` starts them again).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from cluster.results.layout import NULL_SEGMENT, segment_value, table_file  # noqa: F401 - re-exported
-from cluster.sweep.manifest import FORMAT, Manifest
+from cluster.sweep.manifest import FORMAT
 
 MANIFEST_SUFFIX = ".manifest.json"
+LOCK_SUFFIX = ".lock"
 SIDE = "_"  # prefix of the manifest beside the sweep's directory
+COMPACTED = "compact-"  # name prefix of a compacted file (a point id never starts so)
+STAGED = ".staged"  # suffix of a written compacted file not yet in place (hidden: "." in front)
 
 
 def column_name(path: str) -> str:
@@ -47,6 +55,10 @@ class DatasetLayout:
     @property
     def manifest(self) -> Path:
         return self.root / f"{SIDE}{self.name}{MANIFEST_SUFFIX}"
+
+    @property
+    def lock(self) -> Path:
+        return self.root / f"{SIDE}{self.name}{LOCK_SUFFIX}"
 
     @property
     def legacy_manifest(self) -> Path:
@@ -85,9 +97,11 @@ class DatasetLayout:
 
 
 def of_manifest(path: Path) -> DatasetLayout:
-    """The layout of the sweep whose manifest is at ``path`` (the files it was written in)."""
-    m = Manifest.load(path)
-    return DatasetLayout(path.parent, m.sweep, tuple(m.partition_by), m.result_table or _result_of(m.command), m.format)
+    """The layout of the sweep whose manifest is at ``path`` (the files it was written in). Read from the
+    manifest's JSON without building its point records (10^5 of them take seconds)."""
+    m = json.loads(Path(path).read_text())
+    return DatasetLayout(path.parent, m["sweep"], tuple(m["partition_by"]),
+                         m.get("result_table") or _result_of(m["command"]), m.get("format", FORMAT))
 
 
 def _result_of(command: str) -> str:
@@ -99,6 +113,26 @@ def _result_of(command: str) -> str:
 def point_of(file: Path) -> str:
     """The point id a stored file belongs to (``<point_id>.<table>.parquet``, older ``<point_id>.parquet``)."""
     return file.name.split(".", 1)[0]
+
+
+def is_compacted(file: Path) -> bool:
+    """A compacted file (many points' rows) rather than a point file."""
+    return file.name.startswith(COMPACTED)
+
+
+def staged_path(final: Path) -> Path:
+    """Where a compacted file waits, complete, until the files it replaces are gone (hidden from every reader)."""
+    return final.with_name(f".{final.name}{STAGED}")
+
+
+def final_path(staged: Path) -> Path:
+    return staged.with_name(staged.name[1:-len(STAGED)])
+
+
+def dataset_files(table_dir: Path) -> list[Path]:
+    """The visible Parquet files of one table's dataset (point files and compacted files), sorted."""
+    return sorted(f for f in table_dir.rglob("*.parquet") if not f.name.startswith((".", "_"))) \
+        if table_dir.is_dir() else []
 
 
 def find_manifests(path: Path) -> list[Path]:

@@ -8,7 +8,7 @@ loses nothing: the next run and ``status`` re-read the files.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -16,6 +16,7 @@ from cluster.results import io
 
 FORMAT = 3  # 2: spec versions, code versions, the "_" layout; 3: one dataset per table (sweep/layout.py)
 PENDING, DONE, FAILED = "pending", "done", "failed"
+INDENTED_POINTS = 10_000
 
 
 def now() -> str:
@@ -67,6 +68,7 @@ class Manifest:
     format: int = FORMAT
     specs: list[dict] = field(default_factory=list)  # every spec version: hash, text, base, added
     result_table: str = ""  # the table of the points' result rows (format 3)
+    column_docs: dict[str, str] = field(default_factory=dict)  # what each result column means (once, not per file)
 
     def spec_hashes(self) -> list[str]:
         return [v["hash"] for v in self.specs]
@@ -85,8 +87,15 @@ class Manifest:
             out[p.status] += 1
         return out
 
+    def to_json(self) -> dict:
+        """The manifest as JSON values: its records' own dicts, not deep copies (10^5 points: 0.2 s, not 5)."""
+        return {**vars(self), "runs": [vars(r) for r in self.runs],
+                "points": {k: vars(v) for k, v in self.points.items()}}
+
     def save(self, path: Path) -> None:
-        io.write_json(asdict(self), path)
+        # indented for people up to 10,000 points; beyond, compact (json's C encoder: 3x faster, 1/3 smaller)
+        indent = 2 if len(self.points) <= INDENTED_POINTS else None
+        io.write_text(json.dumps(self.to_json(), indent=indent, sort_keys=True, default=str) + "\n", path)
 
     @classmethod
     def load(cls, path: Path) -> "Manifest":

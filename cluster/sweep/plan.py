@@ -17,7 +17,8 @@ from cluster.sweep.points import Point, expand
 from cluster.sweep.records import AxisColumns
 from cluster.sweep.spec import SweepSpec, read_spec
 
-EXECUTION_KEYS = ("max_retries", "max_concurrency", "description")  # how to run, not what: outside the hash
+# how to run and store, not what: outside the hash
+EXECUTION_KEYS = ("max_retries", "max_concurrency", "description", "compact", "compact_rows")
 
 
 @dataclass(frozen=True)

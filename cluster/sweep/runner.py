@@ -18,11 +18,14 @@ from pathlib import Path
 from cluster.errors import UserError
 from cluster.progress import Progress
 from cluster.results import io
+from cluster.sweep import compact as compaction
+from cluster.sweep.index import holdings
 from cluster.sweep.layout import DatasetLayout
+from cluster.sweep.lock import sweep_lock
 from cluster.sweep.manifest import DONE, FAILED, FORMAT, PENDING, Manifest, PointEntry, RunEntry, now
 from cluster.sweep.plan import SweepPlan
 from cluster.sweep.points import Point
-from cluster.sweep.records import STATUS_OK, PointRun
+from cluster.sweep.records import STATUS_OK, PointRun, column_docs
 from cluster.sweep.store import Store
 from cluster.version import code_version
 
@@ -39,6 +42,7 @@ class SweepSummary:
     computed: int  # finished in this run (ok or error)
     failed: int  # stored as errors after this run (all points)
     seconds: float
+    compaction: compaction.Compaction | None = None  # what compacting after the run did (None: not compacted)
 
 
 EXISTING = ("refuse", "add", "replace")  # what to do when DIR holds this sweep from another spec version
@@ -96,6 +100,7 @@ def _manifest(plan: SweepPlan, layout: DatasetLayout, store: Store, stored: dict
         columns={f.name: str(f.type) for f in plan.axes.fields},
         created=old.created if old else now(), runs=old.runs if old else [],
         specs=list(old.specs) if old else [], result_table=layout.result,
+        column_docs=column_docs(layout.result, plan.axes),
     )
     if plan.spec_hash not in m.spec_hashes():
         m.specs.append(_version(plan))
@@ -119,26 +124,46 @@ def _describe(point: Point) -> str:
 
 def run_sweep(plan: SweepPlan, out: str | Path, address: str | None = None, max_concurrency: int | None = None,
               quiet: bool = False, retry_failed: bool = False, in_process: bool = False, existing: str = "refuse",
-              mix_code: bool = False) -> SweepSummary:
+              mix_code: bool = False, compact: str | None = None) -> SweepSummary:
     """Run the plan's missing points into ``out``; ``in_process`` runs them here, one by one, without Ray.
 
     A sweep of the same name already in ``out`` is continued only if it was run from the same
     spec version and the same code; ``existing`` = "add" adds this spec version's points to it,
-    "replace" deletes it first; ``mix_code`` lets points from different code share the dataset."""
-    start = time.perf_counter()
+    "replace" deletes it first; ``mix_code`` lets points from different code share the dataset.
+    When the run finishes, its tables are compacted as ``compact`` says (auto, always, never;
+    None: the spec's ``compact``). One process at a time runs or compacts a sweep (lock.py)."""
     if existing not in EXISTING:
         raise UserError(f"existing = {existing!r}: one of {', '.join(EXISTING)}")
     if max_concurrency is not None and max_concurrency < 1:
         raise UserError(f"max_concurrency = {max_concurrency}: must be at least 1")
     io.check_dir(out, "out")  # before Ray starts: a bad directory costs a second
     layout = DatasetLayout(Path(out), plan.spec.name, plan.spec.partition_by, plan.command.result)
+    when = compact or plan.spec.compact
+    if when not in compaction.CHOICES:
+        raise UserError(f"compact must be one of {', '.join(compaction.CHOICES)}, got {when!r}")
+    with sweep_lock(layout, "running"):
+        compaction.finish(layout)  # a compaction killed half-way: its rows are held in staged files
+        summary = _run(plan, layout, address, max_concurrency, quiet, retry_failed, in_process, existing, mix_code)
+        if when != "never" and (when == "always" or compaction.point_file_count(layout) >= compaction.AUTO_FILES):
+            done = compaction.compact_layout(layout, plan.spec.compact_rows)
+            if not quiet:
+                print(done.describe(), file=sys.stderr, flush=True)
+            summary = replace(summary, compaction=done, seconds=summary.seconds + done.seconds)
+    return summary
+
+
+def _run(plan: SweepPlan, layout: DatasetLayout, address: str | None, max_concurrency: int | None, quiet: bool,
+         retry_failed: bool, in_process: bool, existing: str, mix_code: bool) -> SweepSummary:
+    start = time.perf_counter()
     old = _previous(plan, layout, existing, mix_code)
     store = Store(plan, layout)
     store.remove_orphans()
-    stored = {p.id: s for p in plan.points if (s := store.existing(p)) is not None}
+    held = holdings(layout.table_dir())
+    stored = {p.id: held.status[p.id] for p in plan.points if p.id in held.status}
     todo = [p for p in plan.points if p.id not in stored or (retry_failed and stored[p.id] != STATUS_OK)]
     # Ray first: a run that cannot reach its cluster never starts, so it leaves the manifest as it was
     ray = None if in_process or not todo else _ray(address)
+    compaction.release(layout, {p.id for p in todo if p.id in held.compacted})  # to be rerun: out of its file
     manifest = _manifest(plan, layout, store, stored, old)
     code = code_version()
     run = RunEntry(now(), socket.gethostname(), os.getpid(), address, code.version,
@@ -180,7 +205,7 @@ def _execute(plan, todo, store: Store, manifest: Manifest, run: RunEntry, layout
     if ray is None:
         executor = InProcessExecutor(plan.command.name)
     else:
-        executor = Executor(ray, plan.command.name, plan.spec.max_retries, max_concurrency)
+        executor = Executor(ray, plan.command.name, plan.spec.max_retries, max_concurrency, batching=True)
     progress = Progress(f"sweep {plan.spec.name}", quiet)
     saved_at, save_every = time.monotonic(), MANIFEST_EVERY_SECONDS
 

@@ -33,6 +33,10 @@ SWEEP_SECTION = Table({
     "max_concurrency": Field("int", None, "points in flight at once (default: what the cluster's CPUs hold)",
                              min=1),
     "description": Field("str", "", "free text, kept in the manifest"),
+    "compact": Field("choice", "auto", "when a run finishes, rewrite each table's point files into files of "
+                     "compact_rows rows: auto (once a table holds 1,000 point files), always, never",
+                     choices=("auto", "always", "never")),
+    "compact_rows": Field("int", 100_000, "rows of a compacted file (a point's rows are never split)", min=1),
 })
 
 RANDOM_SECTION = Table({
@@ -69,6 +73,8 @@ class SweepSpec:
     raw: dict = field(default_factory=dict)  # the spec as written (kept in the manifest and files)
     source: str = ""
     text: str = ""  # the spec file's text (kept in the manifest with each spec version)
+    compact: str = "auto"  # when a run finishes: auto, always, never (cluster/sweep/compact.py)
+    compact_rows: int = 100_000  # rows of a compacted file
 
     def set_paths(self) -> list[str]:
         """Every dotted path the axes, zips, random draws or explicit points set, in spec order."""
@@ -272,6 +278,7 @@ def parse_spec(raw: dict, base_dir: Path, source: str = "") -> tuple[SweepSpec, 
         partition_by=tuple(sweep.get("partition_by") or ()), max_retries=sweep.get("max_retries") or 0,
         max_concurrency=sweep.get("max_concurrency"), description=sweep.get("description") or "",
         base=base, axes=grid, zips=zips, random=rnd, points=points, raw=raw, source=source,
+        compact=sweep.get("compact") or "auto", compact_rows=sweep.get("compact_rows") or 100_000,
     )
     return spec, issues
 

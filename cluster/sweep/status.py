@@ -1,7 +1,8 @@
 """How far a sweep has got: done, failed and pending points, read from the stored files.
 
-The files are the truth (the manifest can lag behind a killed driver), so every point's
-result file is checked; the manifest says which points there are and where they live.
+The files are the truth (the manifest can lag behind a killed driver), so the result
+table's files are read (index.py: point files and compacted files); the manifest says
+which points there are.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from cluster.errors import UserError
-from cluster.sweep.layout import find_manifests, of_manifest, point_of
+from cluster.sweep.index import holdings
+from cluster.sweep.layout import find_manifests, of_manifest
 from cluster.sweep.manifest import Manifest
-from cluster.sweep.records import STATUS_OK, read_status
+from cluster.sweep.records import STATUS_OK
 
 
 @dataclass(frozen=True)
@@ -61,24 +63,23 @@ def _state(m: Manifest) -> str:
 def sweep_status(manifest_path: Path, max_errors: int = 5) -> SweepStatus:
     m = Manifest.load(manifest_path)
     root = manifest_path.parent
+    held = holdings(of_manifest(manifest_path).table_dir()).status
     done = failed = 0
     errors: list[str] = []
     for pid, entry in m.points.items():
-        found = read_status(root / entry.file)
-        if found is None or found[0] != pid:
+        found = held.get(pid)
+        if found is None:
             continue
-        if found[1] == STATUS_OK:
+        if found == STATUS_OK:
             done += 1
         else:
             failed += 1
             if len(errors) < max_errors:
                 errors.append(f"point {entry.index}: {entry.error or 'failed'}")
     total = len(m.points)
-    results = of_manifest(manifest_path).table_dir()
-    files = {point_of(f) for f in results.rglob("*.parquet")} if results.is_dir() else set()
     return SweepStatus(m.sweep, m.command, total, done, failed, total - done - failed, _state(m),
                        m.runs[0].started if m.runs else None, m.runs[-1].ended if m.runs else None,
-                       len(m.runs), str(root / m.sweep), errors, max(len(m.specs), 1), len(files - set(m.points)),
+                       len(m.runs), str(root / m.sweep), errors, max(len(m.specs), 1), len(set(held) - set(m.points)),
                        m.code_labels())
 
 

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from cluster.config.schema import get_path
 from cluster.results import io
@@ -26,8 +27,8 @@ from cluster.sweep.records import (
     decorate,
     error_table,
     file_metadata,
+    point_file_options,
     prefix_values,
-    read_status,
 )
 
 ORPHAN_AGE_SECONDS = 300.0  # a temporary file lives for the milliseconds of one write
@@ -45,31 +46,29 @@ class Store:
         values = {p: get_path(point.config, p) for p in self.layout.partition_by}
         return self.layout.point_file(point.id, values, table)
 
-    def existing(self, point: Point) -> str | None:
-        """Status of the point's valid stored result file (ok or error), or None."""
-        found = read_status(self.path(point))
-        return found[1] if found is not None and found[0] == point.id else None
-
     def columns(self, point: Point, run: PointRun) -> tuple[list[pa.Field], list]:
         """The constant columns in front of a point's rows (the sweep's, then the swept paths'), and their values."""
         plan = self.plan
         return (SWEEP_FIELDS + plan.axes.fields,
                 prefix_values(plan.spec.name, plan.spec_hash, point, run) + plan.axes.values(point.config))
 
-    def _decorate(self, table: pa.Table, point: Point, run: PointRun) -> pa.Table:
-        fields, values = self.columns(point, run)
-        plan = self.plan
-        return decorate(table, values, fields, file_metadata(point, plan.spec.raw, run.status, plan.spec_hash))
+    def _write(self, table: pa.Table, point: Point, run: PointRun, path: Path, fields: list[pa.Field]) -> None:
+        """One table of a point, atomically; its footer names the point (records.point_file_options)."""
+        with io.atomic_path(path) as tmp, pq.ParquetWriter(str(tmp), table.schema, **point_file_options(fields)) as w:
+            w.write_table(table)
+            w.add_key_value_metadata({**(table.schema.metadata or {}),
+                                      **file_metadata(point, run.status, self.plan.spec_hash)})
 
     def write(self, point: Point, tables: dict[str, pa.Table] | None, run: PointRun) -> PointRun:
         """Store a finished point; returns its run (turned into an error if storing failed)."""
         if run.status == STATUS_OK:
+            fields, values = self.columns(point, run)
             try:
                 if tables is None:
                     raise ValueError("the point reported ok but returned no tables")
                 name = pick_result(tables, self.plan.command.result)
-                others = {t: self._decorate(tab, point, run) for t, tab in tables.items() if t != name}
-                main = self._decorate(tables[name], point, run)
+                others = {t: decorate(tab, values, fields) for t, tab in tables.items() if t != name}
+                main = decorate(tables[name], values, fields)
             except (ValueError, RuntimeError, pa.ArrowException) as exc:
                 run = PointRun(STATUS_ERROR, run.attempts, run.node, run.seconds,
                                f"cannot store the point's tables: {exc}", None)
@@ -77,10 +76,12 @@ class Store:
                 if self.result_schema is None:
                     self.result_schema = tables[name].schema
                 for table, decorated in others.items():
-                    io.write_parquet(decorated, self.path(point, table))
-                io.write_parquet(main, self.path(point))
+                    self._write(decorated, point, run, self.path(point, table), fields)
+                self._write(main, point, run, self.path(point), fields)
                 return run
-        io.write_parquet(self._decorate(error_table(self.result_schema, point), point, run), self.path(point))
+        fields, values = self.columns(point, run)
+        self._write(decorate(error_table(self.result_schema, point), values, fields), point, run, self.path(point),
+                    fields)
         return run
 
     def remove_orphans(self, now: float | None = None) -> int:

@@ -54,6 +54,8 @@ class ChipConfig:
     on_oom: str = "stall"
     preempt_mode: str = "recompute"  # on_oom = "preempt": free the KV and prefill again, or swap it to DRAM
     admit_watermark: float = 0.0  # share of every MU kept free when admitting (memory-aware admission)
+    prefix_sharing: bool = True  # decode with a trace's prefix blocks: running sequences share them
+    prefix_cache_bytes: int = 0  # ... and blocks no sequence holds are kept up to this many KV bytes
     placement: str = "spread"
     jitter: int = 0  # extra random 0..jitter cycles before a message enters the network
     seed: int = 1

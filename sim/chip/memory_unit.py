@@ -97,12 +97,14 @@ class MemoryUnit(Unit):
         h = self.handlers.get(msg.kind)
         if h is not None:
             h(msg, False)
-            return
-        p = self.protocol_handlers.get(msg.kind)
-        if p is None:
-            raise RuntimeError(f"MU {self.uid} cannot handle a {m.KINDS[msg.kind]} message "
-                               f"under reclamation protocol {self.cfg.reclaim.name}")
-        p(self, msg)
+        else:
+            p = self.protocol_handlers.get(msg.kind)
+            if p is None:
+                raise RuntimeError(f"MU {self.uid} cannot handle a {m.KINDS[msg.kind]} message "
+                                   f"under reclamation protocol {self.cfg.reclaim.name}")
+            p(self, msg)
+        if self.stalled and self.cfg.on_oom == "evict":  # what it did may have made a buffer evictable
+            self._evict_for_stalled()
 
     def _serve(self, nbytes: int) -> tuple[int, int]:
         """(service start, cycle the last byte is done) on the SRAM port."""
@@ -184,8 +186,11 @@ class MemoryUnit(Unit):
             return True
         new = rec.size + msg.nbytes if msg.kind == m.APPEND else max(rec.size, msg.arg + msg.nbytes)
         if rec.evicted:  # it lives in DRAM now: the data goes there
-            self.send(m.WRITE, self.dram, nbytes=msg.nbytes, buf=-1, mu=self.uid)
+            self.send(m.WRITE, self.dram, nbytes=msg.nbytes, buf=rec.buf, mu=self.uid)  # a tier takes pages for it
             rec.size = new
+            rec.peak = max(rec.peak, new)
+            if rec.reads:
+                self._serve_ready_reads(rec)
             return True
         if new > self.largest:
             return self._oversize(msg, rec.label, new)
@@ -267,23 +272,28 @@ class MemoryUnit(Unit):
     # ------------------------------------------------------------------ reads
     def _read(self, msg: m.Message, retry: bool) -> bool:
         rec = self.lookup(msg)
-        if rec is not None and rec.evicted:
-            fwd = dict(buf=-1, nbytes=msg.nbytes, arg=msg.src, tag=msg.tag, mu=self.uid)
-            self.send(m.READ_REQ, self.dram, **fwd)
-            return True
         if rec is not None and not rec.failed and not self._readable(rec, msg):
-            rec.reads.append(msg)  # the data it expects has not been written yet
+            rec.reads.append(msg)  # the data it expects has not been written yet (here or, evicted, to DRAM)
+            return True
+        if rec is not None and rec.evicted:
+            self._read_from_dram(msg)
             return True
         self._respond_read(msg, failed=rec is not None and rec.failed)
         return True
 
+    def _read_from_dram(self, msg: m.Message) -> None:
+        """An evicted buffer's read: the DRAM interface answers the reader."""
+        self.send(m.READ_REQ, self.dram, buf=-1, nbytes=msg.nbytes, arg=msg.src, tag=msg.tag, mu=self.uid)
+
     def _serve_ready_reads(self, rec: BufferRecord) -> None:
         waiting, rec.reads = rec.reads, []
         for r in waiting:
-            if self._readable(rec, r):
-                self._respond_read(r)
-            else:
+            if not self._readable(rec, r):
                 rec.reads.append(r)
+            elif rec.evicted:
+                self._read_from_dram(r)
+            else:
+                self._respond_read(r)
 
     @staticmethod
     def _readable(rec: BufferRecord, msg: m.Message) -> bool:
@@ -321,7 +331,7 @@ class MemoryUnit(Unit):
         now = self.shard.now
         room = 0
         if rec.evicted:
-            self.send(m.FREE, self.dram, buf=-1, mu=self.uid)
+            self.send(m.FREE, self.dram, buf=rec.buf, mu=self.uid)  # a tier gives its pages back
         else:
             room = self._let_go(rec.buf)
         if self.spill is not None:
@@ -350,6 +360,7 @@ class MemoryUnit(Unit):
         self.stats.oom_events += 1
         if self.first_oom < 0:
             self.first_oom = self.shard.now
+            self.shard.occupancy.note_oom(self.shard.now)
         mode = self.cfg.on_oom
         if mode == "preempt":  # refused, nothing marked failed: the workload preempts a sequence and asks again
             self.shard.trace_instant(self.uid, "out of memory: refuse", {"kind": m.KINDS[msg.kind]})
@@ -386,25 +397,78 @@ class MemoryUnit(Unit):
         self.reply(msg, buf=msg.buf, alloc=msg.alloc, status=m.STATUS_FAILED)
 
     def _evict_until(self, msg: m.Message) -> bool:
-        """Evict least recently used buffers to DRAM until ``msg`` fits; False if it never does."""
+        """Evict buffers to DRAM, least recently used first, until ``msg`` fits; False if it never
+        does. A victim holds room here and is not the request's own buffer, a tile buffer, a guest
+        of another MU's buffer or a buffer whose spill is in negotiation; one spread over other MUs
+        goes whole (sim/chip/spill.py). With no victim left, a write goes to its own buffer's DRAM
+        copy (the buffer is evicted) and a buffer allocation starts in DRAM: evicting never waits
+        while memory can be freed. Evicting makes room here only: no other MU is asked meanwhile."""
+        if msg.kind == m.ALLOC and self._free_id() < 0:
+            return False  # no buffer id is free: evicting frees none
         handler = self.handlers[msg.kind]
-        while True:
-            victims = [r for r in self.table.values()
-                       if not r.evicted and not r.reads and not r.stream and r.buf != msg.buf and r.size > 0
-                       and (self.spill is None or not self.spill.pinned(r))]
-            if not victims:
-                return False
-            v = min(victims, key=lambda r: (r.last_use, r.buf))
-            self._serve(v.size)
-            self.stats.read_bytes += v.size
-            self.send(m.WRITE, self.dram, nbytes=v.size, buf=-1, mu=self.uid)
-            self._let_go(v.buf)
-            v.evicted = True
-            self.stats.evictions += 1
-            self.stats.bytes_evicted += v.size
-            self.shard.trace_instant(self.uid, "evict", {"buffer": v.buf, "bytes": v.size})
-            if handler(msg, True):
-                return True
+        local_only = self.spill is not None and self.spill.local_only
+        if self.spill is not None:
+            self.spill.local_only = True
+        try:
+            while True:
+                victims = [r for r in self.table.values() if self._evictable(r) and r.buf != msg.buf]
+                if not victims:
+                    return self._evict_last_resort(msg)
+                self._evict(min(victims, key=lambda r: (r.last_use, r.buf)))
+                if handler(msg, True):
+                    return True
+        finally:
+            if self.spill is not None:
+                self.spill.local_only = local_only
+
+    def _evictable(self, rec: BufferRecord) -> bool:
+        return not rec.evicted and not rec.stream and (self.spill is None or self.spill.evictable(rec))
+
+    def _evict_last_resort(self, msg: m.Message) -> bool:
+        """No other buffer can go: a write's own buffer goes to DRAM (the data follows it there), a
+        (non-tile) allocation is made in DRAM; anything else waits (False)."""
+        if msg.kind in (m.APPEND, m.WRITE):
+            rec = self.table.get(msg.buf)
+            if rec is not None and rec.alloc == msg.alloc and self._evictable(rec):
+                self._evict(rec)
+                return self.handlers[msg.kind](msg, True)
+            return False
+        if msg.kind != m.ALLOC or msg.flags & m.STREAM:
+            return False
+        buf = self._free_id()
+        if buf < 0:
+            return False
+        rec = self._open(buf, msg.src, msg.arg, 0)
+        rec.evicted = True
+        self.stats.evictions += 1
+        self.shard.trace_instant(self.uid, "allocate in DRAM", {"buffer": buf, "bytes": msg.nbytes})
+        self.reply(msg, buf=buf, alloc=rec.alloc, arg=self.weight_field)
+        return True
+
+    def _evict(self, v: BufferRecord) -> None:
+        """Write a buffer's data to DRAM and give its room back: its reads and writes go there from now on."""
+        here, others = v.size, 0
+        if self.spill is not None and self.spill.spread(v):
+            others = len(self.spill.guests.get(v.alloc, {}))
+            here = self.spill.evict(v)  # its blocks on other MUs stream to DRAM from there
+        self._serve(here)
+        self.stats.read_bytes += here
+        self.send(m.WRITE, self.dram, nbytes=here, buf=v.buf, mu=self.uid)
+        self._let_go(v.buf)
+        v.evicted = True
+        self.stats.evictions += 1
+        self.stats.bytes_evicted += v.size
+        self.shard.trace_instant(self.uid, "evict", {"buffer": v.buf, "bytes": v.size, "other_mus": others})
+
+    def _evict_for_stalled(self) -> None:
+        """memory.on_oom = "evict": the first stalled request tries eviction again (a buffer may have
+        become a victim since it stalled: written, done negotiating, its own buffer writable)."""
+        if self.spill is not None and self.spill.holds_wakes():
+            return
+        msg, _ = self.stalled[0]
+        if self._evict_until(msg):
+            self.unstall_first()
+            self._wake_stalled()
 
     def _room_freed(self) -> None:
         """Blocks or a region came free here: MUs refused blocks for their buffers learn of it,

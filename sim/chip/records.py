@@ -7,6 +7,7 @@ is declared once. ``row()`` gives the values in column order (sorting and hashin
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import astuple, dataclass, field, fields
 from typing import Any
 
@@ -59,6 +60,14 @@ class BufferLife:
     def row(self) -> tuple:
         return astuple(self)
 
+    def coded(self, names: dict[int, str]) -> tuple:
+        """Its row as integers (what a shard keeps): ``freed_by`` as the CRC-32 of its name, which
+        ``names`` learns (code -> name), ``evicted`` as 0 or 1."""
+        code = zlib.crc32(self.freed_by.encode())
+        names[code] = self.freed_by
+        r = astuple(self)
+        return (*r[:7], code, *r[8:12], int(self.evicted), *r[13:])
+
 
 @dataclass(frozen=True, slots=True)
 class WorkRecord:
@@ -102,6 +111,22 @@ class PartitionRecord:
     started: int  # cycle its CUs were told to start (buffers allocated and shared)
     end: int  # cycle its last CU finished
     status: str
+
+    def row(self) -> tuple:
+        return astuple(self)
+
+
+@dataclass(frozen=True, slots=True)
+class HomeRecord:
+    """A region a mapped run took in a memory tier for its weights or caches, or the copy of its
+    weights from the tier they are homed in to the one they stream from (the model switch)."""
+
+    what: str  # "weights", "staged weights", "kv", "switch"
+    tier: str  # the tier holding it (a switch: the tier copied to)
+    nbytes: int
+    start: int  # cycle the controller asked
+    end: int  # cycle it was answered (a switch: the last byte written)
+    status: str  # ok, or full (the tier refused it)
 
     def row(self) -> tuple:
         return astuple(self)

@@ -12,12 +12,15 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from sim.chip import diagnosis
+from sim.chip import diagnosis, occupancy
 from sim.chip import messages as m
+from sim.chip.digest import Digest, combined
 from sim.chip.records import BUFFER_LABELS, BufferLife, LandingLife, MuStats, Oversize, WorkRecord
+from sim.chip.rows import Rows
 from sim.chip.spec import unit_layout
 from sim.chip.spill import spills
 from sim.energy.counts import ActionCounts, energy, summary_figures, table_columns
@@ -34,11 +37,14 @@ class ShardResult:
     sent_packets: np.ndarray
     sent_flits: np.ndarray
     oracle_log: np.ndarray
-    mem_log: np.ndarray  # [n, 4]: cycle, mu, d_used, d_reserved
-    life: list[BufferLife]
-    records: list[WorkRecord]
+    occupancy: occupancy.OccupancyReport  # its MUs' bytes over the run
+    life: np.ndarray  # [n, 15] every buffer's life (BufferLife.coded; freed -1: never freed)
+    life_names: dict  # the codes of ``freed_by`` in ``life``
+    records: list[WorkRecord]  # requests
+    work: Digest  # every other work record, folded (kind, ident, start, end, tokens, status)
+    work_counts: dict  # work records other than requests, by kind
     links: LinkCounts  # flits over each link the shard owns, as the NoC model counted them
-    deliveries: np.ndarray  # [n, 4]: message id, destination unit, cycle, kind
+    delivered: Digest  # every message delivery (id, destination unit, cycle, kind), folded
     waits: dict
     compute_cycles: int
     mu_stats: MuStats
@@ -57,6 +63,13 @@ class ShardResult:
     tiers: dict = field(default_factory=dict)  # tier name -> its controller's figures (chips with tiers)
     flow_byte_hops: int = 0  # bytes x NoC hops of the flows to and from memories (energy)
     flow_grid_bytes: int = 0  # bytes of those flows
+    deliveries: np.ndarray | None = None  # [n, 4] every delivery, as ``delivered`` (runs writing a trace)
+    work_log: list[WorkRecord] | None = None  # every work record but requests, as ``work`` (runs writing a trace)
+
+    @property
+    def mem_log(self) -> np.ndarray:
+        """[n, 4] every change of its MUs' bytes: cycle, mu, d_used, d_reserved (runs writing a trace)."""
+        return self.occupancy.log
 
 
 def _arr(rows, width) -> np.ndarray:
@@ -73,17 +86,23 @@ def shard_result(shard) -> ShardResult:
     for mu in mus:
         stats = stats.add(mu.stats)
     now = shard.now
-    life = list(shard.lives)
-    for mu in mus:  # buffers still allocated at the end: freed = -1
-        life += [rec.life(mu.uid, -1, "") for rec in mu.table.values()]
+    names = dict(shard.life_names)
+    live = Rows(shard.lives.width)
+    for mu in mus:
+        for rec in mu.table.values():
+            live.append(rec.life(mu.uid, -1, "").coded(names))  # freed = -1
+    life = np.concatenate([shard.lives.array(), live.array()])
     mm = shard.memory_map
     if mm is None and shard.cfg.memory_map_cycle >= 0:
         mm = shard._snapshot(now)
         mm["ended_before"] = True
     return ShardResult(
         end_cycle=now, sent_count=shard.sent_count, sent_packets=shard.sent_packets, sent_flits=shard.sent_flits,
-        oracle_log=_arr(shard.oracle_log, len(oracle.COLUMNS)), mem_log=_arr(shard.mem_log, 4), life=life,
-        records=list(shard.records), links=shard.net.link_totals(), deliveries=_arr(shard.delivery_log, 4),
+        oracle_log=shard.oracle_log.array(), occupancy=shard.occupancy.finish(), life=life, life_names=names,
+        records=list(shard.records), work=shard.work.sealed(), work_counts=dict(shard.work_counts),
+        links=shard.net.link_totals(), delivered=shard.deliveries.sealed(),
+        deliveries=_arr(shard.delivery_log, 4) if shard.delivery_log is not None else None,
+        work_log=shard.work_log,
         waits=waits, compute_cycles=sum(cu.compute_cycles for cu in cus), mu_stats=stats,
         stalled_at_end=sum(len(mu.stalled) for mu in mus), counts=dict(shard.counts),
         trace=shard.trace_events, trace_dropped=shard.trace_dropped, memory_map=mm, units=sorted(shard.units),
@@ -104,7 +123,7 @@ def tier_figures(t) -> dict:
     names = [x.name for x in t.cfg.spec.tiers]
     return {"read_bytes": t.bytes_read, "write_bytes": t.bytes_written, "peak_bytes": t.memory.peak_bytes,
             "copied_to": {names[k]: v for k, v in sorted(t.copied_to.items())}, "flows": t.flow_count,
-            "full_events": t.full_events}
+            "full_events": t.full_events, "end_bytes": t.memory.used_bytes}
 
 
 def tier_summary(results: list[ShardResult]) -> dict:
@@ -127,27 +146,6 @@ def tier_summary(results: list[ShardResult]) -> dict:
 
 def _percentile(x: np.ndarray, q: float) -> float:
     return float(np.percentile(x, q)) if len(x) else float("nan")
-
-
-def memory_curve(mem_log: np.ndarray, col: int) -> tuple[np.ndarray, np.ndarray]:
-    """(cycles, total after all changes of that cycle) of used (col 2) or reserved (col 3) bytes."""
-    if not len(mem_log):
-        return np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
-    order = np.argsort(mem_log[:, 0], kind="stable")
-    cyc, d = mem_log[order, 0], mem_log[order, col]
-    total = np.cumsum(d)
-    last = np.r_[cyc[1:] != cyc[:-1], True]
-    return cyc[last], total[last]
-
-
-def _time_integral(cyc: np.ndarray, val: np.ndarray, end: int) -> float:
-    """Integral of the step function val (from cyc on) over [0, end)."""
-    if end <= 0:
-        return 0.0
-    keep = cyc < end
-    c, v = cyc[keep], val[keep]
-    widths = np.diff(np.r_[c, end])
-    return float((widths * v).sum())
 
 
 def link_loads(cfg, counts: list[LinkCounts]) -> dict:
@@ -182,12 +180,10 @@ def summarize_chip(cfg, results: list[ShardResult], cut_off: bool = False) -> tu
     for r in results:
         for k, v in r.waits.items():
             waits[k] = waits.get(k, 0) + v
-    mem_log = np.concatenate([r.mem_log for r in results]) if results else np.zeros((0, 4), dtype=np.int64)
-    uc, uv = memory_curve(mem_log, 2)
-    rc, rv = memory_curve(mem_log, 3)
-    used_int, res_int = _time_integral(uc, uv, end), _time_integral(rc, rv, end)
-    records = sorted((rec for r in results for rec in r.records), key=WorkRecord.row)
-    req = [x for x in records if x.kind == "request"]
+    first_oom = min((r.first_oom for r in results if r.first_oom >= 0), default=-1)
+    occ = occupancy.figures([r.occupancy for r in results], end, first_oom)
+    used_int, res_int = float(occ.used_integral), float(occ.reserved_integral)
+    req = sorted((rec for r in results for rec in r.records), key=WorkRecord.row)
     done = [x for x in req if x.status == "ok"]
     lat = np.array([x.end - x.start for x in done], dtype=np.float64)
     tokens = int(sum(x.tokens for x in req))
@@ -209,8 +205,8 @@ def summarize_chip(cfg, results: list[ShardResult], cut_off: bool = False) -> tu
         "tokens_per_second": tokens / seconds if seconds > 0 else 0.0,
         "latency_p50_cycles": _percentile(lat, 50), "latency_p99_cycles": _percentile(lat, 99),
         "latency_mean_cycles": float(lat.mean()) if len(lat) else float("nan"),
-        "peak_mu_utilization": float(uv.max()) / cap, "mean_mu_utilization": used_int / (cap * end),
-        "peak_mu_reserved": float(rv.max()) / cap,
+        "peak_mu_utilization": float(occ.peak_used) / cap, "mean_mu_utilization": used_int / (cap * end),
+        "peak_mu_reserved": float(occ.peak_reserved) / cap,
         "fragmentation": 1.0 - used_int / res_int if res_int > 0 else 0.0,
         "bytes_copied": stats.bytes_copied, "copy_cycles": stats.copy_cycles,
         "messages_total": int(sent.sum()), "flits_total": int(flits.sum()), "packets_total": int(packets.sum()),
@@ -229,7 +225,7 @@ def summarize_chip(cfg, results: list[ShardResult], cut_off: bool = False) -> tu
     }
     tables = {
         "buffers": _life_columns(results),
-        "mu_series": _mu_series(cfg, lay, mem_log, end),
+        "mu_series": _mu_series(cfg, lay, results, end),
         "links": _links(cfg, results, end),
     }
     extra, extra_tables = cfg.workload.figures([x for r in results for x in r.logged], spec.clock_hz)
@@ -251,7 +247,7 @@ def summarize_chip(cfg, results: list[ShardResult], cut_off: bool = False) -> tu
                                                 expected, summary["requests_failed"], _oversize(cfg, results))
     summary["oracle_first"] = verdict.first
     # after the hash: views of what it covers (the MUs' memory log, the scheduler's replies)
-    summary["first_oom_utilization"] = _first_oom_utilization(results, uc, uv, cap)
+    summary["first_oom_utilization"] = float(occ.oom_used) / cap if occ.oom_used >= 0 else None
     summary["preempt_mode"] = cfg.preempt_mode if cfg.on_oom == "preempt" else None
     summary["admit_watermark"] = cfg.admit_watermark
     served, served_tables = cfg.workload.serving_figures([x for r in results for x in r.logged], spec.clock_hz,
@@ -263,21 +259,11 @@ def summarize_chip(cfg, results: list[ShardResult], cut_off: bool = False) -> tu
     # energy: after the hash (it is a price list applied to what was simulated, not part of it)
     acts = chip_actions(cfg, results, sent, int(np.sum(tables["links"]["flits"])))
     e = energy(acts, cfg.energy or default_table())
-    steps = sum(1 for x in records if x.kind == "step")
+    steps = sum(r.work_counts.get("step", 0) for r in results)
     summary.update(summary_figures(e, tokens, steps or len(req)))
     tables["energy"] = table_columns(e)
     summary.update(cfg.workload.input_figures(cfg))  # what the workload measured of its inputs (traces)
     return summary, tables
-
-
-def _first_oom_utilization(results: list[ShardResult], cyc: np.ndarray, used: np.ndarray, cap: int) -> float | None:
-    """Chip-wide MU utilisation (bytes of live data / all MU bytes) when the first request found its
-    MU out of memory, as it stood before that cycle's changes; None if none did."""
-    first = min((r.first_oom for r in results if r.first_oom >= 0), default=-1)
-    if first < 0:
-        return None
-    i = int(np.searchsorted(cyc, first, side="left")) - 1  # the last change before that cycle
-    return float(used[i]) / cap if i >= 0 else 0.0
 
 
 def chip_actions(cfg, results: list[ShardResult], sent: np.ndarray, link_flits: int) -> ActionCounts:
@@ -304,36 +290,41 @@ def chip_actions(cfg, results: list[ShardResult], sent: np.ndarray, link_flits: 
         protocol_messages=int(sent.sum() - sum(int(sent[k]) for k in data_kinds)))
 
 
+def _lives(results) -> np.ndarray:
+    """Every shard's buffer lives, sorted by allocation id (unique); an object array of Python ints
+    if a weight is beyond int64."""
+    a = np.concatenate([r.life for r in results]) if results else np.zeros((0, 15), dtype=np.int64)
+    if a.dtype == object:
+        a = np.array([[int(x) for x in row] for row in a.tolist()], dtype=object).reshape(-1, 15)
+    return a[np.argsort(a[:, 0], kind="stable")] if len(a) else a
+
+
+def _life_bytes(lives: np.ndarray) -> bytes:
+    return repr(lives.tolist()).encode() if lives.dtype == object else lives.astype("<i8").tobytes()
+
+
 def _life_columns(results) -> dict:
-    rows = sorted(life.row() for r in results for life in r.life)
-    cols = {f.name: [row[i] for row in rows] for i, f in enumerate(dataclasses.fields(BufferLife))}
-    cols["label"] = [BUFFER_LABELS.get(x, str(x)) for x in cols["label"]]
+    rows = _lives(results)
+    names: dict[int, str] = {}
+    for r in results:
+        names.update(r.life_names)
+    cols: dict[str, Any] = {f.name: rows[:, i] for i, f in enumerate(dataclasses.fields(BufferLife))}
+    cols["label"] = [BUFFER_LABELS.get(x, str(x)) for x in cols["label"].tolist()]
+    cols["freed_by"] = [names[x] for x in cols["freed_by"].tolist()]
+    cols["evicted"] = cols["evicted"].astype(bool)
     return cols
 
 
-def _mu_series(cfg, lay, mem_log: np.ndarray, end: int) -> dict:
-    period = max(cfg.sample_cycles, -(-end // 2000))
-    samples = np.arange(0, end, period, dtype=np.int64)
-    mus = lay.mus
-    cols: dict[str, list[np.ndarray]] = {"cycle": [], "mu": [], "row": [], "col": [], "used_bytes": [],
-                                         "reserved_bytes": []}
-    for uid in mus.tolist():
-        mine = mem_log[mem_log[:, 1] == uid] if len(mem_log) else mem_log
-        order = np.argsort(mine[:, 0], kind="stable") if len(mine) else np.zeros(0, dtype=np.int64)
-        cyc = mine[order, 0] if len(mine) else np.zeros(0, dtype=np.int64)
-        used = np.cumsum(mine[order, 2]) if len(mine) else np.zeros(0, dtype=np.int64)
-        res = np.cumsum(mine[order, 3]) if len(mine) else np.zeros(0, dtype=np.int64)
-        idx = np.searchsorted(cyc, samples, side="right") - 1  # last change at or before the sample
-        u = np.where(idx >= 0, used[np.maximum(idx, 0)] if len(used) else 0, 0)
-        rsv = np.where(idx >= 0, res[np.maximum(idx, 0)] if len(res) else 0, 0)
-        t = int(lay.tile[uid])
-        cols["cycle"].append(samples)
-        cols["mu"].append(np.full(len(samples), uid))
-        cols["row"].append(np.full(len(samples), t // cfg.spec.cols))
-        cols["col"].append(np.full(len(samples), t % cfg.spec.cols))
-        cols["used_bytes"].append(u)
-        cols["reserved_bytes"].append(rsv)
-    out = {k: np.concatenate(v) if v else np.zeros(0, dtype=np.int64) for k, v in cols.items()}
+def _mu_series(cfg, lay, results, end: int) -> dict:
+    """Every MU's used and reserved bytes at each sample (sim/chip/occupancy.py), MU by MU."""
+    cycles, mus, data = occupancy.mu_samples([r.occupancy for r in results], end)
+    col = {uid: i for i, uid in enumerate(mus)}
+    order = [col[uid] for uid in lay.mus.tolist()]
+    n, k = len(cycles), len(order)
+    tiles = lay.tile[lay.mus]
+    out = {"cycle": np.tile(cycles, k), "mu": np.repeat(lay.mus, n), "row": np.repeat(tiles // cfg.spec.cols, n),
+           "col": np.repeat(tiles % cfg.spec.cols, n),
+           "used_bytes": data[:, 0, order].T.reshape(-1), "reserved_bytes": data[:, 1, order].T.reshape(-1)}
     out["utilization"] = out["used_bytes"] / cfg.spec.mu_bytes
     return out
 
@@ -354,15 +345,15 @@ def _oversize(cfg, results) -> str:
 
 
 def chip_result_hash(results, summary: dict) -> str:
-    """sha256 over every message delivery (id, destination, cycle), the oracle log, the
-    buffer life table, the workload records and the summary's integer figures."""
+    """sha256 over every message delivery (id, destination, cycle, kind: their multiset digest,
+    sim/chip/digest.py), the oracle log, the buffer life table, the request records, the other
+    work records (their digest), the workload's hashed records and the summary's integer figures."""
     h = hashlib.sha256()
-    dl = np.concatenate([r.deliveries for r in results])
-    dl = dl[np.lexsort((dl[:, 2], dl[:, 1], dl[:, 0]))] if len(dl) else dl
-    h.update(dl.astype("<i8").tobytes())
+    h.update(combined([r.delivered for r in results]))
     h.update(oracle.merge_logs([r.oracle_log for r in results]).astype("<i8").tobytes())
-    h.update(repr(sorted(life.row() for r in results for life in r.life)).encode())
+    h.update(_life_bytes(_lives(results)))
     h.update(repr(sorted(rec.row() for r in results for rec in r.records)).encode())
+    h.update(combined([r.work for r in results]))
     logged = sorted((type(x).__name__, x.row()) for r in results for x in r.logged if getattr(x, "HASHED", True))
     if logged:  # workload-specific records (none for most workloads: their hash stays as it was)
         h.update(repr(logged).encode())

@@ -34,10 +34,13 @@ import numpy as np
 from sim import rng
 from sim.chip import messages as m
 from sim.chip.config import NI_LATENCY, ChipConfig
+from sim.chip.digest import Digest, code
 from sim.chip.dram import DramUnit
 from sim.chip.io import IoUnit
 from sim.chip.memory_unit import MemoryUnit
+from sim.chip.occupancy import Occupancy
 from sim.chip.records import BufferLife, WorkRecord
+from sim.chip.rows import Rows
 from sim.chip.spec import CU, DRAM, MU, home_drams, unit_layout
 from sim.chip.tier import TierUnit
 from sim.chip.units import ComputeUnit, Unit
@@ -122,7 +125,10 @@ class ChipShard:
             self.units[uid] = u
         # a data message to a memory whose transfers are flows: its packets carry the header only
         self.flow_ids = frozenset(lay.drams.tolist() if spec.tiers or cfg.bulk == "flows" else ())
-        self.ni_busy: dict[int, set] = {int(t): set() for t in self.my_tiles}
+        # per tile, the cycles its network interface offers a packet in: busy cycle -> a later
+        # cycle to try (pointers with path compression: a burst of sends finds its free cycles
+        # in near-constant time each, not by scanning every cycle already taken)
+        self.ni_busy: dict[int, dict[int, int]] = {int(t): {} for t in self.my_tiles}
         self.inbox: dict[int, InboxEntry] = {}  # message id -> its packets still on the way
         self.pkt_to_msg: dict[int, int] = {}
         self._offers: list[int] = []  # packets to offer, flat: (cycle, source tile, destination tile, flits) each
@@ -135,11 +141,22 @@ class ChipShard:
         self.sent_count = np.zeros(len(m.KINDS), dtype=np.int64)
         self.sent_flits = np.zeros(len(m.KINDS), dtype=np.int64)
         self.sent_packets = np.zeros(len(m.KINDS), dtype=np.int64)
-        self.delivery_log: list[tuple[int, int, int, int]] = []  # (message id, destination, cycle, kind)
-        self.oracle_log: list[tuple] = []
-        self.mem_log: list[tuple[int, int, int, int]] = []  # (cycle, mu, d_used, d_reserved)
-        self.lives: list[BufferLife] = []  # buffers freed so far
-        self.records: list[WorkRecord] = []
+        # what the results need, not every event (issue 27): deliveries and work records other
+        # than requests are folded into digests for the result hash (sim/chip/digest.py), the
+        # MUs' bytes into their peaks, integrals and samples (sim/chip/occupancy.py); a run
+        # writing a Chrome trace keeps the deliveries and the MUs' changes too
+        self.deliveries = Digest(4)  # (message id, destination, cycle, kind)
+        self.delivery_log: list[tuple[int, int, int, int]] | None = [] if cfg.trace else None
+        self.oracle_log = Rows(len(oracle.COLUMNS))
+        alone = len(self.my_tiles) == spec.tiles  # the whole chip: the MUs' totals fold as they go
+        self.occupancy = Occupancy([uid for uid, u in self.units.items() if isinstance(u, MemoryUnit)],
+                                   cfg.sample_cycles, alone, keep_log=cfg.trace)
+        self.lives = Rows(len(BufferLife.__dataclass_fields__))  # buffers freed so far (BufferLife.coded rows)
+        self.life_names: dict[int, str] = {}  # the codes of their ``freed_by``
+        self.records: list[WorkRecord] = []  # requests (latency and throughput count them)
+        self.work = Digest(6)  # every other work record (steps, trials): kind, ident, start, end, tokens, status
+        self.work_log: list[WorkRecord] | None = [] if cfg.trace else None  # them all, in a traced run
+        self.work_counts: dict[str, int] = {}
         self.logged: list = []  # workload-specific records (KernelRecord, PartitionRecord, ...)
         self.counts = {"admitted": 0, "finished": 0}
         self.trace_events: list[tuple] = []
@@ -189,9 +206,14 @@ class ChipShard:
             # the first free cycle at or after max(r, first); when readies do not decrease,
             # every cycle from there up to the previous packet's is already taken
             c = max(r, first, c + 1) if r >= last_r else max(r, first)
-            while c in busy:
-                c += 1
-            busy.add(c)
+            if c in busy:  # the first free cycle from c on
+                path = []
+                while c in busy:
+                    path.append(c)
+                    c = busy[c]
+                for x in path:
+                    busy[x] = c
+            busy[c] = c + 1
             last_r = r
             offers.extend((c, src_tile, dst_tile, f))  # flat: rows of 4 (_flush_offers)
             if local:
@@ -222,13 +244,19 @@ class ChipShard:
         self.oracle_log.append(oracle.entry(self.now, unit.uid, unit.next_seq(), event, alloc))
 
     def mem_delta(self, mu: int, used: int, reserved: int) -> None:
-        self.mem_log.append((self.now, mu, used, reserved))
+        self.occupancy.delta(self.now, mu, used, reserved)
 
     def buffer_life(self, life: BufferLife) -> None:
-        self.lives.append(life)
+        self.lives.append(life.coded(self.life_names))
 
     def record(self, kind: str, ident: int, start: int, end: int, tokens: int, status: str) -> None:
-        self.records.append(WorkRecord(kind, ident, start, end, tokens, status))
+        if kind == "request":
+            self.records.append(WorkRecord(kind, ident, start, end, tokens, status))
+        else:
+            self.work_counts[kind] = self.work_counts.get(kind, 0) + 1
+            self.work.add((code(kind), ident, start, end, tokens, code(status)))
+            if self.work_log is not None:
+                self.work_log.append(WorkRecord(kind, ident, start, end, tokens, status))
 
     def log(self, record) -> None:
         """Keep a workload's own typed record (its ``figures`` reads them after the run)."""
@@ -304,7 +332,10 @@ class ChipShard:
             cycle, cls, uid, _, fn, arg = heapq.heappop(heap)
             self.now = cycle
             if cls == DELIVERY:
-                self.delivery_log.append((arg.msg, uid, cycle, arg.kind))
+                row = (arg.msg, uid, cycle, arg.kind)
+                self.deliveries.add(row)
+                if self.delivery_log is not None:
+                    self.delivery_log.append(row)
                 units[uid].on_message(arg)
             else:
                 fn(arg)
@@ -355,7 +386,7 @@ class ChipShard:
     def _prune(self, t: int) -> None:
         for tile, busy in self.ni_busy.items():
             if len(busy) > 64:
-                self.ni_busy[tile] = {c for c in busy if c >= t}
+                self.ni_busy[tile] = {c: n for c, n in busy.items() if c >= t}
         self._pruned = t
 
     def next_event(self) -> float:

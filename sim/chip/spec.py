@@ -7,9 +7,10 @@ sit on the tiles of the left and right edge columns, sharing the tile's router a
 network interface with the tile's CU or MU; a chip with memory tiers (HBM, DDR) has one
 controller unit per tier instead, mid-height on its edge. Unit ids: tile id (row * cols +
 col) for the CU/MU of a tile, ``tiles + k`` for the k-th DRAM interface unit (left edge top
-to bottom, then right edge) or the k-th tier's controller. A chip of a system has one inter-chip network interface (IO) unit
-per network dimension, after the DRAM units: dimension 0's in the middle of the top edge,
-1's in the middle of the bottom edge, 2's a quarter along the top edge.
+to bottom, then right edge) or the k-th tier's controller. A chip of a system has one
+inter-chip network interface (IO) unit per network dimension, after the DRAM units:
+dimension 0's in the middle of the top edge, 1's in the middle of the bottom edge, 2's a
+quarter along the top edge.
 """
 
 from __future__ import annotations

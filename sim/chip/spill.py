@@ -134,9 +134,27 @@ class Spill:
         """Some of the buffer's blocks are on other MUs."""
         return self.storage.spilled(rec.buf)
 
-    def pinned(self, rec) -> bool:
-        """Never evicted: a guest (its home maps it) or a buffer with blocks elsewhere."""
-        return rec.label == SPILLED or self.spread(rec) or self.busy(rec)
+    def evictable(self, rec) -> bool:
+        """Not a guest (its home maps it, and evicts it with its buffer), not a buffer whose growth
+        is in negotiation or whose read is gathering parts from other MUs."""
+        return rec.label != SPILLED and not self.busy(rec) and \
+            not any(g.msg.buf == rec.buf for g in self.gathers.values())
+
+    def evict(self, rec) -> int:
+        """Evict a buffer spread over other MUs: each MU holding blocks of it streams them to this
+        MU's DRAM interface and frees its guest buffer (after the block-table lookup, as any request
+        for a remote block). Returns the bytes held here, which the home MU writes itself."""
+        parts = self.storage.held(rec.buf, 0, rec.size)
+        here = parts.pop(LOCAL, (0, 0))
+        guests = self.guests.pop(rec.alloc, {})
+        at = self._remote_send_at()
+        for r, g in sorted(guests.items()):
+            a, b = parts.get(r, (0, 0))
+            if b > a:
+                self.mu.stats.translations += 1
+                self.mu.send(m.CONTROL, r, ready=at, arg=m.CTRL_STREAM, nbytes=b - a, buf=self.mu.dram)
+            self.free_guest(g, at)
+        return here[1] - here[0]
 
     def park(self, rec, msg: m.Message, retry: bool) -> bool:
         """A request for a buffer whose growth is being negotiated waits for it (in order)."""
@@ -343,9 +361,9 @@ class Spill:
         for _, g in sorted(guests.items()):
             self.free_guest(g)
 
-    def free_guest(self, g: Ref) -> None:
+    def free_guest(self, g: Ref, ready: int | None = None) -> None:
         self.mu.shard.oracle(self.mu, oracle.DROP, g.alloc)
-        self.mu.send(m.FREE, g.mu, mu=g.mu, buf=g.buf, alloc=g.alloc)
+        self.mu.send(m.FREE, g.mu, ready, mu=g.mu, buf=g.buf, alloc=g.alloc)
 
     # ------------------------------------------------------------------ host side
     def on_control(self, msg: m.Message) -> bool:

@@ -45,7 +45,7 @@ class TierUnit(Unit):
         self.cfg = cfg
         self.index = index
         self.tier = spec.tiers[index] if spec.tiers else None  # None: a DRAM interface
-        self.flows = FlowSet()
+        self.flows = FlowSet(together=1.0)  # it acts on whole cycles: flows ending within one end together
         self.link = cfg.sizing.link_data_rate()
         self.ports: dict[int, int] = {}  # row -> resource of its edge tile's interface link
         self.ends: dict[int, int] = {}  # tile -> resource of its network interface

@@ -15,7 +15,8 @@ import numpy as np
 EPS = 1e-12  # relative slack under which a resource counts as full and a flow as at its cap
 
 
-def max_min_rates(capacity: np.ndarray, pair_flow: np.ndarray, pair_resource: np.ndarray, caps: np.ndarray) -> np.ndarray:
+def max_min_rates(capacity: np.ndarray, pair_flow: np.ndarray, pair_resource: np.ndarray,
+                  caps: np.ndarray) -> np.ndarray:
     """Rates of ``len(caps)`` flows: flow ``pair_flow[i]`` crosses resource ``pair_resource[i]``;
     ``capacity[r]`` is resource r's capacity, ``caps[f]`` flow f's own limit (``inf``: none).
     Capacities and caps are in one unit (bytes per cycle); the rates come in it too."""

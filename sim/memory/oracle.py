@@ -79,39 +79,43 @@ def merge_logs(logs: list[np.ndarray]) -> np.ndarray:
 
 def check_log(log: np.ndarray, completed: bool = True) -> Verdict:
     """The verdict on a merged log; ``completed``: the run finished all its work (else the
-    allocations it had not freed are live at its end, not leaks)."""
+    allocations it had not freed are live at its end, not leaks). It walks the log a chunk at a
+    time and remembers of each allocation only what a later event can still need: the live
+    references of one not freed yet, and that one was freed."""
     v = Verdict()
-    live: dict[int, int] = {}
+    live: dict[int, int] = {}  # allocated, not freed: its live references
+    unseen: dict[int, int] = {}  # references copied and dropped of allocations not (yet) made in the log
     freed: set[int] = set()
-    allocated: set[int] = set()
 
     def note(row, what):
         if len(v.first) < 20:
             v.first.append((int(row[0]), int(row[2]), what, int(row[5])))
 
-    for row in log.tolist():
-        ev, a = row[4], row[5]
-        if ev == ALLOC:
-            live[a] = 1
-            allocated.add(a)
-        elif ev == COPY:
-            live[a] = live.get(a, 0) + 1
-        elif ev == DROP:
-            live[a] = live.get(a, 0) - 1
-        elif ev == ACCESS:
-            if a in freed:
-                v.use_after_free += 1
-                note(row, "use after free")
-        elif ev == FREE:
-            if a in freed or a not in allocated:
-                v.double_free += 1
-                note(row, "double free")
-            else:
-                if live.get(a, 0) > 0:
-                    v.premature_free += 1
-                    note(row, "free while referenced")
-                freed.add(a)
-    unfreed = len(allocated - freed)
+    for start in range(0, len(log), 4096):
+        for row in log[start:start + 4096].tolist():
+            ev, a = row[4], row[5]
+            if ev == ALLOC:
+                live[a] = 1
+                unseen.pop(a, None)
+            elif ev == COPY or ev == DROP:
+                if a in live:  # (a freed allocation's count no longer matters)
+                    live[a] += 1 if ev == COPY else -1
+                elif a not in freed:
+                    unseen[a] = unseen.get(a, 0) + (1 if ev == COPY else -1)
+            elif ev == ACCESS:
+                if a in freed:
+                    v.use_after_free += 1
+                    note(row, "use after free")
+            elif ev == FREE:
+                if a in freed or a not in live:
+                    v.double_free += 1
+                    note(row, "double free")
+                else:
+                    if live.pop(a) > 0:
+                        v.premature_free += 1
+                        note(row, "free while referenced")
+                    freed.add(a)
+    unfreed = len(live)
     v.leaks, v.live_at_end = (unfreed, 0) if completed else (0, unfreed)
-    v.live_references_at_end = sum(n for a, n in live.items() if n > 0 and a not in freed)
+    v.live_references_at_end = sum(n for n in live.values() if n > 0) + sum(n for n in unseen.values() if n > 0)
     return v

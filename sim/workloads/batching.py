@@ -29,13 +29,17 @@ so a run never waits forever.
 
 from __future__ import annotations
 
+from array import array
 from bisect import insort
 from dataclasses import dataclass, field
 
 from sim.chip import messages as m
+from sim.chip.references import share
 from sim.chip.units import ComputeUnit, Replies, Sleep
 from sim.workloads import Task
 from sim.workloads.serving import SERVED, RequestLog
+
+DROP_WAIT, DROP_WAITS = 64, 8  # cycles, times: an empty chip's refused head waits for the index's drops
 
 
 @dataclass
@@ -49,7 +53,7 @@ class Request:
     admitted: int = -1  # cycle of its first admission
     order: int = -1  # admissions before its latest one (the victim is the largest)
     made: int = 0  # tokens generated so far
-    token_cycles: list[int] = field(default_factory=list)
+    token_cycles: array = field(default_factory=lambda: array("q"))  # each token's cycle, 8 bytes a token
     preemptions: int = 0
     swapped: int = -1  # swap: the slot whose placement its KV was swapped out from (-1: none)
 
@@ -86,12 +90,14 @@ class Scheduler:
         self.blocked: list[int] = []  # slots whose step could not grow a buffer
         self.head_refused = False  # the head's admission found no room: wait for room to be freed
         self.admissions = 0
+        self.prefix = program.prefix_index()  # prefix sharing: the shared blocks' index (None: no sharing)
+        self.drop_waits = 0  # waits for the index's dropped blocks to be freed (_room_coming)
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> Task:
         cu, shard = self.cu, self.shard
         while self.waiting or self.running or self.admitting:
-            self._admit()
+            yield from self._admit()
             for tag in list(self.admitting):
                 r = cu.arrived(tag)
                 if r is not None:
@@ -113,33 +119,79 @@ class Scheduler:
                     self._settle(*self.admitting.pop(tag), r)
             elif self.waiting:
                 head = self.reqs[self.waiting[0]]
+                if head.arrival <= shard.now and self.aware and self._room_coming(head):
+                    yield Sleep(DROP_WAIT)
+                    continue
                 if head.arrival <= shard.now and self.aware:  # the chip is empty, and still it does not fit
                     shard.counts["admitted"] += head.admitted < 0  # taken from the queue: refused
                     self._end(self.waiting.pop(0), "failed")
                     continue
                 yield Sleep(max(1, head.arrival - shard.now))
+        if self.prefix is not None:
+            self.prefix.trim(cu, 0)  # every request served: the prefix cache lets go of its blocks
+
+    def _room_coming(self, head: Request) -> bool:
+        """Under prefix sharing the blocks the index let go are freed by protocol messages no one
+        acknowledges: an admission refused on an empty chip whose books say it fits waits for them
+        (a few times) before the request is refused."""
+        if self.prefix is None or self.drop_waits >= DROP_WAITS or not self._fits(head, self.free_slots[0]):
+            return False
+        self.drop_waits += 1
+        self.head_refused = False
+        return True
 
     # ------------------------------------------------------------------ admission
-    def _admit(self) -> None:
+    def _admit(self) -> Task:
+        """Admit what arrived into free slots (a task: under prefix sharing the shared blocks' references
+        go to the worker through the protocol, which may wait for acknowledgements)."""
         cu, shard = self.cu, self.shard
         while self.waiting and self.free_slots and self.reqs[self.waiting[0]].arrival <= shard.now:
             r = self.reqs[self.waiting[0]]
+            if self.aware and not self.head_refused:
+                while self.prefix is not None and self.prefix.cached and not self._fits(r, self.free_slots[0]):
+                    self.prefix.trim(cu, self.prefix.cached_bytes - 1)  # the prefix cache gives its room back
             if self.aware and (self.head_refused or not self._fits(r, self.free_slots[0])):
                 return  # first come, first served: the head holds back those behind it
             seq, slot = self.waiting.pop(0), self.free_slots.pop(0)
-            if r.admitted < 0:
+            self.drop_waits = 0
+            first = r.admitted < 0
+            if first:
                 r.admitted = shard.now
                 shard.counts["admitted"] += 1
             r.order, self.admissions = self.admissions, self.admissions + 1
+            ids = self.prog.prefix_ids(seq)
+            hits = self.prefix.hits(ids) if self.prefix is not None else 0
             tag = cu.request(m.CONTROL, self.prog.workers[slot], arg=m.CTRL_ADMIT, buf=seq, nbytes=slot,
-                             **({"alloc": r.made, "mu": r.swapped} if self.preempt else {}))
+                             **({"alloc": r.made, "mu": r.swapped} if self.preempt else {}),
+                             **({"status": hits} if hits else {}))  # status: the prefix blocks shared with it
             self.admitting[tag] = (slot, seq)
+            if self.prefix is not None:
+                got = self.prefix.admit(tag, seq, ids, hits)
+                if first:
+                    shard.log(self.prefix.log(seq, tag))
+                refs = [ref for blk in got for ref in blk.refs]
+                if refs:
+                    worker = self.prog.workers[slot]
+                    yield from share(cu, refs, [[worker]] * len(refs), self.prog.cfg.reclaim,
+                                     [[i] for i in range(len(refs))])
 
-    def _held(self, seq: int, slot: int, tokens: int, into: dict[int, int]) -> None:
-        """Add the room sequence ``seq``'s buffers reserve in ``slot`` at ``tokens`` KV tokens, by MU."""
-        room = self.room.reserve(tokens * self.prog.p.token_bytes)
+    def _held(self, seq: int, slot: int, tokens: int, into: dict[int, int], new: bool = False) -> None:
+        """Add the room sequence ``seq``'s buffers reserve in ``slot`` at ``tokens`` KV tokens, by MU
+        (under prefix sharing: its tail, and the blocks it wrote that only it holds; ``new``: not yet
+        admitted, its blocks as the index holds them now)."""
+        tb, pre = self.prog.p.token_bytes, 0
+        own: list[int] = []
+        if self.prefix is not None:
+            ids = self.prog.prefix_ids(seq)
+            pre = len(ids) * self.prefix.block_tokens
+            own = list(range(self.prefix.hits(ids), len(ids))) if new else self.prefix.own(seq)
+        room = self.room.reserve((tokens - pre) * tb)
         for mu in self.prog.placement(slot, seq):
             into[mu] = into.get(mu, 0) + room
+        block = self.room.reserve(self.prog.block_tokens * tb)
+        for j in own:
+            for mu in self.prog.block_placement(slot, seq, j):
+                into[mu] = into.get(mu, 0) + block
 
     def _fits(self, r: Request, slot: int) -> bool:
         """The books: r's buffers fit beside every running and admitting sequence's with the room its
@@ -151,15 +203,17 @@ class Scheduler:
             self._held(seq, s, self.reqs[seq].kv_tokens + step, held)
         for s, seq in self.admitting.values():
             self._held(seq, s, self.reqs[seq].admit_tokens + step, held)
+        if self.prefix is not None:
+            self.prefix.held(self.room, held)  # the shared blocks, once each
         need: dict[int, int] = {}
-        self._held(r.seq, slot, r.admit_tokens, need)
+        self._held(r.seq, slot, r.admit_tokens, need, new=True)
         return all(held.get(mu, 0) + n <= self.limit for mu, n in need.items())
 
     # ------------------------------------------------------------------ replies
     def _settle(self, slot: int, seq: int, r: m.Message) -> None:
         q = self.reqs[seq]
         q.made += r.nbytes
-        q.token_cycles += [r.sent] * r.nbytes  # the cycle the worker made them
+        q.token_cycles.extend([r.sent] * r.nbytes)  # the cycle the worker made them
         if r.arg in (m.RUNNING, m.BLOCKED):
             self.running[slot] = seq
             q.swapped = -1  # running: its KV is on chip
@@ -167,6 +221,8 @@ class Scheduler:
                 insort(self.blocked, slot)
             return
         self._free_slot(slot)
+        if self.prefix is not None:
+            self.prefix.release(self.cu, seq)
         if r.arg == m.NO_ROOM:  # its admission found no room after all: first in line again
             self.waiting.insert(0, seq)
             self.head_refused = True
@@ -182,7 +238,7 @@ class Scheduler:
         shard.counts["finished"] += 1
         self.head_refused = False  # its room is free
         shard.record("request", seq, q.arrival, shard.now, q.made, status)
-        shard.log(RequestLog(seq, q.arrival, q.admitted, tuple(q.token_cycles), q.preemptions, status))
+        shard.log(RequestLog(seq, q.arrival, q.admitted, q.token_cycles, q.preemptions, status))
 
     # ------------------------------------------------------------------ preemption
     def _unblock(self) -> Task:
@@ -212,6 +268,8 @@ class Scheduler:
         t0 = shard.now
         tag = cu.request(m.CONTROL, self.prog.workers[slot], arg=m.CTRL_PREEMPT, buf=seq, nbytes=slot)
         yield Replies([tag], "control")
+        if self.prefix is not None:
+            self.prefix.release(cu, seq)
         q = self.reqs[seq]
         q.preemptions += 1
         q.swapped = slot if self.prog.cfg.preempt_mode == "swap" else -1

@@ -55,6 +55,16 @@ from sim.workloads.base import (
     tile_of,
 )
 from sim.workloads.batching import Scheduler
+from sim.workloads.prefix_sharing import (
+    KV_PREFIX,
+    PrefixLog,
+    inbox,
+    prefix_figures,
+    share_written,
+    shareable_ids,
+    take_shared,
+)
+from sim.workloads.request_formats import NAMES as TRACE_FORMATS
 from sim.workloads.request_trace import RequestTrace, TraceError, take
 from sim.workloads.request_window import read_window
 from sim.workloads.serving import Objectives, PreemptionLog, RequestLog, serving_figures
@@ -82,6 +92,7 @@ class KvParams(Workload):
     trace: RequestTrace | None = None  # arrivals and lengths from a trace instead of the distributions
     slo_ttft: float = 0.0  # latency objectives, s (0: none): time to first token, mean time between tokens
     slo_tbt: float = 0.0
+    prefix_block_tokens: int = 0  # tokens of a shared prefix block (0: the trace's block)
 
     SECTION: ClassVar[str] = "decode"
     SYSTEM: ClassVar[bool] = False
@@ -100,15 +111,18 @@ class KvParams(Workload):
             issues.append(Issue("workload.decode.max_batch", f"{d['max_batch']} sequences need that many worker CUs; "
                                 f"the chip has {n_cu - 1} besides the scheduler"))
         trace = _trace_of(d, spec.clock_hz, issues)
-        if trace is None and d["requests"] < 1:
+        if not d["trace"] and d["requests"] < 1:
             issues.append(Issue("workload.decode.requests", "must be at least 1 (0 means all of a trace)"))
+        if trace is not None and trace.blocks is not None and d["prefix_block_tokens"] % trace.blocks.block_tokens:
+            issues.append(Issue("workload.decode.prefix_block_tokens", f"{d['prefix_block_tokens']} is not a "
+                                f"multiple of the trace's {trace.blocks.block_tokens}-token blocks ({trace.format})"))
         return cls(kind=kind, requests=len(trace.arrivals) if trace else d["requests"], max_batch=d["max_batch"],
                    layers=d["layers"], heads=d["heads"], head_dim=d["head_dim"], dtype_bytes=d["dtype_bytes"],
                    prompt=dist_of(d["prompt_tokens"], "workload.decode.prompt_tokens", issues),
                    output=dist_of(d["output_tokens"], "workload.decode.output_tokens", issues),
                    arrival_interval=d["arrival_interval"], scheduler_tile=tile_id(sched, spec),
                    draft=d["draft"], accept=d["accept"], trace=trace, slo_ttft=d["slo_ttft"] or 0.0,
-                   slo_tbt=d["slo_tbt"] or 0.0)
+                   slo_tbt=d["slo_tbt"] or 0.0, prefix_block_tokens=d["prefix_block_tokens"])
 
     @property
     def work_items(self) -> int:
@@ -130,7 +144,9 @@ class KvParams(Workload):
         """Each request's token times, the latency percentiles, goodput and preemptions (sim/workloads/serving.py)."""
         reqs = [x for x in logged if isinstance(x, RequestLog)]
         moves = [x for x in logged if isinstance(x, PreemptionLog)]
-        return serving_figures(reqs, moves, clock_hz, seconds, Objectives(self.slo_ttft, self.slo_tbt))
+        summary, tables = serving_figures(reqs, moves, clock_hz, seconds, Objectives(self.slo_ttft, self.slo_tbt))
+        summary.update(prefix_figures([x for x in logged if isinstance(x, PrefixLog)]))
+        return summary, tables
 
     def input_figures(self, cfg) -> dict:
         """What the run took from its trace (nothing without one)."""
@@ -138,7 +154,8 @@ class KvParams(Workload):
         if t is None:
             return {}
         return {"trace_requests": len(t.arrivals), "trace_capped_prompts": t.capped_prompts,
-                "trace_capped_outputs": t.capped_outputs, "trace_arrival_rate": t.arrival_rate}
+                "trace_capped_outputs": t.capped_outputs, "trace_arrival_rate": t.arrival_rate,
+                "trace_format": t.format, "trace_failed_skipped": t.failed, "trace_note": t.note or None}
 
 
 def _trace_of(d: dict, clock_hz: float, issues: list[Issue]) -> RequestTrace | None:
@@ -146,7 +163,8 @@ def _trace_of(d: dict, clock_hz: float, issues: list[Issue]) -> RequestTrace | N
     if not d["trace"]:
         return None
     try:
-        window = read_window(d["trace"], d["trace_start"], d["trace_duration"], d["requests"])
+        window = read_window(d["trace"], d["trace_start"], d["trace_duration"], d["requests"], d["trace_format"],
+                             d["trace_model"])
         return take(window, clock_hz, d["trace_speedup"], d["max_prompt_tokens"], d["max_output_tokens"])
     except TraceError as exc:
         issues.append(Issue("workload.decode.trace", str(exc)))
@@ -172,15 +190,21 @@ def _keys(d: KvParams) -> Table:
         "draft": i("spec-decode: draft tokens per step", d.draft),
         "accept": Field("float", d.accept, "spec-decode: acceptance probability of each draft token", min=0.0,
                         max=1.0),
-        "trace": Field("str", "", "request trace replacing the drawn arrivals and lengths: Azure LLM inference "
-                       "CSV, or CSV/Parquet with TIMESTAMP, ContextTokens, GeneratedTokens (docs/traces.md)",
-                       file=True),
+        "trace": Field("str", "", "request trace replacing the drawn arrivals and lengths, as published: Azure "
+                       "2023-2025 CSV, Mooncake or Qwen-Bailian JSON lines, BurstGPT CSV (gzipped too), or Parquet "
+                       "with one of their columns (docs/traces.md)", file=True),
+        "trace_format": Field("choice", "auto", "trace: its format (auto: told by its columns)",
+                              choices=("auto",) + TRACE_FORMATS),
+        "trace_model": Field("str", "", "trace (burstgpt): only the requests of this Model, e.g. \"ChatGPT\" or "
+                             "\"GPT-4\" (empty: all)"),
         "trace_start": Field("time", 0.0, "trace: start of the window after the first arrival", min=0.0, unit="s"),
         "trace_duration": Field("time", 0.0, "trace: length of the window (0: to the end)", min=0.0, unit="s"),
         "trace_speedup": Field("float", 1.0, "trace: arrival-rate scale (gaps between arrivals are divided by it)",
                                min=1e-12),
         "max_prompt_tokens": i("trace: longer prompts are cut to this (counted; 0: no cap)", 0, 0),
         "max_output_tokens": i("trace: longer outputs are cut to this (counted; 0: no cap)", 0, 0),
+        "prefix_block_tokens": i("trace with prompt blocks (memory.prefix_sharing): tokens of a shared KV block, a "
+                                 "multiple of the trace's (512 Mooncake, 16 Qwen-Bailian); 0: the trace's", 0, 0),
         "slo_ttft": Field("duration", None, "latency objective on the time to first token, with its unit (e.g. "
                           "\"200ms\"): goodput counts the requests that meet it and slo_tbt (unset: none)"),
         "slo_tbt": Field("duration", None, "latency objective on a request's mean time between tokens, with its "
@@ -215,6 +239,26 @@ class KvDecode:
         self.flops = cfg.spec.cu_flops_per_cycle
         self.preempt = cfg.on_oom == "preempt"
         self.home_dram = home_drams(cfg.spec, self.grid.lay)
+        blocks = p.trace.blocks if p.trace is not None and cfg.prefix_sharing else None
+        self.blocks = blocks  # the trace's prompt blocks, when shared
+        self.block_tokens = (p.prefix_block_tokens or blocks.block_tokens) if blocks is not None else 0
+        most = max((len(self.prefix_ids(s)) for s in range(p.requests)), default=0) if self.blocks is not None else 0
+        self.stride = (most + 1) * p.buffers_per_sequence  # a written block's reference tag: admission x stride + ...
+
+    def prefix_ids(self, seq: int):
+        """Prefix ids of the blocks ``seq`` may share (prefix_sharing.py; none without sharing)."""
+        if self.blocks is None:
+            return ()
+        return shareable_ids(self.blocks, seq, self.lengths(seq)[0], self.block_tokens)
+
+    def prefix_index(self):
+        """The scheduler's index of shared blocks (None without prefix sharing)."""
+        if self.blocks is None:
+            return None
+        from sim.workloads.prefix_sharing import PrefixIndex
+
+        return PrefixIndex(self.cfg.reclaim, self.p.buffers_per_sequence, self.block_tokens,
+                           self.blocks.block_tokens, self.p.token_bytes, self.stride, self.cfg.prefix_cache_bytes)
 
     # ------------------------------------------------------------------ pure facts
     def lengths(self, seq: int) -> tuple[int, int]:
@@ -262,13 +306,26 @@ class KvDecode:
         nb = self.p.buffers_per_sequence
         return [self.grid.place(self.workers[slot], slot, b, nb, seq) for b in range(nb)]
 
+    def block_placement(self, slot: int, seq: int, block: int) -> list[int]:
+        """The MU of each buffer of the ``block``-th prefix block ``seq`` writes in ``slot``: placed
+        as further buffers of the sequence would be (a paged KV's blocks go wherever there is room)."""
+        nb = self.p.buffers_per_sequence
+        return [self.grid.place(self.workers[slot], slot, b + nb * (block + 1), nb, seq) for b in range(nb)]
+
     # ------------------------------------------------------------------ program entry points
     def start(self, cu):
         if cu.uid == self.scheduler:
-            return Scheduler(self, cu).run()
+            cu.state["scheduler"] = sched = Scheduler(self, cu)
+            return sched.run()
         return None
 
     def on_message(self, cu, msg):
+        if msg.kind == m.REFERENCE:  # prefix sharing: a block's reference for the index, or for an admission
+            if cu.uid == self.scheduler:
+                cu.state["scheduler"].prefix.arrived(cu, msg)
+            else:
+                inbox(cu, msg)
+            return None
         if msg.kind == m.CONTROL and msg.arg in (m.CTRL_ADMIT, m.CTRL_STEP):
             return self._work(cu, msg)
         if msg.kind == m.CONTROL and msg.arg == m.CTRL_RESUME:
@@ -278,13 +335,13 @@ class KvDecode:
         raise RuntimeError(f"kv-decode CU {cu.uid} got an unexpected {m.KINDS[msg.kind]} message")
 
     # ------------------------------------------------------------------ worker
-    def _allocate(self, cu, mus: list[int], nbytes: int):
-        """Task: one buffer of ``nbytes`` at each MU, one at a time in increasing MU order, so that
+    def _allocate(self, cu, mus: list[int], nbytes: list[int], labels: list[int]):
+        """Task: buffer i of ``nbytes[i]`` at ``mus[i]``, one at a time in increasing MU order, so that
         sequences waiting for memory never wait for each other in a cycle (ordered resource
         acquisition, Havender 1968); stops at the first refusal. Returns (refs, status)."""
         refs: list[Ref | None] = [None] * len(mus)
         for b in sorted(range(len(mus)), key=lambda i: (mus[i], i)):
-            tag = cu.request(m.ALLOC, mus[b], nbytes=nbytes, arg=KV_BUFFER, mu=mus[b], flags=0)
+            tag = cu.request(m.ALLOC, mus[b], nbytes=nbytes[b], arg=labels[b], mu=mus[b], flags=0)
             got = yield Replies([tag], "memory")
             if got[tag].status != m.STATUS_OK:
                 return refs, got[tag].status
@@ -300,21 +357,36 @@ class KvDecode:
             made = max(msg.alloc, 0)  # tokens it made before it was preempted
             swapped = msg.mu if self.preempt else -1  # swap: the slot its KV left from
             kv = prompt + made - (1 if swapped >= 0 else 0)
-            refs, status = yield from self._allocate(cu, self.placement(slot, seq), kv * tb)
-            st.update(seq=seq, refs=refs, length=0, goal=out, made=made, step=self.steps_before(seq, made))
+            ids, nb, hits = self.prefix_ids(seq), p.buffers_per_sequence, msg.status  # status: blocks shared with it
+            shared = (yield from take_shared(cu, hits * nb)) if hits else []
+            mus = self.placement(slot, seq)
+            pre = len(ids) * self.block_tokens  # KV tokens in prefix blocks (0 without sharing)
+            wrote = [mu for j in range(hits, len(ids)) for mu in self.block_placement(slot, seq, j)]  # it writes
+            refs, status = yield from self._allocate(
+                cu, mus + wrote, [(kv - pre) * tb] * nb + [self.block_tokens * tb] * len(wrote),
+                [KV_BUFFER] * nb + [KV_PREFIX] * len(wrote))
+            st.update(seq=seq, refs=refs, prefix=[shared[j * nb:(j + 1) * nb] for j in range(hits)], pre=pre,
+                      length=0, goal=out, made=made, step=self.steps_before(seq, made))
             if status == m.STATUS_NO_ROOM:  # preempt: back in line until room is freed
                 yield from self._end(cu, msg, m.NO_ROOM, 0)
                 return
             if status != m.STATUS_OK:
                 yield from self._end(cu, msg, m.FAILED, 0)
                 return
+            st["refs"], own = refs[:nb], refs[nb:]
+            for r in own:  # the blocks no running sequence holds: computed and written
+                cu.send(m.APPEND, r.mu, nbytes=self.block_tokens * tb, mu=r.mu, buf=r.buf, alloc=r.alloc)
+            yield from share_written(cu, self.scheduler, own, [self.scheduler_tag(msg.tag, hits + i // nb, i % nb)
+                                                               for i in range(len(own))], self.cfg.reclaim)
+            st["prefix"] += [own[j * nb:(j + 1) * nb] for j in range(len(own) // nb)]
+            refs = st["refs"]
             if swapped >= 0:
-                yield from self._swap_in(cu, self.placement(swapped, seq), kv * tb)
+                yield from self._swap_in(cu, self.placement(swapped, seq), (kv - pre) * tb)
                 st["length"] = kv
                 cu.send(m.ACK, msg.src, tag=msg.tag, arg=m.RUNNING, nbytes=0)
                 return
             for r in refs:
-                cu.send(m.APPEND, r.mu, nbytes=kv * tb, mu=r.mu, buf=r.buf, alloc=r.alloc)
+                cu.send(m.APPEND, r.mu, nbytes=(kv - pre) * tb, mu=r.mu, buf=r.buf, alloc=r.alloc)
             st["length"] = kv
             new = 1  # prefill produces the first token
         else:
@@ -330,7 +402,9 @@ class KvDecode:
             for r in refs[2 * layer * heads: 2 * (layer + 1) * heads]:
                 if msg.arg == m.CTRL_STEP:
                     cu.send(m.APPEND, r.mu, nbytes=new * tb, mu=r.mu, buf=r.buf, alloc=r.alloc)
-                tags.append(cu.request(m.READ_REQ, r.mu, nbytes=length * tb, mu=r.mu, buf=r.buf, alloc=r.alloc))
+                tags.append(cu.request(m.READ_REQ, r.mu, nbytes=(length - st["pre"]) * tb, mu=r.mu, buf=r.buf,
+                                       alloc=r.alloc))
+            tags += self._prefix_reads(cu, layer).values()
             got = yield Replies(tags, "memory")
             if any(x.status != m.STATUS_OK for x in got.values()):
                 yield from self._end(cu, msg, m.FAILED, 0)
@@ -348,7 +422,8 @@ class KvDecode:
             keep = length - (p.draft - a)
             if keep < length:
                 for r in st["refs"]:
-                    cu.send(m.TRUNCATE, r.mu, arg=keep * p.token_bytes, mu=r.mu, buf=r.buf, alloc=r.alloc)
+                    cu.send(m.TRUNCATE, r.mu, arg=(keep - st["pre"]) * p.token_bytes, mu=r.mu, buf=r.buf,
+                            alloc=r.alloc)
             length = keep
         st["length"] = length
         st["step"] += 1
@@ -362,6 +437,7 @@ class KvDecode:
         st = cu.state
         if status != m.RUNNING and status != m.BLOCKED:
             refs = [r for r in st.get("refs") or [] if r is not None]
+            self._drop_prefix(cu)
             if self.preempt:
                 yield from free_all(cu, refs)
             else:
@@ -386,11 +462,15 @@ class KvDecode:
                 r = refs[b]
                 appends[cu.request(m.APPEND, r.mu, nbytes=at.new * tb, mu=r.mu, buf=r.buf, alloc=r.alloc)] = b
                 if b not in reads:
-                    reads[b] = cu.request(m.READ_REQ, r.mu, nbytes=length * tb, mu=r.mu, buf=r.buf, alloc=r.alloc)
+                    reads[b] = cu.request(m.READ_REQ, r.mu, nbytes=(length - st["pre"]) * tb, mu=r.mu, buf=r.buf,
+                                          alloc=r.alloc)
             if not at.new:  # a prefill: its appends went with the allocation
                 for b in mine:
                     r = refs[b]
-                    reads[b] = cu.request(m.READ_REQ, r.mu, nbytes=length * tb, mu=r.mu, buf=r.buf, alloc=r.alloc)
+                    reads[b] = cu.request(m.READ_REQ, r.mu, nbytes=(length - st["pre"]) * tb, mu=r.mu, buf=r.buf,
+                                          alloc=r.alloc)
+            if not resumed:  # the layer's prefix blocks (read once: they take no appends)
+                reads.update(self._prefix_reads(cu, layer))
             refused, failed = yield from self._await_layer(cu, reads, appends)
             if failed:  # a buffer larger than any MU can hold: the sequence can never go on
                 yield from self._end(cu, msg, m.FAILED, 0)
@@ -423,12 +503,33 @@ class KvDecode:
                     waiting.pop(tag, None)
         return sorted(refused), failed
 
+    def scheduler_tag(self, admission: int, block: int, buffer: int) -> int:
+        """The tag of a written block's reference for the scheduler's index (PrefixIndex.reference_tag)."""
+        return admission * self.stride + block * self.p.buffers_per_sequence + buffer
+
+    def _prefix_reads(self, cu, layer: int) -> dict:
+        """Read requests of a layer's prefix blocks: {(buffer, block): tag} (none without sharing)."""
+        st, heads, tb = cu.state, self.p.heads, self.p.token_bytes
+        out = {}
+        for j, blk in enumerate(st["prefix"]):
+            for b in range(2 * layer * heads, 2 * (layer + 1) * heads):
+                r = blk[b]
+                out[(b, j)] = cu.request(m.READ_REQ, r.mu, nbytes=self.block_tokens * tb, mu=r.mu, buf=r.buf,
+                                         alloc=r.alloc)
+        return out
+
+    def _drop_prefix(self, cu) -> None:
+        """Let go of every prefix block reference the sequence holds, as the protocol drops them."""
+        for blk in cu.state.pop("prefix", None) or []:
+            for r in blk:
+                self.cfg.reclaim.drop(cu, r)
+
     def _preempt(self, cu, msg):
         """Give the sequence's room back: swap writes its KV to DRAM first (each buffer from its MU
         to the MU's DRAM interface); then its buffers are freed. Its step, if blocked, is dropped
         (its KV keeps the tokens of the steps it finished)."""
         st, p = cu.state, self.p
-        t0, refs, kv = cu.shard.now, st["refs"], st["length"] * p.token_bytes
+        t0, refs, kv = cu.shard.now, st["refs"], (st["length"] - st["pre"]) * p.token_bytes
         mode = self.cfg.preempt_mode
         if mode == "swap":
             tags = [cu.request(m.CONTROL, r.mu, arg=m.CTRL_STREAM, nbytes=kv, buf=int(self.home_dram[r.mu]))
@@ -436,6 +537,7 @@ class KvDecode:
             yield Replies(tags, "memory")
         moved = cu.shard.now
         blocked = st.pop("blocked", None)
+        self._drop_prefix(cu)  # its shared blocks: another admission finds them, if still held, or writes them again
         yield from free_all(cu, refs)
         if blocked is not None and blocked.reads:  # the reads it left waiting are answered by the free
             yield Replies(list(blocked.reads.values()), "memory")

@@ -47,9 +47,9 @@ from sim.keys import Field, Issue, Table
 from sim.workloads import WORKLOADS, ChipContext, Workload
 from sim.workloads.base import Floorplan, memory_tier
 
-TOKEN_TILE = buffer_label(10, "token-tile")
+TOKEN_TILE = buffer_label(20, "token-tile")
 GATHERED = 2  # token tiles an expert holds at once: the one computing and the next (the artifact's channel depth)
-ACCUMULATOR = buffer_label(11, "accumulator")
+ACCUMULATOR = buffer_label(21, "accumulator")
 DYNAMIC = 0  # ``tile`` of a dynamic tiling
 
 

@@ -1,13 +1,12 @@
-"""Request traces for kv-decode and spec-decode: when each request arrives and how long it is.
+"""Request traces for kv-decode and spec-decode: when each request arrives, how long it is and
+which prompt blocks it shares with others.
 
 The records and the arithmetic: a timestamp in nanoseconds (``parse_timestamp``), the rows
-of a window (``TraceWindow``, read by ``request_window.read_window`` from CSV or Parquet)
-and the run's requests (``take``). Formats: the public Azure LLM inference trace (Patel et
-al., "Splitwise", ISCA 2024; Stojkovic et al., "DynamoLLM", HPCA 2025): a CSV with
-``TIMESTAMP`` (a date and time, e.g. ``2023-11-16 18:15:46.6805900`` or, in 2024,
-``2024-05-10 00:00:00.009930+00:00``), ``ContextTokens`` and ``GeneratedTokens``; the same
-columns with ``TIMESTAMP`` in seconds; or Parquet with them (a timestamp type, seconds, or
-the Azure text).
+of a window (``TraceWindow``, read by ``request_window.read_window``) and the run's requests
+(``take``). The formats read (Azure 2023-2025, Mooncake, Qwen-Bailian, BurstGPT, as their
+publishers write them) are described in ``request_formats.py``; an Azure ``TIMESTAMP`` is a
+date and time (``2023-11-16 18:15:46.6805900``; in 2024 ``2024-05-10 00:00:00.009930+00:00``;
+in 2025 ``2024-10-15T12:00:00.269Z``) or a number of seconds.
 
 ``take`` divides the gaps between arrivals by ``speedup`` (a trace of minutes at a chip's
 nanosecond scale needs a large one) and cuts lengths above the caps, counting every cut.
@@ -26,6 +25,8 @@ from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from pathlib import Path
 
+from sim.workloads.prefix_blocks import PrefixBlocks
+
 COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 
 
@@ -42,11 +43,13 @@ def missing(what: str, path: Path) -> TraceError:
 
 @dataclass(frozen=True)
 class RequestRows:
-    """Requests in time order: arrival (ns), prompt and output tokens."""
+    """Requests in time order: arrival (ns), prompt and output tokens, and the prompts' prefix
+    blocks when the trace gives them (Mooncake and Qwen-Bailian ``hash_ids``)."""
 
     t_ns: tuple[int, ...]
     prompt: tuple[int, ...]
     output: tuple[int, ...]
+    blocks: PrefixBlocks | None = None
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,9 @@ class TraceWindow:
 
     rows: RequestRows
     before: int  # requests of the file before the window's start (its first is request before + 1)
+    format: str = "azure"  # the format read (request_formats.FORMATS)
+    failed: int = 0  # rows of the window the trace marks failed (BurstGPT: no response tokens), skipped
+    note: str = ""  # what the format has that a run does not use (said once in the summary)
 
 
 @dataclass(frozen=True)
@@ -70,6 +76,10 @@ class RequestTrace:
     capped_prompts: int  # prompts cut to the cap
     capped_outputs: int
     span_seconds: float  # simulated seconds from the first to the last arrival taken
+    format: str = "azure"
+    failed: int = 0  # failed rows of the window, skipped
+    note: str = ""
+    blocks: PrefixBlocks | None = None  # the prompts' prefix blocks (None: the trace gives none)
 
     @property
     def arrival_rate(self) -> float:
@@ -139,7 +149,8 @@ def take(window: TraceWindow, clock_hz: float, speedup: float = 1.0, max_prompt:
     if max_output:
         output = tuple(min(x, max_output) for x in output)
     span = float((rows.t_ns[-1] - first) / (speedup * 1e9))
-    return RequestTrace(arrivals, prompt, output, window.before, cp, co, span)
+    return RequestTrace(arrivals, prompt, output, window.before, cp, co, span, window.format, window.failed,
+                        window.note, rows.blocks)
 
 
 def format_azure(t_ns: list[int], prompt: list[int], output: list[int]) -> str:

@@ -3,27 +3,39 @@
 
 The window is [first + start, first + start + duration) seconds from the file's first arrival
 (duration 0: to the end), at most ``limit`` requests of it (0: all). The public traces are in
-time order, and the readers rely on it: a CSV is read line by line and closed at the first
-request past the window (or when the limit is reached); a Parquet file is read row group by
-row group, skipping the groups that end before the window by their statistics (or, for a text
-``TIMESTAMP``, by their first and last values) and stopping at the first group that starts
-past it, and only the three columns are read. A request earlier than the one before it is an
-error naming its line or row (sort the file once); rows outside the part read are not checked.
-Memory is bounded by the window and one block of the file, whatever the file's size
-(``benchmarks/trace_window.py``).
+time order, and the readers rely on it: a CSV or JSON-lines file (gzipped or not) is read line
+by line and closed at the first request past the window (or when the limit is reached); a
+Parquet file is read row group by row group, skipping the groups that end before the window by
+their statistics (or, for a text timestamp, by their first and last values) and stopping at
+the first group that starts past it, and only the columns used are read. A request earlier
+than the one before it is an error naming its line or row (sort the file once); rows outside
+the part read are not checked. Memory is bounded by the window and one block of the file,
+whatever the file's size (``benchmarks/trace_window.py``).
+
+Which format a file is (request_formats.py) is told by its header or first JSON line, or
+named (``trace_format``). A BurstGPT window skips the rows it marks failed (no response
+tokens), counting them, and may keep one model's rows (``model``).
 """
 
 from __future__ import annotations
 
 import csv
+import gzip
+import json
 from dataclasses import dataclass, field
+from decimal import Decimal
+from functools import partial
 from pathlib import Path
+from typing import Callable, Iterator
 
 from allocators.csv_rows import csv_rows
 from allocators.errors import InputError
-from sim.workloads.request_trace import COLUMNS, RequestRows, TraceError, TraceWindow, missing, parse_timestamp, tokens
+from sim.workloads.prefix_blocks import PrefixInterner
+from sim.workloads.request_formats import FORMATS, TraceFormat, listing, resolve
+from sim.workloads.request_trace import RequestRows, TraceError, TraceWindow, missing, tokens
 
 BATCH_ROWS = 1 << 16  # Parquet rows converted at a time
+PARQUET = (".parquet", ".pq")
 
 
 @dataclass
@@ -34,11 +46,15 @@ class _Cut:
     start_ns: int
     duration_ns: int
     limit: int
+    model: str = ""
+    fmt: TraceFormat = FORMATS["azure"]
     lo: int | None = None  # the window's bounds, known from the file's first arrival
     hi: int | None = None
     last: int | None = None  # the latest arrival seen (the file must not go back in time)
     before: int = 0
+    failed: int = 0
     taken: list[tuple[int, int, int]] = field(default_factory=list)
+    prefix: PrefixInterner | None = None
 
     def first(self, t: int) -> None:
         if self.lo is None:
@@ -48,8 +64,8 @@ class _Cut:
     def place(self, t: int, text: object) -> int:
         """-1: before the window (counted), 0: in it, 1: past it (stop reading)."""
         if self.last is not None and t < self.last:
-            raise ValueError(f"TIMESTAMP {text!r} is earlier than the request before it: the trace must be in "
-                             "time order (sort it by TIMESTAMP once)")
+            raise ValueError(f"{self.fmt.time} {text!r} is earlier than the request before it: the trace must be in "
+                             f"time order (sort it by {self.fmt.time} once)")
         self.last = t
         self.first(t)
         assert self.lo is not None
@@ -58,50 +74,157 @@ class _Cut:
             return -1
         return 1 if self.hi is not None and t >= self.hi else 0
 
-    def take(self, t: int, prompt, output) -> bool:
-        """Keep a request of the window; True when the limit is reached."""
-        self.taken.append((t, tokens(prompt, COLUMNS[1]), tokens(output, COLUMNS[2])))
+    def row(self, get: Callable[[str], object], t: int | None = None) -> bool:
+        """One row of the file (``get``: its value of a column; ``t``: its arrival, if already
+        known); True when reading can stop."""
+        f = self.fmt
+        if self.model and str(get(f.model)).strip() != self.model:
+            return False  # another model's request: not part of this trace
+        raw = get(f.time)
+        arrival = f.arrival_ns(raw) if t is None else t
+        where = self.place(arrival, raw)
+        if where:
+            return where > 0
+        if f.zero_output_fails and _zero(get(f.output)):
+            self.failed += 1  # BurstGPT: "failure that Response tokens are 0s"
+            return False
+        self.taken.append((arrival, tokens(get(f.prompt), f.prompt), tokens(get(f.output), f.output)))
+        if self.prefix is not None:
+            self.prefix.add(get(f.hash_ids))
         return bool(self.limit) and len(self.taken) >= self.limit
 
+    def window(self) -> TraceWindow:
+        f = self.fmt
+        blocks = self.prefix.blocks(f.block_tokens) if self.prefix is not None else None
+        t, prompt, output = (tuple(r[k] for r in self.taken) for k in range(3))
+        rows = RequestRows(t, prompt, output, blocks)
+        return TraceWindow(rows, self.before, f.name, self.failed, f.ignored)
 
-def _csv(path: Path, cut: _Cut) -> None:
-    keys = tuple(c.lower() for c in COLUMNS)
+
+def _zero(value) -> bool:
     try:
-        with open(path, newline="", encoding="utf-8") as f:
-            _, rows = csv_rows(f, keys, others=True)
+        return Decimal(str(value).strip()) == 0
+    except ArithmeticError:
+        return False  # not a number: tokens() names it
+
+
+def _text(path: Path):
+    """The file as text lines (gunzipped if its name ends in .gz)."""
+    if path.suffix.lower() == ".gz":
+        return gzip.open(path, "rt", newline="", encoding="utf-8")
+    return open(path, newline="", encoding="utf-8")
+
+
+def _layout(path: Path) -> str:
+    """parquet, jsonl or csv: Parquet by its name, JSON lines by a first character "{" (or "[")."""
+    if path.suffix.lower() in PARQUET:
+        return "parquet"
+    try:
+        with _text(path) as f:
+            for line in f:
+                if line.strip():
+                    return "jsonl" if line.lstrip()[:1] in ("{", "[") else "csv"
+    except (OSError, UnicodeDecodeError, EOFError) as exc:
+        raise TraceError(f"{path}: not a text file ({exc})") from None
+    return "csv"
+
+
+def _named(cut: _Cut, asked: str, names: set[str], layout: str) -> None:
+    """Set the cut's format from a header (lower case); ValueError names what is wrong."""
+    cut.fmt = resolve(names, layout, asked)
+    if cut.model and not cut.fmt.model:
+        raise ValueError(f"trace_model {cut.model!r}: the {cut.fmt.name} format names no model (burstgpt does)")
+    if cut.fmt.model and cut.model and cut.fmt.model.lower() not in names:
+        raise ValueError(f"trace_model {cut.model!r}: the file has no {cut.fmt.model} column")
+    if cut.fmt.hash_ids:
+        cut.prefix = PrefixInterner()
+
+
+def _csv(path: Path, cut: _Cut, asked: str) -> None:
+    try:
+        with _text(path) as f:
+            try:
+                names, rows = csv_rows(f, (), others=True)
+            except InputError:
+                raise InputError(f"empty file: expected a header; formats: {listing()}", line=1) from None
+            try:
+                _named(cut, asked, names, "csv")
+            except ValueError as exc:
+                raise InputError(str(exc), line=1) from None
             for line, row in rows:
                 try:
-                    text = row[keys[0]]
-                    t = parse_timestamp(text)
-                    where = cut.place(t, text)
-                    if where > 0 or (where == 0 and cut.take(t, row[keys[1]], row[keys[2]])):
+                    if cut.row(partial(_cell, row)):
                         return
                 except ValueError as exc:
                     raise InputError(str(exc), line=line) from None
     except InputError as exc:
         raise TraceError(f"{path}: {exc}") from None
-    except (UnicodeDecodeError, csv.Error) as exc:
+    except (UnicodeDecodeError, csv.Error, OSError, EOFError) as exc:
         raise TraceError(f"{path}: not a CSV text file ({exc})") from None
 
 
+def _cell(row: dict[str, str], column: str) -> str:
+    return row[column.lower()]
+
+
+def _records(lines) -> Iterator[tuple[int, dict]]:
+    """(line number, object) of each non-blank JSON line; numbers with a fraction exact (Decimal)."""
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line, parse_float=Decimal)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"column {exc.colno}: not JSON ({exc.msg})", line=n) from None
+        if not isinstance(rec, dict):
+            raise InputError("not a JSON object", line=n)
+        yield n, rec
+
+
+def _jsonl(path: Path, cut: _Cut, asked: str) -> None:
+    def get(k):
+        if k not in rec:
+            raise ValueError(f"no key {k!r} ({cut.fmt.name}: {cut.fmt.header})")
+        return rec[k]
+
+    named = False
+    try:
+        with _text(path) as f:
+            for line, rec in _records(f):
+                try:
+                    if not named:  # the first line tells the format
+                        _named(cut, asked, {k.lower() for k in rec}, "jsonl")
+                        named = True
+                    if cut.fmt.hash_ids and cut.fmt.hash_ids not in rec:
+                        rec[cut.fmt.hash_ids] = None  # no blocks for this request
+                    if cut.row(get):
+                        return
+                except ValueError as exc:
+                    raise InputError(str(exc), line=line) from None
+    except InputError as exc:
+        raise TraceError(f"{path}: {exc}") from None
+    except (UnicodeDecodeError, OSError, EOFError) as exc:
+        raise TraceError(f"{path}: not a JSON-lines text file ({exc})") from None
+
+
 def _stamps(col) -> list:
-    """A TIMESTAMP column as Python values: ns (a timestamp type) or text (seconds, Azure text)."""
+    """A timestamp column as Python values: ns (a timestamp type) or text (a number, a date)."""
     import pyarrow as pa
 
     if pa.types.is_timestamp(col.type):
         return col.cast(pa.timestamp("ns")).cast(pa.int64()).to_pylist()
     if pa.types.is_integer(col.type) or pa.types.is_floating(col.type):
-        return col.cast(pa.string()).to_pylist()  # seconds, read exactly as text
+        return col.cast(pa.string()).to_pylist()  # read exactly as text, in the format's unit
     return col.to_pylist()
 
 
-def _ns(value) -> int:
+def _ns(value, f: TraceFormat) -> int:
     if value is None:
         raise ValueError("empty value")
-    return value if isinstance(value, int) else parse_timestamp(value)
+    return value if isinstance(value, int) else f.arrival_ns(value)
 
 
-def _group_bounds(pf, g: int, name: str) -> tuple[int, int] | None:
+def _group_bounds(pf, g: int, name: str, f: TraceFormat) -> tuple[int, int] | None:
     """Earliest and latest arrival of row group ``g``: its statistics (a timestamp or number
     column), else its first and last values (text, in time order); None if unknown."""
     import pyarrow as pa
@@ -113,14 +236,14 @@ def _group_bounds(pf, g: int, name: str) -> tuple[int, int] | None:
     try:
         if ordered and st is not None and st.has_min_max and col.path_in_schema == name:
             lo, hi = _stamps(pa.array([st.min_raw, st.max_raw]).cast(typ))
-            return _ns(lo), _ns(hi)
+            return _ns(lo, f), _ns(hi, f)
         values = _stamps(pf.read_row_group(g, columns=[name]).column(0))
-        return (_ns(values[0]), _ns(values[-1])) if values else None
+        return (_ns(values[0], f), _ns(values[-1], f)) if values else None
     except (pa.ArrowException, TypeError, ValueError):
         return None  # no usable bounds: the group is read
 
 
-def _parquet(path: Path, cut: _Cut) -> None:
+def _parquet(path: Path, cut: _Cut, asked: str) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -129,19 +252,22 @@ def _parquet(path: Path, cut: _Cut) -> None:
     except (pa.ArrowException, OSError) as exc:
         raise TraceError(f"{path}: not a readable Parquet file ({exc})") from None
     names = {n.lower(): n for n in pf.schema_arrow.names}
-    missing = [c for c in COLUMNS if c.lower() not in names]
-    if missing:
-        raise TraceError(f"{path}: missing column(s) {', '.join(missing)}; expected {', '.join(COLUMNS)}")
-    cols = [names[c.lower()] for c in COLUMNS]
+    try:
+        _named(cut, asked, set(names), "parquet")
+    except ValueError as exc:
+        raise TraceError(f"{path}: {exc}") from None
+    f = cut.fmt
+    used = [f.time, f.prompt, f.output] + [c for c in (f.hash_ids, f.model) if c and c.lower() in names]
+    cols = [names[c.lower()] for c in used]
     row = 0  # rows of the file before the current group
     try:
         for g in range(pf.metadata.num_row_groups):
             n = pf.metadata.row_group(g).num_rows
-            bounds = _group_bounds(pf, g, cols[0])
+            bounds = None if cut.model else _group_bounds(pf, g, cols[0], f)  # a filter: every row's model counts
             if bounds is not None:
                 if cut.last is not None and bounds[0] < cut.last:
                     raise TraceError(f"{path}: row group {g} (rows {row + 1}-{row + n}) starts before the rows "
-                                     "above it end: the trace must be in time order (sort it by TIMESTAMP once)")
+                                     f"above it end: the trace must be in time order (sort it by {f.time} once)")
                 cut.first(bounds[0])
                 assert cut.lo is not None
                 if bounds[1] < cut.lo:  # wholly before the window: counted, not read
@@ -150,16 +276,18 @@ def _parquet(path: Path, cut: _Cut) -> None:
                 if cut.hi is not None and bounds[0] >= cut.hi:
                     return
             for batch in pf.iter_batches(batch_size=BATCH_ROWS, row_groups=[g], columns=cols):
-                stamps = _stamps(batch.column(0))
-                prompt, output = batch.column(1).to_pylist(), batch.column(2).to_pylist()
-                for i, text in enumerate(stamps):
+                values = {u: (_stamps(batch.column(i)) if i == 0 else batch.column(i).to_pylist())
+                          for i, u in enumerate(used)}
+                for i, stamp in enumerate(values[f.time]):
                     row += 1
                     try:
-                        t = _ns(text)
-                        where = cut.place(t, text)
-                        if where == 0 and (prompt[i] is None or output[i] is None):
-                            raise ValueError("empty value")
-                        if where > 0 or (where == 0 and cut.take(t, prompt[i], output[i])):
+                        def get(k, i=i, values=values):
+                            v = values[k][i] if k in values else None
+                            if v is None and k != f.hash_ids:
+                                raise ValueError("empty value")
+                            return v
+
+                        if cut.row(get, _ns(stamp, f)):
                             return
                     except ValueError as exc:
                         raise TraceError(f"{path}: row {row}: {exc}") from None
@@ -167,21 +295,28 @@ def _parquet(path: Path, cut: _Cut) -> None:
         raise TraceError(f"{path}: not a readable Parquet file ({exc})") from None
 
 
-def read_window(path: str | Path, start: float = 0.0, duration: float = 0.0, limit: int = 0) -> TraceWindow:
+def read_window(path: str | Path, start: float = 0.0, duration: float = 0.0, limit: int = 0,
+                trace_format: str = "auto", model: str = "") -> TraceWindow:
     """The requests of the window [first + start, first + start + duration) seconds of a trace
-    file (duration 0: to the end), at most ``limit`` of them (0: all), in file order."""
+    file (duration 0: to the end), at most ``limit`` of them (0: all), in file order.
+    ``trace_format``: a name of request_formats.FORMATS, or "auto" (told by the file's columns);
+    ``model``: only the rows of this model (BurstGPT's ``Model``)."""
     p = Path(path)
     if not p.is_file():
         raise missing("trace file", p)
-    cut = _Cut(int(round(start * 1e9)), int(round(duration * 1e9)), limit)
-    (_parquet if p.suffix.lower() in (".parquet", ".pq") else _csv)(p, cut)
+    cut = _Cut(int(round(start * 1e9)), int(round(duration * 1e9)), limit, model)
+    layout = _layout(p)
+    {"parquet": _parquet, "jsonl": _jsonl, "csv": _csv}[layout](p, cut, trace_format)
+    of = f" of Model {model!r}" if model else ""
     if cut.lo is None:
-        raise TraceError(f"{p}: no requests")
+        raise TraceError(f"{p}: no requests{of}")
     if not cut.taken:
-        raise TraceError(f"the window ({start:g} s after the first arrival, {duration:g} s long) holds no request")
-    return TraceWindow(RequestRows(*(tuple(r[k] for r in cut.taken) for k in range(3))), cut.before)
+        failed = f" ({cut.failed} failed, skipped)" if cut.failed else ""
+        raise TraceError(f"the window ({start:g} s after the first arrival, {duration:g} s long) holds no "
+                         f"request{of}{failed}")
+    return cut.window()
 
 
-def read_requests(path: str | Path) -> RequestRows:
+def read_requests(path: str | Path, trace_format: str = "auto") -> RequestRows:
     """Every request of a trace file, in time order (the whole file: for small files and tests)."""
-    return read_window(path).rows
+    return read_window(path, trace_format=trace_format).rows

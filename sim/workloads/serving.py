@@ -27,7 +27,7 @@ without preemption do not move.
 from __future__ import annotations
 
 from dataclasses import astuple, dataclass, field
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, Sequence
 
 import numpy as np
 
@@ -44,7 +44,7 @@ class RequestLog:
     request: int
     arrival: int  # cycle it arrived
     admitted: int  # cycle it was first admitted (-1: never)
-    token_cycles: tuple[int, ...]  # each generated token's cycle
+    token_cycles: Sequence[int]  # each generated token's cycle (an array of int64: 8 bytes a token)
     preemptions: int
     status: str  # "ok" (served) or "failed" (refused: it can never fit, or a buffer larger than any MU)
 

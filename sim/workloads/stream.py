@@ -12,7 +12,9 @@ bandwidth being the tightest of the memory's, each CU's interface link and each 
 
 The memory is a tier of the chip (``source = "hbm"``), its first tier, or on a chip without
 tiers each CU's DRAM interface (the nearer edge of its row); ``noc.bulk`` decides whether
-the interfaces' data moves in packets or as flows (the flow-vs-packet validation).
+the interfaces' data moves in packets or as flows (the flow-vs-packet validation). With
+``copy_to`` another tier, the CUs have the bytes copied there instead (a model switch: DDR to
+HBM), each chunk a flow at the slower tier's bandwidth; its known answer is bytes over that.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ class StreamParams(Workload):
     word: int = 2
     chunk: int = 256 * KiB
     prefetch: int = 2
+    copy_to: str = ""  # a tier the bytes are copied into instead (a model switch); empty: multiplied
     cus: tuple[int, ...] = ()  # unit ids of the streaming CUs, in order
     sources: tuple[int, ...] = ()  # per streaming CU, the unit id of its memory
     roofline_cycles: float = 0.0  # the closed form (module docstring)
@@ -65,6 +68,8 @@ class StreamParams(Workload):
         "word": Field("int", 2, "bytes per weight element", min=1),
         "chunk": Field("size", 256 * KiB, "bytes a CU asks its memory for at once", min=1),
         "prefetch": Field("int", 2, "chunks a CU has asked for at once", min=1),
+        "copy_to": Field("str", "", "a memory tier the bytes are copied into from source instead of being "
+                         "multiplied (a model switch: source = \"ddr\", copy_to = \"hbm\"); empty: none"),
         "cus": Field("list", [], "[row, col] of each streaming CU (empty: every CU)", item=tile_field([0, 0], "")),
     }, doc="weights streamed from a memory tier and multiplied as they arrive (a decode step's weight traffic)")
 
@@ -90,12 +95,17 @@ class StreamParams(Workload):
             issues.append(Issue("workload.stream.source", f"{source!r}: chip {spec.name!r} has no such memory tier "
                                 f"(its tiers: {known})"))
             source = ""
+        copy_to = d["copy_to"]
+        if copy_to and (copy_to not in {t.name for t in spec.tiers} or copy_to == (source or spec.tiers[0].name)):
+            issues.append(Issue("workload.stream.copy_to", f"{copy_to!r}: a memory tier of chip {spec.name!r} other "
+                                f"than the source (its tiers: {', '.join(t.name for t in spec.tiers) or 'none'})"))
+            copy_to = ""
         sources = tuple(_memory_of(spec, lay, cu, source) for cu in cus)
-        p = cls(kind, d["source"], tuple(mats), d["repeat"], d["batch"], d["word"], d["chunk"], d["prefetch"], cus,
-                sources)
+        p = cls(kind, d["source"], tuple(mats), d["repeat"], 0 if copy_to else d["batch"], d["word"], d["chunk"],
+                d["prefetch"], copy_to, cus, sources)
         mem, comp = p.closed_form(spec, chip)
-        return cls(kind, p.source, p.matrices, p.repeat, p.batch, p.word, p.chunk, p.prefetch, cus, sources,
-                   max(mem, comp), mem, comp)
+        return cls(kind, p.source, p.matrices, p.repeat, p.batch, p.word, p.chunk, p.prefetch, copy_to, cus,
+                   sources, max(mem, comp), mem, comp)
 
     def share_bytes(self, j: int) -> int:
         """Bytes streaming CU ``j`` moves: its share of every matrix's rows, ``repeat`` times."""
@@ -107,7 +117,7 @@ class StreamParams(Workload):
         """(memory cycles, compute cycles) of the roofline: bytes over the tightest bandwidth (each
         memory's, each CU's link, each edge port's), FLOPs over the streaming CUs' peak."""
         clock = spec.clock_hz
-        link = _link_rate(chip)
+        link = _link_rate(spec)
         by_source: dict[int, int] = {}
         by_port: dict[tuple[int, int], int] = {}
         worst_cu = 0.0
@@ -120,11 +130,11 @@ class StreamParams(Workload):
             port = (src, row) if spec.tiers else (src, -1)
             by_port[port] = by_port.get(port, 0) + b
             flops += 2.0 * self.batch * b / self.word
-        mem = worst_cu
-        for src, b in by_source.items():
+        mem = 0.0 if self.copy_to else max(worst_cu, max(by_port.values(), default=0) / link)
+        into = spec.tiers[spec.tier_index(self.copy_to)].bytes_per_cycle(clock) if self.copy_to else math.inf
+        for src, b in by_source.items():  # a copy between tiers crosses no link: the slower tier sets it
             bw = spec.tiers[src - spec.tiles].bytes_per_cycle(clock) if spec.tiers else spec.dram_bytes_per_cycle
-            mem = max(mem, b / bw)
-        mem = max(mem, max(by_port.values(), default=0) / link)
+            mem = max(mem, b / min(bw, into))
         comp = flops / (len(self.cus) * spec.cu_flops_per_cycle) if self.cus else 0.0
         return mem, comp
 
@@ -142,10 +152,10 @@ class StreamParams(Workload):
                 "roofline_compute_seconds": self.compute_cycles / clock_hz}, {}
 
 
-def _link_rate(chip: ChipContext) -> float:
+def _link_rate(spec) -> float:
     """Data bytes a cycle over one link in full packets (messages.Sizing.link_data_rate) at the
     default packet size: what a flow through a link is held to."""
-    return m.Sizing(flit_bits=chip.spec.flit_bits).link_data_rate()
+    return m.Sizing(flit_bits=spec.flit_bits).link_data_rate()
 
 
 def _memory_of(spec, lay, cu: int, source: str) -> int:
@@ -163,6 +173,7 @@ class Stream:
         self.cfg = cfg
         self.index = {cu: j for j, cu in enumerate(p.cus)}
         self.flops_per_cycle = cfg.spec.cu_flops_per_cycle
+        self.into = tier_unit(cfg.spec, p.copy_to) if p.copy_to else -1
 
     def start(self, cu):
         j = self.index.get(cu.uid)
@@ -178,15 +189,19 @@ class Stream:
         total = p.share_bytes(j)
         chunks = [min(p.chunk, total - lo) for lo in range(0, total, p.chunk)]
         src = p.sources[j]
-        ahead = []
-        for i in range(min(p.prefetch, len(chunks))):
-            ahead.append(cu.request(m.READ_REQ, src, nbytes=chunks[i], arg=cu.uid, buf=-1))
+
+        def ask(n: int) -> int:
+            if self.into >= 0:  # the source tier copies the chunk into the other and acknowledges
+                return cu.request(m.CONTROL, src, arg=m.CTRL_COPY, buf=self.into, nbytes=n)
+            return cu.request(m.READ_REQ, src, nbytes=n, arg=cu.uid, buf=-1)
+
+        ahead = [ask(chunks[i]) for i in range(min(p.prefetch, len(chunks)))]
         failed = False
         for i, n in enumerate(chunks):
             got = yield Replies([ahead.pop(0)], "memory")
             failed = failed or any(r.status != m.STATUS_OK for r in got.values())
             if i + p.prefetch < len(chunks):
-                ahead.append(cu.request(m.READ_REQ, src, nbytes=chunks[i + p.prefetch], arg=cu.uid, buf=-1))
+                ahead.append(ask(chunks[i + p.prefetch]))
             cycles = math.ceil(2 * p.batch * (n // p.word) / self.flops_per_cycle)
             if cycles:
                 yield Compute(cycles)

@@ -95,9 +95,14 @@ def test_ok_rows_carry_the_point_identity_and_file_metadata(noc_sweep):
         assert row["measured_packets"] > 0 and row["point_error"] is None
     f = _files(tmp / "out" / "grid" / "noc_summary")[0]
     meta = pq.read_schema(f).metadata
-    assert meta[b"rdasim.config_hash"].decode() == point_of(f)
-    assert json.loads(meta[b"rdasim.spec"])["sweep"]["name"] == "grid"
-    assert meta[b"rdasim.version"] and json.loads(meta[b"rdasim.config"])["noc"]["rows"] == 4
+    # the footer names the point, its status, the spec version and the code; the spec itself is in the manifest once
+    assert set(meta) == {b"table", b"rdasim.version", b"rdasim.spec_hash", b"rdasim.point_id", b"rdasim.point_status"}
+    assert meta[b"rdasim.point_id"].decode() == point_of(f) and meta[b"rdasim.point_status"] in (b"ok", b"error")
+    manifest = json.loads((tmp / "out" / "_grid.manifest.json").read_text())
+    assert [v["hash"] for v in manifest["specs"]] == [meta[b"rdasim.spec_hash"].decode()]
+    assert manifest["spec"]["sweep"]["name"] == "grid" and manifest["spec"]["base"]["noc"]["rows"] == 4
+    assert set(manifest["column_docs"]) == set(pq.read_schema(f).names)  # every column described, once
+    assert manifest["column_docs"]["noc_rate"] == "the point's value of the swept config key noc.rate"
 
 
 def test_a_failing_point_is_an_error_row_not_a_crash(noc_sweep):

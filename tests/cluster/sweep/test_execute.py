@@ -1,28 +1,40 @@
 """The executor's scheduling logic against a stand-in for Ray: bounded in flight, system
-failures retried up to the limit, a point's own error never retried."""
+failures retried up to the limit, a point's own error never retried, short points batched."""
 
 from ray import exceptions as rx
 
-from cluster.sweep.execute import Executor, PointOutcome, Shape, SystemFailure, is_system_failure, shape_of
+from cluster.sweep.execute import (
+    BATCH_SECONDS,
+    Executor,
+    PointOutcome,
+    Shape,
+    SystemFailure,
+    is_system_failure,
+    run_batch,
+    shape_of,
+)
 from cluster.sweep.points import Point
 
 
 class FakeRay:
-    """Runs a task when it is waited for; ``script[value]`` lists what each attempt does."""
+    """Runs a task when it is waited for; ``script[value]`` lists what each attempt does; a point's job
+    takes ``seconds``."""
 
-    def __init__(self, script, cpus=4.0):
+    def __init__(self, script, cpus=4.0, seconds=0.1):
         self.script = script
         self.cpus = cpus
+        self.seconds = seconds
         self.in_flight = 0
         self.most_in_flight = 0
         self.results = {}
         self.started = []
+        self.batches = []  # the points of each task, in submission order
 
     def cluster_resources(self):
         return {"CPU": self.cpus}
 
     def remote(self, **options):
-        return lambda fn: _Task(self)
+        return lambda fn: _BatchTask(self) if fn is run_batch else _Task(self)
 
     def wait(self, refs, num_returns=1, timeout=None):
         return refs[:num_returns], refs[num_returns:]
@@ -42,34 +54,79 @@ class _Task:
     def options(self, **options):
         return self
 
-    def remote(self, command, config):
+    def attempt(self, config):
+        """What this attempt of the point does: its outcome, or the Ray error that kills its task."""
         ray = self.ray
         value = config["noop"]["value"]
         ray.started.append(value)
         attempt = ray.started.count(value) - 1
         outcomes = ray.script.get(value, ["ok"])
         what = outcomes[min(attempt, len(outcomes) - 1)]
-        ref = object()
-        ray.results[ref] = {
-            "ok": PointOutcome("ok", {}, "n1", 0.1),
-            "error": PointOutcome("error", {}, "n1", 0.1, "ValueError: bad", "Traceback ..."),
+        return {
+            "ok": PointOutcome("ok", {}, "n1", ray.seconds),
+            "error": PointOutcome("error", {}, "n1", ray.seconds, "ValueError: bad", "Traceback ..."),
             "crash": rx.WorkerCrashedError(),
             "node": rx.NodeDiedError("node died"),
         }[what]
+
+    def submit(self, result, values):
+        ray = self.ray
+        ref = object()
+        ray.results[ref] = result
+        ray.batches.append(values)
         ray.in_flight += 1
         ray.most_in_flight = max(ray.most_in_flight, ray.in_flight)
         return ref
+
+    def remote(self, command, config):
+        return self.submit(self.attempt(config), [config["noop"]["value"]])
+
+
+class _BatchTask(_Task):
+    def remote(self, command, configs):
+        outcomes = []
+        for config in configs:  # the points run in turn until one kills the worker, and the task with it
+            outcome = self.attempt(config)
+            if isinstance(outcome, BaseException):
+                return self.submit(outcome, [c["noop"]["value"] for c in configs])
+            outcomes.append(outcome)
+        return self.submit(outcomes, [c["noop"]["value"] for c in configs])
 
 
 def _points(n):
     return [Point(i, f"p{i}", {"noop.value": i}, {"noop": {"value": i}, "run": {"shards": 1}}) for i in range(n)]
 
 
-def _run(script, n=6, max_retries=2, max_concurrency=None, cpus=4.0):
-    ray = FakeRay(script, cpus)
+def _run(script, n=6, max_retries=2, max_concurrency=None, cpus=4.0, seconds=0.1, batching=False):
+    ray = FakeRay(script, cpus, seconds)
     done = []
-    Executor(ray, "noop", max_retries, max_concurrency).run(_points(n), lambda p, o, r: done.append((p.index, r)))
+    Executor(ray, "noop", max_retries, max_concurrency, batching).run(_points(n),
+                                                                     lambda p, o, r: done.append((p.index, r)))
+    assert sorted(i for i, _ in done) == list(range(n))  # every point reported exactly once
     return ray, dict(done)
+
+
+def test_short_points_run_many_to_a_task_each_reported_on_its_own():
+    ray, done = _run({}, n=2_000, seconds=0.001, batching=True, cpus=2.0)
+    sizes = [len(b) for b in ray.batches]
+    assert sizes[:2] == [1, 1] and max(sizes) == round(BATCH_SECONDS / 0.001)  # grown by doubling, to 0.1 s of jobs
+    assert len(sizes) < 2_000 / 20 and ray.most_in_flight == 4  # tasks in flight: twice the CPUs, as unbatched
+    assert all(r.status == "ok" and r.attempts == 1 for r in done.values())
+    ray, _ = _run({}, n=50, seconds=0.5, batching=True)  # points longer than a batch's aim: one per task
+    assert all(len(b) == 1 for b in ray.batches)
+    ray, _ = _run({}, n=200, seconds=0.001, batching=True, max_concurrency=3)  # at most 3 points in flight
+    assert max(len(b) for b in ray.batches) <= 3 and ray.most_in_flight <= 3
+
+
+def test_a_batch_killed_by_one_point_reruns_its_points_alone_and_only_the_culprit_uses_its_retries():
+    ray, done = _run({40: ["crash"]}, n=300, seconds=0.001, batching=True, max_retries=2)
+    (batch,) = [b for b in ray.batches if 40 in b and len(b) > 1]
+    assert (done[40].status, done[40].attempts) == ("error", 3)  # alone: 1 + max_retries, as unbatched
+    assert done[40].error.startswith("system failure after 3 attempts")
+    for value in batch:  # its batch mates: run again alone, their first attempt not counted against them
+        if value != 40:
+            assert (done[value].status, done[value].attempts) == ("ok", 1)
+            assert [len(b) for b in ray.batches if value in b][-1] == 1
 
 
 def test_at_most_max_concurrency_points_are_in_flight():

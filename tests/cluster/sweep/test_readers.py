@@ -17,6 +17,7 @@ import pytest
 
 from cluster.cli import main
 from cluster.results.layout import read_table, table_files, table_names
+from cluster.sweep.compact import compact
 from cluster.sweep.dataset import read_dataset
 from cluster.sweep.plan import plan_sweep
 from cluster.sweep.runner import run_sweep
@@ -143,6 +144,7 @@ def tree(tmp_path_factory):
     assert main(["run", str(EXAMPLES / "kv_decode.toml"), *SMALL, *KV, "--out", str(results / "kv")]) == 0
     _sweep_into(tmp, results, "a", 'noc.rate = [0.1, 0.3]\nnoc.traffic = ["uniform", "transpose"]\n')
     _sweep_into(tmp, results, "b", "noc.vcs = [2, 4]\n")
+    compact(results / "a")  # one sweep compacted, one in point files: the readers take both
     return results
 
 
@@ -175,6 +177,7 @@ def _rows(lib, value):
 
 
 def test_the_tree_holds_one_dataset_per_table_and_side_files_outside_them(tree):
+    assert [f.name.split("-")[0] for f in (tree / "a" / "noc_summary").rglob("*.parquet")] == ["compact"] * 2
     for table_dir in [d for d in tree.rglob("*") if d.is_dir() and d.name in table_names()]:
         assert all(f.name.endswith(f".{table_dir.name}.parquet") for f in table_dir.rglob("*") if f.is_file())
     assert (tree / "kv" / "action_counts.yaml").is_file() and (tree / "kv" / "run.json").is_file()
@@ -212,3 +215,28 @@ def test_the_sql_in_the_docs_groups_runs_and_sweep_points(tree, monkeypatch):
     assert {"a", "b"} <= sources and any(s.startswith(read_table(tree / "noc", "noc_summary")["run_id"][0].as_py())
                                           for s in sources)
     assert sum(r[3] for r in got) == 2 + 2 + 2  # runs' rows and the sweeps' ok points (2 transposes failed)
+
+
+# ----------------------------------------------------------------------------- a compaction killed half-way
+READ_ONE_SWEEP = {  # every row of sweep k's result table, as each reader is told to read a sweep (docs/sweeps.md)
+    "pyarrow": lambda d: ds.dataset(d / "sweep_noop", format="parquet").to_table().column("point_id").to_pylist(),
+    "pandas": lambda d: list(__import__("pandas").read_parquet(d / "sweep_noop", partitioning=None)["point_id"]),
+    "polars": lambda d: __import__("polars").read_parquet(f"{d}/**/*.sweep_noop.parquet")["point_id"].to_list(),
+    "duckdb": lambda d: [r[0] for r in __import__("duckdb").sql(
+        f"SELECT point_id FROM read_parquet('{d}/**/*.sweep_noop.parquet', hive_partitioning = false)").fetchall()],
+}
+
+
+@pytest.mark.parametrize("lib", list(READ_ONE_SWEEP))
+def test_a_killed_compaction_shows_each_reader_no_row_twice_and_the_next_one_every_row_once(tmp_path, lib):
+    from tests.cluster.sweep.test_compact import _noop_sweep, compact_killed_midway
+
+    if lib != "pyarrow":
+        pytest.importorskip(lib)
+    spec, out = _noop_sweep(tmp_path, 300)
+    every = sorted(read_dataset(out / "k").column("point_id").to_pylist())
+    compact_killed_midway(out, rows=3)
+    seen = READ_ONE_SWEEP[lib](out / "k")
+    assert len(seen) == len(set(seen)) and set(seen) <= set(every)
+    assert main(["sweep", "compact", str(out), "--quiet"]) == 0  # finishes the killed one, compacts the rest
+    assert sorted(READ_ONE_SWEEP[lib](out / "k")) == every

@@ -44,22 +44,20 @@ def test_a_single_stream_takes_bytes_over_its_bottleneck_exactly(nbytes):
     assert s["hbm_read_bytes"] == nbytes and s["hbm_flows"] == 1 and s["flits_total"] == 2  # headers only
 
 
-FLOW_VS_PACKET = {  # plasticine's DRAM interfaces (3 B/cycle, 100 cycles), every transfer in 64 KiB chunks
-    "one CU, interface-bound": dict(cus=[[0, 2]], matrices=[[512, 1024]], batch=0),
-    "4 CUs share an interface": dict(cus=[[1, 1], [1, 3], [1, 5], [1, 7]], matrices=[[512, 1024]], batch=0),
-    "every CU": dict(matrices=[[4096, 1024]], batch=0),
-    "one CU, link-bound": dict(cus=[[0, 2]], matrices=[[512, 1024]], batch=0, fast=True),
-    "3 CUs share a link": dict(cus=[[2, 2], [2, 4], [2, 6]], matrices=[[768, 1024]], batch=0, fast=True),
-    "GEMV, every CU": dict(matrices=[[4096, 1024]], batch=1),
-    "GEMM (64 columns), every CU": dict(matrices=[[4096, 1024]], batch=64),
-}
+def _bench():
+    """benchmarks/real_scale.py: its flow-vs-packet table is the one tested here."""
+    import importlib.util
+
+    from tests.paths import ROOT
+
+    spec = importlib.util.spec_from_file_location("real_scale", ROOT / "benchmarks" / "real_scale.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
-def flow_vs_packet(case: dict) -> tuple[int, int]:
-    """(cycles with packets, cycles with flows) of one case of the table."""
-    keys = {k: v for k, v in case.items() if k != "fast"}
-    chip = {"preset": "plasticine", **({"dram_bytes_per_cycle": 256} if case.get("fast") else {})}
-    return tuple(run(stream(chip, bulk, **keys)).summary["sim_cycles"] for bulk in ("packets", "flows"))
+BENCH = _bench()
+FLOW_VS_PACKET = BENCH.FLOW_VS_PACKET
 
 
 @pytest.mark.parametrize("name", sorted(FLOW_VS_PACKET))
@@ -67,7 +65,7 @@ def test_flows_match_packets_within_2_percent(name):
     """The same transfers on the same chip, their data in packets (DRAM interfaces serving in
     order, 2 KiB packets over the NoC) or as flows: the run's cycles agree within 2 %
     (benchmarks/real_scale.py prints the table)."""
-    packets, flows = flow_vs_packet(FLOW_VS_PACKET[name])
+    packets, flows = BENCH.flow_vs_packet(FLOW_VS_PACKET[name])
     assert abs(flows - packets) <= 0.02 * packets, (packets, flows)
 
 
@@ -97,3 +95,20 @@ def test_a_tier_that_only_a_named_source_has_is_an_error():
         config(stream(SN40L_SMALL, source="ssd"))
     with pytest.raises(ConfigError, match="whose data moves as flows"):
         config(stream(SN40L_SMALL, bulk="packets"))
+
+
+def test_evictions_land_in_hbm_as_pages_and_flows():
+    """memory.on_oom = "evict" on a chip with tiers: every evicted buffer goes to the HBM tier
+    as a flow and takes its pages there until it is freed; the run completes as on DRAM."""
+    raw = {"chip": {**SN40L_SMALL, "mu_bytes": "8KiB", "hbm": {"page": "4KiB"}},
+           "memory": {"policy": "virtual", "block_bytes": "1KiB", "on_oom": "evict"},
+           "workload": {"kind": "kv-decode", "decode": {
+               "requests": 8, "max_batch": 8, "layers": 1, "heads": 2, "head_dim": 64,
+               "prompt_tokens": {"dist": "fixed", "mean": 24}, "output_tokens": {"dist": "fixed", "mean": 10}}}}
+    done = run(raw)
+    s = done.summary
+    assert s["completed"] and s["evictions"] > 0 and s["use_after_free"] == s["leaks"] == 0
+    assert s["hbm_write_bytes"] >= s["bytes_evicted"] and s["hbm_flows"] >= s["evictions"]
+    assert s["hbm_peak_bytes"] >= 4096 and s["tier_full_events"] == 0
+    (hbm,) = [res.tiers["hbm"] for res in done.simulation.outcome.reports if "hbm" in res.tiers]
+    assert hbm["end_bytes"] == 0  # every evicted buffer was freed: its pages are back

@@ -83,3 +83,17 @@ def test_a_flow_after_another_starts_when_it_finishes():
     assert f.rates() == {"c": 100.0}
     with pytest.raises(ValueError, match="already in the set"):
         f.start("c", 100, (r,), now=100.0)
+
+
+def test_flows_ending_within_together_end_as_one_group():
+    # a and b share 100 B/cycle (50 each): a (1000 B) ends at 20, b (1020 B) at 20.4. Grouped
+    # (together = 1), both end at b's instant and report their own; c, alone after them, starts
+    # from 20.4 at the full rate. Without grouping b speeds up once a is done (ends at 20.2).
+    for together, b_end, c_end in ((1.0, 20.4, 30.4), (0.0, 20.2, 30.2)):
+        f = FlowSet(together=together)
+        r = f.resource(100.0)
+        f.start("a", 1000, (r,), now=0.0)
+        f.start("b", 1020, (r,), now=0.0)
+        f.start("c", 1000, (r,), now=0.0, after="b")
+        done = f.advance(100.0)
+        assert [(d.key, round(d.time, 9)) for d in done] == [("a", 20.0), ("b", b_end), ("c", c_end)]

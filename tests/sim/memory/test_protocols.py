@@ -17,7 +17,7 @@ def _deliveries(results):
 
 @pytest.mark.parametrize("network", ["packet", "cycle"])
 def test_oracle_detects_the_race_under_refcount(network):
-    done = run(race("refcount", network))
+    done = run(race("refcount", network), trace=True)  # a traced run keeps every delivery
     s, results = done.summary, done.simulation.outcome.reports
     assert s["completed"]
     assert s["premature_free"] >= 1 and s["use_after_free"] >= 1 and s["double_free"] >= 1

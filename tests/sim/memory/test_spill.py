@@ -150,7 +150,7 @@ SMALL_MUS = {"chip": {"preset": "plasticine", "rows": 4, "cols": 8, "mu_bytes": 
 
 def probe(**keys):
     """(config, summary, tables, shard results) of a probe run on the small-MU chip."""
-    cfg = config(SMALL_MUS)
+    cfg = config(SMALL_MUS, trace=True)  # a traced run keeps every step record
     done = simulate_chip(dataclasses.replace(cfg, workload=SpillProbe(**keys)))
     return cfg, done.summary, done.tables, done.simulation.outcome.reports
 
@@ -220,7 +220,7 @@ def test_a_read_of_a_spilled_block_costs_the_round_trip_at_zero_load_and_the_tra
     assert hops(remote) == (4 if ring else 2)
     _, s, tables, results = probe(home=home, nbytes=KIB, fill=fill, read=512)
     assert _spilled(tables) == {remote: KIB} and s["remote_reads"] == 1
-    local, spilled = sorted((r for res in results for r in res.records if r.kind == "step"), key=lambda r: r.ident)
+    local, spilled = sorted((r for res in results for r in res.work_log if r.kind == "step"), key=lambda r: r.ident)
     h = hops(remote)
     expect = (cfg.spec.translation_latency + REMOTE_LOOKUP  # the home MU's lookup, its entry names MU ``remote``
               + _zero_load(cfg, h, m.READ_REQ, 0)  # the request to it

@@ -1,0 +1,145 @@
+"""A run's memory against the tokens it generates (issue 27 item 8): peak RSS of `rdasim run`
+on a trace shaped as the Azure 2023 conversation trace, at 500, 1,000 and 2,000 requests.
+
+    python benchmarks/run_memory.py                       # 500, 1,000, 2,000 requests, one run each
+    python benchmarks/run_memory.py --repeat 3            # the median of 3 runs of each
+    python benchmarks/run_memory.py --requests 20,40,80   # a quick look
+
+The trace: `AzureLLMInferenceTrace_conv.csv` as the public file is published (header
+``TIMESTAMP,ContextTokens,GeneratedTokens``, timestamps to 100 ns), generated here because
+the repository does not ship the public one: 2,000 requests arriving as a Poisson process at
+the public file's rate (19,366 requests in its hour), prompts and outputs lognormal (sigma
+1.0) with the medians Splitwise reports for the conversation trace (1,020 prompt and 129
+output tokens; Patel et al., ISCA 2024), at most 8,192 and 4,096, numpy PCG64 seed 2023
+(one stream each for the gaps, prompts and outputs).
+Each run is examples/kv_decode_pressure.toml's chip (plasticine, 16 sequences at once,
+virtual policy) with preemption (``memory.on_oom = "preempt"``), 1 layer of 2 heads, prompts
+capped at 1,024 tokens and outputs at 128 (the published median is 129: a request's own rows
+are then shared by about 97 tokens), arrivals 10,000 times faster: the first N requests
+of the trace, in a process of its own (its peak RSS from ``getrusage``), through
+``rdasim.run`` (the run's tables built, not written). ``run.sample_cycles`` is 10^9, one
+sample of each MU in run_mu_series: that table holds at most 2,000 samples an MU whatever the
+run's length (128,000 rows on plasticine), a bounded cost that would otherwise swing between
+1,000 and 2,000 samples from run to run and blur the slope.
+
+One JSON line per run (requests, generated tokens, peak RSS), then the target: peak RSS
+grows by at most 100 bytes per generated token beyond the first run's, so the full hour
+(the generated trace extended to 19,366 requests, its outputs uncapped) fits in 2 GiB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, "..")
+sys.path.insert(0, ROOT)
+
+CONFIG = os.path.join(ROOT, "examples", "kv_decode_pressure.toml")
+HOUR_REQUESTS = 19_366  # AzureLLMInferenceTrace_conv.csv: requests in its hour
+PROMPT_MEDIAN, OUTPUT_MEDIAN = 1020, 129  # Splitwise (Patel et al., ISCA 2024), conversation trace
+TARGET_BYTES_PER_TOKEN = 100
+TARGET_HOUR_BYTES = 2 * 2**30
+START_NS = 1_700_000_000 * 1_000_000_000  # 2023-11-14 22:13:20 UTC
+SETS = ["memory.on_oom=preempt", "workload.decode.layers=1", "workload.decode.max_prompt_tokens=1024",
+        "workload.decode.max_output_tokens=128", "workload.decode.trace_duration=0", "run.max_cycles=10000000000",
+        "run.sample_cycles=1000000000"]
+
+
+def conversation(n: int, seed: int = 2023) -> tuple[list[int], list[int], list[int]]:
+    """Arrival times (ns, multiples of 100 ns) and lengths of ``n`` requests shaped as the conversation trace."""
+    gaps, prompts, outputs = (np.random.Generator(np.random.PCG64([seed, k])) for k in range(3))  # the first
+    t = np.cumsum(gaps.exponential(3600.0 / HOUR_REQUESTS, n))  # requests are the same whatever ``n``
+    t_ns = [START_NS + int(round(x * 1e7)) * 100 for x in t]
+    prompt = np.clip(np.round(prompts.lognormal(np.log(PROMPT_MEDIAN), 1.0, n)), 1, 8192).astype(int)
+    output = np.clip(np.round(outputs.lognormal(np.log(OUTPUT_MEDIAN), 1.0, n)), 1, 4096).astype(int)
+    return t_ns, prompt.tolist(), output.tolist()
+
+
+def _value(text):
+    """An override's value as TOML would read it (a number, or the string itself)."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except (TypeError, ValueError):
+            pass
+    return text
+
+
+def one_run(trace: str, requests: int) -> dict:
+    """In this process: `rdasim run`'s simulation and tables for the first ``requests`` requests."""
+    import rdasim
+
+    t = time.process_time()
+    sets = dict(x.split("=", 1) for x in SETS)
+    sets.update({"workload.decode.trace": trace, "workload.decode.requests": requests})
+    s = rdasim.run(CONFIG, {k: _value(v) for k, v in sets.items()}, progress=False).summary
+    return {"requests": requests, "status": s["status"], "generated_tokens": s["tokens"],
+            "preemptions": s["preemptions"], "cpu_seconds": round(time.process_time() - t, 1),
+            "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+
+
+def measure(trace: str, requests: int, repeat: int) -> dict:
+    """The median peak RSS of ``repeat`` runs, each in a fresh process."""
+    runs = []
+    for _ in range(repeat):
+        out = subprocess.run([sys.executable, __file__, "--one", trace, str(requests)], check=True,
+                             capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
+        runs.append(json.loads(out.stdout.splitlines()[-1]))
+    row = dict(runs[0])
+    row["peak_rss_bytes"] = int(statistics.median(r["peak_rss_bytes"] for r in runs))
+    row["runs"] = repeat
+    return row
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--requests", default="500,1000,2000", help="request counts, comma-separated (first: the base)")
+    ap.add_argument("--repeat", type=int, default=1, help="runs of each count (the median peak RSS is reported)")
+    ap.add_argument("--one", nargs=2, metavar=("TRACE", "N"), help=argparse.SUPPRESS)  # a child process's run
+    args = ap.parse_args()
+    if args.one:
+        print(json.dumps(one_run(args.one[0], int(args.one[1]))))
+        return
+    counts = [int(x) for x in args.requests.split(",")]
+    from sim.workloads.request_trace import format_azure
+
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = os.path.join(tmp, "AzureLLMInferenceTrace_conv.csv")
+        with open(trace, "w") as f:
+            f.write(format_azure(*conversation(max(counts))))
+        rows = []
+        for n in counts:
+            r = measure(trace, n, args.repeat)
+            base = (rows or [r])[0]
+            extra = r["generated_tokens"] - base["generated_tokens"]
+            r["bytes_per_token_beyond_first"] = (round((r["peak_rss_bytes"] - base["peak_rss_bytes"]) / extra, 1)
+                                                 if extra > 0 else None)
+            rows.append(r)
+            print(json.dumps({"bench": "run_memory", **r, "target_bytes_per_token": TARGET_BYTES_PER_TOKEN}),
+                  flush=True)
+    base = rows[0]
+    slopes = [r["bytes_per_token_beyond_first"] for r in rows[1:] if r["bytes_per_token_beyond_first"] is not None]
+    worst = max(slopes) if slopes else None
+    hour_tokens = int(sum(conversation(HOUR_REQUESTS)[2]))  # the hour's outputs, uncapped
+    hour = base["peak_rss_bytes"] + max(worst or 0, 0) * (hour_tokens - base["generated_tokens"])
+    print(json.dumps({"bench": "run_memory", "target": f"peak RSS grows by at most {TARGET_BYTES_PER_TOKEN} B per "
+                      "generated token beyond the first run's", "measured": worst,
+                      "met": worst is not None and worst <= TARGET_BYTES_PER_TOKEN}))
+    print(json.dumps({"bench": "run_memory", "target": "the full hour of the conversation trace fits in 2 GiB",
+                      "hour_requests": HOUR_REQUESTS, "hour_generated_tokens": hour_tokens,
+                      "projected_peak_rss_bytes": int(hour), "met": hour <= TARGET_HOUR_BYTES}))
+
+
+if __name__ == "__main__":
+    main()
