@@ -166,7 +166,7 @@ def test_a_policy_and_a_workload_registered_here_run(registered):
     assert s["peak_mu_reserved"] == s["peak_mu_utilization"] > 0
     assert s["leaks"] == s["use_after_free"] == s["double_free"] == 0
     assert set(tables["buffers"]["label"]) == {"ping"}
-    assert tables["buffers"]["peak_bytes"] == [3000] * 4
+    assert list(tables["buffers"]["peak_bytes"]) == [3000] * 4
 
 
 def test_their_keys_are_checked_like_any_other(registered):
