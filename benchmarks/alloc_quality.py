@@ -14,6 +14,7 @@ Targets (issue 3): exact fits every instance in 1,048,576 bytes within 60 s; gre
 layergroup within 1.35 x the lower bound in under a second.
 
     python benchmarks/alloc_quality.py [--budget 60] [--data DIR] [--methods exact,greedy]
+    python benchmarks/alloc_quality.py --smoke      # in seconds: what the test suite runs
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ RATIO_TARGET = 1.35
 HEURISTIC_SECONDS = 1.0
 EXACT_SECONDS = 60.0
 PAIRS_TARGET = 200_000
+# --smoke (tests/test_benchmarks.py): the instance a clone carries, every planner briefly, a short free-list run
+SMOKE_DATA = ROOT / "tests" / "data" / "minimalloc"
+SMOKE_KEYS = (("bench", "instance", "method", "peak", "lower_bound", "ratio", "valid", "meets_target"),
+              ("bench", "policy", "top_down", "pairs_per_second", "cpu_pairs_per_second", "meets_target"))
 
 
 def emit(obj: dict) -> None:
@@ -123,7 +128,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-plans", action="store_true")
     ap.add_argument("--skip-freelist", action="store_true")
     ap.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    ap.add_argument("--smoke", action="store_true",
+                    help="tests/data/minimalloc's instance, a 1 s exact budget, one free-list run of 2,000 pairs")
     args = ap.parse_args(argv)
+    if args.smoke:
+        args.data, args.budget, args.freelist_runs, args.pairs, args.quiet = SMOKE_DATA, 1.0, 1, 2000, True
     say = (lambda m: None) if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
     if not args.skip_plans:
         files = sorted(args.data.glob("*.csv"))

@@ -2,6 +2,7 @@
 
     python benchmarks/chaining_speed.py              # 2 actors and as many as the machine has cores
     python benchmarks/chaining_speed.py --actors 2,3,4 --repeats 5
+    python benchmarks/chaining_speed.py --smoke      # 2 actors, once: what the test suite runs
 
 Trivial actors (no shard to simulate) pass a small int64 array, as an epoch's report is:
 
@@ -25,6 +26,10 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+# the shape of the JSON lines (tests/test_benchmarks.py runs --smoke and checks it)
+SMOKE_KEYS = (("bench", "actors", "cores", "direct_poll_us", "direct_sleep_us", "driver_us",
+               "driver_over_direct_poll"),)
 
 
 class _Relay:
@@ -55,7 +60,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--actors", help="comma-separated actor counts (default: 2 and the core count)")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--smoke", action="store_true", help="2 actors, one repeat")
     args = ap.parse_args()
+    if args.smoke:
+        args.actors, args.repeats = "2", 1
     from cluster.parallel.ray_actors import SPIN_SECONDS, round_trip_seconds
     from cluster.parallel.ray_env import cluster_cpus, init_ray
 

@@ -2,6 +2,7 @@
 
     python benchmarks/chip_speed.py            # packet and cycle NoC, 3 runs each
     python benchmarks/chip_speed.py --quick    # one run each, the cycle model cut off sooner
+    python benchmarks/chip_speed.py --smoke    # one short run each: what the test suite runs
 
 examples/kv_decode.toml (plasticine, continuous-batching decode) on the packet NoC (the
 whole run) and on the cycle-level NoC (cut off at ``run.max_cycles``: the whole run takes
@@ -33,16 +34,22 @@ from cluster.errors import EXIT_RUN_STATUS  # noqa: E402 - after the path above
 CONFIG = os.path.join(ROOT, "examples", "kv_decode.toml")
 TARGETS = {"packet": 800_000, "cycle": 50_000}  # simulated cycles/s, one process (issue 23 item 4)
 CYCLE_MODEL_CYCLES = 300_000  # run.max_cycles for the cycle-level NoC
+SMOKE_CYCLES = 20_000  # --smoke: both models cut off here, one run each, no warm-up run
+# the shape of the JSON lines (tests/test_benchmarks.py runs --smoke and checks it)
+SMOKE_KEYS = (("bench", "noc", "runs", "sim_cycles", "status", "end_to_end_cycles_per_s", "target_cycles_per_s",
+               "simulate_cycles_per_s", "same_result_hash"),)
 
 
-def _overrides(model: str, quick: bool) -> list[str]:
+def _overrides(model: str, quick: bool | str) -> list[str]:
     sets = ["--set", f"noc.model={model}"]
-    if model == "cycle":
+    if quick == "smoke":
+        sets += ["--set", f"run.max_cycles={SMOKE_CYCLES}"]
+    elif model == "cycle":
         sets += ["--set", f"run.max_cycles={CYCLE_MODEL_CYCLES // (3 if quick else 1)}"]
     return sets
 
 
-def _one_run(model: str, quick: bool) -> dict:
+def _one_run(model: str, quick: bool | str) -> dict:
     """``rdasim run examples/kv_decode.toml --json`` in a fresh process, as a user types it: its
     figures (the simulation's own wall time among them) plus its end-to-end wall and CPU time."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -60,7 +67,7 @@ def _one_run(model: str, quick: bool) -> dict:
             "load_average": os.getloadavg()[0]}
 
 
-def measure(model: str, repeats: int, quick: bool) -> dict:
+def measure(model: str, repeats: int, quick: bool | str) -> dict:
     runs = [_one_run(model, quick) for _ in range(repeats)]
     cycles = runs[0]["sim_cycles"]
 
@@ -86,11 +93,14 @@ def measure(model: str, repeats: int, quick: bool) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--smoke", action="store_true", help=f"one run of each model cut off at {SMOKE_CYCLES:,} cycles")
     ap.add_argument("--model", choices=sorted(TARGETS), action="append", help="only this NoC model (repeatable)")
     args = ap.parse_args()
-    _one_run("packet", True)  # compile or load the kernels once, outside the timed runs
+    quick = "smoke" if args.smoke else args.quick
+    if not args.smoke:
+        _one_run("packet", True)  # compile or load the kernels once, outside the timed runs
     for model in args.model or ("packet", "cycle"):
-        print(json.dumps(measure(model, 1 if args.quick else 3, args.quick)), flush=True)
+        print(json.dumps(measure(model, 1 if quick else 3, quick)), flush=True)
 
 
 if __name__ == "__main__":

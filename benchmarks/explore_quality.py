@@ -2,6 +2,7 @@
 
     python benchmarks/explore_quality.py                 # 5 seeds, tpe (default), random, nsga2, tpe + halving
     python benchmarks/explore_quality.py --seeds 3 --optimizers tpe,random
+    python benchmarks/explore_quality.py --smoke     # 8 points, one seed: what the test suite runs
 
 The space: a short kv-decode on a 4 x 4 Plasticine (8 requests, one layer), MU bytes (4) x
 policy (4) x block bytes (5, virtual only: a condition) x max batch (1-7) x on-OOM (stall,
@@ -30,9 +31,11 @@ the same with half the cycle-level runs.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import math
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -61,30 +64,41 @@ SPACE = {
     "workload.decode.max_batch": {"type": "int", "low": 1, "high": 7},
     "memory.on_oom": {"type": "categorical", "values": ["stall", "evict"]},
 }
+# --smoke (tests/test_benchmarks.py): 8 points of the same space, one seed, three optimisers
+SMOKE_SPACE = {
+    "chip.mu_bytes": {"type": "ordinal", "values": ["16KiB", "32KiB"]},
+    "memory.policy": {"type": "categorical", "values": ["virtual", "static-single"]},
+    "workload.decode.max_batch": {"type": "int", "low": 2, "high": 3},
+}
+SMOKE_KEYS = (("exhaustive_points", "computed_now", "seconds"),
+              ("points", "feasible", "front", "exhaustive_hypervolume", "budget_trials"),
+              ("optimizer", "seed", "hv_at_10pct", "hv_final", "full_runs", "runs"),
+              ("optimizer", "seeds", "median_hv_fraction", "median_trials_to_0.9", "median_full_runs_to_0.95"),
+              ("targets",))
 OBJECTIVES = [{"metric": "tokens_per_second", "direction": "maximize"},
               {"metric": "peak_mu_reserved", "direction": "minimize"},
               {"metric": "energy_per_token_joules", "direction": "minimize"}]
 TARGETS = {"default_hv_at_10pct": 0.95, "fraction_for_trials_to": 0.9, "multi_fidelity_full_run_share": 0.5}
 
 
-def _spec(budget: int, optimizer: str, seed: int, fidelity: dict | None = None):
+def _spec(budget: int, optimizer: str, seed: int, fidelity: dict | None = None, space: dict = SPACE):
     from cluster.explore.spec import parse_explore
 
-    explore = {"optimizer": optimizer, "budget": budget, "seed": seed, "parallel": 1, "space": SPACE,
+    explore = {"optimizer": optimizer, "budget": budget, "seed": seed, "parallel": 1, "space": space,
                "objectives": OBJECTIVES}
     if fidelity:
         explore["fidelity"] = fidelity
     return parse_explore({"base": BASE, "explore": explore}, Path("."), "explore_quality")
 
 
-def exhaustive(data: Path) -> tuple[np.ndarray, list[int]]:
+def exhaustive(data: Path, space: dict = SPACE) -> tuple[np.ndarray, list[int]]:
     """Every point's objectives (NaN rows: infeasible) and completed runs' cycles, from the cached sweep."""
     from cluster.sweep.dataset import read_dataset
     from cluster.sweep.plan import plan_from_spec
     from cluster.sweep.runner import run_sweep
     from cluster.sweep.spec import parse_spec
 
-    points = list(_spec(1, "tpe", 0).space.points())
+    points = list(_spec(1, "tpe", 0, space=space).space.points())
     spec, issues = parse_spec({"sweep": {"name": "explore_quality", "command": "run"}, "base": BASE,
                                "points": points}, Path("."), "explore_quality sweep")
     plan = plan_from_spec(spec, issues)
@@ -160,10 +174,16 @@ def main(argv: list[str] | None = None) -> int:
                    help="multi-fidelity: the cheap rung's run.max_cycles, as a percentile of the runs' cycles")
     p.add_argument("--data", type=Path, default=Path(tempfile.gettempdir()) / "rdasim-explore-quality",
                    help="where the exhaustive sweep is cached")
+    p.add_argument("--smoke", action="store_true", help="8 points, one seed, tpe, random and tpe+halving")
     args = p.parse_args(argv)
+    space = SPACE
+    if args.smoke:
+        space, args.seeds, args.optimizers, args.budget = SMOKE_SPACE, 1, "tpe,random,tpe+halving", 0.5
+        args.data = Path(tempfile.mkdtemp(prefix="rdasim-explore-smoke-"))
+        atexit.register(shutil.rmtree, args.data, True)  # a smoke run keeps no cache
     from cluster.explore.pareto import hypervolume, reference_point
 
-    values, cycles = exhaustive(args.data)
+    values, cycles = exhaustive(args.data, space)
     good = _losses(values[np.all(np.isfinite(values), axis=1)])
     ref = reference_point(good)
     total = hypervolume(good, ref)
@@ -180,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
         for seed in range(args.seeds):
             with tempfile.TemporaryDirectory(prefix="rdasim-explore-") as out:
                 start = time.perf_counter()
-                spec = _spec(budget * (2 if halving else 1), optimizer, seed, fidelity)
+                spec = _spec(budget * (2 if halving else 1), optimizer, seed, fidelity, space)
                 c = curves(spec, Path(out), ref, total)
                 c["seconds"] = time.perf_counter() - start
             results.setdefault(name, []).append(c)

@@ -2,6 +2,7 @@
 
     python benchmarks/mapped_vs_analytic.py             # the three mapped examples and the presets
     python benchmarks/mapped_vs_analytic.py --quick     # the examples only
+    python benchmarks/mapped_vs_analytic.py --smoke     # a small mapped MoE layer: what the test suite runs
 
 For every mapped example (examples/mapped_*.toml) and for each published DFModel preset
 whose workload fits a single RDA (its graph mapped onto one plasticine or one sn40l-like
@@ -26,17 +27,22 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BAND = (0.9, 1.5)  # ratios inside it need no explanation
 MAX_MESSAGES = 3_000_000  # a preset whose run would send more is reported, not run
+# --smoke (tests/test_benchmarks.py): examples/mapped_moe.toml on 64 tokens of hidden 256, no presets
+SMOKE_SETS = ["workload.dataflow.graph.moe.seq=64", "workload.dataflow.graph.moe.hidden=256"]
+SMOKE_KEYS = (("bench", "case", "partition", "kernels", "simulated_seconds", "analytic_seconds", "ratio", "bound"),
+              ("bench", "case", "run", "status", "seconds_per_batch_simulated", "seconds_per_batch_analytic", "ratio"))
 
 
 def emit(row: dict) -> None:
     print(json.dumps(row), flush=True)
 
 
-def run_config(path: str | None = None, raw: dict | None = None, label: str = "") -> None:
+def run_config(path: str | None = None, raw: dict | None = None, label: str = "",
+               sets: list[str] | None = None) -> None:
     from cluster.config import load
     from cluster.config.run import RUN_SCHEMA, chip_config
 
-    simulate_and_emit(chip_config(load(RUN_SCHEMA, path, raw=raw)), label)
+    simulate_and_emit(chip_config(load(RUN_SCHEMA, path, sets, raw=raw)), label)
 
 
 def simulate_and_emit(chip, label: str) -> None:
@@ -120,7 +126,11 @@ def run_plan_here(plan, placement, spec, params, label: str) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="the mapped examples only")
+    ap.add_argument("--smoke", action="store_true", help="a small mapped_moe.toml only: " + " ".join(SMOKE_SETS))
     args = ap.parse_args()
+    if args.smoke:
+        run_config(os.path.join(ROOT, "examples", "mapped_moe.toml"), label="mapped_moe.toml (smoke)", sets=SMOKE_SETS)
+        return 0
     for path in sorted(glob.glob(os.path.join(ROOT, "examples", "mapped_*.toml"))):
         run_config(path, label=os.path.basename(path))
     if not args.quick:

@@ -2,6 +2,7 @@
 
     python benchmarks/memory_policies.py            # everything (about 10 minutes on 2 busy cores)
     python benchmarks/memory_policies.py --quick    # smaller workloads, one speed run each
+    python benchmarks/memory_policies.py --smoke    # every study on tiny workloads: what the test suite runs
 
 Studies (plasticine, packet-level NoC, one shard, local backend):
 
@@ -65,6 +66,15 @@ MIXTRAL = {"kind": "moe", "moe": {"steps": 4, "tokens": 64, "experts": 8, "top_k
                                   "expert_ffn": 512, "producers": 8, "expert_cus": 6}}
 SWITCH = {"kind": "moe", "moe": {"steps": 4, "tokens": 128, "experts": 48, "top_k": 1, "skew": 1.0, "hidden": 512,
                                  "expert_ffn": 512, "producers": 8}}
+
+
+# --smoke (tests/test_benchmarks.py): every study, each on a tiny workload
+SMOKE_DECODE = {"requests": 2, "max_batch": 2, "prompt_tokens": {"dist": "fixed", "mean": 32},
+                "output_tokens": {"dist": "fixed", "mean": 4}}
+SMOKE_MOE = {"steps": 1, "tokens": 16}
+SMOKE_KEYS = (("bench", "study", "case", "tokens_per_second", "sim_cycles", "peak_mu_utilization", "status"),
+              ("bench", "study", "case", "expected", "shows_expected_effect"),
+              ("bench", "study", "case", "network", "cycles_per_s", "target_cycles_per_s", "meets_target"))
 
 
 def _merge(base: dict, **sections) -> dict:
@@ -152,11 +162,12 @@ def buffers_per_mu(kv: dict) -> None:
                                          and many["tokens_per_second"] > one["tokens_per_second"])})
 
 
-def partial_free_vs_gated(quick: bool) -> None:
+def partial_free_vs_gated(quick: bool, moe: dict | None = None) -> None:
     for label, wl in (("mixtral 8 experts top-2", MIXTRAL), ("switch 48 experts top-1", SWITCH)):
         wl = json.loads(json.dumps(wl))
         if quick:
             wl["moe"]["steps"] = 2
+        wl["moe"].update(moe or {})
         res = {}
         for proto in ("refcount-gated", "partial-free", "refcount"):
             raw = {"chip": {"preset": "plasticine"}, "noc": {"model": "packet"},
@@ -179,11 +190,12 @@ def partial_free_vs_gated(quick: bool) -> None:
                                              and w["tokens_per_second"] >= g["tokens_per_second"])})
 
 
-def weight_bits(quick: bool) -> None:
+def weight_bits(quick: bool, moe: dict | None = None, widths: tuple[int, ...] = (2, 3, 4, 5, 6, 8, 10)) -> None:
     wl = json.loads(json.dumps(MIXTRAL))
     wl["moe"].update(top_k=4, steps=2 if quick else 4)
+    wl["moe"].update(moe or {})
     rows = []
-    for bits in (2, 3, 4, 5, 6, 8, 10):
+    for bits in widths:
         raw = {"chip": {"preset": "plasticine"}, "noc": {"model": "packet"},
                "memory": {"policy": "virtual", "block_bytes": "2KiB", "reclaim": "partial-free", "weight_bits": bits},
                "workload": wl, "run": {"seed": 1}}
@@ -233,7 +245,7 @@ def energy(kv: dict) -> None:
                                          and v["energy_per_token_joules"] <= 1.05 * st["energy_per_token_joules"])})
 
 
-def deadlock() -> None:
+def deadlock(decode: dict | None = None) -> None:
     import tomllib
 
     with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "kv_decode.toml"), "rb") as f:
@@ -242,24 +254,26 @@ def deadlock() -> None:
     for policy in ("static-single", "static-multi", "realloc-copy", "virtual"):
         raw = json.loads(json.dumps(example))
         raw["memory"]["policy"] = policy
+        raw["workload"]["decode"].update(decode or {})
         s = _run(raw)
         ended[policy] = s["status"]
         _emit(_row("deadlock", f"kv_decode.toml, {policy}", s))
     _emit({"bench": "memory_policies", "study": "deadlock", "case": "verdict",
-           "expected": "virtual completes; a policy that deadlocks is reported deadlocked with who waits on what",
+           "expected": "virtual completes; a policy that cannot serve is reported deadlocked (who waits on what) "
+                       "or failed (the buffer it refused)",
            "status_by_policy": ended,
            "shows_expected_effect": bool(ended["virtual"] == "completed"
-                                         and all(v in ("completed", "deadlocked") for v in ended.values()))})
+                                         and all(v in ("completed", "deadlocked", "failed") for v in ended.values()))})
 
 
-def speed(quick: bool) -> None:
+def speed(quick: bool, max_cycles: int = 200_000) -> None:
     runs = 1 if quick else 5
     # examples/kv_decode.toml's sequences, 8 of them, all at once
     kv = _merge(KV, decode={"requests": 8, "max_batch": 8,
                             "prompt_tokens": {"dist": "uniform", "min": 64, "max": 512},
                             "output_tokens": {"dist": "uniform", "min": 32, "max": 128}})
     for net in ("packet", "cycle"):
-        run = {"seed": 1, "max_cycles": 200_000} if quick else {"seed": 1}
+        run = {"seed": 1, "max_cycles": max_cycles} if quick else {"seed": 1}
         raw = _merge(kv, noc={"model": net}, run=run)
         _run(_merge(raw, run={"max_cycles": 1000}))  # load the compiled kernels before timing
         rates, cpu_rates = [], []
@@ -284,18 +298,23 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="smaller workloads, one speed run")
     ap.add_argument("--only", choices=("virtual_vs_realloc", "buffers_per_mu", "partial_free_vs_gated",
                                        "weight_bits", "energy", "deadlock", "speed"), help="run one study")
+    ap.add_argument("--smoke", action="store_true", help="every study on a tiny workload, once")
     args = ap.parse_args()
     kv = KV
     if args.quick:
         kv = _merge(KV, decode={"requests": 12, "max_batch": 8})
+    smoke = args.smoke
+    if smoke:
+        kv = _merge(KV, decode=SMOKE_DECODE)
     studies = {
         "virtual_vs_realloc": lambda: virtual_vs_realloc(kv),
         "buffers_per_mu": lambda: buffers_per_mu(kv),
-        "partial_free_vs_gated": lambda: partial_free_vs_gated(args.quick),
-        "weight_bits": lambda: weight_bits(args.quick),
+        "partial_free_vs_gated": lambda: partial_free_vs_gated(args.quick, SMOKE_MOE if smoke else None),
+        "weight_bits": lambda: weight_bits(args.quick, SMOKE_MOE if smoke else None, (2, 5) if smoke else
+                                           (2, 3, 4, 5, 6, 8, 10)),
         "energy": lambda: energy(kv),
-        "deadlock": deadlock,
-        "speed": lambda: speed(args.quick),
+        "deadlock": lambda: deadlock(SMOKE_DECODE if smoke else None),
+        "speed": lambda: speed(args.quick or smoke, 5_000 if smoke else 200_000),
     }
     for name, fn in studies.items():
         if args.only in (None, name):

@@ -2,6 +2,7 @@
 
     python benchmarks/noc_speed.py            # every case
     python benchmarks/noc_speed.py --quick    # fewer cycles and repeats
+    python benchmarks/noc_speed.py --smoke    # 8x8, a few hundred cycles, 1 and 2 shards: what the test suite runs
 
 Cases (config B, uniform traffic, load scaled with 1/k so each runs below saturation):
 one shard in-process at 8x8 @ 0.30, 16x16 @ 0.15, 32x32 @ 0.075 and 64x64 @ 0.0375
@@ -32,6 +33,9 @@ TARGETS = {8: 30_000, 32: 5_000}  # simulated cycles/s on one core (issues 15 an
 # for scale only, not measured in this run
 BOOKSIM2 = {8: "2,568 - 3,387", 16: "551", 32: "100"}
 LOADS = {8: 0.30, 16: 0.15, 32: 0.075, 64: 0.0375}
+# the shapes of the JSON lines (tests/test_benchmarks.py runs --smoke and checks them)
+SMOKE_KEYS = (("bench", "case", "shards", "cycles_per_s", "cycles_per_cpu_s", "router_cycles_per_s", "peak_rss_mb"),
+              ("bench", "case", "shards", "chaining", "speedup", "epochs", "sync_fraction", "same_result_hash"))
 
 
 def _rss_mb() -> float:
@@ -96,11 +100,11 @@ def ray_two_shards(k: int, measure: int) -> dict:
     s1 = summarize_noc(p, local.reports, local.saturated, local.in_transit_flits)
     s2 = summarize_noc(p, ray2.reports, ray2.saturated, ray2.in_transit_flits)
     sg = summarize_noc(p, graph.reports, graph.saturated, graph.in_transit_flits)
-    busy = ray2.extra["shard_busy_seconds"]
-    gbusy = graph.extra["shard_busy_seconds"]
+    busy = ray2.figures.busy_seconds
+    gbusy = graph.figures.busy_seconds
     return {
         "bench": "noc_speed", "case": f"{k}x{k}@{LOADS[k]}", "shards": 2, "backend": "ray",
-        "chaining": ray2.extra["chaining"], "sim_cycles": s2["sim_cycles"],
+        "chaining": ray2.figures.chaining, "sim_cycles": s2["sim_cycles"],
         "one_shard_local_seconds": round(local.wall_seconds, 2),
         "two_shard_ray_seconds": round(ray2.wall_seconds, 2),
         "speedup": round(local.wall_seconds / ray2.wall_seconds, 3),
@@ -109,24 +113,24 @@ def ray_two_shards(k: int, measure: int) -> dict:
         "advance_ms_per_epoch_per_shard": [round(1e3 * b / ray2.epochs, 3) for b in busy],
         "sync_ms_per_epoch": round(1e3 * ray2.sync_seconds / ray2.epochs, 3),
         "sync_fraction": round(ray2.sync_seconds / ray2.wall_seconds, 3),
-        "peak_rss_mb_per_actor": round(ray2.extra["peak_rss_bytes"] / 2**20, 1),
+        "peak_rss_mb_per_actor": round(max(ray2.figures.peak_rss_bytes) / 2**20, 1),
         "same_result_hash": s1["result_hash"] == s2["result_hash"] == sg["result_hash"],
         "compiled_graph": {"seconds": round(graph.wall_seconds, 2),
                            "speedup": round(local.wall_seconds / graph.wall_seconds, 3),
                            "advance_ms_per_epoch_per_shard": [round(1e3 * b / graph.epochs, 3) for b in gbusy],
                            "sync_ms_per_epoch": round(1e3 * graph.sync_seconds / graph.epochs, 3),
-                           "peak_rss_mb_per_actor": round(graph.extra["peak_rss_bytes"] / 2**20, 1)},
+                           "peak_rss_mb_per_actor": round(max(graph.figures.peak_rss_bytes) / 2**20, 1)},
     }
 
 
-def _child(case: str, quick: bool) -> None:
+def _child(case: str, quick: bool, smoke: bool = False) -> None:
     kind, k = case.split(":")
     k = int(k)
     if kind == "one":
-        cycles = {8: 3000, 16: 2000, 32: 1000, 64: 400}[k] // (2 if quick else 1)
-        print(json.dumps(one_shard(k, cycles, 2 if quick else 5)))
+        cycles = 200 if smoke else {8: 3000, 16: 2000, 32: 1000, 64: 400}[k] // (2 if quick else 1)
+        print(json.dumps(one_shard(k, cycles, 1 if smoke else 2 if quick else 5)))
     else:
-        print(json.dumps(ray_two_shards(k, 300 if quick else 1000)))
+        print(json.dumps(ray_two_shards(k, 100 if smoke else 300 if quick else 1000)))
 
 
 def main() -> None:
@@ -134,15 +138,17 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--case", help=argparse.SUPPRESS)
     ap.add_argument("--skip-ray", action="store_true")
+    ap.add_argument("--smoke", action="store_true", help="8x8 only, a few hundred cycles, once")
     args = ap.parse_args()
     if args.case:
-        _child(args.case, args.quick)
+        _child(args.case, args.quick, args.smoke)
         return
-    cases = [f"one:{k}" for k in (8, 16, 32, 64)]
+    cases = [f"one:{k}" for k in ((8,) if args.smoke else (8, 16, 32, 64))]
     if not args.skip_ray:
-        cases += ["ray:32", "ray:64"]
+        cases += ["ray:8"] if args.smoke else ["ray:32", "ray:64"]
     for case in cases:
-        cmd = [sys.executable, __file__, "--case", case] + (["--quick"] if args.quick else [])
+        cmd = [sys.executable, __file__, "--case", case] + (["--quick"] if args.quick else []) + \
+            (["--smoke"] if args.smoke else [])
         res = subprocess.run(cmd, capture_output=True, text=True)
         line = [x for x in res.stdout.splitlines() if x.startswith("{")]
         if res.returncode or not line:

@@ -2,6 +2,7 @@
 
     python benchmarks/oversubscribed.py                      # every case, medians of 3
     python benchmarks/oversubscribed.py --cases race-cols3 --repeats 1
+    python benchmarks/oversubscribed.py --smoke     # race-cols3 once, joining $RAY_ADDRESS if set (the test suite)
 
 A debugging habit: ``--shards 3`` or ``4`` on a 2-core laptop. Each case runs ``rdasim run``
 end to end as a user types it (a fresh process: imports, Ray's start, the pilot behind the
@@ -43,6 +44,12 @@ CASES = {
 }
 
 
+# the shapes of the JSON lines (tests/test_benchmarks.py runs --smoke and checks them)
+SMOKE_KEYS = (("case", "run", "wall_seconds", "run_seconds", "epochs", "result_hash", "warnings"),
+              ("case", "summary", "shards", "one_process_seconds_median", "ray_seconds_median", "slowdown",
+               "ray_kept_seconds_median", "same_result_hash"))
+
+
 def emit(row: dict) -> None:
     print(json.dumps(row), flush=True)
 
@@ -72,9 +79,12 @@ sys.stdin.read()  # until the benchmark closes it
 
 
 @contextlib.contextmanager
-def kept_ray():
+def kept_ray(smoke: bool = False):
     """A Ray kept running between commands, as ``ray start --head`` keeps one: yields the
-    environment that makes ``rdasim`` join it."""
+    environment that makes ``rdasim`` join it (--smoke: the one in RAY_ADDRESS, if set)."""
+    if smoke and os.environ.get("RAY_ADDRESS"):
+        yield dict(os.environ)
+        return
     if os.environ.get("RAY_ADDRESS"):
         sys.exit("oversubscribed: RAY_ADDRESS is set; unset it (the benchmark starts the Rays it measures)")
     holder = subprocess.Popen([sys.executable, "-c", HOLDER], cwd=ROOT, stdin=subprocess.PIPE,
@@ -90,7 +100,8 @@ def kept_ray():
         holder.wait(timeout=60)
 
 
-def measure(name: str, repeats: int, configs: list[tuple[str, list[str], dict | None]]) -> dict[str, list[dict]]:
+def measure(name: str, repeats: int, configs: list[tuple[str, list[str], dict | None]],
+            settle: float = SETTLE_SECONDS) -> dict[str, list[dict]]:
     """``repeats`` rounds of ``configs`` (key, extra arguments, environment), one after another."""
     example, _, _ = CASES[name]
     runs: dict[str, list[dict]] = {key: [] for key, _, _ in configs}
@@ -100,7 +111,7 @@ def measure(name: str, repeats: int, configs: list[tuple[str, list[str], dict | 
             runs[key].append(r)
             emit({"case": name, "run": key, **r, "load_average_1min": round(os.getloadavg()[0], 2)})
             if key != "one":
-                time.sleep(SETTLE_SECONDS)
+                time.sleep(settle)
     return runs
 
 
@@ -131,7 +142,11 @@ def main() -> None:
     ap.add_argument("--cases", default="moe-cols3,moe-blocks4,race-cols3,race-blocks4",
                     help="comma-separated: " + ", ".join(CASES))
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--smoke", action="store_true", help="race-cols3 once; the Ray runs join $RAY_ADDRESS if set")
     args = ap.parse_args()
+    if args.smoke:
+        args.cases, args.repeats = "race-cols3", 1
+    settle = 0.0 if args.smoke else SETTLE_SECONDS
     names = args.cases.split(",")
     for name in names:
         if name not in CASES:
@@ -140,11 +155,15 @@ def main() -> None:
     ray_args = {name: ["--shards", str(CASES[name][1]), "--cut", CASES[name][2], "--backend", "ray"]
                 for name in names}
     runs = {}
+    joined = args.smoke and bool(os.environ.get("RAY_ADDRESS"))  # --smoke in a Ray kept for it: no embedded start
     for name in names:  # no other Ray running: the command starts and stops its own
-        runs[name] = measure(name, args.repeats, [("one", [], None), ("ray", ray_args[name], None)])
-    with kept_ray() as kept_env:
+        embedded = [] if joined else [("ray", ray_args[name], None)]
+        runs[name] = measure(name, args.repeats, [("one", [], None), *embedded], settle)
+    with kept_ray(args.smoke) as kept_env:
         for name in names:
-            runs[name].update(measure(name, args.repeats, [("ray_kept", ray_args[name], kept_env)]))
+            runs[name].update(measure(name, args.repeats, [("ray_kept", ray_args[name], kept_env)], settle))
+            if joined:
+                runs[name]["ray"] = runs[name]["ray_kept"]  # the same Ray: one run stands for both
     for name in names:
         summary(name, runs[name], args.repeats, load_before)
 

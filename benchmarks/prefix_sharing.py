@@ -3,6 +3,7 @@ JSON lines.
 
     python benchmarks/prefix_sharing.py          # both traces, every case (about a minute)
     python benchmarks/prefix_sharing.py --quick  # 6 Qwen-Bailian requests, sharing on and off (seconds)
+    python benchmarks/prefix_sharing.py --smoke  # the same: what the test suite runs
 
 For a Mooncake (30 lines of ``mooncake_trace.jsonl``) and a Qwen-Bailian shaped trace
 (``qwen_traceA_blksz_16.jsonl``), on plasticine with one layer and head of 16 B a token, 16
@@ -33,6 +34,9 @@ CASES = {"no sharing": {"prefix_sharing": False}, "refcount": {"reclaim": "refco
 FIGURES = ("status", "requests_finished", "prefix_blocks", "prefix_hit_blocks", "prefix_hit_rate", "prefix_hit_bytes",
            "kv_bytes_saved", "peak_mu_utilization", "sim_cycles", "sync_messages", "premature_free", "use_after_free",
            "double_free", "leaks")
+# the shape of the JSON lines (tests/test_benchmarks.py runs --smoke and checks it)
+SMOKE_KEYS = (("bench", "trace", "case", "status", "prefix_blocks", "prefix_hit_blocks", "ideal_hit_blocks",
+               "messages"),)
 
 
 def ideal_hits(path: Path, block: int, requests: int = 0) -> tuple[int, int]:
@@ -63,7 +67,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="the Qwen-Bailian trace's first 6 requests, without and "
                     "with sharing only")
+    ap.add_argument("--smoke", action="store_true", help="as --quick (tests/test_benchmarks.py)")
     args = ap.parse_args()
+    args.quick = args.quick or args.smoke
     traces = {"qwen-bailian": TRACES["qwen-bailian"]} if args.quick else TRACES
     cases = {k: CASES[k] for k in ("no sharing", "refcount-gated")} if args.quick else CASES
     for name, (rel, block) in traces.items():

@@ -4,6 +4,7 @@
     python benchmarks/result_hashes.py --check         # compare with benchmarks/data/result_hashes.json
     python benchmarks/result_hashes.py --record        # write that file (before a refactor)
     python benchmarks/result_hashes.py --network cycle # also every chip example on the cycle-level NoC
+    python benchmarks/result_hashes.py --smoke         # two quick cases, checked (the test suite)
 
 A refactor or a speed-up of the simulator must not change what it simulates: every case
 here must keep its hash (issues 9 and 15). Cases: every ``rdasim run`` example on its own
@@ -34,6 +35,8 @@ NOC_CASES = {
     "noc 16x16": ["--set", "noc.k=16"],
 }
 NOC_RATES = {"noc 16x16": [0.1, 0.2]}
+SMOKE_CASES = ("noc 4x4 torus transpose", "run race.toml")  # --smoke: checked against the recorded hashes
+SMOKE_KEYS = (("case", "result_hash", "wall_seconds"), ("checked", "changed", "not_recorded"))
 
 
 def _runs(path: str) -> bool:
@@ -96,12 +99,15 @@ def main() -> int:
     ap.add_argument("--record", action="store_true", help="write the hashes to benchmarks/data/result_hashes.json")
     ap.add_argument("--network", action="append", default=[], help="also run every chip example on this NoC model")
     ap.add_argument("--only", help="run only cases whose name contains this text")
+    ap.add_argument("--smoke", action="store_true", help=f"{' and '.join(SMOKE_CASES)}, checked")
     args = ap.parse_args()
+    if args.smoke:
+        args.check = True
     got: dict[str, object] = {}
     cases: dict[str, tuple] = {k: ("noc", v) for k, v in NOC_CASES.items()}
     cases.update({k: ("run", v) for k, v in chip_cases(args.network).items()})
     for name, (kind, spec) in cases.items():
-        if args.only and args.only not in name:
+        if (args.only and args.only not in name) or (args.smoke and name not in SMOKE_CASES):
             continue
         t = time.perf_counter()
         h = run_noc(spec, NOC_RATES.get(name)) if kind == "noc" else run_chip(*spec)

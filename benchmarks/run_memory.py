@@ -4,6 +4,7 @@ on a trace shaped as the Azure 2023 conversation trace, at 500, 1,000 and 2,000 
     python benchmarks/run_memory.py                       # 500, 1,000, 2,000 requests, one run each
     python benchmarks/run_memory.py --repeat 3            # the median of 3 runs of each
     python benchmarks/run_memory.py --requests 20,40,80   # a quick look
+    python benchmarks/run_memory.py --smoke               # 5 and 10 requests: what the test suite runs
 
 The trace: `AzureLLMInferenceTrace_conv.csv` as the public file is published (header
 ``TIMESTAMP,ContextTokens,GeneratedTokens``, timestamps to 100 ns), generated here because
@@ -102,12 +103,21 @@ def measure(trace: str, requests: int, repeat: int) -> dict:
     return row
 
 
+# the shapes of the JSON lines (tests/test_benchmarks.py runs --smoke and checks them)
+SMOKE_KEYS = (("bench", "requests", "generated_tokens", "peak_rss_bytes", "target_bytes_per_token"),
+              ("bench", "target", "measured", "met"),
+              ("bench", "target", "hour_requests", "projected_peak_rss_bytes", "met"))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--requests", default="500,1000,2000", help="request counts, comma-separated (first: the base)")
     ap.add_argument("--repeat", type=int, default=1, help="runs of each count (the median peak RSS is reported)")
     ap.add_argument("--one", nargs=2, metavar=("TRACE", "N"), help=argparse.SUPPRESS)  # a child process's run
+    ap.add_argument("--smoke", action="store_true", help="5 and 10 requests, once")
     args = ap.parse_args()
+    if args.smoke:
+        args.requests, args.repeat = "5,10", 1
     if args.one:
         print(json.dumps(one_run(args.one[0], int(args.one[1]))))
         return

@@ -1,15 +1,25 @@
-"""Capacity of a decode config: the highest arrival rate whose p99 TTFT and p99 TBT meet the
-objectives, found by bisection (Vidur's capacity search, sim/workloads/serving.capacity).
+"""Capacity of a decode config: the highest arrival-rate scale at which the p99 TTFT and p99 TBT
+meet the objectives and every lower scale tried meets them too (sim/workloads/capacity.py).
 
-    python benchmarks/serving_capacity.py examples/kv_decode_trace.toml --slo-ttft 200us --slo-tbt 20us
-    python benchmarks/serving_capacity.py CONFIG --slo-ttft 1ms --slo-tbt 50us --lo 0.5 --hi 64 \\
-        --set memory.on_oom=preempt --set memory.preempt_mode=swap
+    python benchmarks/serving_capacity.py examples/kv_decode_pressure.toml --slo-ttft 500us --slo-tbt 50us \\
+        --set memory.on_oom=preempt
+    python benchmarks/serving_capacity.py CONFIG --slo-ttft 1ms --slo-tbt 50us --lo 0.5 --hi 64 --steps 8
+    python benchmarks/serving_capacity.py --smoke     # a small search on a short trace, in seconds
 
-The rate is a speed-up of the config's arrivals: with a trace, ``workload.decode.trace_speedup``
-times it; otherwise ``workload.decode.arrival_interval`` divided by it (which must then be
-above 0). A rate meets the objectives when every request is served and the run's p99 TTFT and
-p99 TBT are within them (``serving.meets_p99``). Prints one JSON line per run tried and a last
-line with the capacity (``bounded`` false: the highest rate tried still met them).
+A scale multiplies the config's arrival rate (``trace_speedup`` times it with a trace, else
+``arrival_interval`` divided by it). The scan tries the lattice 2 ** (k / steps) between --lo and
+--hi upward to the first scale that misses (and --past more, to show whether attainment comes
+back), then --refine bisections of that lattice step: the answer is within a factor
+2 ** (1 / (steps * 2 ** refine)) of the boundary (1.044 by default) and does not depend on --lo
+and --hi as long as they bracket it. Each scale runs the config's replicas (cluster/jobs/capacity.py:
+by default enough jittered copies of a trace that the pooled requests reach 101, the fewest
+whose p99 is more than the maximum) and is met when every replica serves every request and the
+pooled p99s are within the objectives.
+
+Prints one JSON line per scale tried (the attainment curve: stage, scale, met, pooled p99s,
+share of requests within both objectives) and a last line with the capacity (``bounded`` false:
+every scale up to --hi met; ``below_lo``: the lowest missed; ``recovered``: scales above the
+answer that met again, i.e. attainment is not monotone there).
 """
 
 from __future__ import annotations
@@ -18,54 +28,90 @@ import argparse
 import json
 import os
 import sys
+import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, ROOT)
 
-from cluster.config import load  # noqa: E402
-from cluster.config.run import RUN_SCHEMA, chip_config  # noqa: E402
 from cluster.config.units import parse_duration  # noqa: E402
-from cluster.jobs.chip import simulate_chip  # noqa: E402
-from sim.workloads.serving import Objectives, capacity, meets_p99  # noqa: E402
+from cluster.errors import UserError  # noqa: E402
+from cluster.jobs.capacity import attainment, plan_replicas, rate_overrides, run_scale  # noqa: E402,F401
+from sim.workloads.capacity import capacity  # noqa: E402
+from sim.workloads.serving import Objectives  # noqa: E402
 
-
-def rate_overrides(cfg: dict, speedup: float) -> list[str]:
-    """The --set lines that run ``cfg`` with its arrivals ``speedup`` times as frequent."""
-    d = cfg["workload"]["decode"]
-    if d["trace"]:
-        return [f"workload.decode.trace_speedup={d['trace_speedup'] * speedup!r}"]
-    if d["arrival_interval"] <= 0:
-        raise SystemExit("the config's requests all arrive at once (arrival_interval = 0): no rate to scale")
-    return [f"workload.decode.arrival_interval={max(1, round(d['arrival_interval'] / speedup))}"]
+CONFIG = os.path.join(ROOT, "examples", "kv_decode_pressure.toml")
+# the shapes of the JSON lines (tests/test_benchmarks.py runs --smoke and checks them)
+SMOKE_KEYS = (("bench", "try", "scale", "met", "ttft_p99_seconds", "tbt_p99_seconds", "slo_attainment"),
+              ("bench", "capacity_speedup", "bounded", "below_lo", "resolution", "recovered", "replicas"))
+# --smoke: the pressure trace's first 6 requests, two replicas, one scale: two runs of under a second
+# (tests/sim/workloads/test_capacity.py tests the search itself)
+SMOKE = {"sets": ["workload.decode.requests=6", "memory.on_oom='preempt'"], "lo": 1.0, "hi": 1.0, "steps": 1,
+         "refine": 1, "past": 1, "min_requests": 12}
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("config")
-    ap.add_argument("--slo-ttft", required=True, help="objective on p99 TTFT, with its unit (e.g. 200us)")
-    ap.add_argument("--slo-tbt", required=True, help="objective on p99 TBT, with its unit (e.g. 20us)")
-    ap.add_argument("--lo", type=float, default=0.25, help="lowest speed-up tried")
-    ap.add_argument("--hi", type=float, default=64.0, help="highest speed-up tried")
-    ap.add_argument("--tol", type=float, default=0.05, help="stop when hi / lo - 1 is at most this")
-    ap.add_argument("--max-runs", type=int, default=12)
+    ap.add_argument("config", nargs="?", default=CONFIG,
+                    help="a decode config (default: examples/kv_decode_pressure.toml)")
+    ap.add_argument("--slo-ttft", default="500us", help="objective on p99 TTFT, with its unit")
+    ap.add_argument("--slo-tbt", default="50us", help="objective on p99 TBT, with its unit")
+    ap.add_argument("--lo", type=float, default=0.25, help="lowest scale of the scan")
+    ap.add_argument("--hi", type=float, default=4.0, help="highest scale of the scan")
+    ap.add_argument("--steps", type=int, default=4, help="lattice scales per doubling (the scan's resolution)")
+    ap.add_argument("--refine", type=int, default=2, help="bisections of the lattice step above the last scale met")
+    ap.add_argument("--past", type=int, default=2, help="lattice scales scanned beyond the first miss (shown only)")
+    ap.add_argument("--replicas", type=int, default=0, help="copies run per scale (0: enough for --min-requests)")
+    ap.add_argument("--replica-by", default="auto", choices=("auto", "jitter", "windows", "seeds"),
+                    help="auto: jitter for a trace, seeds for drawn arrivals")
+    ap.add_argument("--jitter", default="",
+                    help="replicas by jitter: the jitter, with its unit (default: one mean gap)")
+    ap.add_argument("--min-requests", type=int, default=None,
+                    help="pooled requests a scale needs (default 101: what a p99 needs to be more than the maximum)")
     ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--smoke", action="store_true", help="a small search (smoke test): " + json.dumps(SMOKE))
     args = ap.parse_args(argv)
-    slo = Objectives(parse_duration(args.slo_ttft), parse_duration(args.slo_tbt))
-    base = load(RUN_SCHEMA, args.config, args.overrides)
+    if args.smoke:
+        args.overrides = SMOKE["sets"] + args.overrides
+        for k in ("lo", "hi", "steps", "refine", "past", "min_requests"):
+            setattr(args, k, SMOKE[k])
+    try:
+        slo = Objectives(parse_duration(args.slo_ttft), parse_duration(args.slo_tbt))
+        replicas = plan_replicas(args.config, args.overrides, args.replica_by, args.replicas, args.min_requests,
+                                 parse_duration(args.jitter) if args.jitter else 0.0)
 
-    def meets(speedup: float) -> bool:
-        cfg = load(RUN_SCHEMA, args.config, args.overrides + rate_overrides(base, speedup))
-        s = simulate_chip(chip_config(cfg)).summary
-        ok = meets_p99(s, slo)
-        print(json.dumps({"speedup": speedup, "meets": ok, "status": s["status"],
-                          "requests_finished": s.get("requests_finished"), "preemptions": s.get("preemptions"),
-                          "ttft_p99_seconds": s.get("ttft_p99_seconds"), "tbt_p99_seconds": s.get("tbt_p99_seconds"),
-                          "trace_arrival_rate": s.get("trace_arrival_rate")}), flush=True)
-        return ok
+        def measure(scale: float):
+            t = time.process_time()
+            a = attainment(scale, run_scale(args.config, args.overrides, replicas, scale), slo)
+            a.figures["cpu_seconds"] = round(time.process_time() - t, 2)
+            return a
 
-    found = capacity(meets, args.lo, args.hi, args.tol, args.max_runs)
-    print(json.dumps({"capacity_speedup": found.rate, "bounded": found.bounded, "runs": len(found.tried),
-                      "slo_ttft_seconds": slo.ttft, "slo_tbt_seconds": slo.tbt}))
+        found = capacity(_printing(measure), args.lo, args.hi, args.steps, args.refine, args.past)
+    except (UserError, ValueError) as exc:
+        print(f"serving_capacity: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps({
+        "bench": "serving_capacity", "capacity_speedup": found.capacity, "bounded": found.bounded,
+        "below_lo": found.below_lo, "resolution": found.resolution, "recovered": found.recovered,
+        "lattice": f"2^(k/{args.steps})", "refine": args.refine, "lo": args.lo, "hi": args.hi,
+        "scales_tried": len(found.curve), "runs": len(found.curve) * replicas.count,
+        "replicas": replicas.count, "replica_by": replicas.kind, "jitter_seconds": replicas.jitter_seconds,
+        "requests_per_replica": replicas.requests, "pooled_requests": replicas.pooled,
+        "slo_ttft_seconds": slo.ttft, "slo_tbt_seconds": slo.tbt}), flush=True)
     return 0
+
+
+def _printing(measure):
+    """``measure`` printing each scale's line as it is decided (the curve, in the order tried)."""
+    stage = {"n": 0}
+
+    def wrapped(scale: float):
+        a = measure(scale)
+        stage["n"] += 1
+        print(json.dumps({"bench": "serving_capacity", "try": stage["n"], "scale": scale, "met": a.met,
+                          **a.figures}), flush=True)
+        return a
+
+    return wrapped
 
 
 if __name__ == "__main__":

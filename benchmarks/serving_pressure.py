@@ -3,6 +3,7 @@
     python benchmarks/serving_pressure.py                  # all 64 requests, capacity for three cases
     python benchmarks/serving_pressure.py --requests 32    # the first 32 (half the time)
     python benchmarks/serving_pressure.py --capacity none  # the table only
+    python benchmarks/serving_pressure.py --smoke          # 3 requests, no capacity: a smoke test
 
 examples/kv_decode_pressure.toml (examples/traces/azure_code_pressure.csv: the public Azure
 code trace's first-minute arrival rate, prompts of thousands of tokens, capped at 1,024; 16
@@ -12,12 +13,12 @@ stall, evict, preempt (recompute), preempt (swap), and the baselines ``static-si
 and ``realloc-copy`` (spill none, on_oom stall). One JSON line per case (status, requests
 finished, peak and first-OOM utilisation, preemptions, p99 TTFT and TBT, generated tokens/s,
 energy per generated token), then, for the ``--capacity`` cases, the capacity: the highest
-speed-up of the trace's arrivals whose run serves every request within the objectives on p99
-TTFT and p99 TBT (sim/workloads/serving.capacity, a log-space bisection between ``--lo`` and
-``--hi`` of at most ``--capacity-runs`` runs, so the figure is within a factor
-(hi / lo) ** (1 / 2 ** (runs - 2)) of the true one), and last the targets with the measured
-figures beside them. Runs are in-process, one shard; the table's runs stop at the config's
-run.max_cycles (20 M cycles: status ``cut_off``), the capacity runs at 10^9.
+speed-up of the trace's arrivals at which its replicas serve every request within the objectives
+on the pooled p99 TTFT and p99 TBT, every lower speed-up tried too (sim/workloads/capacity.py: a
+scan of 2 ** (k / --steps) between ``--lo`` and ``--hi``, then ``--refine`` bisections; replicas
+as benchmarks/serving_capacity.py's), and last the targets with the measured figures beside
+them. Runs are in-process, one shard; the table's runs stop at the config's run.max_cycles
+(20 M cycles: status ``cut_off``), the capacity runs at 10^9.
 """
 
 from __future__ import annotations
@@ -33,20 +34,22 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 
-from serving_capacity import rate_overrides  # noqa: E402
-
 from cluster.config import load  # noqa: E402
 from cluster.config.run import RUN_SCHEMA, chip_config  # noqa: E402
 from cluster.config.units import parse_duration  # noqa: E402
+from cluster.jobs.capacity import attainment, plan_replicas, run_scale  # noqa: E402
 from cluster.jobs.chip import simulate_chip  # noqa: E402
-from sim.workloads.serving import Objectives, capacity, meets_p99  # noqa: E402
+from sim.workloads.capacity import capacity  # noqa: E402
+from sim.workloads.serving import Objectives  # noqa: E402
 
 CONFIG = os.path.join(HERE, "..", "examples", "kv_decode_pressure.toml")
 ON_OOM = {"stall": {"on_oom": "stall"}, "evict": {"on_oom": "evict"},
           "preempt-recompute": {"on_oom": "preempt", "preempt_mode": "recompute"},
           "preempt-swap": {"on_oom": "preempt", "preempt_mode": "swap"}}
+# the shapes of the JSON lines (tests/test_benchmarks.py runs --smoke and checks them)
+SMOKE_KEYS = (("bench", "case", "status", "requests_finished", "peak_mu_utilization", "ttft_p99_seconds"),
+              ("bench", "target", "met", "measured"))
 CAPACITY_CASES = ("virtual/stall", "virtual/preempt-recompute", "virtual+nearest/stall")
-CAPACITY_MAX_CYCLES = 10**9
 FIGURES = ("status", "trace_requests", "requests_finished", "requests_failed", "peak_mu_utilization",
            "first_oom_utilization", "oom_events", "preemptions", "spilled_blocks", "ttft_p99_seconds",
            "tbt_p99_seconds", "tokens_per_second", "energy_per_token_joules", "trace_arrival_rate")
@@ -100,8 +103,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="comma-separated cases whose capacity to search ('none': no search, 'all': every case)")
     ap.add_argument("--lo", type=float, default=0.25, help="lowest speed-up of the arrivals tried")
     ap.add_argument("--hi", type=float, default=4.0, help="highest speed-up tried")
-    ap.add_argument("--capacity-runs", type=int, default=5, help="runs per capacity search")
+    ap.add_argument("--steps", type=int, default=4, help="capacity scan: lattice scales per doubling")
+    ap.add_argument("--refine", type=int, default=2, help="capacity: bisections of the lattice step above the answer")
+    ap.add_argument("--smoke", action="store_true", help="the first 3 requests, no capacity search (a smoke test)")
     args = ap.parse_args(argv)
+    if args.smoke:
+        args.requests, args.capacity = args.requests or 3, "none"
     slo = Objectives(parse_duration(args.slo_ttft), parse_duration(args.slo_tbt))
     base_sets = [f"workload.decode.requests={args.requests}"]
     base = load(RUN_SCHEMA, args.config, base_sets)
@@ -122,17 +129,18 @@ def main(argv: list[str] | None = None) -> int:
     caps = {}
     for name in wanted:
         case = next(c for c in every if c.name == name)
-        # a slower rate spreads the same requests over more cycles than run.max_cycles' default
-        sets = base_sets + case.overrides() + [f"run.max_cycles={CAPACITY_MAX_CYCLES}"]
+        sets = base_sets + case.overrides()
+        replicas = plan_replicas(args.config, sets)
 
-        def meets(speedup: float, sets=sets) -> bool:
-            return meets_p99(run(args.config, sets + rate_overrides(base, speedup)), slo)
+        def measure(speedup: float, sets=sets, replicas=replicas):
+            return attainment(speedup, run_scale(args.config, sets, replicas, speedup), slo)
 
-        found = capacity(meets, args.lo, args.hi, rel_tol=0.05, max_runs=args.capacity_runs)
-        caps[name] = found.rate
-        emit({"bench": "serving_pressure", "case": name, "capacity_speedup": found.rate, "bounded": found.bounded,
-              "capacity_requests_per_second": found.rate * rows[name]["trace_arrival_rate"],
-              "tried": [{"speedup": r, "meets": ok} for r, ok in found.tried],
+        found = capacity(measure, args.lo, args.hi, args.steps, args.refine)
+        caps[name] = found.capacity
+        emit({"bench": "serving_pressure", "case": name, "capacity_speedup": found.capacity, "bounded": found.bounded,
+              "resolution": found.resolution, "recovered": found.recovered, "replicas": replicas.count,
+              "capacity_requests_per_second": found.capacity * rows[name]["trace_arrival_rate"],
+              "tried": [{"stage": stage, "speedup": a.scale, "meets": a.met} for stage, a in found.curve],
               "slo_ttft_seconds": slo.ttft, "slo_tbt_seconds": slo.tbt})
 
     preempting = [r for n, r in rows.items() if "preempt" in n]

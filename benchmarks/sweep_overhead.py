@@ -3,6 +3,7 @@
     python benchmarks/sweep_overhead.py                    # 10^5 noop points on an embedded Ray, then NoC points
     python benchmarks/sweep_overhead.py --points 20000     # fewer points (still measured, never extrapolated)
     python benchmarks/sweep_overhead.py --quick            # seconds: 300 points in-process, no Ray, no NoC
+    python benchmarks/sweep_overhead.py --smoke            # 20 points in-process, then 2 NoC points on Ray once
 
 1. ``sweep_scale``: a sweep of ``--points`` trivial points (command ``noop``: no work, so what is
    measured is the sweep itself) on an embedded local Ray, end to end: from the spec's plan to
@@ -134,6 +135,13 @@ def _bytes(files: list[Path]) -> int:
     return sum(f.stat().st_size for f in files)
 
 
+# the shapes of the JSON lines (tests/test_benchmarks.py runs --smoke and checks them)
+SMOKE_KEYS = (("benchmark", "points", "executor", "points_per_second", "driver_peak_gib", "largest_point_footer_bytes",
+               "read_seconds_after_compaction", "rerun_computed"),
+              ("benchmark", "points", "repeats", "loop_seconds", "sweep_seconds", "overhead_seconds_per_point",
+               "machinery_seconds_per_point", "two_in_flight_seconds"))
+
+
 def scale(points: int, out: Path, in_process: bool, read_repeats: int) -> dict:
     """One sweep of ``points`` noop points, end to end, then its reads before and after compaction."""
     from cluster.sweep.compact import compact
@@ -251,11 +259,15 @@ def main() -> None:
     parser.add_argument("--noc-points", type=int, default=30)
     parser.add_argument("--repeats", type=int, default=3, help="NoC pairs, and reads after compaction")
     parser.add_argument("--out", type=Path, help="keep the sweep here (default: a temporary directory)")
+    parser.add_argument("--smoke", action="store_true", help="20 points in-process, then 2 NoC points on Ray, once "
+                        "(joining $RAY_ADDRESS if set)")
     args = parser.parse_args()
+    if args.smoke:
+        args.points, args.noc_points, args.repeats = args.points or 20, 2, 1
     points = args.points or (300 if args.quick else 100_000)
     with tempfile.TemporaryDirectory(prefix="rdasim-scale-") as tmp:
         out = args.out or Path(tmp)
-        if not args.quick:
+        if not (args.quick or args.smoke):
             from cluster.parallel.ray_env import init_ray
 
             start = time.perf_counter()
@@ -263,7 +275,8 @@ def main() -> None:
             print(json.dumps({"benchmark": "ray_start", "seconds": round(time.perf_counter() - start, 2),
                               "note": "one-off: starting the embedded local Ray"}), flush=True)
             _sweep(_plan("warm", "noop", {}, {"noop.value": [0.0, 1.0, 2.0, 3.0]}))  # start the workers
-        print(json.dumps(scale(points, out, args.quick, 1 if args.quick else args.repeats)), flush=True)
+        in_process = args.quick or args.smoke
+        print(json.dumps(scale(points, out, in_process, 1 if in_process else args.repeats)), flush=True)
     if not args.quick:
         print(json.dumps(overhead(args.noc_points, args.repeats)), flush=True)
 

@@ -3,6 +3,7 @@
     python benchmarks/system_speed.py                 # every case, medians of 3
     python benchmarks/system_speed.py --repeats 1 --cases box64,box1024
     python benchmarks/system_speed.py --layer gpt2    # the grid case on a GPT-2-small layer (slower)
+    python benchmarks/system_speed.py --smoke         # 2 small grid chips and 16 box chips, once (the test suite)
 
 Cases:
 
@@ -37,6 +38,12 @@ sys.path.insert(0, ROOT)
 GRID_TARGET = {"small": 1.7, "gpt2": 1.85}  # 2 Ray actors against one process, 8 grid chips
 GRID_TODAY = {"gpt2": "1.64-1.67x (issue 23, main at ff6d8f8, cold actors)"}
 BOX_GOAL_SECONDS = 60.0  # 1,024 box chips, one batch
+LAYERS = {"gpt2": {"hidden": 768, "heads": 12, "seq": 512}, "smoke": {"hidden": 256, "heads": 4, "seq": 64}}
+# the shapes of the JSON lines (tests/test_benchmarks.py runs --smoke and checks them)
+SMOKE_KEYS = (("case", "layer", "run", "shards", "backend", "wall_seconds", "sim_cycles", "epochs", "result_hash"),
+              ("case", "layer", "summary", "speedup", "same_result_hash", "epochs", "simulated_over_dfmodel"),
+              ("case", "chips", "tp", "pp", "wall_seconds", "messages", "status", "peak_rss_mib_median"),
+              ("case", "nodes", "cores_per_node", "chip_epoch_seconds", "rows"))
 
 
 def emit(row: dict) -> None:
@@ -54,8 +61,7 @@ def grid_config(chips: int, layer: str):
         raw = tomllib.load(f)
     raw["system"]["chips"] = chips
     raw["system"]["network"][0]["size"] = chips
-    if layer == "gpt2":
-        raw["workload"]["dataflow"]["graph"]["llm"].update(hidden=768, heads=12, seq=512)
+    raw["workload"]["dataflow"]["graph"]["llm"].update(LAYERS.get(layer, {}))
     return system_config(load(RUN_SCHEMA, raw=raw))
 
 
@@ -87,9 +93,9 @@ def _grid_runs(cfg, chips: int, repeats: int, layer: str, cold: bool) -> dict:
                   "wall_seconds": round(wall, 3), "sim_cycles": s["sim_cycles"], "epochs": o.epochs,
                   "mean_window_cycles": round(s["sim_cycles"] / max(1, o.epochs), 1),
                   "exchange_share": round(o.sync_seconds / o.wall_seconds, 3) if o.wall_seconds else 0.0,
-                  "chaining": o.extra.get("chaining"),
-                  "busy_seconds_per_shard": [round(b, 2) for b in o.extra.get("shard_busy_seconds", [])],
-                  "waiting_seconds_per_shard": [round(b, 2) for b in o.extra.get("waiting_seconds", [])],
+                  "chaining": o.figures.chaining,
+                  "busy_seconds_per_shard": [round(b, 2) for b in o.figures.busy_seconds],
+                  "waiting_seconds_per_shard": [round(b, 2) for b in o.figures.waiting_seconds],
                   "load_average_1min": round(os.getloadavg()[0], 2),
                   "result_hash": s["result_hash"]})
     one = statistics.median(w for w, _, _ in runs["one"])
@@ -98,8 +104,9 @@ def _grid_runs(cfg, chips: int, repeats: int, layer: str, cold: bool) -> dict:
     _, s, o = runs["ray2"][len(runs["ray2"]) // 2]
     row = {"case": f"grid{chips}", "layer": layer, "summary": True, "repeats": repeats,
            "one_process_seconds_median": round(one, 3), "ray_2_actors_seconds_median": round(ray2, 3),
-           "speedup": round(one / ray2, 3), "target_speedup": GRID_TARGET[layer],
-           "meets_target": one / ray2 >= GRID_TARGET[layer], "speedup_today": GRID_TODAY.get(layer),
+           "speedup": round(one / ray2, 3), "target_speedup": GRID_TARGET.get(layer),
+           "meets_target": one / ray2 >= GRID_TARGET[layer] if layer in GRID_TARGET else None,
+           "speedup_today": GRID_TODAY.get(layer),
            "warm_actors": not cold,
            "same_result_hash": len(hashes) == 1, "epochs": o.epochs, "lookahead_cycles": s["lookahead"],
            "mean_window_cycles": round(s["sim_cycles"] / max(1, o.epochs), 1),
@@ -176,7 +183,8 @@ def projection(grid: dict, nodes: int = 16, cores: int = 2) -> dict:
     and then exchanges (the measured exchange time per epoch, held constant: the exchange is a
     barrier plus each actor's own boundary, which does not grow with the actor count)."""
     epochs = grid["epochs"]
-    chip_epoch = grid["one_process_seconds_median"] / (epochs * 8)  # one chip through one epoch
+    measured = int(grid["case"][len("grid"):])  # chips of the measured run
+    chip_epoch = grid["one_process_seconds_median"] / (epochs * measured)  # one chip through one epoch
     exchange = grid["ray_2_actors_seconds_median"] * grid["ray_exchange_share"] / epochs
     rows = []
     for chips in (8, 64, 256, 1024):
@@ -193,11 +201,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--cases", default="grid8,box64,box1024")
-    ap.add_argument("--layer", choices=("small", "gpt2"), default="small",
-                    help="grid case's layer: hidden 512 x 256 tokens, or GPT-2 small's 768 x 512")
+    ap.add_argument("--layer", choices=("small", "gpt2", "smoke"), default="small",
+                    help="grid case's layer: hidden 512 x 256 tokens, GPT-2 small's 768 x 512, or 256 x 64")
     ap.add_argument("--cold", action="store_true", help="new Ray actors for every run (not kept warm)")
     ap.add_argument("--child-box", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--smoke", action="store_true", help="grid2 on a 256 x 64 layer and box16, once")
     args = ap.parse_args()
+    if args.smoke:
+        args.cases, args.layer, args.repeats = "grid2,box16", "smoke", 1
     if args.child_box:
         print(json.dumps(box_run(args.child_box)))
         return
@@ -210,7 +221,7 @@ def main() -> None:
             box_case(int(case[3:]), args.repeats)
         else:
             raise SystemExit(f"unknown case {case!r}: grid8, box64, box1024")
-    if grid is not None and grid["case"] == "grid8":
+    if grid is not None:
         emit(projection(grid))
 
 

@@ -4,6 +4,7 @@ JSON lines.
     python benchmarks/trace_window.py                 # a 10^7-row trace, windows of 10^5 and 100
     python benchmarks/trace_window.py --rows 1000000  # a smaller file (quicker)
     python benchmarks/trace_window.py --dir DIR       # keep the generated files in DIR
+    python benchmarks/trace_window.py --smoke         # 2,000 rows, two windows (the test suite)
 
 The 2024 Azure LLM inference traces hold 16.8 M and 27.3 M requests; the target is at most
 1 GiB of memory for any window of up to 10^5 requests. The benchmark writes a trace of
@@ -94,13 +95,21 @@ def _child(*args: str) -> str:
                           cwd=ROOT).stdout
 
 
+# the shapes of the JSON lines (tests/test_benchmarks.py runs --smoke and checks them)
+SMOKE_KEYS = (("bench", "generated_rows", "span_seconds", "csv_mib", "parquet_mib"),
+              ("bench", "format", "rows", "window", "peak_rss_mib", "target_peak_rss_mib", "within_target"))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=10**7, help="requests in the generated trace")
     ap.add_argument("--dir", help="write the traces here and keep them (default: a temporary directory)")
     ap.add_argument("--measure", nargs=4, metavar=("PATH", "START", "DURATION", "LIMIT"), help=argparse.SUPPRESS)
     ap.add_argument("--generate", nargs=2, metavar=("DIR", "TAIL"), help=argparse.SUPPRESS)
+    ap.add_argument("--smoke", action="store_true", help="2,000 rows; the first window and 60 s from the middle")
     args = ap.parse_args()
+    if args.smoke:
+        args.rows = 2000
     if args.measure:  # in a child process: its peak memory is the read's alone
         path, start, duration, limit = args.measure
         print(json.dumps(measure(path, float(start), float(duration), int(limit))))
@@ -131,6 +140,8 @@ def main() -> None:
             "100 from the middle": (span / 2, 0.0, 100),
             "60 s from the middle": (span / 2, 60.0, 0),
         }
+        if args.smoke:
+            windows = {k: v for k, v in windows.items() if k.startswith(("first", "60 s"))}
         for path in (csv_path, pq_path, jsonl_path):
             for name, (start, duration, limit) in windows.items():
                 got = json.loads(_child("--measure", str(path), repr(start), repr(duration), str(limit)))

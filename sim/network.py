@@ -16,41 +16,24 @@ and registers it (docs/design.md, "Adding a NoC model").
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
 from sim.registry import Registry
+from sim.traffic import Traffic
 
 if TYPE_CHECKING:
     from sim.noc.params import NocParams
     from sim.noc.topology import Region
 
 # a model's own boundary class: its shards take and return only that kind of traffic
-B = TypeVar("B", bound="NetBoundary")
+B = TypeVar("B", bound=Traffic)
 
 
-@runtime_checkable
-class NetBoundary(Protocol):
-    """Traffic crossing shard cuts: rows of equal-length int64 columns in named sections.
-
-    ``SECTIONS`` names each section's columns in wire order (cluster/parallel/wire.py packs them);
-    a boundary is rebuilt from its sections with ``from_sections``.
-    """
-
-    SECTIONS: ClassVar[tuple[tuple[str, ...], ...]]
-
-    def __len__(self) -> int: ...
-
-    def earliest(self) -> float:
-        """Earliest cycle any row is due at its destination (inf when empty)."""
-        ...
-
-    def flit_count(self) -> int:
-        """Flits (or packets' flits) this boundary carries: in transit while undelivered."""
-        ...
-
-    def sections(self) -> list[list[np.ndarray]]: ...
+# traffic crossing shard cuts: a model's boundary class subclasses sim/traffic.py's Columnar,
+# declaring its columns (its empty value is the class called with no arguments)
+NetBoundary = Traffic
 
 
 @dataclass(frozen=True)
@@ -68,7 +51,7 @@ class NetworkShard(Protocol[B]):
 
     @property
     def boundary(self) -> type[B]:
-        """Its NetBoundary class: empty(), concat(parts), from_sections(s) (a class attribute)."""
+        """Its NetBoundary class (a class attribute; called with no arguments: traffic to nobody)."""
         ...
 
     t: int  # every cycle before this one has been simulated
@@ -140,6 +123,12 @@ class NetworkFactory(Protocol[B]):
     # factory's own (a ClassVar protocol member can never be matched by a class object)
     @property
     def boundary(self) -> type[B]: ...
+
+    @property
+    def route_entry_bytes(self) -> int:
+        """Bytes its routing table takes per (router, destination) at their peak: what a run's
+        memory estimate counts (cluster/config/footprint.py)."""
+        ...
 
     def __call__(self, params: NocParams, region: Region, record_ejections: bool = False,
                  measure: bool = True) -> NetworkShard[B]: ...

@@ -154,6 +154,30 @@ def test_only_the_cluster_imports_ray():
     assert not wrong, f"only cluster/ may import ray: {wrong}"
 
 
+def test_the_chip_never_imports_the_workloads():
+    # workloads are programs on the chip's units: sim/workloads imports the chip, never the other
+    # way (what the chip asks of a workload is declared with it, sim/chip/program.py)
+    imports = _imported_modules(ROOT)
+    assert any(m.startswith("sim.chip") for m in imports["sim.workloads.kv_decode"])  # it sees the imports
+    wrong = {m: sorted(t for t in targets if t.split(".")[:2] == ["sim", "workloads"])
+             for m, targets in imports.items() if m.split(".")[:2] == ["sim", "chip"]}
+    wrong = {m: t for m, t in wrong.items() if t}
+    assert not wrong, f"sim.chip must not import sim.workloads: {wrong}"
+
+
+def _imported_modules(root: Path) -> dict[str, set[str]]:
+    """Module -> the dotted names it imports anywhere in its file (a deferred or TYPE_CHECKING import too)."""
+    modules = _modules(root)
+    out = {}
+    for name, path in modules.items():
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                found.update(_targets(node, name, path.name == "__init__.py", modules))
+        out[name] = found
+    return out
+
+
 def test_the_api_is_a_thin_layer_over_the_cluster_and_nothing_imports_it():
     """rdasim/ (the Python API) imports the real work from cluster/ and has none of its own: no
     class, and no package of the repository but cluster; no other package imports it."""

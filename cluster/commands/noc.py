@@ -21,8 +21,14 @@ JSON_KEYS = ("rate", "avg_latency", "p50_latency", "p99_latency", "offered", "ac
 
 
 def _rates(text: str) -> list[float]:
+    items = text.split(",")
+    empty = [i for i, x in enumerate(items, 1) if not x.strip()]
+    if empty and len(items) > 1:  # "0.1,,0.3" is a typo, not two loads
+        which = f"item {empty[0]} of {len(items)} is" if len(empty) == 1 else \
+            f"items {', '.join(map(str, empty))} of {len(items)} are"
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}: {which} empty")
     try:
-        rates = [float(x) for x in text.split(",") if x.strip()]
+        rates = [float(x) for x in items if x.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
     if not rates:

@@ -5,12 +5,17 @@ would otherwise die minutes later in numpy with "Unable to allocate 3.64 TiB" or
 the machine down with it. The estimate counts the terms that grow fastest, with the
 constants measured here (tracemalloc, building one shard; numpy 2, CPython 3.11):
 
-- routing table: every router of a shard holds the output port to every destination,
-  4 bytes each (the packet model widens it to 8, 12 at its peak while building);
+- routing table: every router of a shard holds the output port to every destination, as
+  many bytes each as the NoC model says (``route_entry_bytes``: 4 for the cycle-level
+  model, 12 for the packet model at its peak while building);
 - per router of the cycle-level NoC: ports x VCs x (24 B per flit buffer + ~100 B);
 - per tile of a chip (units, queues, NI state): about 40 KB;
-- per block of an MU under the virtual policy (free list and block table): about 46 B;
+- per MU, its memory policy's bookkeeping as the policy says (``footprint``: the virtual
+  policy's free list and block table, about 46 B a block; nothing worth counting for the
+  contiguous ones);
 - per simulated cycle of a NoC run (created/ejected flit counters): 16 B.
+
+The NoC model and the memory policy are asked, never named: a new one states its own.
 
 A config whose largest shard needs more than this machine's memory is refused with the
 key that drives the estimate; the estimate is an order of magnitude, not a promise.
@@ -20,9 +25,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sim.memory.policies import Footprint
 
 TILE_BYTES = 40_000
-BLOCK_BYTES = 46
 ROUTER_STATE_BYTES = 100
 FLIT_BUFFER_BYTES = 24
 NOC_PORTS = 5
@@ -79,21 +87,17 @@ def noc_estimate(rows: int, cols: int, vcs: int, vc_buffers: int, shards: int, c
     ))
 
 
-def chip_estimate(rows: int, cols: int, mus: int, mu_bytes: int, block_bytes: int, policy: str, network: str,
-                  shards: int) -> Estimate:
-    """The largest shard of a chip run (rdasim run)."""
+def chip_estimate(rows: int, cols: int, mus: int, mu: Footprint, route_entry_bytes: int, shards: int) -> Estimate:
+    """The largest shard of a chip run (rdasim run): ``mu``, what its memory policy keeps per MU."""
     n = rows * cols
     local = -(-n // max(shards, 1))
-    table = 4.0 if network == "cycle" else 12.0
     terms = [
-        Term(table * local * n, GRID, f"the routing table of {local:,} tiles to {n:,} destinations"),
+        Term(float(route_entry_bytes) * local * n, GRID, f"the routing table of {local:,} tiles to {n:,} destinations"),
         Term(TILE_BYTES * local, GRID, f"the state of {local:,} tiles"),
     ]
-    if policy == "virtual":
-        blocks = mus / max(shards, 1) * (mu_bytes // max(block_bytes, 1))
-        terms.append(Term(BLOCK_BYTES * blocks, "chip.mu_bytes",
-                          f"block tables of {-(-mus // max(shards, 1)):,} MUs of {mu_bytes // max(block_bytes, 1):,} "
-                          "blocks each"))
+    if mu.bytes:
+        terms.append(Term(mu.bytes * mus / max(shards, 1), "chip.mu_bytes",
+                          f"{mu.what} in each of {-(-mus // max(shards, 1)):,} MUs"))
     return Estimate(tuple(terms))
 
 
@@ -115,10 +119,13 @@ def least_shards(shards: int | str) -> int:
 def chip_issues(spec, mem: dict, noc: dict, run: dict) -> list:
     """[Issue] if a chip run's largest shard would not fit in this machine's memory (cluster/config/run.py)."""
     from cluster.config.schema import Issue
+    from sim.memory.policies import POLICIES, MuGeometry
+    from sim.network import NETWORKS
 
     n = spec.rows * spec.cols
     mus = n // 2  # a checkerboard: every other tile holds an MU (an upper bound with DRAM edges)
-    est = chip_estimate(spec.rows, spec.cols, mus, spec.mu_bytes, mem["block_bytes"], mem["policy"], noc["model"],
-                        least_shards(run["shards"]))
+    policy = POLICIES.get(mem["policy"]).from_config(mem["policy"], mem)
+    est = chip_estimate(spec.rows, spec.cols, mus, policy.footprint(MuGeometry(spec.mu_bytes)),
+                        NETWORKS.get(noc["model"]).route_entry_bytes, least_shards(run["shards"]))
     found = problem(est, {GRID: f"{spec.rows} x {spec.cols}", "chip.mu_bytes": f"{spec.mu_bytes:,} bytes"})
     return [Issue(*found)] if found else []

@@ -39,8 +39,8 @@ def _run_checks(run: dict) -> list[tuple[str, str]]:
 RUN_SECTION = Table(
     {
         "seed": Field("int", 1, "global random seed; every stream derives from (seed, component)", min=0),
-        "shards": Field("int_or_auto", 1, "number of rectangular shards the grid is cut into; \"auto\": the count a "
-                        "pilot of the run predicts fastest (1 included)", min=1),
+        "shards": Field("int_or_auto", 1, "number of rectangular shards the grid is cut into; \"auto\": the count "
+                        "the run's opening in one process predicts fastest (1 included)", min=1),
         "cut": Field("choice", "rows", "shard shape: row bands, column bands or blocks",
                      choices=("rows", "cols", "blocks")),
         "epoch": Field("int", None, "least cycles per lockstep epoch (default: the lookahead); an epoch runs on "

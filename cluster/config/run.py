@@ -26,7 +26,7 @@ from sim.chip.reclaim import RECLAMATIONS
 from sim.chip.spec import PRESETS, unit_layout
 from sim.energy.table import EnergyTableError, load_table
 from sim.keys import merge_fields
-from sim.memory.policies import POLICIES, MuGeometry
+from sim.memory.policies import POLICIES, MuGeometry, holding
 from sim.network import NETWORKS
 from sim.noc.params import TIMING_KEYS
 from sim.noc.routing import ROUTINGS
@@ -88,7 +88,7 @@ def _policy_keys() -> dict:
 
 
 def _policy_checks(mem: dict) -> list[tuple[str, str]]:
-    return [issue for _, c in POLICIES.items() for check in getattr(c, "CHECKS", ()) for issue in check(mem)]
+    return [issue for _, c in POLICIES.items() for check in c.CHECKS for issue in check(mem)]
 
 
 def _preempt_checks(mem: dict) -> list[tuple[str, str]]:
@@ -261,12 +261,12 @@ def _workload_issues(params: type[Workload], cfg: dict) -> list[Issue]:
 
 def system_config(cfg: dict):
     """The SystemConfig a resolved ``rdasim run`` config with a [system] describes (raises ConfigError)."""
-    from sim.system.config import SystemConfig
+    from sim.system.config import FIDELITY, SystemConfig
 
     sysd, wl, run = cfg["system"], cfg["workload"], cfg["run"]
     issues: list[Issue] = []
     params = WORKLOADS.get(wl["kind"])
-    if sysd["fidelity"] == "grid":
+    if FIDELITY[sysd["fidelity"]].grid:
         return _grid_system_config(cfg)
     if not params.SYSTEM:
         raise ConfigError("config", [Issue("workload.kind", f"{wl['kind']} runs on one chip; a [system] runs "
@@ -329,7 +329,7 @@ def _grid_system_config(cfg: dict):
     chip = chip_config(cfg, system=system)
     max_cycles = min(run["max_cycles"], int(sysd["max_seconds"] * spec.clock_hz))
     try:
-        return SystemConfig(system, spec.clock_hz, sysd["packet_bytes"], "grid", chip.workload, run["seed"],
+        return SystemConfig(system, spec.clock_hz, sysd["packet_bytes"], sysd["fidelity"], chip.workload, run["seed"],
                             max_cycles, chip=chip)
     except ValueError as exc:
         raise ConfigError("config", [Issue("system", str(exc))]) from None
@@ -374,6 +374,27 @@ def chip_spec(chip: dict):
     return spec.with_(tiers=tuple(tiers)), issues
 
 
+def _size_text(n: int) -> str:
+    """Bytes as a config writes them: "1MiB", "512KiB", or plain bytes."""
+    for unit, k in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << k and n % (1 << k) == 0:
+            return f"{n >> k}{unit}"
+    return str(n)
+
+
+def _room_for(policy, mu: MuGeometry) -> Callable[[int], str]:
+    """The --set lines (chip.mu_bytes, memory.offset_bits) of the least MU on which ``policy``
+    holds a buffer of n bytes (sim/memory/policies.holding); "" when none does."""
+    def room(nbytes: int) -> str:
+        g = holding(policy, mu, nbytes)
+        if g is None:
+            return ""
+        sets = [f"chip.mu_bytes={_size_text(g.capacity)}"] if g.capacity != mu.capacity else []
+        sets += [f"memory.offset_bits={g.virtual_bits}"] if g.virtual_bits != mu.virtual_bits else []
+        return " ".join(f"--set {x}" for x in sets)
+    return room
+
+
 def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=None) -> ChipConfig:
     """The ChipConfig a resolved ``rdasim run`` config describes (raises ConfigError); ``system``: the
     mapper's System its chip is a grid chip of."""
@@ -409,8 +430,8 @@ def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=Non
     issues += later
     if issues and params.MAPS_GRAPH:  # mapping needs every key it reads
         raise ConfigError("config", issues)
-    workload = params.from_config(wl["kind"], wl[params.SECTION], ChipContext(spec, lay, policy.room(mu), system),
-                                  issues)
+    workload = params.from_config(wl["kind"], wl[params.SECTION],
+                                  ChipContext(spec, lay, policy.room(mu), system, _room_for(policy, mu)), issues)
     try:
         energy = load_table(cfg["energy"]["table"])
     except EnergyTableError as exc:

@@ -46,8 +46,10 @@ def check_field(f: Field, value, path: str, issues: list[Issue], bare: bool = Fa
     kind = f.kind
     try:
         if kind in NEEDS_UNIT and not bare and _number(value) and value != 0:
-            spelled = ", ".join(f'"{value:g}{u}"' for u in (*NEEDS_UNIT[kind][1:], NEEDS_UNIT[kind][0]))
-            raise ValueError(f"{_describe(value)} has no unit: a {kind} needs one ({spelled}, ...)")
+            base, *others = NEEDS_UNIT[kind]
+            other = ", ".join(f'"{units.plain(value)}{u}"' for u in others)
+            raise ValueError(f"{_describe(value)} has no unit: a {kind} needs one; in {base} that is "
+                             f'"{units.spell(value, kind)}" (read in other units: {other})')
         if kind == "any":
             out = value
         elif kind == "bool":

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from decimal import Decimal
 
 _DEC = {"": 1, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 _BIN = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50}
@@ -18,6 +19,29 @@ _TIME = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "ps": 1e-12}
 
 _NUM = r"(?P<num>[+-]?(?:\d+(?:_\d+)*(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)"
 _RE = re.compile(_NUM + r"\s*(?P<unit>[A-Za-zµ/]*)\s*$")
+
+
+# the units a value of each kind is spelled in, largest first (each one the parser below reads)
+SPELLINGS = {
+    "frequency": (("GHz", 1e9), ("MHz", 1e6), ("kHz", 1e3), ("Hz", 1.0)),
+    "bandwidth": (("TB/s", 1e12), ("GB/s", 1e9), ("MB/s", 1e6), ("KB/s", 1e3), ("B/s", 1.0)),
+    "time": (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9), ("ps", 1e-12)),
+    "flops": (("PFLOPS", 1e15), ("TFLOPS", 1e12), ("GFLOPS", 1e9), ("MFLOPS", 1e6), ("FLOPS", 1.0)),
+}
+
+
+def plain(x: float) -> str:
+    """A number as a person writes it: 12 significant digits, never an exponent (1e9 -> "1000000000")."""
+    text = f"{x:.12g}"
+    return format(Decimal(text), "f") if "e" in text else text
+
+
+def spell(value: float, kind: str) -> str:
+    """``value`` (in the kind's base unit: Hz, B/s, s, FLOP/s) in the largest unit it is at least
+    one of: 1e9 Hz -> "1GHz", 2e-8 s -> "20ns"; a string the parser reads back to ``value``."""
+    units = SPELLINGS[kind]
+    unit, scale = next(((u, k) for u, k in units if abs(value) >= k), units[-1])
+    return f"{plain(value / scale)}{unit}"
 
 
 class UnitError(ValueError):

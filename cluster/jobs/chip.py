@@ -13,16 +13,17 @@ from typing import Any, ClassVar
 from cluster.config.run import chip_config
 from cluster.errors import UserError
 from cluster.jobs.chip_model import ChipModel
-from cluster.jobs.grid import cut_grid, epoch_length
+from cluster.jobs.grid import cut_figures, cut_grid, epoch_length
 from cluster.jobs.job import Case, result, simulate_case
 from cluster.jobs.summarised import Summarised
-from cluster.parallel.model import ProgressFn
+from cluster.parallel.model import CutFigures, ProgressFn
 from cluster.parallel.simulate import Simulation
 from cluster.results import schemas
 from cluster.results.record import Result
 from sim.chip import memory_map
 from sim.chip.config import ChipConfig
 from sim.chip.report import summarize_chip
+from sim.chip.shard import ChipShard
 from sim.chip.trace import chrome_trace
 from sim.energy.accelergy import accelergy_files
 from sim.noc.topology import Region
@@ -51,6 +52,9 @@ class ChipGrid:
 
     def epoch(self, regions: list[Region], requested: int | None) -> tuple[int, int | None]:
         return epoch_length(self.cfg.noc, regions, requested)
+
+    def cut_figures(self, shard: ChipShard, regions: list[Region]) -> CutFigures:
+        return cut_figures(self.cfg.noc, shard.net.link_totals(), shard.t, regions)
 
     def summarise(self, sim: Simulation) -> Summarised:
         o = sim.outcome

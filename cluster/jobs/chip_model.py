@@ -13,14 +13,12 @@ from cluster.jobs.grid import owner_map
 from cluster.parallel.epochs import idle_rule
 from cluster.parallel.model import EpochMeta, Stop
 from sim.chip.messages import FIELDS
-from sim.chip.report import shard_result
 from sim.chip.shard import ChipBoundary, ChipShard
 from sim.chip.spec import unit_layout
 from sim.network import NETWORKS
 from sim.workloads import make_program
 
 _DST = FIELDS.index("dst")
-_NF = len(FIELDS)
 
 
 class ChipModel:
@@ -32,7 +30,7 @@ class ChipModel:
         self.unit_tile = unit_layout(cfg.spec).tile
         self.horizon = cfg.max_cycles
         self.net = NETWORKS.get(cfg.network)
-        self.net_sections = self.net.boundary.SECTIONS
+        self.nothing = ChipBoundary(self.net.boundary())  # its network's traffic type inside
 
     def build(self, region, index: int) -> ChipShard:
         s = ChipShard(self.cfg, region, make_program(self.cfg.workload, self.cfg))
@@ -41,20 +39,11 @@ class ChipModel:
         return s
 
     def empty(self) -> ChipBoundary:
-        return ChipBoundary(self.net.boundary.empty())
-
-    def concat(self, parts: list[ChipBoundary]) -> ChipBoundary:
-        parts = [p for p in parts if len(p)]
-        if not parts:
-            return self.empty()
-        if len(parts) == 1:
-            return parts[0]
-        return ChipBoundary(self.net.boundary.concat([p.net for p in parts]), np.concatenate([p.msgs for p in parts]),
-                            *(np.concatenate([getattr(p, n) for p in parts]) for n in ("pkt", "pkt_msg", "pkt_tile")))
+        return self.nothing
 
     def split(self, out: ChipBoundary, shards: int) -> list[ChipBoundary]:
         if not len(out):
-            return [self.empty() for _ in range(shards)]
+            return [self.nothing] * shards
         nets = self.net.split(out.net, self.owner, self.cfg.noc, shards)
         mown = self.owner[self.unit_tile[out.msgs[:, _DST]]] if len(out.msgs) else np.zeros(0, dtype=np.int64)
         pown = self.owner[out.pkt_tile] if len(out.pkt) else np.zeros(0, dtype=np.int64)
@@ -66,24 +55,3 @@ class ChipModel:
 
     def stop(self, metas: list[EpochMeta]) -> Stop:
         return idle_rule(metas, self.horizon)
-
-    def report(self, shard: ChipShard):
-        return shard_result(shard)
-
-    def in_transit(self, inbound: list[ChipBoundary]) -> int:
-        return sum(b.net.flit_count() for b in inbound)
-
-    @property
-    def section_widths(self) -> tuple[int, ...]:
-        return tuple(len(s) for s in self.net_sections) + (_NF, 3)
-
-    def encode(self, b: ChipBoundary) -> list[list[np.ndarray]]:
-        net = b.net.sections()
-        msgs = [np.ascontiguousarray(b.msgs[:, i]) for i in range(_NF)]
-        return net + [msgs, [b.pkt, b.pkt_msg, b.pkt_tile]]
-
-    def decode(self, sections: list[list[np.ndarray]]) -> ChipBoundary:
-        k = len(self.net_sections)
-        net = self.net.boundary.from_sections(sections[:k])
-        msgs = np.stack(sections[k], axis=1) if len(sections[k][0]) else np.zeros((0, _NF), dtype=np.int64)
-        return ChipBoundary(net, msgs, *sections[k + 1])

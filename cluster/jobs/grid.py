@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from cluster.errors import UserError
+from cluster.parallel.model import CutFigures
+from sim.network import LinkCounts
 from sim.noc.params import NocParams
 from sim.noc.topology import DIRECTION, Region
 
@@ -31,8 +33,8 @@ def _bands(total: int, parts: int) -> list[tuple[int, int]]:
     return [(edges[i], edges[i + 1]) for i in range(parts)]
 
 
-def _block_shape(rows: int, cols: int, shards: int) -> tuple[int, int]:
-    """a x b = shards with a <= rows, b <= cols, blocks as square as possible."""
+def _block_shape(rows: int, cols: int, shards: int) -> tuple[int, int] | None:
+    """a x b = shards with a <= rows, b <= cols, blocks as square as possible (None: no such a, b)."""
     best = None
     for a in range(1, shards + 1):
         if shards % a:
@@ -43,9 +45,30 @@ def _block_shape(rows: int, cols: int, shards: int) -> tuple[int, int]:
         aspect = abs(np.log((rows / a) / (cols / b)))
         if best is None or aspect < best[0]:
             best = (aspect, a, b)
-    if best is None:
-        raise UserError(f"cannot cut a {rows}x{cols} grid into {shards} blocks")
-    return best[1], best[2]
+    return None if best is None else (best[1], best[2])
+
+
+def cuts_for(rows: int, cols: int, shards: int) -> list[str]:
+    """The cuts that make ``shards`` rectangles of a rows x cols grid."""
+    fits = {"rows": shards <= rows, "cols": shards <= cols, "blocks": _block_shape(rows, cols, shards) is not None}
+    return [c for c in CUTS if fits[c]]
+
+
+def _no_cut(rows: int, cols: int, shards: int, cut: str, what: str) -> UserError:
+    """The error for a cut that cannot make ``shards`` pieces, with a change that works: another
+    cut for the same count, else the nearest counts some cut makes (at most rows x cols, blocks)."""
+    others = cuts_for(rows, cols, shards)
+    if others:
+        hint = " or ".join(f'run.cut = "{c}"' for c in others) + f" makes {shards}"
+    else:
+        def named(n: int) -> str:
+            return f'{n} (run.cut = "{cuts_for(rows, cols, n)[0]}")'
+
+        below = next(n for n in range(min(shards, rows * cols + 1) - 1, 0, -1) if cuts_for(rows, cols, n))
+        above = next((n for n in range(shards + 1, rows * cols + 1) if cuts_for(rows, cols, n)), None)
+        hint = f"no cut makes {shards} of a {rows}x{cols} grid; " + (
+            f"{named(below)} or {named(above)} do" if above else f"at most {named(below)}")
+    return UserError(f"cannot cut {what} into {shards} {cut}; {hint}")
 
 
 def cut_grid(rows: int, cols: int, shards: int, cut: str = "rows") -> list[Region]:
@@ -56,14 +79,16 @@ def cut_grid(rows: int, cols: int, shards: int, cut: str = "rows") -> list[Regio
         raise UserError(f"run.cut {cut!r} is not one of {', '.join(CUTS)}")
     if cut == "rows":
         if shards > rows:
-            raise UserError(f"cannot cut {rows} rows into {shards} row bands; "
-                            "use fewer shards or run.cut = \"cols\"/\"blocks\"")
+            raise _no_cut(rows, cols, shards, "row bands", f"{rows} rows")
         return [Region(r0, r1, 0, cols) for r0, r1 in _bands(rows, shards)]
     if cut == "cols":
         if shards > cols:
-            raise UserError(f"cannot cut {cols} columns into {shards} column bands; use fewer shards")
+            raise _no_cut(rows, cols, shards, "column bands", f"{cols} columns")
         return [Region(0, rows, c0, c1) for c0, c1 in _bands(cols, shards)]
-    a, b = _block_shape(rows, cols, shards)
+    shape = _block_shape(rows, cols, shards)
+    if shape is None:
+        raise _no_cut(rows, cols, shards, "blocks", f"a {rows}x{cols} grid")
+    a, b = shape
     return [Region(r0, r1, c0, c1) for r0, r1 in _bands(rows, a) for c0, c1 in _bands(cols, b)]
 
 
@@ -125,3 +150,14 @@ def epoch_length(p: NocParams, regions: list[Region], requested: int | None) -> 
             f"Use run.epoch <= {la} or leave it unset."
         )
     return requested, la
+
+
+def cut_figures(p: NocParams, links: LinkCounts, cycles: int, regions: list[Region]) -> CutFigures:
+    """What the flits over a whole grid's links in its first ``cycles`` cycles say of a cut into
+    ``regions``: the flits through each region's routers (where the routing and the units' work
+    is) and the flits that crossed between regions."""
+    owner = owner_map(regions, p.rows, p.cols)
+    src = owner[links.router]
+    work = np.bincount(src, weights=links.flits, minlength=len(regions))
+    crossed = links.flits[src != owner[p.grid.neighbor(links.router, links.port)]]
+    return CutFigures(cycles, tuple(float(x) for x in work), float(crossed.sum()))

@@ -11,7 +11,6 @@ every job the same way for the command line, the Python API (rdasim/) and sweep 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -151,14 +150,13 @@ def _as_ray_tasks(command: str, cases: list[Case], plan: Plan, run: dict, quiet:
     refs = [task.remote(c.grid, plan.shards, run["cut"], "local", run["epoch"], plan=plan) for c in cases]
     index = {ref: i for i, ref in enumerate(refs)}
     prog = Progress(f"{command} curve on ray", quiet)
-    start, finished = time.perf_counter(), 0
+    finished = 0
     pending = list(refs)
     try:
         while pending:
             ready, pending = ray.wait(pending, num_returns=1)
             for ref in ready:
-                one = done[index[ref]] = ray.get(ref)
-                one.simulation.outcome.extra["curve_wall_seconds"] = time.perf_counter() - start
+                done[index[ref]] = ray.get(ref)
             finished += len(ready)
             prog(finished, len(refs), unit="loads")
     finally:

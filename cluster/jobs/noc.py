@@ -14,16 +14,17 @@ from typing import ClassVar
 import pyarrow as pa
 
 from cluster.config.noc import booksim_reference, check_footprint, params_of, rates_of
-from cluster.jobs.grid import cut_grid, epoch_length, owner_map
+from cluster.jobs.grid import cut_figures, cut_grid, epoch_length, owner_map
 from cluster.jobs.job import Case, execute, result, simulate_case
 from cluster.jobs.noc_model import NocModel
 from cluster.jobs.summarised import Summarised
-from cluster.parallel.model import ProgressFn
+from cluster.parallel.model import CutFigures, ProgressFn
 from cluster.parallel.shard_plan import Plan
 from cluster.parallel.simulate import Simulation
 from cluster.results import schemas
 from cluster.results.record import Result
 from sim.noc.params import NocParams
+from sim.noc.shard import NocShard
 from sim.noc.summary import link_columns, summarize_noc
 from sim.noc.topology import Region
 
@@ -51,6 +52,9 @@ class NocGrid:
 
     def epoch(self, regions: list[Region], requested: int | None) -> tuple[int, int | None]:
         return epoch_length(self.p, regions, requested)
+
+    def cut_figures(self, shard: NocShard, regions: list[Region]) -> CutFigures:
+        return cut_figures(self.p, shard.link_totals(), shard.t, regions)
 
     def summarise(self, sim: Simulation) -> Summarised:
         o = sim.outcome

@@ -12,7 +12,7 @@ from cluster.parallel.epochs import stop_rule
 from cluster.parallel.model import EpochMeta, Stop
 from sim.noc.boundary import FlitBoundary
 from sim.noc.params import NocParams
-from sim.noc.shard import NocReport, NocShard
+from sim.noc.shard import NocShard
 from sim.noc.topology import Region
 
 
@@ -37,27 +37,8 @@ class NocModel:
     def empty(self) -> FlitBoundary:
         return FlitBoundary()
 
-    def concat(self, parts: list[FlitBoundary]) -> FlitBoundary:
-        return FlitBoundary.concat(parts)
-
     def split(self, out: FlitBoundary, shards: int) -> list[FlitBoundary]:
         return NocShard.split(out, self.owner, self.p, shards)
 
     def stop(self, metas: list[EpochMeta]) -> Stop:
         return stop_rule(metas, self.measure_end, self.horizon)
-
-    def report(self, shard: NocShard) -> NocReport:
-        return shard.report()
-
-    def in_transit(self, inbound: list[FlitBoundary]) -> int:
-        return sum(b.flit_count() for b in inbound)
-
-    def encode(self, b: FlitBoundary) -> list[list[np.ndarray]]:
-        return b.sections()
-
-    def decode(self, sections: list[list[np.ndarray]]) -> FlitBoundary:
-        return FlitBoundary.from_sections(sections)
-
-    @property
-    def section_widths(self) -> tuple[int, ...]:
-        return tuple(len(s) for s in FlitBoundary.SECTIONS)

@@ -50,15 +50,13 @@ def distribution_figures(plan: "Plan | None", outcome: "RunOutcome") -> dict:
     """Per-run figures of a distributed run (issue 11): windows, simulation against exchange
     time per shard, peak memory per shard, and the speed-up against the pilot's prediction
     of one process (only when a pilot ran)."""
-    x = outcome.extra
-    out = {"epochs": outcome.epochs, "window_mean": x.get("window_mean"), "window_median": x.get("window_median"),
-           "chaining": x.get("chaining"),
-           "simulate_seconds_per_shard": [round(b, 3) for b in x.get("shard_busy_seconds", [])],
-           "exchange_seconds_per_shard": [round(b, 3) for b in x.get("exchange_seconds", [])]}
-    if "waiting_seconds" in x:  # directly chained actors: of the exchange, waiting for the peers' epochs
-        out["waiting_seconds_per_shard"] = [round(b, 3) for b in x["waiting_seconds"]]
-    rss = x.get("peak_rss_bytes_per_shard") or ([x["peak_rss_bytes"]] if "peak_rss_bytes" in x else [])
-    out["peak_rss_mb_per_shard"] = [round(b / 2**20, 1) for b in rss]
+    x = outcome.figures
+    out = {"epochs": outcome.epochs, "window_mean": x.window_mean, "window_median": x.window_median,
+           "chaining": x.chaining, "simulate_seconds_per_shard": [round(b, 3) for b in x.busy_seconds],
+           "exchange_seconds_per_shard": [round(b, 3) for b in x.exchange_seconds]}
+    if x.actors:  # Ray actors: of the exchange, waiting for the peers' epochs
+        out["waiting_seconds_per_shard"] = [round(b, 3) for b in x.waiting_seconds]
+    out["peak_rss_mb_per_shard"] = [round(b / 2**20, 1) for b in x.peak_rss_bytes]
     one = plan.prediction(1) if plan is not None else None
     if plan is not None and (plan.chosen or one is not None):  # "auto" says why on every backend
         out.update(shards_reason=plan.reason, plan_seconds=round(plan.seconds, 3))
@@ -79,7 +77,7 @@ def lost_to_one_process(plan: "Plan | None", outcome: "RunOutcome", backend: str
     shards = len(outcome.reports)
     if backend != "ray" or shards <= 1 or (plan is not None and (plan.chosen or plan.predictions)):
         return None
-    work = sum(outcome.extra.get("shard_busy_seconds", []))
+    work = sum(outcome.figures.busy_seconds)
     if not work or outcome.wall_seconds <= work:
         return None
     return (f"rdasim: warning: {shards} shards on ray took {outcome.wall_seconds:.1f} s, longer than their "

@@ -22,7 +22,7 @@ below. The models themselves live with their jobs (cluster/jobs).
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 
@@ -83,19 +83,19 @@ def idle_rule(metas: list[EpochMeta], horizon: int) -> Stop:
     return Stop(False, False)
 
 
-def bounds_windows(shard: EpochShard, shards: int) -> bool:
+def bounds_windows(shard: EpochShard[Any, Any], shards: int) -> bool:
     """Whether ``shard``'s windows run as long as its state allows (``meta_after``): only when
     the grid is cut, and only for a shard that can bound its output (``BoundedShard``)."""
     return shards > 1 and isinstance(shard, BoundedShard)
 
 
-def meta_after(shard: EpochShard, t0: int, t1: int, out: Traffic, bounded: bool = False) -> EpochMeta:
+def meta_after(shard: EpochShard[Any, Any], t0: int, t1: int, out: Traffic, bounded: bool = False) -> EpochMeta:
     """What ``shard`` reports after simulating [t0, t1) and sending ``out``; ``bounded``: it
     bounds its windows (``bounds_windows``), else windows of ``epoch`` cycles, as the model
     asked (one shard; a system's grid chips rely on it)."""
     created, finished = shard.counters()
     # checked once per run by bounds_windows: an isinstance on a Protocol every epoch costs microseconds
-    safe = float(cast(BoundedShard, shard).earliest_output().min()) if bounded else 0.0
+    safe = float(cast(BoundedShard[Any, Any], shard).earliest_output().min()) if bounded else 0.0
     return EpochMeta(t0, t1, shard.next_event(), out.earliest(), created, finished, safe_until=safe)
 
 
@@ -109,12 +109,12 @@ class WindowLengths:
     def add(self, cycles: int) -> None:
         self.counts[cycles] = self.counts.get(cycles, 0) + 1
 
-    def stats(self) -> dict:
-        """Mean and median window length (cycles per epoch) for the run's report (the median of an
+    def stats(self) -> tuple[float, float]:
+        """(mean, median) window length (cycles per epoch) for the run's report (the median of an
         even count is the mean of the middle two, as numpy's)."""
         n = sum(self.counts.values())
         if not n:
-            return {"window_mean": 0.0, "window_median": 0.0}
+            return 0.0, 0.0
         total = sum(w * k for w, k in self.counts.items())
         lengths = sorted(self.counts)
         cum = np.cumsum([self.counts[w] for w in lengths])
@@ -123,4 +123,4 @@ class WindowLengths:
             return lengths[int(np.searchsorted(cum, i, side="right"))]
 
         median = (kth((n - 1) // 2) + kth(n // 2)) / 2
-        return {"window_mean": round(total / n, 2), "window_median": float(median)}
+        return round(total / n, 2), float(median)

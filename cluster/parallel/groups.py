@@ -12,11 +12,11 @@ as the in-process backend does.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Generic
 
 import numpy as np
 
-from cluster.parallel.model import BoundedShard, ShardModel
+from cluster.parallel.model import BoundedShard, R, Rep, ShardModel, T
 
 
 def actor_groups(shards: int, actors: int) -> list[list[int]]:
@@ -26,36 +26,38 @@ def actor_groups(shards: int, actors: int) -> list[list[int]]:
     return [list(range(edges[i], edges[i + 1])) for i in range(actors)]
 
 
-class ShardGroup:
+class ShardGroup(Generic[R, T, Rep]):
     """Shards of one actor, to the epoch loop one shard: each epoch advances them one after
     another; what one sends another of the group is kept and delivered with the next
     epoch's inbound traffic, as crossing between actors would be."""
 
-    def __init__(self, model: ShardModel, regions: list[Any], indices: list[int], shards: int, epoch: int) -> None:
+    def __init__(self, model: ShardModel[R, T, Rep], regions: list[R], indices: list[int], shards: int,
+                 epoch: int) -> None:
         self.model, self.indices, self.n, self.epoch = model, indices, shards, epoch
         self.members = [model.build(r, i) for r, i in zip(regions, indices)]
         self._bounded = all(isinstance(s, BoundedShard) for s in self.members)
-        self._kept = model.empty()  # traffic between members, due in a later epoch
+        self._nothing = model.empty()
+        self._kept = self._nothing  # traffic between members, due in a later epoch
         self.t = 0
 
-    def _split(self, inbound: Any) -> list[Any]:
+    def _split(self, inbound: T | None) -> list[T]:
         """Inbound traffic and what the members sent each other, per member."""
-        parts = self.model.split(self.model.concat([self._kept] + ([inbound] if inbound is not None else [])), self.n)
-        self._kept = self.model.empty()
+        parts = self.model.split(self._kept.join([inbound] if inbound is not None else []), self.n)
+        self._kept = self._nothing
         return [parts[i] for i in self.indices]
 
-    def advance(self, t0: int, t1: int, inbound: Any = None) -> Any:
+    def advance(self, t0: int, t1: int, inbound: T | None = None) -> T:
         outs = [s.advance(t0, t1, b) for s, b in zip(self.members, self._split(inbound))]
-        routed = self.model.split(self.model.concat(outs), self.n)
+        routed = self.model.split(self._nothing.join(outs), self.n)
         mine = set(self.indices)
-        self._kept = self.model.concat([routed[i] for i in self.indices])
+        self._kept = self._nothing.join([routed[i] for i in self.indices])
         self.t = t1
-        return self.model.concat([routed[j] for j in range(self.n) if j not in mine])
+        return self._nothing.join([routed[j] for j in range(self.n) if j not in mine])
 
     def next_event(self) -> float:
         return min([self._kept.earliest(), *(s.next_event() for s in self.members)])
 
-    def deliver(self, inbound: Any) -> None:
+    def deliver(self, inbound: T) -> None:
         for s, b in zip(self.members, self._split(inbound)):
             s.deliver(b)
 
@@ -71,5 +73,6 @@ class ShardGroup:
         out = np.minimum.reduce([s.earliest_output() for s in self.members])  # type: ignore[attr-defined]
         return np.minimum(out, self._kept.earliest() + self.epoch)
 
-    def reports(self) -> list[Any]:
-        return [self.model.report(s) for s in self.members]
+    def report(self) -> list[Rep]:
+        """Its members' reports, in shard order."""
+        return [s.report() for s in self.members]

@@ -36,7 +36,7 @@ from cluster.parallel import wire
 from cluster.parallel.channels import ChannelAddress, ChannelClosed, Channels, cores_here, polls
 from cluster.parallel.epochs import WindowLengths, bounds_windows, first_window, meta_after, next_window
 from cluster.parallel.groups import ShardGroup, actor_groups
-from cluster.parallel.model import EpochMeta, ProgressFn, RunOutcome, ShardModel, Stop
+from cluster.parallel.model import BackendFigures, EpochMeta, ProgressFn, R, Rep, RunOutcome, ShardModel, Stop, T
 from cluster.parallel.ray_env import actor_cpus, cluster_cpus, init_ray
 
 # Unrolling more epochs per compiled round did not lower the per-epoch cost (32x32, two
@@ -63,7 +63,7 @@ class ActorReport:
     handling_seconds: float  # time in its epoch calls spent otherwise: unpacking, earliest output, packing
     waiting_seconds: float  # of which, directly chained: sending its epoch and waiting for its peers'
     peak_rss_bytes: int
-    windows: dict  # window_stats of the windows it simulated
+    windows: tuple[float, float]  # the windows it simulated: mean and median length (WindowLengths)
     epochs: int
     saturated: bool  # the stop rule cut the run off at its horizon
     end_cycle: int
@@ -75,9 +75,10 @@ class ShardActor:
     advances it one epoch per call. ``n``: the actors of the run, of which this is ``index``;
     ``groups``: the shards each actor runs (one each unless the shards outnumber the cores)."""
 
-    def __init__(self, model: ShardModel, regions: list[Any], index: int, n: int, epoch: int,
+    def __init__(self, model: ShardModel[Any, Any, Any], regions: list[Any], index: int, n: int, epoch: int,
                  groups: list[list[int]] | None = None) -> None:
         self.model = model
+        self.nothing = model.empty()  # the model's traffic type, to join and decode with
         self.groups = groups or [[j] for j in range(n)]
         mine = self.groups[index]
         self.shards = sum(len(g) for g in self.groups)
@@ -121,7 +122,7 @@ class ShardActor:
         if self.shards == self.n:
             return self.model.split(out, self.n)
         parts = self.model.split(out, self.shards)
-        return [self.model.concat([parts[j] for j in g]) for g in self.groups]
+        return [self.nothing.join([parts[j] for j in g]) for g in self.groups]
 
     def epoch(self, *outputs):
         """outputs[j] = shard j's packed output of the previous epoch; returns this shard's
@@ -133,15 +134,15 @@ class ShardActor:
         return out
 
     def _epoch(self, outputs):
-        model = self.model
         if self.stop is None:
             metas = [wire.meta_of(o) for o in outputs]
-            step = self._step(metas, model.concat([wire.part_of(o, self.i, model) for o in outputs]))
+            nothing = self.nothing
+            step = self._step(metas, nothing.join([wire.part_of(o, self.i, nothing) for o in outputs]))
             if step is not None:
-                return wire.pack(step[0], step[1], model)
+                return wire.pack(step[0], step[1])
         last = wire.meta_of(outputs[0])
         idle = EpochMeta(last.t0, last.t1, float("inf"), float("inf"), last.created, last.finished, active=False)
-        return wire.pack(idle, [model.empty()] * self.n, model)
+        return wire.pack(idle, [self.nothing] * self.n)
 
     # -- direct chaining: the actors exchange epochs among themselves (channels.py) --
 
@@ -158,13 +159,13 @@ class ShardActor:
         if not polls(self.channels.actors_here, cores_here()):
             self.spin = 0.0
         self._metas = [_START] * self.n
-        self._inbound = self.model.empty()
+        self._inbound = self.nothing
 
     def run_segment(self, seconds: float) -> Segment:
         """Run epochs, exchanging each directly with the peers, until the run ends or some
         actor has run ``seconds`` (all actors stop after the same epoch: the pause flag
         travels with the epoch's report)."""
-        model, channels, start = self.model, self.channels, time.perf_counter()
+        nothing, channels, start = self.nothing, self.channels, time.perf_counter()
         assert channels is not None, "open_channels and connect first"
         try:
             while True:
@@ -176,12 +177,12 @@ class ShardActor:
                     return Segment(self._metas[0].t1, True)
                 meta, parts = step
                 pause = time.perf_counter() - start >= seconds
-                outgoing = {j: wire.pack(meta, [parts[j]], model, pause) for j in range(self.n) if j != self.i}
+                outgoing = {j: wire.pack(meta, [parts[j]], pause) for j in range(self.n) if j != self.i}
                 w = time.perf_counter()
                 got = channels.exchange(outgoing, self.spin)
                 self.waiting += time.perf_counter() - w
                 self._metas = [meta if j == self.i else wire.meta_of(got[j]) for j in range(self.n)]
-                self._inbound = model.concat([parts[j] if j == self.i else wire.part_of(got[j], 0, model)
+                self._inbound = nothing.join([parts[j] if j == self.i else wire.part_of(got[j], 0, nothing)
                                               for j in range(self.n)])
                 self.handling += time.perf_counter() - a - (self.busy - busy)
                 if pause or any(wire.pauses(got[j]) for j in range(self.n) if j != self.i):
@@ -192,7 +193,7 @@ class ShardActor:
 
     def report(self) -> ActorReport:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # a warm host's: over its runs so far
-        reports = self.shard.reports() if isinstance(self.shard, ShardGroup) else [self.model.report(self.shard)]
+        reports = self.shard.report() if isinstance(self.shard, ShardGroup) else [self.shard.report()]
         return ActorReport(reports, self.busy, self.handling, self.waiting, peak,
                            self.windows.stats(),
                            self.epochs, bool(self.stop and self.stop.saturated), self.shard.t, os.getpid())
@@ -207,7 +208,7 @@ class ShardHost:
         for module in preload:  # what unpickling the run's model will import, imported while the driver pilots
             importlib.import_module(module)
 
-    def load(self, model: ShardModel, regions: list[Any], index: int, n: int, epoch: int,
+    def load(self, model: ShardModel[Any, Any, Any], regions: list[Any], index: int, n: int, epoch: int,
              groups: list[list[int]] | None = None) -> None:
         self.actor = ShardActor(model, regions, index, n, epoch, groups)
 
@@ -419,7 +420,7 @@ def _run_through_driver(ray, actors, model, horizon: int, progress, compiled: bo
 
 
 def _initial(n: int, model):
-    return [wire.pack(_START, [model.empty()] * n, model) for _ in range(n)]
+    return [wire.pack(_START, [model.empty()] * n) for _ in range(n)]
 
 
 def _compile_round(actors, rounds: int):
@@ -434,8 +435,8 @@ def _compile_round(actors, rounds: int):
     return dag.experimental_compile()
 
 
-def run_ray(model: ShardModel, regions: list[Any], epoch: int, address: str | None = None,
-            progress: ProgressFn | None = None, chaining: str = "direct") -> RunOutcome:
+def run_ray(model: ShardModel[R, T, Rep], regions: list[R], epoch: int, address: str | None = None,
+            progress: ProgressFn | None = None, chaining: str = "direct") -> RunOutcome[Rep]:
     """Run ``model`` with one actor per region, its epochs chained as ``chaining`` says (one of
     CHAININGS)."""
     if chaining not in CHAININGS:
@@ -474,11 +475,11 @@ def run_ray(model: ShardModel, regions: list[Any], epoch: int, address: str | No
     # an actor's exchange time: everything but advancing its shard (packing, earliest
     # output, the driver round trip, waiting for the slowest shard)
     # figures per actor: an actor running several shards (groups.py) reports them together
-    extra = {"peak_rss_bytes": max(r.peak_rss_bytes for r in results), "chaining": mode, "actors": len(actors),
-             "peak_rss_bytes_per_shard": [r.peak_rss_bytes for r in results],
-             "shard_busy_seconds": [r.busy_seconds for r in results],
-             "handling_seconds": [r.handling_seconds for r in results],
-             "waiting_seconds": [r.waiting_seconds for r in results], "actor_pids": [r.pid for r in results],
-             "exchange_seconds": [wall - r.busy_seconds for r in results], **first.windows}
+    mean, median = first.windows
+    figures = BackendFigures(mode, [r.busy_seconds for r in results], [wall - r.busy_seconds for r in results],
+                             [r.peak_rss_bytes for r in results], mean, median,
+                             waiting_seconds=[r.waiting_seconds for r in results],
+                             handling_seconds=[r.handling_seconds for r in results],
+                             actor_pids=[r.pid for r in results])
     return RunOutcome([rep for r in results for rep in r.reports], first.epochs, first.end_cycle, first.saturated,
-                      wall, wall - busy, transit, extra=extra)
+                      wall, wall - busy, transit, figures)

@@ -8,10 +8,10 @@ through a compiled graph), so an actor's epoch output travels as::
      then per destination shard: the row count of each of the model's sections,
         then each section's columns, one after the other]
 
-with "never" (infinity) encoded as NEVER. A model says how its boundary traffic
-splits into sections of equal-length int64 columns (``encode``/``decode``,
-``section_widths``); the NoC's are (flits: cycle, VC, packet, destination, flags) and
-(credits: cycle, VC). ``pause`` is set by an actor exchanging directly with its peers
+with "never" (infinity) encoded as NEVER. A model's traffic says how it splits into sections
+of equal-length int64 columns (``encode``/``decode``, ``widths``: derived from its declared
+columns, sim/traffic.py); the cycle-level NoC's are (flits: cycle, VC, packet, destination,
+flags) and (credits: cycle, VC). ``pause`` is set by an actor exchanging directly with its peers
 (cluster/parallel/channels.py) that wants to hand control back to the driver after this
 epoch; every actor sees every flag, so all of them stop at the same epoch.
 """
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cluster.parallel.model import EpochMeta
+from cluster.parallel.model import EpochMeta, T
 from sim.cycles import NEVER
 
 _HEADER = 10
@@ -34,12 +34,12 @@ def _dec(x: int) -> float:
     return float("inf") if x >= NEVER else float(x)
 
 
-def pack(meta: EpochMeta, parts: list, model, pause: bool = False) -> np.ndarray:
+def pack(meta: EpochMeta, parts: list[T], pause: bool = False) -> np.ndarray:
     head = [meta.t0, meta.t1, _enc(meta.next_event), _enc(meta.earliest_out),
             meta.created, meta.finished, int(meta.active), _enc(meta.safe_until), int(pause), len(parts)]
     chunks = [np.array(head, dtype=np.int64)]
     for b in parts:
-        sections = model.encode(b)
+        sections = b.encode()
         chunks.append(np.array([len(s[0]) for s in sections], dtype=np.int64))
         for sec in sections:
             chunks += sec
@@ -56,9 +56,9 @@ def pauses(arr: np.ndarray) -> bool:
     return bool(arr[8])
 
 
-def part_of(arr: np.ndarray, i: int, model):
-    """The traffic this output addresses to shard ``i``."""
-    widths = model.section_widths
+def part_of(arr: np.ndarray, i: int, like: T) -> T:
+    """The traffic this output addresses to shard ``i``, of ``like``'s type."""
+    widths = like.widths()
     k = len(widths)
     pos = _HEADER
     for _ in range(i):
@@ -70,4 +70,4 @@ def part_of(arr: np.ndarray, i: int, model):
     for n, w in zip(rows, widths):
         sections.append([arr[pos + j * n: pos + (j + 1) * n] for j in range(w)])
         pos += n * w
-    return model.decode(sections)
+    return like.decode(sections)

@@ -92,26 +92,28 @@ class OutputError(UserError):
 
 
 def _dir_problem(d: Path) -> str | None:
-    """Why no file can be written in directory ``d`` (creating it if needed), or None."""
+    """Why no file can be written in directory ``d``, or None. Nothing is left behind: a directory
+    not there yet is made by the first file written into it (``atomic_path``), so a command that
+    fails on its input after this check leaves no empty directory; the probe is a file created
+    and removed in ``d``, or in the nearest existing directory above it."""
     if d.exists() and not d.is_dir():
         return f"{str(d)!r} is a file, not a directory"
-    for parent in d.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                return f"{str(parent)!r} is a file, not a directory"
-            break
+    base = d
+    while not base.exists():
+        base = base.parent
+    if not base.is_dir():
+        return f"{str(base)!r} is a file, not a directory"
     try:
-        d.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=".rdasim-probe.", dir=d)
+        fd, probe = tempfile.mkstemp(prefix=".rdasim-probe.", dir=base)
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
-        return f"cannot write in {str(d)!r} ({(exc.strerror or str(exc)).lower()})"
+        return f"cannot write in {str(base)!r} ({(exc.strerror or str(exc)).lower()})"
     return None
 
 
 def check_dir(path: str | Path, what: str = "--out") -> Path:
-    """Create directory ``path`` if needed and prove a file can be written in it, before any work."""
+    """Prove a file can be written in directory ``path`` (made when its first file is), before any work."""
     d = Path(path)
     why = _dir_problem(d)
     if why:

@@ -6,11 +6,11 @@ from dataclasses import dataclass
 
 from mapping.chips import ChipSpec
 from sim.chip.messages import Sizing
+from sim.chip.program import ChipWorkload
 from sim.chip.reclaim import Reclamation
 from sim.energy.table import EnergyTable
 from sim.memory.policies import MuGeometry, PolicyParams
 from sim.noc.params import NocParams
-from sim.workloads import Workload
 
 OOM_BEHAVIOURS = ("stall", "evict", "fail", "preempt")
 PREEMPT_MODES = ("recompute", "swap")  # what memory.on_oom = "preempt" does with a preempted sequence's KV
@@ -50,7 +50,7 @@ class ChipConfig:
     mu: MuGeometry  # what every MU tells its memory policy
     policy: PolicyParams  # a registered memory policy's parameters (sim/memory/policies)
     reclaim: Reclamation  # a registered reclamation protocol (sim/chip/reclaim)
-    workload: Workload  # a registered workload's parameters (sim/workloads)
+    workload: ChipWorkload  # a registered workload's parameters (sim/workloads)
     on_oom: str = "stall"
     preempt_mode: str = "recompute"  # on_oom = "preempt": free the KV and prefill again, or swap it to DRAM
     admit_watermark: float = 0.0  # share of every MU kept free when admitting (memory-aware admission)

@@ -199,7 +199,7 @@ def summarize_chip(cfg, results: list[ShardResult], cut_off: bool = False) -> tu
         "network": cfg.network, "policy": cfg.policy.name, "reclaim": cfg.reclaim.name,
         "on_oom": cfg.on_oom, "placement": cfg.placement,
         "weight_bits": cfg.reclaim.ref_weight_bits,
-        "block_bytes": getattr(cfg.policy, "block_bytes", 0),
+        "block_bytes": cfg.policy.block_bytes,
         "sim_cycles": int(end), "sim_seconds": seconds,
         "requests": len(req), "requests_failed": len(req) - len(done), "tokens": tokens,
         "tokens_per_second": tokens / seconds if seconds > 0 else 0.0,

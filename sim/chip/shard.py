@@ -27,7 +27,7 @@ after the cycle it is ready (packet ids are ``cycle * tiles + tile``).
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -39,7 +39,9 @@ from sim.chip.dram import DramUnit
 from sim.chip.io import IoUnit
 from sim.chip.memory_unit import MemoryUnit
 from sim.chip.occupancy import Occupancy
+from sim.chip.program import Program
 from sim.chip.records import BufferLife, WorkRecord
+from sim.chip.report import ShardResult, shard_result
 from sim.chip.rows import Rows
 from sim.chip.spec import CU, DRAM, MU, home_drams, unit_layout
 from sim.chip.tier import TierUnit
@@ -47,7 +49,7 @@ from sim.chip.units import ComputeUnit, Unit
 from sim.memory import oracle
 from sim.network import NETWORKS, NetBoundary, StopsAtEjection
 from sim.noc.topology import Region
-from sim.workloads import WorkloadProgram
+from sim.traffic import Columnar, column, matrix, part
 
 _E = np.zeros(0, dtype=np.int64)
 NF = len(m.FIELDS)
@@ -56,26 +58,14 @@ DELIVERY, TIMER = 0, 1
 _DATA_KINDS = frozenset({m.WRITE, m.APPEND, m.READ_RESP})  # messages whose data adds to their packets
 
 
-def _empty_msgs():
-    return np.zeros((0, NF), dtype=np.int64)
-
-
-@dataclass
-class ChipBoundary:
+class ChipBoundary(Columnar):
     """Network traffic crossing cuts, plus message records and packet->message maps."""
 
-    net: NetBoundary  # the NoC model's own boundary traffic
-    msgs: np.ndarray = field(default_factory=_empty_msgs)  # [n, NF] rows of messages.FIELDS
-    pkt: np.ndarray = field(default_factory=lambda: _E)  # packet id -> message id, destination tile
-    pkt_msg: np.ndarray = field(default_factory=lambda: _E)
-    pkt_tile: np.ndarray = field(default_factory=lambda: _E)
-
-    def __len__(self) -> int:
-        return len(self.net) + len(self.msgs) + len(self.pkt)
-
-    def earliest(self) -> float:
-        return self.net.earliest()
-
+    net: NetBoundary = part()  # the NoC model's own boundary traffic
+    msgs: np.ndarray = matrix(m.FIELDS)  # [n, NF] rows of messages.FIELDS
+    pkt: np.ndarray = column("packets")  # packet id -> message id, destination tile
+    pkt_msg: np.ndarray = column("packets")
+    pkt_tile: np.ndarray = column("packets")
 
 
 @dataclass(slots=True)
@@ -87,7 +77,7 @@ class InboxEntry:
     last_arrival: int = 0  # cycle the latest of its packets arrived
 
 class ChipShard:
-    def __init__(self, cfg: ChipConfig, region: Region, workload: WorkloadProgram) -> None:
+    def __init__(self, cfg: ChipConfig, region: Region, workload: Program) -> None:
         self.cfg = cfg
         self.region = region
         spec = cfg.spec
@@ -95,7 +85,7 @@ class ChipShard:
         self.tiles = spec.tiles
         network = NETWORKS.get(cfg.network)
         self.net = network(cfg.noc, region, record_ejections=True, measure=False)
-        self.net_boundary = network.boundary
+        self._no_net = network.boundary()  # what the network sends nobody: joined with what it sends
         # the network again when it can stop at an ejection: longer windows (advance)
         self._stopping: StopsAtEjection | None = self.net if isinstance(self.net, StopsAtEjection) else None
         self.my_tiles = region.routers(spec.cols)
@@ -373,7 +363,7 @@ class ChipShard:
             self.pkt_to_msg.update(zip(b.pkt.tolist(), b.pkt_msg.tolist()))
 
     def _outbound(self, net_out: list) -> ChipBoundary:
-        net = self.net_boundary.concat(net_out)
+        net = self._no_net.join(net_out)
         msgs = np.array(self._out_msgs, dtype=np.int64).reshape(-1, NF)
         if self._out_pkts:
             p = np.array(self._out_pkts, dtype=np.int64)
@@ -437,6 +427,10 @@ class ChipShard:
 
     def counters(self) -> tuple[int, int]:
         return self.counts["admitted"], self.counts["finished"]
+
+    def report(self) -> ShardResult:
+        """What the finished shard hands back (sim/chip/report.py)."""
+        return shard_result(self)
 
     # ------------------------------------------------------------------ inspection
     def _snapshot(self, cycle: int) -> dict:

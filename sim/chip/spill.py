@@ -62,7 +62,7 @@ REMOTE_LOOKUP = 1  # cycles: decode a block-table entry naming another MU and fo
 
 def spills(cfg) -> bool:
     """The run spreads buffers over MUs (memory.spill = nearest under the virtual policy)."""
-    return getattr(cfg.policy, "spill", "none") != "none"
+    return cfg.policy.spills
 
 
 def nearest_mus(cfg, lay, uid: int) -> list[int]:

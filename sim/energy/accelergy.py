@@ -27,9 +27,10 @@ its full path in the action counts::
 
 One ``local`` node per component, one entry per counted action, counts summed over every
 unit of that component (the run's totals, not per instance). The ERT is the run's own energy
-table, so ``accelergy ERT.yaml action_counts.yaml`` prices the counts with no hand-written
-file (and gives the run's energy); another ERT, from any energy model Accelergy drives, prices
-the same counts. The version is the string '0.4', as Accelergy 0.4 writes it (a number 0.4 is
+table, so ``accelergy ERT.yaml action_counts.yaml -f energy_estimation`` prices the counts with
+no hand-written file (and gives the run's energy; without ``-f energy_estimation`` Accelergy 0.4
+also computes an area table and wants an architecture); another ERT, from any energy model
+Accelergy drives, prices the same counts. The version is the string '0.4', as Accelergy 0.4 writes it (a number 0.4 is
 not equal to its version string, and it warns that the file is outdated).
 """
 

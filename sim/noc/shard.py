@@ -82,6 +82,7 @@ class NocShard:
     """Routers of one rectangular region, advanced cycle by cycle."""
 
     boundary = FlitBoundary
+    route_entry_bytes = 4  # its routing table's bytes per (router, destination) at their peak (tracemalloc)
 
     def __init__(self, params: NocParams, region: topo.Region, record_ejections: bool = False,
                  measure: bool = True):

@@ -44,6 +44,7 @@ class PacketShard:
     """Routers of one rectangular region under the packet-level (link reservation) model."""
 
     boundary = PacketBoundary
+    route_entry_bytes = 12  # the routing table widened to 8 bytes an entry, 12 at its peak while built (tracemalloc)
 
     def __init__(self, params: NocParams, region: topo.Region, record_ejections: bool = False,
                  measure: bool = True):

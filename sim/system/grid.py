@@ -18,7 +18,7 @@ import numpy as np
 
 from sim.chip.config import NI_LATENCY, ChipConfig
 from sim.chip.messages import Message
-from sim.chip.report import ShardResult, shard_result
+from sim.chip.report import ShardResult
 from sim.chip.shard import ChipShard
 from sim.chip.spec import unit_layout
 from sim.noc.topology import Region
@@ -80,4 +80,4 @@ class GridChip:
         return self.shard.counters()
 
     def result(self) -> ShardResult:
-        return shard_result(self.shard)
+        return self.shard.report()

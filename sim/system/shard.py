@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 import numpy as np
 
@@ -24,9 +23,9 @@ from sim.system.grid import GridChip
 from sim.system.network import SystemNet, Transit
 from sim.system.records import StepRecord
 from sim.tasks import PARKED, TaskDispatch
+from sim.traffic import Columnar, column, matrix
 
 DELIVER, ARRIVE, RESUME = 0, 1, 2
-_E = np.zeros(0, dtype=np.int64)
 
 
 @dataclass
@@ -48,52 +47,23 @@ class Recv:
     keys: list[tuple[int, int]]
 
 
-_COLUMNS = ("node", "msg", "src", "dst", "nbytes", "tag", "hop", "head", "tail")
 _NF = len(FIELDS)
 
 
-def _no_payload() -> np.ndarray:
-    return np.zeros((0, _NF), dtype=np.int64)
-
-
-@dataclass
-class SystemBoundary:
+class SystemBoundary(Columnar):
     """Messages crossing to nodes of other shards, as int64 columns (``node``: where they arrive)."""
 
-    node: np.ndarray = field(default_factory=lambda: _E)
-    msg: np.ndarray = field(default_factory=lambda: _E)
-    src: np.ndarray = field(default_factory=lambda: _E)
-    dst: np.ndarray = field(default_factory=lambda: _E)
-    nbytes: np.ndarray = field(default_factory=lambda: _E)
-    tag: np.ndarray = field(default_factory=lambda: _E)
-    hop: np.ndarray = field(default_factory=lambda: _E)
-    head: np.ndarray = field(default_factory=lambda: _E)
-    tail: np.ndarray = field(default_factory=lambda: _E)
+    node: np.ndarray = column("transits")
+    msg: np.ndarray = column("transits")
+    src: np.ndarray = column("transits")
+    dst: np.ndarray = column("transits")
+    nbytes: np.ndarray = column("transits", flits="value")
+    tag: np.ndarray = column("transits")
+    hop: np.ndarray = column("transits")
+    head: np.ndarray = column("transits", due=True)
+    tail: np.ndarray = column("transits")
     # [n, FIELDS] between grid chips, else no rows; keyword-only: the columns above come positionally
-    payload: np.ndarray = field(default_factory=_no_payload, kw_only=True)
-
-    SECTIONS: ClassVar[tuple[tuple[str, ...], ...]] = (_COLUMNS, FIELDS)
-
-    def __len__(self) -> int:
-        return len(self.node)
-
-    def earliest(self) -> float:
-        return float(self.head.min()) if len(self.head) else float("inf")
-
-    def flit_count(self) -> int:
-        return int(self.nbytes.sum())
-
-    def sections(self) -> list[list[np.ndarray]]:
-        return [[getattr(self, n) for n in _COLUMNS], [np.ascontiguousarray(c) for c in self.payload.T]]
-
-    @classmethod
-    def from_sections(cls, sections: list[list[np.ndarray]]) -> "SystemBoundary":
-        pay = np.stack(sections[1], axis=1) if len(sections[1][0]) else _no_payload()
-        return cls(*sections[0], payload=pay)
-
-    @classmethod
-    def empty(cls) -> "SystemBoundary":
-        return cls()
+    payload: np.ndarray = matrix(FIELDS, kw_only=True)
 
     @classmethod
     def from_rows(cls, rows: list[tuple], payloads: list[tuple] | None = None) -> "SystemBoundary":
@@ -101,28 +71,31 @@ class SystemBoundary:
         if not rows:
             return cls()
         a = np.array(rows, dtype=np.int64).reshape(-1, len(_COLUMNS))
-        pay = np.array(payloads, dtype=np.int64).reshape(-1, _NF) if payloads else _no_payload()
-        return cls(*(np.ascontiguousarray(a[:, i]) for i in range(len(_COLUMNS))), payload=pay)
-
-    @classmethod
-    def concat(cls, parts: list["SystemBoundary"]) -> "SystemBoundary":
-        parts = [p for p in parts if len(p)]
-        if not parts:
-            return cls()
-        if len(parts) == 1:
-            return parts[0]
-        return cls(*(np.concatenate([getattr(p, n) for p in parts]) for n in _COLUMNS),
-                   payload=np.concatenate([p.payload for p in parts]))
-
-    def select(self, mask: np.ndarray) -> "SystemBoundary":
-        pay = self.payload[mask] if len(self.payload) else self.payload
-        return SystemBoundary(*(getattr(self, n)[mask] for n in _COLUMNS), payload=pay)
+        pay = np.array(payloads, dtype=np.int64).reshape(-1, _NF) if payloads else np.zeros((0, _NF), dtype=np.int64)
+        return cls(**{n: np.ascontiguousarray(a[:, i]) for i, n in enumerate(_COLUMNS)}, payload=pay)
 
     def transits(self):
         """(node, Transit) of every message in it."""
         pay = self.payload.tolist() if len(self.payload) else None
         for i, row in enumerate(zip(*(getattr(self, n).tolist() for n in _COLUMNS))):
             yield row[0], Transit(*row[1:], payload=tuple(pay[i]) if pay is not None else None)
+
+
+_COLUMNS = SystemBoundary.columns("transits")
+
+
+@dataclass
+class SystemResult:
+    """What a finished system shard hands back."""
+
+    end_cycle: int
+    records: list[StepRecord]
+    link_bytes: np.ndarray  # bytes each link carried (links the shard owns)
+    messages: int
+    bytes_sent: int
+    compute: dict[int, int]  # chip -> cycles computed
+    chips: dict = field(default_factory=dict)  # grid fidelity: chip -> its ShardResult (sim/chip/report.py)
+    work: tuple[int, int] = (0, 0)  # work items (collectives, stages, steps, requests) started and finished
 
 
 class BoxChip:
@@ -361,6 +334,14 @@ class SystemShard:
         for chip in self.grid.values():
             t = min(t, chip.earliest_hand_over())
         return np.full(int(self.owner.max()) + 1, t + self._least_latency)
+
+    def report(self) -> SystemResult:
+        compute = {c: ch.compute_cycles for c, ch in self.chips.items()}
+        chips = {c: ch.result() for c, ch in self.grid.items()}
+        compute.update({c: r.compute_cycles for c, r in chips.items()})
+        end = max([self.now, *(r.end_cycle for r in chips.values())])
+        return SystemResult(end, list(self.records), np.array(self.link_bytes, dtype=np.int64), self.messages,
+                            self.bytes_sent, compute, chips, self.counters())
 
     def counters(self) -> tuple[int, int]:
         if self.grid:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 DISTS = ("fixed", "uniform", "lognormal")
 # rng stream ids of the workloads (sim/rng.py uses 1..3, sim/chip 101)
 STREAM_PROMPT, STREAM_OUTPUT, STREAM_ARRIVAL, STREAM_PLACE, STREAM_ACCEPT, STREAM_ROUTE = 201, 202, 203, 204, 205, 206
+STREAM_TRACE_JITTER = 207
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ protocols matter for moe and race.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import ClassVar
 
 import numpy as np
@@ -45,6 +46,7 @@ from sim.workloads.base import (
     STREAM_ARRIVAL,
     STREAM_OUTPUT,
     STREAM_PROMPT,
+    STREAM_TRACE_JITTER,
     Dist,
     Floorplan,
     attention_cycles,
@@ -90,6 +92,7 @@ class KvParams(Workload):
     draft: int = 4  # spec-decode
     accept: float = 0.7  # spec-decode
     trace: RequestTrace | None = None  # arrivals and lengths from a trace instead of the distributions
+    trace_jitter: int = 0  # cycles: each trace arrival moves later by a uniform draw in [0, this) (0: none)
     slo_ttft: float = 0.0  # latency objectives, s (0: none): time to first token, mean time between tokens
     slo_tbt: float = 0.0
     prefix_block_tokens: int = 0  # tokens of a shared prefix block (0: the trace's block)
@@ -122,7 +125,8 @@ class KvParams(Workload):
                    output=dist_of(d["output_tokens"], "workload.decode.output_tokens", issues),
                    arrival_interval=d["arrival_interval"], scheduler_tile=tile_id(sched, spec),
                    draft=d["draft"], accept=d["accept"], trace=trace, slo_ttft=d["slo_ttft"] or 0.0,
-                   slo_tbt=d["slo_tbt"] or 0.0, prefix_block_tokens=d["prefix_block_tokens"])
+                   slo_tbt=d["slo_tbt"] or 0.0, prefix_block_tokens=d["prefix_block_tokens"],
+                   trace_jitter=round(d["trace_jitter"] * spec.clock_hz / d["trace_speedup"]) if trace else 0)
 
     @property
     def work_items(self) -> int:
@@ -201,6 +205,9 @@ def _keys(d: KvParams) -> Table:
         "trace_duration": Field("time", 0.0, "trace: length of the window (0: to the end)", min=0.0, unit="s"),
         "trace_speedup": Field("float", 1.0, "trace: arrival-rate scale (gaps between arrivals are divided by it)",
                                min=1e-12),
+        "trace_jitter": Field("time", 0.0, "trace: each arrival moves later by a uniform random time in [0, this) "
+                              "of the trace's time (drawn from run.seed; sorted again): replicas of a short trace "
+                              "for a percentile (benchmarks/serving_capacity.py); 0: none", min=0.0, unit="s"),
         "max_prompt_tokens": i("trace: longer prompts are cut to this (counted; 0: no cap)", 0, 0),
         "max_output_tokens": i("trace: longer outputs are cut to this (counted; 0: no cap)", 0, 0),
         "prefix_block_tokens": i("trace with prompt blocks (memory.prefix_sharing): tokens of a shared KV block, a "
@@ -249,7 +256,7 @@ class KvDecode:
         """Prefix ids of the blocks ``seq`` may share (prefix_sharing.py; none without sharing)."""
         if self.blocks is None:
             return ()
-        return shareable_ids(self.blocks, seq, self.lengths(seq)[0], self.block_tokens)
+        return shareable_ids(self.blocks, self.trace_row(seq), self.lengths(seq)[0], self.block_tokens)
 
     def prefix_index(self):
         """The scheduler's index of shared blocks (None without prefix sharing)."""
@@ -263,13 +270,32 @@ class KvDecode:
     # ------------------------------------------------------------------ pure facts
     def lengths(self, seq: int) -> tuple[int, int]:
         if self.p.trace is not None:
-            return self.p.trace.prompt[seq], self.p.trace.output[seq]
+            i = self.trace_row(seq)
+            return self.p.trace.prompt[i], self.p.trace.output[i]
         s = self.cfg.seed
         return max(1, self.p.prompt.draw(s, STREAM_PROMPT, seq)), max(1, self.p.output.draw(s, STREAM_OUTPUT, seq))
 
+    def trace_row(self, seq: int) -> int:
+        """The trace request that sequence ``seq`` is: itself, unless a jitter reordered them."""
+        return int(self._trace_order[1][seq]) if self.p.trace_jitter else seq
+
+    @cached_property
+    def _trace_order(self) -> tuple[list[int], np.ndarray]:
+        """The trace's arrival cycles in time order, and which trace request each one is. With
+        ``trace_jitter`` (a replica of a short trace) every arrival moves later by its own draw in
+        [0, jitter) and the requests are put in time order again, each keeping its lengths."""
+        assert self.p.trace is not None  # only a trace's requests are ordered here
+        t = np.asarray(self.p.trace.arrivals, dtype=np.int64)
+        if self.p.trace_jitter:
+            t = t + np.floor(rng.uniform(self.cfg.seed, STREAM_TRACE_JITTER, 0, np.arange(len(t)))
+                             * self.p.trace_jitter).astype(np.int64)
+        order = np.argsort(t, kind="stable")
+        t = t[order]
+        return [int(x) for x in t - t[0]], order
+
     def arrivals(self) -> list[int]:
         if self.p.trace is not None:
-            return list(self.p.trace.arrivals)
+            return list(self._trace_order[0])
         if self.p.arrival_interval <= 0:
             return [0] * self.p.requests
         u = rng.uniform(self.cfg.seed, STREAM_ARRIVAL, 0, np.arange(self.p.requests))

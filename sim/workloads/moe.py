@@ -25,10 +25,11 @@ its steps may hold different numbers of tokens.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Callable, ClassVar
 
 import numpy as np
 
+from mapping.placement import MuRoom
 from sim import rng
 from sim.chip import messages as m
 from sim.chip.records import buffer_label
@@ -83,7 +84,7 @@ class MoeParams(Workload):
                                 f"({n_cu} CUs, one is the scheduler)"))
         trace = _trace_of(d, issues)
         if trace is not None and chip.room is not None:
-            issues += _oversize(trace, d["hidden"] * d["dtype_bytes"], largest_buffer(chip.room))
+            issues += _oversize(trace, d["hidden"] * d["dtype_bytes"], chip.room, chip.room_for)
         steps, tokens = d["steps"], d["tokens"]
         if trace is not None:
             steps, tokens = trace.steps, max(trace.tokens(k) for k in range(trace.steps))
@@ -136,18 +137,42 @@ def _trace_of(d: dict, issues: list[Issue]) -> RoutingTrace | None:
     return trace
 
 
-def _oversize(trace: RoutingTrace, act_bytes: int, largest: int) -> list[Issue]:
+def _oversize(trace: RoutingTrace, act_bytes: int, room: MuRoom, room_for: Callable[[int], str] | None) -> list[Issue]:
     """The first replayed step sending an expert more tokens than its input buffer can hold on
-    any MU (known before the run: the run would refuse that buffer)."""
+    any MU (known before the run: the run would refuse that buffer), with the changes that make
+    it fit: the most tokens a step can replay, and the least MU that holds the buffer."""
+    largest = largest_buffer(room)
     for k in range(trace.steps):
         counts = np.bincount(trace.step(k).ravel())
         e = int(counts.argmax()) if counts.size else 0
         if counts.size and counts[e] * act_bytes > largest:
+            need = int(counts[e]) * act_bytes
+            fixes = []
+            tokens = _tokens_fitting(trace, largest // act_bytes)
+            if tokens:
+                fixes.append(f"replay at most {tokens} tokens a step (--set workload.moe.tokens={tokens})")
+            grow = room_for(need) if room_for is not None else ""
+            if grow:
+                fixes.append(f"give every MU room for it ({grow})")
             return [Issue("workload.moe.trace", f"replayed step {k} routes {counts[e]} tokens to expert {e}: its "
-                          f"input buffer of {counts[e] * act_bytes:,} B is larger than an MU can hold ({largest:,} B "
-                          "under the memory policy); replay fewer tokens (workload.moe.tokens) or give a larger "
-                          "chip.mu_bytes")]
+                          f"input buffer of {need:,} B is larger than an MU can hold ({largest:,} B: the least of "
+                          f"the MU's {room.capacity:,} B and the memory policy's largest buffer, "
+                          f"{room.biggest:,} B); " + (" or ".join(fixes) if fixes else "no MU size or token count "
+                                                      "makes it fit"))]
     return []
+
+
+def _tokens_fitting(trace: RoutingTrace, per_expert: int) -> int:
+    """The most tokens of each replayed step (its first ones, as workload.moe.tokens keeps) that
+    send no expert more than ``per_expert`` (0: not even one token fits)."""
+    most = max(trace.tokens(k) for k in range(trace.steps))
+    for k in range(trace.steps):
+        routes = trace.step(k)
+        for e in np.unique(routes):
+            rows = np.flatnonzero((routes == e).any(axis=1))  # tokens routed to e, in order
+            if len(rows) > per_expert:
+                most = min(most, int(rows[per_expert]))  # the (per_expert + 1)-th of them is one too many
+    return most
 
 
 def _keys(d: MoeParams) -> Table:
@@ -167,7 +192,8 @@ def _keys(d: MoeParams) -> Table:
         "expert_cus": i("CUs each expert's FFN is spread over (divides its compute time)", d.expert_cus),
         "scheduler_tile": tile_field([0, 0], "[row, col] of the scheduler CU"),
         "trace": Field("str", "", "expert-routing trace replacing the Zipf draw: .npz or Parquet of token -> "
-                       "experts per layer and step (docs/traces.md)", file=True),
+                       "experts per layer and step, or STeP's published NNN_LLL.npz files or their folder "
+                       "(docs/traces.md)", file=True),
         "trace_layers": Field("list", [], "trace: layers replayed, each step's in order (empty: all)",
                               item=Field("int", min=0)),
     }, doc="moe")

@@ -2,9 +2,11 @@
 
 Read: an ``.npz`` file with an integer array ``experts`` of shape [layers, steps, tokens,
 top_k] ([steps, tokens, top_k] for one layer); a token whose experts are all -1 is absent
-(steps of different sizes pad with it). Or a Parquet file in long form, one row per routed
-(token, expert): columns ``layer``, ``step``, ``token``, ``expert``, a token's rows in rank
-order. Every token must go to the same number (top_k) of distinct experts.
+(steps of different sizes pad with it). The STeP artifact's routing files as published
+(stanford-ppl/step_artifact: ``ITERATION_LAYER.npz`` with one array ``data`` of [tokens,
+top_k]), one file or their folder, keeping the artifact's layer and iteration numbers. Or a
+Parquet file in long form, one row per routed (token, expert): columns ``layer``, ``step``,
+``token``, ``expert``, a token's rows in rank order. Every token must go to the same number (top_k) of distinct experts.
 
 A run replays a selection: the chosen layers (all by default) of each step, step-major
 (step 0 layer 0, step 0 layer 1, ...: a forward pass runs its layers in order), at most
@@ -66,11 +68,17 @@ def _check_tokens(where: str, experts: np.ndarray) -> None:
 def _from_npz(path: Path) -> dict[tuple[int, int], np.ndarray]:
     try:
         with np.load(path, allow_pickle=False) as z:
-            if "experts" not in z:
-                raise TraceError(f"{path}: no array 'experts' (found {', '.join(z.files) or 'none'})")
-            a = z["experts"]
+            names = list(z.files)
+            a = z["experts"] if "experts" in names else None
     except (OSError, ValueError) as exc:
         raise TraceError(f"{path}: not a readable .npz file ({exc})") from None
+    if a is None:
+        if "data" in names:  # the STeP artifact's form, under a name that does not say which step
+            raise TraceError(f"{path}: an array 'data' is a STeP routing file, read as published when it is named "
+                             "ITERATION_LAYER.npz (like 008_010.npz); else convert it: python "
+                             f"examples/traces/convert_routing.py step {path} --out trace.npz")
+        raise TraceError(f"{path}: no array 'experts' (found {', '.join(names) or 'none'}); "
+                         "examples/traces/convert_routing.py writes one from top-k expert ids")
     if a.ndim == 3:
         a = a[None]
     if a.ndim != 4 or not np.issubdtype(a.dtype, np.integer):
@@ -83,6 +91,17 @@ def _from_npz(path: Path) -> dict[tuple[int, int], np.ndarray]:
             absent = (e < 0).all(axis=1)
             out[(layer, step)] = e[~absent]
     return out
+
+
+def _is_step_file(path: Path) -> bool:
+    """A STeP artifact routing file as published: ITERATION_LAYER.npz holding an array ``data``."""
+    if not STEP_NAME.fullmatch(path.name):
+        return False
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return "data" in z.files and "experts" not in z.files
+    except (OSError, ValueError):
+        return False
 
 
 def _from_parquet(path: Path) -> dict[tuple[int, int], np.ndarray]:
@@ -131,9 +150,16 @@ def _from_parquet(path: Path) -> dict[tuple[int, int], np.ndarray]:
 def read_routing(path: str | Path) -> dict[tuple[int, int], np.ndarray]:
     """{(layer, step): [tokens, top_k] experts} of a routing trace file, checked."""
     p = Path(path)
-    if not p.is_file():
+    if p.is_dir():  # the STeP artifact's folder of one model and batch (mixtral_b64/), as published
+        files = sorted(f for f in p.iterdir() if STEP_NAME.fullmatch(f.name))
+        if not files:
+            raise TraceError(f"{p}: a directory of routing files needs ITERATION_LAYER.npz files (like 008_010.npz)")
+        steps = from_step_artifact(files)
+    elif not p.is_file():
         raise missing("routing trace", p)
-    if p.suffix.lower() == ".npz":
+    elif p.suffix.lower() == ".npz" and _is_step_file(p):
+        steps = from_step_artifact([p])
+    elif p.suffix.lower() == ".npz":
         steps = _from_npz(p)
     elif p.suffix.lower() in (".parquet", ".pq"):
         steps = _from_parquet(p)

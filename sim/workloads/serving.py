@@ -16,8 +16,8 @@ OSDI 2024; DistServe, Zhong et al., OSDI 2024):
   that finished served (TTFT and e2e: one value each; TBT: every gap of every such request);
 - goodput (DistServe): served requests that meet both objectives, TTFT <= ``slo_ttft`` and
   mean TBT <= ``slo_tbt`` (an objective of 0 is none), per simulated second;
-- capacity (Vidur's capacity search): the highest arrival rate whose p99 TTFT and p99 TBT meet
-  the objectives, found by bisection over the rate (``capacity``).
+- capacity: the highest arrival-rate scale at which the p99 TTFT and p99 TBT meet the objectives
+  and every lower scale tried meets them too (sim/workloads/capacity.py).
 
 The records are what the scheduler and the workers log; they are a view of replies the
 result hash already covers, so they stay out of it (``HASHED``) and recorded hashes of runs
@@ -26,8 +26,10 @@ without preemption do not move.
 
 from __future__ import annotations
 
-from dataclasses import astuple, dataclass, field
-from typing import Any, Callable, ClassVar, Sequence
+import math
+from dataclasses import astuple, dataclass
+from fractions import Fraction
+from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
@@ -138,12 +140,9 @@ def serving_figures(logs: list[RequestLog], preemptions: list[PreemptionLog], cl
                     slo: Objectives) -> tuple[dict[str, Any], dict[str, Any]]:
     """The run summary's serving figures and the run_requests columns."""
     rows = request_rows(logs, clock_hz, slo)
-    served = [(r, x) for r, x in zip(rows, sorted(logs, key=lambda x: x.request))
-              if r.status == SERVED and r.tokens > 0]
-    ttft = np.array([r.ttft_seconds for r, _ in served])
-    e2e = np.array([r.e2e_seconds for r, _ in served])
-    tbt = np.concatenate([np.diff(np.asarray(x.token_cycles, dtype=np.float64)) / clock_hz for _, x in served]) \
-        if served else np.zeros(0)
+    served = [r for r in rows if r.status == SERVED and r.tokens > 0]
+    ttft, tbt = served_latencies(logs, clock_hz)
+    e2e = np.array([r.e2e_seconds for r in served])
     good = sum(r.meets_slo for r in rows)
     summary: dict[str, Any] = {
         "requests_finished": len(served),
@@ -161,6 +160,24 @@ def serving_figures(logs: list[RequestLog], preemptions: list[PreemptionLog], cl
     return summary, {"requests": cols}
 
 
+def served_latencies(logs: list[RequestLog], clock_hz: float) -> tuple[np.ndarray, np.ndarray]:
+    """The samples of the latency percentiles: each served request's TTFT (by request id) and
+    every gap between consecutive tokens of every served request, in seconds."""
+    served = [x for x in sorted(logs, key=lambda x: x.request) if x.status == SERVED and len(x.token_cycles)]
+    ttft = np.array([(x.token_cycles[0] - x.arrival) / clock_hz for x in served])
+    tbt = np.concatenate([np.diff(np.asarray(x.token_cycles, dtype=np.float64)) / clock_hz for x in served]) \
+        if served else np.zeros(0)
+    return ttft, tbt
+
+
+def samples_beyond_the_maximum(q: float) -> int:
+    """The fewest samples whose q-th percentile (``numpy.percentile``'s linear interpolation, at
+    rank (n - 1) q / 100) does not depend on the largest one: (n - 1) q / 100 <= n - 2, so
+    n >= 1 + 100 / (100 - q); 101 for a p99 (below it the p99 is interpolated towards the maximum,
+    and up to 100 samples are the maximum's weight at least 0.01 (n - 1))."""
+    return math.ceil(1 + Fraction(100) / (Fraction(100) - Fraction(q).limit_denominator(10**6)))
+
+
 def meets_p99(summary: dict[str, Any], slo: Objectives) -> bool:
     """Whether a run served every request with its p99 TTFT and p99 TBT within the objectives."""
     if not summary.get("completed") or summary.get("requests_failed"):
@@ -168,42 +185,3 @@ def meets_p99(summary: dict[str, Any], slo: Objectives) -> bool:
     ttft, tbt = summary.get("ttft_p99_seconds"), summary.get("tbt_p99_seconds")
     return (slo.ttft <= 0 or (ttft is not None and ttft <= slo.ttft)) and \
         (slo.tbt <= 0 or tbt is None or tbt <= slo.tbt)
-
-
-@dataclass
-class Capacity:
-    """The result of a capacity search: the highest rate found to meet the objectives (0: not even
-    the lowest) and every rate tried, in order, with whether it met them."""
-
-    rate: float
-    tried: list[tuple[float, bool]] = field(default_factory=list)
-    bounded: bool = True  # False: the highest rate tried still met them (the capacity is at least ``rate``)
-
-
-def capacity(meets: Callable[[float], bool], lo: float, hi: float, rel_tol: float = 0.05,
-             max_runs: int = 16) -> Capacity:
-    """Vidur's capacity search: bisect the arrival rate (a speed-up of the trace) between ``lo`` and
-    ``hi`` for the highest one that ``meets`` (a run's p99 TTFT and TBT within the objectives),
-    assuming a rate that meets them is met by every lower one. Stops when hi / lo - 1 <= rel_tol."""
-    if not 0 < lo < hi:
-        raise ValueError(f"capacity search needs 0 < lo < hi, got lo={lo}, hi={hi}")
-    out = Capacity(0.0)
-
-    def test(rate: float) -> bool:
-        ok = bool(meets(rate))
-        out.tried.append((rate, ok))
-        return ok
-
-    if not test(lo):
-        return out
-    if test(hi):
-        out.rate, out.bounded = hi, False
-        return out
-    while hi / lo - 1 > rel_tol and len(out.tried) < max_runs:
-        mid = (lo * hi) ** 0.5  # rates span orders of magnitude: bisect in log space
-        if test(mid):
-            lo = mid
-        else:
-            hi = mid
-    out.rate = lo
-    return out

@@ -21,15 +21,16 @@ from sim.chip.references import allocate, free
 from sim.chip.spec import CU
 from sim.chip.units import Replies
 from sim.keys import Field, Issue, Table
-from sim.memory.policies import POLICIES, Extent, Growth, StorageBase
+from sim.memory.policies import POLICIES, Extent, Growth, PolicyParams, StorageBase
 from sim.system.shard import Recv
 from sim.workloads import WORKLOADS, Workload
 from sim.workloads.base import Floorplan, tile_field, tile_of
 
 
 @dataclass(frozen=True)
-class ExactFit:
-    """A policy that reserves exactly what a buffer holds, up to a cap per MU (a key of its own)."""
+class ExactFit(PolicyParams):
+    """A policy that reserves exactly what a buffer holds, up to a cap per MU (a key of its own);
+    it takes PolicyParams's defaults for the rest (no blocks, no spilling, nothing to estimate)."""
 
     name: str = "exact-fit"
     exact_cap: int = 1 << 30

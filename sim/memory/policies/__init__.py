@@ -7,17 +7,21 @@ had to copy. The MU turns the answers into time (copies at the MU's bandwidth, b
 table lookups) and into out-of-memory behaviour (sim/chip/memory_unit.py).
 
 Policies register by name in ``POLICIES`` (``memory.policy``); each is a frozen params
-dataclass (its config keys declared beside it in ``KEYS``, flat under [memory]) that
-builds its ``Storage`` for an MU. Built in: ``static-single``, ``static-multi``
-(static.py), ``realloc-copy`` (realloc.py), ``virtual`` (virtual.py). Adding one is a
-module in this package (docs/design.md, "Adding a memory policy").
+dataclass subclassing ``PolicyParams`` (its config keys declared beside it in ``KEYS``, flat
+under [memory]) that builds its ``Storage`` for an MU, and takes ``PolicyParams``'s defaults
+for what it does not do (blocks, spilling, cross-key checks, bookkeeping worth estimating).
+Built in: ``static-single``, ``static-multi`` (static.py), ``realloc-copy`` (realloc.py),
+``virtual`` (virtual.py). Adding one is a module in this package (docs/design.md, "Adding a
+memory policy").
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
+from allocators.errors import AllocatorError
 from mapping.placement import MuRoom
 from sim.keys import Field, Issue
 from sim.registry import Registry
@@ -96,13 +100,39 @@ class Storage(Protocol):
     def external_fragmentation(self) -> float: ...
 
 
+@dataclass(frozen=True)
+class Footprint:
+    """What a policy's bookkeeping holds in the simulator's memory for one MU at its fullest (an
+    estimate: cluster/config/footprint.py refuses a config that cannot fit)."""
+
+    bytes: float
+    what: str  # in words, for the refusal ("a block table of 64 blocks")
+
+
+# a check of the resolved [memory] table across keys: (key under memory., problem) pairs
+MemoryCheck = Callable[[dict[str, Any]], list[tuple[str, str]]]
+
+
 class PolicyParams(Protocol):
-    """A registered policy's parameters: a frozen dataclass whose first field is ``name``."""
+    """A registered policy's parameters: a frozen dataclass whose first field is ``name``,
+    subclassing this class to take the defaults of the members with a body."""
 
     @property
     def name(self) -> str: ...
 
     KEYS: ClassVar[dict[str, Field]]
+    # checks of the [memory] table across keys, run for every config whatever its policy
+    CHECKS: ClassVar[tuple[MemoryCheck, ...]] = ()
+    block_bytes: int = 0  # a paged policy's block; 0: contiguous regions (the runs' block_bytes column)
+
+    @property
+    def spills(self) -> bool:
+        """A full MU's buffers grow into other MUs' blocks (sim/chip/spill.py). Never, by default."""
+        return False
+
+    def footprint(self, mu: MuGeometry) -> Footprint:
+        """Its bookkeeping for one MU at its fullest. A few regions per buffer, by default: nothing worth counting."""
+        return Footprint(0.0, "")
 
     @classmethod
     def from_config(cls, name: str, memory: dict[str, Any]) -> "PolicyParams":
@@ -157,6 +187,24 @@ class StorageBase:
 def largest_buffer(room: MuRoom) -> int:
     """The largest buffer an MU can ever hold under a policy (its room): no free makes more."""
     return min(room.capacity, room.biggest)
+
+
+def holding(policy: PolicyParams, mu: MuGeometry, nbytes: int, max_capacity: int = 1 << 40,
+            max_bits: int = 48) -> MuGeometry | None:
+    """The least MU (bytes: its own or a power of two, then the fewest reference offset bits) on
+    which ``policy`` holds a buffer of ``nbytes`` (``largest_buffer``); None if none up to the
+    limits. What an error suggests when a buffer is larger than an MU can hold."""
+    sizes = [mu.capacity] + [1 << k for k in range(max(1, nbytes - 1).bit_length(), max_capacity.bit_length())
+                             if 1 << k > mu.capacity]
+    for capacity in sizes:
+        for bits in range(mu.virtual_bits, max_bits + 1):
+            g = replace(mu, capacity=capacity, virtual_bits=bits)
+            try:
+                if not policy.problems(g) and largest_buffer(policy.room(g)) >= nbytes:
+                    return g
+            except (ValueError, AllocatorError):  # a geometry the policy cannot lay out at all
+                continue
+    return None
 
 
 def keyed_defaults(cls: Any, memory: dict[str, Any]) -> dict[str, Any]:

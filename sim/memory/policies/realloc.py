@@ -8,13 +8,13 @@ from typing import ClassVar
 
 from mapping.placement import MuRoom
 from sim.keys import Field, Issue
-from sim.memory.policies import POLICIES, Extent, Growth, MuGeometry, keyed_defaults
+from sim.memory.policies import POLICIES, Extent, Growth, MuGeometry, PolicyParams, keyed_defaults
 from sim.memory.policies.static import ContiguousStorage
 
 
 @POLICIES.register("realloc-copy")
 @dataclass(frozen=True)
-class ReallocParams:
+class ReallocParams(PolicyParams):
     name: str = "realloc-copy"
     initial_bytes: int = 4096  # first reservation (at least the initial size)
     growth: float = 2.0

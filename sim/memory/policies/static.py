@@ -10,13 +10,13 @@ from allocators.errors import AllocatorError
 from allocators.freelist import FreeList
 from mapping.placement import MuRoom
 from sim.keys import Field, Issue
-from sim.memory.policies import POLICIES, Extent, Growth, MuGeometry, StorageBase, keyed_defaults
+from sim.memory.policies import POLICIES, Extent, Growth, MuGeometry, PolicyParams, StorageBase, keyed_defaults
 
 
 @POLICIES.register("static-multi")
 @POLICIES.register("static-single")
 @dataclass(frozen=True)
-class StaticParams:
+class StaticParams(PolicyParams):
     name: str = "static-single"
     static_buffer_bytes: int = 0  # 0: the whole MU (single) or capacity / buffers_per_mu (multi)
     buffers_per_mu: int = 4  # static-multi, when static_buffer_bytes is 0

@@ -18,9 +18,19 @@ from allocators.errors import AllocatorError
 from allocators.paged import BlockPool, PagedLayout
 from mapping.placement import MuRoom
 from sim.keys import Field, Issue
-from sim.memory.policies import POLICIES, Extent, Growth, MuGeometry, StorageBase, keyed_defaults
+from sim.memory.policies import (
+    POLICIES,
+    Extent,
+    Footprint,
+    Growth,
+    MuGeometry,
+    PolicyParams,
+    StorageBase,
+    keyed_defaults,
+)
 
 LOCAL = -1  # a virtual block held by the buffer's own MU
+BLOCK_STATE_BYTES = 46  # per block of an MU: its free list and block table entries (tracemalloc; numpy 2, CPython 3.11)
 SPILLS = ("none", "nearest")
 
 
@@ -40,7 +50,7 @@ def _spill_checks(mem: dict) -> list[tuple[str, str]]:
 
 @POLICIES.register("virtual")
 @dataclass(frozen=True)
-class VirtualParams:
+class VirtualParams(PolicyParams):
     name: str = "virtual"
     block_bytes: int = 4096
     block_table_entries: int = 0  # per MU; 0 = one per block
@@ -53,6 +63,15 @@ class VirtualParams:
                        "with room (by NoC hops, then MU id), or not", choices=SPILLS),
     }
     CHECKS = (_block_checks, _spill_checks)
+
+    @property
+    def spills(self) -> bool:
+        return self.spill != "none"
+
+    def footprint(self, mu: MuGeometry) -> Footprint:
+        """Its free list and block table: about BLOCK_STATE_BYTES a block (tracemalloc, building one shard)."""
+        blocks = mu.capacity // max(self.block_bytes, 1)
+        return Footprint(BLOCK_STATE_BYTES * blocks, f"a block table of {blocks:,} blocks")
 
     @classmethod
     def from_config(cls, name: str, memory: dict) -> "VirtualParams":

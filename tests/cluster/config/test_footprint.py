@@ -8,14 +8,18 @@ from cluster.config import footprint as fp
 from cluster.config.noc import NOC_SCHEMA, check_footprint
 from cluster.config.run import RUN_SCHEMA, chip_spec
 from sim.chip.spec import PRESETS
+from sim.memory.policies import MuGeometry, policy_params
+from sim.network import NETWORKS
 
 
 def _noc(k: int, shards: int = 1, cycles: int = 10_000) -> fp.Estimate:
     return fp.noc_estimate(k, k, 4, 4, shards, cycles, "noc.k")
 
 
-def _chip(rows: int, cols: int, mu_bytes: int = 2**20, policy: str = "virtual", shards: int = 1) -> fp.Estimate:
-    return fp.chip_estimate(rows, cols, rows * cols // 2, mu_bytes, 4096, policy, "packet", shards)
+def _chip(rows: int, cols: int, mu_bytes: int = 2**20, policy: str = "virtual", shards: int = 1,
+          network: str = "packet") -> fp.Estimate:
+    mu = policy_params(policy).footprint(MuGeometry(mu_bytes))
+    return fp.chip_estimate(rows, cols, rows * cols // 2, mu, NETWORKS.get(network).route_entry_bytes, shards)
 
 
 def test_the_estimate_grows_with_the_grid():
@@ -38,6 +42,29 @@ def test_more_shards_never_need_more_per_shard():
 def test_only_the_virtual_policy_pays_for_block_tables():
     keys = [t.key for t in _chip(8, 8, policy="static-multi").terms]
     assert "chip.mu_bytes" not in keys and "chip.mu_bytes" in [t.key for t in _chip(8, 8).terms]
+    # 32 MUs of 1 MiB in 4 KiB blocks: 256 blocks each, about 46 bytes of bookkeeping a block
+    [blocks] = [t for t in _chip(8, 8).terms if t.key == "chip.mu_bytes"]
+    assert blocks.bytes == 32 * 256 * 46 and blocks.what == "a block table of 256 blocks in each of 32 MUs"
+
+
+def test_the_estimate_asks_the_policy_and_the_network_not_their_names():
+    from dataclasses import dataclass
+
+    from sim.memory.policies import Footprint, PolicyParams
+
+    @dataclass(frozen=True)
+    class Ledger(PolicyParams):  # a policy the estimate has never heard of, keeping 1 KiB per MU
+        name: str = "ledger"
+
+        def footprint(self, mu):
+            return Footprint(1024.0, "a ledger")
+
+    est = fp.chip_estimate(8, 8, 32, Ledger().footprint(MuGeometry(2**20)), 4, 1)
+    last = est.terms[-1]
+    assert (last.key, last.bytes, last.what) == ("chip.mu_bytes", 32 * 1024.0, "a ledger in each of 32 MUs")
+    # a model's own routing table: the packet model's entries take 12 bytes at their peak, the cycle model's 4
+    tables = {n: _chip(8, 8, network=n).terms[0].bytes for n in ("cycle", "packet")}
+    assert tables == {"cycle": 4.0 * 64 * 64, "packet": 12.0 * 64 * 64}
 
 
 def test_a_thousand_by_thousand_noc_needs_the_documented_3_6_tib_routing_table():

@@ -1,5 +1,7 @@
 """Unit strings to plain numbers: known values per kind, exact rounding to cycles, errors that say what is wrong."""
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -125,6 +127,21 @@ def test_a_bare_number_for_a_quantity_with_units_is_refused_naming_the_units(key
     assert all(n in issue.message for n in named)
 
 
+@pytest.mark.parametrize("key,value,first", [("f", 1_000_000_000, "1GHz"), ("f", 1.4, "1.4Hz"), ("t", 2e-8, "20ns"),
+                                             ("t", 1500, "1500s"), ("bw", 4.5e11, "450GB/s"),
+                                             ("rate", 3.12e14, "312TFLOPS"), ("f", 12345.678, "12.345678kHz")])
+def test_every_spelling_a_hint_gives_is_a_value_the_loader_accepts(key, value, first):
+    """The hint for a bare number names values that load (issue 27: 1000000000 Hz was hinted as
+    "1e+09GHz", an exponent the hint should not need, and a billion times too fast): its first, the
+    number in the base unit, loads back to the number itself."""
+    with pytest.raises(ConfigError) as err:
+        load(QUANTITIES, raw={"q": {key: value}})
+    hints = re.findall(r'"([^"]+)"', err.value.issues[0].message)
+    assert len(hints) >= 3 and not any("e+" in h or "e-" in h for h in hints)
+    loaded = [load(QUANTITIES, raw={"q": {key: h}})["q"][key] for h in hints]  # every one is accepted
+    assert hints[0] == first and loaded[0] == pytest.approx(value, rel=1e-12)
+
+
 def test_sizes_and_cycles_stay_bare_zero_needs_no_unit_and_code_defaults_are_in_base_units():
     cfg = load(QUANTITIES, raw={"q": {"size": 256, "delay": 3, "bw": 0}})["q"]
     assert (cfg["size"], cfg["delay"], cfg["bw"]) == (256, 3, 0.0)  # bytes, cycles, zero
@@ -141,7 +158,8 @@ def test_a_bare_link_bandwidth_is_exit_2_before_anything_runs(capsys):
     assert code == 2
     err = capsys.readouterr().err
     # named by the --set that gave it (issue 20 item 8), not by the file
-    assert '--set system.network[0].link_bandwidth=64: 64 has no unit: a bandwidth needs one ("64GB/s"' in err
+    assert ('--set system.network[0].link_bandwidth=64: 64 has no unit: a bandwidth needs one; in B/s that is '
+            '"64B/s" (read in other units: "64GB/s"') in err
 
 
 def test_a_presets_numbers_are_its_base_units_exactly():

@@ -31,7 +31,7 @@ def test_shards_beyond_the_cores_run_on_one_actor_a_core_and_simulate_the_same_r
     local = simulate_chip(cfg, shards=shards, cut=cut)  # one process, the shards one after another
     on_ray = simulate_chip(cfg, shards=shards, cut=cut, backend="ray")  # 2 cores (ray_session)
     o = on_ray.simulation.outcome
-    assert o.extra["actors"] == 2 and len(set(o.extra["actor_pids"])) == 2 and len(o.reports) == shards
+    assert o.figures.actors == 2 and len(set(o.figures.actor_pids)) == 2 and len(o.reports) == shards
     assert on_ray.summary["result_hash"] == local.summary["result_hash"] == one
     assert o.epochs == local.simulation.outcome.epochs  # the windows of the shard count asked for
 
@@ -44,7 +44,7 @@ def test_a_noc_cut_into_more_shards_than_cores_counts_every_flit_once(ray_sessio
     e, _ = job.epoch(regions, None)
     local = run_backend("local", job.model(regions), regions, e)
     ray = run_backend("ray", job.model(regions), regions, e)
-    assert ray.extra["actors"] == 2 and ray.epochs == local.epochs
+    assert ray.figures.actors == 2 and ray.epochs == local.epochs
     for a, b in zip(ray.reports, local.reports, strict=True):  # each shard's own measurements, in shard order
         assert (a.created_flits == b.created_flits).all() and (a.eject_cycle == b.eject_cycle).all()
         assert a.flit_latency_sum == b.flit_latency_sum and a.measured_hops == b.measured_hops

@@ -25,7 +25,7 @@ def test_runs_in_a_warm_block_reuse_their_actors_and_simulate_the_same_run(ray_s
             runs.append(simulate_system(cfg, shards=2, backend="ray"))
         runs.append(simulate_system(cfg, shards=3, backend="ray"))  # 3 shards on 2 cores: the same 2 actors
         runs.append(simulate_system(cfg, shards=1, backend="ray"))  # another shape: 1 actor
-        pids = [r.simulation.outcome.extra["actor_pids"] for r in runs]
+        pids = [r.simulation.outcome.figures.actor_pids for r in runs]
         assert {r.summary["result_hash"] for r in runs} == {one}
         assert pids[0] == pids[1] == pids[2] == pids[3] and len(pids[0]) == 2  # the same processes, run after run
         assert len(pids[4]) == 1 and not set(pids[4]) & set(pids[0])  # another shape: a new actor
@@ -35,7 +35,7 @@ def test_runs_in_a_warm_block_reuse_their_actors_and_simulate_the_same_run(ray_s
         time.sleep(0.2)  # killed actors give their CPUs back asynchronously
     assert ray_session.available_resources().get("CPU", 0) == 2  # they ended with the block
     # outside a block every run has actors of its own
-    cold = [simulate_system(cfg, shards=2, backend="ray").simulation.outcome.extra["actor_pids"] for _ in range(2)]
+    cold = [simulate_system(cfg, shards=2, backend="ray").simulation.outcome.figures.actor_pids for _ in range(2)]
     assert not set(cold[0]) & set(cold[1])
 
 

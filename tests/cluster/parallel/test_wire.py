@@ -1,6 +1,6 @@
 """The wire format: one epoch's output packed into one int64 array and read back unchanged, any section shape."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from hypothesis import given, settings
@@ -16,15 +16,19 @@ FLOAT_CYCLE = st.integers(0, 1 << 53)  # a finite cycle held as a float (exact u
 
 @dataclass(frozen=True)
 class Sections:
-    """A boundary that already is its sections of equal-length int64 columns: the wire's contract and nothing more."""
+    """Traffic that already is its sections of equal-length int64 columns: the wire's contract and nothing more."""
 
-    section_widths: tuple[int, ...]
+    shape: tuple[int, ...]  # columns per section
+    sections: list = field(default_factory=list)
 
-    def encode(self, b: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
-        return b
+    def widths(self) -> tuple[int, ...]:
+        return self.shape
 
-    def decode(self, sections: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
-        return sections
+    def encode(self) -> list[list[np.ndarray]]:
+        return self.sections
+
+    def decode(self, sections: list[list[np.ndarray]]) -> "Sections":
+        return Sections(self.shape, sections)
 
 
 @st.composite
@@ -37,7 +41,7 @@ def outputs(draw):
         for w in widths:
             n = draw(st.integers(0, 6))
             part.append([np.array(draw(st.lists(INT64, min_size=n, max_size=n)), dtype=np.int64) for _ in range(w)])
-        parts.append(part)
+        parts.append(Sections(widths, part))
     return Sections(widths), parts
 
 
@@ -51,21 +55,21 @@ metas = st.builds(EpochMeta, t0=CYCLE, t1=CYCLE, next_event=OR_NEVER, earliest_o
 @given(out=outputs(), meta=metas, pause=st.booleans())
 def test_pack_then_unpack_gives_back_every_part_the_meta_and_the_pause_flag(out, meta, pause):
     codec, parts = out
-    arr = pack(meta, parts, codec, pause=pause)
+    arr = pack(meta, parts, pause=pause)
     assert arr.dtype == np.int64 and arr.ndim == 1
     assert meta_of(arr) == meta
     assert pauses(arr) is pause
     for i, part in enumerate(parts):
-        got = part_of(arr, i, codec)
-        assert [[len(c) for c in sec] for sec in got] == [[len(c) for c in sec] for sec in part]
-        for got_sec, sec in zip(got, part):
+        got = part_of(arr, i, codec).sections
+        assert [[len(c) for c in sec] for sec in got] == [[len(c) for c in sec] for sec in part.sections]
+        for got_sec, sec in zip(got, part.sections):
             for got_col, col in zip(got_sec, sec):
                 np.testing.assert_array_equal(got_col, col)
 
 
 def test_an_output_to_no_shard_is_the_header_alone():
     meta = EpochMeta(0, 8, float("inf"), float("inf"), 0, 0)
-    arr = pack(meta, [], Sections((2,)))
+    arr = pack(meta, [])
     assert arr.tolist() == [0, 8, NEVER, NEVER, 0, 0, 1, NEVER, 0, 0]
 
 
@@ -75,6 +79,6 @@ def test_the_size_on_the_wire_is_the_header_row_counts_and_columns():
     flits = [np.arange(3, dtype=np.int64) + 10 * j for j in range(5)]
     credits = [np.array([7], dtype=np.int64), np.array([1], dtype=np.int64)]
     empty = [[np.zeros(0, np.int64)] * 5, [np.zeros(0, np.int64)] * 2]
-    arr = pack(EpochMeta(0, 4, 9.0, 5.0, 1, 1), [[flits, credits], empty], codec)
+    arr = pack(EpochMeta(0, 4, 9.0, 5.0, 1, 1), [Sections((5, 2), [flits, credits]), Sections((5, 2), empty)])
     assert len(arr) == 10 + (2 + 3 * 5 + 1 * 2) + (2 + 0)
-    assert [len(c) for sec in part_of(arr, 1, codec) for c in sec] == [0] * 7
+    assert [len(c) for sec in part_of(arr, 1, codec).sections for c in sec] == [0] * 7

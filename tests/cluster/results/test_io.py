@@ -81,5 +81,8 @@ def test_bad_output_paths_are_named_with_the_reason(tmp_path):
         io.check_dir(a_file / "sub" / "dir")
     with pytest.raises(io.OutputError, match=f"--trace {tmp_path}: '{tmp_path}' is a directory, expected a file"):
         io.check_file(tmp_path, "--trace")
-    made = io.check_dir(tmp_path / "new" / "deeper")
-    assert made.is_dir() and _listing(made) == []  # created, and the write probe cleaned up
+    before = _listing(tmp_path)
+    checked = io.check_dir(tmp_path / "new" / "deeper")
+    assert not checked.exists() and _listing(tmp_path) == before  # nothing made: the first file written makes it
+    io.write_text("x", checked / "t.txt")
+    assert _listing(checked) == ["t.txt"]

@@ -42,7 +42,7 @@ def test_ray_backend_matches_local(ray_session):
         s, o = done.summary, done.simulation.outcome
         assert s["result_hash"] == ref["result_hash"], (shards, cut)
         # figures per actor: on 2 cores (ray_session), 3 or 4 shards share 2 actors
-        assert o.extra["chaining"] == "direct" and len(s["peak_rss_mb_per_shard"]) == o.extra["actors"] == 2
+        assert o.figures.chaining == "direct" and len(s["peak_rss_mb_per_shard"]) == o.figures.actors == 2
 
 
 def test_memory_map_is_the_same_for_any_shard_count():

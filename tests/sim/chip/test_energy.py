@@ -110,6 +110,49 @@ def test_accelergy_counts_are_the_run_energy_counts(tmp_path, capsys):
     assert "energy.table" in capsys.readouterr().err
 
 
+def _accelergy_04_command_line():
+    """Accelergy 0.4's command line as its parser declares it (accelergy/input_output.py,
+    parse_commandline_args, at the 0.4 release): each flag and how many words it takes. Its
+    default output, "all", includes the area tables, which need an architecture."""
+    import argparse
+
+    p = argparse.ArgumentParser(prog="accelergy", exit_on_error=False)
+    p.add_argument("-o", "--outdir", default="./")
+    p.add_argument("-e", "--extra_plugins", nargs="+", default=[])
+    p.add_argument("-p", "--precision", type=int, default=6)
+    p.add_argument("-v", "--verbose", action="store_true")
+    p.add_argument("-f", "--output_files", nargs="*", default=["all"])
+    p.add_argument("--oprefix", default="")
+    p.add_argument("files", nargs="*")
+    p.add_argument("--suppress_version_errors", action="store_true")
+    p.add_argument("--update_config_version", action="store_true")
+    p.add_argument("-l", "--list-components", action="store_true")
+    return p
+
+
+def test_the_documented_accelergy_command_is_one_accelergy_04_runs():
+    """docs/run.md's command prices the run's two files and asks for the estimate alone (issue 27
+    item 7): `accelergy ERT.yaml action_counts.yaml` asked for every output, and Accelergy 0.4 stopped
+    with "Cannot get hierarchical architecture spec from raw inputs"."""
+    import re
+    import shlex
+
+    from sim.energy.accelergy import accelergy_files
+    from tests.paths import ROOT
+
+    text = " ".join((ROOT / "docs" / "run.md").read_text().split())  # a span may wrap lines
+    commands = re.findall(r"`(accelergy [^`]*)`", text)
+    assert commands, "docs/run.md names no accelergy command"
+    written = set(accelergy_files(["mu"], ["read_byte"], [1], [1.0]))  # the side files of a run
+    parser = _accelergy_04_command_line()
+    for command in commands:
+        args = parser.parse_args(shlex.split(command)[1:])
+        assert sorted(args.files) == sorted(written), command  # the run's two files, as inputs
+        assert args.output_files == ["energy_estimation"], command  # not "all": no area, no architecture
+    # why the order matters: -f takes every word after it, leaving no input file
+    assert parser.parse_args(["-f", "energy_estimation", *written]).files == []
+
+
 def _flatten(node: dict, prefix: str | None, out: dict) -> dict:
     """Accelergy's reading of an action-counts tree: a ``local`` node's full name is its
     ``subtree`` parents' names and its own, joined by dots."""

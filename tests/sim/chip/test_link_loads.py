@@ -48,11 +48,11 @@ def test_link_totals_follow_the_routes(model, shards, routing):
     for i, net in enumerate(nets):
         mine = owner[src] == i
         net.offer(cycles[mine], src[mine], dst[mine], flits[mine])
-    inbound = [cls.boundary.empty() for _ in nets]
+    inbound = [cls.boundary() for _ in nets]
     for t in range(0, 2000, 3):  # epochs of the lookahead (flit_delay = 3 cycles)
         outs = [net.advance(t, t + 3, b) for net, b in zip(nets, inbound)]
         routed = [cls.split(o, owner, p, len(nets)) for o in outs]
-        inbound = [cls.boundary.concat([r[i] for r in routed]) for i in range(len(nets))]
+        inbound = [cls.boundary().join([r[i] for r in routed]) for i in range(len(nets))]
     got = np.zeros((p.nodes, 5), dtype=np.int64)
     for net in nets:
         lc = net.link_totals()

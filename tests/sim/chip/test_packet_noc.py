@@ -131,23 +131,9 @@ class PacketNocModel(NocModel):
     def empty(self):
         return PacketBoundary()
 
-    def concat(self, parts):
-        return PacketBoundary.concat(parts)
-
     def split(self, out, shards):
         own = self.owner[out.routers()]
-        return [out.select(own == s) for s in range(shards)]
-
-    def in_transit(self, inbound):
-        return sum(int(b.flits.sum()) for b in inbound)
-
-    def encode(self, b):
-        return [[getattr(b, n) for n in PacketBoundary.SECTIONS[0]]]
-
-    def decode(self, sections):
-        return PacketBoundary(*sections[0])
-
-    section_widths = (5,)
+        return [out.select((own == s,)) for s in range(shards)]
 
     def stop(self, metas):
         return stop_rule(metas, self.measure_end, self.horizon)

@@ -64,4 +64,4 @@ def test_windows_grow_where_traffic_keeps_off_the_cut():
     assert s["result_hash"] == ref["result_hash"]
     e, la = epoch_length(p, cut_grid(8, 8, 2, "rows"), None)
     assert s["measured_packets"] > 50
-    assert o.extra["window_mean"] > 3 * la and o.extra["window_median"] >= la
+    assert o.figures.window_mean > 3 * la and o.figures.window_median >= la

@@ -62,7 +62,7 @@ def test_ray_backend_matches_local(ray_session):
     ref, s, _ = _hash(p, shards=2)
     h, s2, o = _hash(p, shards=2, backend="ray")
     assert h == ref and s2 == s
-    assert o.extra["chaining"] == "direct"  # actors exchange epochs among themselves
+    assert o.figures.chaining == "direct"  # actors exchange epochs among themselves
     h3, _, _ = _hash(p, shards=3, cut="cols", backend="ray")
     h4, _, _ = _hash(p, shards=4, cut="blocks", backend="ray")
     assert h3 == ref and h4 == ref
@@ -80,7 +80,7 @@ def test_ray_chainings_through_the_driver_match_local(ray_session, chaining, sha
     regions = grid.regions(shards, cut)
     e, _ = grid.epoch(regions, None)
     o = run_ray(grid.model(regions), regions, e, chaining=chaining)
-    assert o.extra["chaining"] == chaining
+    assert o.figures.chaining == chaining
     assert summarize_noc(p, o.reports, o.saturated, o.in_transit_flits)["result_hash"] == _hash(p)[0]
 
 

@@ -10,8 +10,9 @@ from sim.keys import Issue
 from sim.workloads import WORKLOADS, Workload
 
 CLASS_VARS = typing.get_type_hints(Workload)  # SECTION, KEYS, SYSTEM, MAPS_GRAPH, WORK_UNIT: ClassVar[type]
-METHODS = {n for n, v in vars(Workload).items() if not n.startswith("_") and n not in CLASS_VARS
-           and (callable(v) or isinstance(v, (property, classmethod)))}
+# its own members and those it takes from the chip's side of it (sim/chip/program.py: ChipWorkload)
+METHODS = {n for klass in Workload.__mro__ if klass.__module__.startswith("sim.") for n, v in vars(klass).items()
+           if not n.startswith("_") and n not in CLASS_VARS and (callable(v) or isinstance(v, (property, classmethod)))}
 
 
 def test_the_protocol_declares_what_the_config_and_the_reports_ask():

@@ -1,9 +1,9 @@
 """Serving metrics: TTFT, TBT and end-to-end percentiles and goodput of hand-made traces against a
-hand count; the capacity search against a known threshold; a run's rows against their definitions."""
+hand count; a run's rows against their definitions."""
 
 import pytest
 
-from sim.workloads.serving import Objectives, RequestLog, capacity, meets_p99, serving_figures
+from sim.workloads.serving import Objectives, RequestLog, meets_p99, serving_figures
 from tests.sim.chip.chiprun import run
 
 CLOCK = 1000.0  # 1 kHz: a cycle is a millisecond, so the hand count reads in cycles
@@ -50,17 +50,6 @@ def test_goodput_counts_the_requests_meeting_both_objectives():
     assert s["slo_attainment"] == pytest.approx(1 / 5)
     s, _ = serving_figures(_logs(), [], CLOCK, 20 / CLOCK, Objectives(ttft=10e-3))
     assert s["goodput_requests_per_second"] == pytest.approx(4 / 0.02)  # every served one
-
-
-def test_capacity_search_finds_the_threshold_by_bisection():
-    found = capacity(lambda rate: rate <= 37.0, 1.0, 1000.0, rel_tol=0.01)
-    assert found.bounded and 37.0 / 1.01 <= found.rate <= 37.0
-    assert all(ok == (r <= 37.0) for r, ok in found.tried)
-    assert capacity(lambda rate: False, 1.0, 10.0).rate == 0.0  # not even the lowest
-    top = capacity(lambda rate: True, 1.0, 10.0)
-    assert top.rate == 10.0 and not top.bounded
-    with pytest.raises(ValueError):
-        capacity(lambda rate: True, 5.0, 1.0)
 
 
 def test_meets_p99_needs_every_request_served_within_both():
