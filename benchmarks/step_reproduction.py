@@ -91,14 +91,14 @@ def _side(routes, top_k: int) -> int:
 
 
 def moe_cases(smoke: bool) -> list[dict]:
-    from sim.workloads.moe_tiling import read_routing
+    from sim.workloads.routing_trace import step_file
 
     out = []
     for model, spec in MODELS.items():
         for batch, name in spec["files"].items():
             if smoke and (model, batch) != ("mixtral", 64):
                 continue
-            routes = read_routing(ROUTING / name)
+            routes = step_file(ROUTING / name)
             dims = {"hidden": 64, "expert_ffn": 128} if smoke else {k: spec[k] for k in ("hidden", "expert_ffn")}
             for tile in ([16, 32, "dynamic"] if smoke else TILES[batch]):
                 side = _side(routes, routes.shape[1])

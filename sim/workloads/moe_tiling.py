@@ -46,33 +46,13 @@ from sim.chip.units import Compute, Replies
 from sim.keys import Field, Issue, Table
 from sim.workloads import WORKLOADS, ChipContext, Workload
 from sim.workloads.base import Floorplan, memory_tier
+from sim.workloads.request_trace import TraceError
+from sim.workloads.routing_trace import step_file
 
 TOKEN_TILE = buffer_label(20, "token-tile")
 GATHERED = 2  # token tiles an expert holds at once: the one computing and the next (the artifact's channel depth)
 ACCUMULATOR = buffer_label(21, "accumulator")
 DYNAMIC = 0  # ``tile`` of a dynamic tiling
-
-
-def read_routing(path: str | Path) -> np.ndarray:
-    """[tokens, top_k] expert ids of a STeP routing file (``NNN_LLL.npz``, one integer array
-    ``data``); ValueError naming what is wrong."""
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            if "data" not in z.files:
-                raise ValueError(f"{path}: no array 'data' (found {', '.join(z.files) or 'none'}); a STeP "
-                                 "routing file holds [tokens, top_k] expert ids in 'data'")
-            a = z["data"]
-    except (OSError, EOFError) as exc:
-        raise ValueError(f"{path}: not a readable .npz file ({exc})") from None
-    if a.ndim != 2 or not np.issubdtype(a.dtype, np.integer) or a.size == 0:
-        raise ValueError(f"{path}: 'data' must be integers of shape [tokens, top_k], got {a.dtype} {list(a.shape)}")
-    if (a < 0).any():
-        raise ValueError(f"{path}: a negative expert id")
-    srt = np.sort(a, axis=1)
-    if (srt[:, 1:] == srt[:, :-1]).any():
-        t = int(np.flatnonzero((srt[:, 1:] == srt[:, :-1]).any(axis=1))[0])
-        raise ValueError(f"{path}: token {t} is routed twice to one expert")
-    return a.astype(np.int64)
 
 
 @WORKLOADS.register("moe-tiling")
@@ -118,8 +98,8 @@ class MoeTilingParams(Workload):
             issues.append(Issue("workload.tiling.routing", "required: a STeP routing file (NNN_LLL.npz)"))
         else:
             try:
-                routes = read_routing(d["routing"])
-            except ValueError as exc:
+                routes = step_file(Path(d["routing"]))
+            except TraceError as exc:
                 issues.append(Issue("workload.tiling.routing", str(exc)))
         tile = d["tile"]
         if tile == "dynamic":

@@ -13,7 +13,8 @@ import pytest
 from cluster.config import load
 from cluster.config.loader import ConfigError
 from cluster.config.run import RUN_SCHEMA, chip_config
-from sim.workloads.moe_tiling import MoeTilingParams, read_routing
+from sim.workloads.moe_tiling import MoeTilingParams
+from sim.workloads.routing_trace import step_file
 from tests.paths import ROOT
 from tests.sim.chip.chiprun import run
 
@@ -61,7 +62,7 @@ def test_offchip_bytes_are_the_closed_form_to_the_byte(path, tile, side, experts
     s = run(raw(path, tile, side, experts, hidden=d, expert_ffn=f)).summary
     assert s["status"] == "completed", s["status_detail"]
     moved = s["hbm_read_bytes"] + s["hbm_write_bytes"]
-    assert moved == closed_form(read_routing(ROUTING / path), tile, d, f)
+    assert moved == closed_form(step_file(ROUTING / path), tile, d, f)
 
 
 # (off-chip bytes, on-chip bytes) the artifact's scripts printed, from the raw CSVs of an earlier
@@ -85,7 +86,7 @@ def test_the_artifacts_own_traffic_and_onchip_figures(path):
     """Off-chip and on-chip bytes as the artifact's scripts printed them, to the byte: on-chip
     is its operators' ``on_chip_requirement()`` summed over the experts with tokens."""
     experts, want = ARTIFACT[path]
-    routes = read_routing(ROUTING / path)
+    routes = step_file(ROUTING / path)
     for tile, (offchip, onchip) in want.items():
         p = MoeTilingParams(routes=routes, experts=experts, tile=tile, **DIMS[experts])
         assert (p.offchip_bytes(), p.step_onchip_bytes()) == (offchip, onchip), tile
@@ -94,7 +95,7 @@ def test_the_artifacts_own_traffic_and_onchip_figures(path):
 def test_the_published_onchip_ratio():
     """Mixtral-8x7B, batch 64 (the expert counts its script's comment gives): tile 32 takes 1.33x
     the on-chip bytes of dynamic tiling (Fig 9), tile 16 the same."""
-    routes = read_routing(ROUTING / "mixtral_b64/008_010.npz")
+    routes = step_file(ROUTING / "mixtral_b64/008_010.npz")
     assert np.bincount(routes.ravel()).tolist() == [13, 10, 17, 14, 17, 10, 24, 23]
     dyn = MoeTilingParams(routes=routes, tile=0).step_onchip_bytes()
     assert MoeTilingParams(routes=routes, tile=32).step_onchip_bytes() / dyn == pytest.approx(1.3326, abs=1e-4)
@@ -139,7 +140,7 @@ def test_bad_routing_and_tiles_are_reported_with_their_keys(tmp_path):
     bad = tmp_path / "001_002.npz"
     np.savez(bad, experts=np.zeros((4, 2), dtype=np.int64))
     cases = {
-        "routing": (dict(routing=str(bad)), "no array 'data'"),
+        "routing": (dict(routing=str(bad)), "an integer array 'data'"),
         "tile": (dict(tile="big"), "a whole number of rows"),
         "expert_ffn": (dict(expert_ffn=100), "not a multiple of tile_f"),
         "experts": (dict(experts=4), "names expert"),
