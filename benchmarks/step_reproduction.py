@@ -186,11 +186,13 @@ def moe_ratios(lines: list[dict], smoke: bool = False) -> list[dict]:
     mix = {t: by.get(("mixtral", 64, t)) for t in TILES[64]}
     if mix[16] and mix["dynamic"] and mix[32]:
         speed = mix[16]["cycles"] / mix["dynamic"]["cycles"]
+        # a smoke run cuts D and F: its cycles are no reproduction, so it states no target
         out.append(ratio("mixtral b64: cycles(tile 16) / cycles(dynamic)", "Fig 9", speed, 1.65,
-                         "1.65 within 5 %", abs(speed / 1.65 - 1) <= 0.05))
+                         "" if smoke else "1.65 within 5 %", abs(speed / 1.65 - 1) <= 0.05))
         extra = mix["dynamic"]["cycles"] / mix[32]["cycles"] - 1
         out.append(ratio("mixtral b64: cycles(dynamic) / cycles(tile 32) - 1", "Fig 9", extra, 0.0026,
-                         "within 1 % of tile 32's cycles (|value| <= 0.01)", abs(extra) <= 0.01))
+                         "" if smoke else "within 1 % of tile 32's cycles (|value| <= 0.01)", abs(extra) <= 0.01,
+                         gap=round(extra - 0.0026, 4)))  # in points: a relative gap of a difference says nothing
         out.append(ratio("mixtral b64: onchip(tile 32) / onchip(dynamic), STeP's accounting", "Fig 9",
                          mix[32]["onchip_bytes_step"] / mix["dynamic"]["onchip_bytes_step"], 1.33))
         out.append(ratio("mixtral b64: onchip(tile 16) / onchip(dynamic), STeP's accounting (\"the same on-chip "
