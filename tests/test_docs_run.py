@@ -350,7 +350,8 @@ def _check_toml(doc: str, body: str, tmp_path: Path) -> None:
         from cluster.config.run import RUN_SCHEMA, chip_config
 
         moe = tomllib.loads(body)["workload"]["moe"]
-        moe["trace"] = str(ROOT / "benchmarks" / "data" / "step" / "dyn_tiling" / "expert_routing" / Path(moe["trace"]).name)
+        routing = ROOT / "benchmarks" / "data" / "step" / "dyn_tiling" / "expert_routing"
+        moe["trace"] = str(routing / Path(moe["trace"]).name)
         raw = tomllib.loads((ROOT / "examples" / "moe_trace.toml").read_text())
         raw["workload"]["moe"].update(moe)
         assert chip_config(load(RUN_SCHEMA, raw=raw)).workload.trace.steps == 1
