@@ -48,6 +48,9 @@ SLOW = {
     "rdasim run examples/mapped_gpt_layer.toml --set workload.dataflow.plan=plan/plan.json --out results/mapped":
         "mapped_vs_analytic.py (the mapped examples)",
     "rdasim map examples/map_gpt_layer.toml --out plan/": "mapping_presets.py (the solver)",
+    "rdasim run examples/mapped_decode_sn40l.toml": "real_scale.py (the mapped decode) and result_hashes.py",
+    "rdasim run examples/mapped_decode_sn40l.toml --set workload.dataflow.weights=ddr":
+        "real_scale.py (the model switch); tests/sim/workloads/dataflow/test_tiers.py switches a small one",
     "rdasim noc --backend ray": "noc_speed.py and result_hashes.py (the reference curve)",
     "rdasim noc --rates 0.1,0.3,0.4 --out results/noc": "result_hashes.py (noc 8x8 config B)",
     "rdasim noc --k 16 --rate 0.15 --shards 4 --cut blocks": "noc_speed.py (16x16), pdes_speed.py",

@@ -123,7 +123,8 @@ def tier_figures(t) -> dict:
     names = [x.name for x in t.cfg.spec.tiers]
     return {"read_bytes": t.bytes_read, "write_bytes": t.bytes_written, "peak_bytes": t.memory.peak_bytes,
             "copied_to": {names[k]: v for k, v in sorted(t.copied_to.items())}, "flows": t.flow_count,
-            "full_events": t.full_events, "end_bytes": t.memory.used_bytes}
+            "full_events": t.full_events, "end_bytes": t.memory.used_bytes, "refused_bytes": t.refused_bytes,
+            "capacity": t.tier.capacity}
 
 
 def tier_summary(results: list[ShardResult]) -> dict:
@@ -142,6 +143,18 @@ def tier_summary(results: list[ShardResult]) -> dict:
                     f"{name}_peak_bytes": t["peak_bytes"], f"{name}_flows": t["flows"]})
     out["tier_full_events"] = sum(t["full_events"] for t in tiers.values())
     return out
+
+
+def tier_refusals(results: list[ShardResult]) -> str:
+    """The status detail of evictions a full tier refused ("" if none): the bytes had nowhere to
+    go, so a run that otherwise ended is failed (after the hash: its figures are unchanged)."""
+    out = []
+    for r in results:
+        for name, t in sorted(r.tiers.items()):
+            if t.get("refused_bytes"):
+                out.append(f"{name.upper()} full: {t['refused_bytes']:,} evicted bytes had no page there "
+                           f"(raise chip.{name}.capacity, now {t['capacity']:,.0f} B)")
+    return "; ".join(out)
 
 
 def _percentile(x: np.ndarray, q: float) -> float:
@@ -245,6 +258,9 @@ def summarize_chip(cfg, results: list[ShardResult], cut_off: bool = False) -> tu
     summary["status"] = diagnosis.status_of(summary["completed"], summary["requests_failed"], cut_off=False)
     summary["status_detail"] = diagnosis.detail(summary["status"], waiting, cfg.workload.WORK_UNIT, finished, admitted,
                                                 expected, summary["requests_failed"], _oversize(cfg, results))
+    refused = tier_refusals(results)
+    if refused:  # evicted data a full tier had no pages for: the run cannot be said to have completed
+        summary["status"], summary["status_detail"] = "failed", refused
     summary["oracle_first"] = verdict.first
     # after the hash: views of what it covers (the MUs' memory log, the scheduler's replies)
     summary["first_oom_utilization"] = float(occ.oom_used) / cap if occ.oom_used >= 0 else None

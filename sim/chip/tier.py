@@ -70,6 +70,7 @@ class TierUnit(Unit):
         self.grid_bytes = 0  # bytes of flows to or from units of the grid (not copies between tiers)
         self.flow_count = 0
         self.full_events = 0  # writes or regions refused: the tier was full
+        self.refused_bytes = 0  # evicted bytes the full tier had no pages for: the data has nowhere to live
 
     # ------------------------------------------------------------------ messages
     def on_message(self, msg: m.Message) -> None:
@@ -84,6 +85,7 @@ class TierUnit(Unit):
             if self.memory is not None and msg.buf >= 0 and not self.memory.grow(("mu", msg.src, msg.buf),
                                                                                   msg.nbytes):
                 self.full_events += 1
+                self.refused_bytes += msg.nbytes
         elif kind == m.FREE:
             if self.memory is not None and msg.buf >= 0:
                 self.memory.release(("mu", msg.src, msg.buf))

@@ -7,6 +7,7 @@ import pytest
 
 from sim.chip import messages as m
 from sim.chip.config import NI_LATENCY
+from tests.paths import benchmark
 from tests.sim.chip.chiprun import config, run
 
 SN40L_SMALL = {"preset": "sn40l", "rows": 4, "cols": 8}  # HBM controller at (2, 0), DDR at (2, 7)
@@ -44,19 +45,7 @@ def test_a_single_stream_takes_bytes_over_its_bottleneck_exactly(nbytes):
     assert s["hbm_read_bytes"] == nbytes and s["hbm_flows"] == 1 and s["flits_total"] == 2  # headers only
 
 
-def _bench():
-    """benchmarks/real_scale.py: its flow-vs-packet table is the one tested here."""
-    import importlib.util
-
-    from tests.paths import ROOT
-
-    spec = importlib.util.spec_from_file_location("real_scale", ROOT / "benchmarks" / "real_scale.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-BENCH = _bench()
+BENCH = benchmark("real_scale")  # its flow-vs-packet table is the one tested here
 FLOW_VS_PACKET = BENCH.FLOW_VS_PACKET
 
 
@@ -112,3 +101,17 @@ def test_evictions_land_in_hbm_as_pages_and_flows():
     assert s["hbm_peak_bytes"] >= 4096 and s["tier_full_events"] == 0
     (hbm,) = [res.tiers["hbm"] for res in done.simulation.outcome.reports if "hbm" in res.tiers]
     assert hbm["end_bytes"] == 0  # every evicted buffer was freed: its pages are back
+
+
+def test_an_eviction_a_full_tier_cannot_hold_fails_the_run_naming_it():
+    """The same run with an HBM of two 4 KiB pages: the evicted buffers' pages run out, and
+    evicted data with nowhere to live fails the run, saying which tier and what to raise."""
+    raw = {"chip": {**SN40L_SMALL, "mu_bytes": "8KiB", "hbm": {"page": "4KiB", "capacity": "8KiB"}},
+           "memory": {"policy": "virtual", "block_bytes": "1KiB", "on_oom": "evict"},
+           "workload": {"kind": "kv-decode", "decode": {
+               "requests": 8, "max_batch": 8, "layers": 1, "heads": 2, "head_dim": 64,
+               "prompt_tokens": {"dist": "fixed", "mean": 24}, "output_tokens": {"dist": "fixed", "mean": 10}}}}
+    s = run(raw).summary
+    assert s["hbm_peak_bytes"] == 8192 and s["tier_full_events"] > 0
+    assert s["status"] == "failed"
+    assert s["status_detail"].startswith("HBM full: ") and "chip.hbm.capacity" in s["status_detail"]
