@@ -54,6 +54,10 @@ class TierSpec:
     latency: float  # seconds from a request reaching the controller to its first byte
     page_bytes: int = 2 * MiB  # allocation granule (paged blocks)
     edge: str = "left"
+    # bytes/s through each row's port into the grid; 0: the edge tile's interface link (a real
+    # chip's edge). An abstract machine whose memory reaches every unit at the unit's own rate
+    # (STeP's) gives it the tier's bandwidth, so no row's port is the bottleneck.
+    port_bandwidth: float = 0.0
 
     def bytes_per_cycle(self, clock_hz: float) -> float:
         return self.bandwidth / clock_hz
@@ -68,6 +72,8 @@ class TierSpec:
                 out.append(f"tier {self.name}: {name} must be positive")
         if self.latency < 0:
             out.append(f"tier {self.name}: latency must not be negative")
+        if self.port_bandwidth < 0:
+            out.append(f"tier {self.name}: port_bandwidth must not be negative (0: the edge link's rate)")
         if 0 < self.capacity < self.page_bytes:
             out.append(f"tier {self.name}: its capacity ({self.capacity:,.0f} B) holds no page of "
                        f"{self.page_bytes:,} B")
@@ -229,4 +235,17 @@ RDA_PRESETS = {
                       mu_bytes=512 * 1024, mu_banks=32, dram_latency=160, dram_bytes=64e9,
                       tiers=(TierSpec("hbm", 64e9, 1.6e12, 100e-9, edge="left"),
                              TierSpec("ddr", 1.5e12, 100e9, 150e-9, edge="right"))),
+    # STeP's abstract machine (Sohn et al., "Streaming Tensor Programs", ASPLOS 2026, arXiv
+    # 2511.07776; its artifact stanford-ppl/step_artifact), given as rates, in cycles of a 1 GHz
+    # clock: off-chip memory 1,024 B/cycle (HBMConfig(64, 32, 2, 2, 1, 14): 32 channels of one
+    # 64-byte request every 2 cycles), first byte 16 cycles after a request (latency 2 + start-up
+    # 14); on chip 64 B/cycle per unit (here a 520-bit flit: 2 KiB of data in 32 flits, a link's
+    # data rate is 64 B/cycle, and an MU's 16 banks x 4 B); 4,096 FLOP/cycle per operator for the
+    # MoE (64 lanes x 32 stages; its attention sets 2,048: chip.cu_stages = 16). The memory reaches
+    # every unit at the unit's own rate (port_bandwidth), as STeP's operators do. Not STeP's, chosen:
+    # the grid (8 x 8: a workload needing more CUs says so), MUs of 16 MiB (STeP counts on-chip
+    # bytes, it does not bound them), 64 GB of HBM (the weights' home).
+    "step": ChipSpec(name="step", rows=8, cols=8, clock_hz=1e9, flit_bits=520, cu_lanes=64, cu_stages=32,
+                     mu_bytes=16 * MiB, mu_banks=16, mu_word_bytes=4,
+                     tiers=(TierSpec("hbm", 64e9, 1.024e12, 16e-9, edge="left", port_bandwidth=1.024e12),)),
 }

@@ -97,8 +97,9 @@ WSE2 = Chip("WSE-2", 853_776, 4, 1, 1.1e9, 41_964_011_520, 153 * GB, 1.5 * 2**40
 PLASTICINE = RDA_PRESETS["plasticine"].dfmodel()
 SN40L = RDA_PRESETS["sn40l-like"].dfmodel()
 SN40L_PUBLISHED = RDA_PRESETS["sn40l"].dfmodel()  # the first tier (HBM) is DFModel's DRAM
+STEP = RDA_PRESETS["step"].dfmodel()  # STeP's abstract machine (its HBM is DFModel's DRAM)
 
-CHIPS = {c.name: c for c in (A100, H100, SN30, WSE2, PLASTICINE, SN40L, SN40L_PUBLISHED)}
+CHIPS = {c.name: c for c in (A100, H100, SN30, WSE2, PLASTICINE, SN40L, SN40L_PUBLISHED, STEP)}
 
 # ---------------------------------------------------------------- system presets
 # SN40L nodes (Prabhakar et al., MICRO 2024; Hot Chips 2024): a node holds 8 or 16 sockets (the

@@ -239,7 +239,7 @@ def test_every_block_command_runs_as_stated(command: Command, block_dirs, tmp_pa
     key = (command.doc, command.block)
     if key not in block_dirs:
         d = tmp_path_factory.mktemp(f"{command.doc.split('.')[0]}{command.block}")
-        for name in ("examples", "tests"):
+        for name in ("examples", "tests", "benchmarks"):  # a checkout's folders the examples read from
             (d / name).symlink_to(ROOT / name)
         block_dirs[key] = d
     cwd = block_dirs[key]
@@ -355,7 +355,8 @@ def _check_toml(doc: str, body: str, tmp_path: Path) -> None:
         from cluster.config.run import RUN_SCHEMA, chip_config
 
         moe = tomllib.loads(body)["workload"]["moe"]
-        moe["trace"] = str(ROOT / "tests" / "data" / "step" / Path(moe["trace"]).name)
+        routing = ROOT / "benchmarks" / "data" / "step" / "dyn_tiling" / "expert_routing"
+        moe["trace"] = str(routing / Path(moe["trace"]).name)
         raw = tomllib.loads((ROOT / "examples" / "moe_trace.toml").read_text())
         raw["workload"]["moe"].update(moe)
         assert chip_config(load(RUN_SCHEMA, raw=raw)).workload.trace.steps == 1

@@ -12,8 +12,8 @@ a tier share, max-min fairly and re-rated at each start and end:
 
 - its channels: one bandwidth (the tier's; addresses interleave over every channel);
 - the interface link of the edge tile in the row of the unit at the far end (the link's data
-  rate in full packets, ``Sizing.link_data_rate``): data enters and leaves the grid there (a
-  DRAM interface: its own tile's link, for every flow);
+  rate in full packets, ``Sizing.link_data_rate``, or the tier's ``port_bandwidth``): data enters
+  and leaves the grid there (a DRAM interface: its own tile's link, for every flow);
 - that unit's network interface (the same rate): several flows to one unit share it;
 - a copy to another tier (CTRL_COPY) crosses the channels only, never faster than the other
   tier's bandwidth.
@@ -153,7 +153,8 @@ class TierUnit(Unit):
             return self.own_port
         row = tile // self.cfg.spec.cols
         if row not in self.ports:
-            self.ports[row] = self.flows.resource(self.link)
+            wide = self.tier.port_bandwidth / self.cfg.spec.clock_hz  # 0: the edge link's rate
+            self.ports[row] = self.flows.resource(wide or self.link)
         return self.ports[row]
 
     def _end(self, tile: int) -> int:
