@@ -3,6 +3,7 @@
     python benchmarks/memory_policies.py            # everything (about 10 minutes on 2 busy cores)
     python benchmarks/memory_policies.py --quick    # smaller workloads, one speed run each
     python benchmarks/memory_policies.py --smoke    # every study on tiny workloads: what the test suite runs
+    python benchmarks/memory_policies.py --scale real   # the same questions on the real models on sn40l
 
 Studies (plasticine, packet-level NoC, one shard, local backend):
 
@@ -104,8 +105,8 @@ FIGURES = ("tokens_per_second", "sim_cycles", "latency_p50_cycles", "latency_p99
 
 def _row(study: str, case: str, s: dict, **extra) -> dict:
     out = {"bench": "memory_policies", "study": study, "case": case}
-    out.update({k: (float(f"{s[k]:.5g}") if k.startswith("energy") else round(s[k], 4) if isinstance(s[k], float)
-                    else s[k]) for k in FIGURES})
+    out.update({k: (float(f"{s[k]:.5g}") if k.startswith("energy") and s[k] is not None
+                    else round(s[k], 4) if isinstance(s[k], float) else s[k]) for k in FIGURES})
     out["messages"] = s["messages"]
     out.update(extra)
     return out
@@ -293,13 +294,117 @@ def speed(quick: bool, max_cycles: int = 200_000) -> None:
                "load_average": round(os.getloadavg()[0], 2), "cpus": os.cpu_count()})
 
 
+# --------------------------------------------------------------------------- --scale real (issue 31)
+# The same questions on the real models (mapping/models.py) on the published SN40L (sn40l): a decode
+# step of one Llama-3.1-8B layer mapped over the whole chip (the serve-step graph: GQA, SwiGLU, its
+# weights streamed from HBM) with the step's K and V caches kept in MUs and growing a token a
+# sequence every step (workload.dataflow.kv = "mu": the proposal's on-chip KV at real width), and
+# the reclamation protocols on MoE routing at Mixtral-8x7B's and Qwen3-30B-A3B's widths.
+REAL_BATCH, REAL_CONTEXT = 8, 1024
+
+
+def _real_step(memory: dict, passes: int, chip: dict | None = None) -> dict:
+    graph = {"kind": "serve-step", "name": "llama-3.1-8b-layer", "word": 2,
+             "serve-step": {"model": "llama-3.1-8b", "tokens": REAL_BATCH, "keys": REAL_BATCH * (REAL_CONTEXT + 1),
+                            "kv_read": REAL_BATCH * REAL_CONTEXT, "tile_size": REAL_BATCH}}
+    return {"chip": chip or {"preset": "sn40l"}, "noc": {"model": "packet"}, "memory": memory,
+            "workload": {"kind": "dataflow", "dataflow": {"passes": passes, "weights": "hbm", "kv": "mu",
+                                                          "batched_reads": "share", "graph": graph,
+                                                          "mapping": {"time_limit": "60s"}}},
+            "run": {"seed": 1, "max_cycles": 10**10}}
+
+
+def _real_moe(model: str, steps: int, tokens: int) -> dict:
+    from mapping.models import model_preset
+
+    m = model_preset(model)
+    return {"kind": "moe", "moe": {"steps": steps, "tokens": tokens, "experts": m.experts, "top_k": m.top_k,
+                                   "skew": 0.5, "hidden": m.hidden, "expert_ffn": m.expert_ffn,
+                                   "producers": 8, "expert_cus": 4}}
+
+
+def real_policies(passes: int, chip: dict | None) -> None:
+    """Studies 1, 2 and 5 at real scale: the layer's caches in MUs under each policy."""
+    cases = {
+        "virtual 4KiB blocks": {"policy": "virtual", "block_bytes": "4KiB"},
+        "realloc-copy x2": {"policy": "realloc-copy", "initial_bytes": "4KiB", "growth": 2.0},
+        "realloc-copy x1.5": {"policy": "realloc-copy", "initial_bytes": "4KiB", "growth": 1.5},
+        "static-multi (4 per MU)": {"policy": "static-multi", "buffers_per_mu": 4},
+        "static-single (1 per MU)": {"policy": "static-single"},
+    }
+    res = {}
+    for name, mem in cases.items():
+        try:
+            res[name] = s = _run(_real_step(mem, passes, chip))
+        except Exception as exc:  # noqa: BLE001 - a placement that does not fit is the finding
+            _emit({"bench": "memory_policies", "study": "real_policies", "case": name, "scale": "real",
+                   "status": "does not fit", "status_detail": str(exc).splitlines()[-1][:300]})
+            continue
+        _emit(_row("real_policies", name, s, scale="real", seconds_per_step=s.get("seconds_per_batch_simulated")))
+    v, r = res.get("virtual 4KiB blocks"), res.get("realloc-copy x2")
+    if v and r:
+        _emit({"bench": "memory_policies", "study": "real_policies", "case": "verdict", "scale": "real",
+               "expected": "as in the toy: virtual copies nothing and reserves less at its peak; at real width the "
+                           "weights' streams, not the MUs, set a step's pace, so the policies' time differs little",
+               "virtual_bytes_copied": v["bytes_copied"], "realloc_bytes_copied": r["bytes_copied"],
+               "peak_reserved_virtual": round(v["peak_mu_reserved"], 4),
+               "peak_reserved_realloc": round(r["peak_mu_reserved"], 4),
+               "step_ratio_virtual_over_realloc": round(v["sim_cycles"] / r["sim_cycles"], 4),
+               "shows_expected_effect": bool(v["bytes_copied"] == 0 < r["bytes_copied"]
+                                             and v["peak_mu_reserved"] <= r["peak_mu_reserved"])})
+
+
+def real_protocols(steps: int, tokens: int) -> None:
+    """Studies 3 and 4 at real scale: routing at Mixtral-8x7B's and Qwen3-30B-A3B's widths."""
+    for model in ("mixtral-8x7b", "qwen3-30b-a3b"):
+        res = {}
+        for proto in ("refcount-gated", "partial-free", "refcount"):
+            raw = {"chip": {"preset": "sn40l-like"}, "noc": {"model": "packet"},
+                   "memory": {"policy": "virtual", "block_bytes": "4KiB", "reclaim": proto, "weight_bits": 10},
+                   "workload": _real_moe(model, steps, tokens), "run": {"seed": 1}}
+            res[proto] = s = _run(raw)
+            _emit(_row("real_protocols", f"{model}: {proto}", s, scale="real"))
+        g, w = res["refcount-gated"], res["partial-free"]
+        _emit({"bench": "memory_policies", "study": "real_protocols", "case": f"{model}: verdict", "scale": "real",
+               "expected": "partial-free sends no synchronisation messages and is at least as fast as gated counting",
+               "sync_messages_gated": g["sync_messages"], "sync_messages_partial_free": w["sync_messages"],
+               "throughput_ratio_partial_free_over_gated": round(w["tokens_per_second"] / g["tokens_per_second"], 4),
+               "refcount_violations": res["refcount"]["use_after_free"] + res["refcount"]["double_free"],
+               "shows_expected_effect": bool(w["sync_messages"] == 0 < g["sync_messages"]
+                                             and w["tokens_per_second"] >= g["tokens_per_second"])})
+    rows = []
+    for bits in (2, 4, 6, 8, 9, 10):  # Qwen3's top-8: halving 8 times needs 2**8, 9 bits
+        raw = {"chip": {"preset": "sn40l-like"}, "noc": {"model": "packet"},
+               "memory": {"policy": "virtual", "block_bytes": "4KiB", "reclaim": "partial-free", "weight_bits": bits},
+               "workload": _real_moe("qwen3-30b-a3b", steps, tokens), "run": {"seed": 1}}
+        s = _run(raw)
+        rows.append((bits, s["messages"]["weight_request"]))
+        _emit(_row("real_weight_bits", f"qwen3-30b-a3b top-8, {bits} bits", s, scale="real", weight_bits=bits,
+                   weight_requests=s["messages"]["weight_request"]))
+    _emit({"bench": "memory_policies", "study": "real_weight_bits", "case": "verdict", "scale": "real",
+           "expected": "top-8 routing needs weight requests below 9 bits (top_k + 1) and none from 9 on",
+           "weight_requests_by_bits": dict(rows),
+           "shows_expected_effect": bool(all((r == 0) == (b >= 9) for b, r in rows))})
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="smaller workloads, one speed run")
     ap.add_argument("--only", choices=("virtual_vs_realloc", "buffers_per_mu", "partial_free_vs_gated",
-                                       "weight_bits", "energy", "deadlock", "speed"), help="run one study")
+                                       "weight_bits", "energy", "deadlock", "speed", "real_policies",
+                                       "real_protocols"), help="run one study")
     ap.add_argument("--smoke", action="store_true", help="every study on a tiny workload, once")
+    ap.add_argument("--scale", choices=("toy", "real"), default="toy",
+                    help="toy: the seed's studies on plasticine; real: the same questions on the real models "
+                         "on sn40l (issue 31)")
     args = ap.parse_args()
+    if args.scale == "real":
+        passes, moe = (2, (1, 32)) if args.quick else (4, (2, 64))
+        if args.only in (None, "real_policies"):
+            real_policies(passes, None)
+        if args.only in (None, "real_protocols"):
+            real_protocols(*moe)
+        return
     kv = KV
     if args.quick:
         kv = _merge(KV, decode={"requests": 12, "max_batch": 8})

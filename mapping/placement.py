@@ -291,15 +291,15 @@ def _distances(spec: ChipSpec, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.abs(ra[:, None] - rb[None, :]) + np.abs(ca[:, None] - cb[None, :])
 
 
-def _assign(F: np.ndarray, D: np.ndarray, seed: int, restarts: int) -> tuple[np.ndarray, np.ndarray, float]:
+def _assign(F: np.ndarray, D: np.ndarray, seed: int, restarts: int,
+            rounds: int = ROUNDS) -> tuple[np.ndarray, np.ndarray, float]:
     """(CU tile index of each slot, MU tile index of each bin, objective): alternating LAPs.
     A LAP costs O(n^3): on grids of more than LARGE CUs one start and a few rounds."""
     from scipy.optimize import linear_sum_assignment  # here: the simulator imports this module for MuRoom
 
     slots, bins = F.shape
-    rounds = ROUNDS
     if D.shape[0] > LARGE:
-        restarts, rounds = 1, 4
+        restarts, rounds = 1, min(rounds, 4)
     best = None
     rng = np.random.default_rng(seed)
     for r in range(restarts):
@@ -336,13 +336,19 @@ def _bound(F: np.ndarray, D: np.ndarray) -> float:
 
 
 def place_on_grid(plan: MappingPlan, spec: ChipSpec, seed: int = 0, room: MuRoom | None = None,
-                  restarts: int = 2, max_cus: int = 0) -> GridPlacement:
+                  restarts: int = 2, max_cus: int = 0, stream_bytes: int = 0, rounds: int = ROUNDS,
+                  bound: bool = True) -> GridPlacement:
     """Place every partition of ``plan`` on ``spec``'s grid: the plan of one chip, or of a system
     without pipeline stages (every chip runs the same per-chip slices: TP and DP).
 
     ``room``: how an MU gives out room under the run's memory policy (default: 64-byte rows);
     ``restarts``: seeded random starting points of the local search (the first is in order);
-    ``max_cus``: CUs a kernel may use at most (0: as many as its share of the FLOPs).
+    ``max_cus``: CUs a kernel may use at most (0: as many as its share of the FLOPs);
+    ``stream_bytes``: a kernel streaming its weight may have a CU for every ``stream_bytes`` of
+    its weight per tile, whatever its output (0: the output rule alone). Each CU streams its
+    share over its own link, so a memory-bound kernel needs CUs in many rows, not only
+    enough FLOPs; ``rounds``: alternations of the local search at most; ``bound``: compute
+    the Gilmore-Lawler bound (one more assignment problem; 0 reported without it).
     """
     if not plan.feasible:
         raise PlacementError(f"the plan is {plan.status}: {plan.reason}")
@@ -359,7 +365,9 @@ def place_on_grid(plan: MappingPlan, spec: ChipSpec, seed: int = 0, room: MuRoom
         # a CU's share of a tile's output no smaller than MIN_SHARE bytes: finer splits of a
         # small tile cost more messages than they save cycles (every consumer CU of a GEMM
         # reads the whole tile from every producer CU)
-        caps = [max(1, min(max_cus or len(cu_tiles), int(k.m * k.n * plan.word) // MIN_SHARE)) for k in kernels]
+        caps = [max(1, min(max_cus or len(cu_tiles), max(int(k.m * k.n * plan.word) // MIN_SHARE,
+                                                          _stream_cap(k, plan, stream_bytes))))
+                for k in kernels]
         counts = dict(zip(part.kernels, cu_counts([k.flop for k in kernels], len(cu_tiles), caps)))
         slot_of: dict[tuple[str, int], int] = {}
         for k in kernels:
@@ -373,7 +381,7 @@ def place_on_grid(plan: MappingPlan, spec: ChipSpec, seed: int = 0, room: MuRoom
         stage = max(k.flop_per_tile / counts[k.name] / spec.cu_flops_per_cycle for k in kernels)
         bins = _pack(pieces, room, len(mu_tiles), stage * spec.mu_bytes_per_cycle, f"partition {part.index}")
         F = _flows(kernels, counts, buffers, bins, slot_of)
-        cu_idx, mu_idx, traffic = _assign(F, D, seed + part.index, restarts)
+        cu_idx, mu_idx, traffic = _assign(F, D, seed + part.index, restarts, rounds)
         placed_kernels = tuple(
             PlacedKernel(k.name, k.kind,
                          tuple(int(cu_tiles[cu_idx[slot_of[k.name, j]]]) for j in range(counts[k.name])))
@@ -385,9 +393,17 @@ def place_on_grid(plan: MappingPlan, spec: ChipSpec, seed: int = 0, room: MuRoom
                                                  pc.writer))
         placed_buffers = tuple(PlacedBuffer(name, kind, producer, consumers, tb, depth, tuple(stripes[i]))
                                for i, (name, kind, producer, consumers, tb, depth) in enumerate(buffers))
-        parts.append(PlacedPartition(part.index, placed_kernels, placed_buffers, traffic, _bound(F, D)))
+        parts.append(PlacedPartition(part.index, placed_kernels, placed_buffers, traffic,
+                                     _bound(F, D) if bound else 0.0))
     return GridPlacement(spec.name, spec.rows, spec.cols, seed, room, tuple(parts),
                          _place_caches(plan, parts, spec, room))
+
+
+def _stream_cap(k: KernelPlan, plan: MappingPlan, stream_bytes: int) -> int:
+    """CUs a streamed weight's kernel may spread its stream over (0: no such rule)."""
+    if stream_bytes <= 0 or not k.streamed or k.weight_bytes <= 0:
+        return 0
+    return int(k.weight_bytes / max(1, plan.num_tiles) // stream_bytes)
 
 
 def _place_caches(plan: MappingPlan, parts: list[PlacedPartition], spec: ChipSpec, room: MuRoom) -> tuple:

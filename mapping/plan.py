@@ -47,6 +47,7 @@ class TensorPlan:
     tile_bytes: float  # per chip, per tile
     depth: int  # tiles its on-chip buffer holds (DFModel's buffer depth)
     on_chip: bool  # both ends in one partition; else it spills to DRAM between partitions
+    lag: int = 0  # a loop-carried tensor (mapping/looping.py): tile i reads the producer's tile i - lag
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,8 @@ SLOW = {
     "rdasim sweep examples/sweep_noc.toml --out results": "sweep_overhead.py; tests/test_readme.py with -m slow",
     "rdasim sweep status results": "sweep_overhead.py; tests/test_readme.py with -m slow",
     "rdasim report results": "tests/cluster/report (figures from sweeps)",
+    "rdasim run examples/serve_llama8b_sn40l.toml": "serve_real_time.py (this run, every memory policy and on_oom)",
+    "rdasim run examples/serve_llama70b_sn40l8.toml": "tests/sim/workloads/serve/test_system.py serves a small group",
 }
 
 

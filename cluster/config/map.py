@@ -13,6 +13,7 @@ from typing import Any
 from cluster.config import REQUIRED, Field, Table, TableList, load
 from cluster.config.schema import spell_units
 from cluster.errors import UserError
+from mapping.models import MODELS
 from mapping.presets import SPECS, preset_spec
 from mapping.solver import MappingProblem
 from mapping.specs import WORKLOAD_KINDS, problem_from_spec
@@ -44,6 +45,14 @@ MOE = Table({
     "expert_ffn": _i("expert FFN width; 0 = 4h", 0, 0), "micro_batch": _i("0 = enumerate", 1, 0),
     "tile_size": _i("0 = enumerate", 0, 0),
 })
+SERVE_STEP = Table({
+    "model": Field("choice", "llama-3.1-8b", "a model of mapping/models.py (its published configuration)",
+                   choices=tuple(MODELS)),
+    "tokens": _i("tokens the step processes (tiled): one a decode sequence, a prefill chunk's"),
+    "keys": _i("query-key pairs per head over the step's tokens (0: each token attends to itself)", 0, 0),
+    "kv_read": _i("cached tokens whose K and V the step reads, per layer", 0, 0),
+    "tile_size": _i("tokens a tile; 0 = enumerate", 0, 0), "layers": _i("layers; 0 = the model's", 0, 0),
+})
 DLRM = Table({
     "mlp_dim": _i("MLP width"), "bottom_mlps": _i("bottom MLPs"), "top_mlps": _i("top MLPs", REQUIRED, 0),
     "tables": _i("embedding tables"), "pooled_rows": _i("rows pooled per lookup"), "emb_dim": _i("embedding width"),
@@ -70,6 +79,7 @@ SCHEMA = Table({
         "name": Field("str", "", "label in results"),
         "word": _i("bytes per element", 2),
         "llm": LLM, "decode": DECODE, "moe": MOE, "dlrm": DLRM, "hpl": HPL, "fft": FFT, "graph": GRAPH,
+        "serve-step": SERVE_STEP,
     }),
     "system": Table({
         "chips": _i("number of chips"),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Callable
+from typing import Callable, cast
 
 from cluster.config import Field, Table
 from cluster.config.footprint import chip_issues as footprint_issues
@@ -157,10 +157,19 @@ def _section_keys(cls: type[Workload]) -> Table:
 
 
 def _workload_sections() -> dict:
-    """One table per registered workload's section ([workload.decode], [workload.moe], ...)."""
+    """One table per registered workload's section ([workload.decode], [workload.moe], ...): the
+    keys of every workload reading it (kv-decode's and serve's [workload.decode] share theirs)."""
+    readers: dict[str, list] = {}
+    for name, cls in WORKLOADS.items():
+        readers.setdefault(cls.SECTION, []).append((name, cls))
     out: dict = {}
-    for _, cls in WORKLOADS.items():
-        out.setdefault(cls.SECTION, _section_keys(cls))
+    for section, classes in readers.items():
+        tables = [_section_keys(cls) for _, cls in classes]
+        if len(tables) == 1:
+            out[section] = tables[0]
+            continue
+        merged = merge_fields((name, t.fields) for (name, _), t in zip(classes, tables))
+        out[section] = Table(merged, max((t.doc for t in tables), key=len))
     return out
 
 
@@ -275,12 +284,14 @@ def system_config(cfg: dict):
     issues += _workload_issues(params, cfg)
     if issues:
         raise ConfigError("config", issues)
-    workload = params.from_config(wl["kind"], wl[params.SECTION], ChipContext(None, None, None, system), issues)
+    sock = chip_config(cfg, socket=True) if params.SOCKET else None  # the grid its sockets' steps are priced on
+    workload = params.from_config(wl["kind"], wl[params.SECTION],
+                                  ChipContext(sock.spec if sock else None, None, None, system), issues)
     if issues:
         raise ConfigError("config", issues)
     try:
         return SystemConfig(system, system.chip.frequency, sysd["packet_bytes"], sysd["fidelity"], workload,
-                            run["seed"], int(sysd["max_seconds"] * system.chip.frequency))
+                            run["seed"], int(sysd["max_seconds"] * system.chip.frequency), chip=sock)
     except ValueError as exc:
         raise ConfigError("config", [Issue("system", str(exc))]) from None
 
@@ -395,13 +406,14 @@ def _room_for(policy, mu: MuGeometry) -> Callable[[int], str]:
     return room
 
 
-def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=None) -> ChipConfig:
+def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=None, socket: bool = False) -> ChipConfig:
     """The ChipConfig a resolved ``rdasim run`` config describes (raises ConfigError); ``system``: the
-    mapper's System its chip is a grid chip of."""
+    mapper's System its chip is a grid chip of; ``socket``: the [chip], [noc] and [memory] of a
+    system workload's sockets, whose grid it simulates for itself (no workload of its own)."""
     chip, noc, mem, wl, run = cfg["chip"], cfg["noc"], cfg["memory"], cfg["workload"], cfg["run"]
     issues: list[Issue] = []
     params = WORKLOADS.get(wl["kind"])
-    if params.SYSTEM:
+    if params.SYSTEM and not socket:
         raise ConfigError("config", [Issue("workload.kind", f"{wl['kind']} runs on a system of chips: give a "
                                            "[system] with chips > 0 and its [[system.network]]")])
     spec, tier_issues = chip_spec(chip)
@@ -425,13 +437,14 @@ def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=Non
                     buffer_id_bits=mem["buffer_id_bits"], virtual_bits=mem["offset_bits"])
     policy = POLICIES.get(mem["policy"]).from_config(mem["policy"], mem)
     issues += policy.problems(mu)
-    issues += _workload_issues(params, cfg)
-    issues += _preempt_issues(wl["kind"], mem)
+    if not socket:
+        issues += _workload_issues(params, cfg)
+        issues += _preempt_issues(wl["kind"], mem)
     issues += later
     if issues and params.MAPS_GRAPH:  # mapping needs every key it reads
         raise ConfigError("config", issues)
-    workload = params.from_config(wl["kind"], wl[params.SECTION],
-                                  ChipContext(spec, lay, policy.room(mu), system, _room_for(policy, mu)), issues)
+    workload = None if socket else params.from_config(
+        wl["kind"], wl[params.SECTION], ChipContext(spec, lay, policy.room(mu), system, _room_for(policy, mu)), issues)
     try:
         energy = load_table(cfg["energy"]["table"])
     except EnergyTableError as exc:
@@ -442,7 +455,8 @@ def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=Non
     return ChipConfig(
         spec=spec, noc=noc_params_for(spec, run["seed"], routing=noc["routing"], **{k: noc[k] for k in TIMING_KEYS}),
         network=noc["model"],
-        sizing=sizing, mu=mu, policy=policy, reclaim=reclaim, workload=workload, on_oom=mem["on_oom"],
+        # a socket's configuration has no workload of its own: the steps it prices put theirs in
+        sizing=sizing, mu=mu, policy=policy, reclaim=reclaim, workload=cast(Workload, workload), on_oom=mem["on_oom"],
         preempt_mode=mem["preempt_mode"] or PREEMPT_MODES[0], admit_watermark=mem["admit_watermark"],
         prefix_sharing=mem["prefix_sharing"], prefix_cache_bytes=mem["prefix_cache_bytes"],
         placement=mem["placement"], jitter=noc["jitter"], seed=run["seed"], max_cycles=run["max_cycles"],

@@ -116,6 +116,9 @@ class ChipJob:
         }
         if "requests" in cols:  # a decode run: its requests' latencies
             tables["run_requests"] = schemas.RUN_REQUESTS.build(cols["requests"], meta)
+        if "steps" in cols:  # a serve run: its steps and the anchors that priced them
+            tables["run_steps"] = schemas.RUN_STEPS.build(cols["steps"], meta)
+            tables["run_anchors"] = schemas.RUN_ANCHORS.build(cols["anchors"], meta)
         if "partitions" in cols:  # a mapped (dataflow) run
             tables["run_partitions"] = schemas.RUN_PARTITIONS.build(cols["partitions"], meta)
             tables["run_kernels"] = schemas.RUN_KERNELS.build(cols["kernels"], meta)

@@ -17,6 +17,7 @@ from cluster.version import code_version
 from sim.chip.messages import KINDS as MESSAGE_KINDS
 from sim.chip.records import BufferLife, columns
 from sim.system.records import StepRecord
+from sim.workloads.serve.figures import AnchorLog, StepLog
 from sim.workloads.serving import RequestRow
 
 _COLUMN_TYPES = (list, tuple, np.ndarray, pa.Array, pa.ChunkedArray)
@@ -317,6 +318,20 @@ SERVING_COLUMNS = (
            "each block (memory an unshared run would have held on top)"),
 )
 
+# a serve run (sim/workloads/serve): its model, steps and the anchors that priced them; null otherwise
+SERVE_COLUMNS = (
+    Column("model", _S, "serve: the model served (mapping/models.py)"),
+    Column("serve_steps", _I, "serve: steps run (prefill, decode or both)"),
+    Column("step_mean_seconds", _F, "serve: mean simulated seconds of a step"),
+    Column("prefill_tokens", _I, "serve: prompt tokens prefilled (recomputed ones again)"),
+    Column("anchors", _I, "serve: step shapes whose plan was mapped and simulated to price the steps"),
+    Column("anchors_cached", _I, "serve: of them, taken from workload.decode.step_cache"),
+    Column("anchor_wall_seconds", _F, "serve: wall time spent mapping, placing and simulating anchors, s"),
+    Column("anchor_efficiency_min", _F, "serve: lowest anchor's simulated / roofline cycles"),
+    Column("anchor_efficiency_max", _F, "serve: highest anchor's simulated / roofline cycles"),
+    Column("step_error", _S, "serve: why a step could not be priced (its plan did not map, fit or run; null: none)"),
+)
+
 # a chip with memory tiers (sim/chip/tier.py): each tier's traffic, pages and flows; null otherwise
 TIER_COLUMNS = (
     *[Column(f"{t}_{what}", _I, f"{t.upper()} tier: {doc}") for t in ("hbm", "ddr") for what, doc in (
@@ -408,6 +423,7 @@ RUN_SUMMARY = TableSchema(
         *INPUT_COLUMNS,
         *SERVING_COLUMNS,
         *TIER_COLUMNS,
+        *SERVE_COLUMNS,
     ),
 )
 
@@ -497,8 +513,13 @@ RUN_ENERGY = TableSchema(
     ),
 )
 
+RUN_STEPS = TableSchema("run_steps", "one row per step of a serve run: what it processed and its priced span "
+                        "(docs/run.md, \"Serving real models\")", record_columns(StepLog))
+RUN_ANCHORS = TableSchema("run_anchors", "one row per anchor of a serve run: a step shape whose plan was mapped, "
+                          "kernel-looped and simulated cycle by cycle to price the steps", record_columns(AnchorLog))
+
 ALL_TABLES.extend([RUN_SUMMARY, RUN_MU_SERIES, RUN_BUFFERS, RUN_LINKS, RUN_PARTITIONS, RUN_KERNELS, RUN_ENERGY,
-                   RUN_REQUESTS])
+                   RUN_REQUESTS, RUN_STEPS, RUN_ANCHORS])
 # --------------------------------------------------------------------------- end of rdasim run
 
 # --------------------------------------------------------------------------- ---- allocators
@@ -588,6 +609,13 @@ SYSTEM_SUMMARY = TableSchema(
         Column("expert_imbalance", _F, "expert-parallel: most tokens a chip's experts took / the mean"),
         Column("landing_bytes_peak", _I, "expert-parallel: most bytes of tokens that landed on a chip in a step"),
         Column("landing_bytes_static", _I, "expert-parallel: what a static landing buffer must reserve"),
+        Column("tp", _I, "serve-system: chips of the tensor-parallel group"),
+        Column("tokens", _I, "serve-system: tokens generated"),
+        Column("requests_failed", _I, "serve-system: requests refused"),
+        *(c for c in SERVING_COLUMNS if c.name in ("requests_finished", "preemptions", "slo_ttft_seconds",
+                                                   "slo_tbt_seconds", "goodput_requests_per_second", "slo_attainment")
+          or c.name.endswith("_seconds") and c.name[:4] in ("ttft", "tbt_", "e2e_")),
+        *(c for c in SERVE_COLUMNS if c.name in ("model", "serve_steps", "anchors")),
         Column("use_after_free", _I, "grid chips: oracle over every chip's log (references cross chips)"),
         Column("double_free", _I, "grid chips: oracle: frees of already-freed allocations"),
         Column("premature_free", _I, "grid chips: oracle: frees while true references (on any chip) were live"),

@@ -15,6 +15,7 @@ from sim.tasks import Task
 if TYPE_CHECKING:
     from sim.chip.messages import Message
     from sim.chip.units import ComputeUnit
+    from sim.energy.counts import ActionCounts
 
 
 class Program(Protocol):
@@ -66,3 +67,8 @@ class ChipWorkload(Protocol):
     def input_figures(self, cfg: Any) -> dict[str, Any]:
         """What a chip run measured of its inputs (traces). None by default."""
         return {}
+
+    def priced_actions(self, logged: list[Any]) -> "ActionCounts | None":
+        """Actions a chip run priced rather than simulated (a serve run's steps: their memory bytes
+        and FLOPs), added to its simulated ones for its energy. None by default."""
+        return None

@@ -85,6 +85,18 @@ class WorkRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class CarriedTile:
+    """A loop-carried tile written (mapping/looping.py): when a looped layer's output left a CU."""
+
+    tile: int  # its iteration (layer x tiles a layer + tile)
+    cu: int
+    cycle: int
+
+    def row(self) -> tuple:
+        return astuple(self)
+
+
+@dataclass(frozen=True, slots=True)
 class KernelRecord:
     """One CU's share of a kernel in one partition of a mapped (dataflow) run."""
 

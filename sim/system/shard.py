@@ -50,6 +50,18 @@ class Recv:
 _NF = len(FIELDS)
 
 
+_NO_DATA = (0,) * _NF  # a box message's payload row without data (its first element 0; 1 marks data)
+
+
+def box_payload(data: tuple[int, ...]) -> tuple[int, ...] | None:
+    """A box message's data (at most FIELDS - 1 integers) as a payload row, None without data."""
+    if not data:
+        return None
+    if len(data) > _NF - 1:
+        raise ValueError(f"a box message carries at most {_NF - 1} integers, got {len(data)}")
+    return (1, *data) + (0,) * (_NF - 1 - len(data))
+
+
 class SystemBoundary(Columnar):
     """Messages crossing to nodes of other shards, as int64 columns (``node``: where they arrive)."""
 
@@ -109,6 +121,7 @@ class BoxChip:
         self.seq = 0
         self.mailbox: dict[tuple[int, int], list[int]] = {}  # (src, tag) -> sizes of messages not yet taken
         self.waiting: dict[tuple[int, int], tuple] = {}  # (src, tag) -> (task, Recv, got)
+        self.data: dict[tuple[int, int], list[tuple[int, ...]]] = {}  # (src, tag) -> data of messages carrying it
         self.compute_cycles = 0
         self.state: dict = {}
 
@@ -116,17 +129,28 @@ class BoxChip:
         self.seq += 1
         return self.seq
 
-    def send(self, dst: int, nbytes: int, tag: int) -> None:
-        """Post a message to chip ``dst`` (the network takes it from now on)."""
+    def send(self, dst: int, nbytes: int, tag: int, data: tuple[int, ...] = ()) -> None:
+        """Post a message to chip ``dst`` (the network takes it from now on); ``data``: a few integers it
+        carries (what a command says), read by the receiver with ``take_data`` once it has it."""
         self.sent += 1
-        self.shard.inject(self, dst, int(nbytes), tag)
+        self.shard.inject(self, dst, int(nbytes), tag, box_payload(data))
+
+    def take_data(self, src: int, tag: int) -> tuple[int, ...]:
+        """The data of the first message received from ``src`` with ``tag`` that carried some."""
+        box = self.data[src, tag]
+        out = box.pop(0)
+        if not box:
+            del self.data[src, tag]
+        return out
 
     def spawn(self, task) -> None:
         if task is not None:
             self._resume(task, None)
 
-    def deliver(self, src: int, nbytes: int, tag: int) -> None:
+    def deliver(self, src: int, nbytes: int, tag: int, payload: tuple | None = None) -> None:
         key = (src, tag)
+        if payload is not None and payload[0] == 1:
+            self.data.setdefault(key, []).append(tuple(payload[1:]))
         entry = self.waiting.pop(key, None)
         if entry is None:
             self.mailbox.setdefault(key, []).append(nbytes)
@@ -197,6 +221,9 @@ class SystemShard:
         self.counts = {"created": 0, "finished": 0}
         self._out: list[tuple] = []
         self._out_payload: list[tuple] = []
+        # box chips whose messages may carry data (a serve-system run's step commands): every message
+        # leaving the shard then has a payload row, so a boundary's rows and payloads stay aligned
+        self.box_data = not self.grid and bool(getattr(program, "BOX_DATA", False))
         self._arrivals: list[tuple] = []  # (tail, grid chip, message key, Transit) due at grid chips
         self._least_latency = float("inf")  # of a link leaving this shard's nodes (watch_cut)
         for chip in self.chips.values():
@@ -215,15 +242,17 @@ class SystemShard:
     def record(self, kind: str, chip: int, ident: int, start: int, end: int, nbytes: int = 0) -> None:
         self.records.append(StepRecord(kind, chip, ident, start, end, nbytes))
 
-    def inject(self, chip: BoxChip, dst: int, nbytes: int, tag: int) -> None:
+    def inject(self, chip: BoxChip, dst: int, nbytes: int, tag: int, payload: tuple | None = None) -> None:
+        if payload is not None and not self.box_data:
+            raise RuntimeError("a box message carries data in a run whose program does not say BOX_DATA")
         self.messages += 1
         self.bytes_sent += nbytes
         msg = (chip.cid << 32) | chip.sent
         if dst == chip.cid:  # to itself: no network
-            tr = Transit(msg, chip.cid, dst, nbytes, tag, 0, self.now, self.now)
+            tr = Transit(msg, chip.cid, dst, nbytes, tag, 0, self.now, self.now, payload)
             heapq.heappush(self.heap, (self.now, DELIVER, dst, self._key(tr), tr))
             return
-        self._arrive(chip.cid, Transit(msg, chip.cid, dst, nbytes, tag, 0, self.now, self.now))
+        self._arrive(chip.cid, Transit(msg, chip.cid, dst, nbytes, tag, 0, self.now, self.now, payload))
 
     def _arrive(self, node: int, tr: Transit) -> None:
         """A message's head has reached ``node``: forward it (its next link's port permitting)."""
@@ -244,6 +273,8 @@ class SystemShard:
             self._out.append((dst, *nxt.row()))
             if nxt.payload is not None:
                 self._out_payload.append(nxt.payload)
+            elif self.box_data:  # box messages carrying data leave with the others: every row has one
+                self._out_payload.append(_NO_DATA)
         elif nxt.hop == len(route) and self.grid:
             self._to_grid(dst, nxt)
         elif nxt.hop == len(route):
@@ -275,7 +306,7 @@ class SystemShard:
             elif kind == ARRIVE:
                 self._arrive(node, item)
             else:
-                self.chips[node].deliver(item.src, item.nbytes, item.tag)
+                self.chips[node].deliver(item.src, item.nbytes, item.tag, item.payload)
         self.t = t1
         out = SystemBoundary.from_rows(self._out, self._out_payload)
         self._out, self._out_payload = [], []

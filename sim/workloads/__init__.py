@@ -84,6 +84,7 @@ class Workload(ChipWorkload, Protocol):
     SYSTEM: ClassVar[bool]  # runs on a system of box chips (needs a [system]), not on one chip's grid
     MAPS_GRAPH: ClassVar[bool]  # may map `rdasim map`'s graph keys itself (its table takes them; they are checked)
     PREEMPTS: ClassVar[bool] = False  # serves requests it can preempt (memory.on_oom = "preempt", admit_watermark)
+    SOCKET: ClassVar[bool] = False  # a system workload that simulates a socket's grid (the [chip]) to price its steps
 
     @classmethod
     def config_issues(cls, run: dict[str, Any]) -> list[Issue]:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -232,7 +232,49 @@ class BlockedStep:
     reads: dict[int, int]  # buffer -> tag of its read, still waiting at the MU for the refused append
 
 
-class KvDecode:
+class Requests:
+    """A serving program's requests, pure facts of its parameters (``p``: a trace, or lengths and an
+    arrival interval drawn from the run's seed): shared by kv-decode and the serve workload."""
+
+    p: Any
+    cfg: Any
+
+    def lengths(self, seq: int) -> tuple[int, int]:
+        if self.p.trace is not None:
+            i = self.trace_row(seq)
+            return self.p.trace.prompt[i], self.p.trace.output[i]
+        s = self.cfg.seed
+        return max(1, self.p.prompt.draw(s, STREAM_PROMPT, seq)), max(1, self.p.output.draw(s, STREAM_OUTPUT, seq))
+
+    def trace_row(self, seq: int) -> int:
+        """The trace request that sequence ``seq`` is: itself, unless a jitter reordered them."""
+        return int(self._trace_order[1][seq]) if self.p.trace_jitter else seq
+
+    @cached_property
+    def _trace_order(self) -> tuple[list[int], np.ndarray]:
+        """The trace's arrival cycles in time order, and which trace request each one is. With
+        ``trace_jitter`` (a replica of a short trace) every arrival moves later by its own draw in
+        [0, jitter) and the requests are put in time order again, each keeping its lengths."""
+        assert self.p.trace is not None  # only a trace's requests are ordered here
+        t = np.asarray(self.p.trace.arrivals, dtype=np.int64)
+        if self.p.trace_jitter:
+            t = t + np.floor(rng.uniform(self.cfg.seed, STREAM_TRACE_JITTER, 0, np.arange(len(t)))
+                             * self.p.trace_jitter).astype(np.int64)
+        order = np.argsort(t, kind="stable")
+        t = t[order]
+        return [int(x) for x in t - t[0]], order
+
+    def arrivals(self) -> list[int]:
+        if self.p.trace is not None:
+            return list(self._trace_order[0])
+        if self.p.arrival_interval <= 0:
+            return [0] * self.p.requests
+        u = rng.uniform(self.cfg.seed, STREAM_ARRIVAL, 0, np.arange(self.p.requests))
+        gaps = -self.p.arrival_interval * np.log1p(-u)
+        return [int(x) for x in gaps.cumsum()]
+
+
+class KvDecode(Requests):
     """The program every CU of a kv-decode or spec-decode run executes."""
 
     def __init__(self, p: KvParams, cfg):
@@ -268,40 +310,6 @@ class KvDecode:
                            self.blocks.block_tokens, self.p.token_bytes, self.stride, self.cfg.prefix_cache_bytes)
 
     # ------------------------------------------------------------------ pure facts
-    def lengths(self, seq: int) -> tuple[int, int]:
-        if self.p.trace is not None:
-            i = self.trace_row(seq)
-            return self.p.trace.prompt[i], self.p.trace.output[i]
-        s = self.cfg.seed
-        return max(1, self.p.prompt.draw(s, STREAM_PROMPT, seq)), max(1, self.p.output.draw(s, STREAM_OUTPUT, seq))
-
-    def trace_row(self, seq: int) -> int:
-        """The trace request that sequence ``seq`` is: itself, unless a jitter reordered them."""
-        return int(self._trace_order[1][seq]) if self.p.trace_jitter else seq
-
-    @cached_property
-    def _trace_order(self) -> tuple[list[int], np.ndarray]:
-        """The trace's arrival cycles in time order, and which trace request each one is. With
-        ``trace_jitter`` (a replica of a short trace) every arrival moves later by its own draw in
-        [0, jitter) and the requests are put in time order again, each keeping its lengths."""
-        assert self.p.trace is not None  # only a trace's requests are ordered here
-        t = np.asarray(self.p.trace.arrivals, dtype=np.int64)
-        if self.p.trace_jitter:
-            t = t + np.floor(rng.uniform(self.cfg.seed, STREAM_TRACE_JITTER, 0, np.arange(len(t)))
-                             * self.p.trace_jitter).astype(np.int64)
-        order = np.argsort(t, kind="stable")
-        t = t[order]
-        return [int(x) for x in t - t[0]], order
-
-    def arrivals(self) -> list[int]:
-        if self.p.trace is not None:
-            return list(self._trace_order[0])
-        if self.p.arrival_interval <= 0:
-            return [0] * self.p.requests
-        u = rng.uniform(self.cfg.seed, STREAM_ARRIVAL, 0, np.arange(self.p.requests))
-        gaps = -self.p.arrival_interval * np.log1p(-u)
-        return [int(x) for x in gaps.cumsum()]
-
     def accepted(self, seq: int, step: int) -> int:
         """Draft tokens accepted: each with probability ``accept``, up to the first rejection."""
         a = 0

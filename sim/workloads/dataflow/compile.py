@@ -53,6 +53,7 @@ class BufferSpec:
     kind: str  # "weight" or "tiles"
     depth: int
     stripes: tuple[StripeSpec, ...]
+    lag: int = 0  # loop-carried (mapping/looping.py): its readers read tile i - lag at their tile i
 
 
 @dataclass(frozen=True)
@@ -227,6 +228,7 @@ def build_partitions(plan: MappingPlan, placement: GridPlacement, spec: ChipSpec
     Over a TP group of chips a kernel over routed experts holds ``experts / tp`` of them on each
     chip (its CUs' ``experts`` count from 0 on every chip; sim/chip/exchange.py moves the tokens)."""
     kplan = {k.name: k for k in plan.kernels}
+    lags = {f"{t.producer}->{t.consumer}": t.lag for t in plan.tensors if t.lag}  # loop-carried tile buffers
     exchanges = token_exchanges(plan)
     pplan = {p.index: p for p in plan.partitions}
     tiles = max(1, plan.num_tiles)
@@ -245,7 +247,7 @@ def build_partitions(plan: MappingPlan, placement: GridPlacement, spec: ChipSpec
                 stripes.append(StripeSpec(st.mu, st.bytes, st.hi - st.lo, writer))
                 if writer >= 0:
                     writes.setdefault(writer, []).append((b, s))
-            buffers.append(BufferSpec(pb.name, pb.kind, pb.depth, tuple(stripes)))
+            buffers.append(BufferSpec(pb.name, pb.kind, pb.depth, tuple(stripes), lags.get(pb.name, 0)))
             for c in pb.consumers:
                 cus = kernels[c].cus
                 for j, cu in enumerate(cus):

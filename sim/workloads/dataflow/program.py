@@ -34,7 +34,7 @@ from mapping.placement import share
 from sim.chip import messages as m
 from sim.chip.collectives import collective
 from sim.chip.exchange import exchange, exchange_counts, fixed_slots, is_landing, take_landing_reference, token_owners
-from sim.chip.records import HomeRecord, KernelRecord, PartitionRecord, buffer_label
+from sim.chip.records import CarriedTile, HomeRecord, KernelRecord, PartitionRecord, buffer_label
 from sim.chip.references import allocate_many, drop, received
 from sim.chip.references import share as share_refs
 from sim.chip.spec import dram_units, tier_unit
@@ -315,6 +315,8 @@ class Dataflow:
             st = part.buffers[b].stripes[s]
             cu.send(m.WRITE, ref.mu, nbytes=st.tile_bytes, arg=(i % part.buffers[b].depth) * st.tile_bytes,
                     mu=ref.mu, buf=ref.buf, alloc=ref.alloc, flags=m.STREAM)
+            if part.buffers[b].lag:  # a looped layer's output: when each layer's tiles leave (anchors time layers)
+                cu.shard.log(CarriedTile(i, cu.uid, cu.shard.now))
         for u, n in _dram_parts(slot.dram_write, first + i, len(self.dram)):
             cu.send(m.WRITE, self.dram[u], nbytes=n, buf=-1)
         for tier, n in slot.tier_writes:  # a homed cache's new entries
@@ -354,8 +356,11 @@ class Dataflow:
             tags = []
             for r in slot.reads:
                 ref = refs[r.buffer, r.stripe]
-                st = part.buffers[r.buffer].stripes[r.stripe]
-                pos = st.tile_bytes * (i + 1) if part.buffers[r.buffer].kind == "tiles" else st.tile_bytes
+                buf = part.buffers[r.buffer]
+                st = buf.stripes[r.stripe]
+                if i < buf.lag:  # a loop-carried tile from before the loop's first: none to read
+                    continue
+                pos = st.tile_bytes * (i - buf.lag + 1) if buf.kind == "tiles" else st.tile_bytes
                 tags.append(cu.request(m.READ_REQ, ref.mu, nbytes=r.nbytes, arg=pos, mu=ref.mu, buf=ref.buf,
                                        alloc=ref.alloc, flags=m.STREAM))
             for u, n in _dram_parts(slot.dram_read, first + i, units):
@@ -380,7 +385,8 @@ class Dataflow:
                 got = yield Replies(pending, "memory")
                 failed = failed or any(r.status != m.STATUS_OK for r in got.values())
             for b, writer, k in slot.credits_to:
-                cu.send(m.ACK, writer, tag=credit_tag(b, i, k))
+                if i >= part.buffers[b].lag:
+                    cu.send(m.ACK, writer, tag=credit_tag(b, i - part.buffers[b].lag, k))
             if i + PREFETCH < part.tiles:
                 ahead.append(issue(i + PREFETCH))
             if group and i >= PARTIALS:  # room for its partial sums: the tile PARTIALS back is written
@@ -393,6 +399,10 @@ class Dataflow:
                 cu.spawn(self._reduce_and_write(cu, part, slot, refs, start.buf, group, first, i))
             else:
                 yield from self._write_tile(cu, part, slot, refs, i, first)
+        for b, writer, k in slot.credits_to:  # a loop-carried buffer's last tiles, which no iteration reads
+            lag = part.buffers[b].lag
+            for i in range(max(0, part.tiles - lag), part.tiles):
+                cu.send(m.ACK, writer, tag=credit_tag(b, i, k))
         if group:
             yield Replies([signal_tag(start.buf, i, FREED) for i in range(max(0, part.tiles - PARTIALS), part.tiles)],
                           "network")

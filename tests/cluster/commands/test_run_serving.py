@@ -33,7 +33,7 @@ def test_bad_input_exits_2_naming_the_key(extra, needle, capsys):
 
 @pytest.mark.parametrize("example,extra,needle", [
     ("moe_mixtral.toml", "memory.on_oom=preempt",
-     "preempt: moe cannot preempt; the workloads that can are kv-decode, spec-decode"),
+     "preempt: moe cannot preempt; the workloads that can are kv-decode, serve, serve-system, spec-decode"),
     ("race.toml", "memory.admit_watermark=0.1", "race admits no requests"),
 ])
 def test_preemption_and_admission_are_refused_where_nothing_is_admitted(example, extra, needle, capsys):

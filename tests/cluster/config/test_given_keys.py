@@ -14,6 +14,7 @@ from cluster.sweep.spec import parse_spec
 from sim.workloads import WORKLOADS
 
 DECODE = "the race workload does not read [workload.decode] (read by kv-decode, spec-decode)"
+DECODE_TRACE = "the race workload does not read [workload.decode] (read by kv-decode, serve, serve-system, spec-decode)"
 
 
 def _problems(*args, **kwargs) -> list[str]:
@@ -26,20 +27,20 @@ def test_a_decode_trace_on_the_race_workload_exits_2_naming_who_reads_it(capsys)
     assert main(["run", "examples/race.toml", "--set", "workload.decode.trace=t.csv", "--quiet"]) == 2
     err = capsys.readouterr().err
     assert err == (f"error: the command line: 1 problem in the config\n"
-                   f"  --set workload.decode.trace=t.csv: {DECODE}\n")
+                   f"  --set workload.decode.trace=t.csv: {DECODE_TRACE}\n")
 
 
 def test_the_readers_are_the_registry_s():
-    # by hand from sim/workloads: kv-decode and spec-decode share [workload.decode], moe alone reads
-    # [workload.moe]; the message follows each workload's SECTION and KEYS
+    # by hand from sim/workloads: kv-decode, spec-decode, serve and serve-system share [workload.decode]; moe
+    # reads [workload.moe]; the message follows each workload's SECTION and KEYS
     readers = {n for n, c in WORKLOADS.items() if c.SECTION == "decode" and "trace" in c.KEYS.fields}
-    assert readers == {"kv-decode", "spec-decode"}
+    assert readers == {"kv-decode", "serve", "serve-system", "spec-decode"}
     assert _problems("examples/race.toml", ["workload.moe.experts=4"]) == [
         "--set workload.moe.experts=4: the race workload does not read [workload.moe] (read by moe)"]
     # a key inside a table: each key given is named, not the table
     assert _problems(raw={"workload": {"kind": "moe", "decode": {"prompt_tokens": {"min": 8, "max": 16}}}}) == [
         f"workload.decode.prompt_tokens.{k}: the moe workload does not read [workload.decode] "
-        "(read by kv-decode, spec-decode)" for k in ("min", "max")]
+        "(read by kv-decode, serve, serve-system, spec-decode)" for k in ("min", "max")]
 
 
 def test_a_file_s_own_sections_are_checked_too(tmp_path):

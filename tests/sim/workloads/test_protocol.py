@@ -54,7 +54,8 @@ def test_the_members_say_what_the_name_lists_said():
     run diagnosis' names for work items."""
     kinds = WORKLOADS.names()
     assert {k for k in kinds if WORKLOADS.get(k).MAPS_GRAPH} == {"dataflow", "pipeline"}
-    assert {k for k in kinds if WORKLOADS.get(k).SYSTEM} == {"collective", "expert-parallel", "pipeline"}
+    assert {k for k in kinds if WORKLOADS.get(k).SYSTEM} == {"collective", "expert-parallel", "pipeline",
+                                                               "serve-system"}  # issue 31's, declared SYSTEM
     units = {k: WORKLOADS.get(k).WORK_UNIT for k in ("kv-decode", "spec-decode", "moe", "race", "dataflow")}
     assert units == {"kv-decode": "sequences", "spec-decode": "sequences", "moe": "steps", "race": "trials",
                      "dataflow": "work items"}

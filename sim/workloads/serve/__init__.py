@@ -1,0 +1,22 @@
+"""serve: real models served at real scale, requests at their recorded times (issue 31).
+
+One module per job:
+
+- shapes.py: a step's shape (tokens, query-key pairs, cached tokens read, logits), its
+  roofline, and the anchor shape that prices it;
+- anchors.py: an anchor's step mapped by DFModel, kernel-looped over layers and simulated
+  cycle by cycle on the chip (a nested dataflow run), extrapolated to the model's layers;
+- costs.py: a step's price (its roofline times its anchor's efficiency), anchors simulated
+  as steps need them;
+- scheduler.py: the serving scheduler (admission, chunked prefill, KV regions in the memory
+  tier, preemption) on the scheduler CU;
+- params.py: the registered workload (``workload.kind = "serve"``, keys in [workload.decode]);
+- batcher.py: the scheduler's decisions, whatever runs them (scheduler.py: one chip;
+  system.py: ``serve-system``, a tensor-parallel group of sockets);
+- figures.py: run_steps and run_anchors.
+"""
+
+from sim.workloads.serve.params import ServeParams
+from sim.workloads.serve.system import ServeSystemParams
+
+__all__ = ["ServeParams", "ServeSystemParams"]

@@ -1,0 +1,169 @@
+"""A serving step's plan, mapped and simulated cycle by cycle: what prices every step.
+
+For an anchor shape (shapes.py) the step's layer is mapped by DFModel's MILP onto the chip
+with its weights off chip (mapping/generators/serve.py; ``tiles`` at most ``tiles_max`` tiles
+a layer), its weights and KV caches homed in the chip's first memory tier, looped over
+layers as kernel looping runs it (mapping/looping.py: the next layer's weights stream while
+the current one computes, a layer's tile waiting for the one below), placed on the grid
+(each streaming kernel spread over CUs by its weight, ``stream_bytes`` a CU at least) and
+simulated on the whole chip as a nested run of the dataflow workload: every weight slice and
+cached K/V share a flow from the tier sharing its bandwidth max-min fairly, every activation
+tile a packet through the NoC into MU tile buffers allocated under the run's memory policy,
+every buffer reference shared under its reclamation protocol.
+
+A pass of ``L`` layers takes ``a + b L`` cycles once the loop is in its steady state. The
+first layer starts every stream after the partition's setup and has no carried input; the
+next ones had part of their weights streamed while the ones before finished (each CU asks for
+its next two iterations' slices as soon as it has the current one's operands), which a small
+chip's loop takes a few layers to settle from; the last has no next layer's weights streaming
+beside it. A memory-bound anchor (decode: one tile a layer) simulates 6 layers and takes ``b``
+as the mean span of the second to fifth layers (from the first layer's last tile leaving the
+loop's last kernel to the fifth's), so a step of the model's ``layers`` costs
+``C(6) + (layers - 6) b`` (``StepPlanRun.cycles_for``). One layer's span is not enough: the
+streams run up to two layers ahead, so single spans vary around their mean (on the whole sn40l
+a batch-8 step's spans went 300k, 300k, 820k cycles in turn over 12 layers, mean 460k against a
+roofline of 445k; priced from the fifth layer's span alone it came out 22 % below its
+roofline). Four spans do not always average such a cycle out, so ``b`` is at least the layer's
+bytes over the tier's bandwidth: in a steady loop every layer's weights pass through the tier,
+which no span can beat on average. A compute-bound anchor (prefill) runs its layer in up to 32
+tiles, a pipeline: it simulates the first 20 iterations (the pipeline full, a layer's tile
+waiting for the layer below only after the pipeline has passed) and takes ``b`` per iteration
+from the last few tiles' spacing. Simulating all of a model's layers would give the same figure
+at 5-40 times the cost; tests/sim/workloads/serve/test_anchors.py checks the extrapolations
+against longer runs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from mapping.generators.serve import FIRST, LAST, step_workload
+from mapping.looping import looped
+from mapping.models import ModelSpec
+from mapping.placement import place_on_grid
+from mapping.plan import MappingPlan
+from sim.workloads.serve.shapes import StepShape, layer_cost
+
+LAYERS = 6  # layers a memory-bound anchor's looped run simulates (module docstring: the fifth is steady)
+PIPELINE = 20  # iterations a compute-bound anchor's run simulates: its pipeline full, then steady
+
+
+@dataclass(frozen=True)
+class StepPlanRun:
+    """What an anchor's simulation found."""
+
+    shape: StepShape
+    tiles: int  # tiles a layer (the step's tokens in tiles of ``tokens / tiles``)
+    cus: int  # CUs its kernels use
+    iterations: int  # iterations (layer x tile) its looped run simulated
+    end: int  # the run's cycles (controller's start to the pass's end)
+    per_iteration: float  # cycles an iteration adds in the loop's steady state (module docstring)
+    roofline_layer: float  # one layer's roofline (its plan's bytes and FLOPs), cycles
+    plan_status: str  # the MILP's
+    messages: int  # messages the run sent
+    ends: tuple[int, ...] = ()  # cycle each iteration's tile left the loop's last kernel
+
+    def cycles_for(self, layers: int) -> float:
+        """Cycles of ``layers`` looped layers (module docstring)."""
+        return self.end + (layers * self.tiles - self.iterations) * self.per_iteration
+
+    def efficiency(self, layers: int) -> float:
+        """Simulated over roofline cycles for ``layers`` layers (1: at the roofline)."""
+        return self.cycles_for(layers) / (layers * self.roofline_layer)
+
+
+def step_plan(model: ModelSpec, shape: StepShape, spec, tiles: int, mapping: dict) -> MappingPlan:
+    """The step's one-layer plan on ``spec`` (one chip) in ``tiles`` tiles at most, its weights
+    streamed from off chip."""
+    from mapping.solver import map_workload
+    from mapping.specs import build_model
+    from mapping.systems import LinkKind, NetworkDim, Parallelism, System
+    from sim.workloads.dataflow.planning import weights_streamed
+
+    tile = math.ceil(shape.tokens / max(1, min(shape.tokens, tiles)))
+    work = step_workload(model, shape.tokens, shape.keys, shape.kv_read, tile_size=tile, name=f"{model.name}-step")
+    system = System(1, spec.dfmodel(), (NetworkDim(LinkKind.RING, 1, 1.0, Parallelism.TP),))
+    plan = map_workload(work, system, build_model({**mapping, "weights_off_chip": True, "partitions": 1}),
+                        float(mapping.get("time_limit") or 60.0), float(mapping.get("gap") or 1e-3))
+    if not plan.feasible:
+        raise ValueError(f"{model.name}: the step of {shape.tokens} tokens does not map onto {spec.name}: "
+                         f"{plan.reason}")
+    return weights_streamed(plan)
+
+
+def compute_bound(model: ModelSpec, shape: StepShape, spec) -> bool:
+    """Whether the step's layer takes longer to compute than to stream at the roofline."""
+    nbytes, flops = layer_cost(model, shape)
+    return flops / (spec.cu_count * spec.cu_flops_per_cycle) > nbytes / spec.tiers[0].bytes_per_cycle(spec.clock_hz)
+
+
+def simulate_anchor(cfg, model: ModelSpec, shape: StepShape, tiles_max: int = 32, stream_bytes: int = 64 * 1024,
+                    mapping: dict | None = None, layers: int = LAYERS, pipeline: int = PIPELINE) -> StepPlanRun:
+    """Map, loop, place and simulate the step of ``shape`` on ``cfg``'s chip (a ChipConfig: its
+    NoC, memory policy and reclamation protocol); ValueError if it does not map or place.
+    A memory-bound step runs in one tile a layer, ``layers`` layers of it; a compute-bound one
+    in ``tiles_max`` tiles a layer (its pipeline full: a layer's tile waits for the layer below
+    only after the whole pipeline has passed), ``pipeline`` iterations of it (a layer at most)."""
+    from mapping.placement import PlacementError
+    from sim.workloads.dataflow.compile import Homes
+    from sim.workloads.dataflow.params import DataflowParams
+    from sim.workloads.dataflow.planning import plan_addresses
+
+    spec = cfg.spec
+    if not spec.tiers:
+        raise ValueError(f"chip {spec.name!r} has no memory tiers: a real model's weights live in one (sn40l)")
+    if layers < 4:
+        raise ValueError("an anchor simulates at least 4 layers (the loop's steady state is between the first and "
+                         "the last)")
+    source = spec.tiers[0].name
+    busy = compute_bound(model, shape, spec)
+    plan = step_plan(model, shape, spec, tiles_max if busy else 1, mapping or {})
+    tiles = max(1, plan.num_tiles)
+    lp = looped(plan, layers, FIRST, LAST, iterations=min(tiles, pipeline) if busy else 0)
+    try:  # the local search cut short and no bound: the weights' streams, not the NoC, set a step's pace
+        placement = place_on_grid(lp, spec, cfg.seed, cfg.policy.room(cfg.mu), stream_bytes=stream_bytes, rounds=2,
+                                  bound=False)
+        placement = plan_addresses(replace(placement, caches=()), spec.mu_bytes, "greedy")
+    except PlacementError as exc:
+        raise ValueError(f"{model.name}: the step of {shape.tokens} tokens does not fit {spec.name}: {exc}") from None
+    params = DataflowParams.from_plan(lp, placement, spec, 1, 0.0, Homes(source, source, source), True)
+    end, ends, sent = _run(replace(cfg, workload=params, trace=False, memory_map_cycle=-1))
+    cus = sum(len(k.cus) for k in placement.partitions[0].kernels)
+    lb, lf = _plan_cost(plan)
+    roof = max(lb / spec.tiers[0].bytes_per_cycle(spec.clock_hz), lf / (spec.cu_count * spec.cu_flops_per_cycle))
+    if busy:  # the pipeline's steady state: its last few tiles' spacing
+        k = min(4, len(ends) - 1)
+        period = (ends[-1] - ends[-1 - k]) / k
+    else:  # the mean layer from the first layer's end to the last but one's, at least the layer's
+        # bytes over the tier's bandwidth (module docstring)
+        period = max((ends[-2] - ends[0]) / (len(ends) - 2), lb / spec.tiers[0].bytes_per_cycle(spec.clock_hz))
+    return StepPlanRun(shape, tiles, cus, lp.num_tiles, end, period, roof, plan.status, sent, ends)
+
+
+def _plan_cost(plan: MappingPlan) -> tuple[float, float]:
+    """(bytes, FLOPs) of one layer of a one-layer plan as simulated: streamed weights, cache traffic."""
+    return (sum(k.weight_bytes + k.extra_dram_bytes for k in plan.kernels), sum(k.flop for k in plan.kernels))
+
+
+def _run(cfg) -> tuple[int, tuple[int, ...], int]:
+    """Simulate one pass of a looped dataflow ChipConfig on the whole chip in this process: (cycles
+    from the start to the pass's end, the cycle each iteration's tile left the loop's last kernel,
+    messages sent). ValueError if the pass fails or never ends."""
+    from sim.chip.records import CarriedTile
+    from sim.chip.shard import ChipShard
+    from sim.noc.topology import Region
+    from sim.workloads import make_program
+
+    spec = cfg.spec
+    shard = ChipShard(cfg, Region(0, spec.rows, 0, spec.cols), make_program(cfg.workload, cfg))
+    shard.advance(0, cfg.max_cycles)
+    passes = [r for r in shard.records if r.kind == "request"]
+    if not passes or passes[-1].status != "ok":
+        why = "failed" if passes else f"did not end within {cfg.max_cycles:,} cycles"
+        raise ValueError(f"the step's plan {why} on {spec.name} under memory policy {cfg.policy.name!r}")
+    last: dict[int, int] = {}  # iteration -> the cycle its tile was written, by the last of its CUs
+    for x in shard.logged:
+        if isinstance(x, CarriedTile):
+            last[x.tile] = max(last.get(x.tile, 0), x.cycle)
+    return int(passes[-1].end), tuple(last[k] for k in sorted(last)), int(shard.sent_count.sum())

@@ -1,0 +1,362 @@
+"""Continuous batching of whole-chip (or whole-system) steps: what the serving scheduler decides.
+
+Each step (Orca's iteration-level batching, Yu et al., OSDI 2022, as vLLM v1 schedules it):
+
+1. requests that have arrived are admitted in arrival order (first come, first served: the
+   head holds back those behind it) while fewer than ``max_sequences`` run and, under
+   memory-aware admission (``memory.on_oom = "preempt"`` or ``memory.admit_watermark`` > 0),
+   while the head's prompt fits in the KV memory's free pages with the watermark kept free
+   (vLLM's block manager: what running prompts will hold counts as taken);
+2. the step is filled with a token for every running sequence whose prompt is done (decode
+   first, Sarathi-Serve's decode-maximal batching), then with prefill: each prefilling
+   sequence's next chunk (``chunk_tokens``; 0: the whole prompt) in admission order, within
+   ``max_step_tokens`` (a whole prompt larger than the budget runs alone);
+3. every sequence's KV takes the pages the step adds (a page at a time); a refusal is handled
+   as ``memory.on_oom`` says: ``preempt`` (vLLM, Kwon et al., SOSP 2023: the most recently
+   admitted running sequence is preempted and the step planned again; ``recompute`` drops its
+   KV and later prefills its prompt and tokens again, ``swap`` first copies it to the next
+   memory tier and back when it is admitted again), ``evict`` (the same as ``preempt`` with
+   ``swap``: the evicted KV goes to the next tier), ``fail`` (the sequence fails, its KV
+   freed) or ``stall`` (the sequence sits the step out and tries again; a step in which no
+   sequence can go on ends the run, deadlocked);
+4. the step runs (its duration is the backend's: a priced Sleep on one chip, the chips'
+   compute and collectives on a system), then its tokens are made: a decode token for each
+   decode sequence, the first token for each prompt it finished; finished sequences free
+   their pages.
+
+``Batcher`` holds these decisions; a backend subclass says how time passes, how pages are
+taken and freed, how a swap moves and how a step runs (scheduler.py: one chip's tier
+controller; system.py: a system of sockets).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sim.workloads import Task
+from sim.workloads.serve.figures import StepFailure, StepLog
+from sim.workloads.serve.shapes import StepShape
+from sim.workloads.serving import SERVED, PreemptionLog, RequestLog
+
+
+@dataclass
+class Sequence:
+    """The scheduler's view of one request."""
+
+    seq: int
+    arrival: int
+    prompt: int
+    output: int
+    admitted: int = -1  # cycle of its first admission
+    order: int = -1  # admissions before its latest one (the victim is the largest)
+    made: int = 0  # tokens generated
+    filled: int = 0  # tokens of its current prefill done
+    prefill: int = 0  # tokens its current prefill computes: the prompt, or after a recompute prompt + made
+    kv: int = 0  # tokens its KV cache holds
+    reserved: int = 0  # tokens its pages have room for (they grow ahead of a step, never shrink)
+    region: int = -1  # its KV region at the backend's memory (-1: none)
+    swapped: int = -1  # its KV region in the swap memory (-1: none)
+    preemptions: int = 0
+    counted: bool = False  # taken from the queue once (admitted or refused): the run's admitted count
+    token_cycles: list[int] = field(default_factory=list)
+
+    @property
+    def decoding(self) -> bool:
+        return self.filled >= self.prefill
+
+
+class Batcher:
+    """The scheduling decisions (module docstring); a backend provides the hooks below the loop."""
+
+    def __init__(self, p, cfg, arrivals: list[int], lengths, pages: int, page: int, kv_token: int,
+                 swap: bool = True):
+        self.p = p
+        self.on_oom = cfg.on_oom
+        self.swap = swap and (cfg.on_oom == "evict" or (cfg.on_oom == "preempt" and cfg.preempt_mode == "swap"))
+        self.aware = cfg.on_oom == "preempt" or cfg.admit_watermark > 0
+        self.pages = pages  # of the KV memory, weights included
+        self.limit = int((1.0 - cfg.admit_watermark) * pages)
+        self.page = page
+        self.kv_token = kv_token  # bytes of K and V a token adds in this memory
+        self.seqs = [Sequence(s, arrivals[s], *lengths(s)) for s in range(p.requests)]
+        for q in self.seqs:
+            q.prefill = q.prompt
+        self.waiting: list[int] = list(range(p.requests))
+        self.running: list[int] = []  # in admission order
+        self.admissions = 0
+        self.pages_used = 0  # the books: pages the weights and every sequence hold
+        self.held: dict[int, int] = {}  # sequence -> pages it holds
+        self.steps = 0
+
+    # ------------------------------------------------------------------ the loop
+    def run(self) -> Task:
+        ok = yield from self.load_weights()
+        if not ok:
+            for s in list(self.waiting):
+                self.counted_admission(s)
+                self.end(s, "failed")
+            return
+        while self.waiting or self.running:
+            self._admit()
+            if not self.running:
+                if not self.waiting:
+                    break
+                head = self.seqs[self.waiting[0]]
+                if head.arrival > self.now:
+                    yield from self.sleep(head.arrival - self.now)
+                    continue
+                self.counted_admission(head.seq)
+                self.end(self.waiting.pop(0), "failed")  # an empty memory and still it does not fit
+                continue
+            step = yield from self._plan_step()
+            if step is None:  # every running sequence stalled: nothing can go on
+                break
+            decode, chunks = step
+            shape = StepShape.of([self.seqs[s].kv for s in decode],
+                                 [(c, self.seqs[s].kv, self.seqs[s].filled + c >= self.seqs[s].prefill)
+                                  for s, c in chunks])
+            t0 = self.now
+            try:
+                roof = yield from self.execute(shape)
+            except ValueError as exc:  # its plan does not map, fit or run: no step of this shape can
+                self.log(StepFailure(self.steps, str(exc)))
+                for s in self.running + self.waiting:
+                    self.counted_admission(s)
+                    self.end(s, "failed")
+                break
+            made = self._apply(decode, chunks)
+            self.record_step(t0, made)
+            written = shape.tokens * self.kv_token
+            self.log(StepLog(self.steps, t0, self.now, len(decode), sum(c for _, c in chunks), shape.tokens,
+                             shape.keys, shape.kv_read, made, int(roof.bytes) - written, written, int(roof.flops)))
+            self.steps += 1
+            yield from self._finish_done()
+        self.finished()
+
+    # ------------------------------------------------------------------ admission
+    def _pages(self, tokens: int) -> int:
+        return -(-tokens * self.kv_token // self.page)
+
+    def _promised(self) -> int:
+        """Pages the running sequences will hold once their prefills are done (vLLM's block manager
+        counts a sequence's prompt blocks when it admits it): what they hold, and what they lack."""
+        more = 0
+        for s in self.running:
+            q = self.seqs[s]
+            more += max(0, self._pages(q.kv + q.prefill - q.filled) - self.held.get(s, 0))
+        return self.pages_used + more
+
+    def _admit(self) -> None:
+        now = self.now
+        promised = self._promised() if self.aware else 0
+        while self.waiting and len(self.running) < self.p.max_sequences and self.seqs[self.waiting[0]].arrival <= now:
+            s = self.seqs[self.waiting[0]]
+            need = self._pages(s.prompt + s.made) if s.swapped < 0 else self._pages(s.kv + 1)
+            if self.aware and promised + need > self.limit:
+                return  # first come, first served: the head holds back those behind it
+            promised += need
+            self.waiting.pop(0)
+            if s.admitted < 0:
+                s.admitted = now
+                self.counted_admission(s.seq)
+            s.order, self.admissions = self.admissions, self.admissions + 1
+            self.running.append(s.seq)
+
+    def counted_admission(self, s: int) -> None:
+        """Count a request taken from the queue for the first time (admitted, or refused)."""
+        q = self.seqs[s]
+        if not q.counted:
+            q.counted = True
+            self.count("admitted")
+
+    # ------------------------------------------------------------------ a step
+    def _plan_step(self) -> Task:
+        """The step's decode sequences and prefill chunks, their KV regions grown to hold what it
+        adds (on_oom handled); None if nothing can run."""
+        while True:
+            decode = [s for s in self.running if self.seqs[s].decoding]
+            budget = max(0, self.p.max_step_tokens - len(decode))
+            chunks: list[tuple[int, int]] = []
+            for s in self.running:
+                q = self.seqs[s]
+                if q.decoding:
+                    continue
+                left = q.prefill - q.filled
+                c = min(left, self.p.chunk_tokens) if self.p.chunk_tokens else left
+                if c > budget:
+                    if self.p.chunk_tokens:
+                        c = budget
+                    elif decode or chunks:  # a whole prompt beyond the budget runs alone (a later step)
+                        break
+                if c <= 0:
+                    break
+                chunks.append((s, c))
+                budget -= c
+            need = {s: 1 for s in decode} | dict(chunks)
+            if not need:
+                return None
+            refused = yield from self._reserve(need)
+            if not refused:
+                return decode, chunks
+            if self.on_oom == "stall":  # the refused sit this step out; the others have their room
+                decode = [s for s in decode if s not in refused]
+                chunks = [(s, c) for s, c in chunks if s not in refused]
+                return (decode, chunks) if decode or chunks else None
+            if self.on_oom == "fail" or len(self.running) == 1:  # (alone on the chip and still no room: never)
+                for s in refused:
+                    self.running.remove(s)
+                    yield from self._free(s)
+                    self.end(s, "failed")
+                continue
+            # preempt and evict: the most recently admitted running sequence gives its room back
+            victim = max(self.running, key=lambda x: self.seqs[x].order)
+            yield from self._preempt(victim)
+
+    def _reserve(self, need: dict[int, int]) -> Task:
+        """Have every sequence's pages hold its cache and the ``need`` tokens the step adds (a
+        swapped-out cache brought back first): the set of sequences refused (unchanged)."""
+        for s in [s for s in need if self.seqs[s].swapped >= 0]:
+            ok = yield from self._swap_in(s)
+            if not ok:
+                return {s}
+        pages = {s: self._pages(self.seqs[s].kv + n) for s, n in need.items()
+                 if self.seqs[s].kv + n > self.seqs[s].reserved}  # beyond its last page's room
+        if not pages:
+            return set()
+        refused = yield from self.take_pages({s: n - self.held.get(s, 0) for s, n in pages.items()})
+        for s, n in pages.items():
+            if s not in refused:
+                self._book(s, n)
+        return refused
+
+    def _book(self, s: int, pages: int) -> None:
+        """The books: sequence ``s`` holds ``pages`` pages (room for that many tokens)."""
+        self.pages_used += pages - self.held.get(s, 0)
+        self.held[s] = pages
+        self.seqs[s].reserved = pages * self.page // self.kv_token
+
+    def _free(self, s: int) -> Task:
+        """Give a sequence's pages back (the backend's memory says when they are free)."""
+        yield from self.free_pages(s)
+        q = self.seqs[s]
+        q.region, q.reserved = -1, 0
+        self.pages_used -= self.held.pop(s, 0)
+
+    # ------------------------------------------------------------------ preemption
+    def _preempt(self, s: int) -> Task:
+        """Preempt sequence ``s``: swap its KV out or drop it (recompute), free its pages, and put
+        it first in line again."""
+        q = self.seqs[s]
+        t0 = self.now
+        self.running.remove(s)
+        if q.swapped >= 0:  # admitted, but its KV never came back from the swap memory: in line again as it was
+            self.waiting.insert(0, s)
+            return
+        nbytes = q.kv * self.kv_token
+        what = "recompute"
+        if self.swap and q.kv and q.decoding:
+            ok = yield from self.swap_out(s, nbytes)
+            what = "swap-out" if ok else "recompute"  # recompute: the swap memory is full too
+        moved = self.now
+        yield from self._free(s)
+        if q.swapped < 0:  # recompute: its prompt and the tokens it made are prefilled again
+            q.filled, q.kv, q.prefill = 0, 0, q.prompt + q.made
+        q.preemptions += 1
+        self.log(PreemptionLog(s, self.unit, what, t0, moved, self.now, nbytes))
+        self.waiting.insert(0, s)
+
+    def _swap_in(self, s: int) -> Task:
+        """Bring a swapped-out sequence's KV back; False if there is no room for it."""
+        q = self.seqs[s]
+        t0 = self.now
+        pages = self._pages(q.kv)
+        refused = yield from self.take_pages({s: pages})
+        if refused:
+            return False
+        self._book(s, pages)
+        yield from self.swap_back(s, q.kv * self.kv_token)
+        q.swapped = -1
+        self.log(PreemptionLog(s, self.unit, "swap-in", t0, self.now, self.now, q.kv * self.kv_token))
+        return True
+
+    # ------------------------------------------------------------------ after a step
+    def _apply(self, decode: list[int], chunks: list[tuple[int, int]]) -> int:
+        """The step's tokens: KV grown, a token for each decode sequence and each finished prefill."""
+        now, made = self.now, 0
+        for s in decode:
+            q = self.seqs[s]
+            q.kv += 1
+            q.made += 1
+            q.token_cycles.append(now)
+            made += 1
+        for s, c in chunks:
+            q = self.seqs[s]
+            q.kv += c
+            q.filled += c
+            if q.decoding:  # its prefill is done: it makes the next token
+                q.made += 1
+                q.token_cycles.append(now)
+                made += 1
+        return made
+
+    def _finish_done(self) -> Task:
+        for s in [s for s in self.running if self.seqs[s].made >= self.seqs[s].output]:
+            self.running.remove(s)
+            yield from self._free(s)
+            self.end(s, SERVED)
+
+    def end(self, s: int, status: str) -> None:
+        q = self.seqs[s]
+        self.count("finished")
+        self.record_request(s, q.arrival, q.made, status)
+        self.log(RequestLog(s, q.arrival, q.admitted, tuple(q.token_cycles), q.preemptions, status))
+
+    # ------------------------------------------------------------------ the backend's hooks
+    unit: int = -1  # the unit (or chip) that schedules, named in preemption records
+
+    @property
+    def now(self) -> int:
+        raise NotImplementedError
+
+    def sleep(self, cycles: int) -> Task:
+        """Task: let ``cycles`` pass."""
+        raise NotImplementedError
+
+    def load_weights(self) -> Task:
+        """Task: the model's weights take their pages; False if they do not fit."""
+        raise NotImplementedError
+
+    def take_pages(self, more: dict[int, int]) -> Task:
+        """Task: each sequence's KV takes ``more`` pages more: the set refused (unchanged)."""
+        raise NotImplementedError
+
+    def free_pages(self, s: int) -> Task:
+        """Task: sequence ``s``'s pages are given back."""
+        raise NotImplementedError
+
+    def swap_out(self, s: int, nbytes: int) -> Task:
+        """Task: copy sequence ``s``'s KV to the swap memory (setting its ``swapped``); False if full."""
+        raise NotImplementedError
+
+    def swap_back(self, s: int, nbytes: int) -> Task:
+        """Task: copy its KV back from the swap memory (its pages taken already) and free it there."""
+        raise NotImplementedError
+
+    def execute(self, shape: StepShape) -> Task:
+        """Task: run the step; its roofline (ValueError if its plan cannot be priced)."""
+        raise NotImplementedError
+
+    def count(self, what: str) -> None:
+        raise NotImplementedError
+
+    def record_step(self, start: int, made: int) -> None:
+        raise NotImplementedError
+
+    def record_request(self, s: int, arrival: int, made: int, status: str) -> None:
+        raise NotImplementedError
+
+    def log(self, record) -> None:
+        raise NotImplementedError
+
+    def finished(self) -> None:
+        """After the last step."""

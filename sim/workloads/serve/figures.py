@@ -1,0 +1,128 @@
+"""A serve run's records and figures: one row per step (run_steps) and per anchor (run_anchors).
+
+Steps are the scheduler's decisions with their priced durations (hashed: they are what the run
+did); anchors are the plans simulated to price them, with the wall time each took (a view:
+not hashed, the steps they priced are).
+"""
+
+from __future__ import annotations
+
+from dataclasses import astuple, dataclass, fields
+from typing import ClassVar
+
+from sim.chip.records import column
+
+
+@dataclass(frozen=True, slots=True)
+class StepLog:
+    """A row of run_steps (its columns are declared here, once)."""
+
+    step: int = column("int64", "step number")
+    start: int = column("int64", "cycle it started")
+    end: int = column("int64", "cycle it ended (start + its priced cycles)")
+    decode: int = column("int64", "sequences that decoded a token in it")
+    prefill_tokens: int = column("int64", "prompt tokens it prefilled (chunks)")
+    tokens: int = column("int64", "tokens through the weights: decode + prefill_tokens")
+    keys: int = column("int64", "query-key pairs per head its attention computed")
+    kv_read: int = column("int64", "cached tokens whose K and V it read, per layer")
+    made: int = column("int64", "tokens it generated (decode tokens and first tokens of finished prompts)")
+    read_bytes: int = column("int64", "bytes it read from the first memory tier: weights, cached K/V, "
+                             "embedding rows, the output head (priced, not simulated)")
+    written_bytes: int = column("int64", "bytes it wrote there: its tokens' new K and V")
+    flops: int = column("int64", "its FLOPs: every layer's kernels and the output head")
+
+    HASHED: ClassVar[bool] = True
+
+    def row(self) -> tuple:
+        return astuple(self)
+
+
+@dataclass(frozen=True, slots=True)
+class AnchorLog:
+    """A row of run_anchors: a step shape whose plan was mapped and simulated to price steps."""
+
+    tokens: int = column("int64", "the anchor's tokens a step")
+    keys: int = column("int64", "its query-key pairs per head")
+    kv_read: int = column("int64", "its cached tokens read per layer")
+    tiles: int = column("int64", "tiles a layer of its plan (1 when memory-bound)")
+    cus: int = column("int64", "CUs its plan's kernels use")
+    iterations: int = column("int64", "iterations (layer x tile) its looped run simulated")
+    cycles: int = column("int64", "simulated cycles of that run")
+    per_iteration_cycles: float = column("double", "cycles an iteration adds in the loop's steady state")
+    roofline_layer_cycles: float = column("double", "one layer at the roofline (its plan's bytes and FLOPs), cycles")
+    step_cycles: float = column("double", "its step's cycles over the model's layers (extrapolated)")
+    roofline_cycles: float = column("double", "the model's layers at the roofline, cycles")
+    efficiency: float = column("double", "step_cycles / roofline_cycles: what every step it prices is charged")
+    messages: int = column("int64", "messages its run sent")
+    plan_status: str = column("string", "the MILP's: optimal or feasible")
+    wall_seconds: float = column("double", "wall time its mapping, placement and simulation took, s (0: cached)")
+    cached: bool = column("bool", "taken from workload.decode.step_cache, not simulated by this run")
+    key: str = column("string", "its key in a step cache (sim/workloads/serve/cache.py)")
+
+    HASHED: ClassVar[bool] = False  # a view, and a wall time: the steps it priced are in the hash
+
+    def row(self) -> tuple:
+        return astuple(self)
+
+    def cache_entry(self) -> dict:
+        """What a step cache keeps of it (sim/workloads/serve/cache.py)."""
+        return {"shape": [self.tokens, self.keys, self.kv_read], "tiles": self.tiles, "cus": self.cus,
+                "iterations": self.iterations, "end": self.cycles, "per_iteration": self.per_iteration_cycles,
+                "roofline_layer": self.roofline_layer_cycles, "plan_status": self.plan_status,
+                "messages": self.messages}
+
+
+@dataclass(frozen=True, slots=True)
+class StepFailure:
+    """A step whose plan could not be mapped, placed or simulated: the run stops there."""
+
+    step: int
+    reason: str
+
+    def row(self) -> tuple:
+        return astuple(self)
+
+
+def _columns(rows: list, record: type) -> dict:
+    return {f.name: [getattr(r, f.name) for r in rows] for f in fields(record)}
+
+
+def priced_actions(logged: list, tier: str):
+    """The actions a serve run's steps priced (their tier bytes and FLOPs: a lane-cycle of a stage
+    is one fused multiply-add, 2 FLOPs); their on-chip MU and NoC traffic is not counted."""
+    from sim.energy.counts import ActionCounts
+
+    steps = [x for x in logged if isinstance(x, StepLog)]
+    if not steps:
+        return None
+    fields_ = {"cu_fu_ops": sum(s.flops for s in steps) // 2,
+               f"{tier}_read_bytes": sum(s.read_bytes for s in steps),
+               f"{tier}_write_bytes": sum(s.written_bytes for s in steps)}
+    return ActionCounts(**{k: v for k, v in fields_.items() if k in ActionCounts.__dataclass_fields__})
+
+
+def serve_figures(params, logged: list, clock_hz: float) -> tuple[dict, dict]:
+    """The summary's serve figures and the run_steps and run_anchors columns; the anchors this run
+    simulated join its step cache, if it has one."""
+    steps = [x for x in logged if isinstance(x, StepLog)]
+    anchors = [x for x in logged if isinstance(x, AnchorLog)]
+    fresh = {a.key: a.cache_entry() for a in anchors if not a.cached}
+    if params.costs.cache and fresh:
+        from sim.workloads.serve import cache
+
+        cache.write(params.costs.cache, fresh)
+    cycles = [s.end - s.start for s in steps]
+    failure = next((x.reason for x in logged if isinstance(x, StepFailure)), None)
+    summary = {
+        "model": params.model.name,
+        "serve_steps": len(steps),
+        "step_mean_seconds": sum(cycles) / len(cycles) / clock_hz if cycles else None,
+        "prefill_tokens": sum(s.prefill_tokens for s in steps),
+        "anchors": len(anchors),
+        "anchors_cached": sum(a.cached for a in anchors),
+        "anchor_wall_seconds": sum(a.wall_seconds for a in anchors),
+        "anchor_efficiency_min": min((a.efficiency for a in anchors), default=None),
+        "anchor_efficiency_max": max((a.efficiency for a in anchors), default=None),
+        "step_error": failure,
+    }
+    return summary, {"steps": _columns(steps, StepLog), "anchors": _columns(anchors, AnchorLog)}

@@ -1,0 +1,134 @@
+"""The serve workload's parameters: a real model served from a request trace at its recorded times.
+
+``workload.kind = "serve"`` reads the [workload.decode] table the decode workloads read (the
+requests: a trace or drawn lengths and arrivals, the latency objectives; the keys are the
+very fields kv-decode declares) and its own keys: the model (mapping/models.py), the batch
+limits, chunked prefill, and how steps are priced (costs.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from mapping.models import MODELS, ModelSpec
+from sim.chip.spec import CU
+from sim.keys import Field, Issue, Table
+from sim.workloads import WORKLOADS, ChipContext, Workload
+from sim.workloads.base import Dist, dist_of, tile_id, tile_of
+from sim.workloads.kv_decode import KvParams, _trace_of
+from sim.workloads.request_trace import RequestTrace
+from sim.workloads.serve.costs import CostOptions
+from sim.workloads.serving import Objectives, PreemptionLog, RequestLog, serving_figures
+
+SHARED = ("requests", "prompt_tokens", "output_tokens", "arrival_interval", "scheduler_tile", "trace", "trace_format",
+          "trace_model", "trace_start", "trace_duration", "trace_speedup", "trace_jitter", "max_prompt_tokens",
+          "max_output_tokens", "slo_ttft", "slo_tbt")  # kv-decode's keys, read alike
+
+
+@WORKLOADS.register("serve")
+@dataclass(frozen=True)
+class ServeParams(Workload):
+    kind: str = "serve"
+    model: ModelSpec = MODELS["llama-3.1-8b"]
+    requests: int = 32
+    max_sequences: int = 256
+    max_step_tokens: int = 8192
+    chunk_tokens: int = 0  # 0: a prompt is prefilled in one step
+    prompt: Dist = field(default_factory=lambda: Dist("uniform", 128, 32, 256))
+    output: Dist = field(default_factory=lambda: Dist("uniform", 64, 16, 128))
+    arrival_interval: int = 0
+    scheduler_tile: int = 0
+    trace: RequestTrace | None = None
+    slo_ttft: float = 0.0
+    slo_tbt: float = 0.0
+    costs: CostOptions = CostOptions()
+    tier: str = "hbm"  # the memory tier the weights and KV caches live in (the chip's first)
+    trace_jitter: int = 0  # cycles: each trace arrival moves later by a uniform draw in [0, this) (kv-decode's)
+
+    SECTION: ClassVar[str] = "decode"
+    SYSTEM: ClassVar[bool] = False
+    MAPS_GRAPH: ClassVar[bool] = False
+    WORK_UNIT: ClassVar[str] = "requests"
+    token_unit: ClassVar[str] = "generated tokens"
+    PREEMPTS: ClassVar[bool] = True
+    KEYS: ClassVar[Table] = Table({
+        **{k: KvParams.KEYS.fields[k] for k in SHARED},
+        "model": Field("choice", "llama-3.1-8b", "serve: the model served, by its published configuration "
+                       "(mapping/models.py)", choices=tuple(MODELS)),
+        "max_sequences": Field("int", 256, "serve: sequences running at once at most (vLLM's max_num_seqs)", min=1),
+        "max_step_tokens": Field("int", 8192, "serve: tokens a step processes at most, decode and prefill "
+                                 "(vLLM's max_num_batched_tokens; a whole prompt longer than it runs alone)", min=1),
+        "chunk_tokens": Field("int", 0, "serve: chunked prefill, a prompt's tokens a step takes at most (Sarathi-"
+                              "Serve); 0: a prompt is prefilled in one step", min=0),
+        "step_anchor_ratio": Field("float", 4.0, "serve: steps are priced from anchors whose tokens are powers of "
+                                   "this (1: every shape simulated)", min=1.0),
+        "step_context_ratio": Field("float", 16.0, "serve: anchors' pairs and cached tokens a token at powers of "
+                                    "this", min=1.0),
+        "step_tiles": Field("int", 32, "serve: tiles a layer of a compute-bound anchor's plan at most (a "
+                            "memory-bound one runs in one)", min=1),
+        "step_stream_bytes": Field("size", 64 * 1024, "serve: a streaming kernel's weight bytes a CU at least "
+                                   "(spreads a memory-bound kernel over CUs)", min=1),
+        "step_map_seconds": Field("time", 60.0, "serve: the MILP's time limit for an anchor's plan", min=0.01,
+                                  unit="s"),
+        "step_cache": Field("str", "", "serve: a file of simulated anchors that runs with the same chip, memory, "
+                            "model and step keys reuse and add to (sim/workloads/serve/cache.py); empty: none",
+                            file=True),
+    }, doc="kv-decode, spec-decode and serve")
+
+    @classmethod
+    def from_config(cls, kind: str, d: dict, chip: ChipContext, issues: list[Issue]) -> "ServeParams":
+        spec, lay = chip.on_chip()
+        model = MODELS[d["model"]]
+        sched = tile_of(d["scheduler_tile"], "workload.decode.scheduler_tile", spec, lay, CU, issues)
+        if not spec.tiers:
+            issues.append(Issue("workload.decode.model", f"chip {spec.name!r} has no memory tiers: {model.name}'s "
+                                "weights live in one (use chip.preset = \"sn40l\")"))
+        elif model.weight_bytes > spec.tiers[0].capacity:
+            t = spec.tiers[0]
+            issues.append(Issue("workload.decode.model", f"{model.name}'s {model.weight_bytes / 1e9:.1f} GB of weights "
+                                f"do not fit {spec.name}'s {t.capacity / 1e9:.0f} GB of {t.name}: serve it on a "
+                                "system of sockets (tensor parallel)"))
+        trace = _trace_of(d, spec.clock_hz, issues)
+        if not d["trace"] and d["requests"] < 1:
+            issues.append(Issue("workload.decode.requests", "must be at least 1 (0 means all of a trace)"))
+        return cls(kind, model, len(trace.arrivals) if trace else d["requests"], d["max_sequences"],
+                   d["max_step_tokens"], d["chunk_tokens"],
+                   dist_of(d["prompt_tokens"], "workload.decode.prompt_tokens", issues),
+                   dist_of(d["output_tokens"], "workload.decode.output_tokens", issues), d["arrival_interval"],
+                   tile_id(sched, spec), trace, d["slo_ttft"] or 0.0, d["slo_tbt"] or 0.0,
+                   cost_options(d), spec.tiers[0].name if spec.tiers else "",
+                   round(d["trace_jitter"] * spec.clock_hz / d["trace_speedup"]) if trace else 0)
+
+    @property
+    def work_items(self) -> int:
+        return self.requests
+
+    def program(self, cfg):
+        from sim.workloads.serve.scheduler import Serving
+
+        return Serving(self, cfg)
+
+    def figures(self, logged: list, clock_hz: float) -> tuple[dict, dict]:
+        from sim.workloads.serve.figures import serve_figures
+
+        return serve_figures(self, logged, clock_hz)
+
+    def serving_figures(self, logged: list, clock_hz: float, seconds: float) -> tuple[dict, dict]:
+        reqs = [x for x in logged if isinstance(x, RequestLog)]
+        moves = [x for x in logged if isinstance(x, PreemptionLog)]
+        return serving_figures(reqs, moves, clock_hz, seconds, Objectives(self.slo_ttft, self.slo_tbt))
+
+    def priced_actions(self, logged: list):
+        from sim.workloads.serve.figures import priced_actions
+
+        return priced_actions(logged, self.tier)
+
+    def input_figures(self, cfg) -> dict:
+        return KvParams.input_figures(self, cfg)  # type: ignore[arg-type]  # the same trace fields
+
+
+def cost_options(d: dict) -> CostOptions:
+    """How a serve run's steps are priced, from its [workload.decode] table."""
+    return CostOptions(ratio=d["step_anchor_ratio"], context_ratio=d["step_context_ratio"], tiles=d["step_tiles"],
+                       stream_bytes=d["step_stream_bytes"], map_seconds=d["step_map_seconds"], cache=d["step_cache"])

@@ -1,0 +1,134 @@
+"""The serving scheduler on one chip: batcher.py's decisions on the scheduler CU, with the KV
+caches in the chip's first memory tier.
+
+What is simulated cycle by cycle: the scheduler's decisions and time; every KV region's pages at
+the tier's controller (sim/chip/tier.py: real messages that allocate, grow, refuse and free
+them, a page at a time); a swap as a copy between tiers, a flow on both tiers' channels. What
+is priced: each step's duration (costs.py: its roofline times the efficiency of its anchor, a
+plan mapped and simulated cycle by cycle on this chip), a Sleep of that many cycles. The step's
+own weight and KV traffic is inside the price, not replayed in the tier's flows, so a swap's
+copy does not slow a concurrent step down.
+"""
+
+from __future__ import annotations
+
+from sim.chip import messages as m
+from sim.chip.spec import tier_unit
+from sim.chip.units import ComputeUnit, Replies, Sleep
+from sim.workloads import Task
+from sim.workloads.base import Floorplan
+from sim.workloads.kv_decode import Requests
+from sim.workloads.serve.batcher import Batcher
+from sim.workloads.serve.costs import StepCosts
+from sim.workloads.serve.shapes import StepShape
+
+
+class Serving(Requests):
+    """The program of a serve run's CUs: the scheduler's task on its CU, nothing on the others. Its
+    requests (lengths, arrivals) are drawn or read from the trace exactly as kv-decode's."""
+
+    def __init__(self, p, cfg):
+        self.p = p
+        self.cfg = cfg
+        spec = cfg.spec
+        self.scheduler = Floorplan(cfg).unit_at(*divmod(p.scheduler_tile, spec.cols))
+        self.tier = tier_unit(spec, spec.tiers[0].name)
+        self.swap_tier = tier_unit(spec, spec.tiers[1].name) if len(spec.tiers) > 1 else -1
+
+    def start(self, cu: ComputeUnit):
+        return ChipScheduler(self, cu).run() if cu.uid == self.scheduler else None
+
+    def on_message(self, cu, msg):
+        raise RuntimeError(f"serve CU {cu.uid} got an unexpected {m.KINDS[msg.kind]} message")
+
+
+class ChipScheduler(Batcher):
+    """The batcher on the scheduler CU, its KV pages at the first tier's controller."""
+
+    def __init__(self, prog: Serving, cu: ComputeUnit):
+        cfg, tier = prog.cfg, prog.cfg.spec.tiers[0]
+        super().__init__(prog.p, cfg, prog.arrivals(), prog.lengths, int(tier.capacity // tier.page_bytes),
+                         tier.page_bytes, prog.p.model.kv_bytes_per_token, swap=prog.swap_tier >= 0)
+        self.prog = prog
+        self.cu = cu
+        self.shard = cu.shard
+        self.unit = cu.uid
+        self.costs = StepCosts(cfg, prog.p.model, prog.p.costs)
+
+    @property
+    def now(self) -> int:
+        return self.shard.now
+
+    def sleep(self, cycles: int) -> Task:
+        yield Sleep(cycles)
+
+    def _ask(self, unit: int, op: int, **fields) -> Task:
+        """Task: one control request to a tier's controller; its reply."""
+        tag = self.cu.request(m.CONTROL, unit, arg=op, **fields)
+        got = yield Replies([tag], "memory")
+        return got[tag]
+
+    def load_weights(self) -> Task:
+        """The model's weights take their pages in the first tier (they live there for the run)."""
+        nbytes = self.p.model.weight_bytes
+        r = yield from self._ask(self.prog.tier, m.CTRL_TIER_ALLOC, nbytes=nbytes)
+        self.pages_used += -(-nbytes // self.page)
+        return r.status == m.STATUS_OK
+
+    def take_pages(self, more: dict[int, int]) -> Task:
+        """Every region grows by its pages at once (a region not yet taken is allocated)."""
+        tags = {}
+        for s, pages in more.items():
+            q, nbytes = self.seqs[s], pages * self.page  # whole pages: the tier gives no less
+            if q.region < 0:
+                tags[self.cu.request(m.CONTROL, self.prog.tier, arg=m.CTRL_TIER_ALLOC, nbytes=nbytes)] = s
+            else:
+                tags[self.cu.request(m.CONTROL, self.prog.tier, arg=m.CTRL_TIER_GROW, buf=q.region,
+                                     nbytes=nbytes)] = s
+        got = yield Replies(list(tags), "memory")
+        refused = set()
+        for tag, s in tags.items():
+            if got[tag].status != m.STATUS_OK:
+                refused.add(s)
+            else:
+                self.seqs[s].region = got[tag].buf
+        return refused
+
+    def free_pages(self, s: int) -> Task:
+        """Free the region (waiting for the controller: the pages are free when it answers)."""
+        if self.seqs[s].region >= 0:
+            yield from self._ask(self.prog.tier, m.CTRL_TIER_FREE, buf=self.seqs[s].region)
+
+    def swap_out(self, s: int, nbytes: int) -> Task:
+        r = yield from self._ask(self.prog.swap_tier, m.CTRL_TIER_ALLOC, nbytes=nbytes)
+        if r.status != m.STATUS_OK:
+            return False
+        self.seqs[s].swapped = r.buf
+        yield from self._ask(self.prog.tier, m.CTRL_COPY, buf=self.prog.swap_tier, nbytes=nbytes)
+        return True
+
+    def swap_back(self, s: int, nbytes: int) -> Task:
+        yield from self._ask(self.prog.swap_tier, m.CTRL_COPY, buf=self.prog.tier, nbytes=nbytes)
+        yield from self._ask(self.prog.swap_tier, m.CTRL_TIER_FREE, buf=self.seqs[s].swapped)
+
+    def execute(self, shape: StepShape) -> Task:
+        """The step: its price in cycles, slept (costs.py)."""
+        cycles, roof = self.costs.price(shape)
+        yield Sleep(cycles)
+        return roof
+
+    def count(self, what: str) -> None:
+        self.shard.counts[what] += 1
+
+    def record_step(self, start: int, made: int) -> None:
+        self.shard.record("step", self.steps, start, self.now, made, "ok")
+
+    def record_request(self, s: int, arrival: int, made: int, status: str) -> None:
+        self.shard.record("request", s, arrival, self.now, made, status)
+
+    def log(self, record) -> None:
+        self.shard.log(record)
+
+    def finished(self) -> None:
+        for log in self.costs.logs:
+            self.shard.log(log)

@@ -1,0 +1,275 @@
+"""A model served by a system of sockets with tensor parallelism: ``workload.kind = "serve-system"``.
+
+The system is box chips (sim/system) joined by the [system]'s network, one tensor-parallel
+group of them (the dimension whose parallelism is TP). Each chip holds a Megatron-LM slice of
+the model (``ModelSpec.tp_slice``: a 1/tp share of the heads, the MLP and the vocabulary;
+the KV heads split, or shared by tp / kv_heads chips when fewer) and its share of every
+sequence's KV cache.
+
+The first chip of the group runs the scheduler (batcher.py, the same decisions as on one
+chip), its KV books kept for every chip at once (all hold the same share of each sequence:
+the socket's HBM less its weights, in its pages; no swap tier: preemption recomputes). A step
+is the chips' work and their collectives, simulated as messages over the system's links:
+
+- the scheduler sends every other chip the step's command (64 bytes; the simulator hands the
+  step's priced durations over with it, as every chip runs the same slice);
+- every chip, layer by layer, computes its attention share, all-reduces the step's tokens'
+  hidden states with the group (ring or direct, sim/system/collectives.py), computes its MLP
+  share and all-reduces again (Megatron's two all-reduces a layer); then its share of the
+  output head;
+- a chip's compute durations are priced as on one chip (costs.py): the slice's step on the
+  socket's grid (the [chip], its NoC and memory policy), mapped, kernel-looped and simulated
+  cycle by cycle for the anchors, split between attention and MLP by their rooflines.
+
+What is simulated cycle by cycle: the scheduler's time, every command and every all-reduce
+chunk on the links (ports, serialisation, latency, contention). What is priced: each chip's
+compute of a layer half and of the head. Not modelled: the gather of the sampled tokens
+after the head, pipeline parallelism, several TP groups (data parallel replicas).
+
+Serving metrics come from the scheduler chip's records (``system_figures``): the same
+TTFT/TBT/e2e percentiles and goodput as a chip run's (sim/workloads/serving.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from mapping.generators.serve import layer_kernels
+from mapping.models import MODELS, ModelSpec
+from mapping.systems import Parallelism
+from sim.keys import Issue
+from sim.system.collectives import all_reduce
+from sim.system.shard import BoxChip, Compute, Recv
+from sim.system.shard import Sleep as BoxSleep
+from sim.workloads import WORKLOADS, ChipContext, Task
+from sim.workloads.base import dist_of
+from sim.workloads.kv_decode import Requests, _trace_of
+from sim.workloads.serve.batcher import Batcher
+from sim.workloads.serve.costs import StepCosts
+from sim.workloads.serve.params import ServeParams, cost_options
+from sim.workloads.serve.shapes import StepShape
+from sim.workloads.serving import Objectives, PreemptionLog, RequestLog, serving_figures
+
+COMMAND_BYTES = 64  # a step's command from the scheduler to a chip
+COMMAND = 1 << 44  # tag space of commands (collectives' tags count up from 1, times 4096 steps)
+STOP = -1  # a command's first integer: no more steps
+
+
+@WORKLOADS.register("serve-system")
+@dataclass(frozen=True)
+class ServeSystemParams(ServeParams):
+    kind: str = "serve-system"
+    tp: int = 1  # chips of the tensor-parallel group
+    dim: int = 0  # the network dimension carrying it
+    whole: ModelSpec | None = None  # the model before slicing (``model`` is one chip's slice)
+
+    SYSTEM: ClassVar[bool] = True
+    SOCKET: ClassVar[bool] = True
+
+    @classmethod
+    def from_config(cls, kind: str, d: dict, chip: ChipContext, issues: list[Issue]) -> "ServeSystemParams":
+        system, spec = chip.system, chip.spec
+        assert system is not None
+        dims = [i for i, n in enumerate(system.network) if n.parallelism is Parallelism.TP]
+        whole = MODELS[d["model"]]
+        if len(dims) != 1 or system.network[dims[0]].size != system.chips:
+            issues.append(Issue("system.network", "serve-system runs one tensor-parallel group of every chip: give "
+                                "one [[system.network]] with parallelism = \"TP\" and size = system.chips"))
+            return cls()
+        tp = system.chips
+        try:
+            part = whole.tp_slice(tp)
+        except ValueError as exc:
+            issues.append(Issue("workload.decode.model", str(exc)))
+            return cls()
+        if spec is None or not spec.tiers:
+            issues.append(Issue("chip.preset", "serve-system prices its sockets' steps on the [chip]'s grid, which "
+                                "needs memory tiers (chip.preset = \"sn40l\")"))
+            return cls()
+        if part.weight_bytes > spec.tiers[0].capacity:
+            issues.append(Issue("workload.decode.model", f"{whole.name}'s {part.weight_bytes / 1e9:.1f} GB a chip "
+                                f"do not fit {spec.tiers[0].capacity / 1e9:.0f} GB of {spec.tiers[0].name}"))
+        trace = _trace_of(d, spec.clock_hz, issues)
+        return cls(kind, part, len(trace.arrivals) if trace else d["requests"], d["max_sequences"],
+                   d["max_step_tokens"], d["chunk_tokens"],
+                   dist_of(d["prompt_tokens"], "workload.decode.prompt_tokens", issues),
+                   dist_of(d["output_tokens"], "workload.decode.output_tokens", issues), d["arrival_interval"], 0,
+                   trace, d["slo_ttft"] or 0.0,
+                   d["slo_tbt"] or 0.0, cost_options(d), spec.tiers[0].name,
+                   round(d["trace_jitter"] * spec.clock_hz / d["trace_speedup"]) if trace else 0, tp, dims[0], whole)
+
+    def system_program(self, cfg) -> "ServeSystem":
+        return ServeSystem(self, cfg)
+
+    def program(self, cfg):
+        raise TypeError("serve-system runs on a system of chips: give a [system]")
+
+    # a system run has no chip run: none of a serve run's chip figures (system_figures has them)
+    def figures(self, logged: list, clock_hz: float) -> tuple[dict, dict]:
+        return {}, {}
+
+    def serving_figures(self, logged: list, clock_hz: float, seconds: float) -> tuple[dict, dict]:
+        return {}, {}
+
+    def input_figures(self, cfg) -> dict:
+        return {}
+
+    def priced_actions(self, logged: list):
+        return None
+
+    def system_figures(self, records: list, cfg) -> dict:
+        """The serving figures of the scheduler chip's records, and its steps and anchors."""
+        mine = [r for r in records if r.chip == 0]
+        tokens: dict[int, list[int]] = {}
+        for r in mine:
+            if r.kind == "token":
+                tokens.setdefault(r.ident, []).append(r.end)
+        reqs = [RequestLog(r.ident, r.start, r.nbytes, tuple(sorted(tokens.get(r.ident, ()))),
+                           sum(1 for x in mine if x.kind == "preempt" and x.ident == r.ident), r.kind.split(":")[1])
+                for r in mine if r.kind.startswith("request:")]
+        moves = [PreemptionLog(r.ident, 0, "recompute", r.start, r.start, r.end, r.nbytes)
+                 for r in mine if r.kind == "preempt"]
+        seconds = max((r.end for r in records), default=0) / cfg.clock_hz
+        summary, _ = serving_figures(reqs, moves, cfg.clock_hz, seconds, Objectives(self.slo_ttft, self.slo_tbt))
+        summary.update(model=self.whole.name if self.whole else self.model.name, tp=self.tp,
+                       serve_steps=sum(1 for r in mine if r.kind == "step"),
+                       anchors=sum(1 for r in mine if r.kind == "anchor"),
+                       tokens=sum(len(t) for t in tokens.values()),
+                       requests_failed=sum(1 for r in reqs if r.status != "ok"))
+        return summary
+
+
+class ServeSystem(Requests):
+    """What every chip of a serve-system run runs: the scheduler on the group's first, steps on all;
+    its requests drawn or read from the trace exactly as kv-decode's."""
+
+    BOX_DATA = True  # its commands carry the step's durations (sim/system/shard.py)
+
+    def __init__(self, p: ServeSystemParams, cfg):
+        self.p = p
+        self.cfg = cfg
+        self.graph = cfg.graph
+        self.kind = cfg.system.network[p.dim].kind
+        self.costs = StepCosts(cfg.chip, p.model, p.costs)  # one chip's slice on the socket's grid
+
+    def start(self, chip: BoxChip):
+        group = self.graph.group(chip.cid, self.p.dim)
+        if chip.cid == group[0]:
+            return SystemScheduler(self, chip, group).run()
+        return self._follow(chip, group)
+
+    def _follow(self, chip: BoxChip, group: list[int]) -> Task:
+        """A chip other than the scheduler's: each step as its command says."""
+        k = 0
+        while True:
+            yield Recv([(group[0], COMMAND + k)])
+            data = chip.take_data(group[0], COMMAND + k)
+            if data[0] == STOP:
+                return
+            yield from self.step(chip, group, k, data[:4])
+            k += 1
+
+    def step(self, chip: BoxChip, group: list[int], k: int, plan: tuple[int, ...]) -> Task:
+        """One step on one chip: every layer's two computes and two all-reduces, then the head."""
+        attention, mlp, head, tokens = plan
+        nbytes = tokens * self.p.model.hidden * self.p.model.word
+        layers = self.p.model.layers
+        for layer in range(layers):
+            for half, cycles in enumerate((attention, mlp)):
+                yield Compute(cycles)
+                yield from all_reduce(chip, group, nbytes, 1 + (k * layers + layer) * 2 + half, self.kind)
+        yield Compute(head)
+
+
+class SystemScheduler(Batcher):
+    """The batcher on the group's first chip: KV books for every chip, steps as commands."""
+
+    def __init__(self, prog: ServeSystem, chip: BoxChip, group: list[int]):
+        sock = prog.cfg.chip.spec.tiers[0]
+        super().__init__(prog.p, prog.cfg.chip, prog.arrivals(), prog.lengths, int(sock.capacity // sock.page_bytes),
+                         sock.page_bytes, prog.p.model.kv_bytes_per_token, swap=False)
+        self.prog = prog
+        self.chip = chip
+        self.shard = chip.shard
+        self.group = group
+        self.unit = chip.cid
+
+    @property
+    def now(self) -> int:
+        return self.shard.now
+
+    def sleep(self, cycles: int) -> Task:
+        yield BoxSleep(cycles)
+
+    def load_weights(self) -> Task:
+        """Every chip's slice of the weights takes its pages (books: the chips hold alike)."""
+        pages = -(-self.p.model.weight_bytes // self.page)
+        self.pages_used += pages
+        yield from ()
+        return pages <= self.pages
+
+    def take_pages(self, more: dict[int, int]) -> Task:
+        """Pages from the books, in order, while there are any (the same on every chip)."""
+        refused, free = set(), self.pages - self.pages_used
+        for s, n in more.items():
+            if n > free:
+                refused.add(s)
+            else:
+                free -= n
+        yield from ()
+        return refused
+
+    def free_pages(self, s: int) -> Task:
+        yield from ()
+
+    def execute(self, shape: StepShape) -> Task:
+        cycles, roof = self.prog.costs.price(shape)
+        e = cycles / roof.cycles if roof.cycles else 1.0
+        layer = e * roof.layers_cycles / self.p.model.layers
+        attention = round(layer * _attention_share(self.p.model, self.prog.cfg.chip.spec, shape))
+        plan = (attention, round(layer) - attention, round(e * roof.head_cycles), shape.tokens)
+        for c in self.group[1:]:
+            self.chip.send(c, COMMAND_BYTES, COMMAND + self.steps, plan)
+        yield from self.prog.step(self.chip, self.group, self.steps, plan)
+        return roof
+
+    def count(self, what: str) -> None:
+        self.shard.counts["created" if what == "admitted" else what] += 1
+
+    def record_step(self, start: int, made: int) -> None:
+        self.shard.record("step", self.chip.cid, self.steps, start, self.now, made)
+
+    def record_request(self, s: int, arrival: int, made: int, status: str) -> None:
+        q = self.seqs[s]
+        for i, t in enumerate(q.token_cycles):
+            self.shard.record("token", self.chip.cid, s, arrival, t, i)
+        self.shard.record(f"request:{status}", self.chip.cid, s, arrival, self.now, q.admitted)
+
+    def log(self, record) -> None:
+        if isinstance(record, PreemptionLog) and record.what != "swap-in":
+            self.shard.record("preempt", self.chip.cid, record.request, record.start, record.end, record.kv_bytes)
+
+    def finished(self) -> None:
+        for c in self.group[1:]:
+            self.chip.send(c, COMMAND_BYTES, COMMAND + self.steps, (STOP,))
+        for i, a in enumerate(self.prog.costs.logs):
+            self.shard.record("anchor", self.chip.cid, i, 0, a.cycles, a.tokens)
+
+
+def _attention_share(model: ModelSpec, spec, shape: StepShape) -> float:
+    """The attention kernels' share of a layer's roofline for the step: how a chip's layer time
+    splits between its two all-reduces."""
+    bpc = spec.tiers[0].bytes_per_cycle(spec.clock_hz)
+    fpc = float(spec.cu_count * spec.cu_flops_per_cycle)
+    ks = layer_kernels(model, shape.tokens, max(shape.keys, shape.tokens), shape.kv_read)
+    cut = next(i for i, k in enumerate(ks) if k.name == "Norm_2")
+
+    def roof(part):
+        return max(sum(k.weight_bytes(model.word) + k.extra_dram_bytes for k in part) / bpc,
+                   sum(k.flop for k in part) / fpc)
+
+    a, b = roof(ks[:cut]), roof(ks[cut:])
+    return a / (a + b)
+
+

@@ -1,0 +1,154 @@
+"""The serve workload's scheduler: steps against closed forms, memory pressure, determinism.
+
+A 8 x 16 SN40L-like chip (64 CUs, HBM and DDR as sn40l's) serves Llama-3.1-8B. Every step is
+priced from one anchor (``step_anchor_ratio`` so large that every shape rounds to one token:
+one plan simulated per run, which keeps these tests quick); what is checked here is what the
+scheduler decides and records, not the anchor's price (test_anchors.py).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from sim.workloads.serve.figures import AnchorLog, StepLog
+from sim.workloads.serve.shapes import StepShape
+from sim.workloads.serving import PreemptionLog, RequestLog
+from tests.sim.chip.chiprun import run
+
+CHIP = {"preset": "sn40l", "rows": 8, "cols": 16}
+WEIGHTS = 8_030_261_248 * 2  # Llama-3.1-8B in bf16
+STREAMED = (8_030_261_248 - 128256 * 4096 - 65 * 4096) * 2  # a step's: less the embedding table and the norms
+PAGE = 2 * 2**20
+KV_TOKEN = 131_072  # bytes of K and V a token adds (32 layers x 8 KV heads x 128 x 2 x 2 B)
+
+
+def serve(trace: str, chip: dict | None = None, memory: dict | None = None, **decode) -> dict:
+    return {"chip": chip or CHIP, "memory": {"policy": "virtual", **(memory or {})},
+            "workload": {"kind": "serve", "decode": {"trace": trace, "model": "llama-3.1-8b",
+                                                     "step_anchor_ratio": 1e9, "step_context_ratio": 1e9,
+                                                     **decode}},
+            "run": {"max_cycles": 10**12}}
+
+
+def trace_file(tmp_path, rows: list[tuple[float, int, int]]) -> str:
+    path = tmp_path / "trace.csv"
+    path.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n" + "".join(f"{t},{p},{o}\n" for t, p, o in rows))
+    return str(path)
+
+
+def logged(done, kind):
+    return sorted((x for r in done.simulation.outcome.reports for x in r.logged if isinstance(x, kind)),
+                  key=lambda x: x.row())
+
+
+def test_a_lone_request_prefills_then_decodes(tmp_path):
+    """One request of 40 prompt tokens and 4 output tokens: a prefill step of 40 tokens (820 causal
+    pairs) making the first token, then 3 decode steps over 40, 41, 42 cached tokens; its token
+    times are the steps' ends."""
+    done = run(serve(trace_file(tmp_path, [(0, 40, 4)])))
+    steps = logged(done, StepLog)
+    assert [(s.decode, s.prefill_tokens, s.keys, s.kv_read, s.made) for s in steps] == [
+        (0, 40, 40 * 41 // 2, 0, 1), (1, 0, 41, 40, 1), (1, 0, 42, 41, 1), (1, 0, 43, 42, 1)]
+    [req] = logged(done, RequestLog)
+    assert req.token_cycles == tuple(s.end for s in steps) and req.status == "ok"
+    assert all(b.start == a.end for a, b in zip(steps, steps[1:]))  # back to back
+    assert [s.read_bytes - STREAMED for s in steps] == [  # a token's embedding row and the cached K/V
+        40 * 4096 * 2, 4096 * 2 + 40 * KV_TOKEN, 4096 * 2 + 41 * KV_TOKEN, 4096 * 2 + 42 * KV_TOKEN]
+    assert [s.written_bytes for s in steps] == [40 * KV_TOKEN, KV_TOKEN, KV_TOKEN, KV_TOKEN]
+    assert done.summary["status"] == "completed" and done.summary["requests_finished"] == 1
+    [a1, a2] = logged(done, AnchorLog)  # a prefill (nothing cached) and a decode anchor
+    assert {(a.tokens, a.kv_read) for a in (a1, a2)} == {(1, 0), (1, 1)}  # every shape rounds to one token
+
+
+def test_continuous_batching_and_chunked_prefill(tmp_path):
+    """A request of 100 prompt tokens prefilled in chunks of 32 while one of 10 tokens, arrived
+    first, decodes: decode first, then the chunk, within max_step_tokens."""
+    done = run(serve(trace_file(tmp_path, [(0, 10, 6), (0, 100, 2)]), chunk_tokens=32, max_step_tokens=33))
+    steps = logged(done, StepLog)
+    # step 0: the first prompt (10) and 23 tokens of the second; then a decode and 32 more tokens
+    shapes = [(s.decode, s.prefill_tokens) for s in steps[:5]]
+    assert shapes == [(0, 33), (1, 32), (1, 32), (1, 13), (2, 0)]
+    first = StepShape.of([], [(10, 0, True), (23, 0, False)])
+    assert (steps[0].keys, steps[0].kv_read) == (first.keys, first.kv_read)
+    second = StepShape.of([10], [(32, 23, False)])
+    assert (steps[1].keys, steps[1].kv_read) == (second.keys, second.kv_read)
+    reqs = {r.request: r for r in logged(done, RequestLog)}
+    assert reqs[1].token_cycles[0] == steps[3].end  # its last chunk made its first token
+    assert len(reqs[0].token_cycles) == 6 and len(reqs[1].token_cycles) == 2
+
+
+def _tight(pages: int) -> dict:
+    """sn40l's tiers with room for the weights and ``pages`` pages of KV in HBM."""
+    return {**CHIP, "hbm": {"capacity": (-(-WEIGHTS // PAGE) + pages) * PAGE}}
+
+
+def test_preemption_recomputes_the_latest_admitted(tmp_path):
+    """Four requests of 200 prompt tokens (13 pages of KV each) and 40 tokens out, room for 40
+    pages: three fit, the fourth waits (memory-aware admission); as they grow past a page the
+    latest admitted is preempted (vLLM's victim), recomputed later; all are served."""
+    done = run(serve(trace_file(tmp_path, [(0, 200, 40)] * 4), chip=_tight(40),
+                     memory={"on_oom": "preempt", "preempt_mode": "recompute"}))
+    s = done.summary
+    assert s["status"] == "completed" and s["requests_finished"] == 4
+    pre = [p for p in logged(done, PreemptionLog)]
+    assert pre and all(p.what == "recompute" for p in pre)
+    steps = logged(done, StepLog)
+    assert max(s.kv_read + s.tokens for s in steps) * KV_TOKEN <= 40 * PAGE  # never more KV than the room
+    reqs = logged(done, RequestLog)
+    assert all(len(r.token_cycles) == 40 for r in reqs)
+
+
+def test_swap_moves_the_victims_kv_through_ddr(tmp_path):
+    done = run(serve(trace_file(tmp_path, [(0, 200, 40)] * 4), chip=_tight(40),
+                     memory={"on_oom": "preempt", "preempt_mode": "swap"}))
+    assert done.summary["status"] == "completed"
+    kinds = [p.what for p in logged(done, PreemptionLog)]
+    assert "swap-out" in kinds and kinds.count("swap-in") == kinds.count("swap-out")
+    assert done.summary["ddr_write_bytes"] > 0
+
+
+def test_fail_refuses_what_does_not_fit(tmp_path):
+    done = run(serve(trace_file(tmp_path, [(0, 200, 40)] * 4), chip=_tight(40), memory={"on_oom": "fail"}))
+    s = done.summary
+    assert s["requests_failed"] >= 1 and s["requests_finished"] + s["requests_failed"] == 4
+
+
+def test_one_shard_or_two(tmp_path):
+    """The scheduler and the HBM controller in different shards: the same run."""
+    raw = serve(trace_file(tmp_path, [(0, 30, 3), (0.000002, 20, 2)]))
+    one, two = run(raw).summary, run(raw, shards=2).summary
+    assert one["result_hash"] == two["result_hash"] and one["sim_cycles"] == two["sim_cycles"]
+
+
+@pytest.mark.parametrize("chip,model,what", [
+    ({"preset": "sn40l-like"}, "llama-3.1-8b", "no memory tiers"),
+    ({"preset": "sn40l"}, "llama-3.1-70b", "do not fit"),
+])
+def test_what_cannot_be_served_is_refused(tmp_path, chip, model, what):
+    from cluster.config.loader import ConfigError
+
+    with pytest.raises(ConfigError, match=what):
+        run({"chip": chip, "workload": {"kind": "serve", "decode": {"model": model}}})
+
+
+def test_the_public_azure_code_file_at_its_recorded_times():
+    """The first minute of AzureLLMInferenceTrace_code.csv as published (its first 64 rows: 63 in
+    the minute, the 64th 3 minutes on): every request of the 60 s window served at its recorded
+    arrival (speed-up 1), prompts uncapped (up to 7,436 tokens here), the 64th not read."""
+    import csv
+
+    from tests.paths import ROOT
+
+    path = ROOT / "tests" / "data" / "traces" / "azure2023-minute" / "AzureLLMInferenceTrace_code.csv"
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))[:63]  # 18:17:03.98 to 18:17:43.31; the 64th is at 18:20:07.04
+    done = run(serve(str(path), trace_duration="60s", requests=0))
+    s = done.summary
+    assert s["status"] == "completed" and s["requests_finished"] == len(rows) == s["trace_requests"] == 63
+    assert s["trace_capped_prompts"] == 0
+    steps = logged(done, StepLog)
+    assert sum(x.prefill_tokens for x in steps) == sum(int(r["ContextTokens"]) for r in rows)
+    reqs = {r.request: r for r in logged(done, RequestLog)}
+    assert [len(reqs[i].token_cycles) for i in range(len(rows))] == [int(r["GeneratedTokens"]) for r in rows]
+    assert reqs[12].arrival == round(29.4790690 * 1.6e9)  # 18:17:33.4590290 - 18:17:03.9799600, at 1.6 GHz
+    assert reqs[62].arrival == round(39.3275170 * 1.6e9)  # 18:17:43.3074770
