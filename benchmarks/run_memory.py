@@ -188,7 +188,7 @@ def main() -> None:
                       "worst_between_any_two": max((s for s in pairs if s is not None), default=None),
                       "met": worst is not None and worst <= TARGET_BYTES_PER_TOKEN}))
     for name, (requests, prompt, output) in HOURS.items():  # the hour's outputs, uncapped
-        print(json.dumps(hour(rows, name, requests, int(sum(conversation(requests, prompt, output)[2]))), flush=True))
+        print(json.dumps(hour(rows, name, requests, int(sum(conversation(requests, prompt, output)[2])))), flush=True)
 
 
 if __name__ == "__main__":
