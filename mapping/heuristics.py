@@ -50,7 +50,7 @@ def contiguous(problem: PartitionProblem) -> np.ndarray | None:
                     cache[i, j] = _segment(p, i, j)
                 t, fits = cache[i, j]
                 if not fits:
-                    if p.weight_sram[i:j].sum() > p.sram_capacity and not p.stream_weights:
+                    if p.weight_sram[i:j].sum() > p.sram_capacity and not (p.stream_weights or p.weights_off_chip):
                         break  # weights only grow with a longer segment
                     continue
                 if best[c, i] + t < best[c + 1, j]:

@@ -77,7 +77,7 @@ class _Builder:
 
     def streaming(self) -> None:
         p = self.p
-        if not p.stream_weights:
+        if not p.stream_weights or p.weights_off_chip:
             return
         for k in np.flatnonzero(p.weight_sram > 0):
             for c in p.allowed(int(k)):
@@ -114,7 +114,7 @@ class _Builder:
                 terms += self.spill_terms(e, c, p.spill_sram[e] / p.sram_capacity)
                 if (u, c) in self.S:
                     terms.append((self.S[u, c], -p.spill_sram[e] / p.sram_capacity))
-            for k in np.flatnonzero(p.weight_sram > 0):
+            for k in np.flatnonzero((p.weight_sram > 0) & (not p.weights_off_chip)):
                 w = p.weight_sram[k] / p.sram_capacity
                 terms += [(col, w) for col, _ in self.a(int(k), c)]
                 if (int(k), c) in self.S:

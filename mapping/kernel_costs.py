@@ -35,6 +35,9 @@ class ExecutionModel:
     detailed_compute: bool = False  # lanes x stages cycle model instead of the roofline
     utilization: float = 0.9  # roofline efficiency
     stream_weights: bool = True
+    # weights live off chip (a memory tier) and stream in every pass, each kernel's a slice per
+    # tile: none takes SRAM, each pass moves them all (their bytes join the memory term)
+    weights_off_chip: bool = False
     # 1: DFModel's latest formula set, (p-1)/(p*BW) per byte; 2: reduce-scatter + all-gather,
     # the convention of the published Megatron-145B run
     all_reduce_passes: int = 1
@@ -220,7 +223,8 @@ def partition_problem(workload: Workload, system: System, cand: Candidate, split
         names=tuple(names), edges=edges, backward=np.array([k.phase == "bwd" for k in ks]),
         compute=compute, core_options=options,
         network=network_seconds(graph, workload, system, cand, splits, slices, model.all_reduce_passes),
-        kernel_memory=np.array([s.extra_dram_bytes(k) for k, s in zip(ks, slices)]) / chip.dram_bandwidth,
+        kernel_memory=(np.array([s.extra_dram_bytes(k) for k, s in zip(ks, slices)])
+                       + (weight_full if model.weights_off_chip else 0.0)) / chip.dram_bandwidth,
         weight_sram=weight,
         spill=out_tile[u] * tiles[u] / chip.dram_bandwidth,
         onchip_sram=out_tile[u] * depth, spill_sram=2.0 * out_tile[u],
@@ -231,6 +235,6 @@ def partition_problem(workload: Workload, system: System, cand: Candidate, split
         partitions=len(ks) if model.kernel_by_kernel or not model.partitions else model.partitions,
         kernel_by_kernel=model.kernel_by_kernel, overlap=model.overlap,
         split_phases=workload.training and not model.kernel_by_kernel,
-        stream_weights=model.stream_weights,
+        stream_weights=model.stream_weights, weights_off_chip=model.weights_off_chip,
     )
     return problem, slices

@@ -48,6 +48,7 @@ class PartitionProblem:
     overlap: bool = True
     split_phases: bool = False  # training dataflow: forward partitions before backward ones
     stream_weights: bool = True  # a kernel alone in its partition may slice its weight (DFModel)
+    weights_off_chip: bool = False  # every weight streams from off chip: none takes SRAM
 
     @property
     def n(self) -> int:
@@ -119,7 +120,9 @@ def evaluate(problem: PartitionProblem, assignment) -> Evaluation:
     same = a[u] == a[v]
     count = np.bincount(a, minlength=c_count)
     streamed = np.zeros(p.n, dtype=bool)
-    if p.stream_weights:
+    if p.weights_off_chip:
+        streamed = p.weight_sram > 0
+    elif p.stream_weights:
         streamed = (p.weight_sram > 0) & (count[a] == 1)
 
     def per_partition(values, where) -> np.ndarray:

@@ -69,6 +69,7 @@ def build_model(spec: dict) -> ExecutionModel:
         detailed_compute=spec.get("compute", "roofline") == "detailed",
         utilization=spec.get("utilization", 0.9), stream_weights=spec.get("stream_weights", True),
         all_reduce_passes=spec.get("all_reduce_passes", 1), sram_limit=spec.get("sram_limit", True),
+        weights_off_chip=bool(spec.get("weights_off_chip", False)),
     )
 
 

@@ -96,8 +96,35 @@ WSE2 = Chip("WSE-2", 853_776, 4, 1, 1.1e9, 41_964_011_520, 153 * GB, 1.5 * 2**40
 # The RDAs: derived from their grids (mapping/chips.py), the same chips the simulator runs
 PLASTICINE = RDA_PRESETS["plasticine"].dfmodel()
 SN40L = RDA_PRESETS["sn40l-like"].dfmodel()
+SN40L_PUBLISHED = RDA_PRESETS["sn40l"].dfmodel()  # the first tier (HBM) is DFModel's DRAM
+STEP = RDA_PRESETS["step"].dfmodel()  # STeP's abstract machine (its HBM is DFModel's DRAM)
 
-CHIPS = {c.name: c for c in (A100, H100, SN30, WSE2, PLASTICINE, SN40L)}
+CHIPS = {c.name: c for c in (A100, H100, SN30, WSE2, PLASTICINE, SN40L, SN40L_PUBLISHED, STEP)}
+
+# ---------------------------------------------------------------- system presets
+# SN40L nodes (Prabhakar et al., MICRO 2024; Hot Chips 2024): a node holds 8 or 16 sockets (the
+# 16-socket node: 1 TB of HBM at 25.6 TB/s = 16 x 64 GB at 1.6 TB/s, 24 TB of DDR at 1.6 TB/s
+# = 16 x 1.5 TB at 100 GB/s). The sockets' peer-to-peer link bandwidth and topology are not
+# given in either source (nor in "Kernel Looping", arXiv 2410.23668): a ring of 100 GB/s links
+# carrying tensor parallelism is assumed here (docs/run.md, "What is assumed at real scale").
+SN40L_LINK_BANDWIDTH = 100 * GB  # assumed, not published
+SN40L_LINK_LATENCY = 500e-9  # assumed, not published (the mapper's default)
+
+
+def sn40l_node(sockets: int) -> System:
+    """``sockets`` SN40L sockets on a tensor-parallel ring (1 socket: a ring of one)."""
+    return System(sockets, SN40L_PUBLISHED, (NetworkDim(LinkKind.RING, sockets, SN40L_LINK_BANDWIDTH, Parallelism.TP,
+                                                        SN40L_LINK_LATENCY),))
+
+
+SYSTEMS = {f"sn40l-{n}": sn40l_node(n) for n in (1, 8, 16)}
+
+
+def system_preset(name: str) -> System:
+    try:
+        return SYSTEMS[name]
+    except KeyError:
+        raise KeyError(f"unknown system preset {name!r}; known: {', '.join(SYSTEMS)}") from None
 
 
 def chip(name: str) -> Chip:

@@ -48,6 +48,9 @@ SLOW = {
     "rdasim run examples/mapped_gpt_layer.toml --set workload.dataflow.plan=plan/plan.json --out results/mapped":
         "mapped_vs_analytic.py (the mapped examples)",
     "rdasim map examples/map_gpt_layer.toml --out plan/": "mapping_presets.py (the solver)",
+    "rdasim run examples/mapped_decode_sn40l.toml": "real_scale.py (the mapped decode) and result_hashes.py",
+    "rdasim run examples/mapped_decode_sn40l.toml --set workload.dataflow.weights=ddr":
+        "real_scale.py (the model switch); tests/sim/workloads/dataflow/test_tiers.py switches a small one",
     "rdasim noc --backend ray": "noc_speed.py and result_hashes.py (the reference curve)",
     "rdasim noc --rates 0.1,0.3,0.4 --out results/noc": "result_hashes.py (noc 8x8 config B)",
     "rdasim noc --k 16 --rate 0.15 --shards 4 --cut blocks": "noc_speed.py (16x16), pdes_speed.py",
@@ -234,7 +237,7 @@ def test_every_block_command_runs_as_stated(command: Command, block_dirs, tmp_pa
     key = (command.doc, command.block)
     if key not in block_dirs:
         d = tmp_path_factory.mktemp(f"{command.doc.split('.')[0]}{command.block}")
-        for name in ("examples", "tests"):
+        for name in ("examples", "tests", "benchmarks"):  # a checkout's folders the examples read from
             (d / name).symlink_to(ROOT / name)
         block_dirs[key] = d
     cwd = block_dirs[key]
@@ -350,7 +353,8 @@ def _check_toml(doc: str, body: str, tmp_path: Path) -> None:
         from cluster.config.run import RUN_SCHEMA, chip_config
 
         moe = tomllib.loads(body)["workload"]["moe"]
-        moe["trace"] = str(ROOT / "tests" / "data" / "step" / Path(moe["trace"]).name)
+        routing = ROOT / "benchmarks" / "data" / "step" / "dyn_tiling" / "expert_routing"
+        moe["trace"] = str(routing / Path(moe["trace"]).name)
         raw = tomllib.loads((ROOT / "examples" / "moe_trace.toml").read_text())
         raw["workload"]["moe"].update(moe)
         assert chip_config(load(RUN_SCHEMA, raw=raw)).workload.trace.steps == 1

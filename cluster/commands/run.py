@@ -13,7 +13,7 @@ from cluster.config.run import RUN_SCHEMA
 from cluster.errors import UserError
 from cluster.parallel.distribution import describe_distribution, distributed
 from cluster.results import io, layout
-from cluster.results.schemas import ENERGY_COLUMNS, INPUT_COLUMNS, SERVING_COLUMNS
+from cluster.results.schemas import ENERGY_COLUMNS, INPUT_COLUMNS, SERVING_COLUMNS, TIER_COLUMNS
 from sim.energy.table import COMPONENTS
 
 FLAGS = short.CHIP  # command-line flag -> config key (a flag, --set and a file key all say the same)
@@ -36,6 +36,7 @@ MAPPED_KEYS = ("seconds_per_batch_simulated", "seconds_per_batch_analytic", "sec
                "seconds_per_pass_analytic", "partitions")
 INPUT_KEYS = tuple(c.name for c in INPUT_COLUMNS)  # a trace's or a routing's measured figures, when there are any
 SERVING_KEYS = tuple(c.name for c in SERVING_COLUMNS)  # first-OOM utilisation; a decode run's latencies
+TIER_KEYS = tuple(c.name for c in TIER_COLUMNS)  # a chip with memory tiers
 
 
 def _system(args, result, out) -> int:
@@ -102,7 +103,8 @@ def run(args) -> int:
         return _system(args, result, out)
     s = dict(result.summary)
     keys = JSON_KEYS + ENERGY_KEYS + tuple(k for k in MAPPED_KEYS if k in s) + tuple(
-        k for k in INPUT_KEYS if s.get(k) is not None) + tuple(k for k in SERVING_KEYS if k in s)
+        k for k in INPUT_KEYS if s.get(k) is not None) + tuple(k for k in SERVING_KEYS if k in s) + tuple(
+        k for k in TIER_KEYS if k in s)
     figures = {**{k: json_safe(s[k]) if k != "partitions" else s[k] for k in keys}, **distributed(s)}
     if args.json:
         print(json.dumps(figures))
@@ -130,6 +132,12 @@ def run(args) -> int:
         if s.get("spill") is not None:
             print(f"  spill ({s['spill']}): {s['spilled_blocks']:,} blocks on other MUs than their buffer's, "
                   f"{s['spilled_bytes']:,} B written to them, {s['remote_reads']:,} remote reads")
+        tiers = [t for t in ("hbm", "ddr") if f"{t}_flows" in s]
+        if tiers:
+            print("  tiers: " + "; ".join(
+                f"{t.upper()} read {s[f'{t}_read_bytes']:,} B, written {s[f'{t}_write_bytes']:,} B in "
+                f"{s[f'{t}_flows']:,} flows, peak {s[f'{t}_peak_bytes']:,} B of pages" for t in tiers)
+                  + (f"; {s['tier_full_events']} refused (full)" if s["tier_full_events"] else ""))
         if s.get("trace_requests") is not None:
             print(f"  trace ({s['trace_format']}): {s['trace_requests']} requests at {s['trace_arrival_rate']:,.4g} "
                   f"per simulated s; prompts capped {s['trace_capped_prompts']}, outputs capped "

@@ -20,7 +20,7 @@ from cluster.config.loader import ConfigError
 from cluster.config.noc import RUN_SECTION
 from cluster.config.schema import Issue
 from mapping.systems import CHIPS
-from sim.chip.config import OOM_BEHAVIOURS, PLACEMENTS, PREEMPT_MODES, ChipConfig, noc_params_for
+from sim.chip.config import BULK, OOM_BEHAVIOURS, PLACEMENTS, PREEMPT_MODES, ChipConfig, noc_params_for
 from sim.chip.messages import Sizing
 from sim.chip.reclaim import RECLAMATIONS
 from sim.chip.spec import PRESETS, unit_layout
@@ -55,6 +55,12 @@ CHIP = Table({
     "dram_bytes_per_cycle": _i("bandwidth of each DRAM interface unit", None, 1, "bytes/cycle"),
     "dram_latency": _i("DRAM access latency", None, 0, "cycles"),
     "dram_bytes": Field("size", None, "DRAM capacity of the chip", min=1),
+    **{tier: Table({
+        "capacity": Field("size", None, f"{tier.upper()} capacity (preset if unset)", min=1),
+        "bandwidth": Field("bandwidth", None, f"{tier.upper()} bandwidth, every channel together", min=1),
+        "latency": Field("time", None, f"{tier.upper()} latency to the first byte", min=0.0),
+        "page": Field("size", None, f"{tier.upper()} page: the granule regions take", min=64),
+    }, doc=f"the chip's {tier.upper()} tier (presets with memory tiers: sn40l)") for tier in ("hbm", "ddr")},
 }, doc="the grid of tiles: a preset and any overrides")
 
 NOC = Table({
@@ -70,6 +76,9 @@ NOC = Table({
     "header_bits": _i("header bits per packet", 64, 1, "bits"),
     "max_packet_bytes": Field("size", 2048, "largest data payload of one packet; longer messages are cut", min=1),
     "jitter": _i("extra random 0..jitter cycles before each message enters the network", 0, 0, "cycles"),
+    "bulk": Field("choice", "", "how data moves to and from DRAM: packets, or flows sharing the memory's "
+                  "bandwidth max-min fairly (sim/flows); empty: flows on a chip with memory tiers (sn40l), "
+                  "packets otherwise", choices=("",) + BULK),
 }, doc="network fidelity, router timing and message sizing")
 
 
@@ -313,8 +322,9 @@ def _grid_system_config(cfg: dict):
     if pp:
         raise ConfigError("config", [Issue(f"system.network[{pp[0]}].parallelism", "PP: grid-fidelity chips run TP "
                                            "and DP plans; simulate pipelines with the pipeline workload on box chips")])
-    over = {_CHIP_KEYS.get(k, k): v for k, v in cfg["chip"].items() if k != "preset" and v is not None}
-    spec = PRESETS[cfg["chip"]["preset"]].with_(**over)
+    spec, tier_issues = chip_spec(cfg["chip"])
+    if tier_issues:
+        raise ConfigError("config", tier_issues)
     system = system_of(sysd, spec.dfmodel())
     chip = chip_config(cfg, system=system)
     max_cycles = min(run["max_cycles"], int(sysd["max_seconds"] * spec.clock_hz))
@@ -335,6 +345,33 @@ def _preempt_issues(kind: str, mem: dict) -> list[Issue]:
     if mem["admit_watermark"]:
         return [Issue("memory.admit_watermark", f"{kind} admits no requests; the workloads that do are {can}")]
     return []
+
+
+_TIER_KEYS = {"capacity": "capacity", "bandwidth": "bandwidth", "latency": "latency", "page": "page_bytes"}
+
+
+def chip_spec(chip: dict):
+    """The ChipSpec a resolved [chip] table describes (its preset and overrides, its tiers'
+    overrides) and the issues of a tier override on a preset without that tier."""
+    from dataclasses import replace
+
+    over = {_CHIP_KEYS.get(k, k): v for k, v in chip.items()
+            if k not in ("preset", "hbm", "ddr") and v is not None}
+    spec = PRESETS[chip["preset"]].with_(**over)
+    issues, tiers = [], list(spec.tiers)
+    for name in ("hbm", "ddr"):
+        given = {_TIER_KEYS[k]: v for k, v in (chip.get(name) or {}).items() if v is not None}
+        if not given:
+            continue
+        at = [i for i, t in enumerate(tiers) if t.name == name]
+        if not at:
+            issues.append(Issue(f"chip.{name}", f"preset {chip['preset']!r} has no {name.upper()} tier "
+                                f"(presets with tiers: {', '.join(n for n, s in PRESETS.items() if s.tiers)})"))
+            continue
+        if "page_bytes" in given:
+            given["page_bytes"] = int(given["page_bytes"])
+        tiers[at[0]] = replace(tiers[at[0]], **given)
+    return spec.with_(tiers=tuple(tiers)), issues
 
 
 def _size_text(n: int) -> str:
@@ -367,9 +404,13 @@ def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=Non
     if params.SYSTEM:
         raise ConfigError("config", [Issue("workload.kind", f"{wl['kind']} runs on a system of chips: give a "
                                            "[system] with chips > 0 and its [[system.network]]")])
-    over = {_CHIP_KEYS.get(k, k): v for k, v in chip.items() if k != "preset" and v is not None}
-    spec = PRESETS[chip["preset"]].with_(**over)
+    spec, tier_issues = chip_spec(chip)
+    issues += tier_issues
     issues += [Issue("chip", p) for p in spec.problems()]
+    later = []  # reported with the workload's own issues: it does not stop the workload being read
+    if spec.tiers and noc["bulk"] == "packets":
+        later.append(Issue("noc.bulk", f"packets: chip {spec.name!r} has memory tiers "
+                           f"({', '.join(t.name for t in spec.tiers)}), whose data moves as flows"))
     issues += footprint_issues(spec, mem, noc, run)  # before unit_layout allocates anything
     if issues:
         raise ConfigError("config", issues)
@@ -386,6 +427,7 @@ def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=Non
     issues += policy.problems(mu)
     issues += _workload_issues(params, cfg)
     issues += _preempt_issues(wl["kind"], mem)
+    issues += later
     if issues and params.MAPS_GRAPH:  # mapping needs every key it reads
         raise ConfigError("config", issues)
     workload = params.from_config(wl["kind"], wl[params.SECTION],
@@ -405,5 +447,5 @@ def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=Non
         prefix_sharing=mem["prefix_sharing"], prefix_cache_bytes=mem["prefix_cache_bytes"],
         placement=mem["placement"], jitter=noc["jitter"], seed=run["seed"], max_cycles=run["max_cycles"],
         sample_cycles=run["sample_cycles"], trace=trace, trace_limit=run["trace_limit"], memory_map_cycle=memory_map,
-        energy=energy,
+        energy=energy, bulk=noc["bulk"] or ("flows" if spec.tiers else "packets"),
     )

@@ -272,6 +272,8 @@ ENERGY_COLUMNS = (
         ("cu", "CU functional-unit operations"), ("mu", "MU SRAM reads, writes and block-table lookups"),
         ("realloc_copy", "bytes moved by realloc-copy growth"), ("noc_router", "flits through routers"),
         ("noc_link", "flits over links"), ("dram", "DRAM reads and writes"),
+        ("hbm", "HBM tier reads and writes (chips with memory tiers)"),
+        ("ddr", "DDR tier reads and writes (chips with memory tiers)"),
         ("protocol", "messages without data (allocation, reference counting, control)"))],
     Column("energy_table", _S, "name of the per-action energy table (energy.table)"),
 )
@@ -320,6 +322,16 @@ SERVING_COLUMNS = (
     Column("prefix_hit_bytes", _I, "prefix sharing: KV bytes of the hit blocks (every layer, head, K and V)"),
     Column("kv_bytes_saved", _I, "prefix sharing: most KV bytes running sequences shared at once beyond one copy of "
            "each block (memory an unshared run would have held on top)"),
+)
+
+# a chip with memory tiers (sim/chip/tier.py): each tier's traffic, pages and flows; null otherwise
+TIER_COLUMNS = (
+    *[Column(f"{t}_{what}", _I, f"{t.upper()} tier: {doc}") for t in ("hbm", "ddr") for what, doc in (
+        ("read_bytes", "bytes read (every one a flow's)"),
+        ("write_bytes", "bytes written, including copies from the other tier"),
+        ("peak_bytes", "most bytes of its pages taken by regions at once"),
+        ("flows", "transfers to or from it, each a flow"))],
+    Column("tier_full_events", _I, "regions or writes a memory tier refused for want of pages"),
 )
 
 RUN_SUMMARY = TableSchema(
@@ -402,6 +414,7 @@ RUN_SUMMARY = TableSchema(
         *ENERGY_COLUMNS,
         *INPUT_COLUMNS,
         *SERVING_COLUMNS,
+        *TIER_COLUMNS,
     ),
 )
 

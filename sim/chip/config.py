@@ -15,6 +15,7 @@ from sim.noc.params import NocParams
 OOM_BEHAVIOURS = ("stall", "evict", "fail", "preempt")
 PREEMPT_MODES = ("recompute", "swap")  # what memory.on_oom = "preempt" does with a preempted sequence's KV
 PLACEMENTS = ("spread", "near", "random")
+BULK = ("packets", "flows")  # how DRAM data moves (noc.bulk); a chip with memory tiers moves it as flows
 NI_LATENCY = 1  # cycles from a unit sending a message to its first packet being offered (packetisation)
 
 
@@ -65,6 +66,7 @@ class ChipConfig:
     memory_map_cycle: int = -1  # snapshot every MU's map at the start of this cycle (-1: none)
     energy: EnergyTable | None = None  # per-action energies (None: the default table)
     system: SystemPlace | None = None  # the chip's place in a system of chips (None: a chip on its own)
+    bulk: str = "packets"  # how data moves to and from DRAM: packets, or flows (sim/flows; always, with tiers)
 
     @property
     def io_ports(self) -> int:

@@ -186,7 +186,7 @@ class MemoryUnit(Unit):
             return True
         new = rec.size + msg.nbytes if msg.kind == m.APPEND else max(rec.size, msg.arg + msg.nbytes)
         if rec.evicted:  # it lives in DRAM now: the data goes there
-            self.send(m.WRITE, self.dram, nbytes=msg.nbytes, buf=-1, mu=self.uid)
+            self.send(m.WRITE, self.dram, nbytes=msg.nbytes, buf=rec.buf, mu=self.uid)  # a tier takes pages for it
             rec.size = new
             rec.peak = max(rec.peak, new)
             if rec.reads:
@@ -331,7 +331,7 @@ class MemoryUnit(Unit):
         now = self.shard.now
         room = 0
         if rec.evicted:
-            self.send(m.FREE, self.dram, buf=-1, mu=self.uid)
+            self.send(m.FREE, self.dram, buf=rec.buf, mu=self.uid)  # a tier gives its pages back
         else:
             room = self._let_go(rec.buf)
         if self.spill is not None:
@@ -453,7 +453,7 @@ class MemoryUnit(Unit):
             here = self.spill.evict(v)  # its blocks on other MUs stream to DRAM from there
         self._serve(here)
         self.stats.read_bytes += here
-        self.send(m.WRITE, self.dram, nbytes=here, buf=-1, mu=self.uid)
+        self.send(m.WRITE, self.dram, nbytes=here, buf=v.buf, mu=self.uid)
         self._let_go(v.buf)
         v.evicted = True
         self.stats.evictions += 1

@@ -30,10 +30,15 @@ CTRL_PREEMPT, CTRL_RESUME = 7, 8
 # between MUs under memory.spill (sim/chip/spill.py): ask for blocks; tell an MU that room was freed;
 # give back the blocks of an allocation that did not find all it needed
 CTRL_SPILL, CTRL_ROOM, CTRL_RETURN = 9, 10, 11
+# to a memory tier's controller (sim/chip/tier.py): allocate a region of ``nbytes`` (the reply's
+# ``buf`` names it), grow region ``buf`` by ``nbytes``, free region ``buf``; copy ``nbytes`` to the
+# tier whose controller is unit ``buf`` (a model switch: DDR to HBM)
+CTRL_TIER_ALLOC, CTRL_TIER_GROW, CTRL_TIER_FREE, CTRL_COPY = 12, 13, 14, 15
 
 # message flags
 STREAM = 1  # a tile buffer: allocate its room once; writes advance its stream position; a read waits for ``arg``
 POSTED = 2  # data a CU pushes to a CU that posted a receive for ``tag`` (a collective's step): taken as a reply
+FLOW = 4  # its data moved as a flow (to or from a memory tier, sim/flows): its packets carry the header only
 # status a worker reports to its scheduler (in an acknowledgement's ``arg``)
 RUNNING, FINISHED, FAILED = 0, 1, 2
 # ... under memory.on_oom = "preempt": a step could not grow a buffer; the sequence is preempted (its KV
@@ -129,6 +134,11 @@ class Sizing:
         if rest:
             out.append(-(-(fixed + 8 * rest) // fb))
         return out
+
+    def link_data_rate(self) -> float:
+        """Data bytes per cycle a link (one flit a cycle) carries in full packets: a flow through
+        a link is never faster than the packets it stands for."""
+        return self.max_packet_bytes / self.packet_flits(READ_RESP, self.max_packet_bytes)[0]
 
     def chunk_ready(self, first: int, data_bytes: int, bytes_per_cycle: int) -> list[int]:
         """Cycle each packet of a ``data_bytes`` transfer is ready when the port streams it at

@@ -117,6 +117,22 @@ class PartitionRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class HomeRecord:
+    """A region a mapped run took in a memory tier for its weights or caches, or the copy of its
+    weights from the tier they are homed in to the one they stream from (the model switch)."""
+
+    what: str  # "weights", "staged weights", "kv", "switch"
+    tier: str  # the tier holding it (a switch: the tier copied to)
+    nbytes: int
+    start: int  # cycle the controller asked
+    end: int  # cycle it was answered (a switch: the last byte written)
+    status: str  # ok, or full (the tier refused it)
+
+    def row(self) -> tuple:
+        return astuple(self)
+
+
+@dataclass(frozen=True, slots=True)
 class LandingLife:
     """A landing buffer (sim/chip/exchange.py) its MU freed: what landed and what the memory policy held for it."""
 

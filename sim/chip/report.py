@@ -60,6 +60,9 @@ class ShardResult:
     dram_write_bytes: int = 0
     waiting: diagnosis.Waits = field(default_factory=diagnosis.Waits)  # who still waits at the end
     first_oom: int = -1  # cycle of the shard's first out-of-memory event (-1: none)
+    tiers: dict = field(default_factory=dict)  # tier name -> its controller's figures (chips with tiers)
+    flow_byte_hops: int = 0  # bytes x NoC hops of the flows to and from memories (energy)
+    flow_grid_bytes: int = 0  # bytes of those flows
     deliveries: np.ndarray | None = None  # [n, 4] every delivery, as ``delivered`` (runs writing a trace)
     work_log: list[WorkRecord] | None = None  # every work record but requests, as ``work`` (runs writing a trace)
 
@@ -106,9 +109,52 @@ def shard_result(shard) -> ShardResult:
         logged=list(shard.logged), lane_cycles=sum(cu.lane_cycles for cu in cus),
         dram_read_bytes=sum(d.bytes_read for d in shard.drams()),
         dram_write_bytes=sum(d.bytes_written for d in shard.drams()),
+        flow_byte_hops=sum(t.byte_hops for t in shard.flow_units()),
+        flow_grid_bytes=sum(t.grid_bytes for t in shard.flow_units()),
         waiting=diagnosis.waits_of(shard),
         first_oom=min((mu.first_oom for mu in mus if mu.first_oom >= 0), default=-1),
+        tiers={t.tier.name: tier_figures(t) for t in shard.flow_units() if t.tier is not None},
     )
+
+
+def tier_figures(t) -> dict:
+    """A tier controller's counters (sim/chip/tier.py): bytes read and written, bytes it copied
+    to each other tier (by that tier's name), its pages' peak, flows, refusals."""
+    names = [x.name for x in t.cfg.spec.tiers]
+    return {"read_bytes": t.bytes_read, "write_bytes": t.bytes_written, "peak_bytes": t.memory.peak_bytes,
+            "copied_to": {names[k]: v for k, v in sorted(t.copied_to.items())}, "flows": t.flow_count,
+            "full_events": t.full_events, "end_bytes": t.memory.used_bytes, "refused_bytes": t.refused_bytes,
+            "capacity": t.tier.capacity}
+
+
+def tier_summary(results: list[ShardResult]) -> dict:
+    """Per tier: bytes read and written (a copy between tiers is read from one and written to the
+    other), peak bytes of pages taken, flows; and the tiers' refusals: empty without tiers (the
+    figures of other runs, and their hashes, stay as recorded)."""
+    tiers: dict[str, dict] = {}
+    for r in results:
+        tiers.update(r.tiers)
+    if not tiers:
+        return {}
+    out: dict = {}
+    for name, t in sorted(tiers.items()):
+        written = t["write_bytes"] + sum(o["copied_to"].get(name, 0) for o in tiers.values())
+        out.update({f"{name}_read_bytes": t["read_bytes"], f"{name}_write_bytes": written,
+                    f"{name}_peak_bytes": t["peak_bytes"], f"{name}_flows": t["flows"]})
+    out["tier_full_events"] = sum(t["full_events"] for t in tiers.values())
+    return out
+
+
+def tier_refusals(results: list[ShardResult]) -> str:
+    """The status detail of evictions a full tier refused ("" if none): the bytes had nowhere to
+    go, so a run that otherwise ended is failed (after the hash: its figures are unchanged)."""
+    out = []
+    for r in results:
+        for name, t in sorted(r.tiers.items()):
+            if t.get("refused_bytes"):
+                out.append(f"{name.upper()} full: {t['refused_bytes']:,} evicted bytes had no page there "
+                           f"(raise chip.{name}.capacity, now {t['capacity']:,.0f} B)")
+    return "; ".join(out)
 
 
 def _percentile(x: np.ndarray, q: float) -> float:
@@ -203,6 +249,7 @@ def summarize_chip(cfg, results: list[ShardResult], cut_off: bool = False) -> tu
         from sim.chip.exchange import landing_figures
 
         summary.update(landing_figures(landed))
+    summary.update(tier_summary(results))  # chips with memory tiers only
     if spills(cfg):  # memory.spill: its figures only then (other runs' hashes stay as recorded)
         summary.update(spill=cfg.policy.spill, spilled_blocks=stats.spilled_blocks,
                        spilled_bytes=stats.spilled_bytes, remote_reads=stats.remote_reads)
@@ -211,6 +258,9 @@ def summarize_chip(cfg, results: list[ShardResult], cut_off: bool = False) -> tu
     summary["status"] = diagnosis.status_of(summary["completed"], summary["requests_failed"], cut_off=False)
     summary["status_detail"] = diagnosis.detail(summary["status"], waiting, cfg.workload.WORK_UNIT, finished, admitted,
                                                 expected, summary["requests_failed"], _oversize(cfg, results))
+    refused = tier_refusals(results)
+    if refused:  # evicted data a full tier had no pages for: the run cannot be said to have completed
+        summary["status"], summary["status_detail"] = "failed", refused
     summary["oracle_first"] = verdict.first
     # after the hash: views of what it covers (the MUs' memory log, the scheduler's replies)
     summary["first_oom_utilization"] = float(occ.oom_used) / cap if occ.oom_used >= 0 else None
@@ -241,12 +291,18 @@ def chip_actions(cfg, results: list[ShardResult], sent: np.ndarray, link_flits: 
     flits_sent = int(np.sum([r.sent_flits for r in results]))
     data_kinds = (m.READ_RESP, m.WRITE, m.APPEND)
     bits = cfg.spec.flit_bits
+    tiers = tier_summary(results)
+    # a flow's bytes cross the links between the tier's edge and the far unit (and one router more)
+    hops = 8 * sum(r.flow_byte_hops for r in results)
+    moved = 8 * sum(r.flow_grid_bytes for r in results)
     return ActionCounts(
         cu_fu_ops=sum(r.lane_cycles for r in results) * cfg.spec.cu_stages,
         mu_read_bytes=stats.read_bytes, mu_write_bytes=stats.write_bytes, mu_translations=stats.translations,
-        copy_bytes=stats.bytes_copied, router_flit_bits=(link_flits + flits_sent) * bits,
-        link_flit_bits=link_flits * bits, dram_read_bytes=sum(r.dram_read_bytes for r in results),
+        copy_bytes=stats.bytes_copied, router_flit_bits=(link_flits + flits_sent) * bits + hops + moved,
+        link_flit_bits=link_flits * bits + hops, dram_read_bytes=sum(r.dram_read_bytes for r in results),
         dram_write_bytes=sum(r.dram_write_bytes for r in results),
+        hbm_read_bytes=tiers.get("hbm_read_bytes", 0), hbm_write_bytes=tiers.get("hbm_write_bytes", 0),
+        ddr_read_bytes=tiers.get("ddr_read_bytes", 0), ddr_write_bytes=tiers.get("ddr_write_bytes", 0),
         protocol_messages=int(sent.sum() - sum(int(sent[k]) for k in data_kinds)))
 
 

@@ -44,6 +44,7 @@ from sim.chip.records import BufferLife, WorkRecord
 from sim.chip.report import ShardResult, shard_result
 from sim.chip.rows import Rows
 from sim.chip.spec import CU, DRAM, MU, home_drams, unit_layout
+from sim.chip.tier import TierUnit
 from sim.chip.units import ComputeUnit, Unit
 from sim.memory import oracle
 from sim.network import NETWORKS, NetBoundary, StopsAtEjection
@@ -105,12 +106,19 @@ class ChipShard:
                 u = ComputeUnit(uid, tile, self, workload)
             elif kind == MU:
                 u = MemoryUnit(uid, tile, self, cfg, int(home_dram[uid]))
+            elif kind == DRAM and (spec.tiers or cfg.bulk == "flows"):
+                u = TierUnit(uid, tile, self, cfg, uid - spec.tiles)
             elif kind == DRAM:
                 u = DramUnit(uid, tile, self, cfg)
             else:
                 u = IoUnit(uid, tile, self)
             self.units[uid] = u
-        self.ni_busy: dict[int, set] = {int(t): set() for t in self.my_tiles}
+        # a data message to a memory whose transfers are flows: its packets carry the header only
+        self.flow_ids = frozenset(lay.drams.tolist() if spec.tiers or cfg.bulk == "flows" else ())
+        # per tile, the cycles its network interface offers a packet in: busy cycle -> a later
+        # cycle to try (pointers with path compression: a burst of sends finds its free cycles
+        # in near-constant time each, not by scanning every cycle already taken)
+        self.ni_busy: dict[int, dict[int, int]] = {int(t): {} for t in self.my_tiles}
         self.inbox: dict[int, InboxEntry] = {}  # message id -> its packets still on the way
         self.pkt_to_msg: dict[int, int] = {}
         self._offers: list[int] = []  # packets to offer, flat: (cycle, source tile, destination tile, flits) each
@@ -164,7 +172,10 @@ class ChipShard:
         msg = m.Message((unit.uid << 32) | unit.sent, kind, src, dst, sent=now, **fields)
         if dst < 0:  # a unit of another chip (messages.remote_unit)
             msg.chip, msg.dst = m.split_remote(dst)
-        flits = self.cfg.sizing.packet_flits(kind, msg.nbytes if kind in _DATA_KINDS else 0)
+        elif dst in self.flow_ids and kind in _DATA_KINDS:
+            msg.flags |= m.FLOW
+        data = msg.nbytes if kind in _DATA_KINDS and not msg.flags & m.FLOW else 0
+        flits = self.cfg.sizing.packet_flits(kind, data)
         n = msg.packets = len(flits)
         if ready is None:
             ready = now
@@ -185,9 +196,14 @@ class ChipShard:
             # the first free cycle at or after max(r, first); when readies do not decrease,
             # every cycle from there up to the previous packet's is already taken
             c = max(r, first, c + 1) if r >= last_r else max(r, first)
-            while c in busy:
-                c += 1
-            busy.add(c)
+            if c in busy:  # the first free cycle from c on
+                path = []
+                while c in busy:
+                    path.append(c)
+                    c = busy[c]
+                for x in path:
+                    busy[x] = c
+            busy[c] = c + 1
             last_r = r
             offers.extend((c, src_tile, dst_tile, f))  # flat: rows of 4 (_flush_offers)
             if local:
@@ -360,7 +376,7 @@ class ChipShard:
     def _prune(self, t: int) -> None:
         for tile, busy in self.ni_busy.items():
             if len(busy) > 64:
-                self.ni_busy[tile] = {c for c in busy if c >= t}
+                self.ni_busy[tile] = {c: n for c, n in busy.items() if c >= t}
         self._pruned = t
 
     def next_event(self) -> float:
@@ -435,5 +451,11 @@ class ChipShard:
         return [u for _, u in sorted(self.units.items()) if isinstance(u, ComputeUnit)]
 
     def drams(self):
-        return [u for _, u in sorted(self.units.items()) if isinstance(u, DramUnit)]
+        """DRAM interfaces, moving data in packets or as flows (not memory tiers)."""
+        return [u for _, u in sorted(self.units.items())
+                if isinstance(u, DramUnit) or (isinstance(u, TierUnit) and u.tier is None)]
+
+    def flow_units(self):
+        """Memories whose transfers are flows: tier controllers, DRAM interfaces under noc.bulk = flows."""
+        return [u for _, u in sorted(self.units.items()) if isinstance(u, TierUnit)]
 

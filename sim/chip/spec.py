@@ -4,11 +4,13 @@ the chip and its presets once, for the mapper and the simulator alike).
 Tile (r, c) holds a compute unit (CU) when r + c is even and a memory unit (MU) when it
 is odd (Plasticine's checkerboard, Prabhakar et al., ISCA 2017). DRAM interface units
 sit on the tiles of the left and right edge columns, sharing the tile's router and
-network interface with the tile's CU or MU. Unit ids: tile id (row * cols + col) for
-the CU/MU of a tile, ``tiles + k`` for the k-th DRAM interface unit (left edge top to
-bottom, then right edge). A chip of a system has one inter-chip network interface (IO) unit
-per network dimension, after the DRAM units: dimension 0's in the middle of the top edge,
-1's in the middle of the bottom edge, 2's a quarter along the top edge.
+network interface with the tile's CU or MU; a chip with memory tiers (HBM, DDR) has one
+controller unit per tier instead, mid-height on its edge. Unit ids: tile id (row * cols +
+col) for the CU/MU of a tile, ``tiles + k`` for the k-th DRAM interface unit (left edge top
+to bottom, then right edge) or the k-th tier's controller. A chip of a system has one
+inter-chip network interface (IO) unit per network dimension, after the DRAM units:
+dimension 0's in the middle of the top edge, 1's in the middle of the bottom edge, 2's a
+quarter along the top edge.
 """
 
 from __future__ import annotations
@@ -63,9 +65,12 @@ def unit_layout(spec: ChipSpec, io_ports: int = 0) -> UnitLayout:
 
 def home_drams(spec: ChipSpec, lay: UnitLayout) -> np.ndarray:
     """Per unit id, the DRAM interface unit of each MU (-1 for other units): the nearer edge of
-    its own row (where it evicts and swaps to)."""
+    its own row (where it evicts and swaps to); on a chip with tiers, the first tier's."""
     cols = spec.cols
     home = np.full(lay.units, -1, dtype=np.int64)
+    if spec.tiers:
+        home[lay.mus] = int(lay.drams[0])
+        return home
     dtile = lay.tile[lay.drams]
     for uid in lay.mus.tolist():
         r, c = divmod(int(lay.tile[uid]), cols)
@@ -74,10 +79,25 @@ def home_drams(spec: ChipSpec, lay: UnitLayout) -> np.ndarray:
     return home
 
 
+def dram_units(spec: ChipSpec) -> list[int]:
+    """The units a workload's DRAM traffic is spread over: every DRAM interface, or the first
+    tier's controller (the chip's DRAM) on a chip with tiers."""
+    first = spec.tiles
+    return [first] if spec.tiers else list(range(first, first + spec.dram_units))
+
+
+def tier_unit(spec: ChipSpec, name: str) -> int:
+    """Unit id of tier ``name``'s controller (KeyError naming the chip's tiers)."""
+    return spec.tiles + spec.tier_index(name)
+
+
 def unit_name(spec: ChipSpec, lay: UnitLayout, uid: int) -> str:
     t = int(lay.tile[uid])
-    return f"{KIND_NAMES[int(lay.kind[uid])]} ({t // spec.cols},{t % spec.cols})"
+    kind = int(lay.kind[uid])
+    if kind == DRAM and spec.tiers:
+        return f"{spec.tiers[uid - spec.tiles].name.upper()} ({t // spec.cols},{t % spec.cols})"
+    return f"{KIND_NAMES[kind]} ({t // spec.cols},{t % spec.cols})"
 
 
-__all__ = ["CU", "DRAM", "IO", "KIND_NAMES", "MU", "PRESETS", "ChipSpec", "UnitLayout", "home_drams", "io_tiles",
-           "unit_layout", "unit_name"]
+__all__ = ["CU", "DRAM", "IO", "KIND_NAMES", "MU", "PRESETS", "ChipSpec", "UnitLayout", "dram_units", "home_drams",
+           "io_tiles", "tier_unit", "unit_layout", "unit_name"]

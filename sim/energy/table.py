@@ -31,6 +31,10 @@ ACTIONS: dict[tuple[str, str], str] = {
     ("noc_link", "flit_bit"): "one bit of a flit over one router-to-router link",
     ("dram", "read_byte"): "one byte read from DRAM",
     ("dram", "write_byte"): "one byte written to DRAM",
+    ("hbm", "read_byte"): "one byte read from an HBM tier",
+    ("hbm", "write_byte"): "one byte written to an HBM tier",
+    ("ddr", "read_byte"): "one byte read from a DDR tier",
+    ("ddr", "write_byte"): "one byte written to a DDR tier",
     ("protocol", "message"): "one message without data handled by its receiver (a bookkeeping update)",
 }
 COMPONENTS: tuple[str, ...] = tuple(dict.fromkeys(c for c, _ in ACTIONS))

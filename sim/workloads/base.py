@@ -89,6 +89,21 @@ def tile_of(value, key: str, spec, lay, want: int | None, issues: list[Issue]) -
     return (r, c)
 
 
+def memory_tier(spec, name: str, key: str, keeps: str, issues: list[Issue]) -> int:
+    """Unit id of the controller of memory tier ``name`` (empty: the chip's first) a workload
+    keeps ``keeps`` in; -1, with an issue naming ``key`` or the preset, when the chip has none."""
+    if not spec.tiers:
+        issues.append(Issue("chip.preset", f"{spec.name!r} has no memory tier to keep {keeps} in (e.g. preset "
+                            "\"step\" or \"sn40l\")"))
+        return -1
+    name = name or spec.tiers[0].name
+    if name not in {t.name for t in spec.tiers}:
+        issues.append(Issue(key, f"{name!r}: chip {spec.name!r} has no such tier (its tiers: "
+                            f"{', '.join(t.name for t in spec.tiers)})"))
+        return -1
+    return spec.tiles + spec.tier_index(name)
+
+
 def tile_id(rc: tuple[int, int] | None, spec) -> int:
     return rc[0] * spec.cols + rc[1] if rc else 0
 

@@ -230,6 +230,21 @@ def padded(steps: dict[tuple[int, int], np.ndarray]) -> tuple[np.ndarray, list[i
     return out, layers, step_ids
 
 
+def step_file(p: Path) -> np.ndarray:
+    """[tokens, top_k] expert ids of one STeP routing file (an integer array ``data``), each
+    token's experts distinct and not negative; TraceError naming what is wrong."""
+    try:
+        with np.load(p, allow_pickle=False) as z:
+            data = z["data"] if "data" in z else None
+    except (OSError, ValueError, EOFError) as exc:
+        raise TraceError(f"{p}: not a readable .npz file ({exc})") from None
+    if data is None or data.ndim != 2 or not np.issubdtype(data.dtype, np.integer) or data.size == 0:
+        raise TraceError(f"{p}: expected an integer array 'data' of [tokens, top_k]")
+    data = data.astype(np.int64)
+    _check_tokens(str(p), data)
+    return data
+
+
 STEP_NAME = re.compile(r"(\d+)_(\d+)\.npz")
 
 
@@ -243,15 +258,7 @@ def from_step_artifact(paths: list[Path]) -> dict[tuple[int, int], np.ndarray]:
         m = STEP_NAME.fullmatch(p.name)
         if not m:
             raise TraceError(f"{p}: expected a name ITERATION_LAYER.npz, like 008_010.npz (iteration 8, layer 10)")
-        try:
-            with np.load(p, allow_pickle=False) as z:
-                data = z["data"] if "data" in z else None
-        except (OSError, ValueError) as exc:
-            raise TraceError(f"{p}: not a readable .npz file ({exc})") from None
-        if data is None or data.ndim != 2 or not np.issubdtype(data.dtype, np.integer):
-            raise TraceError(f"{p}: expected an integer array 'data' of [tokens, top_k]")
-        _check_tokens(str(p), data.astype(np.int64))
-        out[(int(m.group(2)), int(m.group(1)))] = data.astype(np.int64)
+        out[(int(m.group(2)), int(m.group(1)))] = step_file(p)
     if not out:
         raise TraceError("no ITERATION_LAYER.npz files (like 008_010.npz)")
     return out

@@ -17,6 +17,29 @@ from sim.chip.collectives import SIMULATED
 
 
 @dataclass(frozen=True)
+class Homes:
+    """Where a plan's weights and KV caches live, as the workload states it.
+
+    ``weights``: "mu" (the plan's choice: resident in MUs, loaded every partition, or streamed
+    from DRAM when alone in their partition) or a memory tier: every weight homed there and
+    streamed a slice per tile, each byte once per pass, from the chip's first tier (``source``;
+    homed in a later tier, they are first copied into it: the model switch). ``kv``: "mu" (the
+    caches in MUs when they fit, else read from DRAM) or a tier: the caches homed there, read
+    from it every pass and their new entries written to it."""
+
+    weights: str = "mu"
+    kv: str = "mu"
+    source: str = ""  # the tier weights stream from (the chip's first)
+
+    @property
+    def tiered(self) -> bool:
+        return self.weights != "mu" or self.kv != "mu"
+
+
+IN_MUS = Homes()  # weights and caches where the plan puts them (on chip), as before memory tiers
+
+
+@dataclass(frozen=True)
 class StripeSpec:
     mu: int  # MU unit id
     room: int  # bytes reserved
@@ -62,6 +85,8 @@ class SlotSpec:
     rank: tuple[int, int] = (0, 1)  # (its index, CUs) within the kernel: spreads its DRAM traffic
     collectives: tuple[str, ...] = ()  # over its output share with its peers on the TP group's chips
     exchange: "TokenExchange | None" = None  # its all-to-all moves routed tokens (MoE dispatch or combine)
+    tier_reads: tuple[tuple[str, int], ...] = ()  # (memory tier, bytes per tile): streamed weights, a homed cache
+    tier_writes: tuple[tuple[str, int], ...] = ()  # (memory tier, bytes per tile): a homed cache's new entries
 
 
 @dataclass(frozen=True)
@@ -134,10 +159,14 @@ def stripe_holders(part: PartitionProgram) -> dict[tuple[int, int], list[int]]:
     return {key: sorted(cus) for key, cus in users.items()}
 
 
-def reads_whole(kernel) -> bool:
+def reads_whole(kernel, batched_share: bool = False) -> bool:
     """Does every CU of ``kernel`` need all of each input tile? GEMMs do (each CU computes some
     output rows from every input column), unless their outer dimension is routed experts
-    (a CU needs its experts' tokens only)."""
+    (a CU needs its experts' tokens only) or, with ``batched_share``, a batch of independent
+    GEMMs of two activations (attention's heads: a CU needs its heads' rows of each input only;
+    a weight GEMM batched over heads still reads all of its one input)."""
+    if batched_share and kernel.kind == "gemm" and kernel.outer > 1:
+        return False
     return kernel.kind in GEMM_KINDS and not kernel.role.startswith("experts")
 
 
@@ -191,8 +220,10 @@ def check_expert_parallel(plan: MappingPlan) -> None:
                              f"{plan.tp} chips (give a multiple of {plan.tp} experts)")
 
 
-def build_partitions(plan: MappingPlan, placement: GridPlacement, spec: ChipSpec) -> tuple[PartitionProgram, ...]:
-    """What every CU does in each partition, from a single-chip plan and its grid placement.
+def build_partitions(plan: MappingPlan, placement: GridPlacement, spec: ChipSpec,
+                     homes: Homes = IN_MUS, batched_share: bool = False) -> tuple[PartitionProgram, ...]:
+    """What every CU does in each partition, from a single-chip plan and its grid placement
+    (``homes``: where weights and caches live; ``batched_share``: reads_whole's).
     Over a TP group of chips a kernel over routed experts holds ``experts / tp`` of them on each
     chip (its CUs' ``experts`` count from 0 on every chip; sim/chip/exchange.py moves the tokens)."""
     kplan = {k.name: k for k in plan.kernels}
@@ -218,7 +249,7 @@ def build_partitions(plan: MappingPlan, placement: GridPlacement, spec: ChipSpec
             for c in pb.consumers:
                 cus = kernels[c].cus
                 for j, cu in enumerate(cus):
-                    lo, hi = (0, pb.tile_bytes) if reads_whole(kplan[c]) and pb.kind == "tiles" \
+                    lo, hi = (0, pb.tile_bytes) if reads_whole(kplan[c], batched_share) and pb.kind == "tiles" \
                         else share(pb.tile_bytes, len(cus), j)
                     for s, st in enumerate(pb.stripes):
                         nbytes = min(hi, st.hi) - max(lo, st.lo)
@@ -248,11 +279,21 @@ def build_partitions(plan: MappingPlan, placement: GridPlacement, spec: ChipSpec
                 # a spilled input comes from DRAM once: each CU loads its share (handing the rest
                 # of the tile round on chip is not modelled)
                 dram_in = sum(mine(t.tile_bytes) for t in spilled_in[name])
-                # a streamed weight (a weight kernel alone in its partition) comes from DRAM a slice
-                # per tile, each byte once per graph pass
-                dram_in += mine(kp.weight_bytes / tiles) if kp.streamed else 0
-                if not on_chip:  # a cache that stays in DRAM, or other extra traffic
-                    dram_in += mine(kp.extra_dram_bytes / tiles)
+                # a streamed weight (a weight kernel alone in its partition, or homed in a tier)
+                # comes a slice per tile, each byte once per graph pass
+                weight = mine(kp.weight_bytes / tiles) if kp.streamed else 0
+                extra = mine(kp.extra_dram_bytes / tiles) if not on_chip else 0  # a cache not in MUs, ...
+                tier_in: dict[str, int] = {}
+                tier_out: dict[str, int] = {}
+                if homes.weights != "mu" and weight:
+                    tier_in[homes.source] = weight
+                else:
+                    dram_in += weight
+                if homes.kv != "mu" and extra and kp.role.startswith(("read:", "append:")):
+                    into = tier_in if kp.role.startswith("read:") else tier_out
+                    into[homes.kv] = into.get(homes.kv, 0) + extra
+                else:
+                    dram_in += extra
                 dram_out = sum(mine(t.tile_bytes) for t in spilled_out[name])
                 cache_reads = tuple((c, s) for c, pc in enumerate(placement.caches) for s, st in enumerate(pc.stripes)
                                     if pc.reader == name and st.lo == j)
@@ -267,7 +308,8 @@ def build_partitions(plan: MappingPlan, placement: GridPlacement, spec: ChipSpec
                 slots.append(SlotSpec(name, cu, -(-int(round(flops)) // flops_per_cycle), tuple(reads.get(cu, ())),
                                       tuple(writes.get(cu, ())), credits_to, mine_readers, dram_in, dram_out, flops,
                                       cache_reads, cache_appends, experts, route, (j, n),
-                                      kernel_collectives(kp) if plan.tp > 1 else (), exchanges.get(name)))
+                                      kernel_collectives(kp) if plan.tp > 1 else (), exchanges.get(name),
+                                      tuple(sorted(tier_in.items())), tuple(sorted(tier_out.items()))))
         pp = pplan[part.index]
         out.append(PartitionProgram(part.index, tiles, tuple(kernels), tuple(slots), tuple(buffers),
                                     pp.compute_seconds, pp.memory_seconds, pp.network_seconds, pp.seconds,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sim.chip.records import KernelRecord, PartitionRecord
+from sim.chip.records import HomeRecord, KernelRecord, PartitionRecord
 
 if TYPE_CHECKING:
     from sim.workloads.dataflow.params import DataflowParams
@@ -55,6 +55,9 @@ def summarise(params: DataflowParams, logged: list, clock_hz: float) -> tuple[di
                         "simulated_seconds": r["simulated_seconds"], "analytic_seconds": r["analytic_seconds"],
                         "bound": r["bound"]} for r in rows],
     }
+    switch = [r for r in logged if isinstance(r, HomeRecord) and r.what == "switch"]
+    if switch:  # weights homed in a later tier were copied into the first before the first pass
+        summary["model_switch_seconds"] = sum(r.end - r.start for r in switch) / clock_hz
     cols = lambda rs, keys: {k: [r[k] for r in rs] for k in keys}  # noqa: E731
     tables = {"partitions": cols(rows, PARTITION_COLUMNS), "kernels": cols(krows, KERNEL_COLUMNS)}
     return summary, tables

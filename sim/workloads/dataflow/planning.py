@@ -33,8 +33,17 @@ def plan_for(d: dict, spec: ChipSpec, room: MuRoom | None = None, system: System
     saying what does not fit or is missing."""
     planned = resolve_plan(d, spec, room, system)
     check_expert_parallel(planned.plan)
-    placement = plan_addresses(planned.placement, spec.mu_bytes, d["address_method"], d["address_budget"])
+    placement = planned.placement
+    if d.get("kv", "mu") != "mu":  # the caches are homed in a memory tier: none takes MU room
+        placement = replace(placement, caches=())
+    placement = plan_addresses(placement, spec.mu_bytes, d["address_method"], d["address_budget"])
     return replace(planned, placement=placement)
+
+
+def weights_streamed(plan: MappingPlan) -> MappingPlan:
+    """The plan with every weight kernel streaming its weight a slice per tile (weights homed off
+    chip): no weight takes MU room."""
+    return replace(plan, kernels=tuple(replace(k, streamed=True) if k.weight_bytes > 0 else k for k in plan.kernels))
 
 
 def map_placement(plan: MappingPlan) -> GridPlacement | None:
@@ -104,6 +113,7 @@ def resolve_plan(d: dict, spec: ChipSpec, room: MuRoom | None = None,
     graph keys (over ``system`` when the chips are grid chips of a system, else onto the one chip)."""
     from mapping.specs import map_graph_keys, read_plan_file
 
+    off_chip = d.get("weights", "mu") != "mu"  # weights homed in a memory tier
     if d.get("plan"):
         plan, data = read_plan_file(d["plan"])
         if plan.chip != spec.name:
@@ -111,14 +121,19 @@ def resolve_plan(d: dict, spec: ChipSpec, room: MuRoom | None = None,
         _check_chips(plan, system)
         stored = data.get("placement")
         room = room or MuRoom(spec.mu_bytes)
-        if stored and MuRoom(**stored["room"]) == room and stored.get("seed") == d.get("placement_seed", 0):
+        if off_chip:
+            plan = weights_streamed(plan)
+        elif stored and MuRoom(**stored["room"]) == room and stored.get("seed") == d.get("placement_seed", 0):
             return PlannedDataflow(plan, GridPlacement.from_dict(stored))
         return PlannedDataflow(plan, place_on_grid(plan, spec, d.get("placement_seed", 0), room))  # this run's policy
     from mapping.systems import LinkKind, NetworkDim, Parallelism
 
     if system is None:
         system = System(1, spec.dfmodel(), (NetworkDim(LinkKind.RING, 1, 1.0, Parallelism.TP),))
-    plan = map_graph_keys("dataflow", d.get("graph") or {}, d.get("mapping") or {}, system)
+    mapping = {**(d.get("mapping") or {}), "weights_off_chip": off_chip}
+    plan = map_graph_keys("dataflow", d.get("graph") or {}, mapping, system)
+    if off_chip:
+        plan = weights_streamed(plan)  # what the mapper assumed (mapping.kernel_costs, weights_off_chip)
     _check_chips(plan, system)
     return PlannedDataflow(plan, place_on_grid(plan, spec, d.get("placement_seed", 0), room))
 

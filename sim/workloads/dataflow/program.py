@@ -34,9 +34,10 @@ from mapping.placement import share
 from sim.chip import messages as m
 from sim.chip.collectives import collective
 from sim.chip.exchange import exchange, exchange_counts, fixed_slots, is_landing, take_landing_reference, token_owners
-from sim.chip.records import KernelRecord, PartitionRecord, buffer_label
+from sim.chip.records import HomeRecord, KernelRecord, PartitionRecord, buffer_label
 from sim.chip.references import allocate_many, drop, received
 from sim.chip.references import share as share_refs
+from sim.chip.spec import dram_units, tier_unit
 from sim.chip.units import Compute, ComputeUnit, Replies
 from sim.workloads import Task
 from sim.workloads.dataflow.compile import PartitionProgram, SlotSpec, stripe_holders, stripe_needs
@@ -78,7 +79,8 @@ class Dataflow:
         self.p = p
         self.cfg = cfg
         self._routes: dict[tuple, np.ndarray] = {}
-        self.dram = list(range(cfg.spec.tiles, cfg.spec.tiles + cfg.spec.dram_units))
+        self.dram = dram_units(cfg.spec)  # every DRAM interface, or the first memory tier's controller
+        self.tier = {t.name: tier_unit(cfg.spec, t.name) for t in cfg.spec.tiers}
         # what each CU of each partition needs before it starts: the stripes it touches
         self.needs = [{s.cu: stripe_needs(s) for s in part.slots} for part in p.partitions]
         self.holders = [stripe_holders(part) for part in p.partitions]
@@ -119,8 +121,24 @@ class Dataflow:
         nparts = len(self.p.partitions)
         if self.p.caches:
             yield from self._caches(cu)
+        kv = -1
+        if self.p.homes.tiered:
+            kv = yield from self._homes(cu)
+            if kv is None:  # a tier refused the model's weights or caches: no pass can run
+                for rep in range(self.p.passes):
+                    shard.counts["admitted"] += 1
+                    shard.counts["finished"] += 1
+                    shard.record("request", rep, shard.now, shard.now, 0, "failed")
+                return
         for rep in range(self.p.passes):
             t_pass = shard.now
+            if kv >= 0 and rep and self.p.kv_growth:  # the caches' new entries of the last pass take room
+                t0 = shard.now
+                tag = cu.request(m.CONTROL, self.tier[self.p.homes.kv], arg=m.CTRL_TIER_GROW, buf=kv,
+                                 nbytes=self.p.kv_growth)
+                got = yield Replies([tag], "memory")
+                full = got[tag].status != m.STATUS_OK
+                shard.log(HomeRecord("kv", self.p.homes.kv, self.p.kv_growth, t0, shard.now, "full" if full else "ok"))
             shard.counts["admitted"] += 1
             ok_pass = True
             for pi, part in enumerate(self.p.partitions):
@@ -154,6 +172,37 @@ class Dataflow:
                          "ok" if ok_pass else "failed")
             if not ok_pass:
                 break
+
+    def _homes(self, cu):
+        """Regions for the weights and caches in their tiers (weights homed in a later tier also
+        in the first, and copied there: the model switch); the caches' region, or None if a tier
+        refused."""
+        p, shard, h = self.p, cu.shard, self.p.homes
+        asks = []
+        if h.weights != "mu":
+            asks.append(("weights", h.weights, p.weight_bytes))
+            if h.weights != h.source:
+                asks.append(("staged weights", h.source, p.weight_bytes))
+        if h.kv != "mu":
+            asks.append(("kv", h.kv, p.kv_bytes))
+        t0 = shard.now
+        tags = [cu.request(m.CONTROL, self.tier[t], arg=m.CTRL_TIER_ALLOC, nbytes=n) for _, t, n in asks]
+        got = yield Replies(tags, "memory")
+        ok = True
+        for (what, t, n), tag in zip(asks, tags):
+            full = got[tag].status != m.STATUS_OK
+            ok = ok and not full
+            shard.log(HomeRecord(what, t, n, t0, shard.now, "full" if full else "ok"))
+        if not ok:
+            return None
+        if h.weights not in ("mu", h.source):
+            t1 = shard.now
+            tag = cu.request(m.CONTROL, self.tier[h.weights], arg=m.CTRL_COPY, buf=self.tier[h.source],
+                             nbytes=p.weight_bytes)
+            yield Replies([tag], "memory")
+            shard.log(HomeRecord("switch", h.source, p.weight_bytes, t1, shard.now, "ok"))
+        regions = {what: got[tag].buf for (what, _, _), tag in zip(asks, tags)}
+        return regions.get("kv", -1)
 
     def _caches(self, cu):
         """Allocate every cache stripe at its MU, have DRAM stream its first contents in, and
@@ -268,6 +317,8 @@ class Dataflow:
                     mu=ref.mu, buf=ref.buf, alloc=ref.alloc, flags=m.STREAM)
         for u, n in _dram_parts(slot.dram_write, first + i, len(self.dram)):
             cu.send(m.WRITE, self.dram[u], nbytes=n, buf=-1)
+        for tier, n in slot.tier_writes:  # a homed cache's new entries
+            cu.send(m.WRITE, self.tier[tier], nbytes=n, buf=-1)
 
     def _reduce_and_write(self, cu, part: PartitionProgram, slot: SlotSpec, refs: dict, run: int,
                           group: tuple[int, ...], first: int, i: int):
@@ -309,6 +360,8 @@ class Dataflow:
                                        alloc=ref.alloc, flags=m.STREAM))
             for u, n in _dram_parts(slot.dram_read, first + i, units):
                 tags.append(cu.request(m.READ_REQ, self.dram[u], nbytes=n, arg=cu.uid, buf=-1))
+            for tier, n in slot.tier_reads:  # a slice of a streamed weight, a homed cache's share: one flow each
+                tags.append(cu.request(m.READ_REQ, self.tier[tier], nbytes=n, arg=cu.uid, buf=-1))
             for c, s in slot.cache_reads:  # a tile's part of the cache as it stood at this pass
                 st = self.p.caches[c].stripes[s]
                 size = st.initial + rep * st.growth
@@ -370,9 +423,9 @@ def signal_tag(run: int, tile: int, what: int) -> int:
 
 
 def _bytes_in(part: PartitionProgram, slot: SlotSpec) -> int:
-    return part.tiles * (sum(r.nbytes for r in slot.reads) + slot.dram_read)
+    return part.tiles * (sum(r.nbytes for r in slot.reads) + slot.dram_read + sum(n for _, n in slot.tier_reads))
 
 
 def _bytes_out(part: PartitionProgram, slot: SlotSpec) -> int:
     per = sum(part.buffers[b].stripes[s].tile_bytes for b, s in slot.writes)
-    return part.tiles * (per + slot.dram_write)
+    return part.tiles * (per + slot.dram_write + sum(n for _, n in slot.tier_writes))

@@ -6,7 +6,7 @@ import pytest
 from cluster.config import ConfigError, load
 from cluster.config import footprint as fp
 from cluster.config.noc import NOC_SCHEMA, check_footprint
-from cluster.config.run import RUN_SCHEMA
+from cluster.config.run import RUN_SCHEMA, chip_spec
 from sim.chip.spec import PRESETS
 from sim.memory.policies import MuGeometry, policy_params
 from sim.network import NETWORKS
@@ -109,8 +109,7 @@ def test_a_reasonable_noc_is_not_refused():
 ])
 def test_an_absurd_chip_is_refused_with_the_key_that_drives_it(chip, key):
     cfg = load(RUN_SCHEMA, raw={"chip": chip, "memory": {"policy": "virtual"}})
-    over = {k: v for k, v in cfg["chip"].items() if k != "preset" and v is not None}
-    spec = PRESETS[cfg["chip"]["preset"]].with_(**over)
+    spec, _ = chip_spec(cfg["chip"])
     [issue] = fp.chip_issues(spec, cfg["memory"], cfg["noc"], cfg["run"])
     assert issue.path == key and "this simulation would need about" in issue.message
     assert fp.chip_issues(PRESETS[cfg["chip"]["preset"]], cfg["memory"], cfg["noc"], cfg["run"]) == []

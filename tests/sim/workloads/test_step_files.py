@@ -14,9 +14,9 @@ import pytest
 from cluster.cli import main
 from sim.workloads.request_trace import TraceError
 from sim.workloads.routing_trace import read_routing
-from tests.paths import EXAMPLES, TEST_DATA
+from tests.paths import EXAMPLES, ROOT
 
-STEP = TEST_DATA / "step"
+STEP = ROOT / "benchmarks" / "data" / "step" / "dyn_tiling" / "expert_routing"  # the artifact's, as published
 B64 = STEP / "mixtral_b64" / "008_010.npz"
 B1024 = STEP / "mixtral_b1024" / "019_009.npz"
 
