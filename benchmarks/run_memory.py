@@ -17,13 +17,13 @@ Each run is examples/kv_decode_pressure.toml's chip (plasticine, 16 sequences at
 virtual policy) with preemption (``memory.on_oom = "preempt"``), 1 layer of 2 heads, prompts
 capped at 1,024 tokens and outputs at 128 (the published median is 129: a request's own rows
 are then shared by about 97 tokens), arrivals 10,000 times faster: the first N requests
-of the trace, in a process of its own (its peak RSS from ``getrusage``), through
-``rdasim.run`` (the run's tables built, not written), after one short run, not measured, that
-leaves the NoC kernels compiled in numba's disk cache (a run that compiles them peaks 15-20 MB
-higher). ``run.sample_cycles`` is 10^9, one sample of each MU in run_mu_series: that table holds
-at most 2,000 samples an MU whatever the run's length (128,000 rows on plasticine), a bounded
-cost that would otherwise swing between 1,000 and 2,000 samples from run to run and blur the
-slope.
+of the trace, in a process of its own (its peak RSS from ``getrusage``), through ``rdasim.run``
+(the run's tables built, not written), after one short run, not measured, that leaves the NoC
+kernels compiled in numba's disk cache (a run that compiles them peaked 18 MB higher at 500
+requests: 287 against 269 MB). ``run.sample_cycles`` is 10^9, one sample of each MU in
+run_mu_series: that table holds at most 2,000 samples an MU whatever the run's length (128,000
+rows on plasticine), a bounded cost that would otherwise swing between 1,000 and 2,000 samples
+from run to run and blur the slope.
 
 One JSON line per run (requests, generated tokens, peak RSS, bytes per generated token beyond
 the first run's), one per pair of runs (bytes per generated token between them), then the
@@ -145,6 +145,27 @@ def hour(rows: list[dict], name: str, requests: int, tokens: int) -> dict:
             "projected_peak_rss_bytes": projected, "met": projected <= TARGET_HOUR_BYTES}
 
 
+def report(rows: list[dict]) -> None:
+    """The lines after the runs': bytes per token between every pair, the target, each hour's projection."""
+    pairs = []
+    for i, a in enumerate(rows):  # every pair, the first's among them
+        for b in rows[i + 1:]:
+            s = slope(a, b)
+            pairs.append(s)
+            print(json.dumps({"bench": "run_memory", "between": [a["requests"], b["requests"]],
+                              "extra_generated_tokens": b["generated_tokens"] - a["generated_tokens"],
+                              "bytes_per_token": s, "target_bytes_per_token": TARGET_BYTES_PER_TOKEN,
+                              "met": s is not None and s <= TARGET_BYTES_PER_TOKEN}))
+    beyond = [r["bytes_per_token_beyond_first"] for r in rows[1:] if r["bytes_per_token_beyond_first"] is not None]
+    worst = max(beyond) if beyond else None
+    print(json.dumps({"bench": "run_memory", "target": f"peak RSS grows by at most {TARGET_BYTES_PER_TOKEN} B per "
+                      "generated token beyond the first run's", "measured": worst,
+                      "worst_between_any_two": max((s for s in pairs if s is not None), default=None),
+                      "met": worst is not None and worst <= TARGET_BYTES_PER_TOKEN}))
+    for name, (requests, prompt, output) in HOURS.items():  # the hour's outputs, uncapped
+        print(json.dumps(hour(rows, name, requests, int(sum(conversation(requests, prompt, output)[2])))), flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--requests", default="500,1000,2000", help="request counts, comma-separated (first: the base)")
@@ -165,30 +186,14 @@ def main() -> None:
         with open(trace, "w") as f:
             f.write(format_azure(*conversation(max(counts))))
         measure(trace, min(5, *counts), 1)  # a short run first (not kept): every measured run loads numba's
-        rows = []  # compiled kernels from its disk cache; compiling them adds about 15 MB to a peak
+        rows = []  # compiled kernels from its disk cache (a run compiling them peaked 18 MB higher at 500 requests)
         for n in counts:
             r = measure(trace, n, args.repeat)
             r["bytes_per_token_beyond_first"] = slope(rows[0], r) if rows else None
             rows.append(r)
             print(json.dumps({"bench": "run_memory", **r, "target_bytes_per_token": TARGET_BYTES_PER_TOKEN}),
                   flush=True)
-    pairs = []
-    for i, a in enumerate(rows):  # every pair, the first's among them
-        for b in rows[i + 1:]:
-            s = slope(a, b)
-            pairs.append(s)
-            print(json.dumps({"bench": "run_memory", "between": [a["requests"], b["requests"]],
-                              "extra_generated_tokens": b["generated_tokens"] - a["generated_tokens"],
-                              "bytes_per_token": s, "target_bytes_per_token": TARGET_BYTES_PER_TOKEN,
-                              "met": s is not None and s <= TARGET_BYTES_PER_TOKEN}))
-    beyond = [r["bytes_per_token_beyond_first"] for r in rows[1:] if r["bytes_per_token_beyond_first"] is not None]
-    worst = max(beyond) if beyond else None
-    print(json.dumps({"bench": "run_memory", "target": f"peak RSS grows by at most {TARGET_BYTES_PER_TOKEN} B per "
-                      "generated token beyond the first run's", "measured": worst,
-                      "worst_between_any_two": max((s for s in pairs if s is not None), default=None),
-                      "met": worst is not None and worst <= TARGET_BYTES_PER_TOKEN}))
-    for name, (requests, prompt, output) in HOURS.items():  # the hour's outputs, uncapped
-        print(json.dumps(hour(rows, name, requests, int(sum(conversation(requests, prompt, output)[2])))), flush=True)
+    report(rows)
 
 
 if __name__ == "__main__":
