@@ -27,7 +27,7 @@ class UserError(Exception):
 EXIT_OK = 0
 EXIT_CRASH = 1  # an unexpected error (a traceback), or results that could not be written
 EXIT_USAGE = 2  # bad input: config, option, output path; nothing ran
-EXIT_POINTS_FAILED = 3  # rdasim sweep: finished, but some points are error rows
+EXIT_POINTS_FAILED = 3  # rdasim sweep: finished, but some points did not complete (deadlocked, cut off, failed, error)
 EXIT_RUN_STATUS = {"completed": EXIT_OK, "deadlocked": 4, "cut_off": 5, "failed": 6}  # rdasim run
 EXIT_NO_ANSWER = 7  # rdasim map: infeasible; rdasim alloc plan: does not fit, or an invalid placement
 EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT); SIGTERM gives 143

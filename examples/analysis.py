@@ -3,6 +3,7 @@
     pip install -e '.[analysis]'                                     # DuckDB, Polars, pandas
     python examples/analysis.py results/noc-latency                 # mean latency over seeds, by the swept axes
     python examples/analysis.py results/noc-latency --metric accepted --json
+    python examples/analysis.py results/moe-reclaim                 # a run sweep: throughput by default
 
 A sweep writes one Parquet dataset per table under results/<name>/ (docs/results.md):
 results/<name>/<table>/sweep_id=<name>/<key>=<value>/<point_id>.<table>.parquet, the
@@ -35,25 +36,72 @@ import glob
 import json
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 
-def manifest_of(sweep: Path) -> dict:
+def fail(message: str) -> NoReturn:
+    """Bad input: one line on stderr, exit 2 (as rdasim does)."""
+    print(message, file=sys.stderr)
+    raise SystemExit(2)
+
+
+def manifest_of(sweep: Path) -> tuple[Path, dict]:
+    """The sweep's directory and its manifest: ``sweep`` is the sweep's directory, or an --out directory
+    holding one sweep (its _<name>.manifest.json inside)."""
     for name in (f"_{sweep.name}.manifest.json", f"{sweep.name}.manifest.json"):  # the second: older sweeps
         manifest = sweep.parent / name
         if manifest.is_file():
-            return json.loads(manifest.read_text())
-    raise SystemExit(f"{sweep}: no manifest beside it (_{sweep.name}.manifest.json); is this a sweep's directory?")
+            return sweep, json.loads(manifest.read_text())
+    inside = sorted(sweep.glob("_*.manifest.json"))
+    if len(inside) == 1:
+        return sweep / inside[0].name[1:-len(".manifest.json")], json.loads(inside[0].read_text())
+    if inside:
+        fail(f"{sweep} holds {len(inside)} sweeps: name one of "
+             + ", ".join(str(sweep / m.name[1:-len(".manifest.json")]) for m in inside))
+    fail(f"{sweep}: no sweep here (no _<name>.manifest.json beside it or in it)")
 
 
 def result_glob(sweep: Path, manifest: dict) -> str:
     """The glob of the sweep's result rows: one table's files, wherever they lie under the sweep."""
     if not manifest.get("result_table"):
-        raise SystemExit(f"{sweep}: written by an older rdasim, before one dataset per table (docs/results.md)")
+        fail(f"{sweep}: written by an older rdasim, before one dataset per table (docs/results.md)")
     return f"{sweep}/**/*.{manifest['result_table']}.parquet"
 
 
 def files_of(pattern: str) -> list[str]:
     return sorted(glob.glob(pattern, recursive=True))
+
+
+# the metric averaged when none is named: the first of these the table has (noc, run, system, noop sweeps)
+HEADLINE = ("avg_latency", "tokens_per_second", "step_seconds_mean", "seconds_per_batch_simulated", "sim_seconds",
+            "value")
+
+
+def numeric_columns(files: list[str]) -> list[str]:
+    """The table's numeric columns, in file order."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out: list[str] = []
+    for f in files:
+        for field in pq.read_schema(f):
+            if (pa.types.is_integer(field.type) or pa.types.is_floating(field.type)) and field.name not in out:
+                out.append(field.name)
+    return out
+
+
+def pick_metric(asked: str | None, numeric: list[str], where: Path) -> str:
+    """``asked`` if the table has it as a number, else (none asked) the first headline metric it has."""
+    if asked is None:
+        found = next((m for m in HEADLINE if m in numeric), None)
+        if found is None:
+            fail(f"{where}: none of {', '.join(HEADLINE)}; name one with --metric")
+        return found
+    if asked not in numeric:
+        shown = [c for c in HEADLINE if c in numeric] or numeric[:8]
+        fail(f"{where}: no numeric column {asked!r}; try {', '.join(shown)} "
+             f"({len(numeric)} numeric columns in all: the manifest's result_table)")
+    return asked
 
 
 def conditions(columns: list[str]) -> list[str]:
@@ -129,18 +177,20 @@ READERS = {"duckdb": with_duckdb, "polars": with_polars, "pandas": with_pandas, 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description="mean of a metric over seeds, by the swept axes, with four readers")
-    parser.add_argument("sweep", type=Path, help="the sweep's directory, e.g. results/noc-latency")
-    parser.add_argument("--metric", default="avg_latency", help="result column to average (default avg_latency)")
+    parser.add_argument("sweep", type=Path, help="the sweep's directory, e.g. results/noc-latency (or an --out "
+                                                 "directory holding one sweep)")
+    parser.add_argument("--metric", help="result column to average (default: the first of avg_latency, "
+                                         "tokens_per_second, step_seconds_mean, ... the table has)")
     parser.add_argument("--json", action="store_true", help="one JSON object per reader")
     args = parser.parse_args()
-    manifest = manifest_of(args.sweep)
+    args.sweep, manifest = manifest_of(args.sweep)
     axes = conditions(list(manifest["columns"]))
     pattern = result_glob(args.sweep, manifest)
     import pyarrow.parquet as pq
 
-    names = {n for f in files_of(pattern) for n in pq.read_schema(f).names}
-    if args.metric not in names:
-        raise SystemExit(f"{args.sweep}: no column {args.metric!r}; columns: {', '.join(sorted(names))}")
+    files = files_of(pattern)
+    names = {n for f in files for n in pq.read_schema(f).names}
+    args.metric = pick_metric(args.metric, numeric_columns(files), args.sweep)
     has_status = "status" in names and "workload" in names  # rdasim run: completed, deadlocked, ...
     for name, read in READERS.items():
         try:

@@ -22,6 +22,7 @@ MAX_LINES = 200
 SLOW = {
     "rdasim run examples/moe_mixtral.toml --shards 4 --backend ray --json",
     "rdasim sweep examples/sweep_noc.toml --out results",
+    "rdasim explore examples/explore_kv.toml --out results/explore --budget 6 --in-process --json",
     "rdasim run examples/mapped_decode_sn40l.toml",  # about 20 s; benchmarks/real_scale.py runs it
 }
 

@@ -29,7 +29,8 @@ def add_arguments(p) -> None:
                    help="run the trials one by one in this process, without Ray (debugging, small spaces)")
     p.add_argument("--replace", action="store_true", help="delete the exploration stored in DIR and start again")
     p.add_argument("--json", action="store_true",
-                   help="print one JSON object: trials, objectives, reference, hypervolume and the Pareto front")
+                   help="print one JSON object: trials (and how they ended), objectives, reference, hypervolume "
+                        "(raw and normalised) and the Pareto front")
     p.add_argument("--quiet", action="store_true", help="no progress output")
 
 
@@ -49,11 +50,9 @@ def run(args) -> int:
                                                   args.in_process, args.replace, args.quiet or args.json))
     front = summary.front
     if args.json:
-        print(json.dumps(front.to_json(), default=str))
+        print(json.dumps({**front.to_json(), "ended": dict(summary.trials)}, default=str))
     elif not args.quiet:
-        print(f"explore: {front.trials} trials ({summary.stored} already stored, {summary.computed} runs simulated), "
-              f"{front.feasible} feasible, {len(front.pareto)} on the front, hypervolume {front.hypervolume:.6g} "
-              f"against {front.reference} in {summary.seconds:.1f} s -> {summary.dir}", file=sys.stderr)
+        print("\n".join(summary.lines(spec)), file=sys.stderr)
     return 0
 
 

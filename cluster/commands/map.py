@@ -37,7 +37,8 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(summary))
     else:
-        print(summary_table(MappingPlan.from_dict(result.files["plan.json"]["plan"])))
+        print(summary_table(MappingPlan.from_dict(result.files["plan.json"]["plan"]),
+                            cfg["mapping"].get("partitions") or 0))
         if summary["weights"]:
             print("\n" + weights_table(summary["weights"]))
     if out is not None:
@@ -49,7 +50,31 @@ def run(args) -> int:
     return result.exit_status
 
 
-def summary_table(plan: MappingPlan) -> str:
+def _ranges(indices: list[int]) -> str:
+    from cluster.sweep.outcomes import ranges
+
+    return ranges(indices)
+
+
+def empty_partitions(plan: MappingPlan, configured: int) -> str | None:
+    """Why partitions up to the configured count have no row: the solver left them empty (it may use up to
+    mapping.partitions; a training graph keeps its forward partitions before its backward ones)."""
+    used = {p.index for p in plan.partitions}
+    top = max(configured, max(used, default=-1) + 1)
+    empty = [c for c in range(top) if c not in used]
+    if not empty:
+        return None
+    word = "partition" if len(empty) == 1 else "partitions"
+    line = (f"{word} {_ranges(empty)} hold{'s' if len(empty) == 1 else ''} no kernel: the optimum leaves "
+            f"{'it' if len(empty) == 1 else 'them'} empty (mapping.partitions = {top} is the most it may use")
+    phases = {ph: sorted({k.partition for k in plan.kernels if k.phase == ph}) for ph in ("fwd", "bwd")}
+    if phases["fwd"] and phases["bwd"]:
+        line += (f"; a training graph's forward kernels run before its backward ones: forward in "
+                 f"{_ranges(phases['fwd'])}, backward in {_ranges(phases['bwd'])}")
+    return line + ")"
+
+
+def summary_table(plan: MappingPlan, configured: int = 0) -> str:
     rows = [
         ("workload", plan.workload), ("system", f"{plan.chips} x {plan.chip}, {plan.system}"),
         ("status", plan.status + (f" ({plan.reason})" if plan.reason else "")),
@@ -76,6 +101,9 @@ def summary_table(plan: MappingPlan) -> str:
                          f"{p.network_seconds:>11.4g} {p.seconds:>11.4g} {p.sram_bytes:>10.4g}")
         if len(plan.partitions) > 40:
             lines.append(f"... {len(plan.partitions) - 40} more partitions")
+        note = empty_partitions(plan, configured)
+        if note:
+            lines.append(note)
     return "\n".join(lines)
 
 

@@ -66,9 +66,11 @@ def run(args) -> int:
 
         io.check_dir(args.out)  # before Ray starts: a bad --out costs a second
     if args.dry_run:
-        from cluster.sweep.plan import check_points
+        from cluster.sweep.plan import check_points, notes
 
         check_points(plan)
+        for line in notes(plan):
+            print(line, file=sys.stderr)
         try:
             for p in plan.points:
                 print(json.dumps({"index": p.index, "point_id": p.id, **p.values}, default=str))
@@ -81,9 +83,13 @@ def run(args) -> int:
     summary = run_sweep(plan, args.out, args.address, args.max_concurrency, args.quiet, args.retry_failed,
                         args.in_process, existing(args), args.mix_code, args.compact)
     if not args.quiet:
-        print(f"{summary.name}: {summary.total} points ({summary.skipped} already stored, {summary.computed} run, "
-              f"{summary.failed} failed) in {summary.seconds:.1f} s -> {summary.dataset}", file=sys.stderr)
-    return EXIT_POINTS_FAILED if summary.failed else 0
+        print(f"{summary.name}: {summary.total} points ({summary.skipped} already stored, {summary.computed} run) "
+              f"in {summary.seconds:.1f} s -> {summary.dataset}\n  {summary.outcomes.line()}", file=sys.stderr)
+    incomplete = summary.outcomes.incomplete or summary.failed
+    if incomplete and not args.quiet:
+        print(f"  {incomplete} point{'s' if incomplete > 1 else ''} did not complete (exit status 3): "
+              f"`rdasim sweep status {args.out}` lists them", file=sys.stderr)
+    return EXIT_POINTS_FAILED if incomplete else 0
 
 
 def _terminate(signum, frame):  # noqa: ARG001 - signal handler signature
@@ -91,6 +97,7 @@ def _terminate(signum, frame):  # noqa: ARG001 - signal handler signature
 
 
 def _status(path: str, as_json: bool) -> int:
+    from cluster.sweep.outcomes import Outcomes
     from cluster.sweep.status import statuses
 
     found = statuses(path)
@@ -99,11 +106,17 @@ def _status(path: str, as_json: bool) -> int:
             print(json.dumps(found[0].to_json()))
         else:
             totals = {k: sum(getattr(s, k) for s in found) for k in ("total", "done", "failed", "pending")}
-            print(json.dumps({**totals, "sweeps": [s.to_json() for s in found]}))
+            outcomes = {k: sum(s.outcomes.get(k, 0) for s in found) for k in found[0].outcomes}
+            print(json.dumps({**totals, "outcomes": outcomes, "sweeps": [s.to_json() for s in found]}))
         return 0
-    print(f"{'sweep':<24} {'command':<8} {'done':>7} {'failed':>7} {'pending':>8} {'total':>7}  state")
+    # stored: points with a file; errors: of which error rows (the job raised); outcomes below say how the runs ended
+    print(f"{'sweep':<24} {'command':<8} {'stored':>7} {'errors':>7} {'pending':>8} {'total':>7}  state")
     for s in found:
         print(f"{s.sweep:<24} {s.command:<8} {s.done:>7} {s.failed:>7} {s.pending:>8} {s.total:>7}  {s.state}")
+        ended = Outcomes(s.outcomes, s.points)
+        print(f"    {ended.line()}")
+        for line in ended.listing():
+            print(f"    {line}")
         if s.specs > 1:
             print(f"    points of {s.specs} spec versions (--add): the sweep_spec column tells them apart")
         if len(s.code or []) > 1:

@@ -23,9 +23,9 @@ import shutil
 import socket
 import sys
 import time
-from collections import deque
+from collections import Counter, deque
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -40,9 +40,11 @@ from cluster.explore.fidelity import promoted, rung_cycles
 from cluster.explore.front import Front, find_front, maximize_mask, pareto_table
 from cluster.explore.optimizers import OPTIMIZERS, sampler
 from cluster.explore.pareto import as_losses
+from cluster.explore.reference import BASE_FILE, BasePoint, base_point, read_base, write_base
 from cluster.explore.spec import ExploreSpec
+from cluster.explore.tally import tally
 from cluster.explore.trials import FULL, NOT_RUN, StoredRun, TrialPoint, TrialStore, read_runs, trial_key
-from cluster.progress import Progress
+from cluster.progress import Progress, WorkEta
 from cluster.results import io
 from cluster.sweep.commands import pick_result
 from cluster.sweep.execute import PointOutcome
@@ -81,6 +83,24 @@ class ExploreSummary:
     computed: int  # runs simulated in this invocation
     seconds: float
     dir: Path
+    trials: Counter = field(default_factory=Counter)  # how the trials ended (cluster/explore/tally.py)
+
+    def lines(self, spec: ExploreSpec) -> list[str]:
+        """The end of an exploration in words: how its trials ended, its front and its hypervolume."""
+        from cluster.explore.reference import Reference
+        from cluster.explore.tally import line
+
+        f = self.front
+        out = [f"explore: {line(self.trials)} ({self.stored} already stored, {self.computed} runs simulated) in "
+               f"{self.seconds:.1f} s -> {self.dir}"]
+        if f.reference is None:
+            out.append("  no feasible trial and no base run to take a reference from: no hypervolume")
+            return out
+        points = f"{len(f.pareto)} point{'s' if len(f.pareto) != 1 else ''}"
+        out.append(f"  front: {points}; hypervolume {f.hypervolume:.6g} (normalised {f.normalized:.3f}: the share "
+                   "of the box from the best value of each objective to the reference)")
+        out.append(f"  reference: {Reference(f.reference, f.reference_from or {}).describe(spec.objectives)}")
+        return out
 
 
 @dataclass(frozen=True)
@@ -138,8 +158,12 @@ class Explorer:
     """The executor's feed under ask/tell, and the callback that stores and tells each finished run."""
 
     def __init__(self, spec: ExploreSpec, study: optuna.Study, store: TrialStore, manifest: Manifest,
-                 runs: list[StoredRun], stored: pa.Table | None, budget: int, optimizer: str, log, progress):
+                 runs: list[StoredRun], stored: pa.Table | None, budget: int, optimizer: str, log, progress,
+                 base: BasePoint | None = None):
         self.spec, self.study, self.store, self.manifest = spec, study, store, manifest
+        self.base = base  # the base config's own run, still to run (the default reference comes from it)
+        self.base_row: dict | None = None
+        self.eta = WorkEta()  # the ETA from the runs' costs (parallel set by the executor)
         self.budget, self.optimizer, self.log, self.progress = budget, optimizer, log, progress
         self.maximize = maximize_mask(spec.objectives)
         self.top = len(spec.fidelity.cycles) if spec.fidelity else 0  # the full rung
@@ -163,7 +187,18 @@ class Explorer:
         self.saved_at = time.monotonic()
 
     # ------------------------------------------------------------------ the feed
-    def take(self) -> TrialPoint | None:
+    def take(self) -> Point | None:
+        point = self._take()
+        if point is not None:
+            self.eta.add(point.id, _features(point, self.top), 1.0)
+            self.eta.started(point.id)
+        return point
+
+    def _take(self) -> Point | None:
+        if self.base is not None:  # first, beside the first trials
+            base, self.base = self.base, None
+            self.inflight += 1
+            return base
         while True:
             if self.pending:
                 self.inflight += 1
@@ -175,8 +210,20 @@ class Explorer:
                 self.inflight += 1
                 return point
 
+    def remaining(self) -> float | None:
+        """Seconds left: the runs in flight and waiting, the trials not asked yet and their expected promotions
+        (a rung promotes 1 in eta), each predicted from the runs that finished."""
+        future = max(self.budget - self.asked, 0)
+        eta = self.spec.fidelity.eta if self.spec.fidelity else 1
+        extra = [(((_RUNG, r),), 1.0, future / eta ** r) for r in range(self.top + 1)]
+        extra += [(_features(p, self.top), 1.0, 1.0) for p in self.pending]
+        return self.eta.remaining(extra)
+
+    def tick(self) -> None:
+        self.progress(self.asked - len(self.live), self.budget, unit="trials")
+
     def exhausted(self) -> bool:
-        return self.asked >= self.budget and not self.pending and self.inflight == 0
+        return self.asked >= self.budget and not self.pending and self.inflight == 0 and self.base is None
 
     def _ask(self) -> TrialPoint | None:
         """A new candidate's first run; None if it was settled without simulating (rejected, invalid, cached)."""
@@ -221,6 +268,15 @@ class Explorer:
 
     # ------------------------------------------------------------------ finished runs
     def done(self, point: Point, outcome: PointOutcome | None, run: PointRun) -> None:
+        self.eta.finished(point.id, run.seconds)
+        if isinstance(point, BasePoint):
+            self.inflight -= 1
+            tables = outcome.tables if outcome is not None and run.status == STATUS_OK else None
+            result = tables[pick_result(tables, self.spec.command.result)] if tables else None
+            self.base_row = write_base(self.store.layout.root, result, point, run.error)
+            self.log(f"explore: the base config's run {self.base_row.get('status') or 'failed'}"
+                     + (f": {run.error}" if run.error else ""))
+            return
         assert isinstance(point, TrialPoint)  # the executor hands back the points this feed gave it
         self.inflight -= 1
         self.computed += 1
@@ -297,6 +353,16 @@ class Explorer:
             self.saved_at = time.monotonic()
 
 
+_RUNG = "rung"
+
+
+def _features(point: Point, top: int) -> tuple:
+    """What a run's cost is learned by: its rung (a cut run is cheap) and its parameters' values."""
+    if isinstance(point, TrialPoint):
+        return ((_RUNG, point.rung),) + tuple((k, str(v)) for k, v in sorted(point.params.items()))
+    return ((_RUNG, top),)  # the base config's own run: in full
+
+
 def _previous(spec: ExploreSpec, layout: DatasetLayout, replace_it: bool) -> Manifest | None:
     """The stored manifest of this exploration in DIR (None to start afresh), after checking it is the same question."""
     if replace_it:
@@ -305,6 +371,7 @@ def _previous(spec: ExploreSpec, layout: DatasetLayout, replace_it: bool) -> Man
                 shutil.rmtree(d)
         layout.manifest.unlink(missing_ok=True)
         (layout.root / PARETO_FILE).unlink(missing_ok=True)
+        (layout.root / BASE_FILE).unlink(missing_ok=True)
         return None
     if not layout.manifest.is_file():
         if layout.dataset.is_dir() and any(layout.dataset.rglob("*.parquet")):
@@ -368,8 +435,11 @@ def run_explore(spec: ExploreSpec, out: str | Path, opts: Options = Options()) -
         log = (lambda msg: None) if opts.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
         log(f"explore: {before} trials stored, {run.to_run} to run with {name} "
             f"(budget {budget})")
-        progress = Progress("explore", opts.quiet)
-        explorer = Explorer(spec, study, store, manifest, runs, stored, budget, name, log, progress)
+        base = base_point(spec) if spec.reference is None else None
+        base_row = read_base(layout.root, base)
+        explorer = Explorer(spec, study, store, manifest, runs, stored, budget, name, log, None,
+                            base if base_row is None else None)
+        progress = explorer.progress = Progress("explore", opts.quiet, eta=explorer.remaining)
         try:
             _execute(spec, explorer, opts)
             run.state = "finished"
@@ -381,11 +451,11 @@ def run_explore(spec: ExploreSpec, out: str | Path, opts: Options = Options()) -
             run.ended = now()
             manifest.save(layout.manifest)
     runs, stored = read_runs(layout.dataset, metrics)
-    front = find_front(spec.objectives, runs, spec.reference)
+    front = find_front(spec.objectives, runs, spec.reference, base_row or explorer.base_row)
     if stored is not None:
         io.write_parquet(pareto_table(front, stored), layout.root / PARETO_FILE)
     return ExploreSummary(front, before, explorer.computed, time.perf_counter() - start,
-                          Path(out))
+                          Path(out), tally(spec, stored))
 
 
 def _execute(spec: ExploreSpec, explorer: Explorer, opts: Options) -> None:
@@ -399,4 +469,5 @@ def _execute(spec: ExploreSpec, explorer: Explorer, opts: Options) -> None:
 
         executor = Executor(init_ray(opts.address), spec.command.name, spec.max_retries,
                             opts.parallel or spec.parallel)
-    executor.run(explorer, explorer.done)
+        explorer.eta.parallel = max(1, min(opts.parallel or spec.parallel, int(executor.cluster_cpus()) or 1))
+    executor.run(explorer, explorer.done, explorer.tick)

@@ -1,4 +1,9 @@
-"""What an exploration found: the feasible non-dominated trials, and their hypervolume against a stated reference."""
+"""What an exploration found: the feasible non-dominated trials, and their hypervolume against a stated reference.
+
+The hypervolume is given raw (in the product of the objectives' units) and normalised: divided by
+the volume of the box between the best feasible value of each objective (the ideal point) and the
+reference, so 1 means one design is best in every objective and the front dominates the whole box.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from cluster.explore.pareto import as_losses, hypervolume, non_dominated, reference_point
+from cluster.explore.pareto import as_losses, hypervolume, non_dominated
+from cluster.explore.reference import Reference, reference
 from cluster.explore.spec import Objective
 from cluster.explore.trials import StoredRun, final_runs
 
@@ -20,15 +26,18 @@ class Front:
     trials: int  # candidates the optimisers proposed
     runs: int  # stored runs (every rung)
     feasible: int  # trials with a feasible full-fidelity run
-    reference: dict[str, float] | None  # in each metric's own direction; None without a feasible trial
+    reference: dict[str, float] | None  # in each metric's own direction; None without a feasible trial or base run
     hypervolume: float
     pareto: list[StoredRun]  # the feasible non-dominated full runs, one per distinct parameter set
+    normalized: float = 0.0  # the hypervolume over the box between the ideal point and the reference
+    reference_from: dict[str, str] | None = None  # per objective: explore.reference, base run, worst feasible + 10 %
 
     def to_json(self) -> dict:
         return {
             "trials": self.trials, "runs": self.runs, "feasible": self.feasible,
             "objectives": [o.to_json() for o in self.objectives],
-            "reference": self.reference, "hypervolume": self.hypervolume,
+            "reference": self.reference, "reference_from": self.reference_from, "hypervolume": self.hypervolume,
+            "hypervolume_normalized": self.normalized,
             "pareto": [{"trial": r.trial, **r.params, **{o.metric: v for o, v in zip(self.objectives, r.values)}}
                        for r in self.pareto],
         }
@@ -43,21 +52,24 @@ def feasible_final(runs: list[StoredRun]) -> list[StoredRun]:
     return [r for r in final_runs(runs) if r.feasible and all(np.isfinite(r.values))]
 
 
-def reference_losses(objectives: tuple[Objective, ...], given: dict[str, float] | None,
-                     losses: np.ndarray) -> np.ndarray | None:
-    """The reference as losses: the spec's, else the worst feasible value plus 10 % of the range."""
-    if given is not None:
-        return as_losses(np.array([[given[o.metric] for o in objectives]]), maximize_mask(objectives))[0]
-    return reference_point(losses) if len(losses) else None
+def normalized(losses: np.ndarray, ref: np.ndarray, volume: float) -> float:
+    """``volume`` over the box between the best of each column of ``losses`` and ``ref`` (0 if it is empty)."""
+    if not len(losses):
+        return 0.0
+    box = float(np.prod(np.maximum(ref - losses.min(axis=0), 0.0)))
+    return volume / box if box > 0 else 0.0
 
 
 def find_front(objectives: tuple[Objective, ...], runs: list[StoredRun],
-               given: dict[str, float] | None = None) -> Front:
+               given: dict[str, float] | None = None, base: dict | None = None) -> Front:
+    """The front of ``runs``; its reference is ``given`` (the spec's), else from ``base`` (the base config's
+    result row), else the worst feasible value plus 10 % (cluster/explore/reference.py)."""
     good = feasible_final(runs)
     maximize = maximize_mask(objectives)
     losses = as_losses(np.array([r.values for r in good], dtype=float), maximize) if good \
         else np.empty((0, len(objectives)))
-    ref = reference_losses(objectives, given, losses)
+    chosen: Reference | None = reference(objectives, given, base, losses)
+    ref = chosen.losses(objectives) if chosen is not None else None
     pareto: list[StoredRun] = []
     seen: set[str] = set()
     for r, keep in zip(good, non_dominated(losses) if len(losses) else []):
@@ -66,9 +78,10 @@ def find_front(objectives: tuple[Objective, ...], runs: list[StoredRun],
             seen.add(key)
             pareto.append(r)
     hv = hypervolume(losses, ref) if ref is not None else 0.0
-    reference = None if ref is None else \
-        {o.metric: float(-v if o.maximize else v) for o, v in zip(objectives, ref)}
-    return Front(objectives, len({r.trial for r in runs}), len(runs), len(good), reference, hv, pareto)
+    share = normalized(losses, ref, hv) if ref is not None else 0.0
+    return Front(objectives, len({r.trial for r in runs}), len(runs), len(good),
+                 chosen.values if chosen is not None else None, hv, pareto, share,
+                 chosen.sources if chosen is not None else None)
 
 
 def pareto_table(front: Front, stored: pa.Table) -> pa.Table:

@@ -22,7 +22,7 @@ from cluster.jobs.summarised import Summarised
 from cluster.parallel.model import Decomposition, ProgressFn
 from cluster.parallel.shard_plan import Plan, plan_shards
 from cluster.parallel.simulate import Simulation, simulate
-from cluster.progress import Progress
+from cluster.progress import Progress, WorkEta
 from cluster.results.record import Result, Summary
 from cluster.results.schemas import RunMeta
 from cluster.version import code_version
@@ -44,6 +44,7 @@ class Case:
     label: str  # the progress line's: "noc rate 0.1", "run kv-decode"
     bound: bool = True  # the horizon bounds the run (it stops when its work is done): no ETA
     says_done: bool = False  # a line when it is done (each load of a NoC curve)
+    cost: float = 1.0  # its predicted cost relative to the job's other cases (the ETA's prior: cluster/sweep/cost.py)
 
 
 class Job(Protocol):
@@ -149,14 +150,19 @@ def _as_ray_tasks(command: str, cases: list[Case], plan: Plan, run: dict, quiet:
     task = ray.remote(num_cpus=1)(simulate_case)
     refs = [task.remote(c.grid, plan.shards, run["cut"], "local", run["epoch"], plan=plan) for c in cases]
     index = {ref: i for i, ref in enumerate(refs)}
-    prog = Progress(f"{command} curve on ray", quiet)
+    eta = WorkEta(int(ray.cluster_resources().get("CPU", 1)) or 1)  # from the cases' costs (a load's grows with it)
+    for i, c in enumerate(cases):
+        eta.add(i, (), c.cost)
+        eta.started(i)
+    prog = Progress(f"{command} curve on ray", quiet, eta=eta.remaining)
     finished = 0
     pending = list(refs)
     try:
         while pending:
-            ready, pending = ray.wait(pending, num_returns=1)
+            ready, pending = ray.wait(pending, num_returns=1, timeout=1.0)  # a progress line every few seconds
             for ref in ready:
                 done[index[ref]] = ray.get(ref)
+                eta.finished(index[ref], None)  # as long as it held its slot (compiling the kernels included)
             finished += len(ready)
             prog(finished, len(refs), unit="loads")
     finally:

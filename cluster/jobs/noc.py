@@ -23,6 +23,7 @@ from cluster.parallel.shard_plan import Plan
 from cluster.parallel.simulate import Simulation
 from cluster.results import schemas
 from cluster.results.record import Result
+from cluster.sweep.cost import prior
 from sim.noc.params import NocParams
 from sim.noc.shard import NocShard
 from sim.noc.summary import link_columns, summarize_noc
@@ -81,7 +82,8 @@ class NocJob:
         self.loads = [params_of(self.cfg, r) for r in rates_of(self.cfg)]
 
     def cases(self) -> list[Case]:
-        return [Case(NocGrid(p), f"noc rate {p.rate:g}", says_done=True) for p in self.loads]
+        return [Case(NocGrid(p), f"noc rate {p.rate:g}", says_done=True,
+                     cost=prior("noc", {"noc": {"rows": p.rows, "cols": p.cols, "rate": p.rate}})) for p in self.loads]
 
     def record(self, done: Sequence[Summarised | None], meta: schemas.RunMeta) -> Result:
         """noc_summary (a row per load simulated) and noc_links; loads not simulated (the run was

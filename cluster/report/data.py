@@ -59,17 +59,23 @@ def _finite(v) -> bool:
 
 
 def grouped(table: pa.Table, x: str, y: str, hue: str | None = None) -> dict:
-    """{hue value: (xs, mean y, min y, max y)} with xs sorted; rows with a missing y are left out."""
-    cols = [table[x].to_pylist(), table[y].to_pylist(), table[hue].to_pylist() if hue else [None] * table.num_rows]
-    acc: dict = defaultdict(lambda: defaultdict(list))
-    for xv, yv, hv in zip(*cols):
-        if _finite(yv) and xv is not None:
-            acc[hv][xv].append(float(yv))
+    """{hue value: (xs, mean y, min y, max y)} with xs sorted; rows with a missing y are left out (grouped by
+    Arrow: a memory time series has a row per unit per sample)."""
+    t = table.select([x, y] + ([hue] if hue and hue not in (x, y) else []))
+    keep = pc.and_(pc.is_valid(t[y]), pc.is_valid(t[x]))
+    if pa.types.is_floating(t.schema.field(y).type):
+        keep = pc.and_(keep, pc.invert(pc.is_nan(t[y])))
+    t = t.filter(keep)
+    if not t.num_rows:
+        return {}
+    keys = [hue, x] if hue else [x]
+    acc: dict = defaultdict(dict)
+    for r in t.group_by(keys).aggregate([(y, "mean"), (y, "min"), (y, "max")]).to_pylist():
+        acc[r[hue] if hue else None][r[x]] = (float(r[f"{y}_mean"]), float(r[f"{y}_min"]), float(r[f"{y}_max"]))
     out = {}
     for hv in sorted(acc, key=lambda v: (v is None, str(v) if not isinstance(v, (int, float)) else v)):
         xs = sorted(acc[hv], key=lambda v: (isinstance(v, str), v))
-        ys = [acc[hv][v] for v in xs]
-        out[hv] = (xs, [sum(v) / len(v) for v in ys], [min(v) for v in ys], [max(v) for v in ys])
+        out[hv] = (xs, [acc[hv][v][0] for v in xs], [acc[hv][v][1] for v in xs], [acc[hv][v][2] for v in xs])
     return out
 
 

@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from cluster.report import labels
+from cluster.report import labels, units
 from cluster.report.data import Skip
+from cluster.report.style import wrap
 
 if TYPE_CHECKING:  # the explore package imports Optuna: only when an exploration is drawn
     from cluster.explore.spec import ExploreSpec
@@ -35,6 +36,13 @@ MANIFEST = "_trials.manifest.json"
 class Exploration:
     spec: ExploreSpec
     runs: list[StoredRun]  # by trial, then rung
+    base: dict | None = None  # the base config's own run (the default reference comes from it)
+    table: object = None  # the stored trials (a pyarrow Table): how each trial ended
+
+    def front(self):
+        from cluster.explore.front import find_front
+
+        return find_front(self.spec.objectives, self.runs, self.spec.reference, self.base)
 
 
 def find_exploration(path: Path) -> Exploration | None:
@@ -55,8 +63,10 @@ def find_exploration(path: Path) -> Exploration | None:
         spec = parse_explore(raw, Path(path), m.spec_path)
     except UserError:  # a spec this code no longer reads: the trials still get the sweep figures
         return None
-    runs, _ = read_runs(Path(path) / m.sweep, [o.metric for o in spec.objectives])
-    return Exploration(spec, runs) if runs else None
+    from cluster.explore.reference import base_point, read_base
+
+    runs, table = read_runs(Path(path) / m.sweep, [o.metric for o in spec.objectives])
+    return Exploration(spec, runs, read_base(Path(path), base_point(spec)), table) if runs else None
 
 
 def _losses(ex: Exploration, runs: list) -> np.ndarray:
@@ -67,7 +77,10 @@ def _losses(ex: Exploration, runs: list) -> np.ndarray:
 
 def objectives_scatter(ex: Exploration, plt):
     """Every feasible full run in each pair of objectives, the front (non-dominated in all objectives) marked."""
-    from cluster.explore.front import feasible_final, find_front
+    from matplotlib.ticker import MaxNLocator
+
+    from cluster.explore.front import feasible_final
+    from cluster.explore.tally import line, tally
 
     objectives = ex.spec.objectives
     if len(objectives) < 2:
@@ -75,39 +88,47 @@ def objectives_scatter(ex: Exploration, plt):
     good = feasible_final(ex.runs)
     if not good:
         raise Skip("no feasible trial")
-    pareto = find_front(objectives, ex.runs, ex.spec.reference).pareto
+    pareto = ex.front().pareto
     values = np.array([r.values for r in good], dtype=float)
     best = np.array([r.values for r in pareto], dtype=float)
     pairs = list(itertools.combinations(range(len(objectives)), 2))
-    fig, axes = plt.subplots(1, len(pairs), figsize=(4.5 * len(pairs), 4), constrained_layout=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(pairs), figsize=(4.5 * len(pairs), 4.2), constrained_layout=True, squeeze=False)
     for ax, (i, j) in zip(axes[0], pairs):
         ax.scatter(values[:, i], values[:, j], s=14, color="0.6", label="feasible trial")
         ax.plot(best[:, i], best[:, j], "o", color="C3", label="Pareto front (in all objectives)")
-        ax.set_xlabel(_objective_label(objectives[i]))
-        ax.set_ylabel(_objective_label(objectives[j]))
+        for which, k in (("x", i), ("y", j)):
+            unit = labels.metric_parts(objectives[k].metric)[1]
+            shown = units.apply(ax, which, unit, float(np.max(np.abs(values[:, k]))))
+            room = (4.5 if which == "x" else 3.6) * 72 * 0.85  # a label no longer than its axis: wrapped
+            (ax.set_xlabel if which == "x" else ax.set_ylabel)(wrap([_objective_label(objectives[k], shown)], room,
+                                                                    10.0))
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=4))  # a few engineering ticks: they never run together
+        ax.yaxis.set_major_locator(MaxNLocator(nbins=6))
         ax.grid(True, alpha=0.3)
     axes[0][0].legend(fontsize="small")
-    left_out = len({r.trial for r in ex.runs}) - len({r.trial for r in good})
-    fig.suptitle(f"{len(good)} feasible trials, {len(pareto)} on the front ({left_out} infeasible or stopped by "
-                 "successive halving, not shown)", fontsize="medium")
+    title = [line(tally(ex.spec, ex.table)), f"{len(pareto)} on the front (red); grey: the other feasible full runs"]
+    fig.suptitle(wrap(title, fig.get_figwidth() * 72 * 0.95, 10.0), fontsize="medium")
     return fig
 
 
-def _objective_label(objective) -> str:
+def _objective_label(objective, unit: str | None = None) -> str:
     arrow = "higher is better" if objective.maximize else "lower is better"
-    return f"{labels.metric(objective.metric)}, {arrow}"
+    return f"{labels.metric(objective.metric, unit)}, {arrow}"
 
 
 def hypervolume_vs_trials(ex: Exploration, plt):
-    """The hypervolume of the feasible full runs among each optimiser's first k trials, against the reference
-    of the whole exploration (stated in the title)."""
-    from cluster.explore.front import find_front
+    """The normalised hypervolume of the feasible full runs among each optimiser's first k trials, against the
+    reference and ideal point of the whole exploration (the reference and its rule stated in the title)."""
+    from matplotlib.ticker import MaxNLocator
+
+    from cluster.explore.front import normalized
     from cluster.explore.pareto import as_losses, hypervolume_history
+    from cluster.explore.reference import Reference
     from cluster.explore.trials import FULL
 
-    front = find_front(ex.spec.objectives, ex.runs, ex.spec.reference)
+    front = ex.front()
     if front.reference is None:
-        raise Skip("no feasible trial: no hypervolume")
+        raise Skip("no feasible trial and no base run: no hypervolume")
     maximize = [o.maximize for o in ex.spec.objectives]
     ref = as_losses(np.array([[front.reference[o.metric] for o in ex.spec.objectives]]), maximize)[0]
     trials: dict[str, dict[int, np.ndarray]] = {}  # optimiser -> trial -> its full result's losses (NaN if none)
@@ -116,14 +137,20 @@ def hypervolume_vs_trials(ex: Exploration, plt):
         mine.setdefault(r.trial, np.full(len(maximize), np.nan))
         if r.fidelity == FULL and r.feasible:
             mine[r.trial] = as_losses(np.array([r.values]), maximize)[0]
-    fig, ax = plt.subplots(figsize=(6, 4), constrained_layout=True)
+    every = np.array([v for results in trials.values() for v in results.values() if np.all(np.isfinite(v))])
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), constrained_layout=True)
     for name, results in sorted(trials.items()):
         curve = hypervolume_history(np.array([results[t] for t in sorted(results)]), ref)
-        ax.plot(np.arange(1, len(curve) + 1), curve, drawstyle="steps-post", label=name)
+        share = [normalized(every, ref, v) for v in curve]  # one box for every curve: the whole exploration's
+        ax.plot(np.arange(1, len(curve) + 1), share, drawstyle="steps-post", label=name)
     ax.set_xlabel("trials of the optimiser")
-    ax.set_ylabel("hypervolume of the feasible front")
-    shown = ", ".join(f"{labels.metric(k)} = {v:.4g}" for k, v in front.reference.items())
-    ax.set_title(f"reference: {shown}", fontsize="small")
+    ax.set_ylabel("normalised hypervolume of the feasible front")
+    ax.set_ylim(0, 1.05)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    parts = Reference(front.reference, front.reference_from or {}).parts(ex.spec.objectives)
+    ax.set_title(wrap([f"hypervolume {front.hypervolume:.4g} (normalised {front.normalized:.3f}) against the reference"]
+                      + [f"{labels.metric_parts(m)[0]}: {shown} ({rule})" for m, shown, rule in parts],
+                      6.4 * 72 * 0.9, 8.3), fontsize="small")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small", title="optimizer")
     return fig
@@ -153,14 +180,15 @@ def parameter_importance(ex: Exploration, plt):
             found = get_param_importances(study, evaluator=PedAnovaImportanceEvaluator(),
                                           target=partial(_signed, i, sign))
         scores[i] = [found.get(k, 0.0) for k in keys]
-    fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(keys), 3.2), constrained_layout=True)
+    fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(keys), 3.6), constrained_layout=True)
     width = 0.8 / len(objectives)
     for i, o in enumerate(objectives):
         ax.bar(np.arange(len(keys)) + (i - (len(objectives) - 1) / 2) * width, scores[i], width,
-               label=labels.metric(o.metric))
+               label=labels.metric_parts(o.metric)[0])  # which objective: its values' unit is not shown
     ax.set_xticks(np.arange(len(keys)))
     ax.set_xticklabels(keys, rotation=20, ha="right", fontsize="small")
-    ax.set_ylabel("importance (PED-ANOVA, sums to 1)")
+    ax.set_ylabel("importance (sums to 1)")  # a label no longer than its axis
+    ax.set_title("how much each parameter matters to each objective (PED-ANOVA)", fontsize="small")
     ax.legend(fontsize="small")
     ax.grid(True, axis="y", alpha=0.3)
     return fig
@@ -177,9 +205,10 @@ FIGURES: dict[str, Callable] = {
 }
 
 
-def figures(path: str | Path, plt) -> list[tuple[str, Callable[[], object]]]:
-    """(name, make) of every exploration figure for the results at ``path``; none if it holds no exploration."""
+def figures(path: str | Path) -> list[tuple[str, Callable]]:
+    """(name, make) of every exploration figure for the results at ``path`` (``make(plt)`` draws it); none if it
+    holds no exploration."""
     ex = find_exploration(Path(path))
     if ex is None:
         return []
-    return [(f"explore-{name}", partial(make, ex, plt)) for name, make in FIGURES.items()]
+    return [(f"explore-{name}", partial(make, ex)) for name, make in FIGURES.items()]

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cluster.report import units
+from cluster.report import labels, units
 from cluster.report.data import Skip, containing, find_table, first, grouped, numeric, only_ok, present
 
 DIRECTIONS = ("E", "W", "S", "N")
@@ -129,6 +129,7 @@ def memory_over_time(tables: dict[str, pa.Table], plt, max_lines: int = 16):
     ax.plot(xs, ys, color="black", linewidth=2, label="mean over units")
     ax.fill_between(xs, lo, hi, color="grey", alpha=0.2, label="min..max")
     ax.set_xlabel("simulated time (cycles)" if x in ("cycle", "cycles") else x)
+    units.apply(ax, "x", "cycles")  # 2.1M, not a "1e6" beside the axis
     ax.set_ylabel(_share(u))
     ax.set_title("memory-unit utilisation over time")
     ax.legend(fontsize="small")
@@ -156,6 +157,7 @@ def message_breakdown(tables: dict[str, pa.Table], plt):
     names = sorted(counts, key=lambda k: counts[k], reverse=True)
     ax.bar(names, [counts[k] for k in names])
     ax.set_ylabel("messages")
+    units.apply(ax, "y", "")  # 12k, not 12000
     ax.set_title("protocol messages by type")
     ax.tick_params(axis="x", rotation=45)
     return fig
@@ -171,7 +173,7 @@ def energy_breakdown(tables: dict[str, pa.Table], plt):
     bottom = dict.fromkeys(comps, 0.0)
     for c, a, j in zip(*(t[n].to_pylist() for n in ("component", "action", "joules"))):
         if j:
-            ax.bar(c, j, bottom=bottom[c], label=f"{c}.{a}")
+            ax.bar(labels.component(c), j, bottom=bottom[c], label=f"{labels.component(c)}: {a.replace('_', ' ')}")
             bottom[c] += j
     ax.set_ylabel(f"energy ({units.apply(ax, 'y', 'J')})")
     ax.set_title(f"energy by component: {units.engineering(sum(bottom.values()), 'J')} in all")

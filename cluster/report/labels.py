@@ -40,6 +40,9 @@ METRICS = {
     "bubble_fraction": ("pipeline bubble (share of the run)", ""),
     "value": ("noop.value", ""),
 }
+# an energy component (sim/energy/table.py's COMPONENTS) as a paper writes it
+COMPONENT_NAMES = {"cu": "CU", "mu": "MU", "noc_router": "NoC router", "noc_link": "NoC link",
+                   "realloc_copy": "realloc copy", "dram": "DRAM", "protocol": "protocol messages"}
 _UNIT_AT_END = re.compile(r"^(.*?),\s*(cycles|s|bytes|B|J|W|Hz|B/s|flits/node/cycle|\$)$")
 KIND_UNITS = {"size": "B", "frequency": "Hz", "bandwidth": "B/s", "time": "s", "flops": "FLOP/s"}  # config kinds
 
@@ -132,3 +135,18 @@ def condition(command: str, column: str, v) -> str:
     if units.prefixable(unit):
         return f"{path} = {value(command, column, v)}"
     return f"{path} = {value(command, column, v)}" + (f" {unit}" if unit else "")
+
+
+def component(name: str) -> str:
+    """An energy component's name in a figure: 'NoC router', not 'noc_router'."""
+    return COMPONENT_NAMES.get(name, name.replace("_", " "))
+
+
+def message_type(column: str) -> str:
+    """A protocol message column's type in a figure: 'read request' for messages_read_request."""
+    return column[len("messages_"):].replace("_", " ")
+
+
+def energy_component(column: str) -> str:
+    """An energy column's component in a figure: 'NoC link' for energy_noc_link_joules."""
+    return component(column[len("energy_"):-len("_joules")])

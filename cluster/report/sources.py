@@ -19,7 +19,15 @@ import pyarrow.parquet as pq
 
 from cluster.results.layout import open_files, table_names
 from cluster.sweep.dataset import read_dataset
-from cluster.sweep.layout import MANIFEST_SUFFIX, column_name, find_manifests, of_manifest
+from cluster.sweep.layout import (
+    MANIFEST_SUFFIX,
+    column_name,
+    dataset_files,
+    find_manifests,
+    is_compacted,
+    of_manifest,
+    point_of,
+)
 from cluster.sweep.manifest import Manifest
 from cluster.sweep.spec import flatten
 
@@ -30,8 +38,28 @@ class SweepTables:
     command: str
     axes: list[str]  # swept columns
     result: pa.Table  # the points' result rows (errors included)
-    tables: dict[str, pa.Table] = field(default_factory=dict)  # its other tables by name
+    tables: dict[str, pa.Table] = field(default_factory=dict)  # its other tables by name, when read whole
     orders: dict[str, list] = field(default_factory=dict)  # swept column -> its values in the spec's order
+    dirs: dict[str, Path] = field(default_factory=dict)  # its other tables' datasets, read a point at a time
+    explore: bool = False  # the trials of an exploration (rdasim explore --out), not a sweep of its own
+
+    def point_tables(self, point: str) -> dict[str, pa.Table]:
+        """Every table's rows of one point: from ``tables``, else from ``dirs``: the point's own file
+        (<point>.<table>.parquet), or its rows in the compacted files (a sweep of 1,000 points and more)."""
+        out = {n: t.filter(pc.equal(t["point_id"], point)) for n, t in self.tables.items()
+               if "point_id" in t.column_names}
+        for name, d in self.dirs.items():
+            if name in out:
+                continue
+            files = dataset_files(d)
+            own = [f for f in files if not is_compacted(f) and point_of(f) == point]
+            if own:
+                out[name] = open_files(own).to_table()
+            elif compacted := [f for f in files if is_compacted(f)]:
+                rows = open_files(compacted).to_table(filter=pc.field("point_id") == point)
+                if rows.num_rows:
+                    out[name] = rows
+        return out
 
 
 @dataclass
@@ -63,11 +91,10 @@ def _sweep(manifest_path: Path) -> SweepTables | None:
     dirs = layout.table_dirs()
     if layout.result not in dirs:
         return None
-    tables = {name: read_dataset(d) for name, d in dirs.items()}
+    result = read_dataset(dirs.pop(layout.result))  # the other tables are read a point at a time, when drawn
     axes = flatten(m.spec.get("axes") or {}) if isinstance(m.spec.get("axes"), dict) else {}
     orders = {column_name(path): values for path, values in axes.items() if isinstance(values, list)}
-    result = tables.pop(layout.result)
-    return SweepTables(m.sweep, m.command, list(m.columns), result, tables, orders)
+    return SweepTables(m.sweep, m.command, list(m.columns), result, {}, orders, dirs, "explore" in m.spec)
 
 
 def _run_tables(d: Path) -> dict[str, pa.Table]:
@@ -78,8 +105,11 @@ def _run_tables(d: Path) -> dict[str, pa.Table]:
             files = sorted(f for f in (d / name).rglob("*.parquet") if not f.name.startswith((".", "_")))
             if files:
                 out.setdefault(name, []).append(open_files(files).to_table())
+    known = set(table_names())
     for f in sorted(d.glob("*.parquet")):
-        out.setdefault(table_name(f), []).append(pq.read_table(f))
+        name = table_name(f)
+        if name in known:  # not an exploration's pareto.parquet or base.parquet, which are not a run's tables
+            out.setdefault(name, []).append(pq.read_table(f))
     return {n: pa.concat_tables(ts, promote_options="permissive") for n, ts in out.items()}
 
 

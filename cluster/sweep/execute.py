@@ -250,8 +250,9 @@ class Executor:
                 pass
 
     def run(self, points: list[Point] | Feed, done: Callable[[Point, PointOutcome | None, PointRun], None],
-            tick: Callable[[], None] = lambda: None) -> None:
-        """Run every point; call ``done(point, outcome, run)`` once per point, as it finishes."""
+            tick: Callable[[], None] = lambda: None, started: Callable[[Point], None] = lambda p: None) -> None:
+        """Run every point; call ``started(point)`` as it is submitted and ``done(point, outcome, run)`` once per
+        point, as it finishes."""
         feed = as_feed(points)
         queue: deque[_Flight] = deque()  # retries, before new points
         inflight: dict = {}
@@ -269,6 +270,8 @@ class Executor:
                     if flight is None:
                         break
                     inflight[self._submit(flight)] = flight
+                    for point in flight.points:  # a batch's points run one after another in its task
+                        started(point)
                 if not inflight:
                     if feed.exhausted():
                         break
@@ -320,7 +323,7 @@ class InProcessExecutor:
         self.command = command
 
     def run(self, points: list[Point] | Feed, done: Callable[[Point, PointOutcome | None, PointRun], None],
-            tick: Callable[[], None] = lambda: None) -> None:
+            tick: Callable[[], None] = lambda: None, started: Callable[[Point], None] = lambda p: None) -> None:
         feed = as_feed(points)
         while not feed.exhausted():
             point = feed.take()
@@ -328,6 +331,7 @@ class InProcessExecutor:
                 if feed.exhausted():  # taking settled the last points without running them
                     break
                 raise StalledFeed("the feed gave no point with nothing in flight")
+            started(point)
             o = job_outcome(self.command, point.config, "in-process")
             done(point, o, PointRun(o.status, 1, o.node, o.seconds, o.error, o.traceback))
             tick()

@@ -9,11 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from cluster.config import ConfigError, Issue, Table, config_hash
+from cluster.config.schema import get_path
 from cluster.errors import UserError
 from cluster.results import schemas
 from cluster.sweep import commands
 from cluster.sweep.layout import column_name
-from cluster.sweep.points import Point, expand
+from cluster.sweep.points import Point, Skipped, expand
 from cluster.sweep.records import AxisColumns
 from cluster.sweep.spec import SweepSpec, read_spec
 
@@ -29,6 +30,7 @@ class SweepPlan:
     axes: AxisColumns
     duplicates: int  # combinations that resolved to an already listed config
     spec_hash: str = ""  # what the spec asks for (base resolved), without how it runs
+    skipped: Skipped | None = None  # combinations left out as invalid together (sweep.skip_invalid)
 
 
 def spec_hash(spec: SweepSpec) -> str:
@@ -72,17 +74,38 @@ def plan_from_spec(spec: SweepSpec, issues: list[Issue] | None = None) -> SweepP
     issues = list(issues or [])
     resolved = _command(spec, issues) if spec.command else None
     points: list[Point] = []
-    duplicates = 0
+    duplicates, skipped = 0, None
     if resolved is not None:
         command, schema = resolved
-        points, found, duplicates = expand(spec, schema)
+        points, found, duplicates, skipped = expand(spec, schema)
         issues += found + column_collisions(spec.swept_paths(), command)
     if issues or resolved is None:  # reading a spec reports a missing command; a spec built in code may not
         raise ConfigError(spec.source or "sweep spec",
                           issues or [Issue("sweep.command", "is required: what each point runs (noc or run)")])
     command = resolved[0]
     axes = AxisColumns.of(spec.swept_paths(), [p.config for p in points])
-    return SweepPlan(spec, command, points, axes, duplicates, spec_hash(spec))
+    return SweepPlan(spec, command, points, axes, duplicates, spec_hash(spec), skipped)
+
+
+def _replayed_traces(config: dict) -> list[str]:
+    """The workload keys of ``config`` that replay a recorded trace (workload.<section>.trace set)."""
+    workload = config.get("workload") or {}
+    return [f"workload.{k}.trace" for k, v in workload.items() if isinstance(v, dict) and v.get("trace")]
+
+
+def notes(plan: SweepPlan) -> list[str]:
+    """What a user should know before the points run: combinations skipped as invalid together, and
+    seeds swept over a trace replay (a trace fixes arrivals and lengths: the seeds may change nothing)."""
+    out = [plan.skipped.line()] if plan.skipped else []
+    seeds = [p for p in plan.spec.set_paths() if p.split(".")[-1] == "seed" or p.endswith("_seed")]
+    for path in seeds:
+        values = {repr(get_path(p.config, path)) for p in plan.points}
+        traces = sorted({t for p in plan.points for t in _replayed_traces(p.config)})
+        if len(values) > 1 and traces:
+            out.append(f"warning: {path} takes {len(values)} values but {', '.join(traces)} replays a trace: a seed "
+                       "only changes what the trace does not fix (its arrivals, prompts and outputs come from the "
+                       "trace), so the seeds' points may be identical")
+    return out
 
 
 def plan_sweep(given: str | Path | Mapping[str, Any]) -> SweepPlan:

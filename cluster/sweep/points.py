@@ -96,8 +96,32 @@ def _label(indices: list[int], total: int, values: list[dict]) -> str:
     return f"points {head}{more}"
 
 
-def expand(spec: SweepSpec, schema: Table) -> tuple[list[Point], list[Issue], int]:
-    """Resolve every point against the command's schema: (points, issues, duplicates dropped)."""
+@dataclass(frozen=True)
+class Skipped:
+    """Generated combinations left out as invalid together (``sweep.skip_invalid``): how many, and why."""
+
+    count: int
+    of: int  # combinations generated
+    reasons: dict[str, int]  # "path: message" -> combinations it ruled out
+
+    def line(self) -> str:
+        why = "; ".join(f"{r} ({n})" for r, n in self.reasons.items())
+        return f"{self.count} of {self.of} combinations skipped as invalid together (sweep.skip_invalid): {why}"
+
+
+def _invalid_everywhere(combos: list[dict], kept: set[int], generated: int, reasons: dict[int, str]) -> list[Issue]:
+    """With skip_invalid: an axis value that no kept combination has is wrong by itself, not together: an error."""
+    seen: dict[tuple[str, str], list[int]] = {}
+    for index in range(generated):
+        for path, value in combos[index].items():
+            seen.setdefault((path, repr(value)), []).append(index)
+    return [Issue(path, f"{value} is invalid in every combination it is in: {reasons[idx[0]]}")
+            for (path, value), idx in seen.items() if not kept.intersection(idx)]
+
+
+def expand(spec: SweepSpec, schema: Table) -> tuple[list[Point], list[Issue], int, Skipped | None]:
+    """Resolve every point against the command's schema: (points, issues, duplicates dropped, combinations
+    skipped as invalid together when the spec says ``skip_invalid``)."""
     issues, bad, set_paths = [], set(), spec.set_paths()
     for path in spec.swept_paths():
         problem = path_problem(schema, path)
@@ -109,7 +133,9 @@ def expand(spec: SweepSpec, schema: Table) -> tuple[list[Point], list[Issue], in
         else:
             issues.append(Issue(f"sweep.partition_by[{spec.partition_by.index(path)}]", f"{path!r}: {problem}"))
     combos = combinations(spec)
+    generated = len(combos) - len(spec.points)  # explicit points follow the generated combinations
     problems: dict[tuple[str, str], list[int]] = {}
+    skipped: dict[int, str] = {}  # index -> why (skip_invalid)
     points: list[Point] = []
     seen: set[str] = set()
     for index, values in enumerate(combos):
@@ -119,6 +145,9 @@ def expand(spec: SweepSpec, schema: Table) -> tuple[list[Point], list[Issue], in
             if value is not None and not isinstance(value, SCALARS):
                 found.append(Issue(key, f"a partition key needs a single value (number, string, bool), got {value!r}"))
         found = [i for i in found if i.path not in bad]  # already reported once, with a hint
+        if found and spec.skip_invalid and index < generated:
+            skipped[index] = "; ".join(str(i) for i in found)
+            continue
         for i in found:
             problems.setdefault((i.path, i.message), []).append(index)
         if found:
@@ -129,4 +158,14 @@ def expand(spec: SweepSpec, schema: Table) -> tuple[list[Point], list[Issue], in
             points.append(Point(index, pid, values, cfg))
     issues += [Issue(path, f"{message} ({_label(idx, len(combos), combos)})")
                for (path, message), idx in problems.items()]
-    return points, issues, 0 if issues else len(combos) - len(points)
+    skip = None
+    if skipped:
+        kept = set(range(generated)) - set(skipped)
+        issues += _invalid_everywhere(combos, kept, generated, skipped)
+        if not kept:
+            issues.append(Issue("sweep.skip_invalid", f"every combination is invalid: {next(iter(skipped.values()))}"))
+        reasons: dict[str, int] = {}
+        for why in skipped.values():
+            reasons[why] = reasons.get(why, 0) + 1
+        skip = Skipped(len(skipped), generated, reasons)
+    return points, issues, 0 if issues else len(combos) - len(skipped) - len(points), skip

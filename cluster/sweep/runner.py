@@ -12,18 +12,20 @@ import shutil
 import socket
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from cluster.errors import UserError
-from cluster.progress import Progress
+from cluster.progress import Progress, WorkEta
 from cluster.results import io
 from cluster.sweep import compact as compaction
+from cluster.sweep.cost import features, prior
 from cluster.sweep.index import holdings
 from cluster.sweep.layout import DatasetLayout
 from cluster.sweep.lock import sweep_lock
 from cluster.sweep.manifest import DONE, FAILED, FORMAT, PENDING, Manifest, PointEntry, RunEntry, now
-from cluster.sweep.plan import SweepPlan
+from cluster.sweep.outcomes import Outcomes, read_outcomes
+from cluster.sweep.plan import SweepPlan, notes
 from cluster.sweep.points import Point
 from cluster.sweep.records import STATUS_OK, PointRun, column_docs
 from cluster.sweep.store import Store
@@ -42,6 +44,7 @@ class SweepSummary:
     computed: int  # finished in this run (ok or error)
     failed: int  # stored as errors after this run (all points)
     seconds: float
+    outcomes: Outcomes = field(default_factory=Outcomes)  # every stored point by outcome (completed, deadlocked, ...)
     compaction: compaction.Compaction | None = None  # what compacting after the run did (None: not compacted)
 
 
@@ -117,6 +120,14 @@ def _manifest(plan: SweepPlan, layout: DatasetLayout, store: Store, stored: dict
     return m
 
 
+def interleaved(points: list[Point]) -> list[Point]:
+    """The points in bit-reversal order of their place (0, n/2, n/4, 3n/4, ...): the first ones done sample
+    every value of every axis, so the ETA learns each value's cost early and an interrupted sweep has
+    covered its whole space coarsely, not its first corner finely."""
+    bits = max(1, (len(points) - 1).bit_length())
+    return [points[i] for i in sorted(range(len(points)), key=lambda i: int(f"{i:0{bits}b}"[::-1], 2))]
+
+
 def _describe(point: Point) -> str:
     shown = ", ".join(f"{k}={v!r}" for k, v in point.values.items())
     return f"point {point.index} ({shown})" if shown else f"point {point.index}"
@@ -174,6 +185,8 @@ def _run(plan: SweepPlan, layout: DatasetLayout, address: str | None, max_concur
     log = (lambda msg: None) if quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
     log(f"sweep {plan.spec.name}: {len(plan.points)} points, {run.skipped} already stored, {len(todo)} to run"
         + (f" ({plan.duplicates} duplicate combinations dropped)" if plan.duplicates else ""))
+    for line in notes(plan):
+        log(line)
     try:
         if todo:
             _execute(plan, todo, store, manifest, run, layout, ray,
@@ -186,8 +199,9 @@ def _run(plan: SweepPlan, layout: DatasetLayout, address: str | None, max_concur
         run.ended = now()
         manifest.save(layout.manifest)
     counts = manifest.counts()
+    found = read_outcomes(layout.table_dir(), {pid: entry.index for pid, entry in manifest.points.items()})
     return SweepSummary(plan.spec.name, layout.dataset, layout.manifest, len(plan.points), run.skipped,
-                        run.computed, counts[FAILED], time.perf_counter() - start)
+                        run.computed, counts[FAILED], time.perf_counter() - start, found)
 
 
 def _ray(address):
@@ -206,12 +220,15 @@ def _execute(plan, todo, store: Store, manifest: Manifest, run: RunEntry, layout
         executor = InProcessExecutor(plan.command.name)
     else:
         executor = Executor(ray, plan.command.name, plan.spec.max_retries, max_concurrency, batching=True)
-    progress = Progress(f"sweep {plan.spec.name}", quiet)
+    eta = WorkEta(1 if ray is None else int(ray.cluster_resources().get("CPU", 1)) or 1)  # from the points' costs
+    for p in todo:
+        eta.add(p.id, features(p.values), prior(plan.command.name, p.config))
+    progress = Progress(f"sweep {plan.spec.name}", quiet, eta=eta.remaining)
     saved_at, save_every = time.monotonic(), MANIFEST_EVERY_SECONDS
 
     def tick():
         nonlocal saved_at, save_every
-        if 0 < run.computed < len(todo):  # no rate before the first point; done() prints the last
+        if run.computed < len(todo):  # done() prints the last
             progress(run.computed, len(todo), unit="points")
         if time.monotonic() - saved_at > save_every:
             start = time.monotonic()
@@ -225,6 +242,7 @@ def _execute(plan, todo, store: Store, manifest: Manifest, run: RunEntry, layout
         entry.status = DONE if point_run.status == STATUS_OK else FAILED
         entry.attempts, entry.seconds, entry.error = point_run.attempts, point_run.seconds, point_run.error
         run.computed += 1
+        eta.finished(point.id, point_run.seconds)
         if point_run.status != STATUS_OK:
             run.failed += 1
             log(f"{_describe(point)} failed: {point_run.error}")
@@ -232,6 +250,6 @@ def _execute(plan, todo, store: Store, manifest: Manifest, run: RunEntry, layout
         tick()
 
     try:
-        executor.run(todo, done, tick)
+        executor.run(interleaved(todo), done, tick, lambda p: eta.started(p.id))
     finally:
         progress.close()

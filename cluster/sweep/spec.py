@@ -33,6 +33,9 @@ SWEEP_SECTION = Table({
     "max_concurrency": Field("int", None, "points in flight at once (default: what the cluster's CPUs hold)",
                              min=1),
     "description": Field("str", "", "free text, kept in the manifest"),
+    "skip_invalid": Field("bool", False, "leave out the generated combinations whose values are invalid together "
+                          "(e.g. memory.spill = \"nearest\" with a static policy), with one line saying how many "
+                          "and why; a value invalid in every combination is still an error"),
     "compact": Field("choice", "auto", "when a run finishes, rewrite each table's point files into files of "
                      "compact_rows rows: auto (once a table holds 1,000 point files), always, never",
                      choices=("auto", "always", "never")),
@@ -73,6 +76,7 @@ class SweepSpec:
     raw: dict = field(default_factory=dict)  # the spec as written (kept in the manifest and files)
     source: str = ""
     text: str = ""  # the spec file's text (kept in the manifest with each spec version)
+    skip_invalid: bool = False  # generated combinations invalid together are left out, not errors
     compact: str = "auto"  # when a run finishes: auto, always, never (cluster/sweep/compact.py)
     compact_rows: int = 100_000  # rows of a compacted file
 
@@ -278,6 +282,7 @@ def parse_spec(raw: dict, base_dir: Path, source: str = "") -> tuple[SweepSpec, 
         partition_by=tuple(sweep.get("partition_by") or ()), max_retries=sweep.get("max_retries") or 0,
         max_concurrency=sweep.get("max_concurrency"), description=sweep.get("description") or "",
         base=base, axes=grid, zips=zips, random=rnd, points=points, raw=raw, source=source,
+        skip_invalid=bool(sweep.get("skip_invalid")),
         compact=sweep.get("compact") or "auto", compact_rows=sweep.get("compact_rows") or 100_000,
     )
     return spec, issues

@@ -16,6 +16,7 @@ from cluster.errors import UserError
 from cluster.sweep.index import holdings
 from cluster.sweep.layout import find_manifests, of_manifest
 from cluster.sweep.manifest import Manifest
+from cluster.sweep.outcomes import OUTCOMES, read_outcomes
 from cluster.sweep.records import STATUS_OK
 
 
@@ -36,6 +37,8 @@ class SweepStatus:
     specs: int = 1  # spec versions the sweep holds points of (more than one after --add)
     stray: int = 0  # files in the dataset that belong to no point of the manifest (not counted above)
     code: list[str] = field(default_factory=list)  # code versions that computed its points
+    outcomes: dict[str, int] = field(default_factory=dict)  # stored points by outcome: completed, deadlocked, ...
+    points: dict[str, list[int]] = field(default_factory=dict)  # the points' indices by outcome
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -77,10 +80,12 @@ def sweep_status(manifest_path: Path, max_errors: int = 5) -> SweepStatus:
             if len(errors) < max_errors:
                 errors.append(f"point {entry.index}: {entry.error or 'failed'}")
     total = len(m.points)
+    index_of = {pid: entry.index for pid, entry in m.points.items()}
+    outcomes = read_outcomes(of_manifest(manifest_path).table_dir(), index_of)
     return SweepStatus(m.sweep, m.command, total, done, failed, total - done - failed, _state(m),
                        m.runs[0].started if m.runs else None, m.runs[-1].ended if m.runs else None,
                        len(m.runs), str(root / m.sweep), errors, max(len(m.specs), 1), len(set(held) - set(m.points)),
-                       m.code_labels())
+                       m.code_labels(), {k: outcomes.counts.get(k, 0) for k in OUTCOMES}, outcomes.points)
 
 
 def statuses(path: str | Path) -> list[SweepStatus]:

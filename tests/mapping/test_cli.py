@@ -9,6 +9,7 @@ from cluster.config.map import resolve, to_problem
 from cluster.results.layout import read_table
 from mapping.presets import preset
 from mapping.solver import solve
+from tests.paths import EXAMPLES
 
 KEYS = {"tp", "pp", "dp", "micro_batch", "seconds_per_batch", "utilization", "cost", "power",
         "solver_seconds", "gap", "status"}
@@ -120,3 +121,15 @@ def test_map_reports_the_weight_design_of_a_grid_plan(tmp_path, capsys):
     # a chip with no grid of its own has no weight design
     assert main(["map", "--preset", "hpl-1m-h100", "--json", "--quiet"]) == 0
     assert json.loads(capsys.readouterr().out)["weights"] is None
+
+
+def test_a_partition_with_no_row_is_said_why(capsys):
+    """mapping.partitions = 4 on a training graph: the optimum uses 0, 2 and 3; the table says why 1 has no row
+    (issue 32 item 6)."""
+    assert main(["map", str(EXAMPLES / "map_llm_sn40l.toml"), "--set", "mapping.partitions=4", "--quiet"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    rows = [line.split()[0] for line in out[out.index(next(x for x in out if x.lstrip().startswith("part"))) + 1:]
+            if line.split() and line.split()[0].isdigit()]
+    assert rows == ["0", "2", "3"]
+    assert out[-1].startswith("partition 1 holds no kernel: the optimum leaves it empty (mapping.partitions = 4")
+    assert "forward in 0, backward in 2-3" in out[-1]

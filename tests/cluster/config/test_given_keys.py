@@ -72,7 +72,7 @@ def test_a_sweep_axis_the_workload_does_not_read_is_refused(tmp_path):
     spec, issues = parse_spec({"sweep": {"name": "x", "command": "run"}, "base": {"workload": {"kind": "race"}},
                                "axes": {"workload.decode.max_batch": [2, 4]}}, tmp_path)
     assert not issues
-    points, found, _ = expand(spec, RUN_SCHEMA)
+    points, found, _, _ = expand(spec, RUN_SCHEMA)
     assert not points and [str(i) for i in found] == [f"workload.decode.max_batch: {DECODE} (every point)"]
 
 

@@ -96,9 +96,12 @@ def test_the_front_is_exactly_the_non_dominated_feasible_trials(tmp_path, capsys
     assert len(listed) == len({json.dumps(json.loads(r["params"]), sort_keys=True) for r, d in zip(good, dominated)
                                if not d})
     assert sorted(pq.read_table(out / "pareto.parquet")["trial"].to_pylist()) == sorted(listed)
-    # the stated reference is the worst feasible value plus 10 % of the range, in each metric's direction
-    tps = [r["tokens_per_second"] for r in good]
-    assert result["reference"]["tokens_per_second"] == pytest.approx(min(tps) - 0.1 * (max(tps) - min(tps)))
+    # the stated reference is the base config's own run, twice as bad in each metric's direction
+    base = pq.read_table(out / "base.parquet").to_pylist()[0]
+    assert base["status"] == "completed" and set(result["reference_from"].values()) == {"base run"}
+    assert result["reference"] == pytest.approx({"tokens_per_second": base["tokens_per_second"] / 2,
+                                                 "peak_mu_reserved": base["peak_mu_reserved"] * 2,
+                                                 "energy_per_token_joules": base["energy_per_token_joules"] * 2})
     assert result["hypervolume"] > 0
 
 

@@ -31,7 +31,13 @@ def test_report_draws_an_exploration_continued_by_a_second_optimiser(tmp_path, c
     lines = {line.get_label(): line.get_ydata() for line in fig.axes[0].lines}
     assert sorted(lines) == ["random", "tpe"] and len(lines["random"]) == 6 and len(lines["tpe"]) == 4
     for y in lines.values():  # a running hypervolume never falls, and no subset beats all the trials
-        assert np.all(np.diff(y) >= 0) and y[-1] <= last.front.hypervolume * (1 + 1e-12)
+        assert np.all(np.diff(y) >= 0) and y[-1] <= last.front.normalized * (1 + 1e-12) <= 1.0
+    title = fig.axes[0].get_title()  # the reference of each objective, by the name the figures give it, and its rule
+    from cluster.report.labels import metric_parts
+
+    for o in spec.objectives:
+        assert f"{metric_parts(o.metric)[0]}: " in title and o.metric not in title
+    assert f"normalised {last.front.normalized:.3f}" in title
     fig = objectives_scatter(ex, plt)
     assert len(fig.axes) == 3  # three objectives: three pairs
     assert f"{len(last.front.pareto)} on the front" in fig._suptitle.get_text()

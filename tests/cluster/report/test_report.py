@@ -64,7 +64,7 @@ def test_report_of_a_noc_run_draws_its_figures_and_skips_the_memory_ones(tmp_pat
     assert main(["noc", "--k", "4", "--rates", "0.1,0.3", "--set", "noc.warmup_cycles=100",
                  "--set", "noc.measure_cycles=200", "--out", str(tmp_path), "--quiet"]) == 0
     capsys.readouterr()
-    assert main(["report", str(tmp_path)]) == 0
+    assert main(["report", str(tmp_path), "--formats", "png,pdf,svg"]) == 0
     out, err = capsys.readouterr()
     written = {p.split("/")[-1] for p in out.split()}
     assert written == {f"{name}.{fmt}" for name in ("latency_vs_load", "link_utilization")
@@ -73,8 +73,11 @@ def test_report_of_a_noc_run_draws_its_figures_and_skips_the_memory_ones(tmp_pat
     assert all((figures / w).read_bytes().startswith(PNG) for w in written if w.endswith(".png"))
     assert all((figures / w).read_bytes().startswith(b"%PDF") for w in written if w.endswith(".pdf"))
     assert all(b"<svg" in (figures / w).read_bytes()[:2000] for w in written if w.endswith(".svg"))
+    (line,) = err.strip().splitlines()  # one line on stderr; the skipped figures listed once, in a file
+    assert line.startswith("report: 2 figures (PDF, PNG, SVG)") and "4 skipped, listed in" in line, line
+    listed = (figures / "skipped.txt").read_text()
     for skipped in ("mu_utilization", "memory_over_time", "messages"):
-        assert f"skipped {skipped}" in err
+        assert f"skipped {skipped}" in listed
 
 
 def test_report_draws_memory_figures_from_run_tables(tmp_path, pyplot, capsys):
@@ -106,8 +109,9 @@ def test_report_of_a_sweep_plots_metrics_against_its_axes(tmp_path, pyplot, caps
     assert main(["sweep", str(spec), "--out", str(tmp_path / "out"), "--in-process", "--quiet"]) == 0
     assert main(["report", str(tmp_path / "out"), "--y", "avg_latency", "--quiet"]) == 0
     written = {p.split("/")[-1] for p in capsys.readouterr().out.split()}
-    assert {"s-avg_latency-vs-noc_rate.png", "s-avg_latency-vs-noc_vcs.png", "s-avg_latency-vs-noc_rate.pdf",
-            "s-avg_latency-vs-noc_rate.svg"} <= written
+    assert written == {f"s-avg_latency-vs-{x}.{fmt}" for x in ("noc_rate", "noc_vcs") for fmt in ("png", "pdf")}
+    assert main(["report", str(tmp_path / "out"), "--out", str(tmp_path / "all"), "--quiet"]) == 0
+    written = {p.split("/")[-1] for p in capsys.readouterr().out.split()}
     assert any(w.startswith("s-point-") and w.endswith("link_utilization.png") for w in written)
 
 
@@ -118,15 +122,18 @@ def _sweep(rows: list[dict], axes: list[str], command: str = "noc", orders=None)
 
 def test_seeds_become_a_mean_with_a_95_percent_confidence_interval(pyplot):
     """Known answer: values 1, 2, 3 have mean 2, sd 1, and t(0.975, 2) = 4.302653, so the CI is 4.302653 / sqrt 3."""
-    from cluster.report.sweep_figures import metric_vs_axis, series_of
+    from cluster.report.cells import panels
+    from cluster.report.sweep_figures import metric_vs_axis
 
     rows = [{"noc_rate": 0.1, "run_seed": s, "avg_latency": float(s)} for s in (1, 2, 3)]
-    (series,) = series_of(rows, "noc_rate", "avg_latency", None)
-    assert series.means == [2.0] and abs(series.errors[0] - 4.302653 / 3 ** 0.5) < 1e-5 and series.replicates == 3
+    ((series,),) = [p.series for p in panels(rows, "noc_rate", "avg_latency", None, [], {})]
+    cell = series.cells[0.1]
+    assert cell.mean == 2.0 and abs(cell.error - 4.302653 / 3 ** 0.5) < 1e-5 and len(cell.values) == 3
     fig = metric_vs_axis(_sweep(rows, ["noc_rate", "run_seed"]), "noc_rate", "avg_latency", None, pyplot)
     ax = fig.axes[0]
     assert ax.get_xlabel() == "noc.rate (flits/node/cycle)" and ax.get_ylabel() == "mean packet latency (cycles)"
-    assert "run_seed" not in ax.get_xlabel() and "95 % confidence interval" in fig._suptitle.get_text()
+    assert "run_seed" not in ax.get_xlabel() and "mean of 3 seeds per point; error bars: 95 % confidence interval" \
+        in fig._suptitle.get_text()
     pyplot.close(fig)
 
 
@@ -162,7 +169,8 @@ def test_categorical_axes_are_bars_in_the_spec_s_order(pyplot):
 
 
 def test_saturated_loads_are_marked_and_runs_that_did_not_complete_leave_the_mean(pyplot):
-    from cluster.report.sweep_figures import metric_vs_axis, series_of
+    from cluster.report.cells import panels
+    from cluster.report.sweep_figures import metric_vs_axis
 
     rows = [{"noc_rate": 0.1, "avg_latency": 20.0, "saturated": False},
             {"noc_rate": 0.5, "avg_latency": 900.0, "saturated": True}]
@@ -173,16 +181,19 @@ def test_saturated_loads_are_marked_and_runs_that_did_not_complete_leave_the_mea
     pyplot.close(fig)
     runs = [{"memory_policy": "static-multi", "run_seed": s, "tokens_per_second": v, "workload": "moe", "status": st}
             for s, v, st in ((1, 10.0, "completed"), (2, 12.0, "completed"), (3, 0.0, "deadlocked"))]
-    (series,) = series_of(runs, "memory_policy", "tokens_per_second", None)
-    assert series.means == [11.0] and series.unsteady == [True]  # the deadlocked seed is not averaged in
+    ((series,),) = [p.series for p in panels(runs, "memory_policy", "tokens_per_second", None, [], {})]
+    cell = series.cells["static-multi"]
+    assert cell.mean == 11.0 and cell.partial and cell.gap is None  # the deadlocked seed is not averaged in
 
 
-def test_identical_series_are_drawn_once_and_say_so(pyplot):
+def test_identical_series_keep_their_colours_and_say_so(pyplot):
     from cluster.report.sweep_figures import metric_vs_axis
 
     rows = [{"noc_rate": r, "noc_vcs": v, "avg_latency": 10.0 + r} for r in (0.1, 0.2) for v in (2, 4)]
     fig = metric_vs_axis(_sweep(rows, ["noc_rate", "noc_vcs"]), "noc_rate", "avg_latency", "noc_vcs", pyplot)
-    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["2, 4 (identical)"]
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["2", "4 (= 2)"]  # 4's line lies under 2's
+    colours = {c.get_label(): c.lines[0].get_color() for c in fig.axes[0].containers}
+    assert colours["2"] != colours["4 (= 2)"]
     pyplot.close(fig)
 
 
@@ -199,7 +210,7 @@ def test_energy_by_policy_stacks_the_components_to_each_run_total(pyplot):
     for p in fig.axes[0].patches:
         tops[p.get_x()] = max(tops.get(p.get_x(), 0.0), p.get_y() + p.get_height())
     assert sorted(tops.values()) == [6.0, 10.0]  # virtual 2 + 4 + 0; realloc-copy 2 + 6 + 2
-    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["cu", "mu", "realloc_copy"]
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["CU", "MU", "realloc copy"]  # as a paper writes them
     pyplot.close(fig)
 
 
@@ -215,3 +226,37 @@ def test_a_run_energy_bar_per_component_stacked_by_action(pyplot):
     assert sorted(tops.values()) == [1.5, 2.0, 3.0] and len(fig.axes[0].patches) == 4  # no bar for 0 J
     assert "6.5 J in all" in fig.axes[0].get_title()
     pyplot.close(fig)
+
+
+def test_a_compacted_sweep_gives_each_point_its_own_rows_of_every_table(tmp_path):
+    """A sweep of 1,000 points and more is compacted (cluster/sweep/compact.py): a point's figures still find
+    its rows, the same as in its own files before, and no other point's."""
+    from cluster.report.sources import discover
+    from cluster.sweep.compact import compact
+    from cluster.sweep.plan import plan_sweep
+    from cluster.sweep.runner import run_sweep
+    from tests.paths import EXAMPLES
+
+    spec = tmp_path / "s.toml"
+    spec.write_text(f'base = "{EXAMPLES / "kv_decode_pressure.toml"}"\n' + textwrap.dedent("""
+        [sweep]
+        name = "kv"
+        command = "run"
+        [axes]
+        memory.on_oom = ["preempt"]
+        workload.decode.requests = [2, 3]
+    """))
+    run_sweep(plan_sweep(spec), tmp_path / "out", quiet=True, in_process=True, compact="never")
+    (sweep,) = discover(tmp_path / "out").sweeps
+    points = sweep.result["point_id"].to_pylist()
+    before = {p: sweep.point_tables(p) for p in points}
+    assert all(len(t) >= 3 for t in before.values())  # the run's other tables: MU series, energy, ...
+    list(compact(tmp_path / "out"))
+    assert not list((tmp_path / "out" / "kv").rglob(f"{points[0]}*.parquet"))  # no point file left
+    (sweep,) = discover(tmp_path / "out").sweeps
+    for p in points:
+        after = sweep.point_tables(p)
+        assert sorted(after) == sorted(before[p])
+        for name, t in after.items():
+            assert set(t["point_id"].to_pylist()) == {p}
+            assert t.num_rows == before[p][name].num_rows

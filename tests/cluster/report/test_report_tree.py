@@ -56,7 +56,7 @@ def test_a_column_some_sweeps_lack_is_one_line_and_the_others_are_drawn(tree, ca
     got = capsys.readouterr()
     assert [p.rsplit("/", 1)[-1] for p in got.out.split() if p.endswith(".png")] == \
         ["sys-step_seconds_mean-vs-system_chips.png"]
-    notes = [line for line in got.err.splitlines() if not line.startswith("skipped")]
+    notes = [line for line in got.err.splitlines() if not line.startswith("report: ")]
     assert len(notes) == 1 and "Traceback" not in got.err, got.err
     assert all(w in notes[0] for w in ("system_chips", "step_seconds_mean", "n, nop, race", "drawn for sys"))
     assert main(["report", str(tree), "--out", str(tree / "none"), "--x", "no_such_axis"]) == 2
@@ -126,7 +126,7 @@ def test_panels_whose_scales_differ_get_their_own_y_axis(pyplot):
 
 
 def test_engineering_prefixes_known_answers():
-    assert units.engineering(5e-5, "J") == "50 uJ" and units.engineering(2.5e10, "B/s") == "25 GB/s"
+    assert units.engineering(5e-5, "J") == "50 \u00b5J" and units.engineering(2.5e10, "B/s") == "25 GB/s"
     assert units.engineering(1536, "B") == "1.536 kB" and units.engineering(0.1, "flits/node/cycle") == \
         "0.1 flits/node/cycle"
     assert units.engineering(16, "") == "16" and units.scale(0.00005, "cycles") == (1.0, "cycles")
@@ -142,7 +142,7 @@ def test_ticks_titles_and_legends_carry_prefixed_units(pyplot):
     fig = metric_vs_axis(sweep, "system_chips", "energy_per_token_joules", "workload_experts_skew", pyplot)
     fig.canvas.draw()
     ax = fig.axes[0]
-    assert ax.get_ylabel() == "energy per token (uJ)"
+    assert ax.get_ylabel() == "energy per token (\u00b5J)"
     ticks = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
     assert ticks and all("e" not in t and 0 <= float(t) < 500 for t in ticks), ticks  # 25..400 uJ, not 0.00005
     assert sorted(a.get_title() for a in fig.axes if a.get_visible() and a.get_title()) == \
@@ -171,9 +171,9 @@ def test_per_point_figures_say_which_point(tree, pyplot, monkeypatch):
     from cluster.report import render
 
     titles = {}
-    monkeypatch.setattr(render, "_save", lambda fig, path, report, plt: (
-        titles.__setitem__(path.name, fig._suptitle.get_text() if fig._suptitle else ""), plt.close(fig)))
-    render.write_report(tree, tree / "titles")
+    monkeypatch.setattr(render, "_save", lambda fig, path, plt, formats: (
+        titles.__setitem__(path.name, fig._suptitle.get_text() if fig._suptitle else ""), plt.close(fig), [])[-1])
+    render.write_report(tree, tree / "titles", workers=1)  # one process: the titles are seen here
     point = [n for n in titles if n.startswith("race-point-")]
     assert point
     for name in point:
