@@ -34,7 +34,7 @@ from sim.workloads.serving import (
     Objectives,
     RequestLog,
     meets_p99,
-    request_rows,
+    request_columns,
     samples_beyond_the_maximum,
     served_latencies,
 )
@@ -139,7 +139,7 @@ def attainment(scale: float, runs: ScaleRuns, slo: Objectives) -> Attainment:
     pooled = {"completed": all(s == "completed" for s in runs.statuses), "requests_failed": runs.failed,
               "ttft_p99_seconds": p99["ttft"], "tbt_p99_seconds": p99["tbt"]}
     met = meets_p99(pooled, slo)  # the replicas as one run
-    within = sum(r.meets_slo for r in request_rows(runs.logs, runs.clock_hz, slo))
+    within = int(np.count_nonzero(request_columns(runs.logs, runs.clock_hz, slo)["meets_slo"]))
     return Attainment(scale, bool(met), {
         "statuses": runs.statuses, "requests": len(runs.logs), "served": int(len(ttft)), "failed": runs.failed,
         "ttft_p99_seconds": p99["ttft"], "tbt_p99_seconds": p99["tbt"], "tbt_samples": int(len(tbt)),

@@ -92,11 +92,18 @@ class TableSchema:
         if not any(isinstance(data[n], _COLUMN_TYPES) for n in names):  # one row of scalars
             data = {n: [data[n]] for n in names}
         length = len(data[names[0]]) if names else 0
-        arrays = [pa.array(data[c.name], type=c.type) for c in self.columns]
-        for key, value in meta.columns().items():
+        arrays = [_array(data[c.name], c.type) for c in self.columns]
+        for key, value in meta.columns().items():  # one value, repeated without a Python list of it
             typ = next(c.type for c in META_COLUMNS if c.name == key)
-            arrays.append(pa.array([value] * length, type=typ))
+            arrays.append(pa.repeat(pa.scalar(value, type=typ), length))
         return pa.Table.from_arrays(arrays, schema=self.arrow)
+
+
+def _array(values, typ: pa.DataType) -> pa.Array:
+    """A column as Arrow: a list, an array (a masked array's masked values are nulls) or an Arrow array."""
+    if isinstance(values, np.ma.MaskedArray):
+        return pa.array(np.ma.getdata(values), mask=np.ma.getmaskarray(values), type=typ)
+    return pa.array(values, type=typ)
 
 
 # --------------------------------------------------------------------------- NoC

@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import astuple, dataclass
 from fractions import Fraction
-from typing import Any, ClassVar, Sequence
+from typing import Any, Callable, ClassVar, Sequence
 
 import numpy as np
 
@@ -106,57 +106,76 @@ class Objectives:
     def any(self) -> bool:
         return self.ttft > 0 or self.tbt > 0
 
-    def met(self, ttft: float, tbt_mean: float) -> bool:
-        return (self.ttft <= 0 or ttft <= self.ttft) and (self.tbt <= 0 or not tbt_mean > self.tbt)
-
-
-def _none_if_nan(x: float) -> float | None:
-    return None if x != x else float(x)
+    def met(self, ttft: np.ndarray, tbt_mean: np.ndarray) -> np.ndarray:
+        """Whether each request's TTFT and mean TBT meet the objectives (a NaN mean TBT, below 2 tokens, meets any)."""
+        ok_ttft = ttft <= self.ttft if self.ttft > 0 else np.ones(np.shape(ttft), dtype=bool)
+        return ok_ttft & np.logical_not(tbt_mean > self.tbt) if self.tbt > 0 else ok_ttft
 
 
 def _percentiles(name: str, values: np.ndarray) -> dict[str, float | None]:
     return {f"{name}_p{q}_seconds": float(np.percentile(values, q)) if len(values) else None for q in PERCENTILES}
 
 
-def request_rows(logs: list[RequestLog], clock_hz: float, slo: Objectives) -> list[RequestRow]:
-    """One row per request, by id."""
-    rows = []
-    for r in sorted(logs, key=lambda x: x.request):
-        t = np.asarray(r.token_cycles, dtype=np.float64) / clock_hz
-        arrival = r.arrival / clock_hz
-        first = float(t[0]) if len(t) else float("nan")
-        last = float(t[-1]) if len(t) else float("nan")
-        mean = (last - first) / (len(t) - 1) if len(t) > 1 else float("nan")
-        gaps = np.diff(t)
-        ttft = first - arrival
-        rows.append(RequestRow(
-            r.request, arrival, r.admitted / clock_hz if r.admitted >= 0 else float("nan"), first, last, len(t),
-            r.preemptions, ttft, mean, float(gaps.max()) if len(gaps) else float("nan"), last - arrival,
-            r.status == SERVED and len(t) > 0 and slo.met(ttft, mean), r.status))
-    return rows
+def _int_column(logs: list[RequestLog], value: Callable[[RequestLog], int]) -> np.ndarray:
+    return np.fromiter((value(x) for x in logs), dtype=np.int64, count=len(logs))
+
+
+def _nulls_where_nan(x: np.ndarray) -> np.ndarray:
+    """``x`` with its NaN (no such time) masked: null in the table (cluster/results/schemas.py)."""
+    return np.ma.MaskedArray(x, mask=np.isnan(x))
+
+
+def request_columns(logs: list[RequestLog], clock_hz: float, slo: Objectives) -> dict[str, Any]:
+    """run_requests' columns (``RequestRow``'s), one array each, by request id: a few numbers per
+    request, whatever its tokens (issue 27: a run's memory is its live state plus a row per request).
+    Each value is the float arithmetic of its definition on the token times in seconds."""
+    logs = sorted(logs, key=lambda x: x.request)
+    n = len(logs)
+    tokens = _int_column(logs, lambda x: len(x.token_cycles))
+    has = tokens > 0
+    arrival = _int_column(logs, lambda x: x.arrival) / clock_hz
+    admitted_at = _int_column(logs, lambda x: x.admitted)
+    admitted = np.where(admitted_at >= 0, admitted_at / clock_hz, np.nan)
+    first = np.where(has, _int_column(logs, lambda x: x.token_cycles[0] if len(x.token_cycles) else 0) / clock_hz,
+                     np.nan)
+    last = np.where(has, _int_column(logs, lambda x: x.token_cycles[-1] if len(x.token_cycles) else 0) / clock_hz,
+                    np.nan)
+    two = tokens > 1
+    mean = np.full(n, np.nan)
+    mean[two] = (last[two] - first[two]) / (tokens[two] - 1)
+    gap_max = np.full(n, np.nan)
+    for i in np.flatnonzero(two).tolist():  # the longest gap between the times in seconds
+        gap_max[i] = np.diff(np.asarray(logs[i].token_cycles, dtype=np.float64) / clock_hz).max()
+    ttft = first - arrival
+    status = [x.status for x in logs]
+    served = np.array([s == SERVED for s in status], dtype=bool) & has
+    meets = served & slo.met(ttft, mean)
+    return {"request": _int_column(logs, lambda x: x.request), "arrival_seconds": arrival,
+            "admitted_seconds": _nulls_where_nan(admitted), "first_token_seconds": _nulls_where_nan(first),
+            "finished_seconds": _nulls_where_nan(last), "tokens": tokens,
+            "preemptions": _int_column(logs, lambda x: x.preemptions), "ttft_seconds": _nulls_where_nan(ttft),
+            "tbt_mean_seconds": _nulls_where_nan(mean), "tbt_max_seconds": _nulls_where_nan(gap_max),
+            "e2e_seconds": _nulls_where_nan(last - arrival), "meets_slo": meets, "status": status}
 
 
 def serving_figures(logs: list[RequestLog], preemptions: list[PreemptionLog], clock_hz: float, seconds: float,
                     slo: Objectives) -> tuple[dict[str, Any], dict[str, Any]]:
     """The run summary's serving figures and the run_requests columns."""
-    rows = request_rows(logs, clock_hz, slo)
-    served = [r for r in rows if r.status == SERVED and r.tokens > 0]
+    cols = request_columns(logs, clock_hz, slo)
+    served = (np.array([s == SERVED for s in cols["status"]], dtype=bool) & (cols["tokens"] > 0))
     ttft, tbt = served_latencies(logs, clock_hz)
-    e2e = np.array([r.e2e_seconds for r in served])
-    good = sum(r.meets_slo for r in rows)
+    good = int(np.count_nonzero(cols["meets_slo"]))
+    n = len(cols["status"])
     summary: dict[str, Any] = {
-        "requests_finished": len(served),
+        "requests_finished": int(np.count_nonzero(served)),
         "preemptions": sum(1 for p in preemptions if p.what != "swap-in"),
-        "preempted_requests": sum(1 for r in rows if r.preemptions),
-        **_percentiles("ttft", ttft), **_percentiles("tbt", tbt), **_percentiles("e2e", e2e),
+        "preempted_requests": int(np.count_nonzero(cols["preemptions"])),
+        **_percentiles("ttft", ttft), **_percentiles("tbt", tbt),
+        **_percentiles("e2e", np.ma.getdata(cols["e2e_seconds"])[served]),
         "slo_ttft_seconds": slo.ttft or None, "slo_tbt_seconds": slo.tbt or None,
         "goodput_requests_per_second": good / seconds if slo.any and seconds > 0 else None,
-        "slo_attainment": good / len(rows) if slo.any and rows else None,
+        "slo_attainment": good / n if slo.any and n else None,
     }
-    cols = {name: [getattr(r, name) for r in rows] for name in RequestRow.__dataclass_fields__}
-    for name, vals in cols.items():  # NaN (no such time) is null in the table
-        if vals and isinstance(vals[0], float):
-            cols[name] = [_none_if_nan(v) for v in vals]
     return summary, {"requests": cols}
 
 

@@ -24,6 +24,11 @@ def run(raw: dict, shards: int = 1, cut: str = "rows", backend: str = "local", *
     return simulate_chip(config(raw, **flags), shards=shards, cut=cut, backend=backend)
 
 
+def listed(cols: dict) -> dict:
+    """A table's columns as lists (an array's masked value, no such time, as None), comparable with ==."""
+    return {k: v.tolist() if hasattr(v, "tolist") else list(v) for k, v in cols.items()}
+
+
 def race(reclaim: str, network: str = "packet", **race_keys) -> dict:
     """The race scenario on plasticine (the example's placement)."""
     raw = {"chip": {"preset": "plasticine"}, "noc": {"model": network, "max_packet_bytes": 8192},

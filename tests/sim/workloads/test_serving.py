@@ -3,8 +3,9 @@ hand count; a run's rows against their definitions."""
 
 import pytest
 
+from cluster.results import schemas
 from sim.workloads.serving import Objectives, RequestLog, meets_p99, serving_figures
-from tests.sim.chip.chiprun import run
+from tests.sim.chip.chiprun import listed, run
 
 CLOCK = 1000.0  # 1 kHz: a cycle is a millisecond, so the hand count reads in cycles
 
@@ -35,17 +36,31 @@ def test_percentiles_of_a_hand_made_trace_equal_a_hand_count():
     assert s["e2e_p99_seconds"] == pytest.approx(8e-3 + 0.97 * 2e-3)
     assert s["requests_finished"] == 4 and s["preempted_requests"] == 2
     assert s["goodput_requests_per_second"] is None  # no objectives
-    rows = t["requests"]
+    rows = listed(t["requests"])
     assert rows["ttft_seconds"][:4] == pytest.approx([2e-3, 4e-3, 2e-3, 10e-3])
     assert rows["tbt_mean_seconds"][:3] == pytest.approx([1.5e-3, 1e-3, 2e-3])
     assert rows["tbt_mean_seconds"][3] is None and rows["first_token_seconds"][4] is None
     assert rows["status"] == ["ok"] * 4 + ["failed"]
 
 
+def test_the_table_holds_a_null_where_a_request_has_no_such_time():
+    _, t = serving_figures(_logs(), [], CLOCK, 20 / CLOCK, Objectives())
+    table = schemas.RUN_REQUESTS.build(t["requests"], schemas.RunMeta("r1", "abc", 7)).to_pydict()
+    assert table["tbt_max_seconds"][:3] == pytest.approx([2e-3, 1e-3, 6e-3])
+    assert table["tbt_mean_seconds"][3] is None and table["tbt_max_seconds"][3] is None  # one token: no gap
+    assert table["ttft_seconds"][3] == pytest.approx(10e-3)
+    failed = {k: v[4] for k, v in table.items()}  # refused: never admitted, no token
+    assert [failed[k] for k in ("admitted_seconds", "first_token_seconds", "finished_seconds", "ttft_seconds",
+                                "e2e_seconds")] == [None] * 5
+    assert failed["arrival_seconds"] == pytest.approx(4e-3) and failed["tokens"] == 0 and not failed["meets_slo"]
+    assert table["admitted_seconds"][:4] == pytest.approx([0, 1e-3, 3e-3, 3e-3])
+    assert table["run_id"] == ["r1"] * 5 and table["seed"] == [7] * 5
+
+
 def test_goodput_counts_the_requests_meeting_both_objectives():
     # TTFT <= 3 ms: requests 0 and 2; mean TBT <= 1.5 ms: 0 and 1 (3 has one token: no TBT to miss)
     s, t = serving_figures(_logs(), [], CLOCK, 20 / CLOCK, Objectives(ttft=3e-3, tbt=1.5e-3))
-    assert t["requests"]["meets_slo"] == [True, False, False, False, False]
+    assert listed(t["requests"])["meets_slo"] == [True, False, False, False, False]
     assert s["goodput_requests_per_second"] == pytest.approx(1 / 0.02)
     assert s["slo_attainment"] == pytest.approx(1 / 5)
     s, _ = serving_figures(_logs(), [], CLOCK, 20 / CLOCK, Objectives(ttft=10e-3))
@@ -66,7 +81,7 @@ def test_a_runs_rows_follow_their_definitions():
         "output_tokens": {"dist": "fixed", "mean": 9}, "slo_ttft": "10us", "slo_tbt": "2us"}}}
     done = run(raw)
     s, t, res = done.summary, done.tables, done.simulation.outcome.reports
-    r = t["requests"]
+    r = listed(t["requests"])
     clock = 1e9  # plasticine
     assert r["request"] == list(range(6)) and r["tokens"] == [9] * 6 and s["requests_finished"] == 6
     logs = sorted((x for q in res for x in q.logged if isinstance(x, RequestLog)), key=lambda x: x.request)
