@@ -11,7 +11,7 @@ LLM = {"hidden": 512, "heads": 8, "seq": 128, "layers": 4, "global_batch": 16}
 
 
 def test_the_kinds_are_the_registered_generators():
-    assert WORKLOAD_KINDS == GENERATORS.names() == ("decode", "dlrm", "fft", "graph", "hpl", "llm", "moe")
+    assert WORKLOAD_KINDS == GENERATORS.names() == ("decode", "dlrm", "fft", "graph", "hpl", "llm", "moe", "serve-step")
 
 
 def test_a_spec_table_is_its_generators_keyword_arguments():
