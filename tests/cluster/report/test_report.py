@@ -235,18 +235,9 @@ def test_a_compacted_sweep_gives_each_point_its_own_rows_of_every_table(tmp_path
     from cluster.sweep.compact import compact
     from cluster.sweep.plan import plan_sweep
     from cluster.sweep.runner import run_sweep
-    from tests.paths import EXAMPLES
+    from tests.paths import pressure_sweep
 
-    spec = tmp_path / "s.toml"
-    spec.write_text(f'base = "{EXAMPLES / "kv_decode_pressure.toml"}"\n' + textwrap.dedent("""
-        [sweep]
-        name = "kv"
-        command = "run"
-        [axes]
-        memory.on_oom = ["preempt"]
-        workload.decode.requests = [2, 3]
-    """))
-    run_sweep(plan_sweep(spec), tmp_path / "out", quiet=True, in_process=True, compact="never")
+    run_sweep(plan_sweep(pressure_sweep(tmp_path)), tmp_path / "out", quiet=True, in_process=True, compact="never")
     (sweep,) = discover(tmp_path / "out").sweeps
     points = sweep.result["point_id"].to_pylist()
     before = {p: sweep.point_tables(p) for p in points}

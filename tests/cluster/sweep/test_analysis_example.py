@@ -4,13 +4,12 @@ not the NoC's avg_latency it does not have; a metric that is not there is one li
 import json
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
 from cluster.sweep.plan import plan_sweep
 from cluster.sweep.runner import run_sweep
-from tests.paths import EXAMPLES
+from tests.paths import EXAMPLES, pressure_sweep
 
 EXAMPLE = EXAMPLES / "analysis.py"
 
@@ -18,16 +17,7 @@ EXAMPLE = EXAMPLES / "analysis.py"
 @pytest.fixture(scope="module")
 def run_sweep_dir(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("analysis")
-    spec = tmp / "s.toml"
-    spec.write_text(f'base = "{EXAMPLES / "kv_decode_pressure.toml"}"\n' + textwrap.dedent("""
-        [sweep]
-        name = "kv"
-        command = "run"
-        [axes]
-        memory.on_oom = ["preempt"]
-        workload.decode.requests = [2, 3]
-    """))
-    run_sweep(plan_sweep(spec), tmp / "out", quiet=True, in_process=True)
+    run_sweep(plan_sweep(pressure_sweep(tmp)), tmp / "out", quiet=True, in_process=True)
     return tmp / "out" / "kv"
 
 

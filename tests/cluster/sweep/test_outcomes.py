@@ -2,14 +2,13 @@
 when any point did not complete; `rdasim sweep status` gives the same counts and lists the points."""
 
 import json
-import textwrap
 
 import pyarrow as pa
 import pytest
 
 from cluster.cli import main
 from cluster.sweep.outcomes import outcomes, ranges
-from tests.paths import EXAMPLES
+from tests.paths import pressure_sweep
 
 
 def test_a_point_counts_once_by_its_worst_row_and_only_points_of_the_sweep_count():
@@ -29,8 +28,7 @@ def test_a_point_counts_once_by_its_worst_row_and_only_points_of_the_sweep_count
 def mixed(tmp_path_factory):
     """One point of each way a run ends, on the over-committed trace (each a second or less)."""
     tmp = tmp_path_factory.mktemp("outcomes")
-    spec = tmp / "s.toml"
-    spec.write_text(f'base = "{EXAMPLES / "kv_decode_pressure.toml"}"\n' + textwrap.dedent("""
+    spec = pressure_sweep(tmp, """
         [sweep]
         name = "ends"
         command = "run"
@@ -43,7 +41,7 @@ def mixed(tmp_path_factory):
         [[points]]
         "memory.on_oom" = "preempt"                 # completes
         "workload.decode.requests" = 2
-    """))
+    """)
     return spec, tmp / "out"
 
 
