@@ -157,10 +157,11 @@ def run_case(name: str, repeats: int, budget: float, auto: bool, cold: bool = Fa
     # Ray's killed actors die asynchronously: a run right after a Ray run shares the cores
     # with them for a moment, so each Ray run is followed by a pause, and "auto" (which may
     # run in this process) comes before the forced Ray run, never right after it
+    smoke = name.endswith("-smoke")  # no target: it checks that 2 shards on Ray give the same answer
     configs = {"one_process": (1, "local")}
     if auto and "auto" in targets:
         configs["auto"] = ("auto", "ray")
-    if "ray2" in targets or name.endswith("-smoke"):  # the smoke run checks 2 shards give the same answer
+    if "ray2" in targets or smoke:
         configs["ray2"] = (2, "ray")
     runs: dict[str, list[dict]] = {c: [] for c in configs}
     total = None
@@ -173,7 +174,7 @@ def run_case(name: str, repeats: int, budget: float, auto: bool, cold: bool = Fa
                     init_ray(num_cpus=os.cpu_count())
                 r = _one(kind, what, shards, backend, budget if conf == "ray2" else 1e9, total)
                 if backend == "ray":
-                    time.sleep(0.0 if name.endswith("-smoke") else SETTLE_SECONDS)
+                    time.sleep(0.0 if smoke else SETTLE_SECONDS)
                 if conf == "one_process":
                     total = r["sim_cycles"]
                     one_rss = one_rss or round(_rss_mb(), 1)  # before Ray starts in this process
