@@ -337,7 +337,7 @@ def _bound(F: np.ndarray, D: np.ndarray) -> float:
 
 def place_on_grid(plan: MappingPlan, spec: ChipSpec, seed: int = 0, room: MuRoom | None = None,
                   restarts: int = 2, max_cus: int = 0, stream_bytes: int = 0, rounds: int = ROUNDS,
-                  bound: bool = True) -> GridPlacement:
+                  bound: bool = True, by_bytes: bool = False) -> GridPlacement:
     """Place every partition of ``plan`` on ``spec``'s grid: the plan of one chip, or of a system
     without pipeline stages (every chip runs the same per-chip slices: TP and DP).
 
@@ -348,7 +348,11 @@ def place_on_grid(plan: MappingPlan, spec: ChipSpec, seed: int = 0, room: MuRoom
     its weight per tile, whatever its output (0: the output rule alone). Each CU streams its
     share over its own link, so a memory-bound kernel needs CUs in many rows, not only
     enough FLOPs; ``rounds``: alternations of the local search at most; ``bound``: compute
-    the Gilmore-Lawler bound (one more assignment problem; 0 reported without it).
+    the Gilmore-Lawler bound (one more assignment problem; 0 reported without it);
+    ``by_bytes``: a kernel's CUs in proportion to the larger of its share of the partition's
+    FLOPs and of its bytes streamed from off chip (streamed weights, cache reads and appends),
+    not of its FLOPs alone: in a memory-bound step every CU's stream then carries about as many
+    bytes, and none (attention reading the KV caches on a few CUs) ends long after the rest.
     """
     if not plan.feasible:
         raise PlacementError(f"the plan is {plan.status}: {plan.reason}")
@@ -368,7 +372,14 @@ def place_on_grid(plan: MappingPlan, spec: ChipSpec, seed: int = 0, room: MuRoom
         caps = [max(1, min(max_cus or len(cu_tiles), max(int(k.m * k.n * plan.word) // MIN_SHARE,
                                                           _stream_cap(k, plan, stream_bytes))))
                 for k in kernels]
-        counts = dict(zip(part.kernels, cu_counts([k.flop for k in kernels], len(cu_tiles), caps)))
+        work = [k.flop for k in kernels]
+        if by_bytes:
+            flops = sum(work) or 1.0
+            streams = [_streamed(k) for k in kernels]
+            total = sum(streams) or 1.0
+            work = [max(f / flops, b / total) for f, b in zip(work, streams)]
+            caps = [max(c, _stream_cap(k, plan, stream_bytes, _streamed(k))) for c, k in zip(caps, kernels)]
+        counts = dict(zip(part.kernels, cu_counts(work, len(cu_tiles), caps)))
         slot_of: dict[tuple[str, int], int] = {}
         for k in kernels:
             for j in range(counts[k.name]):
@@ -399,11 +410,21 @@ def place_on_grid(plan: MappingPlan, spec: ChipSpec, seed: int = 0, room: MuRoom
                          _place_caches(plan, parts, spec, room))
 
 
-def _stream_cap(k: KernelPlan, plan: MappingPlan, stream_bytes: int) -> int:
-    """CUs a streamed weight's kernel may spread its stream over (0: no such rule)."""
-    if stream_bytes <= 0 or not k.streamed or k.weight_bytes <= 0:
+def _stream_cap(k: KernelPlan, plan: MappingPlan, stream_bytes: int, nbytes: float = -1.0) -> int:
+    """CUs a streamed weight's kernel (or one streaming ``nbytes`` a pass) may spread its stream
+    over (0: no such rule)."""
+    if nbytes < 0:
+        if not k.streamed or k.weight_bytes <= 0:
+            return 0
+        nbytes = k.weight_bytes
+    if stream_bytes <= 0 or nbytes <= 0:
         return 0
-    return int(k.weight_bytes / max(1, plan.num_tiles) // stream_bytes)
+    return int(nbytes / max(1, plan.num_tiles) // stream_bytes)
+
+
+def _streamed(k: KernelPlan) -> float:
+    """Bytes a kernel streams from off chip a pass: its streamed weight and its cache traffic."""
+    return (k.weight_bytes if k.streamed else 0.0) + k.extra_dram_bytes
 
 
 def _place_caches(plan: MappingPlan, parts: list[PlacedPartition], spec: ChipSpec, room: MuRoom) -> tuple:

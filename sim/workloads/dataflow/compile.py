@@ -58,11 +58,14 @@ class BufferSpec:
 
 @dataclass(frozen=True)
 class StripeRead:
-    """What a CU reads of one stripe each tile."""
+    """What a CU reads of one stripe each tile: from the MU itself, or (a multicast read,
+    ``multicast_trees``) relayed to it by ``parent``; it relays what it gets on to ``children``."""
 
     buffer: int
     stripe: int
     nbytes: int
+    parent: int = -1  # the CU relaying it (-1: read from the MU)
+    children: tuple[int, ...] = ()  # the CUs it relays it to
 
 
 @dataclass(frozen=True)
@@ -160,6 +163,36 @@ def stripe_holders(part: PartitionProgram) -> dict[tuple[int, int], list[int]]:
     return {key: sorted(cus) for key, cus in users.items()}
 
 
+def multicast_trees(cus: tuple[int, ...], stripes: int, cols: int) -> list[dict[int, tuple[int, tuple[int, ...]]]]:
+    """For each stripe of a tile every one of ``cus`` reads whole, each CU's (parent, children)
+    in the tree that multicasts it: the root reads it from its MU (parent -1) and every CU
+    relays what it receives to its children, so the MU sends the stripe once and each CU
+    receives it once ("one injection, replicated along a tree": Enright Jerger, Peh and
+    Lipasti, "Virtual Circuit Tree Multicasting", ISCA 2008, against a unicast per
+    destination; here the copies are made at the destinations' routers, as path-based
+    multicast absorbs and forwards at each destination: Lin, McKinley and Ni, IEEE TPDS 5(8),
+    1994). The tree halves recursively over the CUs in snake order of their tiles (a
+    binomial-like tree: depth log2 n, two children a CU at most, neighbours near the leaves);
+    stripe s starts the order s n / stripes further on, so every CU is an inner node of some
+    stripes' trees and none relays them all."""
+    order = sorted(cus, key=lambda t: (t // cols, t % cols if (t // cols) % 2 == 0 else -(t % cols)))
+    n = len(order)
+    out = []
+    for s in range(stripes):
+        k = s * n // max(1, stripes)
+        ring = order[k:] + order[:k]
+        tree: dict[int, tuple[int, tuple[int, ...]]] = {}
+        stack = [(0, n, -1)]
+        while stack:
+            lo, hi, parent = stack.pop()
+            mid = lo + 1 + (hi - lo) // 2  # the rest [lo + 1, hi) in two halves
+            kids = [(a, b) for a, b in ((lo + 1, mid), (mid, hi)) if a < min(b, hi)]
+            tree[ring[lo]] = (parent, tuple(ring[a] for a, _ in kids))
+            stack += [(a, min(b, hi), ring[lo]) for a, b in kids]
+        out.append(tree)
+    return out
+
+
 def reads_whole(kernel, batched_share: bool = False) -> bool:
     """Does every CU of ``kernel`` need all of each input tile? GEMMs do (each CU computes some
     output rows from every input column), unless their outer dimension is routed experts
@@ -222,9 +255,11 @@ def check_expert_parallel(plan: MappingPlan) -> None:
 
 
 def build_partitions(plan: MappingPlan, placement: GridPlacement, spec: ChipSpec,
-                     homes: Homes = IN_MUS, batched_share: bool = False) -> tuple[PartitionProgram, ...]:
+                     homes: Homes = IN_MUS, batched_share: bool = False,
+                     multicast: bool = False) -> tuple[PartitionProgram, ...]:
     """What every CU does in each partition, from a single-chip plan and its grid placement
-    (``homes``: where weights and caches live; ``batched_share``: reads_whole's).
+    (``homes``: where weights and caches live; ``batched_share``: reads_whole's; ``multicast``:
+    a tile every CU of a kernel reads whole reaches them by multicast, ``multicast_trees``).
     Over a TP group of chips a kernel over routed experts holds ``experts / tp`` of them on each
     chip (its CUs' ``experts`` count from 0 on every chip; sim/chip/exchange.py moves the tokens)."""
     kplan = {k.name: k for k in plan.kernels}
@@ -250,13 +285,15 @@ def build_partitions(plan: MappingPlan, placement: GridPlacement, spec: ChipSpec
             buffers.append(BufferSpec(pb.name, pb.kind, pb.depth, tuple(stripes), lags.get(pb.name, 0)))
             for c in pb.consumers:
                 cus = kernels[c].cus
+                whole = reads_whole(kplan[c], batched_share) and pb.kind == "tiles"
+                trees = multicast_trees(cus, len(pb.stripes), spec.cols) if whole and multicast else None
                 for j, cu in enumerate(cus):
-                    lo, hi = (0, pb.tile_bytes) if reads_whole(kplan[c], batched_share) and pb.kind == "tiles" \
-                        else share(pb.tile_bytes, len(cus), j)
+                    lo, hi = (0, pb.tile_bytes) if whole else share(pb.tile_bytes, len(cus), j)
                     for s, st in enumerate(pb.stripes):
                         nbytes = min(hi, st.hi) - max(lo, st.lo)
                         if nbytes > 0:
-                            reads.setdefault(cu, []).append(StripeRead(b, s, nbytes))
+                            parent, children = trees[s][cu] if trees else (-1, ())
+                            reads.setdefault(cu, []).append(StripeRead(b, s, nbytes, parent, children))
                             if stripes[s].writer >= 0:
                                 r = readers.setdefault((b, stripes[s].writer), [])
                                 if cu not in r:

@@ -89,9 +89,10 @@ class DataflowParams(Workload):
     @classmethod
     def from_plan(cls, plan: MappingPlan, placement: GridPlacement, spec: ChipSpec,
                   passes: int = 1, skew: float = 0.0, homes: Homes = IN_MUS,
-                  batched_share: bool = False) -> "DataflowParams":
-        """Compile a plan and its addressed placement into the partitions every CU runs."""
-        parts = build_partitions(plan, placement, spec, homes, batched_share)
+                  batched_share: bool = False, multicast: bool = False) -> "DataflowParams":
+        """Compile a plan and its addressed placement into the partitions every CU runs
+        (``multicast``: build_partitions')."""
+        parts = build_partitions(plan, placement, spec, homes, batched_share, multicast)
         layers = max(1, plan.layers_per_stage)
         weights = sum(int(round(k.weight_bytes)) for k in plan.kernels) * layers if homes.weights != "mu" else 0
         kv = growth = 0

@@ -15,7 +15,9 @@ Partitions run one after another, started by a controller (the CU at tile (0, 0)
    tiles' requests in flight, like a DMA engine's queue), compute for ``FLOPs / (CUs x 2 x lanes
    x stages)`` cycles (a lane x stage unit retires a fused multiply-add per cycle), write
    its share of the output tile to its stripes (after a credit says the reader is done with
-   the slot ``depth`` tiles back: flow control) or to DRAM for a spilled tensor;
+   the slot ``depth`` tiles back: flow control) or to DRAM for a spilled tensor; a tile the
+   kernel's CUs all read whole may come by multicast (compile.multicast_trees: its tree's
+   root reads each stripe from the MU, every CU relays it to its children on arrival);
 3. a CU done with every tile (and whose last tiles have been read) drops its references
    and reports; the partition ends when every CU has, and the protocol frees the buffers.
 
@@ -54,6 +56,7 @@ CACHE = 1 << 40  # REFERENCE tags of cache stripes (partition buffers' tags stay
 PREFETCH = 2  # tiles whose operands a CU has asked for at once (the one it waits for and the next)
 PARTIALS = 4  # tiles of partial sums a CU holds while its peers reduce them (a kernel with collectives)
 SIGNAL = 1 << 60  # tag space of a CU's tasks signalling each other
+MULTICAST = 1 << 58  # tag space of a stripe relayed down its multicast tree (multicast_tag)
 WRITTEN, FREED = 1, 2  # a tile's reduction is written: for the next tile's writer, for the compute loop
 DRAM_INTERLEAVE = 2048  # bytes a transfer puts on each DRAM interface at least (a packet's data)
 LOAD_CHUNK = 16384  # bytes of a weight one DRAM interface streams per load request
@@ -84,12 +87,20 @@ class Dataflow:
         # what each CU of each partition needs before it starts: the stripes it touches
         self.needs = [{s.cu: stripe_needs(s) for s in part.slots} for part in p.partitions]
         self.holders = [stripe_holders(part) for part in p.partitions]
+        # (CU, buffer, stripe) -> the CUs it relays that stripe's tiles to (multicast reads)
+        self.relays = [{(s.cu, r.buffer, r.stripe): r.children for s in part.slots for r in s.reads if r.children}
+                       for part in p.partitions]
 
     def start(self, cu):
         return self._control(cu) if cu.uid == self.p.controller else None
 
     def on_message(self, cu, msg):
         st = cu.state
+        if msg.kind == m.WRITE and msg.tag & MULTICAST:  # a multicast stripe: relay it on, then take it
+            run, b, s = msg.tag >> 44 & 0x3FFF, msg.tag >> 14 & 0x3FFF, msg.tag & 0x3FFF
+            self._relay_on(cu, self.relays[run % len(self.p.partitions)].get((cu.uid, b, s), ()), msg.tag,
+                           msg.nbytes, msg.status)
+            return None
         if is_landing(msg):  # a peer chip's landing buffer for this CU's tokens
             take_landing_reference(cu, msg)
             return None
@@ -295,6 +306,22 @@ class Dataflow:
                         alloc=ref.alloc, flags=m.STREAM)
                 k += 1
 
+    # ------------------------------------------------------------------ multicast reads
+    def _relay(self, cu, tag: int, mtag: int, children: tuple[int, ...]):
+        """The root of a stripe's multicast tree: its read from the MU, relayed on arrival."""
+        got = yield Replies([tag], "memory")
+        self._relay_on(cu, children, mtag, got[tag].nbytes, got[tag].status)
+
+    @staticmethod
+    def _relay_on(cu, children: tuple[int, ...], mtag: int, nbytes: int, status: int) -> None:
+        """Send a multicast stripe to this CU's children in its tree and hand it to the kernel's
+        task (now, or when it waits for it)."""
+        for c in children:
+            cu.send(m.WRITE, c, nbytes=nbytes, tag=mtag, status=status)
+        if status != m.STATUS_OK:
+            cu.state["relay_failed"] = True
+        cu.signal(mtag)
+
     # ------------------------------------------------------------------ a kernel's slice on one CU
     def _tp_group(self, slot: SlotSpec) -> tuple[int, ...]:
         """The chips this CU's collectives run over (empty: none, or a chip on its own)."""
@@ -361,6 +388,14 @@ class Dataflow:
                 if i < buf.lag:  # a loop-carried tile from before the loop's first: none to read
                     continue
                 pos = st.tile_bytes * (i - buf.lag + 1) if buf.kind == "tiles" else st.tile_bytes
+                if r.parent >= 0 or r.children:  # by multicast: its tree's root reads it, the rest are relayed it
+                    mtag = multicast_tag(start.buf, i, r.buffer, r.stripe)
+                    if r.parent < 0:
+                        t = cu.request(m.READ_REQ, ref.mu, nbytes=r.nbytes, arg=pos, mu=ref.mu, buf=ref.buf,
+                                       alloc=ref.alloc, flags=m.STREAM)
+                        cu.spawn(self._relay(cu, t, mtag, r.children))
+                    tags.append(mtag)
+                    continue
                 tags.append(cu.request(m.READ_REQ, ref.mu, nbytes=r.nbytes, arg=pos, mu=ref.mu, buf=ref.buf,
                                        alloc=ref.alloc, flags=m.STREAM))
             for u, n in _dram_parts(slot.dram_read, first + i, units):
@@ -424,7 +459,16 @@ class Dataflow:
         shard.log(KernelRecord(start.buf, slot.kernel, cu.uid, t0, shard.now, compute, _bytes_in(part, slot),
                                _bytes_out(part, slot)))
         failed = failed or bool(cu.state.pop("exchange_failed", False))  # a landing buffer it could not have
+        failed = failed or bool(cu.state.pop("relay_failed", False))  # a multicast stripe's read failed
         cu.send(m.ACK, start.src, tag=start.tag, arg=m.FAILED if failed else m.FINISHED)
+
+
+def multicast_tag(run: int, tile: int, buffer: int, stripe: int) -> int:
+    """Tag of tile ``tile``'s part of a stripe relayed down its multicast tree (each CU receives
+    it once, so it is unique at every CU)."""
+    if run >= 1 << 14 or tile >= 1 << 16 or buffer >= 1 << 14 or stripe >= 1 << 14:
+        raise ValueError(f"multicast tag out of range: run {run}, tile {tile}, buffer {buffer}, stripe {stripe}")
+    return MULTICAST | (run << 44) | (tile << 28) | (buffer << 14) | stripe
 
 
 def signal_tag(run: int, tile: int, what: int) -> int:

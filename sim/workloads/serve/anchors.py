@@ -47,6 +47,7 @@ from sim.workloads.serve.shapes import StepShape, layer_cost
 
 LAYERS = 6  # layers a memory-bound anchor's looped run simulates (module docstring: the fifth is steady)
 PIPELINE = 20  # iterations a compute-bound anchor's run simulates: its pipeline full, then steady
+DECODE_TILE = 16  # tokens a tile of a memory-bound step at least: larger batches run in tiles that pipeline
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,8 @@ def compute_bound(model: ModelSpec, shape: StepShape, spec) -> bool:
 
 
 def simulate_anchor(cfg, model: ModelSpec, shape: StepShape, tiles_max: int = 32, stream_bytes: int = 64 * 1024,
-                    mapping: dict | None = None, layers: int = LAYERS, pipeline: int = PIPELINE) -> StepPlanRun:
+                    mapping: dict | None = None, layers: int = LAYERS, pipeline: int = PIPELINE,
+                    multicast: bool = True, decode_tile: int = DECODE_TILE) -> StepPlanRun:
     """Map, loop, place and simulate the step of ``shape`` on ``cfg``'s chip (a ChipConfig: its
     NoC, memory policy and reclamation protocol); ValueError if it does not map or place.
     A memory-bound step runs in one tile a layer, ``layers`` layers of it; a compute-bound one
@@ -118,16 +120,23 @@ def simulate_anchor(cfg, model: ModelSpec, shape: StepShape, tiles_max: int = 32
                          "the last)")
     source = spec.tiers[0].name
     busy = compute_bound(model, shape, spec)
-    plan = step_plan(model, shape, spec, tiles_max if busy else 1, mapping or {})
+    want = tiles_max if busy else max(1, min(tiles_max, shape.tokens // decode_tile))
+    plan = step_plan(model, shape, spec, want, mapping or {})
     tiles = max(1, plan.num_tiles)
-    lp = looped(plan, layers, FIRST, LAST, iterations=min(tiles, pipeline) if busy else 0)
+    if busy:
+        iterations = min(tiles, pipeline)
+    elif tiles > 1:  # a pipelined memory-bound layer: its steady state spans a layer boundary or more
+        iterations = min(layers * tiles, max(pipeline, 2 * tiles))
+    else:
+        iterations = 0
+    lp = looped(plan, layers, FIRST, LAST, iterations=iterations)
     try:  # the local search cut short and no bound: the weights' streams, not the NoC, set a step's pace
         placement = place_on_grid(lp, spec, cfg.seed, cfg.policy.room(cfg.mu), stream_bytes=stream_bytes, rounds=2,
-                                  bound=False)
+                                  bound=False, by_bytes=True)
         placement = plan_addresses(replace(placement, caches=()), spec.mu_bytes, "greedy")
     except PlacementError as exc:
         raise ValueError(f"{model.name}: the step of {shape.tokens} tokens does not fit {spec.name}: {exc}") from None
-    params = DataflowParams.from_plan(lp, placement, spec, 1, 0.0, Homes(source, source, source), True)
+    params = DataflowParams.from_plan(lp, placement, spec, 1, 0.0, Homes(source, source, source), True, multicast)
     end, ends, sent = _run(replace(cfg, workload=params, trace=False, memory_map_cycle=-1))
     cus = sum(len(k.cus) for k in placement.partitions[0].kernels)
     lb, lf = _plan_cost(plan)
@@ -135,6 +144,9 @@ def simulate_anchor(cfg, model: ModelSpec, shape: StepShape, tiles_max: int = 32
     if busy:  # the pipeline's steady state: its last few tiles' spacing
         k = min(4, len(ends) - 1)
         period = (ends[-1] - ends[-1 - k]) / k
+    elif tiles > 1:  # the later half's mean spacing, at least a tile's share of the layer's bytes over the bandwidth
+        k = len(ends) // 2
+        period = max((ends[-1] - ends[-1 - k]) / k, lb / tiles / spec.tiers[0].bytes_per_cycle(spec.clock_hz))
     else:  # the mean layer from the first layer's end to the last but one's, at least the layer's
         # bytes over the tier's bandwidth (module docstring)
         period = max((ends[-2] - ends[0]) / (len(ends) - 2), lb / spec.tiers[0].bytes_per_cycle(spec.clock_hz))
