@@ -111,3 +111,21 @@ def test_local_search_and_bound_bracket_the_optimum_on_small_grids(seed):
     opt = _brute_force(F, D)
     _, _, found = _assign(F, D, seed, restarts=4)
     assert _bound(F, D) <= opt + 1e-9 <= found + 1e-9
+
+
+def test_by_bytes_gives_a_kernel_cus_for_its_share_of_the_streamed_bytes():
+    """A weight GEMM streaming 8 MiB and an attention reading 8 MiB of cache with an eighth of
+    its FLOPs: by FLOPs attention gets 1/9 of the 64 CUs; by the larger of its FLOP share (1/9)
+    and byte share (1/2) it gets (1/2) / (8/9 + 1/2) = 9/25 of them, the GEMM 16/25."""
+    from sim.workloads.dataflow.planning import weights_streamed
+
+    mib8 = 8 * 1024 * 1024
+    ks = [Kernel("w", GW, 2048, 2048, 64), Kernel("attn", GG, 512, 128, 64, 8, extra_dram_bytes=mib8)]
+    plan = weights_streamed(plan_of(chain(ks), 64, 64, partitions=1))
+    w, attn = plan.kernels
+    assert w.streamed and w.weight_bytes == mib8 and attn.flop * 8 == w.flop
+    for by_bytes, share in ((False, 1 / 9), (True, 9 / 25)):
+        placed = place_on_grid(plan, SPEC, 0, by_bytes=by_bytes)
+        cus = {k.name: len(k.cus) for k in placed.partitions[0].kernels}
+        assert sum(cus.values()) == SPEC.cu_count
+        assert abs(cus["attn"] - share * SPEC.cu_count) <= 1

@@ -25,7 +25,21 @@ a batch-8 step's spans went 300k, 300k, 820k cycles in turn over 12 layers, mean
 roofline of 445k; priced from the fifth layer's span alone it came out 22 % below its
 roofline). Four spans do not always average such a cycle out, so ``b`` is at least the layer's
 bytes over the tier's bandwidth: in a steady loop every layer's weights pass through the tier,
-which no span can beat on average. A compute-bound anchor (prefill) runs its layer in up to 32
+which no span can beat on average. A memory-bound step of more tokens (a decode batch of 8 or
+more) runs its layer in tiles of 4 tokens, 8 tiles at most, so that the layer's kernels
+pipeline instead of waiting for each other in turn (in one tile of 64 tokens, a layer's 14
+kernels ran one after another, 0.96 M cycles against the weights' 0.50 M), and its kernels' CUs
+follow their share of the streamed bytes as well as of the FLOPs (placement's ``by_bytes``:
+by FLOPs alone attention got 4 CUs at batch 64, each streaming 8.4 MB of KV a layer while
+every other CU streamed 0.4 MB, and since the tier shares its bandwidth per flow those
+flows ended last, 0.6 M cycles after the weights); it simulates 12 iterations (two layers at
+least) and takes ``b`` per iteration as the mean spacing of the later half, at least a
+tile's share of the layer's bytes over the bandwidth. Every anchor's tiles that a kernel's
+CUs all read whole (a weight GEMM's input, spread over up to 554 CUs by its weight) reach
+them by multicast, one read from each MU a stripe, relayed down a tree over the CUs
+(sim/workloads/dataflow/compile.multicast_trees): read by every CU in turn, a batch-64
+layer's operands moved 911 MB over the NoC from a few dozen MUs against 503 MB of weights
+from HBM, 1.4 M of its 2.05 M cycles. A compute-bound anchor (prefill) runs its layer in up to 32
 tiles, a pipeline: it simulates the first 20 iterations (the pipeline full, a layer's tile
 waiting for the layer below only after the pipeline has passed) and takes ``b`` per iteration
 from the last few tiles' spacing. Simulating all of a model's layers would give the same figure
@@ -47,7 +61,9 @@ from sim.workloads.serve.shapes import StepShape, layer_cost
 
 LAYERS = 6  # layers a memory-bound anchor's looped run simulates (module docstring: the fifth is steady)
 PIPELINE = 20  # iterations a compute-bound anchor's run simulates: its pipeline full, then steady
-DECODE_TILE = 16  # tokens a tile of a memory-bound step at least: larger batches run in tiles that pipeline
+DECODE_TILE = 4  # tokens a tile of a memory-bound step at least: larger batches run in tiles that pipeline ...
+DECODE_TILES = 8  # ... up to this many tiles a layer
+STEADY = 12  # iterations a tiled memory-bound anchor's run simulates at least (two layers' at least)
 
 
 @dataclass(frozen=True)
@@ -101,12 +117,17 @@ def compute_bound(model: ModelSpec, shape: StepShape, spec) -> bool:
 
 def simulate_anchor(cfg, model: ModelSpec, shape: StepShape, tiles_max: int = 32, stream_bytes: int = 64 * 1024,
                     mapping: dict | None = None, layers: int = LAYERS, pipeline: int = PIPELINE,
-                    multicast: bool = True, decode_tile: int = DECODE_TILE) -> StepPlanRun:
+                    multicast: bool = True, decode_tile: int = DECODE_TILE, steady: int = STEADY,
+                    by_bytes: bool | None = None) -> StepPlanRun:
     """Map, loop, place and simulate the step of ``shape`` on ``cfg``'s chip (a ChipConfig: its
     NoC, memory policy and reclamation protocol); ValueError if it does not map or place.
-    A memory-bound step runs in one tile a layer, ``layers`` layers of it; a compute-bound one
-    in ``tiles_max`` tiles a layer (its pipeline full: a layer's tile waits for the layer below
-    only after the whole pipeline has passed), ``pipeline`` iterations of it (a layer at most)."""
+    A memory-bound step runs in tiles of ``decode_tile`` tokens (DECODE_TILES at most): in one
+    tile a layer, ``layers`` layers of it, in several ``steady`` iterations (two layers' at
+    least); a compute-bound one in ``tiles_max`` tiles a layer (its pipeline full: a layer's
+    tile waits for the layer below only after the whole pipeline has passed), ``pipeline``
+    iterations of it (a layer at most). ``multicast``: a tile a kernel's CUs all read whole
+    reaches them by multicast (compile.multicast_trees); ``by_bytes``: the placement's
+    (default: for a tiled memory-bound step)."""
     from mapping.placement import PlacementError
     from sim.workloads.dataflow.compile import Homes
     from sim.workloads.dataflow.params import DataflowParams
@@ -120,19 +141,19 @@ def simulate_anchor(cfg, model: ModelSpec, shape: StepShape, tiles_max: int = 32
                          "the last)")
     source = spec.tiers[0].name
     busy = compute_bound(model, shape, spec)
-    want = tiles_max if busy else max(1, min(tiles_max, shape.tokens // decode_tile))
+    want = tiles_max if busy else max(1, min(tiles_max, DECODE_TILES, shape.tokens // decode_tile))
     plan = step_plan(model, shape, spec, want, mapping or {})
     tiles = max(1, plan.num_tiles)
     if busy:
         iterations = min(tiles, pipeline)
     elif tiles > 1:  # a pipelined memory-bound layer: its steady state spans a layer boundary or more
-        iterations = min(layers * tiles, max(pipeline, 2 * tiles))
+        iterations = min(layers * tiles, max(steady, 2 * tiles))
     else:
         iterations = 0
     lp = looped(plan, layers, FIRST, LAST, iterations=iterations)
     try:  # the local search cut short and no bound: the weights' streams, not the NoC, set a step's pace
         placement = place_on_grid(lp, spec, cfg.seed, cfg.policy.room(cfg.mu), stream_bytes=stream_bytes, rounds=2,
-                                  bound=False, by_bytes=True)
+                                  bound=False, by_bytes=(tiles > 1 and not busy) if by_bytes is None else by_bytes)
         placement = plan_addresses(replace(placement, caches=()), spec.mu_bytes, "greedy")
     except PlacementError as exc:
         raise ValueError(f"{model.name}: the step of {shape.tokens} tokens does not fit {spec.name}: {exc}") from None

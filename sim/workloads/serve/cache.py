@@ -17,7 +17,7 @@ import json
 import os
 from pathlib import Path
 
-FORMAT = 3  # 3: a memory-bound anchor's layer is the mean of its steady layers
+FORMAT = 4  # 3: a memory-bound anchor's layer is the mean of its steady layers; 4: multicast, tiled decode
 
 
 def key(cfg, model, options, shape, depth: tuple[int, int]) -> str:
