@@ -153,7 +153,8 @@ def simulate_anchor(cfg, model: ModelSpec, shape: StepShape, tiles_max: int = 32
     lp = looped(plan, layers, FIRST, LAST, iterations=iterations)
     try:  # the local search cut short and no bound: the weights' streams, not the NoC, set a step's pace
         placement = place_on_grid(lp, spec, cfg.seed, cfg.policy.room(cfg.mu), stream_bytes=stream_bytes, rounds=2,
-                                  bound=False, by_bytes=(tiles > 1 and not busy) if by_bytes is None else by_bytes)
+                                  bound=False, by_bytes=(tiles > 1 and not busy) if by_bytes is None else by_bytes,
+                                  by_io=True)
         placement = plan_addresses(replace(placement, caches=()), spec.mu_bytes, "greedy")
     except PlacementError as exc:
         raise ValueError(f"{model.name}: the step of {shape.tokens} tokens does not fit {spec.name}: {exc}") from None
