@@ -129,3 +129,20 @@ def test_by_bytes_gives_a_kernel_cus_for_its_share_of_the_streamed_bytes():
         cus = {k.name: len(k.cus) for k in placed.partitions[0].kernels}
         assert sum(cus.values()) == SPEC.cu_count
         assert abs(cus["attn"] - share * SPEC.cu_count) <= 1
+
+
+def test_by_io_gives_an_elementwise_kernel_cus_for_the_bytes_through_its_links():
+    """An elementwise kernel after a GEMM reads the GEMM's 2 MiB output a pass (512 tokens x
+    2,048 x 2 B; its own output leaves the graph) with 2,048 x 512 FLOPs: by FLOPs it gets 2 of
+    the 64 CUs; counting what one CU computes while its link (one flit a cycle) moves those
+    2 MiB, that work's share of them (10)."""
+    ks = [Kernel("g", GW, 2048, 16, 512), Kernel("e", EW, 2048, 1, 512)]
+    plan = plan_of(chain(ks), 512, 64, partitions=1)
+    g, e = plan.kernels
+    io = 2048 * 512 * plan.word
+    work = io * SPEC.cu_flops_per_cycle / (SPEC.flit_bits / 8)
+    assert work > 5 * e.flop
+    for by_io, w in ((False, e.flop), (True, work)):
+        placed = place_on_grid(plan, SPEC, 0, by_io=by_io)
+        cus = {k.name: len(k.cus) for k in placed.partitions[0].kernels}
+        assert abs(cus["e"] - w / (w + g.flop) * SPEC.cu_count) <= 1
