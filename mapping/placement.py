@@ -337,7 +337,8 @@ def _bound(F: np.ndarray, D: np.ndarray) -> float:
 
 def place_on_grid(plan: MappingPlan, spec: ChipSpec, seed: int = 0, room: MuRoom | None = None,
                   restarts: int = 2, max_cus: int = 0, stream_bytes: int = 0, rounds: int = ROUNDS,
-                  bound: bool = True, by_bytes: bool = False, by_io: bool = False) -> GridPlacement:
+                  bound: bool = True, by_bytes: bool = False, by_io: bool = False,
+                  min_share: int = MIN_SHARE) -> GridPlacement:
     """Place every partition of ``plan`` on ``spec``'s grid: the plan of one chip, or of a system
     without pipeline stages (every chip runs the same per-chip slices: TP and DP).
 
@@ -369,7 +370,7 @@ def place_on_grid(plan: MappingPlan, spec: ChipSpec, seed: int = 0, room: MuRoom
         # a CU's share of a tile's output no smaller than MIN_SHARE bytes: finer splits of a
         # small tile cost more messages than they save cycles (every consumer CU of a GEMM
         # reads the whole tile from every producer CU)
-        caps = [max(1, min(max_cus or len(cu_tiles), max(int(k.m * k.n * plan.word) // MIN_SHARE,
+        caps = [max(1, min(max_cus or len(cu_tiles), max(int(k.m * k.n * plan.word) // min_share,
                                                           _stream_cap(k, plan, stream_bytes))))
                 for k in kernels]
         work = [k.flop for k in kernels]

@@ -26,7 +26,7 @@ roofline of 445k; priced from the fifth layer's span alone it came out 22 % belo
 roofline). Four spans do not always average such a cycle out, so ``b`` is at least the layer's
 bytes over the tier's bandwidth: in a steady loop every layer's weights pass through the tier,
 which no span can beat on average. A memory-bound step of more tokens (a decode batch of 8 or
-more) runs its layer in tiles of 4 tokens, 8 tiles at most, so that the layer's kernels
+more) runs its layer in a tile per 4 tokens, 8 tiles at most, so that the layer's kernels
 pipeline instead of waiting for each other in turn (in one tile of 64 tokens, a layer's 14
 kernels ran one after another, 0.96 M cycles against the weights' 0.50 M), and its kernels' CUs
 follow their share of the streamed bytes as well as of the FLOPs (placement's ``by_bytes``:
@@ -39,7 +39,12 @@ CUs all read whole (a weight GEMM's input, spread over up to 554 CUs by its weig
 them by multicast, one read from each MU a stripe, relayed down a tree over the CUs
 (sim/workloads/dataflow/compile.multicast_trees): read by every CU in turn, a batch-64
 layer's operands moved 911 MB over the NoC from a few dozen MUs against 503 MB of weights
-from HBM, 1.4 M of its 2.05 M cycles. A compute-bound anchor (prefill) runs its layer in up to 32
+from HBM, 1.4 M of its 2.05 M cycles. With multicast operands a CU may compute as little as
+128 B of a tile's output (placement's ``min_share``; 512 B otherwise): at 512 B a 512-token
+prompt's Down projection (16 tokens x 4,096 x 2 B a tile) had 256 CUs, the pipeline's slowest
+stage, 9 % over the tile's FLOPs. An elementwise kernel gets CUs for the bytes through its
+links as well as its FLOPs (``by_io``: a 2,048-token prompt's softmax read and wrote 4.2 MB a
+tile through one CU). A compute-bound anchor (prefill) runs its layer in up to 32
 tiles, a pipeline: it simulates the first 20 iterations (the pipeline full, a layer's tile
 waiting for the layer below only after the pipeline has passed) and takes ``b`` per iteration
 from the last few tiles' spacing. Simulating all of a model's layers would give the same figure
@@ -63,6 +68,7 @@ LAYERS = 6  # layers a memory-bound anchor's looped run simulates (module docstr
 PIPELINE = 20  # iterations a compute-bound anchor's run simulates: its pipeline full, then steady
 DECODE_TILE = 4  # tokens a tile of a memory-bound step at least: larger batches run in tiles that pipeline ...
 DECODE_TILES = 8  # ... up to this many tiles a layer
+MIN_SHARE = 128  # bytes of a tile's output a CU computes at least: multicast operands make finer splits cheap
 STEADY = 12  # iterations a tiled memory-bound anchor's run simulates at least (two layers' at least)
 
 
@@ -154,7 +160,7 @@ def simulate_anchor(cfg, model: ModelSpec, shape: StepShape, tiles_max: int = 32
     try:  # the local search cut short and no bound: the weights' streams, not the NoC, set a step's pace
         placement = place_on_grid(lp, spec, cfg.seed, cfg.policy.room(cfg.mu), stream_bytes=stream_bytes, rounds=2,
                                   bound=False, by_bytes=(tiles > 1 and not busy) if by_bytes is None else by_bytes,
-                                  by_io=True)
+                                  by_io=True, min_share=MIN_SHARE)
         placement = plan_addresses(replace(placement, caches=()), spec.mu_bytes, "greedy")
     except PlacementError as exc:
         raise ValueError(f"{model.name}: the step of {shape.tokens} tokens does not fit {spec.name}: {exc}") from None
