@@ -34,8 +34,8 @@ def test_every_cu_receives_each_stripe_once_from_a_tree_of_depth_log2_n(n):
         assert all(tree[k][0] == c for c, (_, kids) in tree.items() for k in kids)
         assert max(len(kids) for _, kids in tree.values()) <= 2
 
-        def depth(c: int) -> int:
-            return 0 if tree[c][0] < 0 else 1 + depth(tree[c][0])
+        def depth(c: int, tree: dict = tree) -> int:
+            return 0 if tree[c][0] < 0 else 1 + depth(tree[c][0], tree)
 
         assert max(depth(c) for c in cus) == int(math.log2(n))
     assert len(roots) == min(n, stripes)  # the stripes' reads start at different CUs
