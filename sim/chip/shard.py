@@ -55,6 +55,7 @@ _E = np.zeros(0, dtype=np.int64)
 NF = len(m.FIELDS)
 STREAM_JITTER = 101  # rng stream ids of the chip (sim/rng.py uses 1..3 for the NoC)
 DELIVERY, TIMER = 0, 1
+BUSY_MIN = 64  # busy cycles a tile's network interface keeps before the first prune
 _DATA_KINDS = frozenset({m.WRITE, m.APPEND, m.READ_RESP})  # messages whose data adds to their packets
 
 
@@ -119,6 +120,10 @@ class ChipShard:
         # cycle to try (pointers with path compression: a burst of sends finds its free cycles
         # in near-constant time each, not by scanning every cycle already taken)
         self.ni_busy: dict[int, dict[int, int]] = {int(t): {} for t in self.my_tiles}
+        # a tile's busy cycles are pruned (those before ``now``: no send looks there again) when
+        # they have doubled since the last prune: a burst that books thousands of cycles ahead is
+        # copied O(1) times a cycle booked, not once every few thousand cycles while it drains
+        self._busy_cap: dict[int, int] = dict.fromkeys(self.ni_busy, BUSY_MIN)
         self.inbox: dict[int, InboxEntry] = {}  # message id -> its packets still on the way
         self.pkt_to_msg: dict[int, int] = {}
         self._offers: list[int] = []  # packets to offer, flat: (cycle, source tile, destination tile, flits) each
@@ -152,7 +157,6 @@ class ChipShard:
         self.trace_events: list[tuple] = []
         self.trace_dropped = 0
         self.memory_map: dict | None = None  # the MUs' contents at run.memory_map's cycle, once taken
-        self._pruned = 0
         # start the workload's units
         for unit in self.units.values():
             if isinstance(unit, ComputeUnit):
@@ -210,6 +214,9 @@ class ChipShard:
                 p2m[c * tiles + src_tile] = mid
             else:
                 self._out_pkts.append((c * tiles + src_tile, mid, dst_tile))
+        if len(busy) > self._busy_cap[src_tile]:
+            busy = self.ni_busy[src_tile] = {c: n for c, n in busy.items() if c >= now}
+            self._busy_cap[src_tile] = max(BUSY_MIN, 2 * len(busy))
         if local:
             self.inbox[mid] = InboxEntry(msg, n)
         else:
@@ -311,8 +318,6 @@ class ChipShard:
             if len(out):
                 net_out.append(out)
             collect()
-            if t - self._pruned > 4096:
-                self._prune(t)
         self.t = t1
         return self._outbound(net_out)
 
@@ -372,12 +377,6 @@ class ChipShard:
             pk = pm = pt = _E
         self._out_msgs, self._out_pkts = [], []
         return ChipBoundary(net, msgs, pk, pm, pt)
-
-    def _prune(self, t: int) -> None:
-        for tile, busy in self.ni_busy.items():
-            if len(busy) > 64:
-                self.ni_busy[tile] = {c: n for c, n in busy.items() if c >= t}
-        self._pruned = t
 
     def next_event(self) -> float:
         return min(self.heap[0][0] if self.heap else float("inf"), self.net.next_event())
