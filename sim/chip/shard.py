@@ -77,6 +77,20 @@ class InboxEntry:
     packets_left: int
     last_arrival: int = 0  # cycle the latest of its packets arrived
 
+def _book(busy: dict[int, int], c: int) -> int:
+    """Book the first cycle at or after ``c`` that ``busy`` (busy cycle -> a later cycle to try)
+    does not hold, compressing the path walked, and return it."""
+    if c in busy:
+        path = []
+        while c in busy:
+            path.append(c)
+            c = busy[c]
+        for x in path:
+            busy[x] = c
+    busy[c] = c + 1
+    return c
+
+
 class ChipShard:
     def __init__(self, cfg: ChipConfig, region: Region, workload: Program) -> None:
         self.cfg = cfg
@@ -93,6 +107,8 @@ class ChipShard:
         mine = np.zeros(self.tiles, dtype=bool)
         mine[self.my_tiles] = True
         self.mine = mine
+        self._mine = mine.tolist()  # per tile, as send reads it once a message
+        self._tile_of = self.lay.tile.tolist()
         self.workload = workload
         self.now = 0
         self.t = 0
@@ -187,27 +203,34 @@ class ChipShard:
         if jitter:
             j = int(rng.below(self.cfg.seed, STREAM_JITTER, unit.uid, unit.sent, jitter + 1))
             ready = [r + j for r in ready] if isinstance(ready, list) else ready + j
-        readies = ready if isinstance(ready, list) else [ready] * n
         src_tile = unit.tile
         # a message for another chip crosses this chip's NoC to the IO unit its route leaves by
-        dst_tile = int(self.lay.tile[dst if msg.chip < 0 else self.egress[msg.chip]])
-        local = bool(self.mine[dst_tile])
+        dst_tile = self._tile_of[dst if msg.chip < 0 else self.egress[msg.chip]]
+        local = self._mine[dst_tile]
         busy = self.ni_busy[src_tile]
         tiles, mid, offers, p2m = self.tiles, msg.msg, self._offers, self.pkt_to_msg
         first = now + NI_LATENCY
+        if n == 1 and not isinstance(ready, list):  # most messages: one packet, the loop below once
+            c = _book(busy, ready if ready > first else first)
+            offers.extend((c, src_tile, dst_tile, flits[0]))
+            if local:
+                p2m[c * tiles + src_tile] = mid
+                self.inbox[mid] = InboxEntry(msg, 1)
+            else:
+                self._out_pkts.append((c * tiles + src_tile, mid, dst_tile))
+                self._out_msgs.append(msg.row())
+            if len(busy) > self._busy_cap[src_tile]:
+                self._prune(src_tile, now)
+            self.sent_count[kind] += 1
+            self.sent_packets[kind] += 1
+            self.sent_flits[kind] += flits[0]
+            return msg
+        readies = ready if isinstance(ready, list) else [ready] * n
         last_r, c = -1, first - 1
         for r, f in zip(readies, flits):
             # the first free cycle at or after max(r, first); when readies do not decrease,
             # every cycle from there up to the previous packet's is already taken
-            c = max(r, first, c + 1) if r >= last_r else max(r, first)
-            if c in busy:  # the first free cycle from c on
-                path = []
-                while c in busy:
-                    path.append(c)
-                    c = busy[c]
-                for x in path:
-                    busy[x] = c
-            busy[c] = c + 1
+            c = _book(busy, max(r, first, c + 1) if r >= last_r else max(r, first))
             last_r = r
             offers.extend((c, src_tile, dst_tile, f))  # flat: rows of 4 (_flush_offers)
             if local:
@@ -215,8 +238,7 @@ class ChipShard:
             else:
                 self._out_pkts.append((c * tiles + src_tile, mid, dst_tile))
         if len(busy) > self._busy_cap[src_tile]:
-            busy = self.ni_busy[src_tile] = {c: n for c, n in busy.items() if c >= now}
-            self._busy_cap[src_tile] = max(BUSY_MIN, 2 * len(busy))
+            self._prune(src_tile, now)
         if local:
             self.inbox[mid] = InboxEntry(msg, n)
         else:
@@ -225,6 +247,11 @@ class ChipShard:
         self.sent_packets[kind] += n
         self.sent_flits[kind] += sum(flits)
         return msg
+
+    def _prune(self, tile: int, now: int) -> None:
+        """Forget ``tile``'s busy cycles before ``now`` (no send looks before its own ``now``)."""
+        busy = self.ni_busy[tile] = {c: x for c, x in self.ni_busy[tile].items() if c >= now}
+        self._busy_cap[tile] = max(BUSY_MIN, 2 * len(busy))
 
     def leave_chip(self, msg: m.Message) -> None:
         """An IO unit hands ``msg`` to the chip network now."""
