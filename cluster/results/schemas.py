@@ -620,8 +620,9 @@ SYSTEM_SUMMARY = TableSchema(
         Column("tokens", _I, "serve-system: tokens generated"),
         Column("requests_failed", _I, "serve-system: requests refused"),
         *(c for c in SERVING_COLUMNS if c.name in ("requests_finished", "preemptions", "slo_ttft_seconds",
-                                                   "slo_tbt_seconds", "goodput_requests_per_second", "slo_attainment")
-          or c.name.endswith("_seconds") and c.name[:4] in ("ttft", "tbt_", "e2e_")),
+                                                   "slo_tbt_seconds", "goodput_requests_per_second", "slo_attainment",
+                                                   "kv_bytes_saved")
+          or c.name.endswith("_seconds") and c.name[:4] in ("ttft", "tbt_", "e2e_") or c.name.startswith("prefix_")),
         *(c for c in SERVE_COLUMNS if c.name in ("model", "serve_steps", "anchors")),
         Column("use_after_free", _I, "grid chips: oracle over every chip's log (references cross chips)"),
         Column("double_free", _I, "grid chips: oracle: frees of already-freed allocations"),

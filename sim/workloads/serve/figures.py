@@ -11,6 +11,7 @@ from dataclasses import astuple, dataclass, fields
 from typing import ClassVar
 
 from sim.chip.records import column
+from sim.workloads.prefix_sharing import PrefixLog, prefix_figures
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,5 +125,6 @@ def serve_figures(params, logged: list, clock_hz: float) -> tuple[dict, dict]:
         "anchor_efficiency_min": min((a.efficiency for a in anchors), default=None),
         "anchor_efficiency_max": max((a.efficiency for a in anchors), default=None),
         "step_error": failure,
+        **prefix_figures([x for x in logged if isinstance(x, PrefixLog)]),
     }
     return summary, {"steps": _columns(steps, StepLog), "anchors": _columns(anchors, AnchorLog)}
