@@ -148,6 +148,7 @@ def summarize_system(cfg: SystemConfig, results: list[SystemResult]) -> tuple[di
     }
     if chip_rows:
         tables["chips"] = chip_rows
+    tables.update(w.system_tables(records, cfg))
     h = hashlib.sha256()
     h.update(repr([x.row() for x in records]).encode())
     h.update(link_bytes.astype("<i8").tobytes())
@@ -231,6 +232,8 @@ class SystemJob:
                   "system_links": schemas.SYSTEM_LINKS.build(cols["links"], meta)}
         if "chips" in cols:
             tables["system_chips"] = schemas.SYSTEM_CHIPS.build(cols["chips"], meta)
+        if "requests" in cols:  # a serving system: its requests' latencies, as a chip run's
+            tables["run_requests"] = schemas.RUN_REQUESTS.build(cols["requests"], meta)
         return result(self.command, meta, self.cfg, summary["status"], summary["status_detail"], summary, tables,
                       simulations=[one.simulation])
 

@@ -123,6 +123,24 @@ class ServeSystemParams(ServeParams):
 
     def system_figures(self, records: list, cfg) -> dict:
         """The serving figures of the scheduler chip's records, and its steps and anchors."""
+        summary, _ = self._served(records, cfg)
+        mine = [r for r in records if r.chip == 0]
+        tokens = sum(1 for r in mine if r.kind == "token")
+        prefixes = [PrefixLog(r.ident, *(int(x) for x in r.kind.split(":")[1:]), r.nbytes)
+                    for r in mine if r.kind.startswith("prefix:")]
+        summary.update(model=self.whole.name if self.whole else self.model.name, tp=self.tp,
+                       serve_steps=sum(1 for r in mine if r.kind == "step"),
+                       anchors=sum(1 for r in mine if r.kind == "anchor"), tokens=tokens,
+                       requests_failed=sum(1 for r in mine if r.kind.startswith("request:") and r.kind != "request:ok"),
+                       **prefix_figures(prefixes))
+        return summary
+
+    def system_tables(self, records: list, cfg) -> dict:
+        """run_requests: every request's latencies, as a chip run's."""
+        return self._served(records, cfg)[1]
+
+    def _served(self, records: list, cfg) -> tuple[dict, dict]:
+        """The serving figures and run_requests columns of the scheduler chip's records."""
         mine = [r for r in records if r.chip == 0]
         tokens: dict[int, list[int]] = {}
         for r in mine:
@@ -133,17 +151,8 @@ class ServeSystemParams(ServeParams):
                 for r in mine if r.kind.startswith("request:")]
         moves = [PreemptionLog(r.ident, 0, "recompute", r.start, r.start, r.end, r.nbytes)
                  for r in mine if r.kind == "preempt"]
-        prefixes = [PrefixLog(r.ident, *(int(x) for x in r.kind.split(":")[1:]), r.nbytes)
-                    for r in mine if r.kind.startswith("prefix:")]
         seconds = max((r.end for r in records), default=0) / cfg.clock_hz
-        summary, _ = serving_figures(reqs, moves, cfg.clock_hz, seconds, Objectives(self.slo_ttft, self.slo_tbt))
-        summary.update(model=self.whole.name if self.whole else self.model.name, tp=self.tp,
-                       serve_steps=sum(1 for r in mine if r.kind == "step"),
-                       anchors=sum(1 for r in mine if r.kind == "anchor"),
-                       tokens=sum(len(t) for t in tokens.values()),
-                       requests_failed=sum(1 for r in reqs if r.status != "ok"))
-        summary.update(prefix_figures(prefixes))
-        return summary
+        return serving_figures(reqs, moves, cfg.clock_hz, seconds, Objectives(self.slo_ttft, self.slo_tbt))
 
 
 class ServeSystem(Requests):
