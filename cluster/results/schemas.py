@@ -623,7 +623,9 @@ SYSTEM_SUMMARY = TableSchema(
                                                    "slo_tbt_seconds", "goodput_requests_per_second", "slo_attainment",
                                                    "kv_bytes_saved")
           or c.name.endswith("_seconds") and c.name[:4] in ("ttft", "tbt_", "e2e_") or c.name.startswith("prefix_")),
-        *(c for c in SERVE_COLUMNS if c.name in ("model", "serve_steps", "anchors")),
+        *(c for c in SERVE_COLUMNS if c.name in ("model", "serve_steps", "anchors", "anchors_cached",
+                                                 "anchor_wall_seconds", "anchor_efficiency_min",
+                                                 "anchor_efficiency_max")),
         Column("use_after_free", _I, "grid chips: oracle over every chip's log (references cross chips)"),
         Column("double_free", _I, "grid chips: oracle: frees of already-freed allocations"),
         Column("premature_free", _I, "grid chips: oracle: frees while true references (on any chip) were live"),

@@ -48,6 +48,7 @@ from sim.workloads.kv_decode import Requests, _trace_of, prefix_block_issues
 from sim.workloads.prefix_sharing import PrefixLog, prefix_figures
 from sim.workloads.serve.batcher import Batcher
 from sim.workloads.serve.costs import StepCosts
+from sim.workloads.serve.figures import anchor_figures
 from sim.workloads.serve.params import ServeParams, cost_options
 from sim.workloads.serve.shapes import StepShape
 from sim.workloads.serving import Objectives, PreemptionLog, RequestLog, serving_figures
@@ -135,9 +136,12 @@ class ServeSystemParams(ServeParams):
                        **prefix_figures(prefixes))
         return summary
 
-    def system_tables(self, records: list, cfg) -> dict:
-        """run_requests: every request's latencies, as a chip run's."""
-        return self._served(records, cfg)[1]
+    def system_views(self, records: list, logged: list, cfg) -> tuple[dict, dict]:
+        """The anchors' figures (their wall time, those a step cache gave) and run_requests and
+        run_anchors, as a chip run's; the anchors simulated join the step cache, if there is one."""
+        figures, tables = anchor_figures(self, logged)
+        del figures["anchors"]  # the hashed count, from the records (system_figures)
+        return figures, {**self._served(records, cfg)[1], **tables}
 
     def _served(self, records: list, cfg) -> tuple[dict, dict]:
         """The serving figures and run_requests columns of the scheduler chip's records."""
@@ -272,6 +276,7 @@ class SystemScheduler(Batcher):
             self.chip.send(c, COMMAND_BYTES, COMMAND + self.steps, (STOP,))
         for i, a in enumerate(self.prog.costs.logs):
             self.shard.record("anchor", self.chip.cid, i, 0, a.cycles, a.tokens)
+            self.shard.log(a)
 
 
 def _attention_share(model: ModelSpec, spec, shape: StepShape) -> float:

@@ -84,30 +84,36 @@ kind = "serve-system"
 model = "llama-3.1-70b"
 requests = 3
 arrival_interval = 1000
-prompt_tokens = {dist = "fixed", mean = 24}
-output_tokens = {dist = "fixed", mean = 3}
+prompt_tokens = {{dist = "fixed", mean = 24}}
+output_tokens = {{dist = "fixed", mean = 3}}
 step_anchor_ratio = 1e9
 step_context_ratio = 1e9
 slo_ttft = "10s"
 slo_tbt = "1s"
+step_cache = "{cache}"
 """
 
 
 def test_a_node_run_writes_the_serving_metrics_alike_in_one_process_and_on_ray(tmp_path, ray_session):
     """Llama-3.1-70B over 4 sockets (``rdasim run``): system_summary carries the serving metrics
-    and run_requests a row a request, the same in one process and with a chip a shard on Ray."""
+    and run_requests a row a request, the same in one process and with a chip a shard on Ray; the
+    first run's anchors (run_anchors) go to the step cache, and the Ray run takes them from it."""
     import pyarrow.parquet as pq
 
     from cluster.cli import main
 
     cfg = tmp_path / "node.toml"
-    cfg.write_text(NODE_TOML)
+    cfg.write_text(NODE_TOML.format(cache=tmp_path / "anchors.json"))
     got = {}
     for name, flags in (("one", []), ("ray", ["--shards", "4", "--backend", "ray"])):
         out = tmp_path / name
         assert main(["run", str(cfg), "--out", str(out), "--quiet", *flags]) == 0
         summary = pq.read_table(out / "system_summary").to_pylist()[0]
         reqs = pq.read_table(out / "run_requests").to_pylist()
+        anchors = pq.read_table(out / "run_anchors").to_pylist()
+        assert len(anchors) == summary["anchors"] == 2  # a prefill and a decode shape (ratios 1e9)
+        assert summary["anchors_cached"] == (0 if name == "one" else 2)
+        assert all(a["cached"] == (name == "ray") for a in anchors)
         got[name] = summary, reqs
     (one, reqs), (ray, ray_reqs) = got["one"], got["ray"]
     assert one["result_hash"] == ray["result_hash"] and ray["shards"] == 4 and ray["backend"] == "ray"
