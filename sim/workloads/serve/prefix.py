@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sim.workloads.prefix_sharing import PrefixLog
+from sim.workloads.prefix_sharing import PrefixLog, leading
 
 
 @dataclass(eq=False)
@@ -54,10 +54,7 @@ class PrefixPool:
 
     def hits(self, ids) -> int:
         """Leading blocks of ``ids`` the index holds."""
-        k = 0
-        while k < len(ids) and int(ids[k]) in self.index:
-            k += 1
-        return k
+        return leading(ids, self.index)
 
     def hold(self, ids, k: int) -> list[Block]:
         """An admission holds the first ``k`` blocks of ``ids`` (its hits)."""
