@@ -80,11 +80,11 @@ def live(name: str, argv: list[str], env: dict) -> dict:
 
 
 def quick(specs: tuple[str, ...] = ("sweep_policies.toml", "sweep_noc.toml", "sweep_run.toml")) -> None:
-    """The recorded point seconds of the example sweeps, replayed (tests/cluster/test_progress.py's replay)."""
+    """The recorded point seconds of the example sweeps, replayed (cluster/progress_replay.py)."""
+    from cluster.progress_replay import replay, shown_at
     from cluster.sweep.cost import features, prior
     from cluster.sweep.plan import plan_sweep
     from cluster.sweep.runner import interleaved
-    from tests.cluster.test_progress import _at, _replay
 
     recorded = json.loads((ROOT / "tests" / "data" / "eta" / "point_seconds.json").read_text())
     for spec in specs:
@@ -93,14 +93,14 @@ def quick(specs: tuple[str, ...] = ("sweep_policies.toml", "sweep_noc.toml", "sw
         cost = dict(zip((p.id for p in plan.points), recorded[spec]))
         points = interleaved(plan.points)
         costs = [cost[p.id] + (recorded["start_up"][spec] if i < 2 else 0.0) for i, p in enumerate(points)]
-        replay = _replay(costs, [features(p.values) for p in points], parallel=2,
-                         priors=[prior(plan.command.name, p.config) for p in points])
-        total = replay[-1][0] + 1
+        said = replay(costs, [features(p.values) for p in points], parallel=2,
+                      priors=[prior(plan.command.name, p.config) for p in points])
+        total = said[-1].at + 1
         row = {"benchmark": "eta_replay", "sweep": spec, "replayed_seconds": round(total, 1),
                "target": "ratio within 0.5-2 at each share"}
         for share in SHARES:
-            found = _at(replay, total, share)
-            ratio = round(found[1] / found[2], 2) if found else None
+            found = shown_at(said, total, share)
+            ratio = round(found.left / found.truth, 2) if found else None
             row[f"ratio_at_{int(share * 100)}"] = ratio
             row[f"at_{int(share * 100)}"] = _verdict(ratio)
         row["seconds"] = round(time.perf_counter() - start, 2)

@@ -7,15 +7,8 @@ import math
 import pytest
 
 from cluster.progress import ETA_AFTER_SECONDS, Progress, WorkEta, _duration
+from cluster.progress_replay import ManualClock, replay, shown_at
 from tests.paths import EXAMPLES, TEST_DATA
-
-
-class Clock:
-    def __init__(self):
-        self.t = 0.0
-
-    def __call__(self):
-        return self.t
 
 
 class Terminal(io.StringIO):
@@ -25,7 +18,7 @@ class Terminal(io.StringIO):
 
 def _steady(total: float, rate: float, seconds: int, **kw) -> list[str]:
     """Lines written by a job doing ``rate`` units a second, reported once a second."""
-    clock, log = Clock(), io.StringIO()
+    clock, log = ManualClock(), io.StringIO()
     p = Progress("job", stream=log, clock=clock, every=1.0, **kw)
     for s in range(1, seconds + 1):
         clock.t = float(s)
@@ -68,7 +61,7 @@ def test_a_slow_rate_keeps_its_digits():
 
 
 def test_the_end_is_left_to_whoever_closes():
-    clock, log = Clock(), io.StringIO()
+    clock, log = ManualClock(), io.StringIO()
     p = Progress("job", stream=log, clock=clock, every=0.0)
     clock.t = 10.0
     p(100, 100)
@@ -79,7 +72,7 @@ def test_the_end_is_left_to_whoever_closes():
 
 
 def test_quiet_writes_nothing_at_all():
-    clock, log = Clock(), Terminal()
+    clock, log = ManualClock(), Terminal()
     p = Progress("job", quiet=True, stream=log, clock=clock, every=0.0)
     for s in range(1, 100):
         clock.t = float(s)
@@ -89,7 +82,7 @@ def test_quiet_writes_nothing_at_all():
 
 
 def test_a_terminal_redraws_one_line_and_close_clears_it():
-    clock, term = Clock(), Terminal()
+    clock, term = ManualClock(), Terminal()
     p = Progress("job", stream=term, clock=clock)  # a terminal: redrawn every 0.5 s
     for s in range(1, 5):
         clock.t = float(s)
@@ -109,7 +102,7 @@ def test_durations(seconds, text):
 
 def test_a_log_file_gets_a_line_every_few_seconds():
     """stderr sent to a file: one line every few seconds, not one in the first and one in the last half minute."""
-    clock, log = Clock(), io.StringIO()
+    clock, log = ManualClock(), io.StringIO()
     p = Progress("sweep", stream=log, clock=clock)
     for tenth in range(1, 601):  # a minute, asked every 0.1 s
         clock.t = tenth / 10
@@ -117,43 +110,8 @@ def test_a_log_file_gets_a_line_every_few_seconds():
     assert 6 <= len(log.getvalue().splitlines()) <= 20
 
 
-def _replay(costs: list[float], features: list[tuple], parallel: int, priors=None) -> list[tuple[float, float, float]]:
-    """A pool of ``parallel`` workers running the items in order (a sweep's executor); at every finish and
-    every second (a progress line asks that often), (time, WorkEta's estimate, the true time left)."""
-    clock = Clock()
-    eta = WorkEta(parallel, clock=clock)
-    for i, f in enumerate(features):
-        eta.add(i, f, priors[i] if priors else 1.0)
-    free = [0.0] * parallel
-    ends = []
-    for i, c in enumerate(costs):  # FIFO onto the first free worker
-        w = min(range(parallel), key=lambda k: free[k])
-        start = free[w]
-        free[w] = start + c
-        ends.append((start, start + c, i))
-    total = max(e for _, e, _ in ends)
-    events = sorted([(s, "start", i) for s, _, i in ends] + [(e, "end", i) for _, e, i in ends]
-                    + [(float(t), "ask", -1) for t in range(int(total))])
-    out = []
-    for t, kind, i in events:
-        clock.t = t
-        if kind == "start":
-            eta.started(i)
-        elif kind == "end":
-            eta.finished(i, costs[i])
-        if kind != "start" and t < total:
-            out.append((t, eta.remaining(), total - t))
-    return out
-
-
-def _at(replay, total, share):
-    """The estimate shown at ``share`` of the run: the last one made before then."""
-    before = [(t, left, truth) for t, left, truth in replay if t <= share * total and left is not None]
-    return before[-1] if before else None
-
-
 def test_no_eta_before_the_first_item_has_finished():
-    clock, log = Clock(), io.StringIO()
+    clock, log = ManualClock(), io.StringIO()
     eta = WorkEta(2, clock=clock)
     eta.add("a", ())
     eta.started("a")
@@ -192,15 +150,15 @@ def test_the_eta_of_a_sweep_is_within_2x_at_20_50_and_80_percent_where_counting_
     cost = {p.id: s for p, s in zip(plan.points, seconds)}
     points = interleaved(plan.points)
     costs = [cost[p.id] + (start_up if i < 2 else 0.0) for i, p in enumerate(points)]
-    replay = _replay(costs, [features(p.values) for p in points], parallel=2,
-                     priors=[prior(plan.command.name, p.config) for p in points])
-    total = replay[-1][0] + 1
+    said = replay(costs, [features(p.values) for p in points], parallel=2,
+                  priors=[prior(plan.command.name, p.config) for p in points])
+    total = said[-1].at + 1
     first_warm = min(sorted(costs[:2])[0] + costs[2], sorted(costs[:2])[1])  # when a warm point can have ended
-    assert all(left is None for t, left, _ in replay if t < first_warm)
+    assert all(e.left is None for e in said if e.at < first_warm)
     for share in (0.2, 0.5, 0.8):
-        found = _at(replay, total, share)
+        found = shown_at(said, total, share)
         assert found is not None or share * total < first_warm, share
-        assert found is None or 0.5 <= found[1] / found[2] <= 2.0, (share, found)
+        assert found is None or 0.5 <= found.left / found.truth <= 2.0, (share, found)
     spec_order = [s + (start_up if i < 2 else 0.0) for i, s in enumerate(seconds)]
     assert any(not 0.5 <= _counted(spec_order, share) <= 2.0 for share in (0.2, 0.5, 0.8))
 
@@ -211,15 +169,15 @@ def test_a_cold_noc_curve_is_not_estimated_from_the_loads_that_compiled_the_kern
     load has finished, then within 2x."""
     rates = [0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4]
     costs = [2 + 12 * r + (12.0 if i < 2 else 0.0) for i, r in enumerate(rates)]
-    replay = _replay(costs, [()] * 8, parallel=2, priors=[1 + 2 * r for r in rates])
+    said = replay(costs, [()] * 8, parallel=2, priors=[1 + 2 * r for r in rates])
     compiled = sorted(costs[:2])[0]  # the first warm load ends after this
-    assert all(left is None for t, left, _ in replay if t < compiled)  # only the compiling loads: no basis
-    assert all(0.5 <= left / truth <= 2.0 for t, left, truth in replay if left is not None and truth > 1), replay
+    assert all(e.left is None for e in said if e.at < compiled)  # only the compiling loads: no basis
+    assert all(0.5 <= e.left / e.truth <= 2.0 for e in said if e.left is not None and e.truth > 1), said
 def test_a_notebook_s_output_gets_one_line_redrawn_in_place_as_a_terminal_does():
     """ipykernel's OutStream is no terminal (isatty() is False) but a notebook draws a carriage
     return as a redraw of the line: the line is redrawn there every half second, not logged every 5 s."""
     OutStream = type("OutStream", (io.StringIO,), {"__module__": "ipykernel.iostream"})
-    clock, out = Clock(), OutStream()
+    clock, out = ManualClock(), OutStream()
     p = Progress("run", stream=out, clock=clock)
     for s in range(1, 11):
         clock.t = s / 2
