@@ -107,3 +107,21 @@ def test_shared_blocks_under_memory_pressure(tmp_path, mode):
     assert all(len(r.token_cycles) == 200 for r in logged(done, RequestLog))
     assert s["prefix_hit_blocks"] > 0 and logged(done, PreemptionLog)
     assert s["hbm_peak_bytes"] <= (-(-WEIGHTS // PAGE) + 400) * PAGE
+
+
+def test_a_qwen_bailian_shaped_trace_with_a_prefix_cache(tmp_path):
+    """Qwen-Bailian's 16-token blocks (one 2 MiB page of Llama-3.1-8B's K/V each): a conversation's
+    next turn finds its parent's prompt blocks in the cache, as ``ideal`` counts them."""
+    import json
+
+    from tests.sim.workloads.test_prefix_sharing import qwen_rows
+
+    rows = qwen_rows()
+    path = tmp_path / "qwen_traceA_blksz_16.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    s = run(serve(str(path), requests=0, memory={"prefix_cache_bytes": "1GiB"})).summary
+    want = ideal([r["hash_ids"] for r in rows], [r["input_length"] for r in rows], 16)
+    hits = sum(k for _, k in want)
+    assert s["status"] == "completed" and s["trace_format"] == "qwen-bailian" and hits > 0
+    assert (s["prefix_blocks"], s["prefix_hit_blocks"]) == (sum(b for b, _ in want), hits)
+    assert s["prefill_tokens"] == sum(r["input_length"] for r in rows) - 16 * hits
