@@ -186,7 +186,7 @@ class Batcher:
             if self.aware and promised + need > self.limit:
                 if self.prefix is not None and self.prefix.cached:  # the prefix cache gives its room back
                     yield from self._free_blocks(self.prefix.trim(self.prefix.cached_bytes - 1))
-                    promised = self._promised()
+                    now, promised = self.now, self._promised()
                     continue
                 return  # first come, first served: the head holds back those behind it
             promised += need
@@ -257,7 +257,8 @@ class Batcher:
 
     def _reserve(self, need: dict[int, int]) -> Task:
         """Have every sequence's pages hold its cache and the ``need`` tokens the step adds (a
-        swapped-out cache brought back first): the set of sequences refused (unchanged)."""
+        swapped-out cache brought back first): the set of sequences refused (what of it they got,
+        they keep)."""
         for s in [s for s in need if self.seqs[s].swapped >= 0]:
             ok = yield from self._swap_in(s)
             if not ok:

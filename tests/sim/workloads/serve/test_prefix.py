@@ -91,8 +91,8 @@ def test_no_sharing_when_it_is_off(tmp_path):
     assert s["prefix_blocks"] is None and s["prefill_tokens"] == sum(PROMPTS)
 
 
-@pytest.mark.parametrize("mode", ["recompute", "swap"])
-def test_shared_blocks_under_memory_pressure(tmp_path, mode):
+@pytest.mark.parametrize("on_oom,mode", [("preempt", "recompute"), ("preempt", "swap"), ("evict", None)])
+def test_shared_blocks_under_memory_pressure(tmp_path, on_oom, mode):
     """All eight arrive at once into room for 400 pages of KV (a 512-token block is 32 pages, the
     longest prompt 282): preemption (a swap moves the tail; the blocks stay held), the prefix
     cache giving its room back and the shared blocks go together; every request is served, and
@@ -100,7 +100,7 @@ def test_shared_blocks_under_memory_pressure(tmp_path, mode):
     from tests.sim.workloads.serve.test_scheduler import PAGE, WEIGHTS, _tight
 
     raw = serve(mooncake(tmp_path, output=200, gap_ms=1), chip=_tight(400), requests=0,
-                memory={"on_oom": "preempt", "preempt_mode": mode, "prefix_cache_bytes": "1GiB"})
+                memory={"on_oom": on_oom, "prefix_cache_bytes": "1GiB", **({"preempt_mode": mode} if mode else {})})
     done = run(raw)
     s = done.summary
     assert s["status"] == "completed" and s["requests_finished"] == 8
