@@ -434,9 +434,9 @@ RUN_SUMMARY = TableSchema(
     ),
 )
 
-RUN_REQUESTS = TableSchema("run_requests", "one row per request of a decode or serving run (kv-decode, spec-decode, serve, "
-                           "serve-system) that "
-                           "ended, served or refused: its latencies (docs/run.md, \"Serving metrics\")",
+RUN_REQUESTS = TableSchema("run_requests", "one row per request of a decode or serving run (kv-decode, spec-decode, "
+                           "serve, serve-system) that ended, served or refused: its latencies (docs/run.md, "
+                           "\"Serving metrics\")",
                            record_columns(RequestRow))  # declared once, on the record (sim/workloads/serving.py)
 
 RUN_MU_SERIES = TableSchema(
