@@ -156,6 +156,12 @@ class Batcher:
         return -(-tokens * self.kv_token // self.page)
 
     @property
+    def pool(self) -> PrefixPool:
+        """The prefix pool (asked for only where a sequence has prefix blocks)."""
+        assert self.prefix is not None
+        return self.prefix
+
+    @property
     def _block_pages(self) -> int:
         return self.prefix.pages if self.prefix is not None else 0
 
@@ -192,8 +198,8 @@ class Batcher:
             promised += need
             self.waiting.pop(0)
             if hits:  # its first blocks are found: held, not computed
-                s.blocks = dict(enumerate(self.prefix.hold(s.ids, hits)))
-                s.kv = s.filled = hits * self.prefix.block_tokens
+                s.blocks = dict(enumerate(self.pool.hold(s.ids, hits)))
+                s.kv = s.filled = hits * self.pool.block_tokens
             if s.admitted < 0:
                 s.admitted = now
                 self.counted_admission(s.seq)
@@ -267,8 +273,8 @@ class Batcher:
         for s, n in need.items():
             q = self.seqs[s]
             for j in range(len(q.ids)):  # blocks the step writes into that it has not taken yet
-                if j * self.prefix.block_tokens < q.kv + n and j not in q.blocks:
-                    wants.append((s, j, self.prefix.new(q.ids[j]), self.prefix.pages))
+                if j * self.pool.block_tokens < q.kv + n and j not in q.blocks:
+                    wants.append((s, j, self.pool.new(q.ids[j]), self.pool.pages))
             if q.tail(q.kv + n) > q.reserved:  # beyond its tail's last page's room
                 wants.append((s, -1, q, self._pages(q.tail(q.kv + n)) - self.held.get(s, 0)))
         if not wants:
@@ -278,11 +284,11 @@ class Batcher:
         for (s, j, region, n), ok in zip(wants, got):
             if not ok:
                 refused.add(s)
-            elif j < 0:
-                self._book(s, self.held.get(s, 0) + n)
-            else:
+            elif isinstance(region, Block):
                 self.seqs[s].blocks[j] = region
                 self.pages_used += n
+            else:
+                self._book(s, self.held.get(s, 0) + n)
         return refused
 
     def _book(self, s: int, pages: int) -> None:
@@ -300,7 +306,7 @@ class Batcher:
         self.pages_used -= self.held.pop(s, 0)
         if blocks and q.blocks:
             held, q.blocks = [q.blocks[j] for j in sorted(q.blocks)], {}
-            yield from self._free_blocks(self.prefix.release(held))
+            yield from self._free_blocks(self.pool.release(held))
 
     def _free_blocks(self, blocks: list[Block]) -> Task:
         """Free prefix blocks' regions (the pool let go of them)."""
@@ -370,8 +376,8 @@ class Batcher:
         for s, _ in chunks:
             q = self.seqs[s]
             for j, b in q.blocks.items():
-                if not b.written and (j + 1) * self.prefix.block_tokens <= q.kv:
-                    self.prefix.written(b)
+                if not b.written and (j + 1) * self.pool.block_tokens <= q.kv:
+                    self.pool.written(b)
 
     def _finish_done(self) -> Task:
         for s in [s for s in self.running if self.seqs[s].made >= self.seqs[s].output]:

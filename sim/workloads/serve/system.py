@@ -127,8 +127,8 @@ class ServeSystemParams(ServeParams):
         summary, _ = self._served(records, cfg)
         mine = [r for r in records if r.chip == 0]
         tokens = sum(1 for r in mine if r.kind == "token")
-        prefixes = [PrefixLog(r.ident, *(int(x) for x in r.kind.split(":")[1:]), r.nbytes)
-                    for r in mine if r.kind.startswith("prefix:")]
+        prefixes = [PrefixLog(r.ident, int(blocks), int(hits), int(nbytes), r.nbytes)
+                    for r in mine if r.kind.startswith("prefix:") for blocks, hits, nbytes in [r.kind.split(":")[1:]]]
         summary.update(model=self.whole.name if self.whole else self.model.name, tp=self.tp,
                        serve_steps=sum(1 for r in mine if r.kind == "step"),
                        anchors=sum(1 for r in mine if r.kind == "anchor"), tokens=tokens,
