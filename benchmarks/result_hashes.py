@@ -113,7 +113,7 @@ def main() -> int:
     ap.add_argument("--only", help="run only cases whose name contains this text")
     ap.add_argument("--smoke", action="store_true", help=f"{' and '.join(SMOKE_CASES)}, checked")
     ap.add_argument("--long", action="store_true",
-                    help=f"also the examples whose steps are priced by simulated plans ({', '.join(sorted(LONG_KINDS))})")
+                    help=f"also the examples priced by simulated plans ({', '.join(sorted(LONG_KINDS))})")
     args = ap.parse_args()
     if args.smoke:
         args.check = True
