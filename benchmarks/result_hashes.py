@@ -5,6 +5,7 @@
     python benchmarks/result_hashes.py --record        # write that file (before a refactor)
     python benchmarks/result_hashes.py --network cycle # also every chip example on the cycle-level NoC
     python benchmarks/result_hashes.py --smoke         # two quick cases, checked (the test suite)
+    python benchmarks/result_hashes.py --long --only serve   # the real-model serving examples (minutes each)
 
 A refactor or a speed-up of the simulator must not change what it simulates: every case
 here must keep its hash (issues 9 and 15). Cases: every ``rdasim run`` example on its own
@@ -39,31 +40,34 @@ SMOKE_CASES = ("noc 4x4 torus transpose", "run race.toml")  # --smoke: checked a
 SMOKE_KEYS = (("case", "result_hash", "wall_seconds"), ("checked", "changed", "not_recorded"))
 
 
-def _runs(path: str) -> bool:
-    """The file's workload is one `rdasim run` knows (not one of `rdasim map`'s graph kinds)."""
+def _kind(path: str) -> str:
+    """The file's workload kind."""
     import tomllib
 
+    with open(path, "rb") as f:
+        return tomllib.load(f).get("workload", {}).get("kind", "kv-decode")
+
+
+# workloads that price their steps from plans simulated on the whole chip (sim/workloads/serve/anchors.py):
+# a cold run simulates each anchor, minutes a run (issue 31: the real-model examples took over 7 CPU
+# minutes each); hashed with --long only. tests/sim/workloads/serve/ checks small serving runs give one
+# result_hash in one process, in shards and on Ray
+LONG_KINDS = {"serve", "serve-system"}
+
+
+def chip_cases(networks: list[str], long: bool = False) -> dict[str, tuple[str, list[str]]]:
     from sim.workloads import WORKLOADS
 
-    with open(path, "rb") as f:
-        kind = tomllib.load(f).get("workload", {}).get("kind", "kv-decode")
-    return kind in WORKLOADS
-
-
-# examples too long to hash on every check: the real-model serving runs take over 7 CPU minutes each
-# (issue 31 leaves their speed open); tests/sim/workloads/serve/ checks small serving runs give one
-# result_hash in one process, in shards and on Ray
-TOO_LONG = {"serve_llama8b_sn40l.toml", "serve_llama70b_sn40l8.toml"}
-
-
-def chip_cases(networks: list[str]) -> dict[str, tuple[str, list[str]]]:
     cases = {}
     for path in sorted(glob.glob(os.path.join(ROOT, "examples", "*.toml"))):
-        if os.path.basename(path) in TOO_LONG:
-            continue
         text = open(path).read()
-        if "[workload]" not in text or ("[chip]" not in text and "[system]" not in text) or not _runs(path):
+        if "[workload]" not in text or ("[chip]" not in text and "[system]" not in text):
+            continue
+        kind = _kind(path)
+        if kind not in WORKLOADS:
             continue  # not an `rdasim run` config (map_*.toml are `rdasim map` configs)
+        if kind in LONG_KINDS and not long:
+            continue
         name = os.path.basename(path)
         cases[f"run {name}"] = (path, [])
         if "[system]" in text:
@@ -108,12 +112,14 @@ def main() -> int:
     ap.add_argument("--network", action="append", default=[], help="also run every chip example on this NoC model")
     ap.add_argument("--only", help="run only cases whose name contains this text")
     ap.add_argument("--smoke", action="store_true", help=f"{' and '.join(SMOKE_CASES)}, checked")
+    ap.add_argument("--long", action="store_true",
+                    help=f"also the examples priced by simulated plans ({', '.join(sorted(LONG_KINDS))})")
     args = ap.parse_args()
     if args.smoke:
         args.check = True
     got: dict[str, object] = {}
     cases: dict[str, tuple] = {k: ("noc", v) for k, v in NOC_CASES.items()}
-    cases.update({k: ("run", v) for k, v in chip_cases(args.network).items()})
+    cases.update({k: ("run", v) for k, v in chip_cases(args.network, args.long).items()})
     for name, (kind, spec) in cases.items():
         if (args.only and args.only not in name) or (args.smoke and name not in SMOKE_CASES):
             continue

@@ -12,9 +12,10 @@ uncapped. Each case prints its wall time (target: at most 300 s on this 2-core m
 process's CPU time (the wall time it would take on an idle core), the simulated cycles and
 seconds, simulated cycles per wall and per CPU second, the anchors it simulated (or took
 from the step cache) and their wall time, requests served and failed, preemptions, TTFT, TBT and
-e2e percentiles, goodput, and the load average. ``--cache FILE`` shares simulated anchors between
-the cases (those of one memory policy are the same for every on_oom; the first case of each policy
-pays for them): the first case's time is the cold run's.
+e2e percentiles, goodput, and the load average. ``--cache FILE`` keeps simulated anchors for later
+runs (sim/workloads/serve/cache.py): its key holds the memory policy and ``on_oom`` too (an MU that
+runs out of room inside an anchor's plan acts by ``on_oom``), so a case shares anchors with its own
+reruns, not with the other cases; every case's first run is a cold one.
 """
 
 from __future__ import annotations

@@ -39,6 +39,22 @@ SERVING_KEYS = tuple(c.name for c in SERVING_COLUMNS)  # first-OOM utilisation; 
 TIER_KEYS = tuple(c.name for c in TIER_COLUMNS)  # a chip with memory tiers
 
 
+def _serving(s: dict) -> None:
+    """The serving lines of a run that served requests (a chip's or a system's)."""
+    if s.get("requests_finished") is not None:
+        ms = {k: "-" if s[k] is None else f"{s[k] * 1e6:,.1f}" for k in ("ttft_p50_seconds", "ttft_p99_seconds",
+                                                                      "tbt_p50_seconds", "tbt_p99_seconds")}
+        print(f"  serving: {s['requests_finished']} served, {s['preemptions']} preemptions; TTFT p50 "
+              f"{ms['ttft_p50_seconds']} / p99 {ms['ttft_p99_seconds']} us; TBT p50 {ms['tbt_p50_seconds']} / "
+              f"p99 {ms['tbt_p99_seconds']} us"
+              + (f"; goodput {s['goodput_requests_per_second']:,.4g} requests/s"
+                 if s.get("goodput_requests_per_second") is not None else ""))
+    if s.get("prefix_blocks") is not None:
+        print(f"  prefix sharing: {s['prefix_hit_blocks']:,} of {s['prefix_blocks']:,} prompt blocks found "
+              f"({s['prefix_hit_rate']:.1%}), {s['prefix_hit_bytes']:,} B of KV not written; at most "
+              f"{s['kv_bytes_saved']:,} B shared at once")
+
+
 def _system(args, result, out) -> int:
     """`rdasim run` with a [system]: chips as nodes of the inter-chip network."""
     s = summary = dict(result.summary)
@@ -71,6 +87,7 @@ def _system(args, result, out) -> int:
                   f"{' / '.join(f'{b:,}' for b in s['landing_reserved_per_chip'])} B held by the policy; oracle: "
                   f"{s['premature_free']} premature frees, {s['use_after_free']} uses after free, {s['leaks']} leaks, "
                   f"{s['live_at_end']} live at end")
+        _serving(s)
         print(f"  status {s['status']}" + (f": {s['status_detail']}" if s["status_detail"] else ""))
         print(f"  result hash {s['result_hash']}")
     return _saved(args, result, out, [summary])
@@ -144,18 +161,7 @@ def run(args) -> int:
                   f"{s['trace_capped_outputs']}" + (f"; {s['trace_failed_skipped']} failed rows skipped"
                                                     if s["trace_failed_skipped"] else "")
                   + (f"; {s['trace_note']}" if s.get("trace_note") else ""))
-        if s.get("requests_finished") is not None:
-            ms = {k: "-" if s[k] is None else f"{s[k] * 1e6:,.1f}" for k in ("ttft_p50_seconds", "ttft_p99_seconds",
-                                                                          "tbt_p50_seconds", "tbt_p99_seconds")}
-            print(f"  serving: {s['requests_finished']} served, {s['preemptions']} preemptions; TTFT p50 "
-                  f"{ms['ttft_p50_seconds']} / p99 {ms['ttft_p99_seconds']} us; TBT p50 {ms['tbt_p50_seconds']} / "
-                  f"p99 {ms['tbt_p99_seconds']} us"
-                  + (f"; goodput {s['goodput_requests_per_second']:,.4g} requests/s"
-                     if s.get("goodput_requests_per_second") is not None else ""))
-        if s.get("prefix_blocks") is not None:
-            print(f"  prefix sharing: {s['prefix_hit_blocks']:,} of {s['prefix_blocks']:,} prompt blocks found "
-                  f"({s['prefix_hit_rate']:.1%}), {s['prefix_hit_bytes']:,} B of KV not written; at most "
-                  f"{s['kv_bytes_saved']:,} B shared at once")
+        _serving(s)
         if s.get("moe_skew_measured") is not None:
             print(f"  routing: measured Zipf skew {s['moe_skew_measured']:.3f}, busiest expert "
                   f"{s['moe_load_imbalance']:.2f}x the mean per step")

@@ -154,6 +154,9 @@ def summarize_system(cfg: SystemConfig, results: list[SystemResult]) -> tuple[di
     h.update(repr(chip_rows.get("result_hash", [])).encode())  # each grid chip's own run
     h.update(repr(sorted((k, v) for k, v in summary.items() if isinstance(v, (int, str)))).encode())
     summary["result_hash"] = h.hexdigest()[:32]
+    views, own = w.system_views(records, [x for r in results for x in r.logged], cfg)  # after the hash: views
+    summary.update(views)
+    tables.update(own)
     if cfg.level.grid:  # after the hash: a function of the chips' oracle logs, each in its chip's hash
         summary.update(system_oracle(results, _done(summary, results)))
     return summary, tables
@@ -231,6 +234,10 @@ class SystemJob:
                   "system_links": schemas.SYSTEM_LINKS.build(cols["links"], meta)}
         if "chips" in cols:
             tables["system_chips"] = schemas.SYSTEM_CHIPS.build(cols["chips"], meta)
+        if "requests" in cols:  # a serving system: its requests' latencies, and its anchors, as a chip run's
+            tables["run_requests"] = schemas.RUN_REQUESTS.build(cols["requests"], meta)
+        if "anchors" in cols:
+            tables["run_anchors"] = schemas.RUN_ANCHORS.build(cols["anchors"], meta)
         return result(self.command, meta, self.cfg, summary["status"], summary["status_detail"], summary, tables,
                       simulations=[one.simulation])
 

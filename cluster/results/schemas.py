@@ -434,8 +434,9 @@ RUN_SUMMARY = TableSchema(
     ),
 )
 
-RUN_REQUESTS = TableSchema("run_requests", "one row per request of a decode run (kv-decode, spec-decode) that "
-                           "ended, served or refused: its latencies (docs/run.md, \"Serving metrics\")",
+RUN_REQUESTS = TableSchema("run_requests", "one row per request of a decode or serving run (kv-decode, spec-decode, "
+                           "serve, serve-system) that ended, served or refused: its latencies (docs/run.md, "
+                           "\"Serving metrics\")",
                            record_columns(RequestRow))  # declared once, on the record (sim/workloads/serving.py)
 
 RUN_MU_SERIES = TableSchema(
@@ -620,9 +621,12 @@ SYSTEM_SUMMARY = TableSchema(
         Column("tokens", _I, "serve-system: tokens generated"),
         Column("requests_failed", _I, "serve-system: requests refused"),
         *(c for c in SERVING_COLUMNS if c.name in ("requests_finished", "preemptions", "slo_ttft_seconds",
-                                                   "slo_tbt_seconds", "goodput_requests_per_second", "slo_attainment")
-          or c.name.endswith("_seconds") and c.name[:4] in ("ttft", "tbt_", "e2e_")),
-        *(c for c in SERVE_COLUMNS if c.name in ("model", "serve_steps", "anchors")),
+                                                   "slo_tbt_seconds", "goodput_requests_per_second", "slo_attainment",
+                                                   "kv_bytes_saved")
+          or c.name.endswith("_seconds") and c.name[:4] in ("ttft", "tbt_", "e2e_") or c.name.startswith("prefix_")),
+        *(c for c in SERVE_COLUMNS if c.name in ("model", "serve_steps", "anchors", "anchors_cached",
+                                                 "anchor_wall_seconds", "anchor_efficiency_min",
+                                                 "anchor_efficiency_max")),
         Column("use_after_free", _I, "grid chips: oracle over every chip's log (references cross chips)"),
         Column("double_free", _I, "grid chips: oracle: frees of already-freed allocations"),
         Column("premature_free", _I, "grid chips: oracle: frees while true references (on any chip) were live"),

@@ -55,6 +55,7 @@ _E = np.zeros(0, dtype=np.int64)
 NF = len(m.FIELDS)
 STREAM_JITTER = 101  # rng stream ids of the chip (sim/rng.py uses 1..3 for the NoC)
 DELIVERY, TIMER = 0, 1
+BUSY_MIN = 64  # busy cycles a tile's network interface keeps before the first prune
 _DATA_KINDS = frozenset({m.WRITE, m.APPEND, m.READ_RESP})  # messages whose data adds to their packets
 
 
@@ -76,6 +77,20 @@ class InboxEntry:
     packets_left: int
     last_arrival: int = 0  # cycle the latest of its packets arrived
 
+def _book(busy: dict[int, int], c: int) -> int:
+    """Book the first cycle at or after ``c`` that ``busy`` (busy cycle -> a later cycle to try)
+    does not hold, compressing the path walked, and return it."""
+    if c in busy:
+        path = []
+        while c in busy:
+            path.append(c)
+            c = busy[c]
+        for x in path:
+            busy[x] = c
+    busy[c] = c + 1
+    return c
+
+
 class ChipShard:
     def __init__(self, cfg: ChipConfig, region: Region, workload: Program) -> None:
         self.cfg = cfg
@@ -92,6 +107,8 @@ class ChipShard:
         mine = np.zeros(self.tiles, dtype=bool)
         mine[self.my_tiles] = True
         self.mine = mine
+        self._mine = mine.tolist()  # per tile, as send reads it once a message
+        self._tile_of = self.lay.tile.tolist()
         self.workload = workload
         self.now = 0
         self.t = 0
@@ -119,6 +136,10 @@ class ChipShard:
         # cycle to try (pointers with path compression: a burst of sends finds its free cycles
         # in near-constant time each, not by scanning every cycle already taken)
         self.ni_busy: dict[int, dict[int, int]] = {int(t): {} for t in self.my_tiles}
+        # a tile's busy cycles are pruned (those before ``now``: no send looks there again) when
+        # they have doubled since the last prune: a burst that books thousands of cycles ahead is
+        # copied O(1) times a cycle booked, not once every few thousand cycles while it drains
+        self._busy_cap: dict[int, int] = dict.fromkeys(self.ni_busy, BUSY_MIN)
         self.inbox: dict[int, InboxEntry] = {}  # message id -> its packets still on the way
         self.pkt_to_msg: dict[int, int] = {}
         self._offers: list[int] = []  # packets to offer, flat: (cycle, source tile, destination tile, flits) each
@@ -152,7 +173,6 @@ class ChipShard:
         self.trace_events: list[tuple] = []
         self.trace_dropped = 0
         self.memory_map: dict | None = None  # the MUs' contents at run.memory_map's cycle, once taken
-        self._pruned = 0
         # start the workload's units
         for unit in self.units.values():
             if isinstance(unit, ComputeUnit):
@@ -183,33 +203,42 @@ class ChipShard:
         if jitter:
             j = int(rng.below(self.cfg.seed, STREAM_JITTER, unit.uid, unit.sent, jitter + 1))
             ready = [r + j for r in ready] if isinstance(ready, list) else ready + j
-        readies = ready if isinstance(ready, list) else [ready] * n
         src_tile = unit.tile
         # a message for another chip crosses this chip's NoC to the IO unit its route leaves by
-        dst_tile = int(self.lay.tile[dst if msg.chip < 0 else self.egress[msg.chip]])
-        local = bool(self.mine[dst_tile])
+        dst_tile = self._tile_of[dst if msg.chip < 0 else self.egress[msg.chip]]
+        local = self._mine[dst_tile]
         busy = self.ni_busy[src_tile]
         tiles, mid, offers, p2m = self.tiles, msg.msg, self._offers, self.pkt_to_msg
         first = now + NI_LATENCY
+        if n == 1 and not isinstance(ready, list):  # most messages: one packet, the loop below once
+            c = _book(busy, ready if ready > first else first)
+            offers.extend((c, src_tile, dst_tile, flits[0]))
+            if local:
+                p2m[c * tiles + src_tile] = mid
+                self.inbox[mid] = InboxEntry(msg, 1)
+            else:
+                self._out_pkts.append((c * tiles + src_tile, mid, dst_tile))
+                self._out_msgs.append(msg.row())
+            if len(busy) > self._busy_cap[src_tile]:
+                self._prune(src_tile, now)
+            self.sent_count[kind] += 1
+            self.sent_packets[kind] += 1
+            self.sent_flits[kind] += flits[0]
+            return msg
+        readies = ready if isinstance(ready, list) else [ready] * n
         last_r, c = -1, first - 1
         for r, f in zip(readies, flits):
             # the first free cycle at or after max(r, first); when readies do not decrease,
             # every cycle from there up to the previous packet's is already taken
-            c = max(r, first, c + 1) if r >= last_r else max(r, first)
-            if c in busy:  # the first free cycle from c on
-                path = []
-                while c in busy:
-                    path.append(c)
-                    c = busy[c]
-                for x in path:
-                    busy[x] = c
-            busy[c] = c + 1
+            c = _book(busy, max(r, first, c + 1) if r >= last_r else max(r, first))
             last_r = r
             offers.extend((c, src_tile, dst_tile, f))  # flat: rows of 4 (_flush_offers)
             if local:
                 p2m[c * tiles + src_tile] = mid
             else:
                 self._out_pkts.append((c * tiles + src_tile, mid, dst_tile))
+        if len(busy) > self._busy_cap[src_tile]:
+            self._prune(src_tile, now)
         if local:
             self.inbox[mid] = InboxEntry(msg, n)
         else:
@@ -218,6 +247,11 @@ class ChipShard:
         self.sent_packets[kind] += n
         self.sent_flits[kind] += sum(flits)
         return msg
+
+    def _prune(self, tile: int, now: int) -> None:
+        """Forget ``tile``'s busy cycles before ``now`` (no send looks before its own ``now``)."""
+        busy = self.ni_busy[tile] = {c: x for c, x in self.ni_busy[tile].items() if c >= now}
+        self._busy_cap[tile] = max(BUSY_MIN, 2 * len(busy))
 
     def leave_chip(self, msg: m.Message) -> None:
         """An IO unit hands ``msg`` to the chip network now."""
@@ -311,8 +345,6 @@ class ChipShard:
             if len(out):
                 net_out.append(out)
             collect()
-            if t - self._pruned > 4096:
-                self._prune(t)
         self.t = t1
         return self._outbound(net_out)
 
@@ -372,12 +404,6 @@ class ChipShard:
             pk = pm = pt = _E
         self._out_msgs, self._out_pkts = [], []
         return ChipBoundary(net, msgs, pk, pm, pt)
-
-    def _prune(self, t: int) -> None:
-        for tile, busy in self.ni_busy.items():
-            if len(busy) > 64:
-                self.ni_busy[tile] = {c: n for c, n in busy.items() if c >= t}
-        self._pruned = t
 
     def next_event(self) -> float:
         return min(self.heap[0][0] if self.heap else float("inf"), self.net.next_event())

@@ -108,6 +108,7 @@ class SystemResult:
     compute: dict[int, int]  # chip -> cycles computed
     chips: dict = field(default_factory=dict)  # grid fidelity: chip -> its ShardResult (sim/chip/report.py)
     work: tuple[int, int] = (0, 0)  # work items (collectives, stages, steps, requests) started and finished
+    logged: list = field(default_factory=list)  # the program's views, not hashed (a serve-system run's anchors)
 
 
 class BoxChip:
@@ -216,6 +217,7 @@ class SystemShard:
         self.grid = {c: GridChip(c, grid(c)) for c in chip_ids} if grid is not None else {}
         self.chips = {c: BoxChip(c, self) for c in chip_ids} if grid is None else {}
         self.records: list[StepRecord] = []
+        self.logged: list = []  # log()
         self.messages = 0
         self.bytes_sent = 0
         self.counts = {"created": 0, "finished": 0}
@@ -241,6 +243,11 @@ class SystemShard:
 
     def record(self, kind: str, chip: int, ident: int, start: int, end: int, nbytes: int = 0) -> None:
         self.records.append(StepRecord(kind, chip, ident, start, end, nbytes))
+
+    def log(self, view) -> None:
+        """Keep a record of the program's that the result hash does not cover (a view: how an
+        anchor was simulated and how long it took), handed back with the shard's result."""
+        self.logged.append(view)
 
     def inject(self, chip: BoxChip, dst: int, nbytes: int, tag: int, payload: tuple | None = None) -> None:
         if payload is not None and not self.box_data:
@@ -372,7 +379,7 @@ class SystemShard:
         compute.update({c: r.compute_cycles for c, r in chips.items()})
         end = max([self.now, *(r.end_cycle for r in chips.values())])
         return SystemResult(end, list(self.records), np.array(self.link_bytes, dtype=np.int64), self.messages,
-                            self.bytes_sent, compute, chips, self.counters())
+                            self.bytes_sent, compute, chips, self.counters(), list(self.logged))
 
     def counters(self) -> tuple[int, int]:
         if self.grid:

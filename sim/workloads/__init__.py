@@ -105,6 +105,12 @@ class Workload(ChipWorkload, Protocol):
         """A system run's own summary figures from its step records. None by default."""
         return {}
 
+    def system_views(self, records: list[Any], logged: list[Any], cfg: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        """A system run's figures the result hash does not cover and its own tables' columns, from
+        its step records and its shards' views (a serving system's run_requests and run_anchors).
+        None by default."""
+        return {}, {}
+
 
 WORKLOADS: Registry[type[Workload]] = Registry("workload", packages=("sim.workloads", "sim.system"))
 

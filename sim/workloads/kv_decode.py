@@ -116,9 +116,7 @@ class KvParams(Workload):
         trace = _trace_of(d, spec.clock_hz, issues)
         if not d["trace"] and d["requests"] < 1:
             issues.append(Issue("workload.decode.requests", "must be at least 1 (0 means all of a trace)"))
-        if trace is not None and trace.blocks is not None and d["prefix_block_tokens"] % trace.blocks.block_tokens:
-            issues.append(Issue("workload.decode.prefix_block_tokens", f"{d['prefix_block_tokens']} is not a "
-                                f"multiple of the trace's {trace.blocks.block_tokens}-token blocks ({trace.format})"))
+        prefix_block_issues(d, trace, issues)
         return cls(kind=kind, requests=len(trace.arrivals) if trace else d["requests"], max_batch=d["max_batch"],
                    layers=d["layers"], heads=d["heads"], head_dim=d["head_dim"], dtype_bytes=d["dtype_bytes"],
                    prompt=dist_of(d["prompt_tokens"], "workload.decode.prompt_tokens", issues),
@@ -160,6 +158,13 @@ class KvParams(Workload):
         return {"trace_requests": len(t.arrivals), "trace_capped_prompts": t.capped_prompts,
                 "trace_capped_outputs": t.capped_outputs, "trace_arrival_rate": t.arrival_rate,
                 "trace_format": t.format, "trace_failed_skipped": t.failed, "trace_note": t.note or None}
+
+
+def prefix_block_issues(d: dict, trace: RequestTrace | None, issues: list[Issue]) -> None:
+    """``prefix_block_tokens`` must be a whole number of the trace's prompt blocks."""
+    if trace is not None and trace.blocks is not None and d["prefix_block_tokens"] % trace.blocks.block_tokens:
+        issues.append(Issue("workload.decode.prefix_block_tokens", f"{d['prefix_block_tokens']} is not a "
+                            f"multiple of the trace's {trace.blocks.block_tokens}-token blocks ({trace.format})"))
 
 
 def _trace_of(d: dict, clock_hz: float, issues: list[Issue]) -> RequestTrace | None:
@@ -238,6 +243,8 @@ class Requests:
 
     p: Any
     cfg: Any
+    blocks: Any = None  # share_prefixes: the trace's prompt blocks, when shared
+    block_tokens: int = 0
 
     def lengths(self, seq: int) -> tuple[int, int]:
         if self.p.trace is not None:
@@ -264,6 +271,19 @@ class Requests:
         t = t[order]
         return [int(x) for x in t - t[0]], order
 
+    def share_prefixes(self, sharing: bool) -> None:
+        """The trace's prompt blocks when they are shared (``memory.prefix_sharing``; ``blocks``, None
+        otherwise) and the tokens of a shared block (``prefix_block_tokens``, or the trace's block)."""
+        blocks = self.p.trace.blocks if self.p.trace is not None and sharing else None
+        self.blocks = blocks
+        self.block_tokens = (self.p.prefix_block_tokens or blocks.block_tokens) if blocks is not None else 0
+
+    def prefix_ids(self, seq: int):
+        """Prefix ids of the blocks ``seq`` may share (prefix_sharing.py; none without sharing)."""
+        if self.blocks is None:
+            return ()
+        return shareable_ids(self.blocks, self.trace_row(seq), self.lengths(seq)[0], self.block_tokens)
+
     def arrivals(self) -> list[int]:
         if self.p.trace is not None:
             return list(self._trace_order[0])
@@ -288,17 +308,9 @@ class KvDecode(Requests):
         self.flops = cfg.spec.cu_flops_per_cycle
         self.preempt = cfg.on_oom == "preempt"
         self.home_dram = home_drams(cfg.spec, self.grid.lay)
-        blocks = p.trace.blocks if p.trace is not None and cfg.prefix_sharing else None
-        self.blocks = blocks  # the trace's prompt blocks, when shared
-        self.block_tokens = (p.prefix_block_tokens or blocks.block_tokens) if blocks is not None else 0
+        self.share_prefixes(cfg.prefix_sharing)
         most = max((len(self.prefix_ids(s)) for s in range(p.requests)), default=0) if self.blocks is not None else 0
         self.stride = (most + 1) * p.buffers_per_sequence  # a written block's reference tag: admission x stride + ...
-
-    def prefix_ids(self, seq: int):
-        """Prefix ids of the blocks ``seq`` may share (prefix_sharing.py; none without sharing)."""
-        if self.blocks is None:
-            return ()
-        return shareable_ids(self.blocks, self.trace_row(seq), self.lengths(seq)[0], self.block_tokens)
 
     def prefix_index(self):
         """The scheduler's index of shared blocks (None without prefix sharing)."""

@@ -72,6 +72,15 @@ def prefix_figures(logs: list[PrefixLog]) -> dict[str, Any]:
             "prefix_hit_bytes": sum(x.hit_bytes for x in logs), "kv_bytes_saved": max(x.saved_bytes for x in logs)}
 
 
+def leading(ids, held) -> int:
+    """How many of a request's blocks, from its first, an index holds (``held``: by prefix id): its
+    hits, as vLLM's prefix cache finds them (the first miss ends the prefix)."""
+    k = 0
+    while k < len(ids) and int(ids[k]) in held:
+        k += 1
+    return k
+
+
 def shareable_ids(blocks, seq: int, prompt: int, block_tokens: int) -> np.ndarray:
     """Prefix ids of the simulated blocks a request may share: ``block_tokens`` tokens each (a
     whole number of the trace's blocks; a block is named by the id of its last trace block), those
@@ -131,10 +140,7 @@ class PrefixIndex:
     # ------------------------------------------------------------------ admission
     def hits(self, ids) -> int:
         """Leading blocks of ``ids`` the index holds."""
-        k = 0
-        while k < len(ids) and int(ids[k]) in self.blocks:
-            k += 1
-        return k
+        return leading(ids, self.blocks)
 
     def admit(self, tag: int, seq: int, ids, k: int) -> list[SharedBlock]:
         """Admission ``tag`` of ``seq`` holds the first ``k`` blocks of ``ids``; their entries."""

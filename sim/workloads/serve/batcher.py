@@ -24,6 +24,10 @@ Each step (Orca's iteration-level batching, Yu et al., OSDI 2022, as vLLM v1 sch
    decode sequence, the first token for each prompt it finished; finished sequences free
    their pages.
 
+Prefix sharing (a trace with ``hash_ids``, ``memory.prefix_sharing``): an admission holds the
+leading prompt blocks the index has (prefix.py) and prefills only the rest, the hit tokens
+read as cached keys; its own blocks are regions of their own, registered once written.
+
 ``Batcher`` holds these decisions; a backend subclass says how time passes, how pages are
 taken and freed, how a swap moves and how a step runs (scheduler.py: one chip's tier
 controller; system.py: a system of sockets).
@@ -34,42 +38,44 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sim.workloads import Task
+from sim.workloads.batching import Request
 from sim.workloads.serve.figures import StepFailure, StepLog
+from sim.workloads.serve.prefix import Block, PrefixPool
 from sim.workloads.serve.shapes import StepShape
 from sim.workloads.serving import SERVED, PreemptionLog, RequestLog
 
 
-@dataclass
-class Sequence:
-    """The scheduler's view of one request."""
+@dataclass(eq=False)
+class Sequence(Request):
+    """The scheduler's view of one request (the decode scheduler's record, batching.py; ``swapped``:
+    its KV region in the swap memory) and of its KV: its prefix blocks and its tail region."""
 
-    seq: int
-    arrival: int
-    prompt: int
-    output: int
-    admitted: int = -1  # cycle of its first admission
-    order: int = -1  # admissions before its latest one (the victim is the largest)
-    made: int = 0  # tokens generated
-    filled: int = 0  # tokens of its current prefill done
+    filled: int = 0  # tokens of its current prefill done (a hit's tokens count as done)
     prefill: int = 0  # tokens its current prefill computes: the prompt, or after a recompute prompt + made
     kv: int = 0  # tokens its KV cache holds
-    reserved: int = 0  # tokens its pages have room for (they grow ahead of a step, never shrink)
-    region: int = -1  # its KV region at the backend's memory (-1: none)
-    swapped: int = -1  # its KV region in the swap memory (-1: none)
-    preemptions: int = 0
+    reserved: int = 0  # tail tokens its region has room for (it grows ahead of a step, never shrinks)
+    region: int = -1  # its tail's KV region at the backend's memory (-1: none)
     counted: bool = False  # taken from the queue once (admitted or refused): the run's admitted count
-    token_cycles: list[int] = field(default_factory=list)
+    ids: tuple = ()  # prefix ids of its shareable blocks (none without prefix sharing)
+    pre: int = 0  # KV tokens in those blocks; the tail holds the rest
+    blocks: dict[int, Block] = field(default_factory=dict)  # block number -> the block it holds
 
     @property
     def decoding(self) -> bool:
         return self.filled >= self.prefill
 
+    def tail(self, tokens: int) -> int:
+        """Of ``tokens`` KV tokens, those in its tail region."""
+        return max(0, tokens - self.pre)
+
 
 class Batcher:
     """The scheduling decisions (module docstring); a backend provides the hooks below the loop."""
 
-    def __init__(self, p, cfg, arrivals: list[int], lengths, pages: int, page: int, kv_token: int,
-                 swap: bool = True):
+    def __init__(self, p, cfg, requests, pages: int, page: int, kv_token: int, swap: bool = True,
+                 copies: int = 1):
+        """``requests``: the run's requests (kv_decode.Requests: arrivals, lengths, prefix ids);
+        ``copies``: memories holding a token's ``kv_token`` bytes alike (a system's chips)."""
         self.p = p
         self.on_oom = cfg.on_oom
         self.swap = swap and (cfg.on_oom == "evict" or (cfg.on_oom == "preempt" and cfg.preempt_mode == "swap"))
@@ -78,9 +84,18 @@ class Batcher:
         self.limit = int((1.0 - cfg.admit_watermark) * pages)
         self.page = page
         self.kv_token = kv_token  # bytes of K and V a token adds in this memory
-        self.seqs = [Sequence(s, arrivals[s], *lengths(s)) for s in range(p.requests)]
+        arrivals = requests.arrivals()
+        self.seqs = [Sequence(s, arrivals[s], *requests.lengths(s)) for s in range(p.requests)]
+        self.prefix: PrefixPool | None = None
+        if requests.blocks is not None:
+            bt = requests.block_tokens
+            self.prefix = PrefixPool(bt, requests.blocks.block_tokens, self._pages(bt), bt * kv_token * copies,
+                                     cfg.prefix_cache_bytes)
         for q in self.seqs:
             q.prefill = q.prompt
+            if self.prefix is not None:
+                q.ids = tuple(int(i) for i in requests.prefix_ids(q.seq))
+                q.pre = len(q.ids) * self.prefix.block_tokens
         self.waiting: list[int] = list(range(p.requests))
         self.running: list[int] = []  # in admission order
         self.admissions = 0
@@ -97,7 +112,7 @@ class Batcher:
                 self.end(s, "failed")
             return
         while self.waiting or self.running:
-            self._admit()
+            yield from self._admit()
             if not self.running:
                 if not self.waiting:
                     break
@@ -125,17 +140,34 @@ class Batcher:
                     self.end(s, "failed")
                 break
             made = self._apply(decode, chunks)
+            self._written(chunks)
             self.record_step(t0, made)
             written = shape.tokens * self.kv_token
             self.log(StepLog(self.steps, t0, self.now, len(decode), sum(c for _, c in chunks), shape.tokens,
                              shape.keys, shape.kv_read, made, int(roof.bytes) - written, written, int(roof.flops)))
             self.steps += 1
             yield from self._finish_done()
+        if self.prefix is not None:  # every request served: the prefix cache lets go of its blocks
+            yield from self._free_blocks(self.prefix.trim(0))
         self.finished()
 
     # ------------------------------------------------------------------ admission
     def _pages(self, tokens: int) -> int:
         return -(-tokens * self.kv_token // self.page)
+
+    @property
+    def pool(self) -> PrefixPool:
+        """The prefix pool (asked for only where a sequence has prefix blocks)."""
+        assert self.prefix is not None
+        return self.prefix
+
+    @property
+    def _block_pages(self) -> int:
+        return self.prefix.pages if self.prefix is not None else 0
+
+    def _lacking(self, q: Sequence) -> int:
+        """Pages of the prefix blocks ``q`` has yet to take."""
+        return (len(q.ids) - len(q.blocks)) * self._block_pages
 
     def _promised(self) -> int:
         """Pages the running sequences will hold once their prefills are done (vLLM's block manager
@@ -143,22 +175,36 @@ class Batcher:
         more = 0
         for s in self.running:
             q = self.seqs[s]
-            more += max(0, self._pages(q.kv + q.prefill - q.filled) - self.held.get(s, 0))
+            more += max(0, self._pages(q.tail(q.kv + q.prefill - q.filled)) - self.held.get(s, 0)) + self._lacking(q)
         return self.pages_used + more
 
-    def _admit(self) -> None:
+    def _admit(self) -> Task:
+        """Admit what arrived (a task: the prefix cache may give pages back, by messages)."""
         now = self.now
         promised = self._promised() if self.aware else 0
         while self.waiting and len(self.running) < self.p.max_sequences and self.seqs[self.waiting[0]].arrival <= now:
             s = self.seqs[self.waiting[0]]
-            need = self._pages(s.prompt + s.made) if s.swapped < 0 else self._pages(s.kv + 1)
+            hits = self.prefix.hits(s.ids) if self.prefix is not None and s.swapped < 0 else 0
+            if s.swapped < 0:
+                need = self._pages(s.tail(s.prompt + s.made)) + self._lacking(s) - hits * self._block_pages
+            else:
+                need = self._pages(s.tail(s.kv + 1))
             if self.aware and promised + need > self.limit:
+                if self.prefix is not None and self.prefix.cached:  # the prefix cache gives its room back
+                    yield from self._free_blocks(self.prefix.trim(self.prefix.cached_bytes - 1))
+                    now, promised = self.now, self._promised()
+                    continue
                 return  # first come, first served: the head holds back those behind it
             promised += need
             self.waiting.pop(0)
+            if hits:  # its first blocks are found: held, not computed
+                s.blocks = dict(enumerate(self.pool.hold(s.ids, hits)))
+                s.kv = s.filled = hits * self.pool.block_tokens
             if s.admitted < 0:
                 s.admitted = now
                 self.counted_admission(s.seq)
+                if self.prefix is not None:
+                    self.log(self.prefix.log(s.seq, s.ids, hits))
             s.order, self.admissions = self.admissions, self.admissions + 1
             self.running.append(s.seq)
 
@@ -198,6 +244,9 @@ class Batcher:
             refused = yield from self._reserve(need)
             if not refused:
                 return decode, chunks
+            if self.prefix is not None and self.prefix.cached:  # the prefix cache gives a block's room back
+                yield from self._free_blocks(self.prefix.trim(self.prefix.cached_bytes - 1))
+                continue
             if self.on_oom == "stall":  # the refused sit this step out; the others have their room
                 decode = [s for s in decode if s not in refused]
                 chunks = [(s, c) for s, c in chunks if s not in refused]
@@ -214,33 +263,56 @@ class Batcher:
 
     def _reserve(self, need: dict[int, int]) -> Task:
         """Have every sequence's pages hold its cache and the ``need`` tokens the step adds (a
-        swapped-out cache brought back first): the set of sequences refused (unchanged)."""
+        swapped-out cache brought back first): the set of sequences refused (what of it they got,
+        they keep)."""
         for s in [s for s in need if self.seqs[s].swapped >= 0]:
             ok = yield from self._swap_in(s)
             if not ok:
                 return {s}
-        pages = {s: self._pages(self.seqs[s].kv + n) for s, n in need.items()
-                 if self.seqs[s].kv + n > self.seqs[s].reserved}  # beyond its last page's room
-        if not pages:
+        wants: list[tuple[int, int, Block | Sequence, int]] = []  # (sequence, block or -1: tail, region, pages more)
+        for s, n in need.items():
+            q = self.seqs[s]
+            for j in range(len(q.ids)):  # blocks the step writes into that it has not taken yet
+                if j * self.pool.block_tokens < q.kv + n and j not in q.blocks:
+                    wants.append((s, j, self.pool.new(q.ids[j]), self.pool.pages))
+            if q.tail(q.kv + n) > q.reserved:  # beyond its tail's last page's room
+                wants.append((s, -1, q, self._pages(q.tail(q.kv + n)) - self.held.get(s, 0)))
+        if not wants:
             return set()
-        refused = yield from self.take_pages({s: n - self.held.get(s, 0) for s, n in pages.items()})
-        for s, n in pages.items():
-            if s not in refused:
-                self._book(s, n)
+        got = yield from self.take_pages([(region, n) for _, _, region, n in wants])
+        refused = set()
+        for (s, j, region, n), ok in zip(wants, got):
+            if not ok:
+                refused.add(s)
+            elif isinstance(region, Block):
+                self.seqs[s].blocks[j] = region
+                self.pages_used += n
+            else:
+                self._book(s, self.held.get(s, 0) + n)
         return refused
 
     def _book(self, s: int, pages: int) -> None:
-        """The books: sequence ``s`` holds ``pages`` pages (room for that many tokens)."""
+        """The books: sequence ``s``'s tail holds ``pages`` pages (room for that many tokens)."""
         self.pages_used += pages - self.held.get(s, 0)
         self.held[s] = pages
         self.seqs[s].reserved = pages * self.page // self.kv_token
 
-    def _free(self, s: int) -> Task:
-        """Give a sequence's pages back (the backend's memory says when they are free)."""
-        yield from self.free_pages(s)
+    def _free(self, s: int, blocks: bool = True) -> Task:
+        """Give a sequence's tail pages back (the backend's memory says when they are free) and,
+        unless ``blocks`` is False (a swap: they stay), let go of its prefix blocks."""
         q = self.seqs[s]
+        yield from self.free_pages(q)
         q.region, q.reserved = -1, 0
         self.pages_used -= self.held.pop(s, 0)
+        if blocks and q.blocks:
+            held, q.blocks = [q.blocks[j] for j in sorted(q.blocks)], {}
+            yield from self._free_blocks(self.pool.release(held))
+
+    def _free_blocks(self, blocks: list[Block]) -> Task:
+        """Free prefix blocks' regions (the pool let go of them)."""
+        for b in blocks:
+            yield from self.free_pages(b)
+            self.pages_used -= b.pages
 
     # ------------------------------------------------------------------ preemption
     def _preempt(self, s: int) -> Task:
@@ -252,13 +324,13 @@ class Batcher:
         if q.swapped >= 0:  # admitted, but its KV never came back from the swap memory: in line again as it was
             self.waiting.insert(0, s)
             return
-        nbytes = q.kv * self.kv_token
+        nbytes = q.tail(q.kv) * self.kv_token  # under prefix sharing its blocks stay: the tail moves
         what = "recompute"
         if self.swap and q.kv and q.decoding:
             ok = yield from self.swap_out(s, nbytes)
             what = "swap-out" if ok else "recompute"  # recompute: the swap memory is full too
         moved = self.now
-        yield from self._free(s)
+        yield from self._free(s, blocks=q.swapped < 0)
         if q.swapped < 0:  # recompute: its prompt and the tokens it made are prefilled again
             q.filled, q.kv, q.prefill = 0, 0, q.prompt + q.made
         q.preemptions += 1
@@ -269,14 +341,14 @@ class Batcher:
         """Bring a swapped-out sequence's KV back; False if there is no room for it."""
         q = self.seqs[s]
         t0 = self.now
-        pages = self._pages(q.kv)
-        refused = yield from self.take_pages({s: pages})
-        if refused:
+        pages, nbytes = self._pages(q.tail(q.kv)), q.tail(q.kv) * self.kv_token
+        [ok] = yield from self.take_pages([(q, pages)])
+        if not ok:
             return False
         self._book(s, pages)
-        yield from self.swap_back(s, q.kv * self.kv_token)
+        yield from self.swap_back(s, nbytes)
         q.swapped = -1
-        self.log(PreemptionLog(s, self.unit, "swap-in", t0, self.now, self.now, q.kv * self.kv_token))
+        self.log(PreemptionLog(s, self.unit, "swap-in", t0, self.now, self.now, nbytes))
         return True
 
     # ------------------------------------------------------------------ after a step
@@ -298,6 +370,14 @@ class Batcher:
                 q.token_cycles.append(now)
                 made += 1
         return made
+
+    def _written(self, chunks: list[tuple[int, int]]) -> None:
+        """Prefix blocks whose every token a step has computed join the index."""
+        for s, _ in chunks:
+            q = self.seqs[s]
+            for j, b in q.blocks.items():
+                if not b.written and (j + 1) * self.pool.block_tokens <= q.kv:
+                    self.pool.written(b)
 
     def _finish_done(self) -> Task:
         for s in [s for s in self.running if self.seqs[s].made >= self.seqs[s].output]:
@@ -326,12 +406,13 @@ class Batcher:
         """Task: the model's weights take their pages; False if they do not fit."""
         raise NotImplementedError
 
-    def take_pages(self, more: dict[int, int]) -> Task:
-        """Task: each sequence's KV takes ``more`` pages more: the set refused (unchanged)."""
+    def take_pages(self, wants: list) -> Task:
+        """Task: each region (a sequence's tail or a prefix block: its ``region``, -1 until taken)
+        takes its pages more, all asked at once: whether each got them (a refused one unchanged)."""
         raise NotImplementedError
 
-    def free_pages(self, s: int) -> Task:
-        """Task: sequence ``s``'s pages are given back."""
+    def free_pages(self, region) -> Task:
+        """Task: a region's pages (a sequence's tail or a prefix block) are given back."""
         raise NotImplementedError
 
     def swap_out(self, s: int, nbytes: int) -> Task:

@@ -11,6 +11,7 @@ from dataclasses import astuple, dataclass, fields
 from typing import ClassVar
 
 from sim.chip.records import column
+from sim.workloads.prefix_sharing import PrefixLog, prefix_figures
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,24 +106,32 @@ def serve_figures(params, logged: list, clock_hz: float) -> tuple[dict, dict]:
     """The summary's serve figures and the run_steps and run_anchors columns; the anchors this run
     simulated join its step cache, if it has one."""
     steps = [x for x in logged if isinstance(x, StepLog)]
+    cycles = [s.end - s.start for s in steps]
+    failure = next((x.reason for x in logged if isinstance(x, StepFailure)), None)
+    anchors, cols = anchor_figures(params, logged)
+    summary = {
+        "model": params.model.name,
+        "serve_steps": len(steps),
+        "step_mean_seconds": sum(cycles) / len(cycles) / clock_hz if cycles else None,
+        "prefill_tokens": sum(s.prefill_tokens for s in steps),
+        **anchors,
+        "step_error": failure,
+        **prefix_figures([x for x in logged if isinstance(x, PrefixLog)]),
+    }
+    return summary, {"steps": _columns(steps, StepLog), **cols}
+
+
+def anchor_figures(params, logged: list) -> tuple[dict, dict]:
+    """The summary's anchor figures and the run_anchors columns; the anchors this run simulated
+    join its step cache, if it has one."""
     anchors = [x for x in logged if isinstance(x, AnchorLog)]
     fresh = {a.key: a.cache_entry() for a in anchors if not a.cached}
     if params.costs.cache and fresh:
         from sim.workloads.serve import cache
 
         cache.write(params.costs.cache, fresh)
-    cycles = [s.end - s.start for s in steps]
-    failure = next((x.reason for x in logged if isinstance(x, StepFailure)), None)
-    summary = {
-        "model": params.model.name,
-        "serve_steps": len(steps),
-        "step_mean_seconds": sum(cycles) / len(cycles) / clock_hz if cycles else None,
-        "prefill_tokens": sum(s.prefill_tokens for s in steps),
-        "anchors": len(anchors),
-        "anchors_cached": sum(a.cached for a in anchors),
-        "anchor_wall_seconds": sum(a.wall_seconds for a in anchors),
-        "anchor_efficiency_min": min((a.efficiency for a in anchors), default=None),
-        "anchor_efficiency_max": max((a.efficiency for a in anchors), default=None),
-        "step_error": failure,
-    }
-    return summary, {"steps": _columns(steps, StepLog), "anchors": _columns(anchors, AnchorLog)}
+    return {"anchors": len(anchors), "anchors_cached": sum(a.cached for a in anchors),
+            "anchor_wall_seconds": sum(a.wall_seconds for a in anchors),
+            "anchor_efficiency_min": min((a.efficiency for a in anchors), default=None),
+            "anchor_efficiency_max": max((a.efficiency for a in anchors), default=None)}, \
+        {"anchors": _columns(anchors, AnchorLog)}

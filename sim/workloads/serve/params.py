@@ -16,14 +16,14 @@ from sim.chip.spec import CU
 from sim.keys import Field, Issue, Table
 from sim.workloads import WORKLOADS, ChipContext, Workload
 from sim.workloads.base import Dist, dist_of, tile_id, tile_of
-from sim.workloads.kv_decode import KvParams, _trace_of
+from sim.workloads.kv_decode import KvParams, _trace_of, prefix_block_issues
 from sim.workloads.request_trace import RequestTrace
 from sim.workloads.serve.costs import CostOptions
 from sim.workloads.serving import Objectives, PreemptionLog, RequestLog, serving_figures
 
 SHARED = ("requests", "prompt_tokens", "output_tokens", "arrival_interval", "scheduler_tile", "trace", "trace_format",
           "trace_model", "trace_start", "trace_duration", "trace_speedup", "trace_jitter", "max_prompt_tokens",
-          "max_output_tokens", "slo_ttft", "slo_tbt")  # kv-decode's keys, read alike
+          "max_output_tokens", "slo_ttft", "slo_tbt", "prefix_block_tokens")  # kv-decode's keys, read alike
 
 
 @WORKLOADS.register("serve")
@@ -45,6 +45,7 @@ class ServeParams(Workload):
     costs: CostOptions = CostOptions()
     tier: str = "hbm"  # the memory tier the weights and KV caches live in (the chip's first)
     trace_jitter: int = 0  # cycles: each trace arrival moves later by a uniform draw in [0, this) (kv-decode's)
+    prefix_block_tokens: int = 0  # tokens of a shared prefix block (0: the trace's block; kv-decode's)
 
     SECTION: ClassVar[str] = "decode"
     SYSTEM: ClassVar[bool] = False
@@ -90,6 +91,7 @@ class ServeParams(Workload):
                                 f"do not fit {spec.name}'s {t.capacity / 1e9:.0f} GB of {t.name}: serve it on a "
                                 "system of sockets (tensor parallel)"))
         trace = _trace_of(d, spec.clock_hz, issues)
+        prefix_block_issues(d, trace, issues)
         if not d["trace"] and d["requests"] < 1:
             issues.append(Issue("workload.decode.requests", "must be at least 1 (0 means all of a trace)"))
         return cls(kind, model, len(trace.arrivals) if trace else d["requests"], d["max_sequences"],
@@ -98,7 +100,8 @@ class ServeParams(Workload):
                    dist_of(d["output_tokens"], "workload.decode.output_tokens", issues), d["arrival_interval"],
                    tile_id(sched, spec), trace, d["slo_ttft"] or 0.0, d["slo_tbt"] or 0.0,
                    cost_options(d), spec.tiers[0].name if spec.tiers else "",
-                   round(d["trace_jitter"] * spec.clock_hz / d["trace_speedup"]) if trace else 0)
+                   round(d["trace_jitter"] * spec.clock_hz / d["trace_speedup"]) if trace else 0,
+                   d["prefix_block_tokens"])
 
     @property
     def work_items(self) -> int:

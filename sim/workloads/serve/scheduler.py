@@ -34,6 +34,7 @@ class Serving(Requests):
         self.scheduler = Floorplan(cfg).unit_at(*divmod(p.scheduler_tile, spec.cols))
         self.tier = tier_unit(spec, spec.tiers[0].name)
         self.swap_tier = tier_unit(spec, spec.tiers[1].name) if len(spec.tiers) > 1 else -1
+        self.share_prefixes(cfg.prefix_sharing)
 
     def start(self, cu: ComputeUnit):
         return ChipScheduler(self, cu).run() if cu.uid == self.scheduler else None
@@ -47,7 +48,7 @@ class ChipScheduler(Batcher):
 
     def __init__(self, prog: Serving, cu: ComputeUnit):
         cfg, tier = prog.cfg, prog.cfg.spec.tiers[0]
-        super().__init__(prog.p, cfg, prog.arrivals(), prog.lengths, int(tier.capacity // tier.page_bytes),
+        super().__init__(prog.p, cfg, prog, int(tier.capacity // tier.page_bytes),
                          tier.page_bytes, prog.p.model.kv_bytes_per_token, swap=prog.swap_tier >= 0)
         self.prog = prog
         self.cu = cu
@@ -75,29 +76,28 @@ class ChipScheduler(Batcher):
         self.pages_used += -(-nbytes // self.page)
         return r.status == m.STATUS_OK
 
-    def take_pages(self, more: dict[int, int]) -> Task:
+    def take_pages(self, wants: list) -> Task:
         """Every region grows by its pages at once (a region not yet taken is allocated)."""
-        tags = {}
-        for s, pages in more.items():
-            q, nbytes = self.seqs[s], pages * self.page  # whole pages: the tier gives no less
-            if q.region < 0:
-                tags[self.cu.request(m.CONTROL, self.prog.tier, arg=m.CTRL_TIER_ALLOC, nbytes=nbytes)] = s
+        tags = []
+        for region, pages in wants:
+            nbytes = pages * self.page  # whole pages: the tier gives no less
+            if region.region < 0:
+                tags.append(self.cu.request(m.CONTROL, self.prog.tier, arg=m.CTRL_TIER_ALLOC, nbytes=nbytes))
             else:
-                tags[self.cu.request(m.CONTROL, self.prog.tier, arg=m.CTRL_TIER_GROW, buf=q.region,
-                                     nbytes=nbytes)] = s
-        got = yield Replies(list(tags), "memory")
-        refused = set()
-        for tag, s in tags.items():
-            if got[tag].status != m.STATUS_OK:
-                refused.add(s)
-            else:
-                self.seqs[s].region = got[tag].buf
-        return refused
+                tags.append(self.cu.request(m.CONTROL, self.prog.tier, arg=m.CTRL_TIER_GROW, buf=region.region,
+                                            nbytes=nbytes))
+        got = yield Replies(tags, "memory")
+        oks = []
+        for tag, (region, _) in zip(tags, wants):
+            oks.append(got[tag].status == m.STATUS_OK)
+            if oks[-1]:
+                region.region = got[tag].buf
+        return oks
 
-    def free_pages(self, s: int) -> Task:
+    def free_pages(self, region) -> Task:
         """Free the region (waiting for the controller: the pages are free when it answers)."""
-        if self.seqs[s].region >= 0:
-            yield from self._ask(self.prog.tier, m.CTRL_TIER_FREE, buf=self.seqs[s].region)
+        if region.region >= 0:
+            yield from self._ask(self.prog.tier, m.CTRL_TIER_FREE, buf=region.region)
 
     def swap_out(self, s: int, nbytes: int) -> Task:
         r = yield from self._ask(self.prog.swap_tier, m.CTRL_TIER_ALLOC, nbytes=nbytes)

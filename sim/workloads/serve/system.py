@@ -44,9 +44,11 @@ from sim.system.shard import BoxChip, Compute, Recv
 from sim.system.shard import Sleep as BoxSleep
 from sim.workloads import WORKLOADS, ChipContext, Task
 from sim.workloads.base import dist_of
-from sim.workloads.kv_decode import Requests, _trace_of
+from sim.workloads.kv_decode import Requests, _trace_of, prefix_block_issues
+from sim.workloads.prefix_sharing import PrefixLog, prefix_figures
 from sim.workloads.serve.batcher import Batcher
 from sim.workloads.serve.costs import StepCosts
+from sim.workloads.serve.figures import anchor_figures
 from sim.workloads.serve.params import ServeParams, cost_options
 from sim.workloads.serve.shapes import StepShape
 from sim.workloads.serving import Objectives, PreemptionLog, RequestLog, serving_figures
@@ -91,13 +93,15 @@ class ServeSystemParams(ServeParams):
             issues.append(Issue("workload.decode.model", f"{whole.name}'s {part.weight_bytes / 1e9:.1f} GB a chip "
                                 f"do not fit {spec.tiers[0].capacity / 1e9:.0f} GB of {spec.tiers[0].name}"))
         trace = _trace_of(d, spec.clock_hz, issues)
+        prefix_block_issues(d, trace, issues)
         return cls(kind, part, len(trace.arrivals) if trace else d["requests"], d["max_sequences"],
                    d["max_step_tokens"], d["chunk_tokens"],
                    dist_of(d["prompt_tokens"], "workload.decode.prompt_tokens", issues),
                    dist_of(d["output_tokens"], "workload.decode.output_tokens", issues), d["arrival_interval"], 0,
                    trace, d["slo_ttft"] or 0.0,
                    d["slo_tbt"] or 0.0, cost_options(d), spec.tiers[0].name,
-                   round(d["trace_jitter"] * spec.clock_hz / d["trace_speedup"]) if trace else 0, tp, dims[0], whole)
+                   round(d["trace_jitter"] * spec.clock_hz / d["trace_speedup"]) if trace else 0,
+                   d["prefix_block_tokens"], tp=tp, dim=dims[0], whole=whole)
 
     def system_program(self, cfg) -> "ServeSystem":
         return ServeSystem(self, cfg)
@@ -120,6 +124,27 @@ class ServeSystemParams(ServeParams):
 
     def system_figures(self, records: list, cfg) -> dict:
         """The serving figures of the scheduler chip's records, and its steps and anchors."""
+        summary, _ = self._served(records, cfg)
+        mine = [r for r in records if r.chip == 0]
+        tokens = sum(1 for r in mine if r.kind == "token")
+        prefixes = [PrefixLog(r.ident, int(blocks), int(hits), int(nbytes), r.nbytes)
+                    for r in mine if r.kind.startswith("prefix:") for blocks, hits, nbytes in [r.kind.split(":")[1:]]]
+        summary.update(model=self.whole.name if self.whole else self.model.name, tp=self.tp,
+                       serve_steps=sum(1 for r in mine if r.kind == "step"),
+                       anchors=sum(1 for r in mine if r.kind == "anchor"), tokens=tokens,
+                       requests_failed=sum(1 for r in mine if r.kind.startswith("request:") and r.kind != "request:ok"),
+                       **prefix_figures(prefixes))
+        return summary
+
+    def system_views(self, records: list, logged: list, cfg) -> tuple[dict, dict]:
+        """The anchors' figures (their wall time, those a step cache gave) and run_requests and
+        run_anchors, as a chip run's; the anchors simulated join the step cache, if there is one."""
+        figures, tables = anchor_figures(self, logged)
+        del figures["anchors"]  # the hashed count, from the records (system_figures)
+        return figures, {**self._served(records, cfg)[1], **tables}
+
+    def _served(self, records: list, cfg) -> tuple[dict, dict]:
+        """The serving figures and run_requests columns of the scheduler chip's records."""
         mine = [r for r in records if r.chip == 0]
         tokens: dict[int, list[int]] = {}
         for r in mine:
@@ -131,13 +156,7 @@ class ServeSystemParams(ServeParams):
         moves = [PreemptionLog(r.ident, 0, "recompute", r.start, r.start, r.end, r.nbytes)
                  for r in mine if r.kind == "preempt"]
         seconds = max((r.end for r in records), default=0) / cfg.clock_hz
-        summary, _ = serving_figures(reqs, moves, cfg.clock_hz, seconds, Objectives(self.slo_ttft, self.slo_tbt))
-        summary.update(model=self.whole.name if self.whole else self.model.name, tp=self.tp,
-                       serve_steps=sum(1 for r in mine if r.kind == "step"),
-                       anchors=sum(1 for r in mine if r.kind == "anchor"),
-                       tokens=sum(len(t) for t in tokens.values()),
-                       requests_failed=sum(1 for r in reqs if r.status != "ok"))
-        return summary
+        return serving_figures(reqs, moves, cfg.clock_hz, seconds, Objectives(self.slo_ttft, self.slo_tbt))
 
 
 class ServeSystem(Requests):
@@ -152,6 +171,7 @@ class ServeSystem(Requests):
         self.graph = cfg.graph
         self.kind = cfg.system.network[p.dim].kind
         self.costs = StepCosts(cfg.chip, p.model, p.costs)  # one chip's slice on the socket's grid
+        self.share_prefixes(cfg.chip.prefix_sharing)
 
     def start(self, chip: BoxChip):
         group = self.graph.group(chip.cid, self.p.dim)
@@ -187,8 +207,8 @@ class SystemScheduler(Batcher):
 
     def __init__(self, prog: ServeSystem, chip: BoxChip, group: list[int]):
         sock = prog.cfg.chip.spec.tiers[0]
-        super().__init__(prog.p, prog.cfg.chip, prog.arrivals(), prog.lengths, int(sock.capacity // sock.page_bytes),
-                         sock.page_bytes, prog.p.model.kv_bytes_per_token, swap=False)
+        super().__init__(prog.p, prog.cfg.chip, prog, int(sock.capacity // sock.page_bytes), sock.page_bytes,
+                         prog.p.model.kv_bytes_per_token, swap=False, copies=prog.p.tp)
         self.prog = prog
         self.chip = chip
         self.shard = chip.shard
@@ -209,18 +229,16 @@ class SystemScheduler(Batcher):
         yield from ()
         return pages <= self.pages
 
-    def take_pages(self, more: dict[int, int]) -> Task:
+    def take_pages(self, wants: list) -> Task:
         """Pages from the books, in order, while there are any (the same on every chip)."""
-        refused, free = set(), self.pages - self.pages_used
-        for s, n in more.items():
-            if n > free:
-                refused.add(s)
-            else:
-                free -= n
+        oks, free = [], self.pages - self.pages_used
+        for _, n in wants:
+            oks.append(n <= free)
+            free -= n if oks[-1] else 0
         yield from ()
-        return refused
+        return oks
 
-    def free_pages(self, s: int) -> Task:
+    def free_pages(self, region) -> Task:
         yield from ()
 
     def execute(self, shape: StepShape) -> Task:
@@ -249,12 +267,16 @@ class SystemScheduler(Batcher):
     def log(self, record) -> None:
         if isinstance(record, PreemptionLog) and record.what != "swap-in":
             self.shard.record("preempt", self.chip.cid, record.request, record.start, record.end, record.kv_bytes)
+        elif isinstance(record, PrefixLog):  # its blocks and hits in the kind, as a request's status
+            self.shard.record(f"prefix:{record.blocks}:{record.hit_blocks}:{record.hit_bytes}", self.chip.cid,
+                              record.request, self.now, self.now, record.saved_bytes)
 
     def finished(self) -> None:
         for c in self.group[1:]:
             self.chip.send(c, COMMAND_BYTES, COMMAND + self.steps, (STOP,))
         for i, a in enumerate(self.prog.costs.logs):
             self.shard.record("anchor", self.chip.cid, i, 0, a.cycles, a.tokens)
+            self.shard.log(a)
 
 
 def _attention_share(model: ModelSpec, spec, shape: StepShape) -> float:

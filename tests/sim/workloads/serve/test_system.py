@@ -57,3 +57,86 @@ def test_chips_as_shards_give_the_same_run(ray_session):
     ray = run(raw(), shards=2, backend="ray").summary
     assert one["result_hash"] == two["result_hash"] == ray["result_hash"]
     assert one["sim_cycles"] == two["sim_cycles"] == ray["sim_cycles"]
+
+
+NODE_TOML = """
+[chip]
+preset = "sn40l"
+rows = 8
+cols = 16
+
+[system]
+chips = 4
+chip = "sn40l"
+max_seconds = 100.0
+
+[[system.network]]
+kind = "r"
+size = 4
+link_bandwidth = "100GB/s"
+link_latency = "500ns"
+parallelism = "TP"
+
+[workload]
+kind = "serve-system"
+
+[workload.decode]
+model = "llama-3.1-70b"
+requests = 3
+arrival_interval = 1000
+prompt_tokens = {{dist = "fixed", mean = 24}}
+output_tokens = {{dist = "fixed", mean = 3}}
+step_anchor_ratio = 1e9
+step_context_ratio = 1e9
+slo_ttft = "10s"
+slo_tbt = "1s"
+step_cache = "{cache}"
+"""
+
+
+def test_a_node_run_writes_the_serving_metrics_alike_in_one_process_and_on_ray(tmp_path, ray_session):
+    """Llama-3.1-70B over 4 sockets (``rdasim run``): system_summary carries the serving metrics
+    and run_requests a row a request, the same in one process and with a chip a shard on Ray; the
+    first run's anchors (run_anchors) go to the step cache, and the Ray run takes them from it."""
+    import pyarrow.parquet as pq
+
+    from cluster.cli import main
+
+    cfg = tmp_path / "node.toml"
+    cfg.write_text(NODE_TOML.format(cache=tmp_path / "anchors.json"))
+    got = {}
+    for name, flags in (("one", []), ("ray", ["--shards", "4", "--backend", "ray"])):
+        out = tmp_path / name
+        assert main(["run", str(cfg), "--out", str(out), "--quiet", *flags]) == 0
+        summary = pq.read_table(out / "system_summary").to_pylist()[0]
+        reqs = pq.read_table(out / "run_requests").to_pylist()
+        anchors = pq.read_table(out / "run_anchors").to_pylist()
+        assert len(anchors) == summary["anchors"] == 2  # a prefill and a decode shape (ratios 1e9)
+        assert summary["anchors_cached"] == (0 if name == "one" else 2)
+        assert all(a["cached"] == (name == "ray") for a in anchors)
+        got[name] = summary, reqs
+    (one, reqs), (ray, ray_reqs) = got["one"], got["ray"]
+    assert one["result_hash"] == ray["result_hash"] and ray["shards"] == 4 and ray["backend"] == "ray"
+    assert one["status"] == "completed" and one["model"] == "llama-3.1-70b" and one["tp"] == 4
+    assert one["requests_finished"] == 3 and one["tokens"] == 9
+    assert 0 < one["ttft_p50_seconds"] <= one["ttft_p99_seconds"] < one["e2e_p99_seconds"]
+    assert one["tbt_p50_seconds"] > 0 and one["goodput_requests_per_second"] > 0
+    key = ("request", "status", "tokens", "ttft_seconds", "e2e_seconds")
+    assert [tuple(r[k] for k in key) for r in reqs] == [tuple(r[k] for k in key) for r in ray_reqs]
+    assert [r["request"] for r in reqs] == [0, 1, 2] and all(r["tokens"] == 3 for r in reqs)
+    assert sorted(r["ttft_seconds"] for r in reqs)[1] == pytest.approx(one["ttft_p50_seconds"])  # the median of 3
+
+
+def test_a_group_shares_prefix_blocks(tmp_path):
+    """serve-system with a Mooncake-shaped trace (tests/sim/workloads/serve/test_prefix.py): the
+    same hits as one chip's scheduler finds, every chip holding its slice of each block once."""
+    from tests.sim.workloads.serve.test_prefix import BLOCK, HASHES, PROMPTS, mooncake
+    from tests.sim.workloads.test_prefix_sharing import ideal
+
+    config = raw()
+    config["workload"]["decode"].update(trace=mooncake(tmp_path, output=40), requests=0)
+    config["memory"] = {"prefix_cache_bytes": "64GiB"}
+    s = run(config).summary
+    hits = sum(k for _, k in ideal(HASHES, PROMPTS, BLOCK))
+    assert s["status"] == "completed" and (s["prefix_blocks"], s["prefix_hit_blocks"]) == (44, hits)
+    assert s["prefix_hit_bytes"] == hits * BLOCK * 131_072  # two chips' halves of Llama-3.1-8B's K/V
