@@ -258,6 +258,10 @@ def summarize_chip(cfg, results: list[ShardResult], cut_off: bool = False) -> tu
     summary["status"] = diagnosis.status_of(summary["completed"], summary["requests_failed"], cut_off=False)
     summary["status_detail"] = diagnosis.detail(summary["status"], waiting, cfg.workload.WORK_UNIT, finished, admitted,
                                                 expected, summary["requests_failed"], _oversize(cfg, results))
+    if summary.get("step_error") and summary["status"] == "failed":  # a serve step could not be priced: its
+        # requests were ended for that, not refused by an MU (sim/workloads/serve/batcher.py)
+        summary["status_detail"] = (f"{summary['requests_failed']} of {expected} {cfg.workload.WORK_UNIT} not served: "
+                                    f"a step could not be priced: {summary['step_error']}")
     refused = tier_refusals(results)
     if refused:  # evicted data a full tier had no pages for: the run cannot be said to have completed
         summary["status"], summary["status_detail"] = "failed", refused

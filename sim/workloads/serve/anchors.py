@@ -133,7 +133,9 @@ def simulate_anchor(cfg, model: ModelSpec, shape: StepShape, tiles_max: int = 32
     tile waits for the layer below only after the whole pipeline has passed), ``pipeline``
     iterations of it (a layer at most). ``multicast``: a tile a kernel's CUs all read whole
     reaches them by multicast (compile.multicast_trees); ``by_bytes``: the placement's
-    (default: for a tiled memory-bound step)."""
+    (default: for a tiled memory-bound step). A step whose buffers place in no MU under the
+    policy (its room: a static slot, a copy's reserve) is mapped again in twice the tiles, as a
+    compiler would tile it finer, until it places or a tile is one token (then ValueError)."""
     from mapping.placement import PlacementError
     from sim.workloads.dataflow.compile import Homes
     from sim.workloads.dataflow.params import DataflowParams
@@ -148,22 +150,31 @@ def simulate_anchor(cfg, model: ModelSpec, shape: StepShape, tiles_max: int = 32
     source = spec.tiers[0].name
     busy = compute_bound(model, shape, spec)
     want = tiles_max if busy else max(1, min(tiles_max, DECODE_TILES, shape.tokens // decode_tile))
-    plan = step_plan(model, shape, spec, want, mapping or {})
-    tiles = max(1, plan.num_tiles)
-    if busy:
-        iterations = min(tiles, pipeline)
-    elif tiles > 1:  # a pipelined memory-bound layer: its steady state spans a layer boundary or more
-        iterations = min(layers * tiles, max(steady, 2 * tiles))
-    else:
-        iterations = 0
-    lp = looped(plan, layers, FIRST, LAST, iterations=iterations)
-    try:  # the local search cut short and no bound: the weights' streams, not the NoC, set a step's pace
-        placement = place_on_grid(lp, spec, cfg.seed, cfg.policy.room(cfg.mu), stream_bytes=stream_bytes, rounds=2,
-                                  bound=False, by_bytes=(tiles > 1 and not busy) if by_bytes is None else by_bytes,
-                                  by_io=True, min_share=MIN_SHARE)
-        placement = plan_addresses(replace(placement, caches=()), spec.mu_bytes, "greedy")
-    except PlacementError as exc:
-        raise ValueError(f"{model.name}: the step of {shape.tokens} tokens does not fit {spec.name}: {exc}") from None
+    while True:  # as a compiler would: a step whose buffers fit no MU of the policy's runs in finer tiles
+        plan = step_plan(model, shape, spec, want, mapping or {})
+        tiles = max(1, plan.num_tiles)
+        if busy:
+            iterations = min(tiles, pipeline)
+        elif tiles > 1:  # a pipelined memory-bound layer: its steady state spans a layer boundary or more
+            iterations = min(layers * tiles, max(steady, 2 * tiles))
+        else:
+            iterations = 0
+        lp = looped(plan, layers, FIRST, LAST, iterations=iterations)
+        try:  # the local search cut short and no bound: the weights' streams, not the NoC, set a step's pace
+            placement = place_on_grid(lp, spec, cfg.seed, cfg.policy.room(cfg.mu), stream_bytes=stream_bytes,
+                                      rounds=2, bound=False,
+                                      by_bytes=(tiles > 1 and not busy) if by_bytes is None else by_bytes,
+                                      by_io=True, min_share=MIN_SHARE)
+            placement = plan_addresses(replace(placement, caches=()), spec.mu_bytes, "greedy")
+            break
+        except PlacementError as exc:
+            tile = math.ceil(shape.tokens / max(1, min(shape.tokens, want)))
+            if tile <= 1:
+                tried = f"{tiles} tile{'s' if tiles > 1 else ''}"
+                raise ValueError(f"{model.name}: the step of {shape.tokens} tokens does not fit {spec.name} under "
+                                 f"memory.policy = {cfg.policy.name}, not even in {tried} of 1 token a layer: "
+                                 f"{exc}") from None
+            want = 2 * want  # tokens a tile halved
     params = DataflowParams.from_plan(lp, placement, spec, 1, 0.0, Homes(source, source, source), True, multicast)
     end, ends, sent = _run(replace(cfg, workload=params, trace=False, memory_map_cycle=-1))
     cus = sum(len(k.cus) for k in placement.partitions[0].kernels)

@@ -85,3 +85,32 @@ def test_batch_64_decode_of_llama_8b_is_at_the_hbm_roofline():
     run = simulate_anchor(_cfg({"preset": "sn40l"}), m, StepShape.of([256] * 64, []))
     assert run.tiles == 8
     assert 1.0 <= run.efficiency(m.layers) <= 1.05
+
+
+def test_a_step_whose_buffers_fit_no_mu_runs_in_finer_tiles():
+    """A prompt of 512 tokens in 16 tiles of 32 places under virtual; under realloc-copy a
+    stripe of its tile's buffers fits in no MU's room (its copies' reserve), so the step is mapped
+    again in twice the tiles, tokens a tile halved, until it places: its tile count a power-of-2
+    multiple of the 16 asked for, and more than 16."""
+    m = model_preset("llama-3.1-8b")
+    shape = StepShape.of([], [(512, 0, True)])
+    virtual = simulate_anchor(_cfg({"preset": "sn40l", "rows": 8, "cols": 16}), m, shape, tiles_max=16)
+    copying = simulate_anchor(config({"chip": {"preset": "sn40l", "rows": 8, "cols": 16},
+                                      "memory": {"policy": "realloc-copy"},
+                                      "workload": {"kind": "serve", "decode": {"model": "llama-3.1-8b"}},
+                                      "run": {"max_cycles": 10**12}}), m, shape, tiles_max=16)
+    assert virtual.tiles == 16
+    assert copying.tiles > 16 and copying.tiles % 16 == 0 and (copying.tiles // 16).bit_count() == 1
+    assert copying.end > 0 and copying.per_iteration > 0
+
+
+def test_a_step_that_fits_not_even_in_one_token_tiles_names_the_policy():
+    """static-single gives each buffer piece a whole MU: on 64 MUs a layer of Llama-3.1-8B has
+    more pieces than MUs at any tiling, so the step fails after its one-token tiling, naming the
+    policy and the tiling."""
+    cfg = config({"chip": {"preset": "sn40l", "rows": 8, "cols": 16}, "memory": {"policy": "static-single"},
+                  "workload": {"kind": "serve", "decode": {"model": "llama-3.1-8b"}}, "run": {"max_cycles": 10**12}})
+    with pytest.raises(ValueError, match=r"the step of 32 tokens does not fit sn40l under memory.policy = "
+                                         r"static-single, not even in 32 tiles of 1 token a layer: partition 0 "
+                                         r"needs [\d,]+ B of MU space; the chip has 64 MUs"):
+        simulate_anchor(cfg, model_preset("llama-3.1-8b"), StepShape.of([], [(32, 0, True)]), tiles_max=4)

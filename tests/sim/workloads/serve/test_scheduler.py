@@ -152,3 +152,17 @@ def test_the_public_azure_code_file_at_its_recorded_times():
     assert [len(reqs[i].token_cycles) for i in range(len(rows))] == [int(r["GeneratedTokens"]) for r in rows]
     assert reqs[12].arrival == round(29.4790690 * 1.6e9)  # 18:17:33.4590290 - 18:17:03.9799600, at 1.6 GHz
     assert reqs[62].arrival == round(39.3275170 * 1.6e9)  # 18:17:43.3074770
+
+
+def test_a_step_that_cannot_be_priced_is_named_as_the_cause(tmp_path):
+    """Under static-single a step's plan does not place on 64 MUs (test_anchors.py): every request
+    ends failed, and the status says why (the step's error), not that an MU refused memory under
+    memory.on_oom = fail (on_oom here is stall)."""
+    done = run(serve(trace_file(tmp_path, [(0, 40, 4), (0.001, 8, 2)]), memory={"policy": "static-single",
+                                                                                "on_oom": "stall"}))
+    s = done.summary
+    assert s["status"] == "failed" and s["requests_failed"] == 2
+    assert s["step_error"].startswith("llama-3.1-8b: the step of 1 tokens does not fit sn40l under memory.policy = "
+                                      "static-single")
+    assert s["status_detail"] == f"2 of 2 requests not served: a step could not be priced: {s['step_error']}"
+    assert "on_oom" not in s["status_detail"]
