@@ -210,33 +210,26 @@ class ChipShard:
         busy = self.ni_busy[src_tile]
         tiles, mid, offers, p2m = self.tiles, msg.msg, self._offers, self.pkt_to_msg
         first = now + NI_LATENCY
-        if n == 1 and not isinstance(ready, list):  # most messages: one packet, the loop below once
+        if n == 1 and not isinstance(ready, list):  # most messages: one packet, no per-packet lists
             c = _book(busy, ready if ready > first else first)
             offers.extend((c, src_tile, dst_tile, flits[0]))
             if local:
                 p2m[c * tiles + src_tile] = mid
-                self.inbox[mid] = InboxEntry(msg, 1)
             else:
                 self._out_pkts.append((c * tiles + src_tile, mid, dst_tile))
-                self._out_msgs.append(msg.row())
-            if len(busy) > self._busy_cap[src_tile]:
-                self._prune(src_tile, now)
-            self.sent_count[kind] += 1
-            self.sent_packets[kind] += 1
-            self.sent_flits[kind] += flits[0]
-            return msg
-        readies = ready if isinstance(ready, list) else [ready] * n
-        last_r, c = -1, first - 1
-        for r, f in zip(readies, flits):
-            # the first free cycle at or after max(r, first); when readies do not decrease,
-            # every cycle from there up to the previous packet's is already taken
-            c = _book(busy, max(r, first, c + 1) if r >= last_r else max(r, first))
-            last_r = r
-            offers.extend((c, src_tile, dst_tile, f))  # flat: rows of 4 (_flush_offers)
-            if local:
-                p2m[c * tiles + src_tile] = mid
-            else:
-                self._out_pkts.append((c * tiles + src_tile, mid, dst_tile))
+        else:
+            readies = ready if isinstance(ready, list) else [ready] * n
+            last_r, c = -1, first - 1
+            for r, f in zip(readies, flits):
+                # the first free cycle at or after max(r, first); when readies do not decrease,
+                # every cycle from there up to the previous packet's is already taken
+                c = _book(busy, max(r, first, c + 1) if r >= last_r else max(r, first))
+                last_r = r
+                offers.extend((c, src_tile, dst_tile, f))  # flat: rows of 4 (_flush_offers)
+                if local:
+                    p2m[c * tiles + src_tile] = mid
+                else:
+                    self._out_pkts.append((c * tiles + src_tile, mid, dst_tile))
         if len(busy) > self._busy_cap[src_tile]:
             self._prune(src_tile, now)
         if local:

@@ -97,7 +97,7 @@ class Dataflow:
     def on_message(self, cu, msg):
         st = cu.state
         if msg.kind == m.WRITE and msg.tag & MULTICAST:  # a multicast stripe: relay it on, then take it
-            run, b, s = msg.tag >> 44 & 0x3FFF, msg.tag >> 14 & 0x3FFF, msg.tag & 0x3FFF
+            run, b, s = multicast_stripe(msg.tag)
             self._relay_on(cu, self.relays[run % len(self.p.partitions)].get((cu.uid, b, s), ()), msg.tag,
                            msg.nbytes, msg.status)
             return None
@@ -469,6 +469,11 @@ def multicast_tag(run: int, tile: int, buffer: int, stripe: int) -> int:
     if run >= 1 << 14 or tile >= 1 << 16 or buffer >= 1 << 14 or stripe >= 1 << 14:
         raise ValueError(f"multicast tag out of range: run {run}, tile {tile}, buffer {buffer}, stripe {stripe}")
     return MULTICAST | (run << 44) | (tile << 28) | (buffer << 14) | stripe
+
+
+def multicast_stripe(tag: int) -> tuple[int, int, int]:
+    """(run, buffer, stripe) of a multicast_tag: which relay table entry a received stripe is."""
+    return tag >> 44 & 0x3FFF, tag >> 14 & 0x3FFF, tag & 0x3FFF
 
 
 def signal_tag(run: int, tile: int, what: int) -> int:
