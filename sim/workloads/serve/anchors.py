@@ -104,7 +104,7 @@ def step_plan(model: ModelSpec, shape: StepShape, spec, tiles: int, mapping: dic
     from mapping.systems import LinkKind, NetworkDim, Parallelism, System
     from sim.workloads.dataflow.planning import weights_streamed
 
-    tile = math.ceil(shape.tokens / max(1, min(shape.tokens, tiles)))
+    tile = tile_tokens(shape.tokens, tiles)
     work = step_workload(model, shape.tokens, shape.keys, shape.kv_read, tile_size=tile, name=f"{model.name}-step")
     system = System(1, spec.dfmodel(), (NetworkDim(LinkKind.RING, 1, 1.0, Parallelism.TP),))
     plan = map_workload(work, system, build_model({**mapping, "weights_off_chip": True, "partitions": 1}),
@@ -113,6 +113,11 @@ def step_plan(model: ModelSpec, shape: StepShape, spec, tiles: int, mapping: dic
         raise ValueError(f"{model.name}: the step of {shape.tokens} tokens does not map onto {spec.name}: "
                          f"{plan.reason}")
     return weights_streamed(plan)
+
+
+def tile_tokens(tokens: int, tiles: int) -> int:
+    """Tokens a tile of a step of ``tokens`` in ``tiles`` tiles at most."""
+    return math.ceil(tokens / max(1, min(tokens, tiles)))
 
 
 def compute_bound(model: ModelSpec, shape: StepShape, spec) -> bool:
@@ -168,8 +173,7 @@ def simulate_anchor(cfg, model: ModelSpec, shape: StepShape, tiles_max: int = 32
             placement = plan_addresses(replace(placement, caches=()), spec.mu_bytes, "greedy")
             break
         except PlacementError as exc:
-            tile = math.ceil(shape.tokens / max(1, min(shape.tokens, want)))
-            if tile <= 1:
+            if tile_tokens(shape.tokens, want) <= 1:
                 tried = f"{tiles} tile{'s' if tiles > 1 else ''}"
                 raise ValueError(f"{model.name}: the step of {shape.tokens} tokens does not fit {spec.name} under "
                                  f"memory.policy = {cfg.policy.name}, not even in {tried} of 1 token a layer: "
@@ -179,16 +183,17 @@ def simulate_anchor(cfg, model: ModelSpec, shape: StepShape, tiles_max: int = 32
     end, ends, sent = _run(replace(cfg, workload=params, trace=False, memory_map_cycle=-1))
     cus = sum(len(k.cus) for k in placement.partitions[0].kernels)
     lb, lf = _plan_cost(plan)
-    roof = max(lb / spec.tiers[0].bytes_per_cycle(spec.clock_hz), lf / (spec.cu_count * spec.cu_flops_per_cycle))
+    bw = spec.tiers[0].bytes_per_cycle(spec.clock_hz)
+    roof = max(lb / bw, lf / (spec.cu_count * spec.cu_flops_per_cycle))
     if busy:  # the pipeline's steady state: its last few tiles' spacing
         k = min(4, len(ends) - 1)
         period = (ends[-1] - ends[-1 - k]) / k
     elif tiles > 1:  # the later half's mean spacing, at least a tile's share of the layer's bytes over the bandwidth
         k = len(ends) // 2
-        period = max((ends[-1] - ends[-1 - k]) / k, lb / tiles / spec.tiers[0].bytes_per_cycle(spec.clock_hz))
+        period = max((ends[-1] - ends[-1 - k]) / k, lb / tiles / bw)
     else:  # the mean layer from the first layer's end to the last but one's, at least the layer's
         # bytes over the tier's bandwidth (module docstring)
-        period = max((ends[-2] - ends[0]) / (len(ends) - 2), lb / spec.tiers[0].bytes_per_cycle(spec.clock_hz))
+        period = max((ends[-2] - ends[0]) / (len(ends) - 2), lb / bw)
     return StepPlanRun(shape, tiles, cus, lp.num_tiles, end, period, roof, plan.status, sent, ends)
 
 

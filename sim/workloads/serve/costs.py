@@ -11,11 +11,11 @@ output head, once a step, is priced at the same ``E``.
 A compute-bound anchor whose cached K/V are a small part of its bytes (below ``1 / context_ratio``
 of the rest: a prompt chunk beside a few decode sequences) is the anchor without them: its
 compute hides them, so its E is the prompt's (measured on sn40l, Llama-3.1-8B, 1,024 prompt
-tokens in 32 tiles: E 0.987 with none cached, 1.000 with 1,024 cached tokens read, the spread
-of the pipeline's spacing estimate), and a run prices such steps from one anchor where it
-simulated one per decode context (the example's 11 anchors were 8 with this rule). A
-memory-bound one keeps them: batch-1 decode's E is 1.06 at 1,024 cached tokens and 1.16 at
-4,096.
+tokens in 32 tiles, on the anchors' plans before multicast: E 0.987 with none cached, 1.000
+with 1,024 cached tokens read, the spread of the pipeline's spacing estimate), and a run
+prices such steps from one anchor where it simulated one per decode context (the example's 11
+anchors were 8 with this rule). A memory-bound one keeps them: batch-1 decode's E was 1.06 at
+1,024 cached tokens and 1.16 at 4,096 on those plans (1.008 at 1,024 on today's).
 
 Anchors are simulated the first time a step needs them and kept for the run; each is a pure
 function of the chip, the run's memory policy, protocol and NoC, the model and the anchor
@@ -94,8 +94,9 @@ class StepCosts:
         a = anchor(StepShape(shape.tokens, shape.keys, shape.kv_read), o.ratio, o.context_ratio)
         if a.kv_read and o.context_ratio > 1:
             bare = replace(a, kv_read=0)
-            kv = layer_cost(self.model, a)[0] - layer_cost(self.model, bare)[0]
-            if kv * o.context_ratio < layer_cost(self.model, bare)[0] and compute_bound(self.model, a, self.cfg.spec):
+            rest = layer_cost(self.model, bare)[0]
+            kv = layer_cost(self.model, a)[0] - rest
+            if kv * o.context_ratio < rest and compute_bound(self.model, a, self.cfg.spec):
                 return bare
         return a
 
