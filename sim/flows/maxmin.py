@@ -6,13 +6,23 @@ Networks", 2nd ed., 1992, section 6.5.2). The result is the unique max-min fair 
 no flow's rate can grow without lowering the rate of a flow that has no more. A flow's route
 is given as pairs (flow, resource), so a flow crosses any number of resources; a flow on no
 resource runs at its cap (an unlimited flow on nothing is an error).
+
+The filling is compiled (``_fill``): a memory tier re-rates a thousand flows at every start
+and end, and each round's dozen array operations cost more in numpy's calls than in their
+work. It does the textbook rounds' floating-point operations in their order (a flow's rate is
+the sum of the rounds' steps it took part in, a resource's room its capacity less each
+round's step times its users), so its rates are those of the numpy formulation bit for bit
+(tests/sim/flows/test_maxmin.py holds that one as the reference).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from sim.noc.jit import kernel
+
 EPS = 1e-12  # relative slack under which a resource counts as full and a flow as at its cap
+_OK, _NO_PROGRESS = 0, 1
 
 
 def max_min_rates(capacity: np.ndarray, pair_flow: np.ndarray, pair_resource: np.ndarray,
@@ -20,40 +30,82 @@ def max_min_rates(capacity: np.ndarray, pair_flow: np.ndarray, pair_resource: np
     """Rates of ``len(caps)`` flows: flow ``pair_flow[i]`` crosses resource ``pair_resource[i]``;
     ``capacity[r]`` is resource r's capacity, ``caps[f]`` flow f's own limit (``inf``: none).
     Capacities and caps are in one unit (bytes per cycle); the rates come in it too."""
-    capacity = np.asarray(capacity, dtype=float)
-    caps = np.asarray(caps, dtype=float)
-    pf = np.asarray(pair_flow, dtype=np.int64)
-    pr = np.asarray(pair_resource, dtype=np.int64)
+    capacity = np.ascontiguousarray(capacity, dtype=float)
+    caps = np.ascontiguousarray(caps, dtype=float)
+    pf = np.ascontiguousarray(pair_flow, dtype=np.int64)
+    pr = np.ascontiguousarray(pair_resource, dtype=np.int64)
     n, m = len(caps), len(capacity)
     rate = np.zeros(n)
     if n == 0:
         return rate
-    crossed = np.bincount(pf, minlength=n) > 0
+    crossed = np.zeros(n, dtype=np.bool_)
+    crossed[pf] = True
     if np.any(~crossed & np.isinf(caps)):
         raise ValueError("a flow that crosses no resource needs a finite cap")
     left = capacity.copy()
-    active = caps > 0
-    full = left <= 0
-    if m and np.any(full):  # a flow on a resource of no capacity gets nothing
-        active[pf[full[pr]]] = False
-    while np.any(active):
-        on = active[pf]
-        users = np.bincount(pr[on], minlength=m).astype(float)
-        used = users > 0
-        step = np.inf
-        if np.any(used):
-            step = float(np.min(left[used] / users[used]))
-        step = min(step, float(np.min(caps[active] - rate[active])))
-        rate[active] += step
-        left -= step * users
-        # freeze flows at their cap, and every flow crossing a resource now full
-        capped = active & np.isfinite(caps) & (caps - rate <= EPS * np.maximum(caps, 1.0))
-        filled = used & (left <= EPS * np.maximum(capacity, 1.0))
-        left[filled] = 0.0
-        done = capped.copy()
-        if np.any(filled):
-            done[pf[filled[pr]]] = True
-        if not np.any(done & active):  # numerical safety: the step must freeze someone
-            raise RuntimeError("progressive filling made no progress")
-        active &= ~done
+    active = np.empty(n, dtype=np.bool_)
+    users = np.empty(m, dtype=np.int64)
+    full = np.empty(m, dtype=np.bool_)
+    if _fill(capacity, pf, pr, caps, rate, left, active, users, full) == _NO_PROGRESS:
+        raise RuntimeError("progressive filling made no progress")  # numerical safety: a round must freeze someone
     return rate
+
+
+@kernel
+def _fill(capacity, pf, pr, caps, rate, left, active, users, full):
+    """Progressive filling into ``rate`` (zeros; ``left`` a copy of ``capacity``; the other
+    arrays scratch of their lengths); _OK or _NO_PROGRESS."""
+    n, m, npair = caps.shape[0], capacity.shape[0], pf.shape[0]
+    n_active = 0
+    for f in range(n):
+        active[f] = caps[f] > 0
+    for p in range(npair):  # a flow on a resource of no capacity gets nothing
+        if left[pr[p]] <= 0:
+            active[pf[p]] = False
+    for f in range(n):
+        n_active += active[f]
+    while n_active:
+        for r in range(m):
+            users[r] = 0
+        for p in range(npair):
+            if active[pf[p]]:
+                users[pr[p]] += 1
+        step = np.inf
+        for r in range(m):
+            if users[r] > 0:
+                s = left[r] / float(users[r])
+                if s < step:
+                    step = s
+        least = np.inf
+        for f in range(n):
+            if active[f]:
+                s = caps[f] - rate[f]
+                if s < least:
+                    least = s
+        if least < step:
+            step = least
+        for f in range(n):
+            if active[f]:
+                rate[f] += step
+        any_full = False
+        for r in range(m):
+            left[r] -= step * float(users[r])
+            full[r] = users[r] > 0 and left[r] <= EPS * max(capacity[r], 1.0)
+            if full[r]:
+                left[r] = 0.0
+                any_full = True
+        froze = 0
+        for f in range(n):  # flows at their cap, then every flow crossing a resource now full
+            if active[f] and np.isfinite(caps[f]) and caps[f] - rate[f] <= EPS * max(caps[f], 1.0):
+                active[f] = False
+                froze += 1
+        if any_full:
+            for p in range(npair):
+                f = pf[p]
+                if active[f] and full[pr[p]]:
+                    active[f] = False
+                    froze += 1
+        if froze == 0:
+            return _NO_PROGRESS
+        n_active -= froze
+    return _OK
