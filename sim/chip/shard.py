@@ -57,6 +57,7 @@ STREAM_JITTER = 101  # rng stream ids of the chip (sim/rng.py uses 1..3 for the 
 DELIVERY, TIMER = 0, 1
 BUSY_MIN = 64  # busy cycles a tile's network interface keeps before the first prune
 _DATA_KINDS = frozenset({m.WRITE, m.APPEND, m.READ_RESP})  # messages whose data adds to their packets
+SIZES_KEPT = 4096  # message sizes whose packets' flits send keeps (forgotten all at once past this)
 
 
 class ChipBoundary(Columnar):
@@ -140,18 +141,17 @@ class ChipShard:
         # they have doubled since the last prune: a burst that books thousands of cycles ahead is
         # copied O(1) times a cycle booked, not once every few thousand cycles while it drains
         self._busy_cap: dict[int, int] = dict.fromkeys(self.ni_busy, BUSY_MIN)
-        self.inbox: dict[int, InboxEntry] = {}  # message id -> its packets still on the way
-        self.pkt_to_msg: dict[int, int] = {}
-        self._offers: list[int] = []  # packets to offer, flat: (cycle, source tile, destination tile, flits) each
+        self.pkt_to_msg: dict[int, InboxEntry] = {}  # packet id -> its message's entry, until it arrives
+        self._offers: tuple[list[int], ...] = ([], [], [], [])  # packets to offer: cycle, source, destination tile, flits
+        self._sized: dict[tuple[int, int], tuple[list[int], int]] = {}  # (kind, data bytes) -> (flits a packet, flits)
         self._out_msgs: list[tuple] = []
         self._out_pkts: list[tuple[int, int, int]] = []
         self.egress = cfg.system.egress if cfg.system is not None else ()
         self.chip_id = cfg.system.chip if cfg.system is not None else 0
         self.left_chip: list[m.Message] = []  # messages IO units handed to the chip network (``now`` in ``sent``)
-        # measurements
-        self.sent_count = np.zeros(len(m.KINDS), dtype=np.int64)
-        self.sent_flits = np.zeros(len(m.KINDS), dtype=np.int64)
-        self.sent_packets = np.zeros(len(m.KINDS), dtype=np.int64)
+        # measurements: per message kind, messages, packets and flits sent (plain lists: send
+        # adds to them once a message; ``sent_count`` and the others read them as arrays)
+        self._sent = ([0] * len(m.KINDS), [0] * len(m.KINDS), [0] * len(m.KINDS))
         # what the results need, not every event (issue 27): deliveries and work records other
         # than requests are folded into digests for the result hash (sim/chip/digest.py), the
         # MUs' bytes into their peaks, integrals and samples (sim/chip/occupancy.py); a run
@@ -185,6 +185,18 @@ class ChipShard:
     def at(self, cycle: int, unit, fn, arg) -> None:
         heapq.heappush(self.heap, (cycle, TIMER, unit.uid, unit.next_seq(), fn, arg))
 
+    @property
+    def sent_count(self) -> np.ndarray:
+        return np.array(self._sent[0], dtype=np.int64)
+
+    @property
+    def sent_packets(self) -> np.ndarray:
+        return np.array(self._sent[1], dtype=np.int64)
+
+    @property
+    def sent_flits(self) -> np.ndarray:
+        return np.array(self._sent[2], dtype=np.int64)
+
     def send(self, unit, kind: int, dst: int, ready, **fields) -> m.Message:
         unit.sent += 1
         src = fields.pop("src", unit.uid)  # an IO unit passes on a remote sender's id
@@ -195,7 +207,13 @@ class ChipShard:
         elif dst in self.flow_ids and kind in _DATA_KINDS:
             msg.flags |= m.FLOW
         data = msg.nbytes if kind in _DATA_KINDS and not msg.flags & m.FLOW else 0
-        flits = self.cfg.sizing.packet_flits(kind, data)
+        sized = self._sized.get((kind, data))
+        if sized is None:  # a run sends a few sizes of message, millions of times
+            if len(self._sized) >= SIZES_KEPT:
+                self._sized.clear()
+            flits = self.cfg.sizing.packet_flits(kind, data)
+            sized = self._sized[kind, data] = (flits, sum(flits))
+        flits, nflits = sized
         n = msg.packets = len(flits)
         if ready is None:
             ready = now
@@ -208,37 +226,48 @@ class ChipShard:
         dst_tile = self._tile_of[dst if msg.chip < 0 else self.egress[msg.chip]]
         local = self._mine[dst_tile]
         busy = self.ni_busy[src_tile]
-        tiles, mid, offers, p2m = self.tiles, msg.msg, self._offers, self.pkt_to_msg
+        tiles, mid = self.tiles, msg.msg
         first = now + NI_LATENCY
-        if n == 1 and not isinstance(ready, list):  # most messages: one packet, no per-packet lists
-            c = _book(busy, ready if ready > first else first)
-            offers.extend((c, src_tile, dst_tile, flits[0]))
-            if local:
-                p2m[c * tiles + src_tile] = mid
-            else:
-                self._out_pkts.append((c * tiles + src_tile, mid, dst_tile))
+        if not isinstance(ready, list):  # most messages: their packets ready at once
+            c = ready if ready > first else first
+            if n == 1:
+                cycles = [_book(busy, c)]
+            elif busy.keys().isdisjoint(range(c, c + n)):  # the interface is free: n cycles in a row
+                cycles = range(c, c + n)
+                busy.update(zip(cycles, range(c + 1, c + n + 1)))
+            else:  # each packet in the first free cycle after the one before
+                cycles, c = [], c - 1
+                for _ in range(n):
+                    c = _book(busy, c + 1)
+                    cycles.append(c)
         else:
-            readies = ready if isinstance(ready, list) else [ready] * n
-            last_r, c = -1, first - 1
-            for r, f in zip(readies, flits):
+            cycles, last_r, c = [], -1, first - 1
+            for r in ready:
                 # the first free cycle at or after max(r, first); when readies do not decrease,
                 # every cycle from there up to the previous packet's is already taken
                 c = _book(busy, max(r, first, c + 1) if r >= last_r else max(r, first))
                 last_r = r
-                offers.extend((c, src_tile, dst_tile, f))  # flat: rows of 4 (_flush_offers)
-                if local:
-                    p2m[c * tiles + src_tile] = mid
-                else:
-                    self._out_pkts.append((c * tiles + src_tile, mid, dst_tile))
+                cycles.append(c)
+        oc, os_, od, of = self._offers
+        oc.extend(cycles)
+        os_.extend([src_tile] * n)
+        od.extend([dst_tile] * n)
+        of.extend(flits)
         if len(busy) > self._busy_cap[src_tile]:
             self._prune(src_tile, now)
         if local:
-            self.inbox[mid] = InboxEntry(msg, n)
+            entry = InboxEntry(msg, n)
+            if n == 1:
+                self.pkt_to_msg[cycles[0] * tiles + src_tile] = entry
+            else:
+                self.pkt_to_msg.update(dict.fromkeys([c * tiles + src_tile for c in cycles], entry))
         else:
+            self._out_pkts.extend([(c * tiles + src_tile, mid, dst_tile) for c in cycles])
             self._out_msgs.append(msg.row())
-        self.sent_count[kind] += 1
-        self.sent_packets[kind] += n
-        self.sent_flits[kind] += sum(flits)
+        count, packets, flits_sent = self._sent
+        count[kind] += 1
+        packets[kind] += n
+        flits_sent[kind] += nflits
         return msg
 
     def _prune(self, tile: int, now: int) -> None:
@@ -323,7 +352,7 @@ class ChipShard:
             bound = min(t + delay, t1, snap) if pending else min(t + delay, t1)
             if h < bound:  # the units first: their packets enter the network from h + NI_LATENCY on
                 run_units(bound)
-                if self._offers:
+                if self._offers[0]:
                     self._flush_offers()
                 continue
             # the network up to the first cycle a unit could offer a packet at
@@ -356,36 +385,37 @@ class ChipShard:
                 fn(arg)
 
     def _flush_offers(self) -> None:
-        a = np.array(self._offers, dtype=np.int64).reshape(-1, 4).T.copy()  # rows: contiguous columns
-        self._offers = []
-        self.net.offer(a[0], a[1], a[2], a[3])
+        oc, os_, od, of = self._offers
+        self._offers = ([], [], [], [])
+        self.net.offer(np.array(oc, dtype=np.int64), np.array(os_, dtype=np.int64), np.array(od, dtype=np.int64),
+                       np.array(of, dtype=np.int64))
 
     def _collect(self) -> None:
         """Packets that reached their terminal: complete messages become deliveries."""
         pk, cyc = self.net.take_ejected()
         if not len(pk):
             return
-        inbox, p2m, heap = self.inbox, self.pkt_to_msg, self.heap
+        p2m, heap = self.pkt_to_msg, self.heap
         for p, c in zip(pk.tolist(), cyc.tolist()):
-            mid = p2m.pop(p)
-            e = inbox[mid]
+            e = p2m.pop(p)
             e.packets_left -= 1
             if c > e.last_arrival:
                 e.last_arrival = c
             if e.packets_left == 0:
-                del inbox[mid]
                 msg = e.msg
                 dst = msg.dst if msg.chip < 0 else self.egress[msg.chip]
-                heapq.heappush(heap, (e.last_arrival, DELIVERY, dst, mid, None, msg))
+                heapq.heappush(heap, (e.last_arrival, DELIVERY, dst, msg.msg, None, msg))
 
     def _accept(self, b: ChipBoundary) -> None:
         if len(b.net):
             self.net.deliver(b.net)
+        # a message's record travels in the epoch it was sent in, with its packets' ids: before any of them
+        entries = {}
         for row in b.msgs.tolist():
             msg = m.Message(*row)
-            self.inbox[msg.msg] = InboxEntry(msg, msg.packets)
+            entries[msg.msg] = InboxEntry(msg, msg.packets)
         if len(b.pkt):
-            self.pkt_to_msg.update(zip(b.pkt.tolist(), b.pkt_msg.tolist()))
+            self.pkt_to_msg.update(zip(b.pkt.tolist(), [entries[x] for x in b.pkt_msg.tolist()]))
 
     def _outbound(self, net_out: list) -> ChipBoundary:
         net = self._no_net.join(net_out)
