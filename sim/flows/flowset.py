@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from sim.flows.maxmin import max_min_rates
+from sim.noc.jit import kernel
 
 TIE = 1e-9  # relative: finishes closer than this are the same instant
 WIDTH = 4  # resources per route held in a row of the route table (grows when needed)
@@ -125,10 +126,7 @@ class FlowSet:
     def next_finish(self) -> float:
         """The instant the next flow finishes at the current rates (inf: none will)."""
         self._rerate()
-        going = self.rate > 0
-        if not np.any(going):
-            return math.inf
-        return self.t + float(np.min(self.left[going] / self.rate[going]))
+        return _soonest(self.t, self.left, self.rate)
 
     def rates(self) -> dict:
         """{key: rate} of every flow now (bytes per cycle)."""
@@ -168,3 +166,16 @@ class FlowSet:
         pair_flow = np.nonzero(on)[0]
         self.rate = max_min_rates(self.capacity, pair_flow, self.route[on], self.cap)
         self._dirty = False
+
+
+@kernel
+def _soonest(t, left, rate):
+    """``t`` plus the least ``left / rate`` of the flows with a rate (inf: none has one): when
+    the next flow finishes at these rates (compiled: a tier asks at every message it handles)."""
+    least = np.inf
+    for i in range(rate.shape[0]):
+        if rate[i] > 0:
+            d = left[i] / rate[i]
+            if d < least:
+                least = d
+    return t + least if least < np.inf else np.inf

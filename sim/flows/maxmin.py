@@ -22,7 +22,7 @@ import numpy as np
 from sim.noc.jit import kernel
 
 EPS = 1e-12  # relative slack under which a resource counts as full and a flow as at its cap
-_OK, _NO_PROGRESS = 0, 1
+_OK, _NO_PROGRESS, _NO_CAP = 0, 1, 2
 
 
 def max_min_rates(capacity: np.ndarray, pair_flow: np.ndarray, pair_resource: np.ndarray,
@@ -38,15 +38,14 @@ def max_min_rates(capacity: np.ndarray, pair_flow: np.ndarray, pair_resource: np
     rate = np.zeros(n)
     if n == 0:
         return rate
-    crossed = np.zeros(n, dtype=np.bool_)
-    crossed[pf] = True
-    if np.any(~crossed & np.isinf(caps)):
-        raise ValueError("a flow that crosses no resource needs a finite cap")
     left = capacity.copy()
     active = np.empty(n, dtype=np.bool_)
     users = np.empty(m, dtype=np.int64)
     full = np.empty(m, dtype=np.bool_)
-    if _fill(capacity, pf, pr, caps, rate, left, active, users, full) == _NO_PROGRESS:
+    why = _fill(capacity, pf, pr, caps, rate, left, active, users, full)
+    if why == _NO_CAP:
+        raise ValueError("a flow that crosses no resource needs a finite cap")
+    if why == _NO_PROGRESS:
         raise RuntimeError("progressive filling made no progress")  # numerical safety: a round must freeze someone
     return rate
 
@@ -54,10 +53,17 @@ def max_min_rates(capacity: np.ndarray, pair_flow: np.ndarray, pair_resource: np
 @kernel
 def _fill(capacity, pf, pr, caps, rate, left, active, users, full):
     """Progressive filling into ``rate`` (zeros; ``left`` a copy of ``capacity``; the other
-    arrays scratch of their lengths); _OK or _NO_PROGRESS."""
+    arrays scratch of their lengths); _OK, _NO_CAP (a flow on no resource has no cap) or
+    _NO_PROGRESS."""
     n, m, npair = caps.shape[0], capacity.shape[0], pf.shape[0]
+    for f in range(n):
+        active[f] = False
+    for p in range(npair):  # active: crossing a resource, for now
+        active[pf[p]] = True
     n_active = 0
     for f in range(n):
+        if not active[f] and np.isinf(caps[f]):
+            return _NO_CAP
         active[f] = caps[f] > 0
     for p in range(npair):  # a flow on a resource of no capacity gets nothing
         if left[pr[p]] <= 0:
