@@ -59,6 +59,10 @@ class AnchorLog:
     wall_seconds: float = column("double", "wall time its mapping, placement and simulation took, s (0: cached)")
     cached: bool = column("bool", "taken from workload.decode.step_cache, not simulated by this run")
     key: str = column("string", "its key in a step cache (sim/workloads/serve/cache.py)")
+    ahead: bool = column("bool", "simulated ahead of need in a worker process, from the run's planning pass "
+                         "(sim/workloads/serve/prefetch.py); wall_seconds is that process's")
+    used: bool = column("bool", "a step of the run was priced by it (false: the planning pass foresaw it, no step "
+                        "needed it)")
 
     HASHED: ClassVar[bool] = False  # a view, and a wall time: the steps it priced are in the hash
 
@@ -124,14 +128,15 @@ def serve_figures(params, logged: list, clock_hz: float) -> tuple[dict, dict]:
 def anchor_figures(params, logged: list) -> tuple[dict, dict]:
     """The summary's anchor figures and the run_anchors columns; the anchors this run simulated
     join its step cache, if it has one."""
-    anchors = [x for x in logged if isinstance(x, AnchorLog)]
-    fresh = {a.key: a.cache_entry() for a in anchors if not a.cached}
+    logs = [x for x in logged if isinstance(x, AnchorLog)]
+    fresh = {a.key: a.cache_entry() for a in logs if not a.cached}
     if params.costs.cache and fresh:
         from sim.workloads.serve import cache
 
         cache.write(params.costs.cache, fresh)
+    anchors = [a for a in logs if a.used]
     return {"anchors": len(anchors), "anchors_cached": sum(a.cached for a in anchors),
-            "anchor_wall_seconds": sum(a.wall_seconds for a in anchors),
+            "anchors_unused": len(logs) - len(anchors), "anchor_wall_seconds": sum(a.wall_seconds for a in logs),
             "anchor_efficiency_min": min((a.efficiency for a in anchors), default=None),
             "anchor_efficiency_max": max((a.efficiency for a in anchors), default=None)}, \
-        {"anchors": _columns(anchors, AnchorLog)}
+        {"anchors": _columns(logs, AnchorLog)}
