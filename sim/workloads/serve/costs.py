@@ -36,10 +36,16 @@ from dataclasses import dataclass, replace
 
 from mapping.models import ModelSpec
 from sim.workloads.serve import cache
-from sim.workloads.serve.anchors import LAYERS, PIPELINE, StepPlanRun, compute_bound
+from sim.workloads.serve import anchors as simulated
+from sim.workloads.serve.anchors import StepPlanRun, compute_bound
 from sim.workloads.serve.figures import AnchorLog
 from sim.workloads.serve.prefetch import Ahead, Simulated, simulate, workers
 from sim.workloads.serve.shapes import Roofline, StepShape, anchor, layer_cost, roofline
+
+
+# every constant an anchor's simulation reads: part of its step-cache key
+DEPTH = (simulated.LAYERS, simulated.PIPELINE, simulated.DECODE_TILE, simulated.DECODE_TILES, simulated.STEADY,
+         simulated.MIN_SHARE)
 
 
 @dataclass(frozen=True)
@@ -91,9 +97,7 @@ class StepCosts:
                 self.cached = cache.read(self.options.cache) if self.options.cache else {}
             hit = self.cached.get(k)
             if hit is not None:
-                got = Simulated(StepPlanRun(a, hit["tiles"], hit["cus"], hit["iterations"], hit["end"],
-                                            hit["per_iteration"], hit["roofline_layer"], hit["plan_status"],
-                                            hit["messages"]), 0.0)
+                got = Simulated(cache.run_of(hit), 0.0)
             else:
                 if not self.planned:
                     self.planned, self.ahead = True, self._simulate_ahead()
@@ -104,7 +108,7 @@ class StepCosts:
         return run.efficiency(self.model.layers)
 
     def _key(self, a: StepShape) -> str:
-        return cache.key(self.cfg, self.model, self.options, a, (LAYERS, PIPELINE))
+        return cache.key(self.cfg, self.model, self.options, a, DEPTH)
 
     def _simulate_ahead(self) -> Ahead | None:
         """The planning pass's anchors this run has not got, set to simulate side by side (prefetch.py)."""
