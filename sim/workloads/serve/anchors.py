@@ -138,9 +138,13 @@ def simulate_anchor(cfg, model: ModelSpec, shape: StepShape, tiles_max: int = 32
     tile waits for the layer below only after the whole pipeline has passed), ``pipeline``
     iterations of it (a layer at most). ``multicast``: a tile a kernel's CUs all read whole
     reaches them by multicast (compile.multicast_trees); ``by_bytes``: the placement's
-    (default: for a tiled memory-bound step). A step whose buffers place in no MU under the
-    policy (its room: a static slot, a copy's reserve) is mapped again in twice the tiles, as a
-    compiler would tile it finer, until it places or a tile is one token (then ValueError)."""
+    (default: for a tiled memory-bound step). Under a policy of a fixed count of buffers an MU
+    (static-single's one, static-multi's slots) a step whose stripes outnumber the slots has
+    fewer CUs in all (placement's ``fit_slots``: each producer CU writes a stripe of every tensor
+    it makes, so finer tiles do not cut the count); a step whose buffers then place in no MU
+    under the policy (its room: a static slot, a copy's reserve) is mapped again in twice the
+    tiles, as a compiler would tile it finer, until it places or a tile is one token (then
+    ValueError)."""
     from mapping.placement import PlacementError
     from sim.workloads.dataflow.compile import Homes
     from sim.workloads.dataflow.params import DataflowParams
@@ -169,7 +173,7 @@ def simulate_anchor(cfg, model: ModelSpec, shape: StepShape, tiles_max: int = 32
             placement = place_on_grid(lp, spec, cfg.seed, cfg.policy.room(cfg.mu), stream_bytes=stream_bytes,
                                       rounds=2, bound=False,
                                       by_bytes=(tiles > 1 and not busy) if by_bytes is None else by_bytes,
-                                      by_io=True, min_share=MIN_SHARE)
+                                      by_io=True, min_share=MIN_SHARE, fit_slots=True)
             placement = plan_addresses(replace(placement, caches=()), spec.mu_bytes, "greedy")
             break
         except PlacementError as exc:
