@@ -109,18 +109,21 @@ def _static(memory: dict):
                    "workload": {"kind": "serve", "decode": {"model": "llama-3.1-8b"}}, "run": {"max_cycles": 10**12}})
 
 
-def test_a_static_single_step_has_fewer_cus_and_no_better_efficiency():
+def test_a_static_single_step_runs_on_fewer_cus_at_no_better_efficiency():
     """static-single gives each stripe a whole MU: a 32-token prompt's layer (15 kernels) has a
     stripe of each tensor a producer CU makes, and Input, Norm_1 and Add_1 make 2, 3 and 2
     tensors, so on the 64 CUs it has at least 64 + 4 stripes for 64 MUs: it runs on 60 CUs at
-    most; a step on fewer CUs, each buffer in an MU of its own, is no faster than under virtual."""
+    most, taken from the kernels with the most CUs (Gate_Up, Down), not from the pace-setting Q
+    projection, so its E is virtual's within the placement's 1 % (taken in proportion instead,
+    one of Q's 3 CUs went and E rose by half: placement's _fewer_cus)."""
     m = model_preset("llama-3.1-8b")
     shape = StepShape.of([], [(32, 0, True)])
     virtual = simulate_anchor(_static({"policy": "virtual"}), m, shape, tiles_max=4)
     single = simulate_anchor(_static({"policy": "static-single"}), m, shape, tiles_max=4)
     assert virtual.cus == 64 and 15 <= single.cus <= 64 - 4
     assert single.tiles == virtual.tiles == 4
-    assert single.efficiency(m.layers) >= virtual.efficiency(m.layers)
+    assert single.efficiency(m.layers) >= 0.99 * virtual.efficiency(m.layers)
+    assert single.efficiency(m.layers) <= 1.05 * virtual.efficiency(m.layers)
 
 
 def test_a_step_that_fits_not_even_in_one_token_tiles_names_the_policy():
