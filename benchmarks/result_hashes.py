@@ -131,9 +131,11 @@ def main() -> int:
     if args.record:
         old = json.load(open(DATA)) if os.path.exists(DATA) else {}
         old.update(got)
-        with open(DATA, "w") as fh:
+        tmp = f"{DATA}.{os.getpid()}.tmp"  # written whole, then renamed: an interrupted record loses nothing
+        with open(tmp, "w") as fh:
             json.dump(old, fh, indent=1, sort_keys=True)
             fh.write("\n")
+        os.replace(tmp, DATA)
     if args.check:
         want = json.load(open(DATA))
         bad = [k for k in got if k in want and want[k] != got[k]]

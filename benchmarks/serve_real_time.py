@@ -12,10 +12,13 @@ uncapped. Each case prints its wall time (target: at most 300 s on this 2-core m
 process's CPU time (the wall time it would take on an idle core), the simulated cycles and
 seconds, simulated cycles per wall and per CPU second, the anchors it simulated (or took
 from the step cache) and their wall time, requests served and failed, preemptions, TTFT, TBT and
-e2e percentiles, goodput, and the load average. ``--cache FILE`` keeps simulated anchors for later
-runs (sim/workloads/serve/cache.py): its key holds the memory policy and ``on_oom`` too (an MU that
-runs out of room inside an anchor's plan acts by ``on_oom``), so a case shares anchors with its own
-reruns, not with the other cases; every case's first run is a cold one.
+e2e percentiles, goodput, and the load average. Anchors are simulated ahead, side by side, in
+``--workers`` processes (``workload.decode.step_workers``; 0, the default: one per core;
+sim/workloads/serve/prefetch.py); ``anchor_wall_seconds`` sums their overlapping wall times.
+``--cache FILE`` keeps simulated anchors for later runs (sim/workloads/serve/cache.py): its key
+holds the memory policy and ``on_oom`` too (an MU that runs out of room inside an anchor's plan
+acts by ``on_oom``), so a case shares anchors with its own reruns, not with the other cases;
+every case's first run is a cold one.
 """
 
 from __future__ import annotations
@@ -38,18 +41,19 @@ ON_OOM = {"stall": {"on_oom": "stall"}, "evict": {"on_oom": "evict"}, "fail": {"
           "preempt-recompute": {"on_oom": "preempt", "preempt_mode": "recompute"},
           "preempt-swap": {"on_oom": "preempt", "preempt_mode": "swap"}}
 FIGURES = ("status", "status_detail", "trace_requests", "requests_finished", "requests_failed", "preemptions",
-           "sim_cycles", "sim_seconds", "serve_steps", "anchors", "anchors_cached", "anchor_wall_seconds",
-           "anchor_efficiency_min", "anchor_efficiency_max", "ttft_p50_seconds", "ttft_p99_seconds",
-           "tbt_p50_seconds", "tbt_p99_seconds", "e2e_p50_seconds", "e2e_p99_seconds", "goodput_requests_per_second",
-           "tokens_per_second", "hbm_peak_bytes", "trace_arrival_rate", "step_error")
+           "sim_cycles", "sim_seconds", "serve_steps", "anchors", "anchors_cached", "anchors_unused",
+           "anchor_wall_seconds", "anchor_efficiency_min", "anchor_efficiency_max", "ttft_p50_seconds",
+           "ttft_p99_seconds", "tbt_p50_seconds", "tbt_p99_seconds", "e2e_p50_seconds", "e2e_p99_seconds",
+           "goodput_requests_per_second", "tokens_per_second", "hbm_peak_bytes", "trace_arrival_rate", "step_error")
 # the timing and FIGURES, written out: tests/test_benchmarks.py reads the literal
-SMOKE_KEYS = (("bench", "case", "wall_seconds", "cpu_seconds", "target_seconds", "meets_target", "meets_target_cpu",
-               "cycles_per_wall_second", "cycles_per_cpu_second", "load_average", "status", "status_detail",
-               "trace_requests", "requests_finished", "requests_failed", "preemptions", "sim_cycles", "sim_seconds",
-               "serve_steps", "anchors", "anchors_cached", "anchor_wall_seconds", "anchor_efficiency_min",
-               "anchor_efficiency_max", "ttft_p50_seconds", "ttft_p99_seconds", "tbt_p50_seconds", "tbt_p99_seconds",
-               "e2e_p50_seconds", "e2e_p99_seconds", "goodput_requests_per_second", "tokens_per_second",
-               "hbm_peak_bytes", "trace_arrival_rate", "step_error"),)
+SMOKE_KEYS = (("bench", "case", "step_workers", "wall_seconds", "cpu_seconds", "target_seconds", "meets_target",
+               "meets_target_cpu", "cycles_per_wall_second", "cycles_per_cpu_second", "load_average", "status",
+               "status_detail", "trace_requests", "requests_finished", "requests_failed", "preemptions", "sim_cycles",
+               "sim_seconds", "serve_steps", "anchors", "anchors_cached", "anchors_unused", "anchor_wall_seconds",
+               "anchor_efficiency_min", "anchor_efficiency_max", "ttft_p50_seconds", "ttft_p99_seconds",
+               "tbt_p50_seconds", "tbt_p99_seconds", "e2e_p50_seconds", "e2e_p99_seconds",
+               "goodput_requests_per_second", "tokens_per_second", "hbm_peak_bytes", "trace_arrival_rate",
+               "step_error"),)
 
 
 def run_case(memory: dict, overrides: dict) -> dict:
@@ -76,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trace", default="", help="a trace file in a published format (default: the example's)")
     ap.add_argument("--only", default="", help="cases whose name starts with this")
     ap.add_argument("--cache", default="", help="a step cache file shared by the cases (default: none)")
+    ap.add_argument("--workers", type=int, default=0,
+                    help="workload.decode.step_workers: processes simulating anchors ahead (0: the cores; 1: none)")
     ap.add_argument("--smoke", action="store_true", help="two requests on an 8 x 16 sn40l, one anchor: seconds")
     args = ap.parse_args(argv)
     base: dict = {}
@@ -92,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, memory in cases:
         if not name.startswith(args.only):
             continue
-        row = {"bench": "serve_real_time", "case": name, **run_case(memory, base)}
+        row = {"bench": "serve_real_time", "case": name, "step_workers": args.workers,
+               **run_case(memory, {**base, "workload.decode.step_workers": args.workers})}
         print(json.dumps(row), flush=True)
     return 0
 

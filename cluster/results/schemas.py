@@ -333,7 +333,9 @@ SERVE_COLUMNS = (
     Column("prefill_tokens", _I, "serve: prompt tokens prefilled (recomputed ones again)"),
     Column("anchors", _I, "serve: step shapes whose plan was mapped and simulated to price the steps"),
     Column("anchors_cached", _I, "serve: of them, taken from workload.decode.step_cache"),
-    Column("anchor_wall_seconds", _F, "serve: wall time spent mapping, placing and simulating anchors, s"),
+    Column("anchors_unused", _I, "serve: anchors the planning pass simulated ahead that no step needed"),
+    Column("anchor_wall_seconds", _F, "serve: wall time spent mapping, placing and simulating anchors, s, summed "
+           "over them (used or not; those simulated side by side overlap)"),
     Column("anchor_efficiency_min", _F, "serve: lowest anchor's simulated / roofline cycles"),
     Column("anchor_efficiency_max", _F, "serve: highest anchor's simulated / roofline cycles"),
     Column("step_error", _S, "serve: why a step could not be priced (its plan did not map, fit or run; null: none)"),
@@ -625,7 +627,7 @@ SYSTEM_SUMMARY = TableSchema(
                                                    "kv_bytes_saved")
           or c.name.endswith("_seconds") and c.name[:4] in ("ttft", "tbt_", "e2e_") or c.name.startswith("prefix_")),
         *(c for c in SERVE_COLUMNS if c.name in ("model", "serve_steps", "anchors", "anchors_cached",
-                                                 "anchor_wall_seconds", "anchor_efficiency_min",
+                                                 "anchors_unused", "anchor_wall_seconds", "anchor_efficiency_min",
                                                  "anchor_efficiency_max")),
         Column("use_after_free", _I, "grid chips: oracle over every chip's log (references cross chips)"),
         Column("double_free", _I, "grid chips: oracle: frees of already-freed allocations"),

@@ -20,9 +20,9 @@ from pathlib import Path
 FORMAT = 4  # 3: a memory-bound anchor's layer is the mean of its steady layers; 4: multicast, tiled decode
 
 
-def key(cfg, model, options, shape, depth: tuple[int, int]) -> str:
-    """The hash naming one anchor's simulation (module docstring; ``depth``: the layers and pipeline
-    iterations it simulates)."""
+def key(cfg, model, options, shape, depth: tuple[int, ...]) -> str:
+    """The hash naming one anchor's simulation (module docstring; ``depth``: the constants it is
+    simulated by: the layers and pipeline iterations it simulates, its tiling, its CUs' least share)."""
     from importlib import metadata
 
     try:
@@ -32,6 +32,23 @@ def key(cfg, model, options, shape, depth: tuple[int, int]) -> str:
     parts = (FORMAT, version, cfg.spec, cfg.noc, cfg.network, cfg.sizing, cfg.mu, cfg.policy, cfg.reclaim, cfg.on_oom,
              cfg.seed, model, options.tiles, options.stream_bytes, options.map_seconds, shape, depth)
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:32]
+
+
+def entry(run) -> dict:
+    """What the file keeps of an anchor's simulation (an anchors.StepPlanRun; not its ``ends``)."""
+    a = run.shape
+    return {"shape": [a.tokens, a.keys, a.kv_read], "tiles": run.tiles, "cus": run.cus, "iterations": run.iterations,
+            "end": run.end, "per_iteration": run.per_iteration, "roofline_layer": run.roofline_layer,
+            "plan_status": run.plan_status, "messages": run.messages}
+
+
+def run_of(e: dict):
+    """The anchors.StepPlanRun an ``entry`` keeps."""
+    from sim.workloads.serve.anchors import StepPlanRun
+    from sim.workloads.serve.shapes import StepShape
+
+    return StepPlanRun(StepShape(*e["shape"]), e["tiles"], e["cus"], e["iterations"], e["end"], e["per_iteration"],
+                       e["roofline_layer"], e["plan_status"], e["messages"])
 
 
 def read(path: str) -> dict[str, dict]:

@@ -20,20 +20,32 @@ anchors were 8 with this rule). A memory-bound one keeps them: batch-1 decode's 
 Anchors are simulated the first time a step needs them and kept for the run; each is a pure
 function of the chip, the run's memory policy, protocol and NoC, the model and the anchor
 shape, so every shard and backend prices alike, and a step cache (cache.py) lets later runs
-take them instead of simulating them again.
+take them instead of simulating them again. Being pure, they can also be simulated ahead and
+side by side: at the first anchor a run needs, a planning pass (prefetch.py) replays the run
+with every step at its roofline, notes the anchors it asks for and simulates them in
+``workers`` processes at once; a step then takes its anchor from there, and one the planning
+pass did not foresee is simulated when needed, as without it. Either way every price is the
+same, so the run's steps and result hash are too.
 """
 
 from __future__ import annotations
 
 import math
-import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from mapping.models import ModelSpec
 from sim.workloads.serve import cache
-from sim.workloads.serve.anchors import LAYERS, PIPELINE, StepPlanRun, compute_bound, simulate_anchor
+from sim.workloads.serve import anchors as simulated
+from sim.workloads.serve.anchors import StepPlanRun, compute_bound
 from sim.workloads.serve.figures import AnchorLog
+from sim.workloads.serve.prefetch import Ahead, Simulated, simulate, workers
 from sim.workloads.serve.shapes import Roofline, StepShape, anchor, layer_cost, roofline
+
+
+# every constant an anchor's simulation reads: part of its step-cache key
+DEPTH = (simulated.LAYERS, simulated.PIPELINE, simulated.DECODE_TILE, simulated.DECODE_TILES, simulated.STEADY,
+         simulated.MIN_SHARE)
 
 
 @dataclass(frozen=True)
@@ -46,46 +58,80 @@ class CostOptions:
     stream_bytes: int = 64 * 1024  # a streaming kernel's weight bytes a CU at least
     map_seconds: float = 60.0  # the MILP's time limit per anchor
     cache: str = ""  # a step cache file (cache.py); empty: none
+    workers: int = 0  # processes simulating anchors at once (prefetch.workers: 0 is this machine's cores)
+    roofline_only: bool = False  # every step at its roofline, its anchors noted, not simulated: the planning pass
 
 
 class StepCosts:
-    """A run's step prices, its anchors simulated as steps need them (module docstring)."""
+    """A run's step prices, its anchors simulated as steps need them (module docstring).
+    ``planner``: the anchors the run will ask for, for the planning pass (prefetch.py; None:
+    each simulated when first needed)."""
 
-    def __init__(self, cfg, model: ModelSpec, options: CostOptions = CostOptions()):
+    def __init__(self, cfg, model: ModelSpec, options: CostOptions = CostOptions(),
+                 planner: Callable[[], list[StepShape]] | None = None):
         self.cfg = cfg
         self.model = model
         self.options = options
+        self.planner = planner
         spec = cfg.spec
         self.bytes_per_cycle = spec.tiers[0].bytes_per_cycle(spec.clock_hz)
         self.flops_per_cycle = float(spec.cu_count * spec.cu_flops_per_cycle)
         self.anchors: dict[StepShape, StepPlanRun] = {}
         self.logs: list[AnchorLog] = []
         self.cached: dict[str, dict] | None = None  # the step cache's anchors, read at the first
+        self.planned = False  # the planning pass run (at the first anchor not cached)
+        self.ahead: Ahead | None = None  # its anchors, simulated in worker processes
+        self.wanted: dict[StepShape, None] = {}  # roofline_only: the anchors asked for, in order
 
     def efficiency(self, shape: StepShape) -> float:
         """E of the anchor pricing ``shape``, simulating it first (or taking it from the step
-        cache) if no step needed it before."""
+        cache or the planning pass) if no step needed it before; 1 under ``roofline_only``."""
         a = self.anchor_of(shape)
+        if self.options.roofline_only:
+            self.wanted.setdefault(a)
+            return 1.0
         run = self.anchors.get(a)
         if run is None:
-            t0 = time.perf_counter()
-            o = self.options
-            k = cache.key(self.cfg, self.model, o, a, (LAYERS, PIPELINE))
+            k = self._key(a)
             if self.cached is None:
-                self.cached = cache.read(o.cache) if o.cache else {}
+                self.cached = cache.read(self.options.cache) if self.options.cache else {}
             hit = self.cached.get(k)
             if hit is not None:
-                run = StepPlanRun(a, hit["tiles"], hit["cus"], hit["iterations"], hit["end"], hit["per_iteration"],
-                                  hit["roofline_layer"], hit["plan_status"], hit["messages"])
+                got = Simulated(cache.run_of(hit), 0.0)
             else:
-                run = simulate_anchor(self.cfg, self.model, a, o.tiles, o.stream_bytes, {"time_limit": o.map_seconds})
+                if not self.planned:
+                    self.planned, self.ahead = True, self._simulate_ahead()
+                got = (self.ahead and self.ahead.pop(a)) or simulate(self.cfg, self.model, a, self.options)
+            run = got.result()
             self.anchors[a] = run
-            layers = self.model.layers
-            self.logs.append(AnchorLog(a.tokens, a.keys, a.kv_read, run.tiles, run.cus, run.iterations, run.end,
-                                       run.per_iteration, run.roofline_layer, run.cycles_for(layers),
-                                       layers * run.roofline_layer, run.efficiency(layers), run.messages,
-                                       run.plan_status, 0.0 if hit else time.perf_counter() - t0, hit is not None, k))
+            self.logs.append(self._log(run, got, k, cached=hit is not None))
         return run.efficiency(self.model.layers)
+
+    def _key(self, a: StepShape) -> str:
+        return cache.key(self.cfg, self.model, self.options, a, DEPTH)
+
+    def _simulate_ahead(self) -> Ahead | None:
+        """The planning pass's anchors this run has not got, set to simulate side by side (prefetch.py)."""
+        n = workers(self.options.workers)
+        if n <= 1 or self.planner is None:
+            return None
+        todo = [a for a in self.planner() if a not in self.anchors and self._key(a) not in (self.cached or {})]
+        return Ahead(self.cfg, self.model, todo, self.options, n) if len(todo) > 1 else None
+
+    def _log(self, run: StepPlanRun, got: Simulated, key: str, cached: bool = False, used: bool = True) -> AnchorLog:
+        a, layers = run.shape, self.model.layers
+        return AnchorLog(a.tokens, a.keys, a.kv_read, run.tiles, run.cus, run.iterations, run.end, run.per_iteration,
+                         run.roofline_layer, run.cycles_for(layers), layers * run.roofline_layer,
+                         run.efficiency(layers), run.messages, run.plan_status, got.wall_seconds, cached, key,
+                         got.ahead, used)
+
+    def finish(self) -> list[AnchorLog]:
+        """The run's anchors: those its steps were priced by, then those the planning pass simulated
+        that none needed (``used`` false); its workers stopped."""
+        left = self.ahead.close() if self.ahead else {}
+        self.ahead = None
+        return self.logs + [self._log(got.run, got, self._key(a), used=False)
+                            for a, got in left.items() if got.run is not None]
 
     def anchor_of(self, shape: StepShape) -> StepShape:
         """The anchor pricing ``shape`` (shapes.anchor), without its cached K/V when it is

@@ -59,18 +59,24 @@ class AnchorLog:
     wall_seconds: float = column("double", "wall time its mapping, placement and simulation took, s (0: cached)")
     cached: bool = column("bool", "taken from workload.decode.step_cache, not simulated by this run")
     key: str = column("string", "its key in a step cache (sim/workloads/serve/cache.py)")
+    ahead: bool = column("bool", "simulated ahead of need in a worker process, from the run's planning pass "
+                         "(sim/workloads/serve/prefetch.py); wall_seconds is that process's")
+    used: bool = column("bool", "a step of the run was priced by it (false: the planning pass foresaw it, no step "
+                        "needed it)")
 
     HASHED: ClassVar[bool] = False  # a view, and a wall time: the steps it priced are in the hash
 
     def row(self) -> tuple:
         return astuple(self)
 
-    def cache_entry(self) -> dict:
-        """What a step cache keeps of it (sim/workloads/serve/cache.py)."""
-        return {"shape": [self.tokens, self.keys, self.kv_read], "tiles": self.tiles, "cus": self.cus,
-                "iterations": self.iterations, "end": self.cycles, "per_iteration": self.per_iteration_cycles,
-                "roofline_layer": self.roofline_layer_cycles, "plan_status": self.plan_status,
-                "messages": self.messages}
+    def plan_run(self):
+        """The simulation it logs (anchors.StepPlanRun), as a step cache keeps it (without ``ends``)."""
+        from sim.workloads.serve.anchors import StepPlanRun
+        from sim.workloads.serve.shapes import StepShape
+
+        return StepPlanRun(StepShape(self.tokens, self.keys, self.kv_read), self.tiles, self.cus, self.iterations,
+                           self.cycles, self.per_iteration_cycles, self.roofline_layer_cycles, self.plan_status,
+                           self.messages)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,14 +130,14 @@ def serve_figures(params, logged: list, clock_hz: float) -> tuple[dict, dict]:
 def anchor_figures(params, logged: list) -> tuple[dict, dict]:
     """The summary's anchor figures and the run_anchors columns; the anchors this run simulated
     join its step cache, if it has one."""
-    anchors = [x for x in logged if isinstance(x, AnchorLog)]
-    fresh = {a.key: a.cache_entry() for a in anchors if not a.cached}
-    if params.costs.cache and fresh:
+    logs = [x for x in logged if isinstance(x, AnchorLog)]
+    if params.costs.cache and any(not a.cached for a in logs):
         from sim.workloads.serve import cache
 
-        cache.write(params.costs.cache, fresh)
+        cache.write(params.costs.cache, {a.key: cache.entry(a.plan_run()) for a in logs if not a.cached})
+    anchors = [a for a in logs if a.used]
     return {"anchors": len(anchors), "anchors_cached": sum(a.cached for a in anchors),
-            "anchor_wall_seconds": sum(a.wall_seconds for a in anchors),
+            "anchors_unused": len(logs) - len(anchors), "anchor_wall_seconds": sum(a.wall_seconds for a in logs),
             "anchor_efficiency_min": min((a.efficiency for a in anchors), default=None),
             "anchor_efficiency_max": max((a.efficiency for a in anchors), default=None)}, \
-        {"anchors": _columns(anchors, AnchorLog)}
+        {"anchors": _columns(logs, AnchorLog)}

@@ -75,6 +75,9 @@ class ServeParams(Workload):
         "step_cache": Field("str", "", "serve: a file of simulated anchors that runs with the same chip, memory, "
                             "model and step keys reuse and add to (sim/workloads/serve/cache.py); empty: none",
                             file=True),
+        "step_workers": Field("int", 0, "serve: processes simulating anchors side by side, ahead of need, from a "
+                              "planning pass at the roofline (sim/workloads/serve/prefetch.py; the same prices); "
+                              "0: this machine's cores (1 inside Ray), 1: each when a step needs it", min=0),
     }, doc="kv-decode, spec-decode and serve")
 
     @classmethod
@@ -134,4 +137,5 @@ class ServeParams(Workload):
 def cost_options(d: dict) -> CostOptions:
     """How a serve run's steps are priced, from its [workload.decode] table."""
     return CostOptions(ratio=d["step_anchor_ratio"], context_ratio=d["step_context_ratio"], tiles=d["step_tiles"],
-                       stream_bytes=d["step_stream_bytes"], map_seconds=d["step_map_seconds"], cache=d["step_cache"])
+                       stream_bytes=d["step_stream_bytes"], map_seconds=d["step_map_seconds"], cache=d["step_cache"],
+                       workers=d["step_workers"])

@@ -20,6 +20,7 @@ from sim.workloads.base import Floorplan
 from sim.workloads.kv_decode import Requests
 from sim.workloads.serve.batcher import Batcher
 from sim.workloads.serve.costs import StepCosts
+from sim.workloads.serve.prefetch import planned_anchors
 from sim.workloads.serve.shapes import StepShape
 
 
@@ -35,9 +36,13 @@ class Serving(Requests):
         self.tier = tier_unit(spec, spec.tiers[0].name)
         self.swap_tier = tier_unit(spec, spec.tiers[1].name) if len(spec.tiers) > 1 else -1
         self.share_prefixes(cfg.prefix_sharing)
+        self.batcher: ChipScheduler | None = None  # the scheduler CU's, once started
 
     def start(self, cu: ComputeUnit):
-        return ChipScheduler(self, cu).run() if cu.uid == self.scheduler else None
+        if cu.uid != self.scheduler:
+            return None
+        self.batcher = ChipScheduler(self, cu)
+        return self.batcher.run()
 
     def on_message(self, cu, msg):
         raise RuntimeError(f"serve CU {cu.uid} got an unexpected {m.KINDS[msg.kind]} message")
@@ -54,7 +59,7 @@ class ChipScheduler(Batcher):
         self.cu = cu
         self.shard = cu.shard
         self.unit = cu.uid
-        self.costs = StepCosts(cfg, prog.p.model, prog.p.costs)
+        self.costs = StepCosts(cfg, prog.p.model, prog.p.costs, planner=lambda: planned_anchors(cfg))
 
     @property
     def now(self) -> int:
@@ -130,5 +135,5 @@ class ChipScheduler(Batcher):
         self.shard.log(record)
 
     def finished(self) -> None:
-        for log in self.costs.logs:
+        for log in self.costs.finish():
             self.shard.log(log)

@@ -1,0 +1,121 @@
+"""Anchors simulated ahead of need and side by side: the planning pass and its worker processes.
+
+An anchor (anchors.py) is a pure function of the chip, the run's memory and NoC, the model and
+its shape, and nearly all of a serve run's time: the serve loop of 1,630 steps takes about a
+CPU second, each anchor 7-70 s. The steps that need anchors come one after another, but which
+anchors they will need is known, nearly, before they run: the planning pass replays the run
+with every step at its roofline (E = 1; the same scheduler, KV pages and trace) and notes the
+anchors its steps ask for, in order. Those the run has not got are then simulated in
+``workers`` processes at once, the longest first (Graham's LPT rule, 1969), while the run goes
+on; a step waits only for its own anchor. An anchor the planning pass did not foresee (the
+run's steps, priced above their roofline, end later and batch differently) is simulated when a
+step needs it, as without the pass; one foreseen and never needed is logged (``used`` false in
+run_anchors) and kept in the step cache. Since every anchor is the same wherever it is
+simulated, so is every price, and the run's steps and result hash are those of a run without it.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+import threading
+import time
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, replace
+
+from mapping.models import ModelSpec
+from sim.workloads.serve.anchors import StepPlanRun, compute_bound, simulate_anchor
+from sim.workloads.serve.shapes import StepShape
+
+
+@dataclass(frozen=True)
+class Simulated:
+    """An anchor's simulation and the wall time it took; from a worker, the error it raised instead
+    (raised when a step needs the anchor, as if it had been simulated then)."""
+
+    run: StepPlanRun | None
+    wall_seconds: float
+    ahead: bool = False  # simulated by the planning pass, in a worker process
+    error: BaseException | None = None
+
+    def result(self) -> StepPlanRun:
+        if self.run is None:
+            raise self.error or RuntimeError("an anchor simulated ahead has neither a run nor an error")
+        return self.run
+
+
+def simulate(cfg, model: ModelSpec, shape: StepShape, options) -> Simulated:
+    """One anchor simulated in this process and timed (``options``: a CostOptions)."""
+    t0 = time.perf_counter()
+    run = simulate_anchor(cfg, model, shape, options.tiles, options.stream_bytes, {"time_limit": options.map_seconds})
+    return Simulated(run, time.perf_counter() - t0)
+
+
+def _ahead(cfg, model: ModelSpec, shape: StepShape, options) -> Simulated:
+    """A worker's anchor: its error kept for the step that will need it."""
+    t0 = time.perf_counter()
+    try:
+        return replace(simulate(cfg, model, shape, options), ahead=True)
+    except Exception as exc:  # noqa: BLE001 -- any error is the step's, raised when it needs the anchor
+        return Simulated(None, time.perf_counter() - t0, True, exc)
+
+
+def workers(n: int) -> int:
+    """Processes simulating anchors: ``n``, or for 0 the cores this process may run on, but one
+    inside Ray (a sweep's runs and a run's shards are Ray tasks: there Ray hands out the cores)."""
+    if n > 0:
+        return n
+    if "ray" in sys.modules:
+        import ray
+
+        if ray.is_initialized():
+            return 1
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def planned_anchors(cfg) -> list[StepShape]:
+    """The anchors a serve run of ``cfg`` (a ChipConfig) asks for with every step at its roofline,
+    in the order its steps first need them (the whole chip in one shard, nothing recorded)."""
+    from sim.chip.shard import ChipShard
+    from sim.noc.topology import Region
+    from sim.workloads.serve.scheduler import Serving
+
+    p = cfg.workload
+    plan = replace(cfg, workload=replace(p, costs=replace(p.costs, roofline_only=True)), trace=False)
+    prog = Serving(plan.workload, plan)
+    ChipShard(plan, Region(0, cfg.spec.rows, 0, cfg.spec.cols), prog).advance(0, plan.max_cycles)
+    return list(prog.batcher.costs.wanted) if prog.batcher is not None else []
+
+
+def _context():
+    """How worker processes start: forked when this process runs one thread (at once, nothing
+    imported again, and a script calling the API needs no ``if __name__ == "__main__"``
+    guard), spawned otherwise (forking a process whose other threads may hold locks can hang)."""
+    fork = "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+    return multiprocessing.get_context("fork" if fork else "spawn")
+
+
+class Ahead:
+    """Anchors being simulated in worker processes, the longest first (module docstring)."""
+
+    def __init__(self, cfg, model: ModelSpec, shapes: list[StepShape], options, n: int):
+        # longest first: a compute-bound (prefill) anchor simulates a pipeline of up to 20 whole-chip
+        # iterations, a memory-bound one a few layers; more tokens, more messages
+        order = sorted(shapes, key=lambda a: (compute_bound(model, a, cfg.spec), a.tokens, a.kv_read), reverse=True)
+        self.pool = ProcessPoolExecutor(max_workers=min(n, len(order)), mp_context=_context())
+        self.futures: dict[StepShape, Future] = {a: self.pool.submit(_ahead, cfg, model, a, options) for a in order}
+
+    def pop(self, shape: StepShape) -> Simulated | None:
+        """The anchor of ``shape`` once its worker has simulated it (waiting for it); None if the
+        planning pass did not foresee it."""
+        f = self.futures.pop(shape, None)
+        return None if f is None else f.result()
+
+    def close(self) -> dict[StepShape, Simulated]:
+        """Stop: anchors not started are dropped, those running finished; what was simulated and
+        never popped (the anchors no step needed)."""
+        self.pool.shutdown(wait=True, cancel_futures=True)
+        left = {a: f.result() for a, f in self.futures.items() if not f.cancelled()}
+        self.futures = {}
+        return left
