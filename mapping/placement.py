@@ -373,10 +373,9 @@ def place_on_grid(plan: MappingPlan, spec: ChipSpec, seed: int = 0, room: MuRoom
     ``fit_slots``: under a room of a fixed count of buffers an MU (``room.per_mu``: a static
     policy's slots), a partition whose stripes outnumber the MUs' slots has fewer CUs in all,
     taken where they slow its slowest kernel least (``_fewer_cus``), until every stripe has a
-    slot: each producer CU writes
-    its own stripe of every tensor it makes, so the CUs, not the tile size, set the count
-    (static-allocation compilers' answer, one buffer per memory unit: fewer, larger parallel
-    units: SARA, Zhang et al., ISCA 2021; Revet, Rucker et al., HPCA 2024).
+    slot: each producer CU writes its own stripe of every tensor it makes, so the CUs, not the
+    tile size, set the count (static-allocation compilers' answer, one buffer per memory unit:
+    fewer, larger parallel units; SARA, Zhang et al., ISCA 2021; Revet, Rucker et al., HPCA 2024).
     """
     if not plan.feasible:
         raise PlacementError(f"the plan is {plan.status}: {plan.reason}")
@@ -453,10 +452,10 @@ def _fewer_cus(counts: dict[str, int], work: dict[str, float], n: int,
                among: set[str] | None = None) -> dict[str, int]:
     """``counts`` with ``n`` CUs fewer (one each at least) taken from the kernels ``among`` (all
     by default), each where it costs least: from the kernel whose work a CU, ``work / CUs``,
-    stays smallest with one fewer. A pipeline's pace
-    is its slowest kernel's, and taking CUs one at a time this way keeps the largest work a CU
-    as small as any ``n`` fewer can (greedy is optimal for a separable minimax: Ibaraki and
-    Katoh, "Resource Allocation Problems", MIT Press 1988). Taking them in proportion instead
+    stays smallest with one fewer. A pipeline's pace is its slowest kernel's, and taking CUs one
+    at a time this way keeps the largest work a CU as small as any ``n`` fewer can (greedy is
+    optimal for a separable minimax: Ibaraki and Katoh, "Resource Allocation Problems:
+    Algorithmic Approaches", MIT Press 1988). Taking them in proportion instead
     took one of a 32-token prompt's Q projection's 3 CUs on an 8 x 16 chip, and its streamed
     weight set the layer's pace 1.5 times slower."""
     out = dict(counts)
