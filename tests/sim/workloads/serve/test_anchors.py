@@ -54,6 +54,8 @@ def test_a_pipeline_extrapolates_to_its_layer():
     whole = simulate_anchor(cfg, m, shape, tiles_max=16, pipeline=16)
     assert part.tiles == whole.tiles == 16 and (part.iterations, whole.iterations) == (12, 16)
     assert part.cycles_for(1) == pytest.approx(whole.end, rel=0.02)
+    # no steady iteration beats the chip's peak: its spacing is at least a tile's FLOPs over it
+    assert part.per_iteration >= part.roofline_layer / part.tiles
 
 
 def test_batch_1_decode_of_llama_8b_is_at_the_hbm_roofline():
