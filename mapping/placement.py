@@ -230,24 +230,40 @@ def _pieces(plan: MappingPlan, kernels: list[KernelPlan], counts: dict[str, int]
     return buffers, pieces
 
 
-def _pack(pieces: list[_Piece], room: MuRoom, mus: int, port: float, what: str) -> list[list[_Piece]]:
-    """Pieces into at most ``mus`` MUs, balancing the bytes each MU's port moves per tile (its
-    SRAM port and its network interface move one word row per cycle, so a crowded MU, not
-    the CUs, could set the pace). A piece larger than one buffer may be, or moving more
-    than ``port`` bytes per tile (what one MU moves while the partition's slowest kernel
-    computes a tile), is cut first (weights by bytes, tile buffers by a range of every
-    tile's bytes); then the heaviest piece goes to the least loaded MU with room (longest
-    processing time first, Graham 1969)."""
+def _room_parts(per_tile: int, depth: int, room: MuRoom) -> int:
+    """Stripes a piece of ``per_tile`` bytes a tile, ``depth`` tiles deep, is cut into so that
+    each fits one buffer. A buffer of several granules keeps one granule of slack for the
+    shares' rounding up (a share is ``per_tile / parts`` rounded up, ``depth`` times); a room
+    whose one buffer is one granule (a static slot) has none to spare, so each share's
+    ``depth`` tiles must fit the slot itself: at most ``biggest // depth`` bytes a tile."""
+    if room.biggest > room.granule:
+        return -(-per_tile * depth // (room.biggest - room.granule))
+    return -(-per_tile // max(1, room.biggest // depth))
+
+
+def _cut(pieces: list[_Piece], room: MuRoom, mus: int, port: float) -> list[_Piece]:
+    """Pieces cut to what one MU holds and moves: a piece larger than one buffer may be, or
+    moving more than ``port`` bytes per tile (what one MU moves while the partition's slowest
+    kernel computes a tile), is cut (weights by bytes, tile buffers by a range of every tile's
+    bytes). Under a room of a fixed count of buffers an MU each cut piece takes one."""
     cut: list[_Piece] = []
     for pc in pieces:
         per_tile = pc.hi - pc.lo
-        room_parts = -(-per_tile * pc.depth // max(1, room.biggest - room.granule))
+        room_parts = _room_parts(per_tile, pc.depth, room)
         load_parts = int(-(-pc.traffic // port)) if port > 0 else 1
         parts = max(1, room_parts, min(load_parts, per_tile // max(1, room.granule // pc.depth), mus))
         for i in range(parts):
             lo, hi = share(per_tile, parts, i)
             if hi > lo:
                 cut.append(pc.cut(pc.lo + lo, pc.lo + hi))
+    return cut
+
+
+def _pack(cut: list[_Piece], room: MuRoom, mus: int, what: str) -> list[list[_Piece]]:
+    """Cut pieces (``_cut``) into at most ``mus`` MUs, balancing the bytes each MU's port moves
+    per tile (its SRAM port and its network interface move one word row per cycle, so a crowded
+    MU, not the CUs, could set the pace): the heaviest piece goes to the least loaded MU with
+    room (longest processing time first, Graham 1969)."""
     bins: list[list[_Piece]] = [[] for _ in range(mus)]
     load = [0.0] * mus
     free = [room.capacity] * mus
@@ -338,7 +354,7 @@ def _bound(F: np.ndarray, D: np.ndarray) -> float:
 def place_on_grid(plan: MappingPlan, spec: ChipSpec, seed: int = 0, room: MuRoom | None = None,
                   restarts: int = 2, max_cus: int = 0, stream_bytes: int = 0, rounds: int = ROUNDS,
                   bound: bool = True, by_bytes: bool = False, by_io: bool = False,
-                  min_share: int = MIN_SHARE) -> GridPlacement:
+                  min_share: int = MIN_SHARE, fit_slots: bool = False) -> GridPlacement:
     """Place every partition of ``plan`` on ``spec``'s grid: the plan of one chip, or of a system
     without pipeline stages (every chip runs the same per-chip slices: TP and DP).
 
@@ -353,7 +369,13 @@ def place_on_grid(plan: MappingPlan, spec: ChipSpec, seed: int = 0, room: MuRoom
     ``by_bytes``: a kernel's CUs in proportion to the larger of its share of the partition's
     FLOPs and of its bytes streamed from off chip (streamed weights, cache reads and appends),
     not of its FLOPs alone: in a memory-bound step every CU's stream then carries about as many
-    bytes, and none (attention reading the KV caches on a few CUs) ends long after the rest.
+    bytes, and none (attention reading the KV caches on a few CUs) ends long after the rest;
+    ``fit_slots``: under a room of a fixed count of buffers an MU (``room.per_mu``: a static
+    policy's slots), a partition whose stripes outnumber the MUs' slots has fewer CUs in all,
+    taken where they slow its slowest kernel least (``_fewer_cus``), until every stripe has a
+    slot: each producer CU writes its own stripe of every tensor it makes, so the CUs, not the
+    tile size, set the count (static-allocation compilers' answer, one buffer per memory unit:
+    fewer, larger parallel units; SARA, Zhang et al., ISCA 2021; Revet, Rucker et al., HPCA 2024).
     """
     if not plan.feasible:
         raise PlacementError(f"the plan is {plan.status}: {plan.reason}")
@@ -383,18 +405,30 @@ def place_on_grid(plan: MappingPlan, spec: ChipSpec, seed: int = 0, room: MuRoom
             total = sum(streams) or 1.0
             work = [max(f / flops, b / total) for f, b in zip(work, streams)]
             caps = [max(c, _stream_cap(k, plan, stream_bytes, _streamed(k))) for c, k in zip(caps, kernels)]
+        slots = room.per_mu * len(mu_tiles)  # buffers the MUs hold at most (0: no such count)
         counts = dict(zip(part.kernels, cu_counts(work, len(cu_tiles), caps)))
+        while True:
+            buffers, pieces = _pieces(plan, kernels, counts)
+            stage = max(k.flop_per_tile / counts[k.name] / spec.cu_flops_per_cycle for k in kernels)
+            cut = _cut(pieces, room, len(mu_tiles), stage * spec.mu_bytes_per_cycle)
+            if not (fit_slots and slots) or len(cut) <= slots or all(
+                    counts[b[2]] == 1 for b in buffers if b[1] == "tiles"):
+                break
+            # every producer CU writes a stripe of each of its tensors: fewer CUs, fewer stripes
+            writers = {buffers[pc.buffer][2] for pc in pieces if pc.writer >= 0}  # kernels writing stripes
+            counts = _fewer_cus(counts, dict(zip(part.kernels, work)), len(cut) - slots, writers)
         slot_of: dict[tuple[str, int], int] = {}
         for k in kernels:
             for j in range(counts[k.name]):
                 slot_of[k.name, j] = len(slot_of)
-        buffers, pieces = _pieces(plan, kernels, counts)
         need = sum(room.reserve((p.hi - p.lo) * p.depth) for p in pieces)
         if need > len(mu_tiles) * spec.mu_bytes:
             raise PlacementError(f"partition {part.index} needs {need:,} B of MU space; the chip has "
                                  f"{len(mu_tiles)} MUs of {spec.mu_bytes:,} B")
-        stage = max(k.flop_per_tile / counts[k.name] / spec.cu_flops_per_cycle for k in kernels)
-        bins = _pack(pieces, room, len(mu_tiles), stage * spec.mu_bytes_per_cycle, f"partition {part.index}")
+        if slots and len(cut) > slots:
+            raise PlacementError(f"partition {part.index} needs {len(cut):,} buffers on {sum(counts.values())} CUs; "
+                                 f"the chip's {len(mu_tiles)} MUs hold {room.per_mu} each")
+        bins = _pack(cut, room, len(mu_tiles), f"partition {part.index}")
         F = _flows(kernels, counts, buffers, bins, slot_of)
         cu_idx, mu_idx, traffic = _assign(F, D, seed + part.index, restarts, rounds)
         placed_kernels = tuple(
@@ -412,6 +446,26 @@ def place_on_grid(plan: MappingPlan, spec: ChipSpec, seed: int = 0, room: MuRoom
                                      _bound(F, D) if bound else 0.0))
     return GridPlacement(spec.name, spec.rows, spec.cols, seed, room, tuple(parts),
                          _place_caches(plan, parts, spec, room))
+
+
+def _fewer_cus(counts: dict[str, int], work: dict[str, float], n: int,
+               among: set[str] | None = None) -> dict[str, int]:
+    """``counts`` with ``n`` CUs fewer (one each at least) taken from the kernels ``among`` (all
+    by default), each where it costs least: from the kernel whose work a CU, ``work / CUs``,
+    stays smallest with one fewer. A pipeline's pace is its slowest kernel's, and taking CUs one
+    at a time this way keeps the largest work a CU as small as any ``n`` fewer can (greedy is
+    optimal for a separable minimax: Ibaraki and Katoh, "Resource Allocation Problems:
+    Algorithmic Approaches", MIT Press 1988). Taking them in proportion instead
+    took one of a 32-token prompt's Q projection's 3 CUs on an 8 x 16 chip, and its streamed
+    weight set the layer's pace 1.5 times slower."""
+    out = dict(counts)
+    for _ in range(n):
+        can = [k for k in out if out[k] > 1 and (among is None or k in among)]
+        if not can:
+            break
+        k = min(can, key=lambda j: (work[j] / (out[j] - 1), j))
+        out[k] -= 1
+    return out
 
 
 def _stream_cap(k: KernelPlan, plan: MappingPlan, stream_bytes: int, nbytes: float = -1.0) -> int:

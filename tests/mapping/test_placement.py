@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from mapping.chips import RDA_PRESETS
 from mapping.graph import Kernel
-from mapping.placement import GridPlacement, cu_counts, place_on_grid
+from mapping.placement import GridPlacement, MuRoom, PlacementError, _fewer_cus, cu_counts, place_on_grid
 from mapping.plan import MappingPlan
 from sim.workloads.dataflow import plan_addresses
 from tests.sim.workloads.dataflow.harness import EW, GG, GW, chain, plan_of
@@ -146,3 +146,58 @@ def test_by_io_gives_an_elementwise_kernel_cus_for_the_bytes_through_its_links()
         placed = place_on_grid(plan, SPEC, 0, by_io=by_io)
         cus = {k.name: len(k.cus) for k in placed.partitions[0].kernels}
         assert abs(cus["e"] - w / (w + g.flop) * SPEC.cu_count) <= 1
+
+
+def _slotted():
+    """A weight GEMM, three elementwise kernels and a weight GEMM over 512 tokens in 2 tiles of
+    256: each elementwise kernel's output tile is 256 x 4,096 x 2 B = 2 MiB."""
+    from sim.workloads.dataflow.planning import weights_streamed
+
+    ks = [Kernel("up", GW, 4096, 1024, 512), Kernel("a1", EW, 4096, 1, 512), Kernel("a2", EW, 4096, 1, 512),
+          Kernel("a3", EW, 4096, 1, 512), Kernel("down", GW, 1024, 4096, 512)]
+    return weights_streamed(plan_of(chain(ks), 512, 256, partitions=1, weights_off_chip=True))
+
+
+def test_fit_slots_gives_a_static_partition_fewer_cus_until_every_stripe_has_a_slot():
+    """static-single on plasticine: 64 MUs of one 256 KiB slot each. A buffer 2 deep holds at
+    most 128 KiB of each tile in a slot, so each elementwise kernel's one CU writes its 2 MiB
+    tile in 16 stripes: 48 slots for the three, which leaves 64 - 48 = 16 for ``up``'s output,
+    one stripe a CU while its share of a tile, 2 MiB / CUs, fits 128 KiB: 16 CUs at most. With
+    ``up`` on its FLOP share of the 64 CUs (30 or 31: ``down`` has as many FLOPs) the stripes
+    outnumber the slots; fit_slots gives ``up`` exactly 16 and leaves ``down`` its share: its
+    output leaves the partition, so its CUs write no stripe."""
+    plan = _slotted()
+    slot = SPEC.mu_bytes
+    room = MuRoom(SPEC.mu_bytes, slot, slot, slot, 1)
+    with pytest.raises(PlacementError):
+        place_on_grid(plan, SPEC, 0, room)
+    [part] = place_on_grid(plan, SPEC, 0, room, fit_slots=True).partitions
+    cus = {k.name: len(k.cus) for k in part.kernels}
+    stripes = {b.name: b.stripes for b in part.buffers}
+    assert cus["up"] == 16 and (cus["a1"], cus["a2"], cus["a3"]) == (1, 1, 1) and cus["down"] in (30, 31)
+    assert [len(stripes[n]) for n in ("up->a1", "a1->a2", "a2->a3", "a3->down")] == [16, 16, 16, 16]
+    mus = [s.mu for ss in stripes.values() for s in ss]
+    assert len(mus) == len(set(mus)) == len(SPEC.mu_tiles())  # one stripe a slot, every slot used
+    assert all(s.bytes == slot for ss in stripes.values() for s in ss)  # each fills its slot exactly
+
+
+def test_fit_slots_changes_nothing_where_an_mu_holds_any_number_of_buffers(gpt):
+    assert place_on_grid(gpt, SPEC, 2, fit_slots=True) == place_on_grid(gpt, SPEC, 2)
+
+
+@settings(max_examples=60)
+@given(st.lists(st.tuples(st.integers(1, 6), st.floats(0.1, 100.0)), min_size=1, max_size=4), st.integers(0, 10))
+def test_fewer_cus_keep_the_largest_work_a_cu_as_small_as_any_choice(kernels, n):
+    """Against brute force over every way of taking ``n`` CUs (one each left at least): the
+    largest work / CUs after ``_fewer_cus`` is the smallest any of them reaches."""
+    import itertools
+
+    counts = {f"k{i}": c for i, (c, _) in enumerate(kernels)}
+    work = {f"k{i}": w for i, (_, w) in enumerate(kernels)}
+    n = min(n, sum(counts.values()) - len(counts))
+    got = _fewer_cus(counts, work, n)
+    assert sum(got.values()) == sum(counts.values()) - n and all(1 <= got[k] <= counts[k] for k in counts)
+    best = min(max(work[k] / c for k, c in zip(counts, cs))
+               for cs in itertools.product(*(range(1, c + 1) for c in counts.values()))
+               if sum(cs) == sum(counts.values()) - n)
+    assert max(work[k] / got[k] for k in counts) == pytest.approx(best)

@@ -47,9 +47,9 @@ links as well as its FLOPs (``by_io``: a 2,048-token prompt's softmax read and w
 tile through one CU). A compute-bound anchor (prefill) runs its layer in up to 32
 tiles, a pipeline: it simulates the first 20 iterations (the pipeline full, a layer's tile
 waiting for the layer below only after the pipeline has passed) and takes ``b`` per iteration
-from the last few tiles' spacing. Simulating all of a model's layers would give the same figure
-at 5-40 times the cost; tests/sim/workloads/serve/test_anchors.py checks the extrapolations
-against longer runs.
+from the last few tiles' spacing, at least a tile's FLOPs over the chip's peak. Simulating all
+of a model's layers would give the same figure at 5-40 times the cost;
+tests/sim/workloads/serve/test_anchors.py checks the extrapolations against longer runs.
 """
 
 from __future__ import annotations
@@ -138,9 +138,13 @@ def simulate_anchor(cfg, model: ModelSpec, shape: StepShape, tiles_max: int = 32
     tile waits for the layer below only after the whole pipeline has passed), ``pipeline``
     iterations of it (a layer at most). ``multicast``: a tile a kernel's CUs all read whole
     reaches them by multicast (compile.multicast_trees); ``by_bytes``: the placement's
-    (default: for a tiled memory-bound step). A step whose buffers place in no MU under the
-    policy (its room: a static slot, a copy's reserve) is mapped again in twice the tiles, as a
-    compiler would tile it finer, until it places or a tile is one token (then ValueError)."""
+    (default: for a tiled memory-bound step). Under a policy of a fixed count of buffers an MU
+    (static-single's one, static-multi's slots) a step whose stripes outnumber the slots has
+    fewer CUs in all (placement's ``fit_slots``: each producer CU writes a stripe of every tensor
+    it makes, so finer tiles do not cut the count); a step whose buffers then place in no MU
+    under the policy (its room: a static slot, a copy's reserve) is mapped again in twice the
+    tiles, as a compiler would tile it finer, until it places or a tile is one token (then
+    ValueError)."""
     from mapping.placement import PlacementError
     from sim.workloads.dataflow.compile import Homes
     from sim.workloads.dataflow.params import DataflowParams
@@ -169,7 +173,7 @@ def simulate_anchor(cfg, model: ModelSpec, shape: StepShape, tiles_max: int = 32
             placement = place_on_grid(lp, spec, cfg.seed, cfg.policy.room(cfg.mu), stream_bytes=stream_bytes,
                                       rounds=2, bound=False,
                                       by_bytes=(tiles > 1 and not busy) if by_bytes is None else by_bytes,
-                                      by_io=True, min_share=MIN_SHARE)
+                                      by_io=True, min_share=MIN_SHARE, fit_slots=True)
             placement = plan_addresses(replace(placement, caches=()), spec.mu_bytes, "greedy")
             break
         except PlacementError as exc:
@@ -185,9 +189,11 @@ def simulate_anchor(cfg, model: ModelSpec, shape: StepShape, tiles_max: int = 32
     lb, lf = _plan_cost(plan)
     bw = spec.tiers[0].bytes_per_cycle(spec.clock_hz)
     roof = max(lb / bw, lf / (spec.cu_count * spec.cu_flops_per_cycle))
-    if busy:  # the pipeline's steady state: its last few tiles' spacing
+    if busy:  # the pipeline's steady state: its last few tiles' spacing, at least a tile's FLOPs over the
+        # chip's peak (no stage of a steady pipeline beats it; a pipeline not yet steady can space a few tiles
+        # closer: a 4,096-token prompt's last four came 11 % under it)
         k = min(4, len(ends) - 1)
-        period = (ends[-1] - ends[-1 - k]) / k
+        period = max((ends[-1] - ends[-1 - k]) / k, lf / tiles / (spec.cu_count * spec.cu_flops_per_cycle))
     elif tiles > 1:  # the later half's mean spacing, at least a tile's share of the layer's bytes over the bandwidth
         k = len(ends) // 2
         period = max((ends[-1] - ends[-1 - k]) / k, lb / tiles / bw)

@@ -155,11 +155,11 @@ def test_the_public_azure_code_file_at_its_recorded_times():
 
 
 def test_a_step_that_cannot_be_priced_is_named_as_the_cause(tmp_path):
-    """Under static-single a step's plan does not place on 64 MUs (test_anchors.py): every request
-    ends failed, and the status says why (the step's error), not that an MU refused memory under
-    memory.on_oom = fail (on_oom here is stall)."""
-    done = run(serve(trace_file(tmp_path, [(0, 40, 4), (0.001, 8, 2)]), memory={"policy": "static-single",
-                                                                                "on_oom": "stall"}))
+    """Under static-single with 4 KiB slots a step's plan does not place on 64 MUs (test_anchors.py):
+    every request ends failed, and the status says why (the step's error), not that an MU refused
+    memory under memory.on_oom = fail (on_oom here is stall)."""
+    done = run(serve(trace_file(tmp_path, [(0, 40, 4), (0.001, 8, 2)]),
+                     memory={"policy": "static-single", "static_buffer_bytes": "4KiB", "on_oom": "stall"}))
     s = done.summary
     assert s["status"] == "failed" and s["requests_failed"] == 2
     assert s["step_error"].startswith("llama-3.1-8b: the step of 1 tokens does not fit sn40l under memory.policy = "
