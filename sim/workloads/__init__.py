@@ -85,6 +85,9 @@ class Workload(ChipWorkload, Protocol):
     MAPS_GRAPH: ClassVar[bool]  # may map `rdasim map`'s graph keys itself (its table takes them; they are checked)
     PREEMPTS: ClassVar[bool] = False  # serves requests it can preempt (memory.on_oom = "preempt", admit_watermark)
     SOCKET: ClassVar[bool] = False  # a system workload that simulates a socket's grid (the [chip]) to price its steps
+    # its summary figures on how a chip run was computed, not what it simulated (anchors taken from a
+    # cache, simulated ahead and unused): out of the result hash, so a cached or parallel run hashes alike
+    UNHASHED: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def config_issues(cls, run: dict[str, Any]) -> list[Issue]:

@@ -53,6 +53,7 @@ class ServeParams(Workload):
     WORK_UNIT: ClassVar[str] = "requests"
     token_unit: ClassVar[str] = "generated tokens"
     PREEMPTS: ClassVar[bool] = True
+    UNHASHED: ClassVar[tuple[str, ...]] = ("anchors_cached", "anchors_unused")  # from the step cache, workers
     KEYS: ClassVar[Table] = Table({
         **{k: KvParams.KEYS.fields[k] for k in SHARED},
         "model": Field("choice", "llama-3.1-8b", "serve: the model served, by its published configuration "
