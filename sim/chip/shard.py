@@ -160,7 +160,8 @@ class ChipShard:
         # copied O(1) times a cycle booked, not once every few thousand cycles while it drains
         self._busy_cap: dict[int, int] = dict.fromkeys(self.ni_busy, BUSY_MIN)
         self.pkt_to_msg: dict[int, InboxEntry] = {}  # packet id -> its message's entry, until it arrives
-        self._offers: tuple[list[int], ...] = ([], [], [], [])  # packets to offer: cycle, source, destination tile, flits
+        # packets to offer: cycle, source, destination tile, flits
+        self._offers: tuple[list[int], ...] = ([], [], [], [])
         self._sized: dict[tuple[int, int], tuple[list[int], int]] = {}  # (kind, data bytes) -> (flits a packet, flits)
         self._out_msgs: list[tuple] = []
         self._out_pkts: list[tuple[int, int, int]] = []
@@ -248,6 +249,7 @@ class ChipShard:
         first = now + NI_LATENCY
         if not isinstance(ready, list):  # most messages: their packets ready at once
             c = ready if ready > first else first
+            cycles: list[int] | range
             if n == 1:
                 cycles = [_book(busy, c)]
             elif busy.keys().isdisjoint(range(c, c + n)):  # the interface is free: n cycles in a row

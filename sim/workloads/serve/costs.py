@@ -35,13 +35,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from mapping.models import ModelSpec
-from sim.workloads.serve import cache
 from sim.workloads.serve import anchors as simulated
+from sim.workloads.serve import cache
 from sim.workloads.serve.anchors import StepPlanRun, compute_bound
 from sim.workloads.serve.figures import AnchorLog
 from sim.workloads.serve.prefetch import Ahead, Simulated, simulate, workers
 from sim.workloads.serve.shapes import Roofline, StepShape, anchor, layer_cost, roofline
-
 
 # every constant an anchor's simulation reads: part of its step-cache key
 DEPTH = (simulated.LAYERS, simulated.PIPELINE, simulated.DECODE_TILE, simulated.DECODE_TILES, simulated.STEADY,

@@ -78,7 +78,8 @@ class ServeParams(Workload):
                             file=True),
         "step_workers": Field("int", 0, "serve: processes simulating anchors side by side, ahead of need, from a "
                               "planning pass at the roofline (sim/workloads/serve/prefetch.py; the same prices); "
-                              "0: this machine's cores (1 inside Ray), 1: each when a step needs it", min=0),
+                              "0: OMP_NUM_THREADS if set (1 in a Ray task or actor), else this machine's cores; "
+                              "1: each when a step needs it", min=0),
     }, doc="kv-decode, spec-decode and serve")
 
     @classmethod

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import sys
 import threading
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -62,15 +61,15 @@ def _ahead(cfg, model: ModelSpec, shape: StepShape, options) -> Simulated:
 
 
 def workers(n: int) -> int:
-    """Processes simulating anchors: ``n``, or for 0 the cores this process may run on, but one
-    inside Ray (a sweep's runs and a run's shards are Ray tasks: there Ray hands out the cores)."""
+    """Processes simulating anchors: ``n``, or for 0 this process's share of the cores:
+    OMP_NUM_THREADS where set (Ray sets it to a task's or actor's CPUs, 1 by default: a sweep's
+    runs and a run's shards already share out the cores; batch schedulers set it alike), else the
+    cores it may run on."""
     if n > 0:
         return n
-    if "ray" in sys.modules:
-        import ray
-
-        if ray.is_initialized():
-            return 1
+    share = os.environ.get("OMP_NUM_THREADS", "")
+    if share.isdigit() and int(share) > 0:
+        return int(share)
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 

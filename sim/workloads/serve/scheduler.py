@@ -28,7 +28,7 @@ class Serving(Requests):
     """The program of a serve run's CUs: the scheduler's task on its CU, nothing on the others. Its
     requests (lengths, arrivals) are drawn or read from the trace exactly as kv-decode's."""
 
-    def __init__(self, p, cfg):
+    def __init__(self, p, cfg) -> None:
         self.p = p
         self.cfg = cfg
         spec = cfg.spec
