@@ -20,6 +20,7 @@ import multiprocessing
 import os
 import threading
 import time
+import weakref
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, replace
 
@@ -104,6 +105,9 @@ class Ahead:
         order = sorted(shapes, key=lambda a: (compute_bound(model, a, cfg.spec), a.tokens, a.kv_read), reverse=True)
         self.pool = ProcessPoolExecutor(max_workers=min(n, len(order)), mp_context=_context())
         self.futures: dict[StepShape, Future] = {a: self.pool.submit(_ahead, cfg, model, a, options) for a in order}
+        # a run that ends without closing it (cut off at run.max_cycles before its last step, or
+        # raising) drops the anchors not yet started when it lets go of this, not at the process's exit
+        weakref.finalize(self, self.pool.shutdown, wait=False, cancel_futures=True)
 
     def pop(self, shape: StepShape) -> Simulated | None:
         """The anchor of ``shape`` once its worker has simulated it (waiting for it); None if the
