@@ -27,7 +27,12 @@ def test_every_registered_workload_has_every_member_of_its_type(name):
     for member, hint in CLASS_VARS.items():
         assert typing.get_origin(hint) is typing.ClassVar, member
         want = typing.get_args(hint)[0]
-        assert isinstance(getattr(cls, member), want), f"{name}.{member} is not a {want.__name__}"
+        value = getattr(cls, member)
+        base = typing.get_origin(want) or want  # tuple[str, ...] is checked as a tuple of str
+        assert isinstance(value, base), f"{name}.{member} is not a {base.__name__}"
+        if base is tuple and typing.get_args(want)[1:] == (Ellipsis,):
+            item = typing.get_args(want)[0]
+            assert all(isinstance(v, item) for v in value), f"{name}.{member} holds a non-{item.__name__}"
     for member in METHODS:
         assert hasattr(cls, member), f"{name} lacks {member}"
     for member in ("config_issues", "from_config"):
