@@ -29,7 +29,6 @@ from __future__ import annotations
 import gc
 import heapq
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -38,6 +37,7 @@ from sim.chip import messages as m
 from sim.chip.config import NI_LATENCY, ChipConfig
 from sim.chip.digest import Digest, code
 from sim.chip.dram import DramUnit
+from sim.chip.interface import Interfaces
 from sim.chip.io import IoUnit
 from sim.chip.memory_unit import MemoryUnit
 from sim.chip.occupancy import Occupancy
@@ -57,7 +57,6 @@ _E = np.zeros(0, dtype=np.int64)
 NF = len(m.FIELDS)
 STREAM_JITTER = 101  # rng stream ids of the chip (sim/rng.py uses 1..3 for the NoC)
 DELIVERY, TIMER = 0, 1
-BUSY_MIN = 64  # busy cycles a tile's network interface keeps before the first prune
 _DATA_KINDS = frozenset({m.WRITE, m.APPEND, m.READ_RESP})  # messages whose data adds to their packets
 SIZES_KEPT = 4096  # message sizes whose packets' flits send keeps (forgotten all at once past this)
 
@@ -70,28 +69,6 @@ class ChipBoundary(Columnar):
     pkt: np.ndarray = column("packets")  # packet id -> message id, destination tile
     pkt_msg: np.ndarray = column("packets")
     pkt_tile: np.ndarray = column("packets")
-
-
-@dataclass(slots=True)
-class InboxEntry:
-    """A message whose packets are still reaching its terminal: delivered when the last arrives."""
-
-    msg: m.Message
-    packets_left: int
-    last_arrival: int = 0  # cycle the latest of its packets arrived
-
-def _book(busy: dict[int, int], c: int) -> int:
-    """Book the first cycle at or after ``c`` that ``busy`` (busy cycle -> a later cycle to try)
-    does not hold, compressing the path walked, and return it."""
-    if c in busy:
-        path = []
-        while c in busy:
-            path.append(c)
-            c = busy[c]
-        for x in path:
-            busy[x] = c
-    busy[c] = c + 1
-    return c
 
 
 @contextmanager
@@ -151,18 +128,10 @@ class ChipShard:
             self.units[uid] = u
         # a data message to a memory whose transfers are flows: its packets carry the header only
         self.flow_ids = frozenset(lay.drams.tolist() if spec.tiers or cfg.bulk == "flows" else ())
-        # per tile, the cycles its network interface offers a packet in: busy cycle -> a later
-        # cycle to try (pointers with path compression: a burst of sends finds its free cycles
-        # in near-constant time each, not by scanning every cycle already taken)
-        self.ni_busy: dict[int, dict[int, int]] = {int(t): {} for t in self.my_tiles}
-        # a tile's busy cycles are pruned (those before ``now``: no send looks there again) when
-        # they have doubled since the last prune: a burst that books thousands of cycles ahead is
-        # copied O(1) times a cycle booked, not once every few thousand cycles while it drains
-        self._busy_cap: dict[int, int] = dict.fromkeys(self.ni_busy, BUSY_MIN)
-        self.pkt_to_msg: dict[int, InboxEntry] = {}  # packet id -> its message's entry, until it arrives
-        # packets to offer: cycle, source, destination tile, flits
-        self._offers: tuple[list[int], ...] = ([], [], [], [])
-        self._sized: dict[tuple[int, int], tuple[list[int], int]] = {}  # (kind, data bytes) -> (flits a packet, flits)
+        # the tiles' network interfaces: the cycles they offer packets in, the packets booked
+        # and not yet offered to the network, and the messages waiting for their packets
+        self.ni = Interfaces(self.tiles)
+        self._sized: dict[tuple[int, int], tuple[np.ndarray, int]] = {}  # (kind, data bytes) -> (flits a packet, flits)
         self._out_msgs: list[tuple] = []
         self._out_pkts: list[tuple[int, int, int]] = []
         self.egress = cfg.system.egress if cfg.system is not None else ()
@@ -231,7 +200,7 @@ class ChipShard:
             if len(self._sized) >= SIZES_KEPT:
                 self._sized.clear()
             flits = self.cfg.sizing.packet_flits(kind, data)
-            sized = self._sized[kind, data] = (flits, sum(flits))
+            sized = self._sized[kind, data] = (np.array(flits, dtype=np.int64), sum(flits))
         flits, nflits = sized
         n = msg.packets = len(flits)
         if ready is None:
@@ -240,60 +209,26 @@ class ChipShard:
         if jitter:
             j = int(rng.below(self.cfg.seed, STREAM_JITTER, unit.uid, unit.sent, jitter + 1))
             ready = [r + j for r in ready] if isinstance(ready, list) else ready + j
-        src_tile = unit.tile
         # a message for another chip crosses this chip's NoC to the IO unit its route leaves by
         dst_tile = self._tile_of[dst if msg.chip < 0 else self.egress[msg.chip]]
         local = self._mine[dst_tile]
-        busy = self.ni_busy[src_tile]
-        tiles, mid = self.tiles, msg.msg
         first = now + NI_LATENCY
-        if not isinstance(ready, list):  # most messages: their packets ready at once
-            c = ready if ready > first else first
-            cycles: list[int] | range
-            if n == 1:
-                cycles = [_book(busy, c)]
-            elif busy.keys().isdisjoint(range(c, c + n)):  # the interface is free: n cycles in a row
-                cycles = range(c, c + n)
-                busy.update(zip(cycles, range(c + 1, c + n + 1)))
-            else:  # each packet in the first free cycle after the one before
-                cycles, c = [], c - 1
-                for _ in range(n):
-                    c = _book(busy, c + 1)
-                    cycles.append(c)
-        else:
-            cycles, last_r, c = [], -1, first - 1
-            for r in ready:
-                # the first free cycle at or after max(r, first); when readies do not decrease,
-                # every cycle from there up to the previous packet's is already taken
-                c = _book(busy, max(r, first, c + 1) if r >= last_r else max(r, first))
-                last_r = r
-                cycles.append(c)
-        oc, os_, od, of = self._offers
-        oc.extend(cycles)
-        os_.extend([src_tile] * n)
-        od.extend([dst_tile] * n)
-        of.extend(flits)
-        if len(busy) > self._busy_cap[src_tile]:
-            self._prune(src_tile, now)
-        if local:
-            entry = InboxEntry(msg, n)
-            if n == 1:
-                self.pkt_to_msg[cycles[0] * tiles + src_tile] = entry
-            else:
-                self.pkt_to_msg.update(dict.fromkeys([c * tiles + src_tile for c in cycles], entry))
-        else:
-            self._out_pkts.extend([(c * tiles + src_tile, mid, dst_tile) for c in cycles])
+        if isinstance(ready, list) and len(ready) != n:
+            raise ValueError(f"a message of {n} packets sent with {len(ready)} ready cycles")
+        entry = self.ni.entry(msg, n) if local else -1
+        if isinstance(ready, list):  # each packet ready at its own cycle
+            cycles = self.ni.send(now, unit.tile, dst_tile, first, np.array(ready, dtype=np.int64), flits, entry)
+        else:  # most messages: their packets ready at once
+            cycles = self.ni.send(now, unit.tile, dst_tile, ready if ready > first else first, _E, flits, entry)
+        if not local:
+            tiles, src_tile, mid = self.tiles, unit.tile, msg.msg
+            self._out_pkts.extend([(c * tiles + src_tile, mid, dst_tile) for c in cycles.tolist()])
             self._out_msgs.append(msg.row())
         count, packets, flits_sent = self._sent
         count[kind] += 1
         packets[kind] += n
         flits_sent[kind] += nflits
         return msg
-
-    def _prune(self, tile: int, now: int) -> None:
-        """Forget ``tile``'s busy cycles before ``now`` (no send looks before its own ``now``)."""
-        busy = self.ni_busy[tile] = {c: x for c, x in self.ni_busy[tile].items() if c >= now}
-        self._busy_cap[tile] = max(BUSY_MIN, 2 * len(busy))
 
     def leave_chip(self, msg: m.Message) -> None:
         """An IO unit hands ``msg`` to the chip network now."""
@@ -376,7 +311,7 @@ class ChipShard:
             bound = min(t + delay, t1, snap) if pending else min(t + delay, t1)
             if h < bound:  # the units first: their packets enter the network from h + NI_LATENCY on
                 run_units(bound)
-                if self._offers[0]:
+                if self.ni.offered:
                     self._flush_offers()
                 continue
             # the network up to the first cycle a unit could offer a packet at
@@ -409,26 +344,20 @@ class ChipShard:
                 fn(arg)
 
     def _flush_offers(self) -> None:
-        oc, os_, od, of = self._offers
-        self._offers = ([], [], [], [])
-        self.net.offer(np.array(oc, dtype=np.int64), np.array(os_, dtype=np.int64), np.array(od, dtype=np.int64),
-                       np.array(of, dtype=np.int64))
+        self.net.offer(*self.ni.take_offers())
 
     def _collect(self) -> None:
         """Packets that reached their terminal: complete messages become deliveries."""
         pk, cyc = self.net.take_ejected()
         if not len(pk):
             return
-        p2m, heap = self.pkt_to_msg, self.heap
-        for p, c in zip(pk.tolist(), cyc.tolist()):
-            e = p2m.pop(p)
-            e.packets_left -= 1
-            if c > e.last_arrival:
-                e.last_arrival = c
-            if e.packets_left == 0:
-                msg = e.msg
-                dst = msg.dst if msg.chip < 0 else self.egress[msg.chip]
-                heapq.heappush(heap, (e.last_arrival, DELIVERY, dst, msg.msg, None, msg))
+        ni, heap = self.ni, self.heap
+        inbox, last = ni.inbox, ni.last
+        for e in ni.arrive(pk, cyc):
+            msg = inbox[e]
+            dst = msg.dst if msg.chip < 0 else self.egress[msg.chip]
+            heapq.heappush(heap, (int(last[e]), DELIVERY, dst, msg.msg, None, msg))
+            ni.done(e)
 
     def _accept(self, b: ChipBoundary) -> None:
         if len(b.net):
@@ -437,9 +366,10 @@ class ChipShard:
         entries = {}
         for row in b.msgs.tolist():
             msg = m.Message(*row)
-            entries[msg.msg] = InboxEntry(msg, msg.packets)
+            entries[msg.msg] = self.ni.entry(msg, msg.packets)
         if len(b.pkt):
-            self.pkt_to_msg.update(zip(b.pkt.tolist(), [entries[x] for x in b.pkt_msg.tolist()]))
+            self.ni.expect(np.ascontiguousarray(b.pkt, dtype=np.int64),
+                           np.array([entries[x] for x in b.pkt_msg.tolist()], dtype=np.int64))
 
     def _outbound(self, net_out: list) -> ChipBoundary:
         net = self._no_net.join(net_out)
