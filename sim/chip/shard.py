@@ -199,8 +199,8 @@ class ChipShard:
         if sized is None:  # a run sends a few sizes of message, millions of times
             if len(self._sized) >= SIZES_KEPT:
                 self._sized.clear()
-            flits = self.cfg.sizing.packet_flits(kind, data)
-            sized = self._sized[kind, data] = (np.array(flits, dtype=np.int64), sum(flits))
+            per_packet = self.cfg.sizing.packet_flits(kind, data)
+            sized = self._sized[kind, data] = (np.array(per_packet, dtype=np.int64), sum(per_packet))
         flits, nflits = sized
         n = msg.packets = len(flits)
         if ready is None:
