@@ -46,6 +46,14 @@ def _find(keys, key, shift):
 
 
 @inline
+def _insert(keys, vals, key, val, shift):
+    """Put ``key`` (not in the table, which has room) with ``val``."""
+    s = -1 - _find(keys, key, shift)
+    keys[s] = key
+    vals[s] = val
+
+
+@inline
 def _take(keys, vals, key, shift):
     """Remove ``key``; its value, or MISSING. Later keys of its probe run move back into the gap."""
     i = _find(keys, key, shift)
@@ -86,7 +94,7 @@ def _book(bk, bv, sc, tiles, tile, c):
             nxt = bv[t]
             bv[t] = c
             x = nxt
-    s = -1 - s
+    s = -1 - s  # the free cycle's empty slot, where the last probe ended
     bk[s] = c * tiles + tile
     bv[s] = c + 1
     sc[BUSY_N] += 1
@@ -136,10 +144,7 @@ def send(bk, bv, wk, wv, sc, offers, tiles, tile, dst, ready, readies, flits, en
 def _wait(wk, wv, sc, cycles, n, tiles, tile, entry):
     shift = sc[WAIT_SHIFT]
     for i in range(n):
-        key = cycles[i] * tiles + tile
-        s = -1 - _find(wk, key, shift)
-        wk[s] = key
-        wv[s] = entry
+        _insert(wk, wv, cycles[i] * tiles + tile, entry, shift)
     sc[WAIT_N] += n
 
 
@@ -148,9 +153,7 @@ def expect(wk, wv, sc, packets, entries):
     """Packets from another shard: ``packets[i]`` is of inbox entry ``entries[i]``."""
     shift = sc[WAIT_SHIFT]
     for i in range(packets.shape[0]):
-        s = -1 - _find(wk, packets[i], shift)
-        wk[s] = packets[i]
-        wv[s] = entries[i]
+        _insert(wk, wv, packets[i], entries[i], shift)
     sc[WAIT_N] += packets.shape[0]
 
 
@@ -183,9 +186,7 @@ def rehash(keys, vals, new_keys, new_vals, shift, tiles, since):
     for i in range(keys.shape[0]):
         k = keys[i]
         if k != EMPTY and k // tiles >= since:
-            s = -1 - _find(new_keys, k, shift)
-            new_keys[s] = k
-            new_vals[s] = vals[i]
+            _insert(new_keys, new_vals, k, vals[i], shift)
             n += 1
     return n
 

@@ -74,7 +74,7 @@ class ChipBoundary(Columnar):
 @contextmanager
 def _no_cycle_collection():
     """Python's cyclic garbage collector paused, as it was again after. A shard's run makes
-    millions of short-lived objects (messages, events, inbox entries) that reference counting
+    millions of short-lived objects (messages, events, their heap rows) that reference counting
     frees, and almost no cycles (about 400 in a whole-chip anchor of 0.8 M messages); the
     collector, woken every 700 allocations and now and then scanning the whole heap (the
     compiled plan's with it), took about a tenth of such a run's CPU time finding them."""
