@@ -253,7 +253,7 @@ def summarize_chip(cfg, results: list[ShardResult], cut_off: bool = False) -> tu
     if spills(cfg):  # memory.spill: its figures only then (other runs' hashes stay as recorded)
         summary.update(spill=cfg.policy.spill, spilled_blocks=stats.spilled_blocks,
                        spilled_bytes=stats.spilled_bytes, remote_reads=stats.remote_reads)
-    unhashed = getattr(cfg.workload, "UNHASHED", ())
+    unhashed = cfg.workload.UNHASHED
     summary["result_hash"] = chip_result_hash(results, {k: v for k, v in summary.items() if k not in unhashed})
     # (before the status: hashes stay as recorded)
     waiting = diagnosis.merge([r.waiting for r in results])
