@@ -149,11 +149,7 @@ class PacketShard:
             self.measure.grow_cycles(int(self.sc[k.NEED]))
         elif why == k.NEED_ROOM:
             self.measure.make_room(1)
-            n = int(self.sc[k.HEAP_N])
-            if n == len(self.hkey):
-                self.hkey = np.concatenate((self.hkey, np.zeros_like(self.hkey)))
-                self.hval = np.concatenate((self.hval, np.zeros_like(self.hval)))
-                self._replaced()
+            self._heap_room(int(self.sc[k.HEAP_N]) + 1)
             if int(self.sc[k.OUT_N]) == len(self.out):
                 self.out = np.concatenate((self.out, np.zeros_like(self.out)))
                 self._replaced()
@@ -180,9 +176,22 @@ class PacketShard:
         if b.cycle.min() < t0:
             raise RuntimeError("inbound head due before the epoch start")
         rows = np.stack((b.cycle, b.port, b.pkt, b.dst, b.flits)).astype(np.int64)
-        while len(self.hkey) - int(self.sc[k.HEAP_N]) < rows.shape[1]:
-            self._provide(k.NEED_ROOM)
+        self._heap_room(int(self.sc[k.HEAP_N]) + rows.shape[1])
         k.accept(self.kernel_tables, rows)
+
+    def _heap_room(self, need: int) -> None:
+        """The bid heap doubled until it holds ``need`` entries. (An inbound boundary may need
+        more than one entry's room: grown only when full, a heap with some room but less than
+        the boundary's heads never grew, and ``deliver`` looped for ever.)"""
+        size = len(self.hkey)
+        if need <= size:
+            return
+        while size < need:
+            size *= 2
+        self.hkey = np.concatenate((self.hkey, np.zeros(size - len(self.hkey), dtype=self.hkey.dtype)))
+        self.hval = np.concatenate((self.hval, np.zeros((size - len(self.hval), *self.hval.shape[1:]),
+                                                        dtype=self.hval.dtype)))
+        self._replaced()
 
     def watch_cut(self, owner: np.ndarray, relay: int = -1) -> None:
         """Get ready for ``earliest_output`` (NetworkShard): ``owner[router]`` = shard."""

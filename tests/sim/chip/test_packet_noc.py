@@ -12,10 +12,12 @@ from cluster.jobs.noc import NocModel
 from cluster.parallel.epochs import stop_rule
 from cluster.parallel.local import run_local
 from sim.noc.params import NocParams
+from sim.noc.ports import WEST
 from sim.noc.shard import NocShard
 from sim.noc.summary import summarize_noc
 from sim.noc.topology import LOCAL, OPPOSITE, PORTS, Grid, Region
 from sim.packetnoc.boundary import PacketBoundary
+from sim.packetnoc.kernel import HEAP_N
 from sim.packetnoc.shard import PacketShard
 
 
@@ -153,3 +155,21 @@ def test_identical_results_for_any_shard_count_and_cut(traffic):
             ref = s
             assert s["measured_packets"] > 300
         assert s["result_hash"] == ref["result_hash"] and s["avg_latency"] == ref["avg_latency"], (shards, cut)
+
+
+def test_a_boundary_with_more_heads_than_the_heap_has_room_for_is_taken_whole():
+    # 300 heads crossing from router 1 into router 2 (the shard's west input port), two cycles
+    # apart, for router 3: more than the bid heap's free room, though the heap is not full
+
+    p = NocParams(rows=1, cols=4, rate=0.0, warmup_cycles=0, measure_cycles=1, drain_cycles=0)
+    s = PacketShard(p, Region(0, 1, 2, 4), record_ejections=True)
+    n = 300
+    assert len(s.hkey) - int(s.sc[HEAP_N]) < n  # what it takes to need the growth
+    cycles = 10 + 2 * np.arange(n)
+    pkts = cycles * 4 + 1
+    s.deliver(PacketBoundary(cycles, np.full(n, 2 * PORTS + WEST), pkts, np.full(n, 3), np.ones(n, dtype=np.int64)))
+    s.advance(0, 10 + 2 * n + 100)
+    pk, cyc = s.take_ejected()
+    assert sorted(pk.tolist()) == pkts.tolist()  # every head arrived, once
+    got = dict(zip(pk.tolist(), cyc.tolist()))
+    assert len({got[q] - c for q, c in zip(pkts.tolist(), cycles.tolist())}) == 1  # none waited for another
