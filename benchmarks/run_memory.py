@@ -179,7 +179,7 @@ def main() -> None:
         print(json.dumps(one_run(args.one[0], int(args.one[1]))))
         return
     counts = [int(x) for x in args.requests.split(",")]
-    from sim.workloads.request_trace import format_azure
+    from sim.serving.trace import format_azure
 
     with tempfile.TemporaryDirectory() as tmp:
         trace = os.path.join(tmp, "AzureLLMInferenceTrace_conv.csv")

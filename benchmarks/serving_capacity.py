@@ -1,5 +1,5 @@
 """Capacity of a decode config: the highest arrival-rate scale at which the p99 TTFT and p99 TBT
-meet the objectives and every lower scale tried meets them too (sim/workloads/capacity.py).
+meet the objectives and every lower scale tried meets them too (sim/serving/capacity.py).
 
     python benchmarks/serving_capacity.py examples/kv_decode_pressure.toml --slo-ttft 500us --slo-tbt 50us \\
         --set memory.on_oom=preempt
@@ -36,15 +36,15 @@ sys.path.insert(0, ROOT)
 from cluster.config.units import parse_duration  # noqa: E402
 from cluster.errors import UserError  # noqa: E402
 from cluster.jobs.capacity import attainment, plan_replicas, rate_overrides, run_scale  # noqa: E402,F401
-from sim.workloads.capacity import capacity  # noqa: E402
-from sim.workloads.serving import Objectives  # noqa: E402
+from sim.serving.capacity import capacity  # noqa: E402
+from sim.serving.metrics import Objectives  # noqa: E402
 
 CONFIG = os.path.join(ROOT, "examples", "kv_decode_pressure.toml")
 # the shapes of the JSON lines (tests/test_benchmarks.py runs --smoke and checks them)
 SMOKE_KEYS = (("bench", "try", "scale", "met", "ttft_p99_seconds", "tbt_p99_seconds", "slo_attainment"),
               ("bench", "capacity_speedup", "bounded", "below_lo", "resolution", "recovered", "replicas"))
 # --smoke: the pressure trace's first 6 requests, two replicas, one scale: two runs of under a second
-# (tests/sim/workloads/test_capacity.py tests the search itself)
+# (tests/sim/serving/test_capacity.py tests the search itself)
 SMOKE = {"sets": ["workload.decode.requests=6", "memory.on_oom='preempt'"], "lo": 1.0, "hi": 1.0, "steps": 1,
          "refine": 1, "past": 1, "min_requests": 12}
 

@@ -14,7 +14,7 @@ and ``realloc-copy`` (spill none, on_oom stall). One JSON line per case (status,
 finished, peak and first-OOM utilisation, preemptions, p99 TTFT and TBT, generated tokens/s,
 energy per generated token), then, for the ``--capacity`` cases, the capacity: the highest
 speed-up of the trace's arrivals at which its replicas serve every request within the objectives
-on the pooled p99 TTFT and p99 TBT, every lower speed-up tried too (sim/workloads/capacity.py: a
+on the pooled p99 TTFT and p99 TBT, every lower speed-up tried too (sim/serving/capacity.py: a
 scan of 2 ** (k / --steps) between ``--lo`` and ``--hi``, then ``--refine`` bisections; replicas
 as benchmarks/serving_capacity.py's), and last the targets with the measured figures beside
 them. Runs are in-process, one shard; the table's runs stop at the config's run.max_cycles
@@ -39,8 +39,8 @@ from cluster.config.run import RUN_SCHEMA, chip_config  # noqa: E402
 from cluster.config.units import parse_duration  # noqa: E402
 from cluster.jobs.capacity import attainment, plan_replicas, run_scale  # noqa: E402
 from cluster.jobs.chip import simulate_chip  # noqa: E402
-from sim.workloads.capacity import capacity  # noqa: E402
-from sim.workloads.serving import Objectives  # noqa: E402
+from sim.serving.capacity import capacity  # noqa: E402
+from sim.serving.metrics import Objectives  # noqa: E402
 
 CONFIG = os.path.join(HERE, "..", "examples", "kv_decode_pressure.toml")
 ON_OOM = {"stall": {"on_oom": "stall"}, "evict": {"on_oom": "evict"},

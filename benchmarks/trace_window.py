@@ -80,7 +80,7 @@ def write_traces(rows: int, out: Path, tail: int, seed: int = 21) -> tuple[Path,
 
 def measure(path: str, start: float, duration: float, limit: int) -> dict:
     """In this process: read the window; its requests, seconds and this process's peak memory."""
-    from sim.workloads.request_window import read_window
+    from sim.serving.trace_window import read_window
 
     t = time.perf_counter()
     w = read_window(path, start, duration, limit)

@@ -325,7 +325,7 @@ def test_every_snippet_runs(doc, index, lang, body, results_tree, tmp_path):
         shutil.copy(ROOT / "tests" / "data" / "minimalloc" / "G.1048576.csv", cwd / "A.1048576.csv")
         code = code.replace("budget=60", "budget=2")
     if doc == "traces.md":  # the conversion, on a small file in the Azure format
-        from sim.workloads.request_trace import format_azure
+        from sim.serving.trace import format_azure
 
         cwd = tmp_path
         t0 = 1_700_000_000 * 10**9
@@ -335,7 +335,7 @@ def test_every_snippet_runs(doc, index, lang, body, results_tree, tmp_path):
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, f"{doc} block {index}:\n{p.stderr[-3000:]}"
     if doc == "traces.md":  # the Parquet it writes is a trace rdasim reads, with every request
-        from sim.workloads.request_window import read_window
+        from sim.serving.trace_window import read_window
 
         assert len(read_window(cwd / "conv_1week.parquet", 0.0, 0.0, 0).rows.t_ns) == 40
 

@@ -14,7 +14,7 @@ copies whose samples are pooled, each copy
 - ``windows``: the next window of the trace (``trace_start + i x trace_duration``);
 - ``seeds``: drawn arrivals and lengths (no trace) with ``run.seed + i``.
 
-The search itself is sim/workloads/capacity.py.
+The search itself is sim/serving/capacity.py.
 """
 
 from __future__ import annotations
@@ -28,9 +28,8 @@ from cluster.config import load
 from cluster.config.run import RUN_SCHEMA, chip_config
 from cluster.errors import UserError
 from cluster.jobs.chip import simulate_chip
-from sim.workloads.capacity import Attainment
-from sim.workloads.request_trace import RequestTrace
-from sim.workloads.serving import (
+from sim.serving.capacity import Attainment
+from sim.serving.metrics import (
     Objectives,
     RequestLog,
     meets_p99,
@@ -38,6 +37,7 @@ from sim.workloads.serving import (
     samples_beyond_the_maximum,
     served_latencies,
 )
+from sim.serving.trace import RequestTrace
 
 REPLICA_KINDS = ("jitter", "windows", "seeds")
 MAX_CYCLES = 10**9  # a slow scale spreads the same requests over many cycles: no cut-off before them

@@ -16,9 +16,9 @@ import pyarrow as pa
 from cluster.version import code_version
 from sim.chip.messages import KINDS as MESSAGE_KINDS
 from sim.chip.records import BufferLife, columns
+from sim.serving.metrics import RequestRow
 from sim.system.records import StepRecord
 from sim.workloads.serve.figures import AnchorLog, StepLog
-from sim.workloads.serving import RequestRow
 
 _COLUMN_TYPES = (list, tuple, np.ndarray, pa.Array, pa.ChunkedArray)
 
@@ -439,7 +439,7 @@ RUN_SUMMARY = TableSchema(
 RUN_REQUESTS = TableSchema("run_requests", "one row per request of a decode or serving run (kv-decode, spec-decode, "
                            "serve, serve-system) that ended, served or refused: its latencies (docs/run.md, "
                            "\"Serving metrics\")",
-                           record_columns(RequestRow))  # declared once, on the record (sim/workloads/serving.py)
+                           record_columns(RequestRow))  # declared once, on the record (sim/serving/metrics.py)
 
 RUN_MU_SERIES = TableSchema(
     "run_mu_series",

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from make_traces import write_npz  # noqa: E402
 
-from sim.workloads.request_trace import TraceError  # noqa: E402
+from sim.serving.trace import TraceError  # noqa: E402
 from sim.workloads.routing_trace import from_step_artifact, padded, read_routing  # noqa: E402
 
 

@@ -39,7 +39,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from sim.workloads.request_trace import format_azure  # noqa: E402
+from sim.serving.trace import format_azure  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 START_NS = 1_700_000_000 * 1_000_000_000  # 2023-11-14 22:13:20 UTC

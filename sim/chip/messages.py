@@ -26,7 +26,7 @@ CTRL_STREAM, CTRL_ADMIT, CTRL_STEP, CTRL_EXPERT, CTRL_LOAD, CTRL_PARTITION = 1, 
 # decode under memory.on_oom = "preempt": free or swap out a sequence; go on with a step that ran out of memory
 CTRL_PREEMPT, CTRL_RESUME = 7, 8
 # (a CTRL_ADMIT's ``status`` is the prefix blocks whose references the scheduler shares with the worker:
-# sim/workloads/prefix_sharing.py)
+# sim/serving/prefix_sharing.py)
 # between MUs under memory.spill (sim/chip/spill.py): ask for blocks; tell an MU that room was freed;
 # give back the blocks of an allocation that did not find all it needed
 CTRL_SPILL, CTRL_ROOM, CTRL_RETURN = 9, 10, 11

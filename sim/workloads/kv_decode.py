@@ -16,7 +16,7 @@ spec-decode (speculative decoding, Leviathan et al., ICML 2023): a step appends
 (each with probability ``accept``, stopping at the first rejection) and the rejected
 ``draft - a`` are truncated from every KV buffer; the step yields ``a + 1`` tokens.
 
-The scheduler (sim/workloads/batching.py) may admit by memory and, under ``memory.on_oom =
+The scheduler (sim/serving/slot_scheduler.py) may admit by memory and, under ``memory.on_oom =
 "preempt"``, preempt: a step whose append an MU refuses stops at that layer (``BlockedStep``)
 and goes on when told to; a preempted worker frees its KV, first streaming it to DRAM under
 ``swap``; a swapped-out sequence admitted again has its KV streamed back into new buffers.
@@ -40,6 +40,20 @@ from sim.chip.references import Ref, free, free_all, received
 from sim.chip.spec import CU, home_drams
 from sim.chip.units import Compute, Replies
 from sim.keys import Field, Issue, Table
+from sim.serving.metrics import Objectives, PreemptionLog, RequestLog, serving_figures
+from sim.serving.prefix_sharing import (
+    KV_PREFIX,
+    PrefixLog,
+    inbox,
+    prefix_figures,
+    share_written,
+    shareable_ids,
+    take_shared,
+)
+from sim.serving.slot_scheduler import Scheduler
+from sim.serving.trace import RequestTrace, TraceError, take
+from sim.serving.trace_formats import NAMES as TRACE_FORMATS
+from sim.serving.trace_window import read_window
 from sim.workloads import WORKLOADS, ChipContext, Workload
 from sim.workloads.base import (
     STREAM_ACCEPT,
@@ -56,20 +70,6 @@ from sim.workloads.base import (
     tile_id,
     tile_of,
 )
-from sim.workloads.batching import Scheduler
-from sim.workloads.prefix_sharing import (
-    KV_PREFIX,
-    PrefixLog,
-    inbox,
-    prefix_figures,
-    share_written,
-    shareable_ids,
-    take_shared,
-)
-from sim.workloads.request_formats import NAMES as TRACE_FORMATS
-from sim.workloads.request_trace import RequestTrace, TraceError, take
-from sim.workloads.request_window import read_window
-from sim.workloads.serving import Objectives, PreemptionLog, RequestLog, serving_figures
 
 KV_BUFFER = buffer_label(1, "kv")
 
@@ -143,7 +143,7 @@ class KvParams(Workload):
         return 2 * self.layers * self.heads
 
     def serving_figures(self, logged: list, clock_hz: float, seconds: float) -> tuple[dict, dict]:
-        """Each request's token times, the latency percentiles, goodput and preemptions (sim/workloads/serving.py)."""
+        """Each request's token times, the latency percentiles, goodput and preemptions (sim/serving/metrics.py)."""
         reqs = [x for x in logged if isinstance(x, RequestLog)]
         moves = [x for x in logged if isinstance(x, PreemptionLog)]
         summary, tables = serving_figures(reqs, moves, clock_hz, seconds, Objectives(self.slo_ttft, self.slo_tbt))
@@ -279,7 +279,7 @@ class Requests:
         self.block_tokens = (self.p.prefix_block_tokens or blocks.block_tokens) if blocks is not None else 0
 
     def prefix_ids(self, seq: int):
-        """Prefix ids of the blocks ``seq`` may share (prefix_sharing.py; none without sharing)."""
+        """Prefix ids of the blocks ``seq`` may share (sim/serving/prefix_sharing.py; none without sharing)."""
         if self.blocks is None:
             return ()
         return shareable_ids(self.blocks, self.trace_row(seq), self.lengths(seq)[0], self.block_tokens)
@@ -316,7 +316,7 @@ class KvDecode(Requests):
         """The scheduler's index of shared blocks (None without prefix sharing)."""
         if self.blocks is None:
             return None
-        from sim.workloads.prefix_sharing import PrefixIndex
+        from sim.serving.prefix_sharing import PrefixIndex
 
         return PrefixIndex(self.cfg.reclaim, self.p.buffers_per_sequence, self.block_tokens,
                            self.blocks.block_tokens, self.p.token_bytes, self.stride, self.cfg.prefix_cache_bytes)

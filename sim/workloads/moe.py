@@ -38,9 +38,9 @@ from sim.chip.spec import CU
 from sim.chip.units import Compute, Replies
 from sim.keys import Field, Issue, Table
 from sim.memory.policies import largest_buffer
+from sim.serving.trace import TraceError
 from sim.workloads import WORKLOADS, ChipContext, Workload
 from sim.workloads.base import STREAM_ROUTE, Floorplan, tile_field, tile_id, tile_of
-from sim.workloads.request_trace import TraceError
 from sim.workloads.routing_trace import RoutingTrace, imbalance_of, read_routing, select, skew_of
 
 ACTIVATION = buffer_label(2, "activation")

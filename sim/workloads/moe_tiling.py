@@ -44,9 +44,9 @@ from sim.chip.records import buffer_label
 from sim.chip.references import Ref, allocate, free
 from sim.chip.units import Compute, Replies
 from sim.keys import Field, Issue, Table
+from sim.serving.trace import TraceError
 from sim.workloads import WORKLOADS, ChipContext, Workload
 from sim.workloads.base import Floorplan, memory_tier
-from sim.workloads.request_trace import TraceError
 from sim.workloads.routing_trace import step_file
 
 TOKEN_TILE = buffer_label(20, "token-tile")

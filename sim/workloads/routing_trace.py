@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.workloads.request_trace import TraceError, missing
+from sim.serving.trace import TraceError, missing
 
 
 @dataclass(frozen=True, eq=False)

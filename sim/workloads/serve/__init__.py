@@ -13,7 +13,7 @@ One module per job:
 - params.py: the registered workload (``workload.kind = "serve"``, keys in [workload.decode]);
 - batcher.py: the scheduler's decisions, whatever runs them (scheduler.py: one chip;
   system.py: ``serve-system``, a tensor-parallel group of sockets);
-- prefix.py: prefix sharing, the shared prompt blocks' regions and the prefix cache;
+- sim/serving/prefix_pool.py: prefix sharing, the shared prompt blocks' regions and the prefix cache;
 - figures.py: run_steps and run_anchors.
 """
 

@@ -25,7 +25,7 @@ Each step (Orca's iteration-level batching, Yu et al., OSDI 2022, as vLLM v1 sch
    their pages.
 
 Prefix sharing (a trace with ``hash_ids``, ``memory.prefix_sharing``): an admission holds the
-leading prompt blocks the index has (prefix.py) and prefills only the rest, the hit tokens
+leading prompt blocks the index has (sim/serving/prefix_pool.py) and prefills only the rest, the hit tokens
 read as cached keys; its own blocks are regions of their own, registered once written.
 
 ``Batcher`` holds these decisions; a backend subclass says how time passes, how pages are
@@ -37,17 +37,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from sim.serving.metrics import SERVED, PreemptionLog, RequestLog
+from sim.serving.prefix_pool import Block, PrefixPool
+from sim.serving.slot_scheduler import Request
 from sim.workloads import Task
-from sim.workloads.batching import Request
 from sim.workloads.serve.figures import StepFailure, StepLog
-from sim.workloads.serve.prefix import Block, PrefixPool
 from sim.workloads.serve.shapes import StepShape
-from sim.workloads.serving import SERVED, PreemptionLog, RequestLog
 
 
 @dataclass(eq=False)
 class Sequence(Request):
-    """The scheduler's view of one request (the decode scheduler's record, batching.py; ``swapped``:
+    """The scheduler's view of one request (the decode scheduler's record, sim/serving/slot_scheduler.py; ``swapped``:
     its KV region in the swap memory) and of its KV: its prefix blocks and its tail region."""
 
     filled: int = 0  # tokens of its current prefill done (a hit's tokens count as done)

@@ -11,7 +11,7 @@ from dataclasses import astuple, dataclass, fields
 from typing import ClassVar
 
 from sim.chip.records import column
-from sim.workloads.prefix_sharing import PrefixLog, prefix_figures
+from sim.serving.prefix_sharing import PrefixLog, prefix_figures
 
 
 @dataclass(frozen=True, slots=True)

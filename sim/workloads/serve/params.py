@@ -14,12 +14,12 @@ from typing import ClassVar
 from mapping.models import MODELS, ModelSpec
 from sim.chip.spec import CU
 from sim.keys import Field, Issue, Table
+from sim.serving.metrics import Objectives, PreemptionLog, RequestLog, serving_figures
+from sim.serving.trace import RequestTrace
 from sim.workloads import WORKLOADS, ChipContext, Workload
 from sim.workloads.base import Dist, dist_of, tile_id, tile_of
 from sim.workloads.kv_decode import KvParams, _trace_of, prefix_block_issues
-from sim.workloads.request_trace import RequestTrace
 from sim.workloads.serve.costs import CostOptions
-from sim.workloads.serving import Objectives, PreemptionLog, RequestLog, serving_figures
 
 SHARED = ("requests", "prompt_tokens", "output_tokens", "arrival_interval", "scheduler_tile", "trace", "trace_format",
           "trace_model", "trace_start", "trace_duration", "trace_speedup", "trace_jitter", "max_prompt_tokens",

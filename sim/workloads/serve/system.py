@@ -27,7 +27,7 @@ compute of a layer half and of the head. Not modelled: the gather of the sampled
 after the head, pipeline parallelism, several TP groups (data parallel replicas).
 
 Serving metrics come from the scheduler chip's records (``system_figures``): the same
-TTFT/TBT/e2e percentiles and goodput as a chip run's (sim/workloads/serving.py).
+TTFT/TBT/e2e percentiles and goodput as a chip run's (sim/serving/metrics.py).
 """
 
 from __future__ import annotations
@@ -39,19 +39,19 @@ from mapping.generators.serve import layer_kernels
 from mapping.models import MODELS, ModelSpec
 from mapping.systems import Parallelism
 from sim.keys import Issue
+from sim.serving.metrics import Objectives, PreemptionLog, RequestLog, serving_figures
+from sim.serving.prefix_sharing import PrefixLog, prefix_figures
 from sim.system.collectives import all_reduce
 from sim.system.shard import BoxChip, Compute, Recv
 from sim.system.shard import Sleep as BoxSleep
 from sim.workloads import WORKLOADS, ChipContext, Task
 from sim.workloads.base import dist_of
 from sim.workloads.kv_decode import Requests, _trace_of, prefix_block_issues
-from sim.workloads.prefix_sharing import PrefixLog, prefix_figures
 from sim.workloads.serve.batcher import Batcher
 from sim.workloads.serve.costs import StepCosts
 from sim.workloads.serve.figures import anchor_figures
 from sim.workloads.serve.params import ServeParams, cost_options
 from sim.workloads.serve.shapes import StepShape
-from sim.workloads.serving import Objectives, PreemptionLog, RequestLog, serving_figures
 
 COMMAND_BYTES = 64  # a step's command from the scheduler to a chip
 COMMAND = 1 << 44  # tag space of commands (collectives' tags count up from 1, times 4096 steps)

@@ -12,9 +12,9 @@ import pytest
 from sim.chip import messages as m
 from sim.chip.config import NI_LATENCY
 from sim.chip.spec import home_drams
+from sim.serving.metrics import PreemptionLog, RequestLog
 from sim.workloads.base import Floorplan
 from sim.workloads.kv_decode import KvDecode
-from sim.workloads.serving import PreemptionLog, RequestLog
 from tests.sim.chip.chiprun import config, listed, run
 
 TOKEN = 64 * 2  # head_dim x dtype bytes

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from sim.workloads.request_trace import TraceError
+from sim.serving.trace import TraceError
 from sim.workloads.routing_trace import imbalance_of, read_routing, select, skew_of
 from tests.paths import ROOT
 from tests.sim.chip.chiprun import run

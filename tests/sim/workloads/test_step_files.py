@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from cluster.cli import main
-from sim.workloads.request_trace import TraceError
+from sim.serving.trace import TraceError
 from sim.workloads.routing_trace import read_routing
 from tests.paths import EXAMPLES, ROOT
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
+from sim.serving.metrics import PreemptionLog, RequestLog
 from sim.workloads.serve.figures import AnchorLog, StepLog
 from sim.workloads.serve.shapes import StepShape
-from sim.workloads.serving import PreemptionLog, RequestLog
 from tests.sim.chip.chiprun import run
 
 CHIP = {"preset": "sn40l", "rows": 8, "cols": 16}

@@ -128,10 +128,10 @@ def test_a_node_run_writes_the_serving_metrics_alike_in_one_process_and_on_ray(t
 
 
 def test_a_group_shares_prefix_blocks(tmp_path):
-    """serve-system with a Mooncake-shaped trace (tests/sim/workloads/serve/test_prefix.py): the
+    """serve-system with a Mooncake-shaped trace (tests/sim/serving/test_prefix_pool.py): the
     same hits as one chip's scheduler finds, every chip holding its slice of each block once."""
-    from tests.sim.workloads.serve.test_prefix import BLOCK, HASHES, PROMPTS, mooncake
-    from tests.sim.workloads.test_prefix_sharing import ideal
+    from tests.sim.serving.test_prefix_pool import BLOCK, HASHES, PROMPTS, mooncake
+    from tests.sim.serving.test_prefix_sharing import ideal
 
     config = raw()
     config["workload"]["decode"].update(trace=mooncake(tmp_path, output=40), requests=0)

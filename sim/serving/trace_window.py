@@ -12,7 +12,7 @@ than the one before it is an error naming its line or row (sort the file once); 
 the part read are not checked. Memory is bounded by the window and one block of the file,
 whatever the file's size (``benchmarks/trace_window.py``).
 
-Which format a file is (request_formats.py) is told by its header or first JSON line, or
+Which format a file is (trace_formats.py) is told by its header or first JSON line, or
 named (``trace_format``). A BurstGPT window skips the rows it marks failed (no response
 tokens), counting them, and may keep one model's rows (``model``).
 """
@@ -30,9 +30,9 @@ from typing import Callable, Iterator
 
 from allocators.csv_rows import csv_rows
 from allocators.errors import InputError
-from sim.workloads.prefix_blocks import PrefixInterner
-from sim.workloads.request_formats import FORMATS, TraceFormat, listing, resolve
-from sim.workloads.request_trace import RequestRows, TraceError, TraceWindow, missing, tokens
+from sim.serving.prefix_blocks import PrefixInterner
+from sim.serving.trace import RequestRows, TraceError, TraceWindow, missing, tokens
+from sim.serving.trace_formats import FORMATS, TraceFormat, listing, resolve
 
 BATCH_ROWS = 1 << 16  # Parquet rows converted at a time
 PARQUET = (".parquet", ".pq")

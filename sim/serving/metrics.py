@@ -17,7 +17,7 @@ OSDI 2024; DistServe, Zhong et al., OSDI 2024):
 - goodput (DistServe): served requests that meet both objectives, TTFT <= ``slo_ttft`` and
   mean TBT <= ``slo_tbt`` (an objective of 0 is none), per simulated second;
 - capacity: the highest arrival-rate scale at which the p99 TTFT and p99 TBT meet the objectives
-  and every lower scale tried meets them too (sim/workloads/capacity.py).
+  and every lower scale tried meets them too (sim/serving/capacity.py).
 
 The records are what the scheduler and the workers log; they are a view of replies the
 result hash already covers, so they stay out of it (``HASHED``) and recorded hashes of runs

@@ -1,4 +1,4 @@
-"""The capacity search (sim/workloads/capacity.py): its definition on known thresholds, and an
+"""The capacity search (sim/serving/capacity.py): its definition on known thresholds, and an
 answer that does not depend on the bounds on a non-monotone attainment (issue 27 item 3); the
 samples a p99 needs, against numpy; a trace's jittered replicas against their definition."""
 
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from sim.workloads.capacity import Attainment, capacity, lattice
-from sim.workloads.serving import samples_beyond_the_maximum
+from sim.serving.capacity import Attainment, capacity, lattice
+from sim.serving.metrics import samples_beyond_the_maximum
 
 # The issue's bursty trace: met at 0.38, 0.45, 0.55, 0.588; missed at 0.42, 0.50, 0.61
 BANDS = [(0.0, 0.40, True), (0.40, 0.44, False), (0.44, 0.48, True), (0.48, 0.53, False), (0.53, 0.60, True),
@@ -159,7 +159,7 @@ def test_a_jittered_replica_keeps_each_requests_prefix_blocks(tmp_path):
     from cluster.config import load
     from cluster.config.run import RUN_SCHEMA, chip_config
     from tests.sim.chip.chiprun import run
-    from tests.sim.workloads.test_prefix_sharing import MOONCAKE, decode, ideal, mooncake_text
+    from tests.sim.serving.test_prefix_sharing import MOONCAKE, decode, ideal, mooncake_text
 
     path = tmp_path / "mooncake_trace.jsonl"
     path.write_text(mooncake_text(MOONCAKE))

@@ -4,7 +4,7 @@ which prompt blocks it shares with others.
 The records and the arithmetic: a timestamp in nanoseconds (``parse_timestamp``), the rows
 of a window (``TraceWindow``, read by ``request_window.read_window``) and the run's requests
 (``take``). The formats read (Azure 2023-2025, Mooncake, Qwen-Bailian, BurstGPT, as their
-publishers write them) are described in ``request_formats.py``; an Azure ``TIMESTAMP`` is a
+publishers write them) are described in ``trace_formats.py``; an Azure ``TIMESTAMP`` is a
 date and time (``2023-11-16 18:15:46.6805900``; in 2024 ``2024-05-10 00:00:00.009930+00:00``;
 in 2025 ``2024-10-15T12:00:00.269Z``) or a number of seconds.
 
@@ -25,7 +25,7 @@ from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from pathlib import Path
 
-from sim.workloads.prefix_blocks import PrefixBlocks
+from sim.serving.prefix_blocks import PrefixBlocks
 
 COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 

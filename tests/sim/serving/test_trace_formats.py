@@ -21,9 +21,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from cluster.cli import main
-from sim.workloads.request_formats import FORMATS
-from sim.workloads.request_trace import TraceError, take
-from sim.workloads.request_window import read_window
+from sim.serving.trace import TraceError, take
+from sim.serving.trace_formats import FORMATS
+from sim.serving.trace_window import read_window
 from tests.paths import EXAMPLES, TEST_DATA
 
 TRACES = TEST_DATA / "traces"

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sim.workloads.prefix_sharing import PrefixLog, leading
+from sim.serving.prefix_sharing import PrefixLog, leading
 
 
 @dataclass(eq=False)

@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-from sim.workloads.request_trace import parse_timestamp
+from sim.serving.trace import parse_timestamp
 
 
 @dataclass(frozen=True)

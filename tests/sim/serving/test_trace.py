@@ -7,8 +7,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from cluster.cli import main
-from sim.workloads.request_trace import TraceError, parse_timestamp, take
-from sim.workloads.request_window import read_requests, read_window
+from sim.serving.trace import TraceError, parse_timestamp, take
+from sim.serving.trace_window import read_requests, read_window
 from tests.paths import ROOT
 from tests.sim.chip.chiprun import run
 

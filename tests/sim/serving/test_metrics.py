@@ -4,7 +4,7 @@ hand count; a run's rows against their definitions."""
 import pytest
 
 from cluster.results import schemas
-from sim.workloads.serving import Objectives, RequestLog, meets_p99, serving_figures
+from sim.serving.metrics import Objectives, RequestLog, meets_p99, serving_figures
 from tests.sim.chip.chiprun import listed, run
 
 CLOCK = 1000.0  # 1 kHz: a cycle is a millisecond, so the hand count reads in cycles

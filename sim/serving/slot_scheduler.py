@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from sim.chip import messages as m
 from sim.chip.references import share
 from sim.chip.units import ComputeUnit, Replies, Sleep
-from sim.workloads import Task
-from sim.workloads.serving import SERVED, RequestLog
+from sim.serving.metrics import SERVED, RequestLog
+from sim.tasks import Task
 
 DROP_WAIT, DROP_WAITS = 64, 8  # cycles, times: an empty chip's refused head waits for the index's drops
 

@@ -11,8 +11,8 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 
-from sim.workloads.request_trace import COLUMNS, TraceError
-from sim.workloads.request_window import read_requests, read_window
+from sim.serving.trace import COLUMNS, TraceError
+from sim.serving.trace_window import read_requests, read_window
 
 N = 600
 T0 = 1_715_299_200 * 10**9  # 2024-05-10 00:00:00 UTC

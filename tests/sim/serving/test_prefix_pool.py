@@ -1,7 +1,7 @@
 """Prefix sharing in the serve workload (issue 31 item 1): hits, bytes saved and prefill tokens
 skipped against arithmetic from the trace's ``hash_ids`` alone.
 
-The trace is written as Mooncake publishes ``mooncake_trace.jsonl`` (tests/sim/workloads/
+The trace is written as Mooncake publishes ``mooncake_trace.jsonl`` (tests/sim/serving/
 test_prefix_sharing.py: ``timestamp`` in ms, ``input_length``, ``output_length``, ``hash_ids``,
 512-token blocks). Its requests arrive 5 s apart, after the one before has prefilled (a
 prefill of 2-4 thousand tokens of Llama-3.1-8B takes 1-3 s on the 8 x 16 chip): a request then
@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import pytest
 
+from sim.serving.metrics import PreemptionLog, RequestLog
 from sim.workloads.serve.figures import StepLog
-from sim.workloads.serving import PreemptionLog, RequestLog
 from tests.sim.chip.chiprun import run
+from tests.sim.serving.test_prefix_sharing import MOONCAKE, ideal, mooncake_text
 from tests.sim.workloads.serve.test_scheduler import KV_TOKEN, logged, serve
-from tests.sim.workloads.test_prefix_sharing import MOONCAKE, ideal, mooncake_text
 
 HASHES = [h for h, _ in MOONCAKE]
 PROMPTS = [n for _, n in MOONCAKE]
@@ -114,7 +114,7 @@ def test_a_qwen_bailian_shaped_trace_with_a_prefix_cache(tmp_path):
     next turn finds its parent's prompt blocks in the cache, as ``ideal`` counts them."""
     import json
 
-    from tests.sim.workloads.test_prefix_sharing import qwen_rows
+    from tests.sim.serving.test_prefix_sharing import qwen_rows
 
     rows = qwen_rows()
     path = tmp_path / "qwen_traceA_blksz_16.jsonl"
