@@ -1,9 +1,9 @@
 """An order-free digest of a multiset of integer rows, folded as the rows come.
 
 A run's result hash covers every message delivery and every work record, but a run must not
-keep them (a token makes tens of deliveries: issue 27). Each row is mixed to two 64-bit words
-(SplitMix64's finaliser, Steele, Lea & Flood, OOPSLA 2014, applied column after column from
-two seeds) and the words are summed modulo 2^64, with the count: an incremental multiset hash
+keep them (a token makes tens of deliveries: a long run would grow with its tokens). Each row
+is mixed to two 64-bit words (SplitMix64's finaliser, Steele, Lea & Flood, OOPSLA 2014, applied
+column after column from two seeds) and the words are summed modulo 2^64, with the count: an incremental multiset hash
 (Bellare & Micciancio's AdHash, EUROCRYPT 1997). The sum does not depend on the order the rows
 come in, so each shard folds its own and the shards' digests add up to the same value for any
 shard count; a changed, missing or extra row changes it.

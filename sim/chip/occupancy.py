@@ -13,7 +13,7 @@ Every change an MU makes (``delta``) updates, as it happens:
   many, however long the run.
 
 Nothing here grows with the changes themselves, so a run's memory does not grow with the
-tokens it serves (issue 27). ``keep_log`` (a run writing a Chrome trace) also keeps every
+tokens it serves. ``keep_log`` (a run writing a Chrome trace) also keeps every
 change, for the trace's counters.
 """
 

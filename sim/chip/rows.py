@@ -1,6 +1,6 @@
 """Integer rows a run keeps, stored compactly: appended as tuples, packed into int64 arrays
 every ``CHUNK`` rows (48 bytes for a 6-column row instead of about 200 as a tuple of ints).
-A run keeps a few such rows per request (its oracle events, its buffers' lives): issue 27."""
+A run keeps a few such rows per request (its oracle events, its buffers' lives), so a long run stays small."""
 
 from __future__ import annotations
 

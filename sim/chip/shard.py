@@ -140,8 +140,8 @@ class ChipShard:
         # measurements: per message kind, messages, packets and flits sent (plain lists: send
         # adds to them once a message; ``sent_count`` and the others read them as arrays)
         self._sent = ([0] * len(m.KINDS), [0] * len(m.KINDS), [0] * len(m.KINDS))
-        # what the results need, not every event (issue 27): deliveries and work records other
-        # than requests are folded into digests for the result hash (sim/chip/digest.py), the
+        # what the results need, not every event (a run must not grow with its tokens): deliveries
+        # and work records other than requests are folded into digests for the result hash (sim/chip/digest.py), the
         # MUs' bytes into their peaks, integrals and samples (sim/chip/occupancy.py); a run
         # writing a Chrome trace keeps the deliveries and the MUs' changes too
         self.deliveries = Digest(4)  # (message id, destination, cycle, kind)

@@ -35,7 +35,7 @@ from sim.noc.params import NocParams
 from sim.noc.sources import CHUNK, TrafficSource
 
 # Above this many bytes of router state a shard asks for its random lines ahead (kernel.ahead):
-# measured on the 2-core EPYC of issue 23, cycles per CPU-second with and without: 16x16
+# measured on a 2-core EPYC, cycles per CPU-second with and without: 16x16
 # (1.5 MB) -10%, 24x24 (3.6 MB) -7%, 28x28 (5.0 MB) -7%, 32x32 (6.8 MB) +22%, 36x36 +24%, 64x64 +50%
 CACHE_BYTES = 6 << 20
 LOOK_AHEAD = 2  # routers (1 to 3 measured alike at 32x32; 8: 12% slower)

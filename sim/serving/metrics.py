@@ -127,7 +127,7 @@ def _nulls_where_nan(x: np.ndarray) -> np.ndarray:
 
 def request_columns(logs: list[RequestLog], clock_hz: float, slo: Objectives) -> dict[str, Any]:
     """run_requests' columns (``RequestRow``'s), one array each, by request id: a few numbers per
-    request, whatever its tokens (issue 27: a run's memory is its live state plus a row per request).
+    request, whatever its tokens (a run's memory is its live state plus a row per request).
     Each value is the float arithmetic of its definition on the token times in seconds."""
     logs = sorted(logs, key=lambda x: x.request)
     n = len(logs)

@@ -58,7 +58,7 @@ class DataflowParams(Workload):
         "kv": Field("str", "mu", "where the KV caches live: mu (in MUs when they fit, else read from DRAM) or a "
                     "memory tier of the chip (read from it every pass, new entries written to it)"),
         "batched_reads": Field("choice", "whole", "what a CU of a GEMM batched over heads (outer > 1) reads of each "
-                               "input tile: whole (every GEMM's CUs read all of it, as before issue 29) or share "
+                               "input tile: whole (every GEMM's CUs read all of it, the first model of it) or share "
                                "(its heads' rows only, as attention needs)", choices=("whole", "share")),
     }, doc="a DFModel plan run on the grid")
 

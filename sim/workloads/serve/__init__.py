@@ -1,4 +1,4 @@
-"""serve: real models served at real scale, requests at their recorded times (issue 31).
+"""serve: real models served at real scale, requests at their recorded times.
 
 One module per job:
 
