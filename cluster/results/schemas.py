@@ -341,7 +341,7 @@ SERVE_COLUMNS = (
     Column("step_error", _S, "serve: why a step could not be priced (its plan did not map, fit or run; null: none)"),
 )
 
-# a chip with memory tiers (sim/chip/tier.py): each tier's traffic, pages and flows; null otherwise
+# a chip with memory tiers (sim/chip/tier_controller.py): each tier's traffic, pages and flows; null otherwise
 TIER_COLUMNS = (
     *[Column(f"{t}_{what}", _I, f"{t.upper()} tier: {doc}") for t in ("hbm", "ddr") for what, doc in (
         ("read_bytes", "bytes read (every one a flow's)"),

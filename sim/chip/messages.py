@@ -30,7 +30,7 @@ CTRL_PREEMPT, CTRL_RESUME = 7, 8
 # between MUs under memory.spill (sim/chip/spill.py): ask for blocks; tell an MU that room was freed;
 # give back the blocks of an allocation that did not find all it needed
 CTRL_SPILL, CTRL_ROOM, CTRL_RETURN = 9, 10, 11
-# to a memory tier's controller (sim/chip/tier.py): allocate a region of ``nbytes`` (the reply's
+# to a memory tier's controller (sim/chip/tier_controller.py): allocate a region of ``nbytes`` (the reply's
 # ``buf`` names it), grow region ``buf`` by ``nbytes``, free region ``buf``; copy ``nbytes`` to the
 # tier whose controller is unit ``buf`` (a model switch: DDR to HBM)
 CTRL_TIER_ALLOC, CTRL_TIER_GROW, CTRL_TIER_FREE, CTRL_COPY = 12, 13, 14, 15

@@ -118,7 +118,7 @@ def shard_result(shard) -> ShardResult:
 
 
 def tier_figures(t) -> dict:
-    """A tier controller's counters (sim/chip/tier.py): bytes read and written, bytes it copied
+    """A tier controller's counters (sim/chip/tier_controller.py): bytes read and written, bytes it copied
     to each other tier (by that tier's name), its pages' peak, flows, refusals."""
     names = [x.name for x in t.cfg.spec.tiers]
     return {"read_bytes": t.bytes_read, "write_bytes": t.bytes_written, "peak_bytes": t.memory.peak_bytes,

@@ -46,7 +46,7 @@ from sim.chip.records import BufferLife, WorkRecord
 from sim.chip.report import ShardResult, shard_result
 from sim.chip.rows import Rows
 from sim.chip.spec import CU, DRAM, MU, home_drams, unit_layout
-from sim.chip.tier import TierUnit
+from sim.chip.tier_controller import TierUnit
 from sim.chip.units import ComputeUnit, Unit
 from sim.memory import oracle
 from sim.network import NETWORKS, NetBoundary, StopsAtEjection

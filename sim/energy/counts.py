@@ -33,7 +33,7 @@ class ActionCounts:
     link_flit_bits: int = _count("noc_link", "flit_bit")  # flits x links each crossed x flit bits
     dram_read_bytes: int = _count("dram", "read_byte")
     dram_write_bytes: int = _count("dram", "write_byte")
-    hbm_read_bytes: int = _count("hbm", "read_byte")  # memory tiers (sim/chip/tier.py)
+    hbm_read_bytes: int = _count("hbm", "read_byte")  # memory tiers (sim/chip/tier_controller.py)
     hbm_write_bytes: int = _count("hbm", "write_byte")
     ddr_read_bytes: int = _count("ddr", "read_byte")
     ddr_write_bytes: int = _count("ddr", "write_byte")

@@ -2,7 +2,7 @@
 caches in the chip's first memory tier.
 
 What is simulated cycle by cycle: the scheduler's decisions and time; every KV region's pages at
-the tier's controller (sim/chip/tier.py: real messages that allocate, grow, refuse and free
+the tier's controller (sim/chip/tier_controller.py: real messages that allocate, grow, refuse and free
 them, a page at a time); a swap as a copy between tiers, a flow on both tiers' channels. What
 is priced: each step's duration (costs.py: its roofline times the efficiency of its anchor, a
 plan mapped and simulated cycle by cycle on this chip), a Sleep of that many cycles. The step's

@@ -1,7 +1,7 @@
 """A tier's pages: regions grow page by page, a full tier refuses whole, frees give pages back."""
 
 from mapping.chips import MiB, TierSpec
-from sim.memory.tiers import TierMemory
+from sim.memory.page_pool import TierMemory
 
 
 def _tier(pages: int) -> TierMemory:

@@ -22,7 +22,7 @@ Every resource belongs to this unit, so it rates its flows alone, in cycle order
 is the same for any shard count and backend (docs/design.md, "Flows"). A flow's bytes do not
 occupy NoC links (they are counted as bytes x hops for the NoC's energy).
 
-Regions (CTRL_TIER_ALLOC, _GROW, _FREE) take the tier's pages (sim/memory/tiers.py); a write
+Regions (CTRL_TIER_ALLOC, _GROW, _FREE) take the tier's pages (sim/memory/page_pool.py); a write
 naming an MU's buffer (an eviction) takes pages for it until that buffer is freed.
 """
 
@@ -33,7 +33,7 @@ import math
 from sim.chip import messages as m
 from sim.chip.units import Unit
 from sim.flows import FlowSet
-from sim.memory.tiers import TierMemory
+from sim.memory.page_pool import TierMemory
 
 _READ, _LOAD, _WRITE, _COPY = range(4)
 
