@@ -18,7 +18,7 @@ A workload class subclasses ``Workload`` to take the defaults written here and i
 sim/chip/program.py (``ChipWorkload``: what a chip run asks of it; no checks, no figures, no
 program of the other kind); the config and the reports ask only these members, never a
 workload's name. This package imports the chip; the chip never imports it. Built in:
-kv-decode and spec-decode (kv_decode.py), moe (moe.py), race (race.py), dataflow
+kv-decode (kv_decode.py), spec-decode (spec_decode.py), moe (moe.py), race (race.py), dataflow
 (dataflow.py); the system workloads are in sim/system. Adding one is a module in this
 package (docs/design.md, "Adding a workload").
 """

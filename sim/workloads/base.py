@@ -1,4 +1,4 @@
-"""Shared pieces of the workloads: length distributions, placement, roles on the grid.
+"""Shared pieces of the workloads: placement, roles on the grid, memory tiers, attention cycles.
 
 Every workload decision that is not made by a unit at run time (a sequence's prompt
 and output lengths, a token's experts, where a buffer goes) is a pure function of
@@ -8,63 +8,20 @@ computes the same answer without any message.
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sim import rng
 from sim.chip.spec import CU, MU, unit_layout
-from sim.keys import Field, Issue, Table
+from sim.keys import Field, Issue
 
 if TYPE_CHECKING:
     from sim.chip.config import ChipConfig
 
-DISTS = ("fixed", "uniform", "lognormal")
-# rng stream ids of the workloads (sim/rng.py uses 1..3, sim/chip 101)
-STREAM_PROMPT, STREAM_OUTPUT, STREAM_ARRIVAL, STREAM_PLACE, STREAM_ACCEPT, STREAM_ROUTE = 201, 202, 203, 204, 205, 206
-STREAM_TRACE_JITTER = 207
-
-
-@dataclass(frozen=True)
-class Dist:
-    """A distribution of token counts: fixed (``mean``), uniform on [lo, hi], or lognormal
-    with median ``mean`` and shape ``sigma``, clipped to [lo, hi]."""
-
-    kind: str = "fixed"
-    mean: int = 128
-    lo: int = 1
-    hi: int = 1 << 20
-    sigma: float = 0.5
-
-    def draw(self, seed: int, stream: int, ident: int) -> int:
-        if self.kind == "fixed":
-            return int(self.mean)
-        u = float(rng.uniform(seed, stream, ident, 0))
-        if self.kind == "uniform":
-            return int(self.lo + min(int(u * (self.hi - self.lo + 1)), self.hi - self.lo))
-        # standard normal quantile z = sqrt(2) erfinv(2u - 1)
-        z = math.sqrt(2.0) * _erfinv(2.0 * max(min(u, 1 - 1e-12), 1e-12) - 1.0)
-        return int(min(max(round(self.mean * math.exp(self.sigma * z)), self.lo), self.hi))
-
-
-def dist_table(default: Dist) -> Table:
-    """Config keys of a token-count distribution, with ``default``'s values."""
-    return Table({
-        "dist": Field("choice", default.kind, "fixed (mean), uniform [min, max], lognormal (median mean)",
-                      choices=DISTS),
-        "mean": Field("int", default.mean, "fixed value or lognormal median", min=1),
-        "min": Field("int", default.lo, "smallest value", min=1),
-        "max": Field("int", default.hi, "largest value", min=1),
-        "sigma": Field("float", default.sigma, "lognormal shape", min=0.0),
-    }, doc="a distribution of token counts")
-
-
-def dist_of(d: dict, key: str, issues: list[Issue]) -> Dist:
-    if d["min"] > d["max"]:
-        issues.append(Issue(f"{key}.min", "is larger than max"))
-    return Dist(d["dist"], d["mean"], d["min"], d["max"], d["sigma"])
+# rng stream ids of the workloads (sim/rng.py uses 1..3, sim/chip 101; the requests' draws,
+# 201-203, 205 and 207, are sim/serving/lengths.py's)
+STREAM_PLACE, STREAM_ROUTE = 204, 206
 
 
 def tile_field(default, doc: str) -> Field:
@@ -106,24 +63,6 @@ def memory_tier(spec, name: str, key: str, keeps: str, issues: list[Issue]) -> i
 
 def tile_id(rc: tuple[int, int] | None, spec) -> int:
     return rc[0] * spec.cols + rc[1] if rc else 0
-
-
-def _erfinv(y: float) -> float:
-    """Inverse error function (Giles 2010, single-precision polynomial, |err| < 1e-6)."""
-    w = -math.log((1.0 - y) * (1.0 + y))
-    if w < 5.0:
-        w -= 2.5
-        p = 2.81022636e-08
-        for c in (3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
-                  -0.00417768164, 0.246640727, 1.50140941):
-            p = c + p * w
-    else:
-        w = math.sqrt(w) - 3.0
-        p = -0.000200214257
-        for c in (0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
-                  0.00943887047, 1.00167406, 2.83297682):
-            p = c + p * w
-    return p * y
 
 
 class Floorplan:

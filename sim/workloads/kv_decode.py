@@ -1,4 +1,4 @@
-"""kv-decode and spec-decode: continuous batching of sequences with growing KV caches.
+"""kv-decode: continuous batching of sequences with growing KV caches.
 
 Units: one scheduler (the CU at ``scheduler_tile``) and one worker CU per batch slot.
 Every sequence owns ``2 x layers x heads`` buffers (K and V of each layer's heads),
@@ -11,10 +11,7 @@ frees its buffers and its slot goes to the next one. Admission allocates the buf
 (one at a time in MU order, so stalled allocations cannot deadlock each other) and
 appends the prompt (prefill); it counts as the sequence's first step.
 
-spec-decode (speculative decoding, Leviathan et al., ICML 2023): a step appends
-``draft + 1`` tokens, the target verifies them, ``a`` of the ``draft`` are accepted
-(each with probability ``accept``, stopping at the first rejection) and the rejected
-``draft - a`` are truncated from every KV buffer; the step yields ``a + 1`` tokens.
+spec-decode (spec_decode.py) is this program with a step that drafts several tokens.
 
 The scheduler (sim/serving/slot_scheduler.py) may admit by memory and, under ``memory.on_oom =
 "preempt"``, preempt: a step whose append an MU refuses stops at that layer (``BlockedStep``)
@@ -28,18 +25,19 @@ protocols matter for moe and race.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
-from typing import Any, ClassVar
+from typing import ClassVar
 
-import numpy as np
-
-from sim import rng
 from sim.chip import messages as m
 from sim.chip.records import buffer_label
 from sim.chip.references import Ref, free, free_all, received
 from sim.chip.spec import CU, home_drams
 from sim.chip.units import Compute, Replies
 from sim.keys import Field, Issue, Table
+from sim.serving.lengths import (
+    Dist,
+    dist_of,
+    dist_table,
+)
 from sim.serving.metrics import Objectives, PreemptionLog, RequestLog, serving_figures
 from sim.serving.prefix_sharing import (
     KV_PREFIX,
@@ -47,34 +45,18 @@ from sim.serving.prefix_sharing import (
     inbox,
     prefix_figures,
     share_written,
-    shareable_ids,
     take_shared,
 )
+from sim.serving.requests import Requests, prefix_block_issues, trace_of
 from sim.serving.slot_scheduler import Scheduler
-from sim.serving.trace import RequestTrace, TraceError, take
+from sim.serving.trace import RequestTrace
 from sim.serving.trace_formats import NAMES as TRACE_FORMATS
-from sim.serving.trace_window import read_window
 from sim.workloads import WORKLOADS, ChipContext, Workload
-from sim.workloads.base import (
-    STREAM_ACCEPT,
-    STREAM_ARRIVAL,
-    STREAM_OUTPUT,
-    STREAM_PROMPT,
-    STREAM_TRACE_JITTER,
-    Dist,
-    Floorplan,
-    attention_cycles,
-    dist_of,
-    dist_table,
-    tile_field,
-    tile_id,
-    tile_of,
-)
+from sim.workloads.base import Floorplan, attention_cycles, tile_field, tile_id, tile_of
 
 KV_BUFFER = buffer_label(1, "kv")
 
 
-@WORKLOADS.register("spec-decode")
 @WORKLOADS.register("kv-decode")
 @dataclass(frozen=True)
 class KvParams(Workload):
@@ -89,8 +71,6 @@ class KvParams(Workload):
     output: Dist = field(default_factory=lambda: Dist("uniform", 64, 16, 128))
     arrival_interval: int = 0  # mean cycles between arrivals (exponential); 0 = all at cycle 0
     scheduler_tile: int = 0
-    draft: int = 4  # spec-decode
-    accept: float = 0.7  # spec-decode
     trace: RequestTrace | None = None  # arrivals and lengths from a trace instead of the distributions
     trace_jitter: int = 0  # cycles: each trace arrival moves later by a uniform draw in [0, this) (0: none)
     slo_ttft: float = 0.0  # latency objectives, s (0: none): time to first token, mean time between tokens
@@ -113,7 +93,7 @@ class KvParams(Workload):
         if d["max_batch"] > n_cu - 1:
             issues.append(Issue("workload.decode.max_batch", f"{d['max_batch']} sequences need that many worker CUs; "
                                 f"the chip has {n_cu - 1} besides the scheduler"))
-        trace = _trace_of(d, spec.clock_hz, issues)
+        trace = trace_of(d, spec.clock_hz, issues)
         if not d["trace"] and d["requests"] < 1:
             issues.append(Issue("workload.decode.requests", "must be at least 1 (0 means all of a trace)"))
         prefix_block_issues(d, trace, issues)
@@ -122,9 +102,15 @@ class KvParams(Workload):
                    prompt=dist_of(d["prompt_tokens"], "workload.decode.prompt_tokens", issues),
                    output=dist_of(d["output_tokens"], "workload.decode.output_tokens", issues),
                    arrival_interval=d["arrival_interval"], scheduler_tile=tile_id(sched, spec),
-                   draft=d["draft"], accept=d["accept"], trace=trace, slo_ttft=d["slo_ttft"] or 0.0,
+                   trace=trace, slo_ttft=d["slo_ttft"] or 0.0,
                    slo_tbt=d["slo_tbt"] or 0.0, prefix_block_tokens=d["prefix_block_tokens"],
-                   trace_jitter=round(d["trace_jitter"] * spec.clock_hz / d["trace_speedup"]) if trace else 0)
+                   trace_jitter=round(d["trace_jitter"] * spec.clock_hz / d["trace_speedup"]) if trace else 0,
+                   **cls.kind_fields(d))
+
+    @classmethod
+    def kind_fields(cls, d: dict) -> dict:
+        """The fields a kind built on this one reads from its own keys (none here)."""
+        return {}
 
     @property
     def work_items(self) -> int:
@@ -160,26 +146,6 @@ class KvParams(Workload):
                 "trace_format": t.format, "trace_failed_skipped": t.failed, "trace_note": t.note or None}
 
 
-def prefix_block_issues(d: dict, trace: RequestTrace | None, issues: list[Issue]) -> None:
-    """``prefix_block_tokens`` must be a whole number of the trace's prompt blocks."""
-    if trace is not None and trace.blocks is not None and d["prefix_block_tokens"] % trace.blocks.block_tokens:
-        issues.append(Issue("workload.decode.prefix_block_tokens", f"{d['prefix_block_tokens']} is not a "
-                            f"multiple of the trace's {trace.blocks.block_tokens}-token blocks ({trace.format})"))
-
-
-def _trace_of(d: dict, clock_hz: float, issues: list[Issue]) -> RequestTrace | None:
-    """The run's requests from ``workload.decode.trace``, if it names a file."""
-    if not d["trace"]:
-        return None
-    try:
-        window = read_window(d["trace"], d["trace_start"], d["trace_duration"], d["requests"], d["trace_format"],
-                             d["trace_model"])
-        return take(window, clock_hz, d["trace_speedup"], d["max_prompt_tokens"], d["max_output_tokens"])
-    except TraceError as exc:
-        issues.append(Issue("workload.decode.trace", str(exc)))
-        return None
-
-
 def _keys(d: KvParams) -> Table:
     def i(doc, default, lo=1, unit=""):
         return Field("int", default, doc, min=lo, unit=unit)
@@ -196,9 +162,6 @@ def _keys(d: KvParams) -> Table:
         "output_tokens": dist_table(d.output),
         "arrival_interval": i("mean cycles between arrivals (exponential); 0: all at once", 0, 0, "cycles"),
         "scheduler_tile": tile_field([0, 0], "[row, col] of the scheduler CU"),
-        "draft": i("spec-decode: draft tokens per step", d.draft),
-        "accept": Field("float", d.accept, "spec-decode: acceptance probability of each draft token", min=0.0,
-                        max=1.0),
         "trace": Field("str", "", "request trace replacing the drawn arrivals and lengths, as published: Azure "
                        "2023-2025 CSV, Mooncake or Qwen-Bailian JSON lines, BurstGPT CSV (gzipped too), or Parquet "
                        "with one of their columns (docs/traces.md)", file=True),
@@ -237,71 +200,13 @@ class BlockedStep:
     reads: dict[int, int]  # buffer -> tag of its read, still waiting at the MU for the refused append
 
 
-class Requests:
-    """A serving program's requests, pure facts of its parameters (``p``: a trace, or lengths and an
-    arrival interval drawn from the run's seed): shared by kv-decode and the serve workload."""
-
-    p: Any
-    cfg: Any
-    blocks: Any = None  # share_prefixes: the trace's prompt blocks, when shared
-    block_tokens: int = 0
-
-    def lengths(self, seq: int) -> tuple[int, int]:
-        if self.p.trace is not None:
-            i = self.trace_row(seq)
-            return self.p.trace.prompt[i], self.p.trace.output[i]
-        s = self.cfg.seed
-        return max(1, self.p.prompt.draw(s, STREAM_PROMPT, seq)), max(1, self.p.output.draw(s, STREAM_OUTPUT, seq))
-
-    def trace_row(self, seq: int) -> int:
-        """The trace request that sequence ``seq`` is: itself, unless a jitter reordered them."""
-        return int(self._trace_order[1][seq]) if self.p.trace_jitter else seq
-
-    @cached_property
-    def _trace_order(self) -> tuple[list[int], np.ndarray]:
-        """The trace's arrival cycles in time order, and which trace request each one is. With
-        ``trace_jitter`` (a replica of a short trace) every arrival moves later by its own draw in
-        [0, jitter) and the requests are put in time order again, each keeping its lengths."""
-        assert self.p.trace is not None  # only a trace's requests are ordered here
-        t = np.asarray(self.p.trace.arrivals, dtype=np.int64)
-        if self.p.trace_jitter:
-            t = t + np.floor(rng.uniform(self.cfg.seed, STREAM_TRACE_JITTER, 0, np.arange(len(t)))
-                             * self.p.trace_jitter).astype(np.int64)
-        order = np.argsort(t, kind="stable")
-        t = t[order]
-        return [int(x) for x in t - t[0]], order
-
-    def share_prefixes(self, sharing: bool) -> None:
-        """The trace's prompt blocks when they are shared (``memory.prefix_sharing``; ``blocks``, None
-        otherwise) and the tokens of a shared block (``prefix_block_tokens``, or the trace's block)."""
-        blocks = self.p.trace.blocks if self.p.trace is not None and sharing else None
-        self.blocks = blocks
-        self.block_tokens = (self.p.prefix_block_tokens or blocks.block_tokens) if blocks is not None else 0
-
-    def prefix_ids(self, seq: int):
-        """Prefix ids of the blocks ``seq`` may share (sim/serving/prefix_sharing.py; none without sharing)."""
-        if self.blocks is None:
-            return ()
-        return shareable_ids(self.blocks, self.trace_row(seq), self.lengths(seq)[0], self.block_tokens)
-
-    def arrivals(self) -> list[int]:
-        if self.p.trace is not None:
-            return list(self._trace_order[0])
-        if self.p.arrival_interval <= 0:
-            return [0] * self.p.requests
-        u = rng.uniform(self.cfg.seed, STREAM_ARRIVAL, 0, np.arange(self.p.requests))
-        gaps = -self.p.arrival_interval * np.log1p(-u)
-        return [int(x) for x in gaps.cumsum()]
-
-
 class KvDecode(Requests):
-    """The program every CU of a kv-decode or spec-decode run executes."""
+    """The program every CU of a kv-decode run executes (spec-decode's builds on it)."""
 
     def __init__(self, p: KvParams, cfg):
         self.p = p
         self.cfg = cfg
         self.grid = Floorplan(cfg)
-        self.spec_decode = p.kind == "spec-decode"
         self.scheduler = self.grid.unit_at(*divmod(p.scheduler_tile, cfg.spec.cols))
         cus = [int(c) for c in self.grid.cus if c != self.scheduler]
         self.workers = cus[: p.max_batch]
@@ -322,30 +227,15 @@ class KvDecode(Requests):
                            self.blocks.block_tokens, self.p.token_bytes, self.stride, self.cfg.prefix_cache_bytes)
 
     # ------------------------------------------------------------------ pure facts
-    def accepted(self, seq: int, step: int) -> int:
-        """Draft tokens accepted: each with probability ``accept``, up to the first rejection."""
-        a = 0
-        for i in range(self.p.draft):
-            if float(rng.uniform(self.cfg.seed, STREAM_ACCEPT, seq, step * 64 + i)) >= self.p.accept:
-                break
-            a += 1
-        return a
-
     def steps_before(self, seq: int, made: int) -> int:
         """Steps after its prefill a sequence took to make ``made`` tokens (where a preempted one
         goes on: its draws of accepted drafts are keyed by step)."""
-        if not self.spec_decode:
-            return max(made - 1, 0)
-        k, got = 0, 1
-        while got < made:
-            got += self.accepted(seq, k) + 1
-            k += 1
-        return k
+        return max(made - 1, 0)
 
     @property
     def step_tokens(self) -> int:
-        """Tokens a decode step appends to every buffer (spec-decode: the drafts and the bonus token)."""
-        return 1 + self.p.draft if self.spec_decode else 1
+        """Tokens a decode step appends to every buffer."""
+        return 1
 
     def placement(self, slot: int, seq: int) -> list[int]:
         """The MU of each of sequence ``seq``'s buffers when it runs in ``slot``."""
@@ -459,23 +349,18 @@ class KvDecode(Requests):
         yield from self._step_done(cu, msg, length)
 
     def _step_done(self, cu, msg, length: int):
-        """After the last layer: spec-decode keeps the accepted drafts; the tokens made go to the scheduler."""
-        p, st = self.p, cu.state
-        made = 1
-        if self.spec_decode and msg.arg != m.CTRL_ADMIT and length > st["length"]:
-            a = self.accepted(st["seq"], st["step"])
-            made = a + 1
-            keep = length - (p.draft - a)
-            if keep < length:
-                for r in st["refs"]:
-                    cu.send(m.TRUNCATE, r.mu, arg=(keep - st["pre"]) * p.token_bytes, mu=r.mu, buf=r.buf,
-                            alloc=r.alloc)
-            length = keep
+        """After the last layer: the step's tokens are kept (``_verified``) and go to the scheduler."""
+        st = cu.state
+        made, length = self._verified(cu, msg, length)
         st["length"] = length
         st["step"] += 1
         made = min(made, st["goal"] - st["made"])
         st["made"] += made
         yield from self._end(cu, msg, m.FINISHED if st["made"] >= st["goal"] else m.RUNNING, made)
+
+    def _verified(self, cu, msg, length: int) -> tuple[int, int]:
+        """Tokens the step made and the KV length it keeps: one token, all of it."""
+        return 1, length
 
     def _end(self, cu, msg, status: int, made: int):
         """Reply to the scheduler; a sequence that ends frees its buffers first (under preempt, and

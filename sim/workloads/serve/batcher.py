@@ -74,7 +74,7 @@ class Batcher:
 
     def __init__(self, p, cfg, requests, pages: int, page: int, kv_token: int, swap: bool = True,
                  copies: int = 1):
-        """``requests``: the run's requests (kv_decode.Requests: arrivals, lengths, prefix ids);
+        """``requests``: the run's requests (sim/serving/requests.py: arrivals, lengths, prefix ids);
         ``copies``: memories holding a token's ``kv_token`` bytes alike (a system's chips)."""
         self.p = p
         self.on_oom = cfg.on_oom

@@ -14,11 +14,13 @@ from typing import ClassVar
 from mapping.models import MODELS, ModelSpec
 from sim.chip.spec import CU
 from sim.keys import Field, Issue, Table
+from sim.serving.lengths import Dist, dist_of
 from sim.serving.metrics import Objectives, PreemptionLog, RequestLog, serving_figures
+from sim.serving.requests import prefix_block_issues, trace_of
 from sim.serving.trace import RequestTrace
 from sim.workloads import WORKLOADS, ChipContext, Workload
-from sim.workloads.base import Dist, dist_of, tile_id, tile_of
-from sim.workloads.kv_decode import KvParams, _trace_of, prefix_block_issues
+from sim.workloads.base import tile_id, tile_of
+from sim.workloads.kv_decode import KvParams
 from sim.workloads.serve.costs import CostOptions
 
 SHARED = ("requests", "prompt_tokens", "output_tokens", "arrival_interval", "scheduler_tile", "trace", "trace_format",
@@ -95,7 +97,7 @@ class ServeParams(Workload):
             issues.append(Issue("workload.decode.model", f"{model.name}'s {model.weight_bytes / 1e9:.1f} GB of weights "
                                 f"do not fit {spec.name}'s {t.capacity / 1e9:.0f} GB of {t.name}: serve it on a "
                                 "system of sockets (tensor parallel)"))
-        trace = _trace_of(d, spec.clock_hz, issues)
+        trace = trace_of(d, spec.clock_hz, issues)
         prefix_block_issues(d, trace, issues)
         if not d["trace"] and d["requests"] < 1:
             issues.append(Issue("workload.decode.requests", "must be at least 1 (0 means all of a trace)"))

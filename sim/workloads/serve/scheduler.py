@@ -15,9 +15,9 @@ from __future__ import annotations
 from sim.chip import messages as m
 from sim.chip.spec import tier_unit
 from sim.chip.units import ComputeUnit, Replies, Sleep
+from sim.serving.requests import Requests
 from sim.workloads import Task
 from sim.workloads.base import Floorplan
-from sim.workloads.kv_decode import Requests
 from sim.workloads.serve.batcher import Batcher
 from sim.workloads.serve.costs import StepCosts
 from sim.workloads.serve.prefetch import planned_anchors

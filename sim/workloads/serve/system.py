@@ -39,14 +39,14 @@ from mapping.generators.serve import layer_kernels
 from mapping.models import MODELS, ModelSpec
 from mapping.systems import Parallelism
 from sim.keys import Issue
+from sim.serving.lengths import dist_of
 from sim.serving.metrics import Objectives, PreemptionLog, RequestLog, serving_figures
 from sim.serving.prefix_sharing import PrefixLog, prefix_figures
+from sim.serving.requests import Requests, prefix_block_issues, trace_of
 from sim.system.collectives import all_reduce
 from sim.system.shard import BoxChip, Compute, Recv
 from sim.system.shard import Sleep as BoxSleep
 from sim.workloads import WORKLOADS, ChipContext, Task
-from sim.workloads.base import dist_of
-from sim.workloads.kv_decode import Requests, _trace_of, prefix_block_issues
 from sim.workloads.serve.batcher import Batcher
 from sim.workloads.serve.costs import StepCosts
 from sim.workloads.serve.figures import anchor_figures
@@ -92,7 +92,7 @@ class ServeSystemParams(ServeParams):
         if part.weight_bytes > spec.tiers[0].capacity:
             issues.append(Issue("workload.decode.model", f"{whole.name}'s {part.weight_bytes / 1e9:.1f} GB a chip "
                                 f"do not fit {spec.tiers[0].capacity / 1e9:.0f} GB of {spec.tiers[0].name}"))
-        trace = _trace_of(d, spec.clock_hz, issues)
+        trace = trace_of(d, spec.clock_hz, issues)
         prefix_block_issues(d, trace, issues)
         return cls(kind, part, len(trace.arrivals) if trace else d["requests"], d["max_sequences"],
                    d["max_step_tokens"], d["chunk_tokens"],

@@ -2,7 +2,7 @@
 
 import pytest
 
-from sim.workloads.base import Dist
+from sim.serving.lengths import Dist
 from tests.sim.chip.chiprun import run
 
 P, OUT = 20, 5  # prompt and output tokens of every sequence
@@ -75,3 +75,16 @@ def test_length_distributions(dist):
         assert set(xs) == set(range(10, 21))
     else:
         assert 90 <= xs[1000] <= 110  # the median is mean
+
+
+def test_the_draft_keys_are_spec_decode_s_own():
+    """spec-decode declares draft and accept beside kv-decode's keys: kv-decode refuses them, naming
+    who reads them, instead of ignoring them."""
+    from cluster.config import ConfigError, load
+    from cluster.config.run import RUN_SCHEMA
+
+    with pytest.raises(ConfigError) as err:
+        load(RUN_SCHEMA, raw=_kv(draft=3, accept=0.5))
+    assert err.value.details == [f"workload.decode.{k}: the kv-decode workload does not read this key "
+                                 "(read by spec-decode)" for k in ("draft", "accept")]
+    load(RUN_SCHEMA, raw=_kv("spec-decode", draft=3, accept=0.5))  # spec-decode reads them
