@@ -10,9 +10,9 @@ Policies register by name in ``POLICIES`` (``memory.policy``); each is a frozen 
 dataclass subclassing ``PolicyParams`` (its config keys declared beside it in ``KEYS``, flat
 under [memory]) that builds its ``Storage`` for an MU, and takes ``PolicyParams``'s defaults
 for what it does not do (blocks, spilling, cross-key checks, bookkeeping worth estimating).
-Built in: ``static-single``, ``static-multi`` (static.py), ``realloc-copy`` (realloc.py),
-``virtual`` (virtual.py). Adding one is a module in this package (docs/design.md, "Adding a
-memory policy").
+Built in: ``static-single`` (static_single.py), ``static-multi`` (static_multi.py), both on
+contiguous.py's slots, ``realloc-copy`` (realloc.py), ``virtual`` (virtual.py). Adding one is a
+module in this package (docs/design.md, "Adding a memory policy").
 """
 
 from __future__ import annotations
@@ -124,6 +124,8 @@ class PolicyParams(Protocol):
     # checks of the [memory] table across keys, run for every config whatever its policy
     CHECKS: ClassVar[tuple[MemoryCheck, ...]] = ()
     block_bytes: int = 0  # a paged policy's block; 0: contiguous regions (the runs' block_bytes column)
+    # its block tables can name another MU's blocks, so memory.spill may grow a buffer into them
+    SPILLING: ClassVar[bool] = False
 
     @property
     def spills(self) -> bool:

@@ -1,5 +1,6 @@
-"""static-single (one statically sized buffer per MU, SARA/Revet style) and static-multi
-(fixed-size buffers, first fit from the MU's free list: allocators' tt-metal-style list)."""
+"""Buffers as contiguous regions of an MU's first-fit free list, and fixed-size slots among them:
+the storage of the static policies (static_single.py, static_multi.py, on ``StaticSlots``) and
+realloc-copy's base."""
 
 from __future__ import annotations
 
@@ -10,31 +11,37 @@ from allocators.errors import AllocatorError
 from allocators.freelist import FreeList
 from mapping.placement import MuRoom
 from sim.keys import Field, Issue
-from sim.memory.policies import POLICIES, Extent, Growth, MuGeometry, PolicyParams, StorageBase, keyed_defaults
+from sim.memory.policies import Extent, Growth, MuGeometry, PolicyParams, StorageBase, keyed_defaults
+
+BUFFER_BYTES = Field("size", 0, "static-*: buffer size (0: the MU, or MU / buffers_per_mu)", min=0)
 
 
-@POLICIES.register("static-multi")
-@POLICIES.register("static-single")
 @dataclass(frozen=True)
-class StaticParams(PolicyParams):
-    name: str = "static-single"
-    static_buffer_bytes: int = 0  # 0: the whole MU (single) or capacity / buffers_per_mu (multi)
-    buffers_per_mu: int = 4  # static-multi, when static_buffer_bytes is 0
+class StaticSlots(PolicyParams):
+    """What the static policies share: every buffer takes a whole slot, ``static_buffer_bytes`` or
+    else the MU's capacity over ``shares``, and at most ``MAX_BUFFERS`` are held at once (None: as
+    many as there are slots)."""
 
-    KEYS: ClassVar[dict[str, Field]] = {
-        "static_buffer_bytes": Field("size", 0, "static-*: buffer size (0: the MU, or MU / buffers_per_mu)", min=0),
-        "buffers_per_mu": Field("int", 4, "static-multi: buffers per MU when static_buffer_bytes is 0", min=1),
-    }
+    name: str
+    static_buffer_bytes: int = 0  # 0: the MU's capacity over shares
+
+    MAX_BUFFERS: ClassVar[int | None] = None
+
+    @property
+    def shares(self) -> int:
+        """Slots the MU is cut into when ``static_buffer_bytes`` is 0: one, by default."""
+        return 1
 
     @classmethod
-    def from_config(cls, name: str, memory: dict) -> "StaticParams":
+    def from_config(cls, name: str, memory: dict) -> "StaticSlots":
         return cls(name, **keyed_defaults(cls, memory))
 
+    def slot(self, mu: MuGeometry) -> int:
+        return self.static_buffer_bytes or mu.capacity // max(1, self.shares)
+
     def room(self, mu: MuGeometry) -> MuRoom:
-        """Every buffer takes a whole slot; static-single has one slot per MU."""
-        single = self.name == "static-single"
-        slot = self.static_buffer_bytes or (mu.capacity if single else mu.capacity // max(1, self.buffers_per_mu))
-        return MuRoom(mu.capacity, slot, slot, slot, 1 if single else mu.capacity // slot)
+        slot = self.slot(mu)
+        return MuRoom(mu.capacity, slot, slot, slot, self.MAX_BUFFERS or mu.capacity // slot)
 
     def problems(self, mu: MuGeometry) -> list[Issue]:
         if self.static_buffer_bytes > mu.capacity:
@@ -42,7 +49,7 @@ class StaticParams(PolicyParams):
         return []
 
     def storage(self, mu: MuGeometry) -> "StaticStorage":
-        return StaticStorage(self, mu)
+        return StaticStorage(mu, self.slot(mu), self.MAX_BUFFERS)
 
 
 class ContiguousStorage(StorageBase):
@@ -88,15 +95,13 @@ class ContiguousStorage(StorageBase):
 
 
 class StaticStorage(ContiguousStorage):
-    """Fixed-size slots: a buffer never grows past its slot."""
+    """Fixed-size slots: a buffer never grows past its slot; at most ``max_buffers`` at once (None: as
+    many slots as the free list holds)."""
 
-    def __init__(self, p: StaticParams, mu: MuGeometry):
+    def __init__(self, mu: MuGeometry, slot: int, max_buffers: int | None):
         super().__init__(mu)
-        single = p.name == "static-single"
-        default = mu.capacity if single else mu.capacity // max(1, p.buffers_per_mu)
-        self.slot = p.static_buffer_bytes or default
-        self.max_buffers = 1 if single else None
-
+        self.slot = slot
+        self.max_buffers = max_buffers
     def create(self, buf: int, nbytes: int) -> Growth | None:
         if self.max_buffers is not None and len(self.start) >= self.max_buffers:
             return None

@@ -9,7 +9,7 @@ from typing import ClassVar
 from mapping.placement import MuRoom
 from sim.keys import Field, Issue
 from sim.memory.policies import POLICIES, Extent, Growth, MuGeometry, PolicyParams, keyed_defaults
-from sim.memory.policies.static import ContiguousStorage
+from sim.memory.policies.contiguous import ContiguousStorage
 
 
 @POLICIES.register("realloc-copy")

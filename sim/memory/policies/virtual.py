@@ -41,11 +41,12 @@ def _block_checks(mem: dict) -> list[tuple[str, str]]:
 
 
 def _spill_checks(mem: dict) -> list[tuple[str, str]]:
-    """Only buffer-level virtualisation has block tables that can name another MU."""
+    """Only a policy whose block tables can name another MU's blocks (``SPILLING``) can spill."""
     spill, policy = mem.get("spill") or "none", mem.get("policy") or "virtual"
-    if spill != "none" and policy != "virtual":
-        return [("spill", f"{spill} needs memory.policy = virtual (not {policy})")]
-    return []
+    if spill == "none" or (policy in POLICIES and POLICIES.get(policy).SPILLING):
+        return []
+    able = " or ".join(n for n, c in POLICIES.items() if c.SPILLING)
+    return [("spill", f"{spill} needs memory.policy = {able} (not {policy})")]
 
 
 @POLICIES.register("virtual")
@@ -63,6 +64,7 @@ class VirtualParams(PolicyParams):
                        "with room (by NoC hops, then MU id), or not", choices=SPILLS),
     }
     CHECKS = (_block_checks, _spill_checks)
+    SPILLING: ClassVar[bool] = True
 
     @property
     def spills(self) -> bool:
