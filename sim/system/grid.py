@@ -22,7 +22,6 @@ from sim.chip.report import ShardResult
 from sim.chip.shard import ChipShard
 from sim.chip.spec import unit_layout
 from sim.noc.topology import Region
-from sim.workloads import make_program
 
 
 class GridChip:
@@ -32,7 +31,8 @@ class GridChip:
         self.cid = cid
         self.cfg = cfg
         spec = cfg.spec
-        self.shard = ChipShard(cfg, Region(0, spec.rows, 0, spec.cols), make_program(cfg.workload, cfg))
+        # the program every CU runs, asked of the workload as sim/chip/program.py declares it
+        self.shard = ChipShard(cfg, Region(0, spec.rows, 0, spec.cols), cfg.workload.program(cfg))
         lay = unit_layout(spec, cfg.io_ports)
         self.io = lay.ios.tolist()  # IO unit of each network dimension
         self.io_tiles = sorted({int(lay.tile[u]) for u in self.io})
