@@ -186,16 +186,9 @@ def summarize_chip(cfg, results: list[ShardResult], cut_off: bool = False) -> tu
     sent = np.sum([r.sent_count for r in results], axis=0)
     flits = np.sum([r.sent_flits for r in results], axis=0)
     packets = np.sum([r.sent_packets for r in results], axis=0)
-    stats = MuStats()
-    for r in results:
-        stats = stats.add(r.mu_stats)
-    waits: dict[str, int] = {}
-    for r in results:
-        for k, v in r.waits.items():
-            waits[k] = waits.get(k, 0) + v
+    stats, waits = _merged_counts(results)
     first_oom = min((r.first_oom for r in results if r.first_oom >= 0), default=-1)
     occ = occupancy.figures([r.occupancy for r in results], end, first_oom)
-    used_int, res_int = float(occ.used_integral), float(occ.reserved_integral)
     req = sorted((rec for r in results for rec in r.records), key=WorkRecord.row)
     done = [x for x in req if x.status == "ok"]
     lat = np.array([x.end - x.start for x in done], dtype=np.float64)
@@ -211,17 +204,13 @@ def summarize_chip(cfg, results: list[ShardResult], cut_off: bool = False) -> tu
         "workload": cfg.workload.kind, "chip": spec.name, "rows": spec.rows, "cols": spec.cols,
         "network": cfg.network, "policy": cfg.policy.name, "reclaim": cfg.reclaim.name,
         "on_oom": cfg.on_oom, "placement": cfg.placement,
-        "weight_bits": cfg.reclaim.ref_weight_bits,
-        "block_bytes": cfg.policy.block_bytes,
+        "weight_bits": cfg.reclaim.ref_weight_bits, "block_bytes": cfg.policy.block_bytes,
         "sim_cycles": int(end), "sim_seconds": seconds,
         "requests": len(req), "requests_failed": len(req) - len(done), "tokens": tokens,
         "tokens_per_second": tokens / seconds if seconds > 0 else 0.0,
         "latency_p50_cycles": _percentile(lat, 50), "latency_p99_cycles": _percentile(lat, 99),
         "latency_mean_cycles": float(lat.mean()) if len(lat) else float("nan"),
-        "peak_mu_utilization": float(occ.peak_used) / cap, "mean_mu_utilization": used_int / (cap * end),
-        "peak_mu_reserved": float(occ.peak_reserved) / cap,
-        "fragmentation": 1.0 - used_int / res_int if res_int > 0 else 0.0,
-        "bytes_copied": stats.bytes_copied, "copy_cycles": stats.copy_cycles,
+        **_memory_figures(occ, cap, end, stats),
         "messages_total": int(sent.sum()), "flits_total": int(flits.sum()), "packets_total": int(packets.sum()),
         "messages": {k: int(v) for k, v in zip(m.KINDS, sent.tolist())},
         "sync_messages": sync_msgs, "sync_wait_cycles": int(waits.get("sync", 0)),
@@ -233,62 +222,100 @@ def summarize_chip(cfg, results: list[ShardResult], cut_off: bool = False) -> tu
         "stalled_at_end": int(sum(r.stalled_at_end for r in results)),
         "use_after_free": verdict.use_after_free, "double_free": verdict.double_free,
         "premature_free": verdict.premature_free, "leaks": verdict.leaks,
-        "completed": completed,
-        "work_items": int(expected), "work_finished": int(finished),
+        "completed": completed, "work_items": int(expected), "work_finished": int(finished),
     }
-    tables = {
-        "buffers": _life_columns(results),
-        "mu_series": _mu_series(cfg, lay, results, end),
-        "links": _links(cfg, results, end),
-    }
-    extra, extra_tables = cfg.workload.figures([x for r in results for x in r.logged], spec.clock_hz)
+    tables = {"buffers": _life_columns(results), "mu_series": _mu_series(cfg, lay, results, end),
+              "links": _links(cfg, results, end)}
+    logged = [x for r in results for x in r.logged]
+    extra, extra_tables = cfg.workload.figures(list(logged), spec.clock_hz)
     summary.update(extra)  # the workload's own figures and tables
     tables.update(extra_tables)
-    landed = [x for r in results for x in r.logged if isinstance(x, LandingLife)]
-    if landed:  # tokens other chips of a system wrote into this chip's landing buffers (sim/chip/exchange.py)
-        from sim.chip.exchange import landing_figures
-
-        summary.update(landing_figures(landed))
-    summary.update(tier_summary(results))  # chips with memory tiers only
-    if spills(cfg):  # memory.spill: its figures only then (other runs' hashes stay as recorded)
-        summary.update(spill=cfg.policy.spill, spilled_blocks=stats.spilled_blocks,
-                       spilled_bytes=stats.spilled_bytes, remote_reads=stats.remote_reads)
+    summary.update(_where_figures(cfg, results, stats))
     unhashed = cfg.workload.UNHASHED
     summary["result_hash"] = chip_result_hash(results, {k: v for k, v in summary.items() if k not in unhashed})
     # (before the status: hashes stay as recorded)
-    waiting = diagnosis.merge([r.waiting for r in results])
-    summary["status"] = diagnosis.status_of(summary["completed"], summary["requests_failed"], cut_off=False)
-    summary["status_detail"] = diagnosis.detail(summary["status"], waiting, cfg.workload.WORK_UNIT, finished, admitted,
-                                                expected, summary["requests_failed"], _oversize(cfg, results))
-    if summary.get("step_error") and summary["status"] == "failed":  # a serve step could not be priced: its
-        # requests were ended for that, not refused by an MU (sim/workloads/serve/batcher.py)
-        summary["status_detail"] = (f"{summary['requests_failed']} of {expected} {cfg.workload.WORK_UNIT} not served: "
-                                    f"a step could not be priced: {summary['step_error']}")
-    refused = tier_refusals(results)
-    if refused:  # evicted data a full tier had no pages for: the run cannot be said to have completed
-        summary["status"], summary["status_detail"] = "failed", refused
+    summary["status"], summary["status_detail"] = _status(cfg, results, summary, finished, admitted)
     summary["oracle_first"] = verdict.first
     # after the hash: views of what it covers (the MUs' memory log, the scheduler's replies)
-    summary["first_oom_utilization"] = float(occ.oom_used) / cap if occ.oom_used >= 0 else None
-    summary["preempt_mode"] = cfg.preempt_mode if cfg.on_oom == "preempt" else None
-    summary["admit_watermark"] = cfg.admit_watermark
-    served, served_tables = cfg.workload.serving_figures([x for r in results for x in r.logged], spec.clock_hz,
-                                                         seconds)
+    summary.update(first_oom_utilization=float(occ.oom_used) / cap if occ.oom_used >= 0 else None,
+                   preempt_mode=cfg.preempt_mode if cfg.on_oom == "preempt" else None,
+                   admit_watermark=cfg.admit_watermark)
+    served, served_tables = cfg.workload.serving_figures(list(logged), spec.clock_hz, seconds)
     summary.update(served)
     tables.update(served_tables)
     summary["live_at_end"] = verdict.live_at_end  # after the hash, which covers the oracle log it counts
     summary["token_unit"] = cfg.workload.token_unit  # what tokens count (after the hash: it names, not counts)
     # energy: after the hash (it is a price list applied to what was simulated, not part of it)
-    acts = chip_actions(cfg, results, sent, int(np.sum(tables["links"]["flits"])))
-    priced = cfg.workload.priced_actions([x for r in results for x in r.logged])
-    if priced is not None:  # what the workload priced instead of simulating (a serve run's steps)
-        acts = acts.add(priced)
-    e = energy(acts, cfg.energy or default_table())
+    e = _energy(cfg, results, sent, int(np.sum(tables["links"]["flits"])))
     steps = sum(r.work_counts.get("step", 0) for r in results)
     summary.update(summary_figures(e, tokens, steps or len(req)))
     tables["energy"] = table_columns(e)
     summary.update(cfg.workload.input_figures(cfg))  # what the workload measured of its inputs (traces)
     return summary, tables
+
+
+
+def _memory_figures(occ, cap: int, end: int, stats: MuStats) -> dict:
+    """The MUs' utilisation (of their bytes, at the peak and over the run), fragmentation and copies."""
+    used_int, res_int = float(occ.used_integral), float(occ.reserved_integral)
+    return {"peak_mu_utilization": float(occ.peak_used) / cap, "mean_mu_utilization": used_int / (cap * end),
+            "peak_mu_reserved": float(occ.peak_reserved) / cap,
+            "fragmentation": 1.0 - used_int / res_int if res_int > 0 else 0.0,
+            "bytes_copied": stats.bytes_copied, "copy_cycles": stats.copy_cycles}
+
+
+def _merged_counts(results: list[ShardResult]) -> tuple[MuStats, dict[str, int]]:
+    """The shards' MU counters and wait cycles (by what was waited for), summed."""
+    stats = MuStats()
+    for r in results:
+        stats = stats.add(r.mu_stats)
+    waits: dict[str, int] = {}
+    for r in results:
+        for k, v in r.waits.items():
+            waits[k] = waits.get(k, 0) + v
+    return stats, waits
+
+
+def _where_figures(cfg, results: list[ShardResult], stats: MuStats) -> dict:
+    """Figures only some chips have: landing buffers (a system's chip), memory tiers, spilling."""
+    out: dict = {}
+    landed = [x for r in results for x in r.logged if isinstance(x, LandingLife)]
+    if landed:  # tokens other chips of a system wrote into this chip's landing buffers (sim/chip/exchange.py)
+        from sim.chip.exchange import landing_figures
+
+        out.update(landing_figures(landed))
+    out.update(tier_summary(results))  # chips with memory tiers only
+    if spills(cfg):  # memory.spill: its figures only then (other runs' hashes stay as recorded)
+        out.update(spill=cfg.policy.spill, spilled_blocks=stats.spilled_blocks,
+                   spilled_bytes=stats.spilled_bytes, remote_reads=stats.remote_reads)
+    return out
+
+
+def _status(cfg, results: list[ShardResult], summary: dict, finished: int, admitted: int) -> tuple[str, str]:
+    """The run's status and its detail in words (after the hash: they name what it covers)."""
+    expected = cfg.workload.work_items
+    waiting = diagnosis.merge([r.waiting for r in results])
+    status = diagnosis.status_of(summary["completed"], summary["requests_failed"], cut_off=False)
+    detail = diagnosis.detail(status, waiting, cfg.workload.WORK_UNIT, finished, admitted, expected,
+                              summary["requests_failed"], _oversize(cfg, results))
+    if summary.get("step_error") and status == "failed":  # a serve step could not be priced: its
+        # requests were ended for that, not refused by an MU (sim/workloads/serve/batcher.py)
+        detail = (f"{summary['requests_failed']} of {expected} {cfg.workload.WORK_UNIT} not served: "
+                  f"a step could not be priced: {summary['step_error']}")
+    refused = tier_refusals(results)
+    if refused:  # evicted data a full tier had no pages for: the run cannot be said to have completed
+        return "failed", refused
+    return status, detail
+
+
+def _energy(cfg, results: list[ShardResult], sent: np.ndarray, link_flits: int):
+    """The run's energy: its actions (and what the workload priced instead of simulating, a serve
+    run's steps) at the price list's energies."""
+    acts = chip_actions(cfg, results, sent, link_flits)
+    priced = cfg.workload.priced_actions([x for r in results for x in r.logged])
+    if priced is not None:
+        acts = acts.add(priced)
+    return energy(acts, cfg.energy or default_table())
 
 
 def chip_actions(cfg, results: list[ShardResult], sent: np.ndarray, link_flits: int) -> ActionCounts:
