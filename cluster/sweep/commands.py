@@ -173,10 +173,15 @@ COMMANDS: dict[str, Command] = {
     "system": Command("system", "rdasim run with a [system]: one point is a system of chips", _run_schema,
                       partial(_execute, _system_job), "system_summary", lambda: _known_schema("system_summary"),
                       partial(_check, _system_job)),
-    "noop": Command("noop", "echo the config back (tests, overhead benchmarks)", _noop_schema, _noop_job,
+    "noop": Command("noop", "echo the config back, for tests and overhead benchmarks", _noop_schema, _noop_job,
                     "sweep_noop", lambda: _known_schema("sweep_noop"), listed=False),
 }
 LISTED = tuple(name for name, command in COMMANDS.items() if command.listed)  # what an error offers a user
+
+
+def known() -> str:
+    """Every command a spec may name, the unlisted ones (noop) with what they are for: what an error lists."""
+    return ", ".join(LISTED + tuple(f"{n} ({c.doc})" for n, c in COMMANDS.items() if not c.listed))
 
 
 def get(name: str) -> Command:

@@ -44,9 +44,9 @@ def spec_hash(spec: SweepSpec) -> str:
 def _command(spec: SweepSpec, issues: list[Issue]) -> tuple[commands.Command, Table] | None:
     """The spec's command and its config schema; None (and an issue) if it names none."""
     if spec.command not in commands.COMMANDS:
-        close = difflib.get_close_matches(spec.command, commands.LISTED, n=1)
+        close = difflib.get_close_matches(spec.command, list(commands.COMMANDS), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        issues.append(Issue("sweep.command", f"{spec.command!r} is not one of {', '.join(commands.LISTED)}{hint}"))
+        issues.append(Issue("sweep.command", f"{spec.command!r} is not one of {commands.known()}{hint}"))
         return None
     command = commands.get(spec.command)
     return command, command.schema()
