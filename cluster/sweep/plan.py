@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cluster.config import ConfigError, Issue, Table, config_hash
+from cluster.config import ConfigError, Issue, Table, config_hash, footprint
 from cluster.config.schema import get_path
 from cluster.errors import UserError
 from cluster.results import schemas
@@ -69,13 +70,27 @@ def column_collisions(paths: list[str], command: commands.Command, extra: tuple[
     return issues
 
 
+def _too_many(spec: SweepSpec) -> Issue | None:
+    """An issue if the spec's combinations would not fit in memory, keyed by the largest dimension."""
+    dims = {f"axes.{p}": len(v) for p, v in spec.axes.items()}
+    dims.update({f"zip[{i}]": len(next(iter(z.values()))) for i, z in enumerate(spec.zips) if z})
+    if spec.random is not None:
+        dims["random.samples"] = spec.random.samples
+    total = math.prod(dims.values()) + len(spec.points) if dims else len(spec.points)
+    found = footprint.points_problem(total)
+    return Issue(max(dims, key=lambda k: dims[k]) if dims else "points", found) if found else None
+
+
 def plan_from_spec(spec: SweepSpec, issues: list[Issue] | None = None) -> SweepPlan:
     """Expand a parsed spec; raise ConfigError with the parse ``issues`` and every new one."""
     issues = list(issues or [])
     resolved = _command(spec, issues) if spec.command else None
     points: list[Point] = []
     duplicates, skipped = 0, None
-    if resolved is not None:
+    too_many = _too_many(spec)
+    if too_many is not None:  # before a point is drawn: samples = 10**12 is refused, not allocated
+        issues.append(too_many)
+    elif resolved is not None:
         command, schema = resolved
         points, found, duplicates, skipped = expand(spec, schema)
         issues += found + column_collisions(spec.swept_paths(), command)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-MEMORY_LIMIT = 2 << 30  # address space of a child: a huge input must be refused, not allocated
+MEMORY_LIMIT = 3 << 30  # address space of a child: a huge input must be refused, not allocated
 
 
 def _limit() -> None:
