@@ -41,3 +41,14 @@ class SaveError(UserError):
     """The work is done but its files could not be written (the result was printed instead)."""
 
     exit_status = EXIT_CRASH
+
+
+class WriteError(UserError):
+    """A file could not be written (a full disk, a quota, a read-only mount): one line naming it, exit 1.
+    Written atomically (cluster/results/io.py), so nothing half-written is left behind."""
+
+    exit_status = EXIT_CRASH
+
+    def __init__(self, message: str, path: object = None, reason: str = ""):
+        super().__init__(message)
+        self.path, self.reason = path, reason

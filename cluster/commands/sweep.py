@@ -123,6 +123,8 @@ def _status(path: str, as_json: bool) -> int:
             print(f"    computed by {len(s.code)} code versions (--mix-code): {', '.join(s.code)}")
         if s.stray:
             print(f"    {s.stray} file(s) in {s.dataset} belong to no point of this sweep (not counted)")
+        for f in s.unreadable:
+            print(f"    {f}: cannot be read (not a whole Parquet file): its point is pending, a rerun recomputes it")
         for e in s.errors:
             print(f"    {e}")
     return 0

@@ -7,6 +7,7 @@ the manifest records the run. ``retry_failed`` also reruns the points stored as 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -15,7 +16,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from cluster.errors import UserError
+from cluster.errors import UserError, WriteError
 from cluster.progress import Progress, WorkEta
 from cluster.results import io
 from cluster.sweep import compact as compaction
@@ -187,17 +188,20 @@ def _run(plan: SweepPlan, layout: DatasetLayout, address: str | None, max_concur
         + (f" ({plan.duplicates} duplicate combinations dropped)" if plan.duplicates else ""))
     for line in notes(plan):
         log(line)
+    for f in held.unreadable:
+        log(f"{f}: cannot be read (not a whole Parquet file): its point is recomputed")
     try:
         if todo:
             _execute(plan, todo, store, manifest, run, layout, ray,
                      max_concurrency or plan.spec.max_concurrency, quiet, log)
         run.state = "finished"
     except BaseException:
-        run.state = "interrupted"
+        run.state, run.ended = "interrupted", now()
+        with contextlib.suppress(WriteError):  # a full disk: the error that stopped the run is the one to tell
+            manifest.save(layout.manifest)
         raise
-    finally:
-        run.ended = now()
-        manifest.save(layout.manifest)
+    run.ended = now()
+    manifest.save(layout.manifest)
     counts = manifest.counts()
     found = read_outcomes(layout.table_dir(), {pid: entry.index for pid, entry in manifest.points.items()})
     return SweepSummary(plan.spec.name, layout.dataset, layout.manifest, len(plan.points), run.skipped,

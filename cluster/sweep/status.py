@@ -39,6 +39,7 @@ class SweepStatus:
     code: list[str] = field(default_factory=list)  # code versions that computed its points
     outcomes: dict[str, int] = field(default_factory=dict)  # stored points by outcome: completed, deadlocked, ...
     points: dict[str, list[int]] = field(default_factory=dict)  # the points' indices by outcome
+    unreadable: list[str] = field(default_factory=list)  # point files that cannot be read (counted as pending)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -66,7 +67,8 @@ def _state(m: Manifest) -> str:
 def sweep_status(manifest_path: Path, max_errors: int = 5) -> SweepStatus:
     m = Manifest.load(manifest_path)
     root = manifest_path.parent
-    held = holdings(of_manifest(manifest_path).table_dir()).status
+    found_files = holdings(of_manifest(manifest_path).table_dir())
+    held = found_files.status
     done = failed = 0
     errors: list[str] = []
     for pid, entry in m.points.items():
@@ -85,7 +87,8 @@ def sweep_status(manifest_path: Path, max_errors: int = 5) -> SweepStatus:
     return SweepStatus(m.sweep, m.command, total, done, failed, total - done - failed, _state(m),
                        m.runs[0].started if m.runs else None, m.runs[-1].ended if m.runs else None,
                        len(m.runs), str(root / m.sweep), errors, max(len(m.specs), 1), len(set(held) - set(m.points)),
-                       m.code_labels(), {k: outcomes.counts.get(k, 0) for k in OUTCOMES}, outcomes.points)
+                       m.code_labels(), {k: outcomes.counts.get(k, 0) for k in OUTCOMES}, outcomes.points,
+                       [str(f) for f in found_files.unreadable])
 
 
 def statuses(path: str | Path) -> list[SweepStatus]:
