@@ -16,6 +16,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from cluster.errors import UserError
 from cluster.results.layout import unreadable
 from cluster.sweep.layout import STAGED, dataset_files, is_compacted, point_of
 from cluster.sweep.records import read_status
@@ -73,4 +74,22 @@ def holdings(table_dir: Path) -> Holdings:
                 out.unreadable.append(f)
             elif found[0] == point_of(f):
                 out.status[found[0]] = found[1]
+    return out
+
+
+def stored_specs(table_dir: Path) -> set[str]:
+    """The spec versions (hashes) the table's readable files were computed from: a point file's footer, a
+    compacted file's ``sweep_spec`` column. What a rerun checks when the manifest that lists them is lost."""
+    out: set[str] = set()
+    for f in dataset_files(table_dir):
+        try:
+            if is_compacted(f):
+                out.update(v for v in read_file(f, ["sweep_spec"]).column(0).unique().to_pylist() if v)
+            else:
+                with pq.ParquetFile(f) as pf:
+                    found = (pf.metadata.metadata or {}).get(b"rdasim.spec_hash")
+                if found:
+                    out.add(found.decode())
+        except (OSError, pa.ArrowInvalid, UserError):  # unreadable: pending, recomputed (holdings)
+            continue
     return out

@@ -21,7 +21,7 @@ from cluster.progress import Progress, WorkEta
 from cluster.results import io
 from cluster.sweep import compact as compaction
 from cluster.sweep.cost import features, prior
-from cluster.sweep.index import holdings
+from cluster.sweep.index import holdings, stored_specs
 from cluster.sweep.layout import DatasetLayout
 from cluster.sweep.lock import sweep_lock
 from cluster.sweep.manifest import DONE, FAILED, FORMAT, PENDING, Manifest, PointEntry, RunEntry, now
@@ -69,6 +69,12 @@ def _previous(plan: SweepPlan, layout: DatasetLayout, existing: str, mix_code: b
                         f"({(layout.manifest if old else layout.legacy_manifest).name}); rerun with --replace to "
                         "start it again, or use another --out or [sweep] name")
     if old is None:
+        others = sorted(stored_specs(layout.table_dir()) - {plan.spec_hash})  # the manifest lost: the files say
+        if others and existing != "add":
+            raise UserError(
+                f"sweep {name!r} in {str(root)!r} has no manifest but holds points of another spec version "
+                f"({', '.join(others)}; this spec is {plan.spec_hash}): rerun with --add to add this version's "
+                "points to it, --replace to delete them and start again, or give the sweep a new [sweep] name")
         return None
     if plan.spec_hash not in old.spec_hashes() and existing != "add":
         when = old.specs[-1]["added"] if old.specs else old.created
