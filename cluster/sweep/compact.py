@@ -14,7 +14,7 @@ Each step can be killed:
    compacted files its footer lists;
 3. it is renamed into place.
 
-Once staged, the file is the record of what to finish: the next compaction or run of the
+Once staged, the file is the record of what to finish: the next compaction, run or status of the
 sweep does 2 and 3 for it (``finish``) before anything else. No reader ever sees a row
 twice; while 2 and 3 run (seconds, for a file replacing 10^5 others) a reader misses the
 points being moved, which the staged file holds. Only points whose result is stored are
@@ -116,6 +116,18 @@ def finish(layout: DatasetLayout) -> int:
             _put_in_place(staged, [pid for pid, _ in point_ids(staged)], _replaced(staged))
             done += 1
     return done
+
+
+def finish_interrupted(layout: DatasetLayout) -> int:
+    """What a command that opens the sweep does first: finish a compaction that was killed (its staged files
+    put in place, so readers see no gap), unless another process holds the sweep (a compaction running now)."""
+    if not any(staged_files(d) for d in layout.table_dirs().values()):
+        return 0
+    try:
+        with sweep_lock(layout, "finishing an interrupted compaction of"):
+            return finish(layout)
+    except UserError:  # busy: the process that holds it finishes its own
+        return 0
 
 
 def _replaced(staged: Path) -> list[str]:
