@@ -45,7 +45,7 @@ from cluster.explore.spec import ExploreSpec
 from cluster.explore.tally import tally
 from cluster.explore.trials import FULL, NOT_RUN, StoredRun, TrialPoint, TrialStore, read_runs, trial_key
 from cluster.progress import Progress, WorkEta
-from cluster.results import io
+from cluster.results import io, writer
 from cluster.sweep.commands import pick_result
 from cluster.sweep.execute import PointOutcome
 from cluster.sweep.layout import DatasetLayout
@@ -453,7 +453,7 @@ def run_explore(spec: ExploreSpec, out: str | Path, opts: Options = Options()) -
     runs, stored = read_runs(layout.dataset, metrics)
     front = find_front(spec.objectives, runs, spec.reference, base_row or explorer.base_row)
     if stored is not None:
-        io.write_parquet(pareto_table(front, stored), layout.root / PARETO_FILE)
+        writer.write_table(pareto_table(front, stored), layout.root / PARETO_FILE)
     return ExploreSummary(front, before, explorer.computed, time.perf_counter() - start,
                           Path(out), tally(spec, stored))
 

@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 from cluster.config import config_hash
 from cluster.config.schema import get_path
 from cluster.results import schemas
+from cluster.results.writer import TableForm
 from cluster.sweep.layout import column_name
 from cluster.version import code_version
 
@@ -109,8 +110,8 @@ def file_metadata(point, status: str, spec_hash: str = "") -> dict[bytes, bytes]
     }
 
 
-def point_file_options(fields: list[pa.Field]) -> dict:
-    """pyarrow.parquet.ParquetWriter options for a point's file, whose footer costs about 80 bytes a column.
+def point_form(fields: list[pa.Field]) -> TableForm:
+    """How a point's file is written (cluster/results/writer.py), its footer costing about 80 bytes a column.
 
     No serialised Arrow schema (every column type here is one Parquet stores as itself: int32,
     int64, double, bool, string), no dictionary pages (a file holds one point's rows), and
@@ -118,8 +119,8 @@ def point_file_options(fields: list[pa.Field]) -> dict:
     the store's other columns in ``fields`` (the swept paths; an exploration's trial columns).
     Compacted files keep statistics of every column but the error text.
     """
-    names = [f.name for f in fields if f.name in FILTERED or f.name not in SWEEP_NAMES]
-    return {"store_schema": False, "use_dictionary": False, "write_statistics": names}
+    names = tuple(f.name for f in fields if f.name in FILTERED or f.name not in SWEEP_NAMES)
+    return TableForm(statistics=names, store_schema=False, dictionary=False)
 
 
 SWEEP_NAMES = {f.name for f in SWEEP_FIELDS}

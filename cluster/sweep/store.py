@@ -11,10 +11,10 @@ import time
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from cluster.config.schema import get_path
 from cluster.results import io
+from cluster.results.writer import write_table
 from cluster.sweep.commands import pick_result
 from cluster.sweep.layout import DatasetLayout
 from cluster.sweep.plan import SweepPlan
@@ -27,7 +27,7 @@ from cluster.sweep.records import (
     decorate,
     error_table,
     file_metadata,
-    point_file_options,
+    point_form,
     prefix_values,
 )
 
@@ -53,11 +53,9 @@ class Store:
                 prefix_values(plan.spec.name, plan.spec_hash, point, run) + plan.axes.values(point.config))
 
     def _write(self, table: pa.Table, point: Point, run: PointRun, path: Path, fields: list[pa.Field]) -> None:
-        """One table of a point, atomically; its footer names the point (records.point_file_options)."""
-        with io.atomic_path(path) as tmp, pq.ParquetWriter(str(tmp), table.schema, **point_file_options(fields)) as w:
-            w.write_table(table)
-            w.add_key_value_metadata({**(table.schema.metadata or {}),
-                                      **file_metadata(point, run.status, self.plan.spec_hash)})
+        """One table of a point, atomically; its footer names the point (records.point_form)."""
+        footer = {**(table.schema.metadata or {}), **file_metadata(point, run.status, self.plan.spec_hash)}
+        write_table(table, path, footer, point_form(fields))
 
     def write(self, point: Point, tables: dict[str, pa.Table] | None, run: PointRun) -> PointRun:
         """Store a finished point; returns its run (turned into an error if storing failed)."""
