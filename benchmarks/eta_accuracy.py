@@ -84,7 +84,7 @@ def quick(specs: tuple[str, ...] = ("sweep_policies.toml", "sweep_noc.toml", "sw
     from cluster.progress_replay import replay, shown_at
     from cluster.sweep.cost import features, prior
     from cluster.sweep.plan import plan_sweep
-    from cluster.sweep.runner import interleaved
+    from cluster.sweep.resume import interleaved
 
     recorded = json.loads((ROOT / "tests" / "data" / "eta" / "point_seconds.json").read_text())
     for spec in specs:

@@ -46,12 +46,12 @@ from cluster.explore.tally import tally
 from cluster.explore.trials import FULL, NOT_RUN, StoredRun, TrialPoint, TrialStore, read_runs, trial_key
 from cluster.progress import Progress, WorkEta
 from cluster.results import io, writer
-from cluster.sweep.commands import pick_result
 from cluster.sweep.execute import PointOutcome
 from cluster.sweep.layout import DatasetLayout
 from cluster.sweep.manifest import DONE, FAILED, Manifest, PointEntry, RunEntry, now
 from cluster.sweep.points import Point
-from cluster.sweep.records import STATUS_ERROR, STATUS_OK, PointRun
+from cluster.sweep.records import STATUS_ERROR, STATUS_OK, PointRun, pick_result
+from cluster.sweep.resume import remove_orphans
 from cluster.version import code_version
 
 PARETO_FILE = "pareto.parquet"
@@ -418,7 +418,7 @@ def run_explore(spec: ExploreSpec, out: str | Path, opts: Options = Options()) -
     layout = DatasetLayout(Path(out), spec.sweep.spec.name, result=spec.command.result)
     old = _previous(spec, layout, opts.replace)
     store = TrialStore(spec.sweep, layout)
-    store.remove_orphans()
+    remove_orphans(layout)
     metrics = [o.metric for o in spec.objectives]
     runs, stored = read_runs(layout.dataset, metrics)
     before = len({r.trial for r in runs})

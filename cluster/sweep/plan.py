@@ -31,6 +31,7 @@ class SweepPlan:
     duplicates: int  # combinations that resolved to an already listed config
     spec_hash: str = ""  # what the spec asks for (base resolved), without how it runs
     skipped: Skipped | None = None  # combinations left out as invalid together (sweep.skip_invalid)
+    notes: tuple[str, ...] = ()  # what a user should know before the points run (``notes``)
 
 
 def spec_hash(spec: SweepSpec) -> str:
@@ -84,7 +85,7 @@ def plan_from_spec(spec: SweepSpec, issues: list[Issue] | None = None) -> SweepP
                           issues or [Issue("sweep.command", "is required: what each point runs (noc or run)")])
     command = resolved[0]
     axes = AxisColumns.of(spec.swept_paths(), [p.config for p in points])
-    return SweepPlan(spec, command, points, axes, duplicates, spec_hash(spec), skipped)
+    return SweepPlan(spec, command, points, axes, duplicates, spec_hash(spec), skipped, notes(spec, points, skipped))
 
 
 def _replayed_traces(config: dict) -> list[str]:
@@ -93,19 +94,19 @@ def _replayed_traces(config: dict) -> list[str]:
     return [f"workload.{k}.trace" for k, v in workload.items() if isinstance(v, dict) and v.get("trace")]
 
 
-def notes(plan: SweepPlan) -> list[str]:
+def notes(spec: SweepSpec, points: list[Point], skipped: Skipped | None) -> tuple[str, ...]:
     """What a user should know before the points run: combinations skipped as invalid together, and
     seeds swept over a trace replay (a trace fixes arrivals and lengths: the seeds may change nothing)."""
-    out = [plan.skipped.line()] if plan.skipped else []
-    seeds = [p for p in plan.spec.set_paths() if p.split(".")[-1] == "seed" or p.endswith("_seed")]
+    out = [skipped.line()] if skipped else []
+    seeds = [p for p in spec.set_paths() if p.split(".")[-1] == "seed" or p.endswith("_seed")]
     for path in seeds:
-        values = {repr(get_path(p.config, path)) for p in plan.points}
-        traces = sorted({t for p in plan.points for t in _replayed_traces(p.config)})
+        values = {repr(get_path(p.config, path)) for p in points}
+        traces = sorted({t for p in points for t in _replayed_traces(p.config)})
         if len(values) > 1 and traces:
             out.append(f"warning: {path} takes {len(values)} values but {', '.join(traces)} replays a trace: a seed "
                        "only changes what the trace does not fix (its arrivals, prompts and outputs come from the "
                        "trace), so the seeds' points may be identical")
-    return out
+    return tuple(out)
 
 
 def plan_sweep(given: str | Path | Mapping[str, Any]) -> SweepPlan:
