@@ -11,7 +11,6 @@ manifest, so a file's metadata is the same size at 10 points and at 10^5.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,7 +22,7 @@ from cluster.config import config_hash
 from cluster.config.schema import get_path
 from cluster.results import schemas
 from cluster.results.writer import TableForm, write_table
-from cluster.sweep.layout import DatasetLayout, column_name
+from cluster.sweep.layout import DatasetLayout
 from cluster.version import code_version
 
 if TYPE_CHECKING:
@@ -44,52 +43,6 @@ class PointRun:
     seconds: float | None = None
     error: str | None = None
     traceback: str | None = None
-
-
-def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def infer_type(values: list) -> pa.DataType:
-    """Arrow type of a swept column from its resolved values: numbers stay numbers."""
-    present = [v for v in values if v is not None]
-    if present and all(isinstance(v, bool) for v in present):
-        return pa.bool_()
-    if present and all(_is_int(v) for v in present):
-        return pa.int64()
-    if present and all(_is_int(v) or isinstance(v, float) for v in present):
-        return pa.float64()
-    return pa.string()  # strings, and tables or lists (as JSON)
-
-
-def encode(value, typ: pa.DataType):
-    """A resolved config value as stored in a swept column of type ``typ``."""
-    if value is None:
-        return None
-    if typ == pa.float64():
-        return float(value)  # an int among floats
-    if typ == pa.string() and not isinstance(value, str):
-        return json.dumps(value, sort_keys=True, default=str)  # a table, a list, or mixed types
-    return value
-
-
-@dataclass(frozen=True)
-class AxisColumns:
-    """The swept config paths as typed dataset columns."""
-
-    paths: tuple[str, ...]
-    types: tuple[pa.DataType, ...]
-
-    @classmethod
-    def of(cls, paths: list[str], configs: list[dict]) -> "AxisColumns":
-        return cls(tuple(paths), tuple(infer_type([get_path(c, p) for c in configs]) for p in paths))
-
-    @property
-    def fields(self) -> list[pa.Field]:
-        return [pa.field(column_name(p), t) for p, t in zip(self.paths, self.types)]
-
-    def values(self, config: dict) -> list:
-        return [encode(get_path(config, p), t) for p, t in zip(self.paths, self.types)]
 
 
 def prefix_values(sweep_id: str, spec_hash: str, point, run: PointRun) -> list:

@@ -17,9 +17,9 @@ from cluster.results import io, schemas
 from cluster.sweep.index import holdings
 from cluster.sweep.layout import DatasetLayout
 from cluster.sweep.manifest import DONE, FAILED, FORMAT, PENDING, Manifest, PointEntry, now
-from cluster.sweep.plan import SweepPlan
+from cluster.sweep.plan import AxisColumns, SweepPlan
 from cluster.sweep.points import Point
-from cluster.sweep.records import STATUS_OK, AxisColumns, Store
+from cluster.sweep.records import STATUS_OK, Store
 from cluster.version import code_version
 
 ORPHAN_AGE_SECONDS = 300.0  # a temporary file lives for the milliseconds of one write
