@@ -1,4 +1,4 @@
-"""No experimental-design traps (issue 32 item 6): an axis may cross values that are invalid together
+"""No experimental-design traps: an axis may cross values that are invalid together
 (skip_invalid), and seeds swept over a trace replay are warned about."""
 
 import textwrap
