@@ -65,10 +65,10 @@ def run(args) -> int:
 
         io.check_dir(args.out)  # before Ray starts: a bad --out costs a second
     if args.dry_run:
-        from cluster.sweep.plan import check_points, notes
+        from cluster.sweep.plan import check_points
 
         check_points(plan)
-        for line in notes(plan):
+        for line in plan.notes:
             print(line, file=sys.stderr)
         try:
             for p in plan.points:

@@ -19,10 +19,6 @@ import socket
 import tempfile
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.csv as pacsv
-import pyarrow.parquet as pq
-
 from cluster.errors import UserError, WriteError
 
 # a temporary file's name says which process writes it: ".<final name>.<host>_<pid>.<random>.tmp"
@@ -144,18 +140,6 @@ def check_file(path: str | Path, what: str) -> Path:
     if why:
         raise OutputError(f"{what} {str(path)}: {why}")
     return f
-
-
-def write_parquet(table: pa.Table, path: str | Path) -> Path:
-    with atomic_path(path) as tmp:
-        pq.write_table(table, tmp)
-    return Path(path)
-
-
-def write_csv(table: pa.Table, path: str | Path) -> Path:
-    with atomic_path(path) as tmp:
-        pacsv.write_csv(table, tmp)
-    return Path(path)
 
 
 def write_json(obj, path: str | Path) -> Path:

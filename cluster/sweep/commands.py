@@ -41,18 +41,6 @@ class Command:
     listed: bool = True  # offered to users (False: a command for tests and benchmarks)
 
 
-def pick_result(tables: dict[str, pa.Table], preferred: str) -> str:
-    """Name of the result table: the preferred one, else a ``*summary`` table, else the first."""
-    if preferred in tables:
-        return preferred
-    summaries = [n for n in tables if n.endswith("summary")]
-    if summaries:
-        return summaries[0]
-    if not tables:
-        raise RuntimeError("the job returned no Arrow tables")
-    return next(iter(tables))
-
-
 def _known_schema(name: str) -> pa.Schema | None:
     from cluster.results import schemas
 

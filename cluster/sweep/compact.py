@@ -39,7 +39,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from cluster.errors import UserError
-from cluster.results import io
+from cluster.results.writer import TableForm, write_table
 from cluster.sweep.index import THREADS, point_ids, read_file, staged_files
 from cluster.sweep.layout import (
     COMPACTED,
@@ -260,16 +260,8 @@ def _write(table: pa.Table, path: Path, replaces: list[str]) -> None:
     """A compacted file, atomically, complete and on disk (fsync) before anything it replaces is deleted."""
     meta = {k: v for k, v in (table.schema.metadata or {}).items() if k not in POINT_KEYS}
     meta[REPLACES] = json.dumps(replaces).encode()
-    stats = [f.name for f in table.schema if f.name not in UNBOUNDED_TEXT]
-    with io.atomic_path(path) as tmp:
-        with pq.ParquetWriter(str(tmp), table.schema, write_statistics=stats) as w:
-            w.write_table(table, row_group_size=ROWS)
-            w.add_key_value_metadata(meta)
-        fd = os.open(tmp, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+    stats = tuple(f.name for f in table.schema if f.name not in UNBOUNDED_TEXT)
+    write_table(table, path, meta, TableForm(statistics=stats, row_group=ROWS, durable=True))
 
 
 # ----------------------------------------------------------------------------- a point run again
