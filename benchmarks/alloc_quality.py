@@ -10,7 +10,7 @@ Prints one JSON object per line (progress goes to stderr):
   second with 1,000 live blocks (median of several runs; wall clock, and CPU time of this
   process, with the load average when it started), against 200,000/s.
 
-Targets (issue 3): exact fits every instance in 1,048,576 bytes within 60 s; greedy and
+Targets: exact fits every instance in 1,048,576 bytes within 60 s; greedy and
 layergroup within 1.35 x the lower bound in under a second.
 
     python benchmarks/alloc_quality.py [--budget 60] [--data DIR] [--methods exact,greedy]

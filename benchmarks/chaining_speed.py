@@ -1,4 +1,4 @@
-"""What one epoch's exchange costs between shard actors, by chaining (issue 11, lever 2). JSON lines.
+"""What one epoch's exchange costs between shard actors, by chaining. JSON lines.
 
     python benchmarks/chaining_speed.py              # 2 actors and as many as the machine has cores
     python benchmarks/chaining_speed.py --actors 2,3,4 --repeats 5

@@ -1,4 +1,4 @@
-"""Speed of the chip model in one process (issue 23 item 4). Prints JSON lines.
+"""Speed of the chip model in one process. Prints JSON lines.
 
     python benchmarks/chip_speed.py            # packet and cycle NoC, 3 runs each
     python benchmarks/chip_speed.py --quick    # one run each, the cycle model cut off sooner
@@ -12,7 +12,7 @@ interpreter, the imports, loading the compiled kernels from their cache and the 
 simulate figure is the run's own ``wall_seconds`` (the simulation alone). Medians of the runs,
 in simulated cycles per wall second and per CPU second of the process (the machine is shared:
 the load average is printed beside each figure). Before: 7.6-8.3 s end to end on a quiet
-machine (~400,000 cycles/s, issue 23 on main at ff6d8f8).
+machine (~400,000 cycles/s, main at ff6d8f8).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ sys.path.insert(0, ROOT)
 from cluster.errors import EXIT_RUN_STATUS  # noqa: E402 - after the path above
 
 CONFIG = os.path.join(ROOT, "examples", "kv_decode.toml")
-TARGETS = {"packet": 800_000, "cycle": 50_000}  # simulated cycles/s, one process (issue 23 item 4)
+TARGETS = {"packet": 800_000, "cycle": 50_000}  # simulated cycles/s, one process
 CYCLE_MODEL_CYCLES = 300_000  # run.max_cycles for the cycle-level NoC
 SMOKE_CYCLES = 20_000  # --smoke: both models cut off here, one run each, no warm-up run
 # the shape of the JSON lines (tests/test_benchmarks.py runs --smoke and checks it)

@@ -1,4 +1,4 @@
-"""How honest the ETA is (issue 32 item 4): the time left a progress line says, against the truth, at 20, 50
+"""How honest the ETA is: the time left a progress line says, against the truth, at 20, 50
 and 80 % of a run's wall time. Prints JSON lines, each ratio beside the target (within 2x: 0.5 to 2).
 
     python benchmarks/eta_accuracy.py              # live: the README's commands and the policy sweep
@@ -84,7 +84,7 @@ def quick(specs: tuple[str, ...] = ("sweep_policies.toml", "sweep_noc.toml", "sw
     from cluster.progress_replay import replay, shown_at
     from cluster.sweep.cost import features, prior
     from cluster.sweep.plan import plan_sweep
-    from cluster.sweep.runner import interleaved
+    from cluster.sweep.resume import interleaved
 
     recorded = json.loads((ROOT / "tests" / "data" / "eta" / "point_seconds.json").read_text())
     for spec in specs:

@@ -1,4 +1,4 @@
-"""How close `rdasim explore` gets to the exhaustive Pareto front, and how fast (issue 22 item 6). Prints JSON lines.
+"""How close `rdasim explore` gets to the exhaustive Pareto front, and how fast. Prints JSON lines.
 
     python benchmarks/explore_quality.py                 # 5 seeds, tpe (default), random, nsga2, tpe + halving
     python benchmarks/explore_quality.py --seeds 3 --optimizers tpe,random
@@ -23,7 +23,7 @@ simulated full-fidelity runs (uncut; a cut run that finished before its cap is o
 cycles it simulated until it reached 0.95 (cut runs included), next to TPE's: the target's
 "cycle-level runs" are read as full-fidelity runs, and the cycles say what the cut runs cost.
 
-Targets (issue 22): the default optimiser >= 0.95 of the exhaustive hypervolume within 10 % of
+Targets: the default optimiser >= 0.95 of the exhaustive hypervolume within 10 % of
 the points' evaluations; fewer trials than random search to reach 0.9; with multi-fidelity,
 the same with half the cycle-level runs.
 """

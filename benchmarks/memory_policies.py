@@ -1,4 +1,4 @@
-"""The seed proposal's planned evaluation, and the simulator's speed (issue 5). Prints JSON lines.
+"""The seed proposal's planned evaluation, and the simulator's speed. Prints JSON lines.
 
     python benchmarks/memory_policies.py            # everything (about 10 minutes on 2 busy cores)
     python benchmarks/memory_policies.py --quick    # smaller workloads, one speed run each
@@ -36,8 +36,8 @@ Studies (plasticine, packet-level NoC, one shard, local backend):
    (a deadlock, reported as such, not as 0 tokens); virtual completes.
 7. ``speed``: simulated cycles per second of kv-decode on plasticine (the example's
    sequences, ``requests = 8, max_batch = 8``: about 1.25 M cycles), one shard on one
-   core, with the packet model (target 300,000) and the cycle model (target 50,000,
-   issue 15): the median of 5 whole runs.
+   core, with the packet model (target 300,000) and the cycle model (target 50,000):
+   the median of 5 whole runs.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-TARGETS = {"packet": 300_000, "cycle": 50_000}  # issue 15 (issue 5 asked 20,000 and 2,000)
+TARGETS = {"packet": 300_000, "cycle": 50_000}  # simulated cycles/s
 
 KV = {
     "chip": {"preset": "plasticine"},
@@ -294,7 +294,7 @@ def speed(quick: bool, max_cycles: int = 200_000) -> None:
                "load_average": round(os.getloadavg()[0], 2), "cpus": os.cpu_count()})
 
 
-# --------------------------------------------------------------------------- --scale real (issue 31)
+# --------------------------------------------------------------------------- --scale real
 # The same questions on the real models (mapping/models.py) on the published SN40L (sn40l): a decode
 # step of one Llama-3.1-8B layer mapped over the whole chip (the serve-step graph: GQA, SwiGLU, its
 # weights streamed from HBM) with the step's K and V caches kept in MUs and growing a token a
@@ -396,7 +396,7 @@ def main() -> None:
     ap.add_argument("--smoke", action="store_true", help="every study on a tiny workload, once")
     ap.add_argument("--scale", choices=("toy", "real"), default="toy",
                     help="toy: the seed's studies on plasticine; real: the same questions on the real models "
-                         "on sn40l (issue 31)")
+                         "on sn40l")
     args = ap.parse_args()
     if args.scale == "real":
         passes, moe = (2, (1, 32)) if args.quick else (4, (2, 64))

@@ -28,8 +28,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-TARGETS = {8: 30_000, 32: 5_000}  # simulated cycles/s on one core (issues 15 and 23; issue 2 asked 2,700 and 1,000)
-# BookSim2 (C++, -O3) on this 2-core machine, same config B and loads (issue 15's table):
+TARGETS = {8: 30_000, 32: 5_000}  # simulated cycles/s on one core
+# BookSim2 (C++, -O3) on this 2-core machine, same config B and loads:
 # for scale only, not measured in this run
 BOOKSIM2 = {8: "2,568 - 3,387", 16: "551", 32: "100"}
 LOADS = {8: 0.30, 16: 0.15, 32: 0.075, 64: 0.0375}

@@ -1,4 +1,4 @@
-"""More shard actors than cores (issue 23, item 3): 1 process against 3 or 4 Ray shards. JSON lines.
+"""More shard actors than cores: 1 process against 3 or 4 Ray shards. JSON lines.
 
     python benchmarks/oversubscribed.py                      # every case, medians of 3
     python benchmarks/oversubscribed.py --cases race-cols3 --repeats 1
@@ -32,7 +32,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 TARGET_SLOWDOWN = 5.0  # Ray shards beyond the cores: at most this many times one process's wall time
-TODAY = "6.0-12.7x slower quiet (9.7-20.3x under load), issue 23 on main at ff6d8f8"
+TODAY = "6.0-12.7x slower quiet (9.7-20.3x under load), main at ff6d8f8"
 SETTLE_SECONDS = 2.0  # a killed actor dies asynchronously: let it go before the next run
 # case -> (example, shards, cut)
 CASES = {

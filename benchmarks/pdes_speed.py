@@ -1,5 +1,5 @@
-"""Does distributing one simulation pay? 1 process against 2 Ray shards and ``shards = "auto"``
-(issues 11 and 28). JSON lines.
+"""Does distributing one simulation pay? 1 process against 2 Ray shards and ``shards = "auto"``.
+JSON lines.
 
     python benchmarks/pdes_speed.py                  # every case, medians of 3
     python benchmarks/pdes_speed.py --only noc32     # one case
@@ -44,8 +44,8 @@ from result_hashes import chip_cases  # noqa: E402 - beside this file
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KV = os.path.join(ROOT, "examples", "kv_decode.toml")
 SN40L = ["chip.preset=sn40l-like", "workload.decode.requests=64", "workload.decode.max_batch=64"]
-AUTO = 0.95  # "auto" against one process, every case (issue 28)
-DECISION_SHARE = 0.05  # the most "auto"'s decision may cost of the run it decides (issue 28)
+AUTO = 0.95  # "auto" against one process, every case
+DECISION_SHARE = 0.05  # the most "auto"'s decision may cost of the run it decides
 
 # case -> (kind, what, targets: configuration -> least speed-up over 1 process); the
 # configurations run are one process and those with a target
@@ -53,7 +53,7 @@ CASES = {
     "kv-sn40l": ("chip", (KV, SN40L), {"ray2": 1.6, "auto": AUTO}),
     "kv-plasticine": ("chip", (KV, []), {"ray2": 1.0, "auto": AUTO}),
     "noc32": ("noc", (32, 0.075), {"ray2": 1.5, "auto": AUTO}),
-    "noc64": ("noc", (64, 0.0375), {"ray2": 1.7, "auto": AUTO}),  # issue 23 (issue 11 asked 1.8x)
+    "noc64": ("noc", (64, 0.0375), {"ray2": 1.7, "auto": AUTO}),
     # --smoke only (tests/test_benchmarks.py): 500 cycles of an 8x8 NoC, no target
     "noc8-smoke": ("noc", (8, 0.3, ["noc.warmup_cycles=200", "noc.measure_cycles=300"]), {}),
 }
@@ -61,12 +61,12 @@ CASES.update({f"example {name[4:]}": ("chip", (path, []), {"auto": AUTO})
               for name, (path, sets) in chip_cases([]).items() if "[system]" not in open(path).read()})
 SMOKE_KEYS = (("bench", "case", "cores", "one_process", "ray2", "speedup_ray2", "same_result_hash_ray2",
                "speedup_today"),)
-# epochs of 2 shards on the plasticine example, today (issue 11): the target is 20x fewer
+# epochs of 2 shards on the plasticine example, today: the target is 20x fewer
 PLASTICINE_EPOCHS_TODAY = 763_234
-# what main measured before this work (the issue; the NoC re-measured after issue 15's kernels)
-TODAY = {"kv-sn40l": "~0.1x; auto 0.85x (issue 28: 10.8 s against 9.2 s, a 1.5 s pilot)",
-         "kv-plasticine": "< 0.02x", "noc32": "0.51x (0.30x after issue 15)",
-         "noc64": "1.28x (1.56x in a quieter run; issue 23, main at ff6d8f8)"}
+# what main measured before this work (the NoC re-measured after its compiled kernels)
+TODAY = {"kv-sn40l": "~0.1x; auto 0.85x (10.8 s against 9.2 s, a 1.5 s pilot)",
+         "kv-plasticine": "< 0.02x", "noc32": "0.51x (0.30x after the NoC kernels)",
+         "noc64": "1.28x (1.56x in a quieter run; main at ff6d8f8)"}
 
 
 SETTLE_SECONDS = 3.0
@@ -166,7 +166,7 @@ def run_case(name: str, repeats: int, budget: float, auto: bool, cold: bool = Fa
     runs: dict[str, list[dict]] = {c: [] for c in configs}
     total = None
     one_rss = None
-    # the Ray runs after the first reuse its actors (issue 23), unless --cold
+    # the Ray runs after the first reuse its actors, unless --cold
     with contextlib.nullcontext() if cold else warm_shards():
         for _ in range(repeats):
             for conf, (shards, backend) in configs.items():

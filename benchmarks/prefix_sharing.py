@@ -1,4 +1,4 @@
-"""Prefix sharing on the published-shaped traces of tests/data/traces (issue 27 item 5). Prints
+"""Prefix sharing on the published-shaped traces of tests/data/traces. Prints
 JSON lines.
 
     python benchmarks/prefix_sharing.py          # both traces, every case (about a minute)

@@ -1,4 +1,4 @@
-"""Real scale, the machine (issue 29): known answers on the sn40l preset, as JSON lines.
+"""Real scale, the machine: known answers on the sn40l preset, as JSON lines.
 
     python benchmarks/real_scale.py            # every case at full size (minutes)
     python benchmarks/real_scale.py --quick    # the same cases shrunk (seconds), no mapped decode

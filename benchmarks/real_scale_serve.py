@@ -1,9 +1,9 @@
-"""Real models served at real scale (issue 31): the serving steps' known answers, as JSON lines.
+"""Real models served at real scale: the serving steps' known answers, as JSON lines.
 
     python benchmarks/real_scale_serve.py            # every case on the whole sn40l socket (minutes)
     python benchmarks/real_scale_serve.py --smoke    # batch-1 decode on an 8 x 16 sn40l (seconds)
 
-The machine's cases (issue 29) are in benchmarks/real_scale.py; these are the serving steps'.
+The machine's cases are in benchmarks/real_scale.py; these are the serving steps'.
 Llama-3.1-8B (meta-llama/Llama-3.1-8B, config.json) on one sn40l socket, each step's plan mapped
 by DFModel, kernel-looped over the layers and simulated cycle by cycle
 (sim/workloads/serve/anchors.py), its cycles those of the model's 32 layers plus the output head

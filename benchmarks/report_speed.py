@@ -1,4 +1,4 @@
-"""How long `rdasim report` takes (issue 32 item 2). Prints JSON lines, each figure beside its target.
+"""How long `rdasim report` takes. Prints JSON lines, each figure beside its target.
 
     python benchmarks/report_speed.py                          # runs the sweeps and the exploration first
     python benchmarks/report_speed.py --results DIR            # reuses DIR/sweep (a policies sweep) and DIR/explore
@@ -7,7 +7,7 @@
 
 1. The 60-point policy sweep (examples/sweep_policies.toml: the issue's 54-point sweep with its spill points
    crossed over both seeds) reported whole, as a user runs it (`rdasim report DIR`, a fresh process, on
-   every core): target at most 10 s on 2 cores. Before issue 32: 101 s at load 1.1 (85 s measured here).
+   every core): target at most 10 s on 2 cores. Before the report was parallel: 101 s at load 1.1 (85 s measured here).
 2. The same with --x memory_policy --y tokens_per_second: only that figure.
 3. An exploration's report (examples/explore_kv.toml, the README's --budget 6): target at most 10 s.
 

@@ -8,7 +8,7 @@
     python benchmarks/result_hashes.py --long --only serve   # the real-model serving examples (minutes each)
 
 A refactor or a speed-up of the simulator must not change what it simulates: every case
-here must keep its hash (issues 9 and 15). Cases: every ``rdasim run`` example on its own
+here must keep its hash. Cases: every ``rdasim run`` example on its own
 NoC model (and, with ``--network cycle``, on the cycle-level one), and the ``rdasim noc``
 reference curve (8x8 config B, every reference load), a 4x4 torus, hotspot traffic with
 3-flit packets and a 16x16 mesh. Prints one line per case: name, hash, wall seconds.
@@ -49,7 +49,7 @@ def _kind(path: str) -> str:
 
 
 # workloads that price their steps from plans simulated on the whole chip (sim/workloads/serve/anchors.py):
-# a cold run simulates each anchor, minutes a run (issue 31: the real-model examples took over 7 CPU
+# a cold run simulates each anchor, minutes a run (the real-model examples took over 7 CPU
 # minutes each); hashed with --long only. tests/sim/workloads/serve/ checks small serving runs give one
 # result_hash in one process, in shards and on Ray
 LONG_KINDS = {"serve", "serve-system"}

@@ -1,4 +1,4 @@
-"""A run's memory against the tokens it generates (issue 27 item 8): peak RSS of `rdasim run`
+"""A run's memory against the tokens it generates: peak RSS of `rdasim run`
 on a trace shaped as the Azure 2023 conversation trace, at 500, 1,000 and 2,000 requests.
 
     python benchmarks/run_memory.py                       # 500, 1,000, 2,000 requests, one run each

@@ -1,5 +1,5 @@
 """A real model served at the trace's recorded times, under every memory policy and on_oom: how long it
-takes and what it serves (issue 31, item 3). One JSON line per case.
+takes and what it serves. One JSON line per case.
 
     python benchmarks/serve_real_time.py                       # examples/serve_llama8b_sn40l.toml, every case
     python benchmarks/serve_real_time.py --trace AzureLLMInferenceTrace_code.csv   # the public file itself

@@ -1,4 +1,4 @@
-"""Memory pressure: what each policy serves of an over-committed trace (issue 21).
+"""Memory pressure: what each policy serves of an over-committed trace.
 
     python benchmarks/serving_pressure.py                  # all 64 requests, capacity for three cases
     python benchmarks/serving_pressure.py --requests 32    # the first 32 (half the time)

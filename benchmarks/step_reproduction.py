@@ -1,4 +1,4 @@
-"""STeP's published results reproduced on its own inputs (issue 30). Prints JSON lines.
+"""STeP's published results reproduced on its own inputs. Prints JSON lines.
 
     python benchmarks/step_reproduction.py              # every case, a sweep on the local Ray (~10 min, 2 cores)
     python benchmarks/step_reproduction.py --only moe   # or attention

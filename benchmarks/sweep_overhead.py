@@ -1,4 +1,4 @@
-"""Sweeps at scale and their overhead (issue 28). Prints JSON lines, each target beside its figure.
+"""Sweeps at scale and their overhead. Prints JSON lines, each target beside its figure.
 
     python benchmarks/sweep_overhead.py                    # 10^5 noop points on an embedded Ray, then NoC points
     python benchmarks/sweep_overhead.py --points 20000     # fewer points (still measured, never extrapolated)

@@ -10,7 +10,7 @@ Cases:
 - ``grid8``: 8 grid-fidelity plasticine chips on a ring running a GPT layer mapped with TP = 8
   (examples/system_tp_ring.toml with 8 chips): one process against 2 Ray actors of 4 chips each,
   run alternately so both see the same machine; target 2 actors >= 1.85x faster on the GPT-2
-  layer (issue 23; 2.0x is the limit on 2 cores), >= 1.7x on the small one, same result hash.
+  layer (2.0x is the limit on 2 cores), >= 1.7x on the small one, same result hash.
   The actors are kept warm between the runs (``warm_shards``), as a driver running one run
   after another on the same Ray keeps them; ``--cold`` starts new ones for every run.
 - ``box64``, ``box1024``: GPT-3 1T on 64 and 1,024 SN30-like box chips (DFModel's preset
@@ -36,7 +36,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 GRID_TARGET = {"small": 1.7, "gpt2": 1.85}  # 2 Ray actors against one process, 8 grid chips
-GRID_TODAY = {"gpt2": "1.64-1.67x (issue 23, main at ff6d8f8, cold actors)"}
+GRID_TODAY = {"gpt2": "1.64-1.67x (main at ff6d8f8, cold actors)"}
 BOX_GOAL_SECONDS = 60.0  # 1,024 box chips, one batch
 LAYERS = {"gpt2": {"hidden": 768, "heads": 12, "seq": 512}, "smoke": {"hidden": 256, "heads": 4, "seq": 64}}
 # the shapes of the JSON lines (tests/test_benchmarks.py runs --smoke and checks them)

@@ -1,4 +1,4 @@
-"""Memory and time of reading one window of a full-size request trace (issue 21 item 4). Prints
+"""Memory and time of reading one window of a full-size request trace. Prints
 JSON lines.
 
     python benchmarks/trace_window.py                 # a 10^7-row trace, windows of 10^5 and 100

@@ -15,7 +15,7 @@ import os
 import sys
 from collections.abc import Collection
 
-from cluster.errors import EXIT_INTERRUPTED, UserError
+from cluster.errors import EXIT_INTERRUPTED, Terminated, UserError
 
 # name (a module under cluster.commands) -> its help: the one copy, kept here so that
 # `rdasim --help` lists every command without importing one
@@ -42,7 +42,7 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
     parser = _Parser(prog="rdasim", description="rdasim: simulator for dynamic on-chip memory on RDAs",
                      epilog="exit status: 0 ok; 1 internal error or results not written; 2 bad input (nothing ran); "
                             "3 sweep with failed points; 4/5/6 run deadlocked/cut off/failed; 7 map infeasible or "
-                            "alloc plan does not fit; 130 interrupted")
+                            "alloc plan does not fit; 130 interrupted; 143 terminated")
     parser.add_argument("--version", action="version", version=f"rdasim {_version()}",
                         help="print the version (and the git commit of a checkout) and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -86,6 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except Terminated as stop:
+        print(f"terminated (signal {stop.signum})", file=sys.stderr)
+        return stop.exit_status
     except BrokenPipeError:  # `rdasim ... | head`: the reader has all it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
         return 0

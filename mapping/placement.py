@@ -351,6 +351,39 @@ def _bound(F: np.ndarray, D: np.ndarray) -> float:
     return float(g[rows, cols].sum())
 
 
+def _shares(plan: MappingPlan, spec: ChipSpec, kernels: list, max_cus: int, stream_bytes: int, by_bytes: bool,
+            by_io: bool, min_share: int) -> tuple[list[float], list[int]]:
+    """Each kernel's share of a partition's CUs (its work: FLOPs, or the larger of its FLOP and byte
+    shares) and the CUs it may use at most (place_on_grid's ``max_cus``, ``stream_bytes``, ``by_bytes``, ``by_io``)."""
+    # a CU's share of a tile's output no smaller than MIN_SHARE bytes: finer splits of a
+    # small tile cost more messages than they save cycles (every consumer CU of a GEMM
+    # reads the whole tile from every producer CU)
+    caps = [max(1, min(max_cus, max(int(k.m * k.n * plan.word) // min_share, _stream_cap(k, plan, stream_bytes))))
+            for k in kernels]
+    work = [k.flop for k in kernels]
+    if by_io:  # in FLOPs: what one CU computes while its link moves the kernel's tiles
+        rate = spec.cu_flops_per_cycle / (spec.flit_bits / 8)
+        work = [max(w, _io_bytes(plan, k) * rate) for w, k in zip(work, kernels)]
+    if by_bytes:
+        flops = sum(work) or 1.0
+        streams = [_streamed(k) for k in kernels]
+        total = sum(streams) or 1.0
+        work = [max(f / flops, b / total) for f, b in zip(work, streams)]
+        caps = [max(c, _stream_cap(k, plan, stream_bytes, _streamed(k))) for c, k in zip(caps, kernels)]
+    return work, caps
+
+
+def _placed_buffers(buffers: list, bins: list, mu_tiles, mu_idx) -> tuple[PlacedBuffer, ...]:
+    """The partition's buffers with their stripes on the MU tiles their bins were assigned to."""
+    stripes: dict[int, list[Stripe]] = {i: [] for i in range(len(buffers))}
+    for b, content in enumerate(bins):
+        for pc in content:
+            stripes[pc.buffer].append(Stripe(int(mu_tiles[mu_idx[b]]), pc.lo, pc.hi, (pc.hi - pc.lo) * pc.depth,
+                                             pc.writer))
+    return tuple(PlacedBuffer(name, kind, producer, consumers, tb, depth, tuple(stripes[i]))
+                 for i, (name, kind, producer, consumers, tb, depth) in enumerate(buffers))
+
+
 def place_on_grid(plan: MappingPlan, spec: ChipSpec, seed: int = 0, room: MuRoom | None = None,
                   restarts: int = 2, max_cus: int = 0, stream_bytes: int = 0, rounds: int = ROUNDS,
                   bound: bool = True, by_bytes: bool = False, by_io: bool = False,
@@ -389,22 +422,7 @@ def place_on_grid(plan: MappingPlan, spec: ChipSpec, seed: int = 0, room: MuRoom
     parts = []
     for part in plan.partitions:
         kernels = [by_name[n] for n in part.kernels]
-        # a CU's share of a tile's output no smaller than MIN_SHARE bytes: finer splits of a
-        # small tile cost more messages than they save cycles (every consumer CU of a GEMM
-        # reads the whole tile from every producer CU)
-        caps = [max(1, min(max_cus or len(cu_tiles), max(int(k.m * k.n * plan.word) // min_share,
-                                                          _stream_cap(k, plan, stream_bytes))))
-                for k in kernels]
-        work = [k.flop for k in kernels]
-        if by_io:  # in FLOPs: what one CU computes while its link moves the kernel's tiles
-            rate = spec.cu_flops_per_cycle / (spec.flit_bits / 8)
-            work = [max(w, _io_bytes(plan, k) * rate) for w, k in zip(work, kernels)]
-        if by_bytes:
-            flops = sum(work) or 1.0
-            streams = [_streamed(k) for k in kernels]
-            total = sum(streams) or 1.0
-            work = [max(f / flops, b / total) for f, b in zip(work, streams)]
-            caps = [max(c, _stream_cap(k, plan, stream_bytes, _streamed(k))) for c, k in zip(caps, kernels)]
+        work, caps = _shares(plan, spec, kernels, max_cus or len(cu_tiles), stream_bytes, by_bytes, by_io, min_share)
         slots = room.per_mu * len(mu_tiles)  # buffers the MUs hold at most (0: no such count)
         counts = dict(zip(part.kernels, cu_counts(work, len(cu_tiles), caps)))
         while True:
@@ -435,15 +453,8 @@ def place_on_grid(plan: MappingPlan, spec: ChipSpec, seed: int = 0, room: MuRoom
             PlacedKernel(k.name, k.kind,
                          tuple(int(cu_tiles[cu_idx[slot_of[k.name, j]]]) for j in range(counts[k.name])))
             for k in kernels)
-        stripes: dict[int, list[Stripe]] = {i: [] for i in range(len(buffers))}
-        for b, content in enumerate(bins):
-            for pc in content:
-                stripes[pc.buffer].append(Stripe(int(mu_tiles[mu_idx[b]]), pc.lo, pc.hi, (pc.hi - pc.lo) * pc.depth,
-                                                 pc.writer))
-        placed_buffers = tuple(PlacedBuffer(name, kind, producer, consumers, tb, depth, tuple(stripes[i]))
-                               for i, (name, kind, producer, consumers, tb, depth) in enumerate(buffers))
-        parts.append(PlacedPartition(part.index, placed_kernels, placed_buffers, traffic,
-                                     _bound(F, D) if bound else 0.0))
+        parts.append(PlacedPartition(part.index, placed_kernels, _placed_buffers(buffers, bins, mu_tiles, mu_idx),
+                                     traffic, _bound(F, D) if bound else 0.0))
     return GridPlacement(spec.name, spec.rows, spec.cols, seed, room, tuple(parts),
                          _place_caches(plan, parts, spec, room))
 

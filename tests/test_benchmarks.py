@@ -1,4 +1,4 @@
-"""Every benchmark runs in the suite (issue 27 item 2): each script in benchmarks/ has a quick mode
+"""Every benchmark runs in the suite: each script in benchmarks/ has a quick mode
 for it (``--smoke``: its smallest case, one repeat, in seconds; a benchmark's own ``--quick``, where
 it has one, is a shorter measurement, not this) and declares ``SMOKE_KEYS``, the key sets of the
 JSON lines it prints; a smoke test runs it and checks them, so a refactor cannot break a benchmark

@@ -1,4 +1,4 @@
-"""Docs that run (issue 27 item 10): every command, code snippet and output layout in docs/ is run
+"""Docs that run: every command, code snippet and output layout in docs/ is run
 or checked here, as the README's are (tests/test_readme.py); tests/test_docs.py checks every
 repository path and link. docs/reference.md is generated from the code and checked against it.
 

@@ -1,4 +1,4 @@
-"""The test command lints and type-checks (issue #9): ``ruff check .`` and ``mypy``, configured in
+"""The test command lints and type-checks: ``ruff check .`` and ``mypy``, configured in
 pyproject.toml ([tool.ruff], [tool.mypy]: strict on the Protocol and registry modules), report nothing.
 
 Both run from the repository root as the CI would; a finding fails the test with the tool's own

@@ -11,7 +11,7 @@ import json
 import math
 import sys
 
-from cluster.errors import SaveError, UserError
+from cluster.errors import SaveError, UserError, WriteError
 
 
 def _shards(text: str):
@@ -62,18 +62,20 @@ def save(write, result_json: list[dict], printed: bool) -> list:
     and a one-line error names what could not be written."""
     try:
         return write()
-    except OSError as exc:
+    except (OSError, WriteError) as exc:
         raise not_saved(exc, result_json, printed) from None
 
 
-def not_saved(exc: OSError, result_json: list[dict], printed: bool) -> SaveError:
+def not_saved(exc: OSError | WriteError, result_json: list[dict], printed: bool) -> SaveError:
     """Print the result as JSON lines (unless ``printed`` already); the error to raise."""
     if not printed:
         for obj in result_json:
             print(json.dumps(obj))
-    where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
-    return SaveError(f"could not write the results{where}: {(exc.strerror or str(exc)).lower()}; "
-                     "they are printed above as JSON")
+    if isinstance(exc, WriteError):
+        where, why = f" {exc.path}", exc.reason
+    else:
+        where, why = (f" {exc.filename}" if getattr(exc, "filename", None) else ""), exc.strerror or str(exc)
+    return SaveError(f"could not write the results{where}: {why.lower()}; they are printed above as JSON")
 
 
 def report_files(files) -> None:

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-import signal
 import sys
 
-from cluster.errors import UserError
+from cluster.errors import TerminationSignal, UserError
 
 DEFAULT_OUT = "results"
 
@@ -45,9 +44,10 @@ def run(args) -> int:
         raise UserError(f"--parallel must be at least 1, got {args.parallel}")
     spec = read_explore(args.spec)
     io.check_dir(args.out)  # before Ray starts
-    signal.signal(signal.SIGTERM, _terminate)
-    summary = run_explore(spec, args.out, Options(args.budget, args.optimizer, args.seed, args.parallel, args.address,
-                                                  args.in_process, args.replace, args.quiet or args.json))
+    with TerminationSignal().installed():  # record the trials' run as interrupted, exit 143
+        summary = run_explore(spec, args.out, Options(args.budget, args.optimizer, args.seed, args.parallel,
+                                                      args.address, args.in_process, args.replace,
+                                                      args.quiet or args.json))
     front = summary.front
     if args.json:
         print(json.dumps({**front.to_json(), "ended": dict(summary.trials)}, default=str))
@@ -56,5 +56,3 @@ def run(args) -> int:
     return 0
 
 
-def _terminate(signum, frame):  # noqa: ARG001 - signal handler signature
-    raise SystemExit(128 + signum)

@@ -30,7 +30,6 @@ def run(args) -> int:
     cfg = resolve(args.config, args.overrides, args.preset, flag_values(args, short.MAP))
     out = common.prepare_out(args)  # before the work
     from cluster.jobs.plan import map_config  # the solver: imported once the config is good
-    from cluster.results import writer
 
     result = map_config(cfg, quiet=args.quiet)
     summary = dict(result.summary)
@@ -42,7 +41,7 @@ def run(args) -> int:
         if summary["weights"]:
             print("\n" + weights_table(summary["weights"]))
     if out is not None:
-        report_files(save(lambda: writer.write(result, out), [summary], printed=args.json))
+        report_files(save(lambda: result.write(out), [summary], printed=args.json))
     if result.status == "infeasible":
         print(f"infeasible: {result.summary.status_detail}", file=sys.stderr)
     elif result.status == "unusable":

@@ -61,7 +61,6 @@ def run(args) -> int:
     cfg = load(NOC_SCHEMA, args.config, args.overrides, flag_values(args, FLAGS))
     out = common.prepare_out(args)  # before the work
     from cluster.jobs.noc import run_noc  # imported late: keeps `rdasim noc --help` instant
-    from cluster.results import writer
 
     result = run_noc(cfg, quiet=args.quiet or args.json)
     loads = result.summary["loads"]
@@ -76,7 +75,7 @@ def run(args) -> int:
             if line:
                 print(f"  rate {row['rate']:g}: {line}")
     if out is not None:
-        report_files(save(lambda: writer.write(result, out), rows, printed=args.json))
+        report_files(save(lambda: result.write(out), rows, printed=args.json))
     if result.status == "interrupted":
         missing = result.summary["missing_rates"]
         print(f"interrupted: {len(loads)} of {len(loads) + len(missing)} loads finished"

@@ -185,9 +185,9 @@ def _saved(args, result, out, printed: list[dict]) -> int:
         files = [writer.put(result.files["trace.json"], args.trace)] if "trace.json" in result.files else []
         maps = [n for n in result.files if n.startswith("memory_map_")]
         if out is not None:
-            files += writer.write(result, out, skip=("trace.json",))
+            files += result.write(out, skip=("trace.json",))
         elif maps:
-            files += writer.write_side(result, Path("."), maps)
+            files += result.write_side(Path("."), maps)
         return files
 
     report_files(save(write, printed, printed=args.json))

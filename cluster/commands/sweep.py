@@ -4,11 +4,10 @@
 from __future__ import annotations
 
 import json
-import signal
 import sys
 
 from cluster.commands.common import add_existing_arguments, existing
-from cluster.errors import EXIT_POINTS_FAILED, UserError
+from cluster.errors import EXIT_POINTS_FAILED, TerminationSignal, UserError
 
 DEFAULT_OUT = "results"
 
@@ -66,10 +65,10 @@ def run(args) -> int:
 
         io.check_dir(args.out)  # before Ray starts: a bad --out costs a second
     if args.dry_run:
-        from cluster.sweep.plan import check_points, notes
+        from cluster.sweep.plan import check_points
 
         check_points(plan)
-        for line in notes(plan):
+        for line in plan.notes:
             print(line, file=sys.stderr)
         try:
             for p in plan.points:
@@ -79,9 +78,9 @@ def run(args) -> int:
         return 0
     from cluster.sweep.runner import run_sweep
 
-    signal.signal(signal.SIGTERM, _terminate)  # `ray job stop`, kill: record the run as interrupted
-    summary = run_sweep(plan, args.out, args.address, args.max_concurrency, args.quiet, args.retry_failed,
-                        args.in_process, existing(args), args.mix_code, args.compact)
+    with TerminationSignal().installed():  # `ray job stop`, kill: record the run as interrupted, exit 143
+        summary = run_sweep(plan, args.out, args.address, args.max_concurrency, args.quiet, args.retry_failed,
+                            args.in_process, existing(args), args.mix_code, args.compact)
     if not args.quiet:
         print(f"{summary.name}: {summary.total} points ({summary.skipped} already stored, {summary.computed} run) "
               f"in {summary.seconds:.1f} s -> {summary.dataset}\n  {summary.outcomes.line()}", file=sys.stderr)
@@ -91,9 +90,6 @@ def run(args) -> int:
               f"`rdasim sweep status {args.out}` lists them", file=sys.stderr)
     return EXIT_POINTS_FAILED if incomplete else 0
 
-
-def _terminate(signum, frame):  # noqa: ARG001 - signal handler signature
-    raise SystemExit(128 + signum)
 
 
 def _status(path: str, as_json: bool) -> int:
@@ -123,6 +119,10 @@ def _status(path: str, as_json: bool) -> int:
             print(f"    computed by {len(s.code)} code versions (--mix-code): {', '.join(s.code)}")
         if s.stray:
             print(f"    {s.stray} file(s) in {s.dataset} belong to no point of this sweep (not counted)")
+        if s.finished:
+            print(f"    finished an interrupted compaction first ({s.finished} file(s) put in place)")
+        for f in s.unreadable:
+            print(f"    {f}: cannot be read (not a whole Parquet file): its point is pending, a rerun recomputes it")
         for e in s.errors:
             print(f"    {e}")
     return 0

@@ -14,6 +14,12 @@ constants measured here (tracemalloc, building one shard; numpy 2, CPython 3.11)
   policy's free list and block table, about 46 B a block; nothing worth counting for the
   contiguous ones);
 - per simulated cycle of a NoC run (created/ejected flit counters): 16 B.
+- per request of a workload that serves requests (its arrival, lengths and record): about
+  350 B (peak RSS of ``examples/kv_decode.toml`` at 1,000 and 200,000 requests);
+- per buffer a workload keeps live (``2 x layers x heads`` of each of ``max_batch``
+  sequences: its placement and its MU's record): at least 100 B;
+- per point of a sweep (its resolved config and overrides): about 3.5 KB (tracemalloc, 20,000
+  points of the ``noop`` command, the smallest config).
 
 The NoC model and the memory policy are asked, never named: a new one states its own.
 
@@ -35,6 +41,9 @@ ROUTER_STATE_BYTES = 100
 FLIT_BUFFER_BYTES = 24
 NOC_PORTS = 5
 CYCLE_BYTES = 16
+REQUEST_BYTES = 350
+BUFFER_BYTES = 100
+POINT_BYTES = 3_500
 GRID = "chip.rows x chip.cols"
 
 
@@ -59,11 +68,19 @@ class Estimate:
 
 
 def machine_bytes() -> int:
-    """Physical memory of this machine."""
+    """Memory this process may use: the machine's physical memory, or less under an address-space limit
+    (``ulimit -v``, a job scheduler's cap)."""
     try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):  # not reported: assume a large node
-        return 1 << 40
+        physical = 1 << 40
+    try:
+        import resource
+
+        limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    except (ImportError, ValueError, OSError):  # not a POSIX system
+        return physical
+    return physical if limit == resource.RLIM_INFINITY else min(physical, limit)
 
 
 def human(n: float) -> str:
@@ -129,3 +146,34 @@ def chip_issues(spec, mem: dict, noc: dict, run: dict) -> list:
                         NETWORKS.get(noc["model"]).route_entry_bytes, least_shards(run["shards"]))
     found = problem(est, {GRID: f"{spec.rows} x {spec.cols}", "chip.mu_bytes": f"{spec.mu_bytes:,} bytes"})
     return [Issue(*found)] if found else []
+
+
+def workload_issues(section: str, d: dict, available: int | None = None) -> list:
+    """[Issue] if a workload's counts (``requests``; ``layers`` x ``heads`` buffers of ``max_batch``
+    sequences) would need more than this machine's memory: read from the [workload.<section>] keys any
+    workload of requests and KV heads has, before the workload is built."""
+    from cluster.config.schema import Issue
+
+    key = f"workload.{section}"
+    terms = []
+    if isinstance(d.get("requests"), int):
+        terms.append(Term(REQUEST_BYTES * d["requests"], f"{key}.requests", f"{d['requests']:,} requests"))
+    if all(isinstance(d.get(k), int) for k in ("layers", "heads", "max_batch")):
+        live = 2 * d["layers"] * d["heads"] * d["max_batch"]
+        driver = max(("layers", "heads", "max_batch"), key=lambda k: d[k])
+        terms.append(Term(BUFFER_BYTES * live, f"{key}.{driver}",
+                          f"{live:,} live KV buffers (2 x layers x heads x max_batch)"))
+    if not terms:
+        return []
+    found = problem(Estimate(tuple(terms)), {t.key: f"{d[t.key.rsplit('.', 1)[1]]:,}" for t in terms}, available)
+    return [Issue(*found)] if found else []
+
+
+def points_problem(points: int, available: int | None = None) -> str | None:
+    """The message if a sweep of ``points`` points would need more than this machine's memory to plan."""
+    available = machine_bytes() if available is None else available
+    need = POINT_BYTES * points
+    if need <= available:
+        return None
+    return (f"{points:,} points would need about {human(need)} of memory to plan (about {human(POINT_BYTES)} a "
+            f"point); this machine has {human(available)}")

@@ -16,6 +16,7 @@ from typing import Callable, cast
 
 from cluster.config import Field, Table
 from cluster.config.footprint import chip_issues as footprint_issues
+from cluster.config.footprint import workload_issues as workload_footprint
 from cluster.config.loader import ConfigError
 from cluster.config.noc import RUN_SECTION
 from cluster.config.schema import Issue
@@ -438,6 +439,7 @@ def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=Non
     policy = POLICIES.get(mem["policy"]).from_config(mem["policy"], mem)
     issues += policy.problems(mu)
     if not socket:
+        issues += workload_footprint(params.SECTION, wl[params.SECTION])  # before the workload sizes anything
         issues += _workload_issues(params, cfg)
         issues += _preempt_issues(wl["kind"], mem)
     issues += later

@@ -33,6 +33,9 @@ NEEDS_UNIT = {"bandwidth": ("B/s", "GB/s", "Gb/s"), "time": ("s", "ms", "ns"), "
               "flops": ("FLOPS", "TFLOPS", "GFLOPS")}
 
 
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
 def _describe(value) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
@@ -65,6 +68,9 @@ def check_field(f: Field, value, path: str, issues: list[Issue], bare: bool = Fa
                 also = ' or "auto"' if kind == "int_or_auto" else ""
                 raise ValueError(f"expected a whole number{also}, got {_describe(value)}")
             out = int(value)
+            if not INT64_MIN <= out <= INT64_MAX:  # stored in int64 columns and numpy arrays: refused here, not later
+                raise ValueError(f"{_describe(value)} is out of range: a whole number here must fit in 64 bits "
+                                 f"({INT64_MIN:,} to {INT64_MAX:,})")
         elif kind == "float":
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise ValueError(f"expected a number, got {_describe(value)}")

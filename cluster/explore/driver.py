@@ -45,13 +45,13 @@ from cluster.explore.spec import ExploreSpec
 from cluster.explore.tally import tally
 from cluster.explore.trials import FULL, NOT_RUN, StoredRun, TrialPoint, TrialStore, read_runs, trial_key
 from cluster.progress import Progress, WorkEta
-from cluster.results import io
-from cluster.sweep.commands import pick_result
+from cluster.results import io, writer
 from cluster.sweep.execute import PointOutcome
 from cluster.sweep.layout import DatasetLayout
 from cluster.sweep.manifest import DONE, FAILED, Manifest, PointEntry, RunEntry, now
 from cluster.sweep.points import Point
-from cluster.sweep.records import STATUS_ERROR, STATUS_OK, PointRun
+from cluster.sweep.records import STATUS_ERROR, STATUS_OK, PointRun, pick_result
+from cluster.sweep.resume import remove_orphans
 from cluster.version import code_version
 
 PARETO_FILE = "pareto.parquet"
@@ -418,7 +418,7 @@ def run_explore(spec: ExploreSpec, out: str | Path, opts: Options = Options()) -
     layout = DatasetLayout(Path(out), spec.sweep.spec.name, result=spec.command.result)
     old = _previous(spec, layout, opts.replace)
     store = TrialStore(spec.sweep, layout)
-    store.remove_orphans()
+    remove_orphans(layout)
     metrics = [o.metric for o in spec.objectives]
     runs, stored = read_runs(layout.dataset, metrics)
     before = len({r.trial for r in runs})
@@ -453,7 +453,7 @@ def run_explore(spec: ExploreSpec, out: str | Path, opts: Options = Options()) -
     runs, stored = read_runs(layout.dataset, metrics)
     front = find_front(spec.objectives, runs, spec.reference, base_row or explorer.base_row)
     if stored is not None:
-        io.write_parquet(pareto_table(front, stored), layout.root / PARETO_FILE)
+        writer.write_table(pareto_table(front, stored), layout.root / PARETO_FILE)
     return ExploreSummary(front, before, explorer.computed, time.perf_counter() - start,
                           Path(out), tally(spec, stored))
 

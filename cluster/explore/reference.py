@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from cluster.config import config_hash
 from cluster.config.schema import validate
 from cluster.explore.pareto import as_losses, reference_point
-from cluster.results import io
+from cluster.results import writer
 from cluster.sweep.points import Point
 
 BASE_FILE = "base.parquet"
@@ -96,7 +96,7 @@ def write_base(out: Path, result: pa.Table | None, point: BasePoint, error: str 
             "base_error", pa.array([error], type=pa.string()))
     meta = dict(table.schema.metadata or {})
     meta[b"table"] = BASE_TABLE  # not a run's table: the report does not draw it as one
-    io.write_parquet(table.replace_schema_metadata(meta), Path(out) / BASE_FILE)
+    writer.write_table(table.replace_schema_metadata(meta), Path(out) / BASE_FILE)
     return row
 
 

@@ -46,9 +46,8 @@ from cluster.errors import UserError
 from cluster.explore.constraints import Constraint, ConstraintError, parse_constraint
 from cluster.explore.space import TYPES, Param, Space, order_params
 from cluster.sweep import commands
-from cluster.sweep.plan import SweepPlan, column_collisions
+from cluster.sweep.plan import AxisColumns, SweepPlan, column_collisions, infer_type
 from cluster.sweep.points import path_problem
-from cluster.sweep.records import AxisColumns, infer_type
 from cluster.sweep.spec import SweepSpec, flatten, read_base, table_array
 
 DATASET = "trials"  # DIR/trials/: the trials' hive dataset (its sweep_id too)

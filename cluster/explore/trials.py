@@ -3,7 +3,7 @@
 A trial (a candidate the optimiser proposed) runs once per rung it reaches: without
 multi-fidelity once, in full. Each run is a sweep point whose id is the trial's key
 ``t<trial>r<rung>`` (a repeated config is another trial, so the key is not the config
-hash; the row's config_hash column is), stored by the sweep's Store at that fixed path,
+hash; the row's config_hash column is), stored by the sweep's store (records.py) at that fixed path,
 atomically: a run is written once, and a rerun finds it. In front of the sweep columns'
 and the space's, each row carries the trial columns below; the objectives are the
 result's own metric columns.
@@ -22,8 +22,7 @@ import pyarrow as pa
 from cluster.results.schemas import Column
 from cluster.sweep.dataset import read_dataset
 from cluster.sweep.points import Point
-from cluster.sweep.records import STATUS_OK, SWEEP_FIELDS, PointRun
-from cluster.sweep.store import Store
+from cluster.sweep.records import STATUS_OK, SWEEP_FIELDS, PointRun, Store
 
 FULL = "full"  # the fidelity of a run that was not cut (uncapped, or finished before its cap)
 NOT_RUN = "not-run"  # the fidelity of a trial a known constraint rejected before simulating

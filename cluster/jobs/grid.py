@@ -36,7 +36,7 @@ def _bands(total: int, parts: int) -> list[tuple[int, int]]:
 def _block_shape(rows: int, cols: int, shards: int) -> tuple[int, int] | None:
     """a x b = shards with a <= rows, b <= cols, blocks as square as possible (None: no such a, b)."""
     best = None
-    for a in range(1, shards + 1):
+    for a in range(1, min(shards, rows) + 1):  # a > rows never fits: run.shards = 10**9 is refused at once
         if shards % a:
             continue
         b = shards // a

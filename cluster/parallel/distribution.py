@@ -1,4 +1,4 @@
-"""How a sharded run spent its time (issue 11): the figures every distributed run reports, and
+"""How a sharded run spent its time: the figures every distributed run reports, and
 the line the commands print about them. Light on purpose: the commands import it at start."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def describe_distribution(row: dict) -> str | None:
 
 
 def distribution_figures(plan: "Plan | None", outcome: "RunOutcome") -> dict:
-    """Per-run figures of a distributed run (issue 11): windows, simulation against exchange
+    """Per-run figures of a distributed run: windows, simulation against exchange
     time per shard, peak memory per shard, and the speed-up against the pilot's prediction
     of one process (only when a pilot ran)."""
     x = outcome.figures

@@ -101,7 +101,7 @@ def meta_after(shard: EpochShard[Any, Any], t0: int, t1: int, out: Traffic, boun
 
 class WindowLengths:
     """How many epochs had each window length: the run's mean and median window without a list
-    that grows with the epochs (issue 27)."""
+    that grows with the epochs."""
 
     def __init__(self) -> None:
         self.counts: dict[int, int] = {}

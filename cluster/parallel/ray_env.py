@@ -18,9 +18,12 @@ imports Ray, and only through here.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import signal
 import socket
+import threading
 from pathlib import Path
 
 from cluster.errors import UserError
@@ -72,6 +75,28 @@ def init_ray(address: str | None = None, num_cpus: int | None = None):
 
     if ray.is_initialized():
         return ray
+    with _keeping_signal_handlers():
+        return _init(ray, address, num_cpus)
+
+
+@contextlib.contextmanager
+def _keeping_signal_handlers():
+    """Keep this process's SIGTERM and SIGINT handlers across ``ray.init``, which installs its own in a driver
+    (SIGTERM: ``sys.exit(15)`` through Ray's stack, exit 1 or 15): a command's own (exit 143, the run marked
+    interrupted) stay in force."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    kept = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in kept.items():
+            if handler is not None:
+                signal.signal(sig, handler)
+
+
+def _init(ray, address: str | None, num_cpus: int | None):
     problem = ray_version_problem(ray.__version__)
     if problem:
         raise UserError(problem)

@@ -9,8 +9,8 @@ import pyarrow as pa
 
 from allocators.banks import BankAllocator
 from allocators.memory_report import block_listing, l1_summary, usage_summary
-from cluster.results.io import write_csv, write_parquet
 from cluster.results.schemas import ALLOC_BLOCKS, ALLOC_L1_SUMMARY, ALLOC_MEMORY_SUMMARY, RunMeta, TableSchema
+from cluster.results.writer import CSV, write_table
 
 REPORTS: dict[str, tuple[TableSchema, Callable[[dict[str, BankAllocator]], list[dict]]]] = {
     "memory_usage_summary": (ALLOC_MEMORY_SUMMARY, usage_summary),
@@ -35,7 +35,7 @@ def write_reports(memories: dict[str, BankAllocator], out_dir: str | Path, meta:
     out = Path(out_dir)
     written = []
     for name, table in report_tables(memories, meta).items():
-        written.append(write_csv(table, out / f"{name}.csv"))
+        written.append(write_table(table, out / f"{name}.csv", form=CSV))
         if parquet:
-            written.append(write_parquet(table, out / f"{name}.parquet"))
+            written.append(write_table(table, out / f"{name}.parquet"))
     return written

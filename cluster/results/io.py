@@ -10,6 +10,7 @@ output path before any work starts, so a bad ``--out`` costs a second, not a run
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
@@ -18,11 +19,7 @@ import socket
 import tempfile
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.csv as pacsv
-import pyarrow.parquet as pq
-
-from cluster.errors import UserError
+from cluster.errors import UserError, WriteError
 
 # a temporary file's name says which process writes it: ".<final name>.<host>_<pid>.<random>.tmp"
 _WRITER = re.compile(r"\.(?P<host>\w+)_(?P<pid>\d+)\.\w+\.tmp$")
@@ -36,15 +33,30 @@ def _host() -> str:
 def atomic_path(path: str | Path):
     """Yield a temporary path next to ``path``; rename it into place only on success."""
     final = Path(path)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _new_temporary(final)
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        tmp = _new_temporary(final)
+    except OSError as exc:
+        if exc.errno in NOT_WRITTEN:
+            raise _write_error(final, exc) from None
+        raise
     try:
         yield tmp
         os.replace(tmp, final)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.errno in NOT_WRITTEN:
+            raise _write_error(final, exc) from None
         raise
+
+
+NOT_WRITTEN = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EIO, errno.EFBIG}
+
+
+def _write_error(path: Path, exc: OSError) -> WriteError:
+    return WriteError(f"{path}: cannot write: {os.strerror(exc.errno) if exc.errno else exc}", path=path,
+                      reason=os.strerror(exc.errno) if exc.errno else str(exc))
 
 
 def _new_temporary(final: Path) -> Path:
@@ -128,18 +140,6 @@ def check_file(path: str | Path, what: str) -> Path:
     if why:
         raise OutputError(f"{what} {str(path)}: {why}")
     return f
-
-
-def write_parquet(table: pa.Table, path: str | Path) -> Path:
-    with atomic_path(path) as tmp:
-        pq.write_table(table, tmp)
-    return Path(path)
-
-
-def write_csv(table: pa.Table, path: str | Path) -> Path:
-    with atomic_path(path) as tmp:
-        pacsv.write_csv(table, tmp)
-    return Path(path)
 
 
 def write_json(obj, path: str | Path) -> Path:

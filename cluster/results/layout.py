@@ -71,11 +71,27 @@ def table_files(root: str | Path, table: str) -> list[Path]:
     return sorted(p for p in Path(root).glob(glob(table)) if not p.name.startswith("."))
 
 
+def unreadable(path: str | Path, exc: BaseException) -> UserError:
+    """The error for a Parquet file that cannot be read (cut short or corrupted by something other than rdasim's
+    atomic writes): the file and what is wrong, exit 2."""
+    what = str(exc).split(". ")[0] if str(exc) else type(exc).__name__
+    return UserError(f"{path}: not a readable Parquet file ({what}); move it aside (a sweep's rerun recomputes "
+                     "the point it held)")
+
+
+def parquet_schema(path: str | Path) -> pa.Schema:
+    """A Parquet file's schema; a file that cannot be read is a UserError naming it."""
+    try:
+        return pq.read_schema(path)
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise unreadable(path, exc) from None
+
+
 def open_files(files: list[Path] | list[str]) -> ds.Dataset:
     """A pyarrow dataset of these files, its schema the union of theirs (columns matched by name)."""
     import pyarrow.dataset as ds  # here, not at the top: it imports pandas (0.2 s on every `rdasim run`)
 
-    schemas = {pq.read_schema(f) for f in files}
+    schemas = {parquet_schema(f) for f in files}
     schema = pa.unify_schemas(list(schemas)) if len(schemas) > 1 else None
     return ds.dataset([str(f) for f in files], format="parquet", schema=schema)
 

@@ -2,14 +2,14 @@
 Arrow tables by name and its side files, whatever it simulated or solved.
 
 ``rdasim noc``, ``run`` (one chip or a system) and ``map`` each make a ``Result``; the CLI
-prints it, ``writer.write`` puts it in a run's --out, a sweep stores its tables, and a
+prints it, ``Result.write`` puts it in a run's --out (through writer.py), a sweep stores its tables, and a
 notebook reads it (``rdasim.run(...)``). The run's identity is the ``Summary``'s: the same
 run id, config hash, seed and code every row of its tables carries.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from cluster.errors import EXIT_STATUS
+from cluster.results import layout, writer
 from cluster.version import CodeVersion
 
 if TYPE_CHECKING:
     from cluster.parallel.simulate import Simulation
-    from cluster.results.layout import RunOutput
 
 
 @dataclass(frozen=True)
@@ -84,15 +84,21 @@ class Result:
         """run.json: the identity, the resolved config and the figures."""
         return {**self.summary.identity(), "config": self.config, "summary": dict(self.summary.figures)}
 
-    def write(self, out: str | Path | RunOutput, existing: str = "refuse") -> list[Path]:
-        """Write the tables, side files and run.json into directory ``out`` (docs/results.md); a
-        directory holding another run's tables is refused unless ``existing`` is "add" (runs
-        accumulate) or "replace" (they are deleted first). Returns the files written."""
-        from cluster.results import layout, writer
-
+    def write(self, out: str | Path | layout.RunOutput, existing: str = "refuse", skip: Iterable[str] = ()
+              ) -> list[Path]:
+        """Write the tables, side files (but those in ``skip``) and run.json into directory ``out``
+        (docs/results.md), through the one writer; a directory holding another run's tables is
+        refused unless ``existing`` is "add" (runs accumulate) or "replace" (they are deleted
+        first). Returns the files written."""
         if not isinstance(out, layout.RunOutput):
             out = layout.prepare(out, existing)
-        return writer.write(self, out)
+        skipped = set(skip)
+        files = {name: content for name, content in self.files.items() if name not in skipped}
+        return writer.write_run(out, self.summary.run_id, self.tables, files, self.record())
+
+    def write_side(self, out: str | Path | layout.RunOutput, names: Iterable[str]) -> list[Path]:
+        """The side files ``names`` in ``out`` (a run's --out, or the directory a file is asked in)."""
+        return writer.write_side(out, self.summary.run_id, {name: self.files[name] for name in names})
 
     def __repr__(self) -> str:
         tables = ", ".join(f"{name} ({t.num_rows} rows)" for name, t in self.tables.items())

@@ -41,18 +41,6 @@ class Command:
     listed: bool = True  # offered to users (False: a command for tests and benchmarks)
 
 
-def pick_result(tables: dict[str, pa.Table], preferred: str) -> str:
-    """Name of the result table: the preferred one, else a ``*summary`` table, else the first."""
-    if preferred in tables:
-        return preferred
-    summaries = [n for n in tables if n.endswith("summary")]
-    if summaries:
-        return summaries[0]
-    if not tables:
-        raise RuntimeError("the job returned no Arrow tables")
-    return next(iter(tables))
-
-
 def _known_schema(name: str) -> pa.Schema | None:
     from cluster.results import schemas
 
@@ -173,10 +161,15 @@ COMMANDS: dict[str, Command] = {
     "system": Command("system", "rdasim run with a [system]: one point is a system of chips", _run_schema,
                       partial(_execute, _system_job), "system_summary", lambda: _known_schema("system_summary"),
                       partial(_check, _system_job)),
-    "noop": Command("noop", "echo the config back (tests, overhead benchmarks)", _noop_schema, _noop_job,
+    "noop": Command("noop", "echo the config back, for tests and overhead benchmarks", _noop_schema, _noop_job,
                     "sweep_noop", lambda: _known_schema("sweep_noop"), listed=False),
 }
 LISTED = tuple(name for name, command in COMMANDS.items() if command.listed)  # what an error offers a user
+
+
+def known() -> str:
+    """Every command a spec may name, the unlisted ones (noop) with what they are for: what an error lists."""
+    return ", ".join(LISTED + tuple(f"{n} ({c.doc})" for n, c in COMMANDS.items() if not c.listed))
 
 
 def get(name: str) -> Command:

@@ -14,7 +14,7 @@ Each step can be killed:
    compacted files its footer lists;
 3. it is renamed into place.
 
-Once staged, the file is the record of what to finish: the next compaction or run of the
+Once staged, the file is the record of what to finish: the next compaction, run or status of the
 sweep does 2 and 3 for it (``finish``) before anything else. No reader ever sees a row
 twice; while 2 and 3 run (seconds, for a file replacing 10^5 others) a reader misses the
 points being moved, which the staged file holds. Only points whose result is stored are
@@ -39,7 +39,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from cluster.errors import UserError
-from cluster.results import io
+from cluster.results.writer import TableForm, write_table
 from cluster.sweep.index import THREADS, point_ids, read_file, staged_files
 from cluster.sweep.layout import (
     COMPACTED,
@@ -116,6 +116,18 @@ def finish(layout: DatasetLayout) -> int:
             _put_in_place(staged, [pid for pid, _ in point_ids(staged)], _replaced(staged))
             done += 1
     return done
+
+
+def finish_interrupted(layout: DatasetLayout) -> int:
+    """What a command that opens the sweep does first: finish a compaction that was killed (its staged files
+    put in place, so readers see no gap), unless another process holds the sweep (a compaction running now)."""
+    if not any(staged_files(d) for d in layout.table_dirs().values()):
+        return 0
+    try:
+        with sweep_lock(layout, "finishing an interrupted compaction of"):
+            return finish(layout)
+    except UserError:  # busy: the process that holds it finishes its own
+        return 0
 
 
 def _replaced(staged: Path) -> list[str]:
@@ -216,7 +228,7 @@ def _compact_leaf(table: str, small: list[Path], point_files: list[Path], rows: 
 def _try_read(f: Path) -> pa.Table | None:
     try:
         return read_file(f)
-    except (OSError, pa.ArrowInvalid):
+    except UserError:  # cannot be read: left as it is (its point is pending; a rerun rewrites it)
         return None
 
 
@@ -248,16 +260,8 @@ def _write(table: pa.Table, path: Path, replaces: list[str]) -> None:
     """A compacted file, atomically, complete and on disk (fsync) before anything it replaces is deleted."""
     meta = {k: v for k, v in (table.schema.metadata or {}).items() if k not in POINT_KEYS}
     meta[REPLACES] = json.dumps(replaces).encode()
-    stats = [f.name for f in table.schema if f.name not in UNBOUNDED_TEXT]
-    with io.atomic_path(path) as tmp:
-        with pq.ParquetWriter(str(tmp), table.schema, write_statistics=stats) as w:
-            w.write_table(table, row_group_size=ROWS)
-            w.add_key_value_metadata(meta)
-        fd = os.open(tmp, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+    stats = tuple(f.name for f in table.schema if f.name not in UNBOUNDED_TEXT)
+    write_table(table, path, meta, TableForm(statistics=stats, row_group=ROWS, durable=True))
 
 
 # ----------------------------------------------------------------------------- a point run again

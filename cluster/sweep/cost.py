@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from cluster.config.schema import get_path
-
 WORK_ITEMS = ("requests", "steps", "trials")  # what a workload's config counts its work in (0: all of a trace)
 
 
@@ -27,7 +25,7 @@ def prior(command: str, config: dict) -> float:
         cycles = (noc.get("warmup_cycles") or 0) + (noc.get("measure_cycles") or 0) or 1
         return float(rows * cols * cycles * (1.0 + 2.0 * float(noc.get("rate") or 0.0)))
     if command == "noop":
-        return 0.01 + float(get_path(config, "noop.sleep") or 0.0)
+        return 0.01 + float((config.get("noop") or {}).get("sleep") or 0.0)
     for section in (config.get("workload") or {}).values():  # run, system: the work items the workload names
         if isinstance(section, dict):
             items = [v for k, v in section.items() if k in WORK_ITEMS and isinstance(v, int) and v > 0]

@@ -16,6 +16,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from cluster.errors import UserError
+from cluster.results.layout import unreadable
 from cluster.sweep.layout import STAGED, dataset_files, is_compacted, point_of
 from cluster.sweep.records import read_status
 
@@ -26,15 +28,20 @@ class Holdings:
 
     status: dict[str, str] = field(default_factory=dict)  # point id -> ok / error
     compacted: set[str] = field(default_factory=set)
+    unreadable: list[Path] = field(default_factory=list)  # point files that cannot be read: their points are pending
 
 
 THREADS = 4  # files read at once: pyarrow reads without the GIL, so their latencies overlap
 
 
 def read_file(path: Path, columns: list[str] | None = None) -> pa.Table:
-    """One Parquet file's rows (pyarrow.parquet.read_table's dataset machinery costs several times more per file)."""
-    with pq.ParquetFile(path) as f:
-        return f.read(columns=columns)
+    """One Parquet file's rows (pyarrow.parquet.read_table's dataset machinery costs several times more per file);
+    a file that cannot be read is a UserError naming it."""
+    try:
+        with pq.ParquetFile(path) as f:
+            return f.read(columns=columns)
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise unreadable(path, exc) from None
 
 
 def point_ids(file: Path) -> list[tuple[str, str]]:
@@ -63,6 +70,26 @@ def holdings(table_dir: Path) -> Holdings:
     points = [f for f in files if not is_compacted(f)]
     with ThreadPoolExecutor(THREADS) as pool:
         for f, found in zip(points, pool.map(read_status, points)):
-            if found is not None and found[0] == point_of(f):
+            if found is None:
+                out.unreadable.append(f)
+            elif found[0] == point_of(f):
                 out.status[found[0]] = found[1]
+    return out
+
+
+def stored_specs(table_dir: Path) -> set[str]:
+    """The spec versions (hashes) the table's readable files were computed from: a point file's footer, a
+    compacted file's ``sweep_spec`` column. What a rerun checks when the manifest that lists them is lost."""
+    out: set[str] = set()
+    for f in dataset_files(table_dir):
+        try:
+            if is_compacted(f):
+                out.update(v for v in read_file(f, ["sweep_spec"]).column(0).unique().to_pylist() if v)
+            else:
+                with pq.ParquetFile(f) as pf:
+                    found = (pf.metadata.metadata or {}).get(b"rdasim.spec_hash")
+                if found:
+                    out.add(found.decode())
+        except (OSError, pa.ArrowInvalid, UserError):  # unreadable: pending, recomputed (holdings)
+            continue
     return out

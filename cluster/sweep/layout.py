@@ -20,12 +20,11 @@ still found and read; they are not continued (``--replace`` starts them again).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from cluster.results.layout import NULL_SEGMENT, segment_value, table_file  # noqa: F401 - re-exported
-from cluster.sweep.manifest import FORMAT
+from cluster.sweep.manifest import FORMAT, read_json
 
 MANIFEST_SUFFIX = ".manifest.json"
 LOCK_SUFFIX = ".lock"
@@ -99,7 +98,7 @@ class DatasetLayout:
 def of_manifest(path: Path) -> DatasetLayout:
     """The layout of the sweep whose manifest is at ``path`` (the files it was written in). Read from the
     manifest's JSON without building its point records (10^5 of them take seconds)."""
-    m = json.loads(Path(path).read_text())
+    m = read_json(path)
     return DatasetLayout(path.parent, m["sweep"], tuple(m["partition_by"]),
                          m.get("result_table") or _result_of(m["command"]), m.get("format", FORMAT))
 

@@ -12,11 +12,43 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from cluster.errors import UserError
 from cluster.results import io
 
 FORMAT = 3  # 2: spec versions, code versions, the "_" layout; 3: one dataset per table (sweep/layout.py)
 PENDING, DONE, FAILED = "pending", "done", "failed"
 INDENTED_POINTS = 10_000
+
+
+REQUIRED = {"sweep": str, "command": str, "partition_by": list, "runs": list, "points": dict}  # a reader needs them
+
+
+class ManifestError(UserError):
+    """A manifest that cannot be read (corrupted, cut short, edited by hand): named, never a traceback."""
+
+
+def unreadable(path: Path, what: str) -> ManifestError:
+    return ManifestError(f"{path}: not a readable sweep manifest ({what}); the point files are the truth: move it "
+                         "aside and rerun the sweep's spec to rebuild it from them")
+
+
+def read_json(path: Path) -> dict:
+    """A manifest's JSON, checked for the keys a reader needs (ManifestError naming the file if not)."""
+    try:
+        data = json.loads(Path(path).read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise unreadable(path, f"not UTF-8 text at byte {exc.start}") from None
+    except json.JSONDecodeError as exc:
+        raise unreadable(path, f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except OSError as exc:
+        raise unreadable(path, exc.strerror or str(exc)) from None
+    if not isinstance(data, dict):
+        raise unreadable(path, f"a JSON {type(data).__name__}, not an object")
+    for key, kind in REQUIRED.items():
+        if not isinstance(data.get(key), kind):
+            raise unreadable(path, f"{key!r} is {'missing' if key not in data else type(data[key]).__name__}, "
+                                   f"expected a {kind.__name__}")
+    return data
 
 
 def now() -> str:
@@ -99,7 +131,10 @@ class Manifest:
 
     @classmethod
     def load(cls, path: Path) -> "Manifest":
-        data = json.loads(Path(path).read_text())
-        data["runs"] = [RunEntry(**r) for r in data.get("runs", [])]
-        data["points"] = {k: PointEntry(**v) for k, v in data.get("points", {}).items()}
-        return cls(**data)
+        data = read_json(path)
+        try:
+            data["runs"] = [RunEntry(**r) for r in data.get("runs", [])]
+            data["points"] = {k: PointEntry(**v) for k, v in data.get("points", {}).items()}
+            return cls(**data)
+        except (TypeError, AttributeError) as exc:  # a field of the wrong type, or one it does not have
+            raise unreadable(Path(path), str(exc)) from None

@@ -3,20 +3,70 @@
 from __future__ import annotations
 
 import difflib
+import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cluster.config import ConfigError, Issue, Table, config_hash
+import pyarrow as pa
+
+from cluster.config import ConfigError, Issue, Table, config_hash, footprint
 from cluster.config.schema import get_path
 from cluster.errors import UserError
 from cluster.results import schemas
 from cluster.sweep import commands
 from cluster.sweep.layout import column_name
 from cluster.sweep.points import Point, Skipped, expand
-from cluster.sweep.records import AxisColumns
 from cluster.sweep.spec import SweepSpec, read_spec
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def infer_type(values: list) -> pa.DataType:
+    """Arrow type of a swept column from its resolved values: numbers stay numbers."""
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, bool) for v in present):
+        return pa.bool_()
+    if present and all(_is_int(v) for v in present):
+        return pa.int64()
+    if present and all(_is_int(v) or isinstance(v, float) for v in present):
+        return pa.float64()
+    return pa.string()  # strings, and tables or lists (as JSON)
+
+
+def encode(value, typ: pa.DataType):
+    """A resolved config value as stored in a swept column of type ``typ``."""
+    if value is None:
+        return None
+    if typ == pa.float64():
+        return float(value)  # an int among floats
+    if typ == pa.string() and not isinstance(value, str):
+        return json.dumps(value, sort_keys=True, default=str)  # a table, a list, or mixed types
+    return value
+
+
+@dataclass(frozen=True)
+class AxisColumns:
+    """The swept config paths as typed dataset columns."""
+
+    paths: tuple[str, ...]
+    types: tuple[pa.DataType, ...]
+
+    @classmethod
+    def of(cls, paths: list[str], configs: list[dict]) -> "AxisColumns":
+        return cls(tuple(paths), tuple(infer_type([get_path(c, p) for c in configs]) for p in paths))
+
+    @property
+    def fields(self) -> list[pa.Field]:
+        return [pa.field(column_name(p), t) for p, t in zip(self.paths, self.types)]
+
+    def values(self, config: dict) -> list:
+        return [encode(get_path(config, p), t) for p, t in zip(self.paths, self.types)]
+
 
 # how to run and store, not what: outside the hash
 EXECUTION_KEYS = ("max_retries", "max_concurrency", "description", "compact", "compact_rows")
@@ -31,6 +81,7 @@ class SweepPlan:
     duplicates: int  # combinations that resolved to an already listed config
     spec_hash: str = ""  # what the spec asks for (base resolved), without how it runs
     skipped: Skipped | None = None  # combinations left out as invalid together (sweep.skip_invalid)
+    notes: tuple[str, ...] = ()  # what a user should know before the points run (``notes``)
 
 
 def spec_hash(spec: SweepSpec) -> str:
@@ -44,9 +95,9 @@ def spec_hash(spec: SweepSpec) -> str:
 def _command(spec: SweepSpec, issues: list[Issue]) -> tuple[commands.Command, Table] | None:
     """The spec's command and its config schema; None (and an issue) if it names none."""
     if spec.command not in commands.COMMANDS:
-        close = difflib.get_close_matches(spec.command, commands.LISTED, n=1)
+        close = difflib.get_close_matches(spec.command, list(commands.COMMANDS), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        issues.append(Issue("sweep.command", f"{spec.command!r} is not one of {', '.join(commands.LISTED)}{hint}"))
+        issues.append(Issue("sweep.command", f"{spec.command!r} is not one of {commands.known()}{hint}"))
         return None
     command = commands.get(spec.command)
     return command, command.schema()
@@ -69,13 +120,27 @@ def column_collisions(paths: list[str], command: commands.Command, extra: tuple[
     return issues
 
 
+def _too_many(spec: SweepSpec) -> Issue | None:
+    """An issue if the spec's combinations would not fit in memory, keyed by the largest dimension."""
+    dims = {f"axes.{p}": len(v) for p, v in spec.axes.items()}
+    dims.update({f"zip[{i}]": len(next(iter(z.values()))) for i, z in enumerate(spec.zips) if z})
+    if spec.random is not None:
+        dims["random.samples"] = spec.random.samples
+    total = math.prod(dims.values()) + len(spec.points) if dims else len(spec.points)
+    found = footprint.points_problem(total)
+    return Issue(max(dims, key=lambda k: dims[k]) if dims else "points", found) if found else None
+
+
 def plan_from_spec(spec: SweepSpec, issues: list[Issue] | None = None) -> SweepPlan:
     """Expand a parsed spec; raise ConfigError with the parse ``issues`` and every new one."""
     issues = list(issues or [])
     resolved = _command(spec, issues) if spec.command else None
     points: list[Point] = []
     duplicates, skipped = 0, None
-    if resolved is not None:
+    too_many = _too_many(spec)
+    if too_many is not None:  # before a point is drawn: samples = 10**12 is refused, not allocated
+        issues.append(too_many)
+    elif resolved is not None:
         command, schema = resolved
         points, found, duplicates, skipped = expand(spec, schema)
         issues += found + column_collisions(spec.swept_paths(), command)
@@ -84,7 +149,7 @@ def plan_from_spec(spec: SweepSpec, issues: list[Issue] | None = None) -> SweepP
                           issues or [Issue("sweep.command", "is required: what each point runs (noc or run)")])
     command = resolved[0]
     axes = AxisColumns.of(spec.swept_paths(), [p.config for p in points])
-    return SweepPlan(spec, command, points, axes, duplicates, spec_hash(spec), skipped)
+    return SweepPlan(spec, command, points, axes, duplicates, spec_hash(spec), skipped, notes(spec, points, skipped))
 
 
 def _replayed_traces(config: dict) -> list[str]:
@@ -93,19 +158,19 @@ def _replayed_traces(config: dict) -> list[str]:
     return [f"workload.{k}.trace" for k, v in workload.items() if isinstance(v, dict) and v.get("trace")]
 
 
-def notes(plan: SweepPlan) -> list[str]:
+def notes(spec: SweepSpec, points: list[Point], skipped: Skipped | None) -> tuple[str, ...]:
     """What a user should know before the points run: combinations skipped as invalid together, and
     seeds swept over a trace replay (a trace fixes arrivals and lengths: the seeds may change nothing)."""
-    out = [plan.skipped.line()] if plan.skipped else []
-    seeds = [p for p in plan.spec.set_paths() if p.split(".")[-1] == "seed" or p.endswith("_seed")]
+    out = [skipped.line()] if skipped else []
+    seeds = [p for p in spec.set_paths() if p.split(".")[-1] == "seed" or p.endswith("_seed")]
     for path in seeds:
-        values = {repr(get_path(p.config, path)) for p in plan.points}
-        traces = sorted({t for p in plan.points for t in _replayed_traces(p.config)})
+        values = {repr(get_path(p.config, path)) for p in points}
+        traces = sorted({t for p in points for t in _replayed_traces(p.config)})
         if len(values) > 1 and traces:
             out.append(f"warning: {path} takes {len(values)} values but {', '.join(traces)} replays a trace: a seed "
                        "only changes what the trace does not fix (its arrivals, prompts and outputs come from the "
                        "trace), so the seeds' points may be identical")
-    return out
+    return tuple(out)
 
 
 def plan_sweep(given: str | Path | Mapping[str, Any]) -> SweepPlan:

@@ -1,4 +1,5 @@
-"""The rows a sweep stores for a point: its job's tables, prefixed with sweep and axis columns.
+"""The rows a sweep stores for a point, and their store: its job's tables, prefixed with sweep and axis
+columns, each written by the one writer (cluster/results/writer.py) at the point's fixed path.
 
 Every stored table starts with the sweep columns (schemas.SWEEP_COLUMNS) and one typed
 column per swept config path, followed by the job's own columns. A point that failed
@@ -10,9 +11,9 @@ manifest, so a file's metadata is the same size at 10 points and at 10^5.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -20,8 +21,13 @@ import pyarrow.parquet as pq
 from cluster.config import config_hash
 from cluster.config.schema import get_path
 from cluster.results import schemas
-from cluster.sweep.layout import column_name
+from cluster.results.writer import TableForm, write_table
+from cluster.sweep.layout import DatasetLayout
 from cluster.version import code_version
+
+if TYPE_CHECKING:
+    from cluster.sweep.plan import SweepPlan
+    from cluster.sweep.points import Point
 
 STATUS_OK, STATUS_ERROR = "ok", "error"
 SWEEP_FIELDS = [pa.field(c.name, c.type) for c in schemas.SWEEP_COLUMNS]
@@ -39,61 +45,6 @@ class PointRun:
     traceback: str | None = None
 
 
-def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def infer_type(values: list) -> pa.DataType:
-    """Arrow type of a swept column from its resolved values: numbers stay numbers."""
-    present = [v for v in values if v is not None]
-    if present and all(isinstance(v, bool) for v in present):
-        return pa.bool_()
-    if present and all(_is_int(v) for v in present):
-        return pa.int64()
-    if present and all(_is_int(v) or isinstance(v, float) for v in present):
-        return pa.float64()
-    return pa.string()  # strings, and tables or lists (as JSON)
-
-
-def encode(value, typ: pa.DataType):
-    """A resolved config value as stored in a swept column of type ``typ``."""
-    if value is None:
-        return None
-    if typ == pa.float64():
-        return float(value)  # an int among floats
-    if typ == pa.string() and not isinstance(value, str):
-        return json.dumps(value, sort_keys=True, default=str)  # a table, a list, or mixed types
-    return value
-
-
-@dataclass(frozen=True)
-class AxisColumns:
-    """The swept config paths as typed dataset columns."""
-
-    paths: tuple[str, ...]
-    types: tuple[pa.DataType, ...]
-
-    @classmethod
-    def of(cls, paths: list[str], configs: list[dict]) -> "AxisColumns":
-        return cls(tuple(paths), tuple(infer_type([get_path(c, p) for c in configs]) for p in paths))
-
-    @property
-    def fields(self) -> list[pa.Field]:
-        return [pa.field(column_name(p), t) for p, t in zip(self.paths, self.types)]
-
-    def values(self, config: dict) -> list:
-        return [encode(get_path(config, p), t) for p, t in zip(self.paths, self.types)]
-
-
-def column_docs(result: str, axes: AxisColumns) -> dict[str, str]:
-    """What each column of the sweep's result table means: kept once, in the manifest, not in every file."""
-    table = next((t for t in schemas.ALL_TABLES if t.name == result), None)
-    job = list(table.columns) + schemas.META_COLUMNS if table is not None else []
-    return {**{c.name: c.doc for c in schemas.SWEEP_COLUMNS},
-            **{f.name: f"the point's value of the swept config key {p}" for p, f in zip(axes.paths, axes.fields)},
-            **{c.name: c.doc for c in job}}
-
-
 def prefix_values(sweep_id: str, spec_hash: str, point, run: PointRun) -> list:
     return [sweep_id, spec_hash, point.id, point.index, run.status, run.error, run.traceback, run.attempts, run.node,
             run.seconds]
@@ -109,8 +60,8 @@ def file_metadata(point, status: str, spec_hash: str = "") -> dict[bytes, bytes]
     }
 
 
-def point_file_options(fields: list[pa.Field]) -> dict:
-    """pyarrow.parquet.ParquetWriter options for a point's file, whose footer costs about 80 bytes a column.
+def point_form(fields: list[pa.Field]) -> TableForm:
+    """How a point's file is written (cluster/results/writer.py), its footer costing about 80 bytes a column.
 
     No serialised Arrow schema (every column type here is one Parquet stores as itself: int32,
     int64, double, bool, string), no dictionary pages (a file holds one point's rows), and
@@ -118,8 +69,8 @@ def point_file_options(fields: list[pa.Field]) -> dict:
     the store's other columns in ``fields`` (the swept paths; an exploration's trial columns).
     Compacted files keep statistics of every column but the error text.
     """
-    names = [f.name for f in fields if f.name in FILTERED or f.name not in SWEEP_NAMES]
-    return {"store_schema": False, "use_dictionary": False, "write_statistics": names}
+    names = tuple(f.name for f in fields if f.name in FILTERED or f.name not in SWEEP_NAMES)
+    return TableForm(statistics=names, store_schema=False, dictionary=False)
 
 
 SWEEP_NAMES = {f.name for f in SWEEP_FIELDS}
@@ -159,3 +110,69 @@ def read_status(path: Path) -> tuple[str, str] | None:
     if pid is None or status is None:
         return None
     return pid.decode(), status.decode()
+
+
+def pick_result(tables: dict[str, pa.Table], preferred: str) -> str:
+    """Name of the result table: the preferred one, else a ``*summary`` table, else the first."""
+    if preferred in tables:
+        return preferred
+    summaries = [n for n in tables if n.endswith("summary")]
+    if summaries:
+        return summaries[0]
+    if not tables:
+        raise RuntimeError("the job returned no Arrow tables")
+    return next(iter(tables))
+
+
+@dataclass
+class Store:
+    """The point files of one sweep: where each of a point's tables lands, and storing them.
+
+    Other tables are written before the point's result file, so a valid result file means
+    the point is complete. A point whose job failed, or whose tables cannot be stored,
+    becomes one error row in the result dataset, with the result's columns: the command's
+    when it knows them up front, else those of the first result stored (``learned``)."""
+
+    plan: SweepPlan
+    layout: DatasetLayout
+    learned: pa.Schema | None = None
+
+    def result_schema(self) -> pa.Schema | None:
+        return self.plan.command.result_schema() or self.learned
+
+    def path(self, point: Point, table: str | None = None) -> Path:
+        values = {p: get_path(point.config, p) for p in self.layout.partition_by}
+        return self.layout.point_file(point.id, values, table)
+
+    def columns(self, point: Point, run: PointRun) -> tuple[list[pa.Field], list]:
+        """The constant columns in front of a point's rows (the sweep's, then the swept paths'), and their values."""
+        plan = self.plan
+        return (SWEEP_FIELDS + plan.axes.fields,
+                prefix_values(plan.spec.name, plan.spec_hash, point, run) + plan.axes.values(point.config))
+
+    def write(self, point: Point, tables: dict[str, pa.Table] | None, run: PointRun) -> PointRun:
+        """Store a finished point; returns its run (turned into an error if storing failed)."""
+        fields, values = self.columns(point, run)
+        footer = file_metadata(point, run.status, self.plan.spec_hash)
+        if run.status == STATUS_OK:
+            try:
+                if tables is None:
+                    raise ValueError("the point reported ok but returned no tables")
+                name = pick_result(tables, self.plan.command.result)
+                rows = {t: decorate(tab, values, fields) for t, tab in tables.items() if t != name}
+                rows[name] = decorate(tables[name], values, fields)  # last: its file says the point is whole
+            except (ValueError, RuntimeError, pa.ArrowException) as exc:
+                run = PointRun(STATUS_ERROR, run.attempts, run.node, run.seconds,
+                               f"cannot store the point's tables: {exc}", None)
+                fields, values = self.columns(point, run)
+                footer = file_metadata(point, run.status, self.plan.spec_hash)
+            else:
+                if self.learned is None:
+                    self.learned = tables[name].schema
+                for table, decorated in rows.items():
+                    write_table(decorated, self.path(point, None if table == name else table),
+                                {**(decorated.schema.metadata or {}), **footer}, point_form(fields))
+                return run
+        error = decorate(error_table(self.result_schema(), point), values, fields)
+        write_table(error, self.path(point), {**(error.schema.metadata or {}), **footer}, point_form(fields))
+        return run

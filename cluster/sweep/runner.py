@@ -1,34 +1,33 @@
-"""Running a sweep: skip what is stored, run the rest on Ray, store each point as it finishes.
+"""Running a sweep: skip what is stored (resume.py), run the rest on Ray, store each point as it finishes.
 
-Resuming is the normal case: the points whose valid result file exists are skipped (a
-rerun after a killed driver computes only what is missing), the others go to Ray, and
-the manifest records the run. ``retry_failed`` also reruns the points stored as errors.
+The points left to run go to Ray (or run here, one by one), each stored as it finishes
+(records.py's store, through the one writer), and the manifest records the run; when it
+ends, the sweep's tables are compacted as the spec or the caller says.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-import shutil
 import socket
 import sys
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from cluster.errors import UserError
+from cluster.errors import UserError, WriteError
 from cluster.progress import Progress, WorkEta
 from cluster.results import io
 from cluster.sweep import compact as compaction
 from cluster.sweep.cost import features, prior
-from cluster.sweep.index import holdings
 from cluster.sweep.layout import DatasetLayout
 from cluster.sweep.lock import sweep_lock
-from cluster.sweep.manifest import DONE, FAILED, FORMAT, PENDING, Manifest, PointEntry, RunEntry, now
+from cluster.sweep.manifest import DONE, FAILED, Manifest, RunEntry, now
 from cluster.sweep.outcomes import Outcomes, read_outcomes
-from cluster.sweep.plan import SweepPlan, notes
+from cluster.sweep.plan import SweepPlan
 from cluster.sweep.points import Point
-from cluster.sweep.records import STATUS_OK, PointRun, column_docs
-from cluster.sweep.store import Store
+from cluster.sweep.records import STATUS_OK, PointRun, Store
+from cluster.sweep.resume import resume
 from cluster.version import code_version
 
 MANIFEST_EVERY_SECONDS = 2.0
@@ -49,88 +48,6 @@ class SweepSummary:
 
 
 EXISTING = ("refuse", "add", "replace")  # what to do when DIR holds this sweep from another spec version
-
-
-def _version(plan: SweepPlan) -> dict:
-    spec = plan.spec
-    return {"hash": plan.spec_hash, "text": spec.text, "base": spec.base, "source": str(spec.source), "added": now()}
-
-
-def _previous(plan: SweepPlan, layout: DatasetLayout, existing: str, mix_code: bool) -> Manifest | None:
-    """The stored manifest of this sweep, after checking it may be continued; None to start afresh."""
-    name, root = plan.spec.name, layout.root
-    if existing == "replace":
-        _remove(layout)
-        return None
-    old = Manifest.load(layout.manifest) if layout.manifest.is_file() else None
-    if (layout.legacy_manifest.is_file() and old is None) or (old is not None and old.format < FORMAT):
-        raise UserError(f"sweep {name!r} in {str(root)!r} was written by an older rdasim, in an older layout "
-                        f"({(layout.manifest if old else layout.legacy_manifest).name}); rerun with --replace to "
-                        "start it again, or use another --out or [sweep] name")
-    if old is None:
-        return None
-    if plan.spec_hash not in old.spec_hashes() and existing != "add":
-        when = old.specs[-1]["added"] if old.specs else old.created
-        raise UserError(
-            f"sweep {name!r} in {str(root)!r} holds points of another spec version ({old.spec_hashes()[-1:] or '?'} "
-            f"from {when}; this spec is {plan.spec_hash}): rerun with --add to add this version's points to it "
-            "(the sweep_spec column says which version computed each point), --replace to delete its points and "
-            "start again, or give the sweep a new [sweep] name")
-    here, stored = code_version().label, old.code_labels()
-    if stored and stored != [here] and not mix_code:
-        raise UserError(
-            f"sweep {name!r} in {str(root)!r} was computed by rdasim {', '.join(stored)}; this is {here}: rerun "
-            "with --mix-code to add points from this code (the rdasim_commit and rdasim_dirty columns say which "
-            "code computed each point), or use another --out or [sweep] name")
-    return old
-
-
-def _remove(layout: DatasetLayout) -> None:
-    """Delete a sweep's own files: its tables (in this layout and older ones) and manifests (nothing else in DIR)."""
-    for d in [layout.dataset, *replace(layout, format=FORMAT - 1).table_dirs().values()]:
-        if d.is_dir():
-            shutil.rmtree(d)
-    for m in (layout.manifest, layout.legacy_manifest):
-        m.unlink(missing_ok=True)
-
-
-def _manifest(plan: SweepPlan, layout: DatasetLayout, store: Store, stored: dict[str, str],
-              old: Manifest | None) -> Manifest:
-    spec = plan.spec
-    m = Manifest(
-        sweep=spec.name, command=spec.command, description=spec.description, spec=spec.raw,
-        spec_path=str(spec.source), partition_by=list(spec.partition_by),
-        columns={f.name: str(f.type) for f in plan.axes.fields},
-        created=old.created if old else now(), runs=old.runs if old else [],
-        specs=list(old.specs) if old else [], result_table=layout.result,
-        column_docs=column_docs(layout.result, plan.axes),
-    )
-    if plan.spec_hash not in m.spec_hashes():
-        m.specs.append(_version(plan))
-    if old:  # points of earlier spec versions stay listed (--add): they belong to the sweep
-        m.points.update(old.points)
-    for p in plan.points:
-        prev = old.points.get(p.id) if old else None
-        status = {STATUS_OK: DONE, None: PENDING}.get(stored.get(p.id), FAILED)
-        specs = list(prev.specs) if prev else []
-        m.points[p.id] = PointEntry(
-            p.index, p.values, str(store.path(p).relative_to(layout.root)), status,
-            prev.attempts if prev else 0, prev.seconds if prev and status != PENDING else None,
-            prev.error if prev and status == FAILED else None, specs + [plan.spec_hash] * (plan.spec_hash not in specs))
-    return m
-
-
-def interleaved(points: list[Point]) -> list[Point]:
-    """The points in bit-reversal order of their place (0, n/2, n/4, 3n/4, ...): the first ones done sample
-    every value of every axis, so the ETA learns each value's cost early and an interrupted sweep has
-    covered its whole space coarsely, not its first corner finely."""
-    bits = max(1, (len(points) - 1).bit_length())
-    return [points[i] for i in sorted(range(len(points)), key=lambda i: int(f"{i:0{bits}b}"[::-1], 2))]
-
-
-def _describe(point: Point) -> str:
-    shown = ", ".join(f"{k}={v!r}" for k, v in point.values.items())
-    return f"point {point.index} ({shown})" if shown else f"point {point.index}"
 
 
 def run_sweep(plan: SweepPlan, out: str | Path, address: str | None = None, max_concurrency: int | None = None,
@@ -166,16 +83,12 @@ def run_sweep(plan: SweepPlan, out: str | Path, address: str | None = None, max_
 def _run(plan: SweepPlan, layout: DatasetLayout, address: str | None, max_concurrency: int | None, quiet: bool,
          retry_failed: bool, in_process: bool, existing: str, mix_code: bool) -> SweepSummary:
     start = time.perf_counter()
-    old = _previous(plan, layout, existing, mix_code)
     store = Store(plan, layout)
-    store.remove_orphans()
-    held = holdings(layout.table_dir())
-    stored = {p.id: held.status[p.id] for p in plan.points if p.id in held.status}
-    todo = [p for p in plan.points if p.id not in stored or (retry_failed and stored[p.id] != STATUS_OK)]
+    resumed = resume(plan, store, existing, mix_code, retry_failed)
+    todo, manifest = resumed.todo, resumed.manifest
     # Ray first: a run that cannot reach its cluster never starts, so it leaves the manifest as it was
     ray = None if in_process or not todo else _ray(address)
-    compaction.release(layout, {p.id for p in todo if p.id in held.compacted})  # to be rerun: out of its file
-    manifest = _manifest(plan, layout, store, stored, old)
+    compaction.release(layout, resumed.released)  # to be rerun: out of its compacted file
     code = code_version()
     run = RunEntry(now(), socket.gethostname(), os.getpid(), address, code.version,
                    to_run=len(todo), skipped=len(plan.points) - len(todo), spec_hash=plan.spec_hash,
@@ -185,19 +98,22 @@ def _run(plan: SweepPlan, layout: DatasetLayout, address: str | None, max_concur
     log = (lambda msg: None) if quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
     log(f"sweep {plan.spec.name}: {len(plan.points)} points, {run.skipped} already stored, {len(todo)} to run"
         + (f" ({plan.duplicates} duplicate combinations dropped)" if plan.duplicates else ""))
-    for line in notes(plan):
+    for line in plan.notes:
         log(line)
+    for f in resumed.unreadable:
+        log(f"{f}: cannot be read (not a whole Parquet file): its point is recomputed")
     try:
         if todo:
             _execute(plan, todo, store, manifest, run, layout, ray,
                      max_concurrency or plan.spec.max_concurrency, quiet, log)
         run.state = "finished"
     except BaseException:
-        run.state = "interrupted"
+        run.state, run.ended = "interrupted", now()
+        with contextlib.suppress(WriteError):  # a full disk: the error that stopped the run is the one to tell
+            manifest.save(layout.manifest)
         raise
-    finally:
-        run.ended = now()
-        manifest.save(layout.manifest)
+    run.ended = now()
+    manifest.save(layout.manifest)
     counts = manifest.counts()
     found = read_outcomes(layout.table_dir(), {pid: entry.index for pid, entry in manifest.points.items()})
     return SweepSummary(plan.spec.name, layout.dataset, layout.manifest, len(plan.points), run.skipped,
@@ -213,7 +129,7 @@ def _ray(address):
 def _execute(plan, todo, store: Store, manifest: Manifest, run: RunEntry, layout: DatasetLayout, ray,
              max_concurrency, quiet, log) -> None:
     """The points of ``todo`` on the Ray of ``ray`` (None: here, one by one)."""
-    from cluster.sweep.execute import Executor, InProcessExecutor
+    from cluster.sweep.execute import Executor, InProcessExecutor  # here: a sweep with nothing to run never needs it
 
     executor: Executor | InProcessExecutor
     if ray is None:
@@ -250,6 +166,11 @@ def _execute(plan, todo, store: Store, manifest: Manifest, run: RunEntry, layout
         tick()
 
     try:
-        executor.run(interleaved(todo), done, tick, lambda p: eta.started(p.id))
+        executor.run(todo, done, tick, lambda p: eta.started(p.id))
     finally:
         progress.close()
+
+
+def _describe(point: Point) -> str:
+    shown = ", ".join(f"{k}={v!r}" for k, v in point.values.items())
+    return f"point {point.index} ({shown})" if shown else f"point {point.index}"

@@ -260,8 +260,8 @@ def parse_spec(raw: dict, base_dir: Path, source: str = "") -> tuple[SweepSpec, 
     sweep = sweep["sweep"]
     issues += found
     if sweep.get("name") is not None and not NAME_RE.match(sweep["name"]):
-        issues.append(Issue("sweep.name", f"{sweep['name']!r} must be letters, digits, '.', '_' or '-' "
-                                          "(it names a directory)"))
+        issues.append(Issue("sweep.name", f"{sweep['name']!r} must start with a letter or digit, then "
+                                          "letters, digits, '.', '_' or '-' (it names a directory)"))
     axes = raw.get("axes", {})
     if not isinstance(axes, dict):
         issues.append(Issue("axes", "expected a table of dotted path = [values]"))

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from cluster.errors import UserError
+from cluster.sweep.compact import finish_interrupted
 from cluster.sweep.index import holdings
 from cluster.sweep.layout import find_manifests, of_manifest
 from cluster.sweep.manifest import Manifest
@@ -39,6 +40,8 @@ class SweepStatus:
     code: list[str] = field(default_factory=list)  # code versions that computed its points
     outcomes: dict[str, int] = field(default_factory=dict)  # stored points by outcome: completed, deadlocked, ...
     points: dict[str, list[int]] = field(default_factory=dict)  # the points' indices by outcome
+    unreadable: list[str] = field(default_factory=list)  # point files that cannot be read (counted as pending)
+    finished: int = 0  # files of an interrupted compaction this status put in place first
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -65,8 +68,10 @@ def _state(m: Manifest) -> str:
 
 def sweep_status(manifest_path: Path, max_errors: int = 5) -> SweepStatus:
     m = Manifest.load(manifest_path)
+    finished = finish_interrupted(of_manifest(manifest_path))  # readers never see its gap
     root = manifest_path.parent
-    held = holdings(of_manifest(manifest_path).table_dir()).status
+    found_files = holdings(of_manifest(manifest_path).table_dir())
+    held = found_files.status
     done = failed = 0
     errors: list[str] = []
     for pid, entry in m.points.items():
@@ -85,7 +90,8 @@ def sweep_status(manifest_path: Path, max_errors: int = 5) -> SweepStatus:
     return SweepStatus(m.sweep, m.command, total, done, failed, total - done - failed, _state(m),
                        m.runs[0].started if m.runs else None, m.runs[-1].ended if m.runs else None,
                        len(m.runs), str(root / m.sweep), errors, max(len(m.specs), 1), len(set(held) - set(m.points)),
-                       m.code_labels(), {k: outcomes.counts.get(k, 0) for k in OUTCOMES}, outcomes.points)
+                       m.code_labels(), {k: outcomes.counts.get(k, 0) for k in OUTCOMES}, outcomes.points,
+                       [str(f) for f in found_files.unreadable], finished)
 
 
 def statuses(path: str | Path) -> list[SweepStatus]:

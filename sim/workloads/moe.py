@@ -41,7 +41,7 @@ from sim.memory.policies import largest_buffer
 from sim.serving.trace import TraceError
 from sim.workloads import WORKLOADS, ChipContext, Workload
 from sim.workloads.base import STREAM_ROUTE, Floorplan, tile_field, tile_id, tile_of
-from sim.workloads.routing_trace import RoutingTrace, imbalance_of, read_routing, select, skew_of
+from sim.workloads.routing_trace import ExpertOutOfRange, RoutingTrace, imbalance_of, read_routing, select, skew_of
 
 ACTIVATION = buffer_label(2, "activation")
 EXPERT_INPUT = buffer_label(3, "expert-input")
@@ -120,20 +120,20 @@ class MoeParams(Workload):
 
 
 def _trace_of(d: dict, issues: list[Issue]) -> RoutingTrace | None:
-    """The routes of ``workload.moe.trace``, checked against top_k and experts."""
+    """The routes of ``workload.moe.trace``, checked against top_k and experts (read_routing checks the ids)."""
     if not d["trace"]:
         return None
     try:
-        trace = select(read_routing(d["trace"]), d["trace_layers"], d["steps"], d["tokens"])
+        trace = select(read_routing(d["trace"], d["experts"]), d["trace_layers"], d["steps"], d["tokens"])
+    except ExpertOutOfRange as exc:
+        issues.append(Issue("workload.moe.experts", f"is {d['experts']}; {exc}"))
+        return None
     except TraceError as exc:
         issues.append(Issue("workload.moe.trace", str(exc)))
         return None
     if trace.top_k != d["top_k"]:
         issues.append(Issue("workload.moe.top_k", f"is {d['top_k']}; the trace routes every token to "
                             f"{trace.top_k} experts"))
-    if trace.max_expert >= d["experts"]:
-        issues.append(Issue("workload.moe.experts", f"is {d['experts']}; the trace routes to expert "
-                            f"{trace.max_expert} (ids from 0)"))
     return trace
 
 

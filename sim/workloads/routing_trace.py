@@ -18,6 +18,7 @@ Zipf routing as much as for a trace.
 from __future__ import annotations
 
 import re
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,11 +54,19 @@ class RoutingTrace:
         return int(self.offsets[k + 1] - self.offsets[k])
 
 
-def _check_tokens(where: str, experts: np.ndarray) -> None:
-    """Every token's experts are distinct and not negative ([tokens, top_k])."""
+class ExpertOutOfRange(TraceError):
+    """A routed expert id at or past the run's expert count (a config that disagrees with its trace)."""
+
+
+def _check_tokens(where: str, experts: np.ndarray, count: int | None = None) -> None:
+    """Every token's experts are distinct, not negative and (``count`` given) below ``count`` ([tokens, top_k])."""
     if (experts < 0).any():
         t = int(np.flatnonzero((experts < 0).any(axis=1))[0])
         raise TraceError(f"{where}, token {t}: negative expert id")
+    if count is not None and (experts >= count).any():  # before the duplicates: ids all 99 are out of range
+        t = int(np.flatnonzero((experts >= count).any(axis=1))[0])
+        raise ExpertOutOfRange(f"{where}, token {t}: expert {int(experts[t].max())} is out of range "
+                         f"(the run has {count} experts: ids 0..{count - 1})")
     srt = np.sort(experts, axis=1)
     same = srt[:, 1:] == srt[:, :-1]
     if same.any():
@@ -70,7 +79,7 @@ def _from_npz(path: Path) -> dict[tuple[int, int], np.ndarray]:
         with np.load(path, allow_pickle=False) as z:
             names = list(z.files)
             a = z["experts"] if "experts" in names else None
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
         raise TraceError(f"{path}: not a readable .npz file ({exc})") from None
     if a is None:
         if "data" in names:  # the STeP artifact's form, under a name that does not say which step
@@ -100,7 +109,7 @@ def _is_step_file(path: Path) -> bool:
     try:
         with np.load(path, allow_pickle=False) as z:
             return "data" in z.files and "experts" not in z.files
-    except (OSError, ValueError):
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile):
         return False
 
 
@@ -147,8 +156,9 @@ def _from_parquet(path: Path) -> dict[tuple[int, int], np.ndarray]:
     return out
 
 
-def read_routing(path: str | Path) -> dict[tuple[int, int], np.ndarray]:
-    """{(layer, step): [tokens, top_k] experts} of a routing trace file, checked."""
+def read_routing(path: str | Path, experts: int | None = None) -> dict[tuple[int, int], np.ndarray]:
+    """{(layer, step): [tokens, top_k] experts} of a routing trace file, checked (every id below ``experts``
+    when given: a run's expert count, so an id out of range is named before anything is sized by it)."""
     p = Path(path)
     if p.is_dir():  # the STeP artifact's folder of one model and batch (mixtral_b64/), as published
         files = sorted(f for f in p.iterdir() if STEP_NAME.fullmatch(f.name))
@@ -172,7 +182,7 @@ def read_routing(path: str | Path) -> dict[tuple[int, int], np.ndarray]:
         raise TraceError(f"{p}: tokens go to {sorted(ks)} experts in different steps "
                          "(every token needs the same top_k)")
     for (layer, step), e in sorted(steps.items()):
-        _check_tokens(f"{p}: layer {layer}, step {step}", e)
+        _check_tokens(f"{p}: layer {layer}, step {step}", e, experts)
     return steps
 
 
@@ -236,7 +246,7 @@ def step_file(p: Path) -> np.ndarray:
     try:
         with np.load(p, allow_pickle=False) as z:
             data = z["data"] if "data" in z else None
-    except (OSError, ValueError, EOFError) as exc:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
         raise TraceError(f"{p}: not a readable .npz file ({exc})") from None
     if data is None or data.ndim != 2 or not np.issubdtype(data.dtype, np.integer) or data.size == 0:
         raise TraceError(f"{p}: expected an integer array 'data' of [tokens, top_k]")

@@ -142,7 +142,7 @@ def test_the_eta_of_a_sweep_is_within_2x_at_20_50_and_80_percent_where_counting_
     than 2x at one of 20/50/80 % on each."""
     from cluster.sweep.cost import features, prior
     from cluster.sweep.plan import plan_sweep
-    from cluster.sweep.runner import interleaved
+    from cluster.sweep.resume import interleaved
 
     recorded = json.loads((TEST_DATA / "eta" / "point_seconds.json").read_text())
     seconds, start_up = recorded[spec], recorded["start_up"][spec]

@@ -125,7 +125,7 @@ def test_map_reports_the_weight_design_of_a_grid_plan(tmp_path, capsys):
 
 def test_a_partition_with_no_row_is_said_why(capsys):
     """mapping.partitions = 4 on a training graph: the optimum uses 0, 2 and 3; the table says why 1 has no row
-    (issue 32 item 6)."""
+   ."""
     assert main(["map", str(EXAMPLES / "map_llm_sn40l.toml"), "--set", "mapping.partitions=4", "--quiet"]) == 0
     out = capsys.readouterr().out.splitlines()
     rows = [line.split()[0] for line in out[out.index(next(x for x in out if x.lstrip().startswith("part"))) + 1:]

@@ -1,5 +1,5 @@
 """Decode over a TP group: each chip reads the KV cache of its share of the heads, so the
-mapper's memory term scales as 1/TP (issue 20 item 3)."""
+mapper's memory term scales as 1/TP."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""Bad input writes nothing, and every hint names a value that is accepted (issue 27 item 9).
+"""Bad input writes nothing, and every hint names a value that is accepted.
 
 The cases are the ones a researcher hit: a config whose trace is missing, run with ``--out`` to a
 new directory (exit 2, yet the directory was made); ``rdasim report`` of a directory without

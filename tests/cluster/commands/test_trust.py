@@ -98,7 +98,7 @@ class _Clock:
 
 
 def test_progress_in_a_log_is_a_line_every_few_seconds_with_an_honest_eta():
-    """1,142 lines for one sweep before; then a line every 30 s, too few to follow (issue 32); now a 10-minute job
+    """1,142 lines for one sweep before; then a line every 30 s, too few to follow; now a 10-minute job
     at a steady rate logs a line every 5 s, each ETA near the truth."""
     clock, log = _Clock(), io.StringIO()
     p = Progress("sweep", stream=log, clock=clock)

@@ -1,5 +1,5 @@
 """Keys the chosen workload does not read are refused, not ignored, and a problem a --set made is
-named by that --set, not by the file (issue 20 item 8)."""
+named by that --set, not by the file."""
 
 import glob
 import tomllib

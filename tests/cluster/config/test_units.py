@@ -131,7 +131,7 @@ def test_a_bare_number_for_a_quantity_with_units_is_refused_naming_the_units(key
                                              ("t", 1500, "1500s"), ("bw", 4.5e11, "450GB/s"),
                                              ("rate", 3.12e14, "312TFLOPS"), ("f", 12345.678, "12.345678kHz")])
 def test_every_spelling_a_hint_gives_is_a_value_the_loader_accepts(key, value, first):
-    """The hint for a bare number names values that load (issue 27: 1000000000 Hz was hinted as
+    """The hint for a bare number names values that load (1000000000 Hz was hinted as
     "1e+09GHz", an exponent the hint should not need, and a billion times too fast): its first, the
     number in the base unit, loads back to the number itself."""
     with pytest.raises(ConfigError) as err:
@@ -157,7 +157,7 @@ def test_a_bare_link_bandwidth_is_exit_2_before_anything_runs(capsys):
     code = main(["run", str(EXAMPLES / "system_moe_alltoall.toml"), "--set", "system.network[0].link_bandwidth=64"])
     assert code == 2
     err = capsys.readouterr().err
-    # named by the --set that gave it (issue 20 item 8), not by the file
+    # named by the --set that gave it, not by the file
     assert ('--set system.network[0].link_bandwidth=64: 64 has no unit: a bandwidth needs one; in B/s that is '
             '"64B/s" (read in other units: "64GB/s"') in err
 

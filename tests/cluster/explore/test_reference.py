@@ -1,4 +1,4 @@
-"""Explore's answer readable (issue 32 item 5): a reference point from the base config's own run (or the spec's,
+"""Explore's answer readable: a reference point from the base config's own run (or the spec's,
 or the worst feasible + 10 %), stated with its rule; a normalised hypervolume beside the raw one; every trial's
 ending counted."""
 

@@ -1,4 +1,4 @@
-"""run.max_cycles is where a run stops (issue 20 item 4): every event before it is simulated and
+"""run.max_cycles is where a run stops: every event before it is simulated and
 none after, whatever the shard count, the windows or the backend. Skip-ahead windows once jumped
 an idle stretch to the next event past the limit and simulated an epoch there (29.5 M cycles
 against 20 M on a trace run)."""

@@ -27,7 +27,7 @@ LOCAL_REASON = ('auto: 1 process (the local backend runs shards one after anothe
 @pytest.mark.parametrize("command", [["noc", "--rate", "0.2", *QUICK],
                                      ["run", "examples/race.toml", "--set", "workload.race.trials=1", "--quiet"]])
 def test_auto_says_why_on_the_local_backend_too(capsys, command):
-    # issue 20 item 16: the count "auto" chose is explained in --json and the text on every backend
+    # the count "auto" chose is explained in --json and the text on every backend
     assert main([*command, "--shards", "auto", "--json"]) == 0
     auto = json.loads(capsys.readouterr().out.splitlines()[0])
     assert (auto["shards"], auto["shards_reason"]) == (1, LOCAL_REASON)

@@ -1,4 +1,4 @@
-"""Figures a paper can use (issue 32 item 1), rendered and inspected: a run that did not complete is never
+"""Figures a paper can use, rendered and inspected: a run that did not complete is never
 drawn as a value, one colour per value, titles that never overlap, no panel or slot for a combination the
 sweep does not have, one SI prefix per quantity written as the field writes it, a true seed statement,
 ticks that never run together; and (item 2) a report that draws only what was asked, in parallel, with

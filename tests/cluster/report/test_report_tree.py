@@ -1,4 +1,4 @@
-"""rdasim report over a tree of sweeps of every kind (issue 20 items 11-14): never a traceback, every kind
+"""rdasim report over a tree of sweeps of every kind: never a traceback, every kind
 drawn by default, one colour per value across a report, independent y where scales differ, engineering
 prefixes, readable wide heatmaps, figures that say which point, all-zero metrics left out unless asked."""
 

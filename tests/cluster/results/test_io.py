@@ -8,7 +8,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 
-from cluster.results import io
+from cluster.results import io, writer
 
 TABLE = pa.table({"x": [1, 2, 3], "name": ["a", "b", "c"]})
 
@@ -48,7 +48,7 @@ def test_a_writer_that_fails_leaves_nothing(tmp_path):
     with pytest.raises(ValueError, match="Circular"):
         io.write_json(loop, tmp_path / "a.json")
     with pytest.raises(pa.ArrowInvalid):
-        io.write_csv(pa.table({"nested": [[1], [2, 3]]}), tmp_path / "b.csv")  # CSV has no lists
+        writer.write_table(pa.table({"nested": [[1], [2, 3]]}), tmp_path / "b.csv", form=writer.CSV)  # CSV has no lists
     assert _listing(tmp_path) == []
 
 
@@ -56,8 +56,8 @@ def test_a_complete_write_replaces_the_file_and_reads_back(tmp_path):
     io.write_text("old", tmp_path / "t.txt")
     io.write_text("new", tmp_path / "t.txt")
     assert (tmp_path / "t.txt").read_text() == "new"
-    assert pq.read_table(io.write_parquet(TABLE, tmp_path / "t.parquet")).equals(TABLE)
-    assert pacsv.read_csv(io.write_csv(TABLE, tmp_path / "t.csv")).equals(TABLE)
+    assert pq.read_table(writer.write_table(TABLE, tmp_path / "t.parquet")).equals(TABLE)
+    assert pacsv.read_csv(writer.write_table(TABLE, tmp_path / "t.csv", form=writer.CSV)).equals(TABLE)
     assert _listing(tmp_path) == ["t.csv", "t.parquet", "t.txt"]
 
 

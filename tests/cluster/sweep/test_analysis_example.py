@@ -1,4 +1,4 @@
-"""examples/analysis.py picks a metric the table has (issue 32 item 6): on a `run` sweep it averages throughput,
+"""examples/analysis.py picks a metric the table has: on a `run` sweep it averages throughput,
 not the NoC's avg_latency it does not have; a metric that is not there is one line naming what is."""
 
 import json

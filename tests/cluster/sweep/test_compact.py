@@ -24,10 +24,9 @@ from cluster.sweep.execute import job_outcome
 from cluster.sweep.layout import DatasetLayout, dataset_files, is_compacted
 from cluster.sweep.lock import sweep_lock
 from cluster.sweep.plan import plan_from_spec, plan_sweep
-from cluster.sweep.records import PointRun
+from cluster.sweep.records import PointRun, Store
 from cluster.sweep.runner import run_sweep
 from cluster.sweep.spec import parse_spec
-from cluster.sweep.store import Store
 from tests.paths import ROOT
 
 

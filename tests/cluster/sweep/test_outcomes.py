@@ -1,4 +1,4 @@
-"""Every run's outcome visible (issue 32 item 3): `rdasim sweep` ends with counts by status and exits 3
+"""Every run's outcome visible: `rdasim sweep` ends with counts by status and exits 3
 when any point did not complete; `rdasim sweep status` gives the same counts and lists the points."""
 
 import json

@@ -1,4 +1,4 @@
-"""No experimental-design traps (issue 32 item 6): an axis may cross values that are invalid together
+"""No experimental-design traps: an axis may cross values that are invalid together
 (skip_invalid), and seeds swept over a trace replay are warned about."""
 
 import textwrap
@@ -7,7 +7,7 @@ import pytest
 
 from cluster.cli import main
 from cluster.config import ConfigError
-from cluster.sweep.plan import notes, plan_sweep
+from cluster.sweep.plan import plan_sweep
 from tests.paths import EXAMPLES
 
 HEAD = f'base = "{EXAMPLES / "kv_decode_trace.toml"}"\n[sweep]\nname = "s"\ncommand = "run"\n'
@@ -28,7 +28,7 @@ def test_combinations_invalid_together_are_skipped_with_one_line_saying_how_many
     plan = plan_sweep(_spec(tmp_path, CROSSED))
     got = {(p.config["memory"]["policy"], p.config["memory"]["spill"]) for p in plan.points}
     assert got == {("virtual", "none"), ("virtual", "nearest"), ("static-single", "none"), ("static-multi", "none")}
-    (line,) = [n for n in notes(plan) if "skipped" in n]
+    (line,) = [n for n in plan.notes if "skipped" in n]
     assert line.startswith("2 of 6 combinations skipped as invalid together (sweep.skip_invalid): ")
     assert "memory.spill: nearest needs memory.policy = virtual (not static-single) (1)" in line
     with pytest.raises(ConfigError, match="nearest needs memory.policy = virtual"):  # without it: an error
@@ -56,13 +56,13 @@ def test_the_dry_run_says_what_it_skipped(tmp_path, capsys):
 
 def test_seeds_swept_over_a_trace_replay_are_warned_about(tmp_path):
     plan = plan_sweep(_spec(tmp_path, "[axes]\nrun.seed = [1, 2]\n", skip=False))
-    (warning,) = notes(plan)
+    (warning,) = plan.notes
     assert warning.startswith("warning: run.seed takes 2 values but workload.decode.trace replays a trace")
     assert "only changes what the trace does not fix" in warning
     drawn = tmp_path / "drawn.toml"  # the same seeds without a trace: arrivals are drawn from them, no warning
     drawn.write_text(f'base = "{EXAMPLES / "kv_decode.toml"}"\n[sweep]\nname = "d"\ncommand = "run"\n'
                      "[axes]\nrun.seed = [1, 2]\n")
-    assert notes(plan_sweep(drawn)) == []
+    assert plan_sweep(drawn).notes == ()
 
 
 def test_the_policies_example_crosses_spill_and_skips_the_static_policies():

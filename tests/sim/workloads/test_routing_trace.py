@@ -130,9 +130,11 @@ def test_trace_and_config_must_agree(tmp_path):
     from cluster.config.loader import ConfigError
 
     with pytest.raises(ConfigError) as err:
-        run(_moe(_npz(tmp_path), top_k=1, experts=3))
-    text = str(err.value) + "".join(str(i) for i in getattr(err.value, "issues", []))
-    assert "workload.moe.top_k" in text and "workload.moe.experts" in text
+        run(_moe(_npz(tmp_path), top_k=1))
+    assert "workload.moe.top_k: is 1; the trace routes every token to 2 experts" in str(err.value)
+    with pytest.raises(ConfigError) as err:
+        run(_moe(_npz(tmp_path), experts=3))  # the trace routes to experts 0..3
+    assert "workload.moe.experts: is 3; " in str(err.value) and "expert 3 is out of range" in str(err.value)
 
 
 def test_shipped_routing_trace_reads(tmp_path):
