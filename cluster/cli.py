@@ -28,6 +28,7 @@ SUBCOMMANDS = {
     "sweep": "Run a sweep of configs on Ray into a Parquet dataset",
     "explore": "Multi-objective design-space exploration (Optuna on Ray), trials stored as sweep points",
     "report": "Figures from a results directory",
+    "compare": "Two runs or two sweep slices side by side, metric by metric with the ratio B / A",
 }
 
 
