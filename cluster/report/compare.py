@@ -178,7 +178,7 @@ def draw(comparison: Comparison, plt):
         raise UserError("no metric has a value on both sides: nothing to draw")
     fig, ax = plt.subplots(figsize=(7.5, 0.38 * len(drawn) + 1.9), layout="constrained")
     names = [labels.metric(ln.metric) for ln in drawn]
-    ratios = [ln.ratio for ln in drawn]
+    ratios = [r for ln in drawn if (r := ln.ratio) is not None]
     ax.barh(range(len(drawn)), [r - 1 for r in ratios], left=1,  # not green and red: lower is better for some
             color=["C0" if r >= 1 else "C1" for r in ratios], edgecolor="black", linewidth=0.4)
     for i, r in enumerate(ratios):
