@@ -117,7 +117,7 @@ def bench_freelist(runs: int, pairs: int, say) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="directory of MiniMalloc CSV instances")
     ap.add_argument("--instances", default="", help="comma-separated letters (default: all)")
     ap.add_argument("--methods", default=",".join(METHODS), help="comma-separated planners")

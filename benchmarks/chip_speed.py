@@ -91,7 +91,8 @@ def measure(model: str, repeats: int, quick: bool | str) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--smoke", action="store_true", help=f"one run of each model cut off at {SMOKE_CYCLES:,} cycles")
     ap.add_argument("--model", choices=sorted(TARGETS), action="append", help="only this NoC model (repeatable)")

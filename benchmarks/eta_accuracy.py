@@ -108,7 +108,7 @@ def quick(specs: tuple[str, ...] = ("sweep_policies.toml", "sweep_noc.toml", "sw
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="replay recorded point seconds (seconds)")
     parser.add_argument("--cold", action="store_true", help="an empty NoC kernel cache, as on a first run")
     parser.add_argument("--smoke", action="store_true", help="one replay and a live 30-point noop sweep, in seconds")

@@ -166,7 +166,7 @@ def _median_first(curves_: list[list[float]], level: float) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     p.add_argument("--seeds", type=int, default=5)
     p.add_argument("--optimizers", default="tpe,random,nsga2,tpe+halving")
     p.add_argument("--budget", type=float, default=0.15, help="trials as a share of the points (default 0.15)")

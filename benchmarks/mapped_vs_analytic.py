@@ -124,7 +124,7 @@ def run_plan_here(plan, placement, spec, params, label: str) -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="the mapped examples only")
     ap.add_argument("--smoke", action="store_true", help="a small mapped_moe.toml only: " + " ".join(SMOKE_SETS))
     args = ap.parse_args()

@@ -25,7 +25,7 @@ SMOKE_KEYS = (("preset", "seconds_per_batch", "solver_seconds", "published", "se
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--preset", action="append", help="only these presets")
     parser.add_argument("--smoke", action="store_true", help=f"{', '.join(SMOKE_PRESETS)}, once")

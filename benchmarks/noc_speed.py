@@ -134,7 +134,8 @@ def _child(case: str, quick: bool, smoke: bool = False) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--case", help=argparse.SUPPRESS)
     ap.add_argument("--skip-ray", action="store_true")

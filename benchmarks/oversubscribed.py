@@ -138,7 +138,7 @@ def summary(name: str, runs: dict[str, list[dict]], repeats: int, load_before: f
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n")[0])
     ap.add_argument("--cases", default="moe-cols3,moe-blocks4,race-cols3,race-blocks4",
                     help="comma-separated: " + ", ".join(CASES))
     ap.add_argument("--repeats", type=int, default=3)

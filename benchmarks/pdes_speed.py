@@ -213,7 +213,8 @@ def run_case(name: str, repeats: int, budget: float, auto: bool, cold: bool = Fa
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", help="comma-separated cases: " + ", ".join(CASES))
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--budget", type=float, default=900.0, help="seconds before a forced 2-shard run is stopped")

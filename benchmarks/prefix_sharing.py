@@ -64,7 +64,7 @@ def config(trace: Path, memory: dict, requests: int = 0) -> dict:
 def main() -> None:
     from tests.sim.chip.chiprun import run
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="the Qwen-Bailian trace's first 6 requests, without and "
                     "with sharing only")
     ap.add_argument("--smoke", action="store_true", help="as --quick (tests/test_benchmarks.py)")

@@ -296,7 +296,7 @@ def mapped_decode(repeats: int) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="every case shrunk: seconds, not minutes")
     ap.add_argument("--smoke", action="store_true", help="as --quick: the suite's smoke run")
     ap.add_argument("--repeats", type=int, default=3, help="runs of the mapped decode timed (median)")

@@ -110,7 +110,7 @@ def cases(smoke: bool) -> list[tuple[str, dict, list[int], int, float | None]]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     ap.add_argument("--smoke", action="store_true", help="batch-1 decode on a small chip: seconds")
     ap.add_argument("--only", default="", help="the cases whose name starts with this")
     args = ap.parse_args(argv)

@@ -113,7 +113,7 @@ def quick() -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small noop results, reported once (seconds)")
     parser.add_argument("--results", type=Path, help="reuse DIR/sweep and DIR/explore (made there if absent)")
     parser.add_argument("--repeats", type=int, default=3)

@@ -106,7 +106,7 @@ def run_noc(sets: list[str], rates: list[float] | None) -> dict[str, str]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="compare with the recorded hashes; exit 1 on a change")
     ap.add_argument("--record", action="store_true", help="write the hashes to benchmarks/data/result_hashes.json")
     ap.add_argument("--network", action="append", default=[], help="also run every chip example on this NoC model")

@@ -167,7 +167,7 @@ def report(rows: list[dict]) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     ap.add_argument("--requests", default="500,1000,2000", help="request counts, comma-separated (first: the base)")
     ap.add_argument("--repeat", type=int, default=1, help="runs of each count (the median peak RSS is reported)")
     ap.add_argument("--one", nargs=2, metavar=("TRACE", "N"), help=argparse.SUPPRESS)  # a child process's run

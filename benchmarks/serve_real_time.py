@@ -84,7 +84,7 @@ def run_case(memory: dict, overrides: dict) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     ap.add_argument("--trace", default="", help="a trace file in a published format (default: the example's)")
     ap.add_argument("--only", default="", help="cases whose name starts with this")
     ap.add_argument("--cache", default="", help="a step cache file shared by the cases (default: none)")

@@ -50,7 +50,7 @@ SMOKE = {"sets": ["workload.decode.requests=6", "memory.on_oom='preempt'"], "lo"
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     ap.add_argument("config", nargs="?", default=CONFIG,
                     help="a decode config (default: examples/kv_decode_pressure.toml)")
     ap.add_argument("--slo-ttft", default="500us", help="objective on p99 TTFT, with its unit")

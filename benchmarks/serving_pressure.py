@@ -94,7 +94,7 @@ def emit(record: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     ap.add_argument("--config", default=CONFIG)
     ap.add_argument("--requests", type=int, default=0, help="first N requests of the window (0: all)")
     ap.add_argument("--slo-ttft", default="500us", help="objective on p99 TTFT, with its unit")

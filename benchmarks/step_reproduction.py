@@ -271,7 +271,7 @@ def attention_ratios(lines: list[dict]) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     ap.add_argument("--smoke", action="store_true", help="5 small points (Mixtral b64 cut to D = 64, F = 128; "
                     "attention b16), once")
     ap.add_argument("--only", choices=("moe", "attention"), help="one study")

@@ -253,7 +253,7 @@ def overhead(points: int, repeats: int) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="seconds: 300 points in-process (no Ray), no NoC part")
     parser.add_argument("--points", type=int, default=None, help="noop points of the scale run (default 100000)")
     parser.add_argument("--noc-points", type=int, default=30)

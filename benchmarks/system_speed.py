@@ -198,7 +198,7 @@ def projection(grid: dict, nodes: int = 16, cores: int = 2) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--cases", default="grid8,box64,box1024")
     ap.add_argument("--layer", choices=("small", "gpt2", "smoke"), default="small",

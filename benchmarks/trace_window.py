@@ -101,7 +101,7 @@ SMOKE_KEYS = (("bench", "generated_rows", "span_seconds", "csv_mib", "parquet_mi
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=10**7, help="requests in the generated trace")
     ap.add_argument("--dir", help="write the traces here and keep them (default: a temporary directory)")
     ap.add_argument("--measure", nargs=4, metavar=("PATH", "START", "DURATION", "LIMIT"), help=argparse.SUPPRESS)

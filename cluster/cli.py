@@ -9,6 +9,7 @@ anywhere becomes a message and exit status 2.
 from __future__ import annotations
 
 import argparse
+import difflib
 import gc
 import importlib
 import os
@@ -27,14 +28,47 @@ SUBCOMMANDS = {
     "sweep": "Run a sweep of configs on Ray into a Parquet dataset",
     "explore": "Multi-objective design-space exploration (Optuna on Ray), trials stored as sweep points",
     "report": "Figures from a results directory",
+    "compare": "Two runs or two sweep slices side by side, metric by metric with the ratio B / A",
 }
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that raises UserError (exit 2, one line) instead of printing usage noise."""
+    """argparse that raises UserError (exit 2, one line) instead of printing usage noise, and
+    matches flags exactly: a prefix is not taken for a flag (``--shard 2`` is not ``--shards 2``)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):  # noqa: D401 - argparse API
-        raise UserError(f"{self.prog}: {message}")
+        raise UserError(f"{self.prog}: {message}{_did_you_mean(self, message)}")
+
+
+def _flags(parser: argparse.ArgumentParser) -> set[str]:
+    """Every flag of a parser and of its built subcommands (an unknown flag is reported by the top parser)."""
+    found: set[str] = set()
+    for action in parser._actions:
+        found.update(s for s in action.option_strings if s.startswith("--"))
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found |= _flags(sub)
+    return found
+
+
+def _did_you_mean(parser: argparse.ArgumentParser, message: str) -> str:
+    """" (did you mean --x?)" for each unknown flag of an "unrecognized arguments" error near a known one."""
+    prefix = "unrecognized arguments: "
+    if not message.startswith(prefix):
+        return ""
+    known = sorted(_flags(parser))
+    hints = []
+    for word in message[len(prefix):].split():
+        flag = word.split("=", 1)[0]
+        if flag.startswith("-"):
+            close = difflib.get_close_matches(flag if flag.startswith("--") else "-" + flag, known, n=1, cutoff=0.6)
+            if close:
+                hints.append(f"{flag}: did you mean {close[0]}?")
+    return f" ({'; '.join(hints)})" if hints else ""
 
 
 def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentParser:

@@ -176,7 +176,8 @@ READERS = {"duckdb": with_duckdb, "polars": with_polars, "pandas": with_pandas, 
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description="mean of a metric over seeds, by the swept axes, with four readers")
+    parser = argparse.ArgumentParser(allow_abbrev=False,
+                                     description="mean of a metric over seeds, by the swept axes, with four readers")
     parser.add_argument("sweep", type=Path, help="the sweep's directory, e.g. results/noc-latency (or an --out "
                                                  "directory holding one sweep)")
     parser.add_argument("--metric", help="result column to average (default: the first of avg_latency, "

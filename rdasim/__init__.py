@@ -30,7 +30,8 @@ if TYPE_CHECKING:
     from cluster.explore.driver import ExploreSummary
     from cluster.sweep.runner import SweepSummary
 
-__all__ = ["ConfigError", "Result", "Summary", "UserError", "explore", "map", "noc", "read", "run", "sweep"]
+__all__ = ["ConfigError", "Result", "Summary", "UserError", "compare", "explore", "map", "noc", "read", "run",
+           "sweep"]
 
 Spec = str | Path | Mapping[str, Any]  # a TOML file, TOML text or a dict
 Config = Spec | None  # None: every key at its default
@@ -105,3 +106,16 @@ def read(out: str | Path, table: str, columns: list[str] | None = None, filter: 
     from cluster.results.layout import read as read_results
 
     return read_results(out, table, columns, filter)
+
+
+def compare(a: str | Path, b: str | Path | None = None, *, where_a: list[str] | None = None,
+            where_b: list[str] | None = None, metrics: list[str] | None = None, out: str | Path | None = None):
+    """``rdasim compare``: two runs or two sweep slices (``where_a=["memory.policy=virtual"]``; ``b`` None:
+    both slices of ``a``'s sweep) metric by metric, each the mean of its completed runs, with the ratio
+    B / A. ``.text()`` is what the command prints, ``.lines`` its rows; ``out``: the figure drawn there."""
+    from cluster.report import compare as comparing
+
+    result = comparing.compare(a, b, where_a=where_a, where_b=where_b, metrics=metrics)
+    if out is not None:
+        comparing.write(result, Path(out))
+    return result

@@ -19,6 +19,8 @@ from scipy.special import stdtrit
 from cluster.sweep.outcomes import COMPLETED, OUTCOMES, row_outcome
 
 NO_VALUE = "no value"  # a completed run whose metric is null (e.g. energy per token with no token)
+MIN_INTERVAL_SEEDS = 3  # fewer: the seeds' values are drawn, not an interval (Student's t at 1 degree of
+# freedom is 12.7: two seeds' interval is wider than the spread of any two values and runs below zero)
 
 
 def sort_key(v):
@@ -85,7 +87,14 @@ class Cell:
 
     @property
     def error(self) -> float:
-        return ci95(self.values)[1]
+        """Half-width of the 95 % interval, drawn as an error bar; 0 below MIN_INTERVAL_SEEDS values."""
+        return ci95(self.values)[1] if len(self.values) >= MIN_INTERVAL_SEEDS else 0.0
+
+    @property
+    def shown_values(self) -> list[float]:
+        """The values drawn one by one beside the mean: 2 seeds (too few for an interval) that differ."""
+        few = 1 < len(self.values) < MIN_INTERVAL_SEEDS and max(self.values) != min(self.values)
+        return list(self.values) if few else []
 
 
 @dataclass
@@ -148,7 +157,14 @@ def seed_statement(figure: list[Panel], seeded: bool, bars: bool = True) -> str:
     n = f"{counts[0]}-{counts[-1]}" if len(counts) > 1 else f"{counts[0]}"
     if all(max(c.values) == min(c.values) for c in cells):
         return f"seeds identical: {n} per point gave the same value" + (" (no error bars)" if bars else "")
-    return f"mean of {n} seeds per point" + ("; error bars: 95 % confidence interval (Student's t)" if bars else "")
+    if not bars:
+        return f"mean of {n} seeds per point"
+    if counts[-1] < MIN_INTERVAL_SEEDS:
+        return f"mean of {n} seeds per point; dots: each seed (fewer than {MIN_INTERVAL_SEEDS}: no interval)"
+    if counts[0] < MIN_INTERVAL_SEEDS:
+        return (f"mean of {n} seeds per point; error bars: 95 % confidence interval (Student's t) where "
+                f"{MIN_INTERVAL_SEEDS} or more, dots: each seed where fewer")
+    return f"mean of {n} seeds per point; error bars: 95 % confidence interval (Student's t)"
 
 
 def same_as(figure: list[Panel]) -> dict:

@@ -98,6 +98,8 @@ def mu_heatmap(tables: dict[str, pa.Table], plt):
             grid.setdefault((rv, cv), []).append(uv)
     if not grid:
         raise Skip(f"{name} has no {u} values")
+    if not any(v for vs in grid.values() for v in vs):
+        raise Skip(f"{u} of {name} is 0 at every MU for the whole run (no data held in MUs to draw)")
     rows, cols = max(k[0] for k in grid) + 1, max(k[1] for k in grid) + 1
     data = np.full((rows, cols), np.nan)
     for (rv, cv), vs in grid.items():
@@ -119,6 +121,8 @@ def memory_over_time(tables: dict[str, pa.Table], plt, max_lines: int = 16):
     x = present(first(t, TIME), "time")
     u = present(containing(t, "util", prefer=("mean", "used")), "utilisation")
     unit = first(t, UNIT)
+    if not pc.max(pc.fill_null(t[u], 0)).as_py():
+        raise Skip(f"{u} of {name} is 0 (or null) at every sample (no data held in MUs to draw)")
     fig, ax = plt.subplots(figsize=(7, 4), constrained_layout=True)
     if unit:
         groups = grouped(t, x, u, unit)

@@ -39,17 +39,38 @@ METRICS = {
     "seconds_per_batch_simulated": ("simulated time per batch", "s"),
     "bubble_fraction": ("pipeline bubble (share of the run)", ""),
     "value": ("noop.value", ""),
+    **{f"{m}_p{q}_seconds": (f"{'median' if q == 50 else f'p{q}'} {what}", "s")
+       for m, what in (("ttft", "TTFT"), ("tbt", "TBT"), ("e2e", "end-to-end latency")) for q in (50, 90, 99)},
+    "goodput_requests_per_second": ("goodput", "requests/s"),
+    "slo_attainment": ("SLO attainment", "share of requests"),
+    "slo_ttft_seconds": ("TTFT objective", "s"),
+    "slo_tbt_seconds": ("TBT objective", "s"),
+    "requests_finished": ("requests served", ""),
+    "preemptions": ("preemptions", ""),
+    "fragmentation": ("fragmentation", "share of reserved bytes"),
+    "step_mean_seconds": ("mean step", "s"),
+    "sim_cycles": ("simulated time", "cycles"),
+    "prefill_tokens": ("prompt tokens prefilled", ""),
+    "anchor_wall_seconds": ("anchor wall time", "s"),
+    **{f"{t}_{what}": (f"{t.upper()} {text}", unit) for t in ("hbm", "ddr") for what, text, unit in (
+        ("read_bytes", "bytes read", "B"), ("write_bytes", "bytes written", "B"),
+        ("peak_bytes", "peak pages", "B"), ("flows", "flows", ""))},
 }
 # an energy component (sim/energy/table.py's COMPONENTS) as a paper writes it
 COMPONENT_NAMES = {"cu": "CU", "mu": "MU", "noc_router": "NoC router", "noc_link": "NoC link",
-                   "realloc_copy": "realloc copy", "dram": "DRAM", "protocol": "protocol messages"}
+                   "realloc_copy": "realloc copy", "dram": "DRAM", "hbm": "HBM", "ddr": "DDR",
+                   "protocol": "protocol messages"}
 _UNIT_AT_END = re.compile(r"^(.*?),\s*(cycles|s|bytes|B|J|W|Hz|B/s|flits/node/cycle|\$)$")
 KIND_UNITS = {"size": "B", "frequency": "Hz", "bandwidth": "B/s", "time": "s", "flops": "FLOP/s"}  # config kinds
 
 
 @cache
 def _metric_docs() -> dict[str, str]:
-    return {c.name: c.doc for t in schemas.ALL_TABLES for c in t.columns}
+    docs: dict[str, str] = {}
+    for t in schemas.ALL_TABLES:  # a column of several tables: its first table's line (the summary's)
+        for c in t.columns:
+            docs.setdefault(c.name, c.doc)
+    return docs
 
 
 def _unit_of_name(name: str) -> str:
@@ -61,17 +82,27 @@ def _unit_of_name(name: str) -> str:
     return "B" if name.startswith("bytes") or "_bytes" in name else ""
 
 
+SHORT_DOC = 40  # characters: a schema line this short (its unit at the end) is a label; a longer one never is
+_UNIT_SUFFIXES = (("_seconds", "s"), ("_joules", "J"), ("_cycles", "cycles"), ("_bytes", "B"))
+
+
 def metric_parts(name: str) -> tuple[str, str]:
-    """('mean packet latency', 'cycles') for 'avg_latency'; unknown columns keep their name."""
+    """('mean packet latency', 'cycles') for 'avg_latency': the short name a paper prints and its unit,
+    from METRICS, else the column's schema line when it is short, else the name itself (its unit from
+    its suffix: 'ttft_p99_seconds' is in s). A long schema line is never a label: clipped, it loses the unit."""
     if name in METRICS:
         return METRICS[name]
-    doc = _metric_docs().get(name)
-    if not doc:
-        return name, _unit_of_name(name)
+    if name.startswith("energy_") and name.endswith("_joules") and name[7:-7] in COMPONENT_NAMES:
+        return f"{energy_component(name)} energy", "J"
+    doc = _metric_docs().get(name, "")
     m = _UNIT_AT_END.match(doc)
     text, unit = (m.group(1), m.group(2)) if m else (doc, _unit_of_name(name))
-    text = text.split(" (")[0] if len(text) > 50 else text
-    return text, "B" if unit == "bytes" else unit
+    if doc and len(text) <= SHORT_DOC and not any(ch in text for ch in "(:;"):
+        return text, "B" if unit == "bytes" else unit
+    for suffix, own in _UNIT_SUFFIXES:
+        if name.endswith(suffix):
+            return name[:-len(suffix)].replace("_", " "), own
+    return name.replace("_", " "), _unit_of_name(name)
 
 
 def metric(name: str, unit: str | None = None) -> str:

@@ -45,6 +45,9 @@ PREFERRED = ("avg_latency", "p99_latency", "accepted", "tokens_per_second", "pea
              "bytes_copied", "energy_per_token_joules", "sync_wait_cycles", "use_after_free",
              "step_seconds_mean", "seconds_per_batch_simulated", "sim_seconds", "expert_imbalance", "bubble_fraction",
              "bytes_total", "value")
+# a serving sweep's (its points served requests): latency percentiles, goodput, SLO attainment, throughput
+SERVING = ("ttft_p50_seconds", "ttft_p99_seconds", "tbt_p50_seconds", "tbt_p99_seconds",
+           "goodput_requests_per_second", "slo_attainment", "tokens_per_second")
 NOT_METRICS = {c.name for c in schemas.SWEEP_COLUMNS + schemas.META_COLUMNS} | {"rdasim_dirty"}
 MAX_PANELS = 12
 PANEL_WIDTH, PANEL_HEIGHT = 4.2, 3.0  # inches
@@ -75,9 +78,13 @@ def metrics(sweep: SweepTables) -> list[str]:
 
 
 def default_metrics(sweep: SweepTables, n: int = 4) -> list[str]:
-    """The first ``n`` headline metrics the finished points have values of (any numeric column otherwise)."""
+    """The first ``n`` headline metrics the finished points have values of (any numeric column otherwise);
+    a serving sweep's are its latency percentiles, goodput, SLO attainment and throughput."""
     t = only_ok(sweep.result)
     found = [m for m in metrics(sweep) if any(t[m].to_pylist())]  # a value other than null and 0
+    serving = [m for m in SERVING if m in found]
+    if "ttft_p50_seconds" in serving:
+        return serving
     chosen = [m for m in PREFERRED if m in found]
     return (chosen or found)[:n]
 
@@ -195,6 +202,13 @@ def _circle(ax, xs: list, ys: list, label: str, legend: Legend) -> None:
         legend.circle(label)
 
 
+def _seeds(ax, pos: float, cell: Cell, color) -> None:
+    """Each seed's value as a dot at ``pos`` where there are too few for an interval (Cell.shown_values)."""
+    if cell.shown_values:
+        ax.scatter([pos] * len(cell.shown_values), cell.shown_values, s=16, facecolors="white", edgecolors=color,
+                   linewidths=1.2, zorder=4)
+
+
 def _group_size(figure: list[Panel]) -> int:
     """The most bars at one x value of any panel: every bar of the figure is as wide as in the fullest group."""
     return max(sum(v in s.cells for s in p.series) for p in figure for v in p.xs)
@@ -222,6 +236,7 @@ def _bars(ax, panel: Panel, x_labels: list[str], hue: str | None, palette: Palet
             pos.append(p)
             heights.append(cell.mean)
             errors.append(cell.error)
+            _seeds(ax, p, cell, color)
             if cell.mean == 0:  # a bar of height 0 is a value, not a missing one: say so
                 _zero(ax, p, color)
             if cell.saturated:
@@ -260,6 +275,7 @@ def _lines(ax, panel: Panel, hue: str | None, palette: Palette, names: dict, leg
             legend.series.setdefault(names[s.hue], art)
         for v, y in zip(xs, ys):
             cell = s.cells[v]
+            _seeds(ax, v, cell, color)
             if cell.gap:
                 _gap(ax, v, cell.gap, color, legend)
             elif cell.saturated:

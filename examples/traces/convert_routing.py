@@ -32,7 +32,7 @@ from sim.workloads.routing_trace import from_step_artifact, padded, read_routing
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     ap.add_argument("form", choices=("step", "topk"))
     ap.add_argument("source", help="a STeP directory or NNN_LLL.npz file, or a .npy of top-k expert ids")
     ap.add_argument("--out", required=True, help="the .npz to write")

@@ -100,7 +100,7 @@ def write_npz(path: Path, **arrays: np.ndarray) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(HERE), help="directory to write into (default: beside this script)")
     out = Path(ap.parse_args().out)
     os.makedirs(out, exist_ok=True)

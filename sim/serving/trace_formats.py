@@ -125,6 +125,16 @@ def resolve(names: set[str], layout: str, asked: str) -> TraceFormat:
         return f
     found = detect(names, layout)
     if found is None:
-        raise ValueError(f"missing column(s): {', '.join(sorted(names)) or 'no columns'} are the columns of no "
-                         f"request-trace format (workload.decode.trace_format); formats: {listing()}")
+        near = nearest(names, layout)
+        lacks = [c for c in near.columns if c.lower() in near.required and c.lower() not in names]
+        raise ValueError(f"missing column(s) {', '.join(lacks)} of the {near.name} format ({near.layout}: "
+                         f"{near.header}), the nearest: {', '.join(sorted(names)) or 'no columns'} are the columns "
+                         f"of no request-trace format (workload.decode.trace_format); formats: {listing()}")
     return found
+
+
+def nearest(names: set[str], layout: str) -> TraceFormat:
+    """The format of this layout whose identifying columns a header (lower case) has the most of
+    (the first in detection order on a tie): the one a file missing a column was most likely meant to be."""
+    fits = [f for f in FORMATS.values() if layout == "parquet" or f.layout == layout] or list(FORMATS.values())
+    return max(fits, key=lambda f: sum(c in names for c in f.required) / len(f.required))

@@ -39,3 +39,30 @@ def test_help_lists_every_command_without_importing_one():
     listed = " ".join(out.split())  # argparse wraps long help lines
     for name, help_text in SUBCOMMANDS.items():
         assert f"{name} {help_text}" in listed
+
+
+def test_a_flag_is_matched_exactly_never_by_its_prefix(capsys):
+    # argparse's default takes `--shard 2` for `--shards 2`: a 2 s run became a minute
+    from cluster.cli import main
+
+    assert main(["run", "examples/kv_decode.toml", "--shard", "2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "error: rdasim: unrecognized arguments: --shard 2 (--shard: did you mean --shards?)"
+
+
+def test_an_unknown_flag_far_from_every_flag_gets_no_guess(capsys):
+    from cluster.cli import main
+
+    assert main(["report", "somewhere", "--zzzqqq"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "unrecognized arguments: --zzzqqq" in err and "did you mean" not in err
+
+
+def test_every_parser_built_refuses_prefixes():
+    parser = build_parser()
+    stack = [parser]
+    while stack:
+        p = stack.pop()
+        assert p.allow_abbrev is False, p.prog
+        stack += [s for a in p._actions if hasattr(a, "choices") and isinstance(a.choices, dict)
+                  for s in a.choices.values()]

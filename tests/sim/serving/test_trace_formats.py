@@ -218,3 +218,10 @@ def test_a_bad_trace_is_one_error_naming_the_key_and_the_line(tmp_path, capsys):
     assert "workload.decode.requests" not in err and "Traceback" not in err  # no second, spurious error
     assert _run(BURST, "--set", "workload.decode.trace_format=mooncake") == 2
     assert "missing column(s) input_length, output_length: not the mooncake format" in capsys.readouterr().err
+
+
+def test_a_file_missing_one_column_of_a_format_names_that_column(tmp_path):
+    path = tmp_path / "short.csv"
+    path.write_text("TIMESTAMP,ContextTokens\n2023-11-16 18:15:46.6805900,374\n")
+    with pytest.raises(TraceError, match=r"short.csv: line 1: missing column\(s\) GeneratedTokens of the azure format"):
+        read_window(path)
