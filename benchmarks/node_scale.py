@@ -1,0 +1,190 @@
+"""A node as SN40L's papers measure it: decode over 1, 8 and 16 sockets, and the node's collectives.
+
+    python benchmarks/node_scale.py            # every case on the whole sn40l socket (minutes: the anchors)
+    python benchmarks/node_scale.py --smoke    # the collectives, and 8B on an 8 x 16 socket (seconds)
+    python benchmarks/node_scale.py --figure decode.png   # also draw decode speed against sockets
+
+One JSON line a case, each figure beside its reference and target:
+
+- ``collective``: an all-reduce or all-gather over the sn40l-8 / sn40l-16 preset's network, its
+  algorithm chosen by size (sim/system/algorithms.py), simulated as messages, against the
+  algorithm's alpha-beta closed form (Thakur, Rabenseifner & Gropp 2005); within 5 %. The sizes
+  are a decode step's all-reduce (one token's hidden state: 8 KiB for 8B, 16 KiB for 70B) and a
+  prefill's (4,096 tokens: 32 and 64 MiB);
+- ``decode``: Llama-3.1-8B and 70B at batch 1 on the sn40l-1 / -8 / -16 presets (serve-system:
+  each socket's slice priced on its grid, the all-reduces simulated on the links), ms a token
+  beside the HBM roofline (the model's weights and the context's K/V over the sockets' HBM
+  bandwidth) and its % of peak; target at least 75 % on 8 and 16 sockets (SambaNova, DAC 2025
+  talk, "over 75 %"), the paper's figure over 90 % ("Kernel Looping", Koeplinger et al. 2024,
+  arXiv 2410.23668, abstract);
+- ``sensitivity``: the same decode with each chosen (unpublished) network figure moved: the
+  topology (ring against fully connected), a hop's latency and a socket's link bandwidth
+  (mapping/systems.py says which figures are chosen).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+HBM = 1.6e12  # bytes/s of a socket's HBM (Prabhakar et al., MICRO 2024; mapping/chips.py)
+KL = "Kernel Looping (Koeplinger et al. 2024, arXiv 2410.23668), abstract"
+SMOKE_KEYS = (
+    ("bench", "case", "preset", "op", "nbytes", "algorithm", "simulated_seconds", "closed_form_seconds", "ratio",
+     "target", "meets_target"),
+    ("bench", "case", "model", "preset", "sockets", "context_tokens", "ms_per_token", "roofline_ms",
+     "fraction_of_peak", "target", "meets_target", "published", "source", "wall_seconds"),
+    ("bench", "case", "model", "preset", "sockets", "varied", "value", "ms_per_token", "fraction_of_peak",
+     "chosen"),
+)
+
+
+def emit(row: dict) -> None:
+    print(json.dumps({"bench": "node_scale", **row}), flush=True)
+
+
+def collectives(presets: tuple[str, ...]) -> None:
+    """Each size's chosen algorithm simulated against its alpha-beta form (in seconds, unrounded)."""
+    from cluster.config import load
+    from cluster.config.run import RUN_SCHEMA, system_config
+    from cluster.jobs.system import simulate_system
+    from sim.system.algorithms import closed_form
+
+    for preset in presets:
+        for op, nbytes in (("all_reduce", 8 << 10), ("all_reduce", 16 << 10), ("all_reduce", 32 << 20),
+                           ("all_gather", 16 << 10), ("all_gather", 64 << 20)):
+            raw = {"system": {"preset": preset},
+                   "workload": {"kind": "collective", "collective": {"op": op, "nbytes": nbytes}}}
+            cfg = system_config(load(RUN_SCHEMA, raw=raw))
+            s = simulate_system(cfg).summary
+            dim = cfg.system.network[0]
+            ideal = closed_form(op, s["algorithm"], dim.size, nbytes, dim.link_latency,
+                                lambda b, bw=dim.link_bandwidth: b / bw)
+            sim = s["collective_seconds"][0]
+            emit({"case": f"{op} {nbytes} B on {preset}", "preset": preset, "op": op, "nbytes": nbytes,
+                  "algorithm": s["algorithm"], "simulated_seconds": sim, "closed_form_seconds": ideal,
+                  "ratio": round(sim / ideal, 4), "target": "within 5%", "meets_target": abs(sim / ideal - 1) <= 0.05})
+
+
+def decode_raw(model: str, preset: str, context: int, chip: dict, cache: str, tokens: int = 4) -> dict:
+    """A serve-system run of one request: ``context`` prompt tokens, then ``tokens`` decoded."""
+    return {"chip": chip, "noc": {"model": "packet"}, "memory": {"policy": "virtual"},
+            "system": {"preset": preset, "max_seconds": 100.0},
+            "workload": {"kind": "serve-system", "decode": {
+                "model": model, "requests": 1, "prompt_tokens": {"dist": "fixed", "mean": context},
+                "output_tokens": {"dist": "fixed", "mean": tokens}, "step_cache": cache}}}
+
+
+def decode_ms(raw: dict) -> tuple[float, dict]:
+    """Milliseconds between the request's tokens (the median), and the run's summary."""
+    from cluster.config import load
+    from cluster.config.run import RUN_SCHEMA, system_config
+    from cluster.jobs.system import simulate_system
+
+    s = simulate_system(system_config(load(RUN_SCHEMA, raw=raw))).summary
+    return s["tbt_p50_seconds"] * 1e3, s
+
+
+def roofline_ms(model: str, sockets: int, context: int) -> float:
+    """A decode token's HBM bytes (every weight, the context's K/V) over the sockets' bandwidth."""
+    from mapping.models import MODELS
+
+    m = MODELS[model]
+    return (m.weight_bytes + context * m.kv_bytes_per_token) / (sockets * HBM) * 1e3
+
+
+def decode(cases: list[tuple[str, str]], chip: dict, context: int, cache_dir: str, note: str) -> dict:
+    """ms a token on each (model, preset) beside its roofline; the runs' fractions by case."""
+    from mapping.systems import SYSTEMS
+
+    out = {}
+    for model, preset in cases:
+        sockets = SYSTEMS[preset].chips
+        t = time.time()
+        ms, _ = decode_ms(decode_raw(model, preset, context, chip, os.path.join(cache_dir, f"{model}-{preset}.json")))
+        roof = roofline_ms(model, sockets, context)
+        frac = roof / ms
+        out[model, preset] = frac
+        emit({"case": f"decode {model} on {preset}{note}", "model": model, "preset": preset, "sockets": sockets,
+              "context_tokens": context, "ms_per_token": round(ms, 4), "roofline_ms": round(roof, 4),
+              "fraction_of_peak": round(frac, 4), "target": "at least 0.75" if sockets > 1 else "reported",
+              "meets_target": frac >= 0.75 if sockets > 1 else None, "published": "over 0.90 on 8 and 16 sockets",
+              "source": KL, "wall_seconds": round(time.time() - t, 1)})
+    return out
+
+
+SENSITIVITY = (  # (what, the [[system.network]] key, values): the chosen figure first
+    ("topology", "kind", ("fc", "r")),
+    ("hop latency", "link_latency", ("500ns", "100ns", "1us", "2us")),
+    ("link bandwidth", "link_bandwidth", ("100GB/s", "50GB/s", "200GB/s")),
+)
+
+
+def sensitivity(model: str, preset: str, chip: dict, context: int, cache_dir: str) -> None:
+    """Decode with each chosen network figure moved (the anchors cached: only the links change)."""
+    from mapping.systems import SYSTEMS
+
+    sockets = SYSTEMS[preset].chips
+    roof = roofline_ms(model, sockets, context)
+    cache = os.path.join(cache_dir, f"{model}-{preset}.json")
+    for what, key, values in SENSITIVITY:
+        for i, value in enumerate(values):
+            raw = decode_raw(model, preset, context, chip, cache)
+            raw["system"]["network"] = [{key: value}]
+            ms, _ = decode_ms(raw)
+            emit({"case": f"sensitivity {model} on {preset}: {what} {value}", "model": model, "preset": preset,
+                  "sockets": sockets, "varied": what, "value": value, "ms_per_token": round(ms, 4),
+                  "fraction_of_peak": round(roof / ms, 4), "chosen": i == 0})
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--smoke", action="store_true", help="the collectives, and 8B on an 8 x 16 socket")
+    ap.add_argument("--figure", default="", help="draw decode speed against sockets to this PNG")
+    args = ap.parse_args(argv)
+    collectives(("sn40l-8",) if args.smoke else ("sn40l-8", "sn40l-16"))
+    chip = {"preset": "sn40l", "rows": 8, "cols": 16} if args.smoke else {"preset": "sn40l"}
+    context = 16 if args.smoke else 1024
+    note = " (8 x 16 socket)" if args.smoke else ""
+    models = ("llama-3.1-8b",) if args.smoke else ("llama-3.1-8b", "llama-3.1-70b")
+    cases = [(m, p) for m in models for p in ("sn40l-1", "sn40l-8", "sn40l-16")
+             if not (m == "llama-3.1-70b" and p == "sn40l-1")]  # 141 GB of weights: not one socket's 64 GB
+    if args.smoke:
+        cases = [("llama-3.1-8b", "sn40l-8")]
+    with tempfile.TemporaryDirectory() as cache_dir:
+        fractions = decode(cases, chip, context, cache_dir, note)
+        if not args.smoke:
+            sensitivity("llama-3.1-8b", "sn40l-16", chip, context, cache_dir)
+    if args.figure:
+        draw(fractions, context, args.figure)
+
+
+def draw(fractions: dict, context: int, path: str) -> None:
+    """Decode tokens a second against sockets, each model beside its roofline."""
+    from cluster.report.render import pyplot  # matplotlib, the report extra's ('.[report]')
+    from mapping.systems import SYSTEMS
+
+    plt = pyplot()
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for model in sorted({m for m, _ in fractions}):
+        pts = sorted((SYSTEMS[p].chips, f) for (m, p), f in fractions.items() if m == model)
+        xs = [n for n, _ in pts]
+        ax.plot(xs, [1e3 / roofline_ms(model, n, context) * f for n, f in pts], "o-", label=f"{model} simulated")
+        ax.plot(xs, [1e3 / roofline_ms(model, n, context) for n in xs], "--", label=f"{model} HBM roofline")
+    ax.set_xlabel("sockets")
+    ax.set_ylabel("decode tokens / s (batch 1)")
+    ax.set_xscale("log", base=2)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+if __name__ == "__main__":
+    main()
