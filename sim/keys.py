@@ -68,7 +68,7 @@ class Table:
 
     def __init__(self, fields: dict[str, Any] | None = None, doc: str = "", checks: list[Check] | None = None,
                  extend: Callable[[], dict[str, Any]] | None = None, given_checks: list[GivenCheck] | None = None,
-                 fill: Callable[[dict], dict] | None = None):
+                 fill: Callable[[dict[str, Any]], dict[str, Any]] | None = None):
         self.fill = fill
         self._fields = dict(fields or {})
         self.doc = doc
