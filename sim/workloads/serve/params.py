@@ -18,7 +18,7 @@ from sim.workloads import WORKLOADS, ChipContext, Workload
 from sim.workloads.base import Dist, dist_of, tile_id, tile_of
 from sim.workloads.kv_decode import KvParams, _trace_of, prefix_block_issues
 from sim.workloads.request_trace import RequestTrace
-from sim.workloads.serve.costs import CostOptions
+from sim.workloads.serve.costs import CALL_SYNC, CostOptions
 from sim.workloads.serving import Objectives, PreemptionLog, RequestLog, serving_figures
 
 SHARED = ("requests", "prompt_tokens", "output_tokens", "arrival_interval", "scheduler_tile", "trace", "trace_format",
@@ -80,6 +80,11 @@ class ServeParams(Workload):
                               "planning pass at the roofline (sim/workloads/serve/prefetch.py; the same prices); "
                               "0: OMP_NUM_THREADS if set (1 in a Ray task or actor), else this machine's cores; "
                               "1: each when a step needs it", min=0),
+        "looping": Field("bool", True, "serve: the layers run as one looped kernel call (Kernel Looping, "
+                         "Koeplinger et al. 2024); false: the unlooped baseline, a kernel call a layer (its "
+                         "pipeline filled and drained each layer, and call_sync)"),
+        "call_sync": Field("time", CALL_SYNC, "serve: looping = false: a kernel call's synchronisation at each layer "
+                           "boundary (chosen, not published: sim/workloads/serve/costs.py)", min=0.0, unit="s"),
     }, doc="kv-decode, spec-decode and serve")
 
     @classmethod
@@ -140,4 +145,4 @@ def cost_options(d: dict) -> CostOptions:
     """How a serve run's steps are priced, from its [workload.decode] table."""
     return CostOptions(ratio=d["step_anchor_ratio"], context_ratio=d["step_context_ratio"], tiles=d["step_tiles"],
                        stream_bytes=d["step_stream_bytes"], map_seconds=d["step_map_seconds"], cache=d["step_cache"],
-                       workers=d["step_workers"])
+                       workers=d["step_workers"], looping=d["looping"], call_sync_seconds=d["call_sync"])
