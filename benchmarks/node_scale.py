@@ -17,6 +17,11 @@ One JSON line a case, each figure beside its reference and target:
   bandwidth) and its % of peak; target at least 75 % on 8 and 16 sockets (SambaNova, DAC 2025
   talk, "over 75 %"), the paper's figure over 90 % ("Kernel Looping", Koeplinger et al. 2024,
   arXiv 2410.23668, abstract);
+- ``looping``: Llama-3.1-8B decode unlooped (``looping = false``: a kernel call a layer, each
+  call's pipeline filled and drained and a synchronisation, sim/workloads/serve/costs.py) against
+  looped, beside the paper's "up to 2.2x" on one socket and "up to 2.5x" over sockets (abstract);
+  the synchronisation is chosen (not published), so the line also gives the speedup at 0, 5 and
+  20 us and the synchronisation that would give the published ratio;
 - ``sensitivity``: the same decode with each chosen (unpublished) network figure moved: the
   topology (ring against fully connected), a hop's latency and a socket's link bandwidth
   (mapping/systems.py says which figures are chosen).
@@ -42,6 +47,8 @@ SMOKE_KEYS = (
      "fraction_of_peak", "target", "meets_target", "published", "source", "wall_seconds"),
     ("bench", "case", "model", "preset", "tokens", "kv_read", "cus", "tiles", "efficiency", "reference", "target",
      "meets_target", "wall_seconds"),
+    ("bench", "case", "model", "preset", "sockets", "looped_ms", "unlooped_ms", "call_sync_seconds", "speedup",
+     "published", "source", "call_sync_chosen", "speedup_by_call_sync_us", "call_sync_for_published_seconds"),
 )
 
 
@@ -72,13 +79,14 @@ def collectives(presets: tuple[str, ...]) -> None:
                   "ratio": round(sim / ideal, 4), "target": "within 5%", "meets_target": abs(sim / ideal - 1) <= 0.05})
 
 
-def decode_raw(model: str, preset: str, context: int, chip: dict, cache: str, tokens: int = 4) -> dict:
-    """A serve-system run of one request: ``context`` prompt tokens, then ``tokens`` decoded."""
+def decode_raw(model: str, preset: str, context: int, chip: dict, cache: str, tokens: int = 4, **keys) -> dict:
+    """A serve-system run of one request: ``context`` prompt tokens, then ``tokens`` decoded
+    (``keys``: more [workload.decode] keys)."""
     return {"chip": chip, "noc": {"model": "packet"}, "memory": {"policy": "virtual"},
             "system": {"preset": preset, "max_seconds": 100.0},
             "workload": {"kind": "serve-system", "decode": {
                 "model": model, "requests": 1, "prompt_tokens": {"dist": "fixed", "mean": context},
-                "output_tokens": {"dist": "fixed", "mean": tokens}, "step_cache": cache}}}
+                "output_tokens": {"dist": "fixed", "mean": tokens}, "step_cache": cache, **keys}}}
 
 
 def decode_ms(raw: dict) -> tuple[float, dict]:
@@ -115,7 +123,7 @@ def anchor_rows(model: str, preset: str, anchors: dict) -> None:
 
 
 def decode(cases: list[tuple[str, str]], chip: dict, context: int, cache_dir: str, note: str) -> dict:
-    """ms a token on each (model, preset) beside its roofline; the runs' fractions by case."""
+    """ms a token on each (model, preset) beside its roofline; the runs' ms by case."""
     from mapping.systems import SYSTEMS
 
     out = {}
@@ -127,7 +135,7 @@ def decode(cases: list[tuple[str, str]], chip: dict, context: int, cache_dir: st
         anchor_rows(model, preset, anchors)
         roof = roofline_ms(model, sockets, context)
         frac = roof / ms
-        out[model, preset] = frac
+        out[model, preset] = ms
         emit({"case": f"decode {model} on {preset}{note}", "model": model, "preset": preset, "sockets": sockets,
               "context_tokens": context, "ms_per_token": round(ms, 4), "roofline_ms": round(roof, 4),
               "fraction_of_peak": round(frac, 4), "target": "at least 0.75" if sockets > 1 else "reported",
@@ -160,6 +168,31 @@ def sensitivity(model: str, preset: str, chip: dict, context: int, cache_dir: st
                   "fraction_of_peak": round(roof / ms, 4), "chosen": i == 0})
 
 
+def looping(model: str, presets: tuple[str, ...], looped: dict, chip: dict, context: int, cache_dir: str) -> None:
+    """Decode unlooped (a kernel call a layer) against looped, on each preset (the anchors cached:
+    one looped run prices both); on the first, the call synchronisation that gives the paper's 2.2x."""
+    from mapping.systems import SYSTEMS
+    from sim.workloads.serve.costs import CALL_SYNC
+
+    for preset in presets:
+        cache = os.path.join(cache_dir, f"{model}-{preset}.json")
+        syncs = (0.0, CALL_SYNC, 20e-6) if preset == presets[0] else (CALL_SYNC,)
+        ms = {s: decode_ms(decode_raw(model, preset, context, chip, cache, looping=False, call_sync=f"{s!r}s"))[0]
+              for s in syncs}
+        sockets = SYSTEMS[preset].chips
+        published = 2.2 if sockets == 1 else 2.5
+        row = {"case": f"looping {model} on {preset}", "model": model, "preset": preset, "sockets": sockets,
+               "looped_ms": round(looped[model, preset], 4), "unlooped_ms": round(ms[CALL_SYNC], 4),
+               "call_sync_seconds": CALL_SYNC, "speedup": round(ms[CALL_SYNC] / looped[model, preset], 3),
+               "published": f"up to {published}x", "source": KL, "call_sync_chosen": "not published"}
+        if len(syncs) > 1:  # unlooped ms is linear in the synchronisation: where it reaches the published ratio
+            slope = (ms[syncs[-1]] - ms[0.0]) / syncs[-1]
+            row["speedup_by_call_sync_us"] = {round(s * 1e6, 1): round(m / looped[model, preset], 3)
+                                              for s, m in ms.items()}
+            row["call_sync_for_published_seconds"] = (published * looped[model, preset] - ms[0.0]) / slope
+        emit(row)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--smoke", action="store_true", help="the collectives, and 8B on an 8 x 16 socket")
@@ -175,14 +208,16 @@ def main(argv: list[str] | None = None) -> None:
     if args.smoke:
         cases = [("llama-3.1-8b", "sn40l-8")]
     with tempfile.TemporaryDirectory() as cache_dir:
-        fractions = decode(cases, chip, context, cache_dir, note)
+        times = decode(cases, chip, context, cache_dir, note)
+        presets = tuple(p for m, p in cases if m == "llama-3.1-8b")
+        looping("llama-3.1-8b", presets, times, chip, context, cache_dir)
         if not args.smoke:
             sensitivity("llama-3.1-8b", "sn40l-16", chip, context, cache_dir)
     if args.figure:
-        draw(fractions, context, args.figure)
+        draw(times, context, args.figure)
 
 
-def draw(fractions: dict, context: int, path: str) -> None:
+def draw(times: dict, context: int, path: str) -> None:
     """Decode tokens a second against sockets, each model beside its roofline."""
     from cluster.report.render import pyplot  # matplotlib, the report extra's ('.[report]')
     from mapping.systems import SYSTEMS
@@ -190,10 +225,10 @@ def draw(fractions: dict, context: int, path: str) -> None:
     plt = pyplot()
 
     fig, ax = plt.subplots(figsize=(6, 4))
-    for model in sorted({m for m, _ in fractions}):
-        pts = sorted((SYSTEMS[p].chips, f) for (m, p), f in fractions.items() if m == model)
+    for model in sorted({m for m, _ in times}):
+        pts = sorted((SYSTEMS[p].chips, ms) for (m, p), ms in times.items() if m == model)
         xs = [n for n, _ in pts]
-        ax.plot(xs, [1e3 / roofline_ms(model, n, context) * f for n, f in pts], "o-", label=f"{model} simulated")
+        ax.plot(xs, [1e3 / ms for _, ms in pts], "o-", label=f"{model} simulated")
         ax.plot(xs, [1e3 / roofline_ms(model, n, context) for n in xs], "--", label=f"{model} HBM roofline")
     ax.set_xlabel("sockets")
     ax.set_ylabel("decode tokens / s (batch 1)")
