@@ -14,7 +14,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from cluster.config.schema import Field, Issue, Table, validate
+from cluster.config.schema import Field, Issue, Table, fill_presets, validate
 from cluster.errors import UserError
 
 COMMAND_LINE = "the command line"
@@ -106,20 +106,6 @@ def set_path(cfg: dict, dotted: str, value) -> None:
     node[parts[-1]] = value
 
 
-def fill_presets(raw: dict, table: Table) -> dict:
-    """``raw`` with every table that names a preset (its ``Table.fill``) given the preset's keys
-    under its own, nested tables too; the keys given always win."""
-    if not isinstance(raw, dict):
-        return raw
-    out = table.fill(raw) if table.fill is not None else dict(raw)
-    fields = table.fields
-    for key, value in out.items():
-        sub = fields.get(key)
-        if isinstance(sub, Table) and isinstance(value, dict):
-            out[key] = fill_presets(value, sub)
-    return out
-
-
 def apply_overrides(raw: dict, overrides: list[tuple[str, object]]) -> dict:
     out = copy.deepcopy(raw)
     for key, value in overrides:
@@ -185,8 +171,9 @@ def load(
     base = resolve_files(read_toml(path), schema, Path(path).parent) if path else copy.deepcopy(raw or {})
     sets = [(o, parse_override(o)) for o in (overrides or [])]
     pairs = [pair for _, pair in sets] + list(extra or [])
-    # a preset the file names is filled in before the overrides (they may set its keys), one an override names after
-    merged = fill_presets(apply_overrides(fill_presets(base, schema), pairs), schema)
+    # a preset the file names is filled in before the overrides (they may set its keys); validate fills
+    # in one an override names
+    merged = apply_overrides(fill_presets(base, schema), pairs)
     cfg, issues = validate(merged, schema)
     if issues:  # a key given twice is named by its last giver, as its value is
         given = {key: f"--set {text.strip()}" for text, (key, _) in sets}
