@@ -142,6 +142,10 @@ MODELS = {m.name: m for m in (
     # tie_word_embeddings false, torch_dtype bfloat16 (model card: 8.03 B parameters)
     ModelSpec("llama-3.1-8b", 32, 4096, 32, 8, 128, 14336, 128256,
               source="meta-llama/Llama-3.1-8B config.json"),
+    # meta-llama/Llama-2-7b-hf config.json: hidden_size 4096, intermediate_size 11008,
+    # num_attention_heads 32, num_key_value_heads 32, num_hidden_layers 32, vocab_size 32000,
+    # tie_word_embeddings false (6.74 B parameters): the expert of Samba-CoE (Prabhakar et al., MICRO 2024)
+    ModelSpec("llama-2-7b", 32, 4096, 32, 32, 128, 11008, 32000, source="meta-llama/Llama-2-7b-hf config.json"),
     # meta-llama/Llama-3.1-70B config.json: hidden_size 8192, intermediate_size 28672,
     # num_attention_heads 64, num_key_value_heads 8, num_hidden_layers 80, vocab_size 128256
     # (model card: 70.6 B parameters)

@@ -102,19 +102,24 @@ STEP = RDA_PRESETS["step"].dfmodel()  # STeP's abstract machine (its HBM is DFMo
 CHIPS = {c.name: c for c in (A100, H100, SN30, WSE2, PLASTICINE, SN40L, SN40L_PUBLISHED, STEP)}
 
 # ---------------------------------------------------------------- system presets
-# SN40L nodes (Prabhakar et al., MICRO 2024; Hot Chips 2024): a node holds 8 or 16 sockets (the
-# 16-socket node: 1 TB of HBM at 25.6 TB/s = 16 x 64 GB at 1.6 TB/s, 24 TB of DDR at 1.6 TB/s
-# = 16 x 1.5 TB at 100 GB/s). The sockets' peer-to-peer link bandwidth and topology are not
-# given in either source (nor in "Kernel Looping", arXiv 2410.23668): a ring of 100 GB/s links
-# carrying tensor parallelism is assumed here (docs/run.md, "What is assumed at real scale").
-SN40L_LINK_BANDWIDTH = 100 * GB  # assumed, not published
-SN40L_LINK_LATENCY = 500e-9  # assumed, not published (the mapper's default)
+# SN40L nodes (Prabhakar et al., MICRO 2024, arXiv 2405.07518; Hot Chips 2024): a node holds 8 or 16
+# sockets (the 16-socket node: 1 TB of HBM at 25.6 TB/s = 16 x 64 GB at 1.6 TB/s, 24 TB of DDR at
+# 1.6 TB/s = 16 x 1.5 TB at 100 GB/s), joined by "a dedicated inter-RDU network" (MICRO 2024,
+# abstract). Its topology, link bandwidth and latency are not given in the sources searched (the
+# MICRO and Hot Chips papers, "Kernel Looping", arXiv 2410.23668), so they are CHOSEN here, not
+# published: every socket has a direct peer-to-peer link to every other (fully connected, so the
+# latency-optimal collectives reach any socket in one hop), a socket injects at 100 GB/s in all and a
+# hop's latency is 500 ns. docs/run.md ("What is assumed at real scale") and benchmarks/node_scale.py
+# show what decode speed does as each of the three moves.
+SN40L_LINK_BANDWIDTH = 100 * GB  # chosen, not published: a socket's peer-to-peer injection bandwidth
+SN40L_LINK_LATENCY = 500e-9  # chosen, not published (the mapper's default)
+SN40L_NETWORK = LinkKind.FULLY_CONNECTED  # chosen, not published
 
 
-def sn40l_node(sockets: int) -> System:
-    """``sockets`` SN40L sockets on a tensor-parallel ring (1 socket: a ring of one)."""
-    return System(sockets, SN40L_PUBLISHED, (NetworkDim(LinkKind.RING, sockets, SN40L_LINK_BANDWIDTH, Parallelism.TP,
-                                                        SN40L_LINK_LATENCY),))
+def sn40l_node(sockets: int, kind: LinkKind = SN40L_NETWORK, bandwidth: float = SN40L_LINK_BANDWIDTH,
+               latency: float = SN40L_LINK_LATENCY) -> System:
+    """``sockets`` SN40L sockets carrying tensor parallelism over one network dimension."""
+    return System(sockets, SN40L_PUBLISHED, (NetworkDim(kind, sockets, bandwidth, Parallelism.TP, latency),))
 
 
 SYSTEMS = {f"sn40l-{n}": sn40l_node(n) for n in (1, 8, 16)}
@@ -125,6 +130,13 @@ def system_preset(name: str) -> System:
         return SYSTEMS[name]
     except KeyError:
         raise KeyError(f"unknown system preset {name!r}; known: {', '.join(SYSTEMS)}") from None
+
+
+def network_keys(system: System) -> dict:
+    """A system as the keys of a config's [system] (chips, chip, its [[system.network]]), in base units."""
+    return {"chips": system.chips, "chip": system.chip.name,
+            "network": [{"kind": d.kind.value, "size": d.size, "link_bandwidth": d.link_bandwidth,
+                         "link_latency": d.link_latency, "parallelism": d.parallelism.value} for d in system.network]}
 
 
 def chip(name: str) -> Chip:

@@ -62,11 +62,14 @@ class Table:
     ``extend`` (optional) returns more fields when the table is read, e.g. the keys every
     registered memory policy declares; ``checks`` are cross-field checks on the table's
     normalised values: fn(values) -> [(key, message)]; ``given_checks`` also see what the config
-    itself gave, before defaults were filled in: fn(given, values) -> [(key, message)].
+    itself gave, before defaults were filled in: fn(given, values) -> [(key, message)]; ``fill``
+    puts a named preset's keys under those the config gave: fn(given) -> given, filled.
     """
 
     def __init__(self, fields: dict[str, Any] | None = None, doc: str = "", checks: list[Check] | None = None,
-                 extend: Callable[[], dict[str, Any]] | None = None, given_checks: list[GivenCheck] | None = None):
+                 extend: Callable[[], dict[str, Any]] | None = None, given_checks: list[GivenCheck] | None = None,
+                 fill: Callable[[dict[str, Any]], dict[str, Any]] | None = None):
+        self.fill = fill
         self._fields = dict(fields or {})
         self.doc = doc
         self.checks = list(checks or [])

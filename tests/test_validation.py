@@ -16,7 +16,7 @@ import pytest
 from tests.paths import ROOT
 
 PAGE = ROOT / "docs" / "validation.md"
-SLOW = ("benchmarks/alloc_quality.py", "benchmarks/step_reproduction.py")  # minutes each
+SLOW = ("benchmarks/alloc_quality.py", "benchmarks/step_reproduction.py", "benchmarks/node_scale.py")  # minutes each
 
 
 def sections() -> dict[str, list[str]]:

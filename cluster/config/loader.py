@@ -14,7 +14,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from cluster.config.schema import Field, Issue, Table, validate
+from cluster.config.schema import Field, Issue, Table, fill_presets, validate
 from cluster.errors import UserError
 
 COMMAND_LINE = "the command line"
@@ -171,7 +171,9 @@ def load(
     base = resolve_files(read_toml(path), schema, Path(path).parent) if path else copy.deepcopy(raw or {})
     sets = [(o, parse_override(o)) for o in (overrides or [])]
     pairs = [pair for _, pair in sets] + list(extra or [])
-    merged = apply_overrides(base, pairs)
+    # a preset the file names is filled in before the overrides (they may set its keys); validate fills
+    # in one an override names
+    merged = apply_overrides(fill_presets(base, schema), pairs)
     cfg, issues = validate(merged, schema)
     if issues:  # a key given twice is named by its last giver, as its value is
         given = {key: f"--set {text.strip()}" for text, (key, _) in sets}

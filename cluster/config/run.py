@@ -19,8 +19,8 @@ from cluster.config.footprint import chip_issues as footprint_issues
 from cluster.config.footprint import workload_issues as workload_footprint
 from cluster.config.loader import ConfigError
 from cluster.config.noc import RUN_SECTION
-from cluster.config.schema import Issue
-from mapping.systems import CHIPS
+from cluster.config.schema import Issue, spell_units
+from mapping.systems import CHIPS, SYSTEMS
 from sim.chip.config import BULK, OOM_BEHAVIOURS, PLACEMENTS, PREEMPT_MODES, ChipConfig, noc_params_for
 from sim.chip.messages import Sizing
 from sim.chip.reclaim import RECLAMATIONS
@@ -216,6 +216,8 @@ def _system_table() -> Table:
 
     net = MAP.fields["system"].fields["network"]
     return Table({
+        "preset": Field("choice", "", "a node to start from (mapping/systems.py: its chips, chip and network; any "
+                        "key given here still wins)", choices=("",) + tuple(SYSTEMS)),
         "chips": Field("int", 0, "chips in the system (0: a single chip, the [chip] above)", min=0),
         "chip": Field("choice", "SN30", "the chip of every node (box fidelity: any of the mapper's chips)",
                       choices=tuple(CHIPS)),
@@ -225,7 +227,27 @@ def _system_table() -> Table:
         "packet_bytes": Field("size", 4096, "bytes of a packet on an inter-chip link", min=64),
         "max_seconds": Field("float", 86400.0, "simulated seconds after which the run is cut off", min=1e-9),
         "network": net,
-    }, doc="a system of chips joined by inter-chip links (rdasim run simulates it when chips > 0)")
+    }, doc="a system of chips joined by inter-chip links (rdasim run simulates it when chips > 0)",
+        fill=_fill_system)
+
+
+def _fill_system(given: dict) -> dict:
+    """A [system] naming a preset: the preset's chips, chip and network under the keys given (a
+    [[system.network]] table given key by key over the preset's table of that index)."""
+    from cluster.config.map import SCHEMA as MAP
+    from mapping.systems import network_keys
+
+    name = given.get("preset")
+    if not isinstance(name, str) or name not in SYSTEMS:  # none, or an unknown name: the preset key's error
+        return dict(given)
+    preset = spell_units(network_keys(SYSTEMS[name]), MAP.fields["system"])
+    out = {**preset, **given}
+    mine = given.get("network")
+    if isinstance(mine, list):
+        theirs = preset["network"]
+        out["network"] = [{**(theirs[i] if i < len(theirs) else {}), **m} if isinstance(m, dict) else m
+                          for i, m in enumerate(mine)]
+    return out
 
 
 WORKLOAD = Table({

@@ -165,11 +165,25 @@ def all_paths(schema: Table) -> list[str]:
     return [p for p, _ in walk(schema)]
 
 
+def fill_presets(raw, table: Table):
+    """``raw`` with every table that names a preset (its ``Table.fill``) given the preset's keys
+    under its own, nested tables too; the keys given always win."""
+    if not isinstance(raw, dict):
+        return raw
+    out = table.fill(raw) if table.fill is not None else dict(raw)
+    fields = table.fields
+    for key, value in out.items():
+        sub = fields.get(key)
+        if isinstance(sub, Table) and isinstance(value, dict):
+            out[key] = fill_presets(value, sub)
+    return out
+
+
 def validate(raw: dict, schema: Table) -> tuple[dict, list[Issue]]:
     """Check ``raw`` against ``schema``; return (normalised dict with defaults, issues)."""
     issues: list[Issue] = []
     everything = all_paths(schema)
-    out = _walk_table(raw, schema, "", issues, everything)
+    out = _walk_table(fill_presets(raw, schema), schema, "", issues, everything)
     _resolve_cycles(out, schema, out, "", issues)
     return out, issues
 

@@ -3,7 +3,8 @@
 Each takes the chip, its group (the chips of one network dimension's group, in ring
 order: mapping/topology.py ``SystemGraph.group``), the bytes ``S`` of the collective and a
 tag that keeps concurrent collectives apart. The algorithm follows the dimension's link
-kind, as mapping/collectives.py charges it:
+kind, as mapping/collectives.py charges it, unless the caller names another
+(sim/system/algorithms.py: one-shot and recursive doubling, and the choice by size):
 
 - ring (and switch: the ring through the switch): all-reduce as reduce-scatter then
   all-gather, ``p - 1`` steps each, every step sending ``S / p`` to the next chip and
@@ -55,27 +56,70 @@ def direct_phase(chip: BoxChip, group: list[int], nbytes: int, tag: int, step: i
     yield Recv([(c, tag * STEP + step) for c in others])
 
 
-def all_reduce(chip: BoxChip, group: list[int], nbytes: int, tag: int, kind: LinkKind):
+def one_shot(chip: BoxChip, group: list[int], nbytes: int, tag: int, step: int):
+    """Send all ``S`` bytes to every other chip and take each of theirs (each reduces on its own)."""
+    others = [c for c in group if c != chip.cid]
+    for c in others:
+        chip.send(c, int(nbytes), tag * STEP + step)
+    if others:
+        yield Recv([(c, tag * STEP + step) for c in others])
+
+
+def doubling_steps(chip: BoxChip, group: list[int], sizes: list[int], tag: int):
+    """Step ``k`` exchanges ``sizes[k]`` bytes with the chip ``2^k`` places away (``p`` a power of two):
+    recursive doubling for all-reduce and all-gather, halving (sizes shrinking) for reduce-scatter."""
+    i = group.index(chip.cid)
+    for k, size in enumerate(sizes):
+        peer = group[i ^ (1 << k)]
+        chip.send(peer, size, tag * STEP + k)
+        yield Recv([(peer, tag * STEP + k)])
+
+
+def _doubling_sizes(op: str, p: int, nbytes: int) -> list[int]:
+    steps = p.bit_length() - 1
+    if op == "all_reduce":
+        return [int(nbytes)] * steps
+    if op == "all_gather":
+        return [chunk(nbytes, p) << k for k in range(steps)]
+    return [-(-int(nbytes) // (2 << k)) for k in range(steps)]
+
+
+def legacy(kind: LinkKind) -> str:
+    """The algorithm a link kind ran before algorithms were chosen by size: direct on full connections."""
+    return "direct" if kind is LinkKind.FULLY_CONNECTED else "ring"
+
+
+def _reducing(op: str, chip: BoxChip, group: list[int], nbytes: int, tag: int, algorithm: str):
     p = len(group)
-    if kind is LinkKind.FULLY_CONNECTED:
-        yield from direct_phase(chip, group, nbytes, tag, 0)
-        yield from direct_phase(chip, group, nbytes, tag, 1)
+    if p < 2:
+        return
+    phases = 2 if op == "all_reduce" else 1
+    if algorithm == "ring":
+        yield from ring_steps(chip, group, nbytes, tag, range(phases * (p - 1)))
+    elif algorithm == "direct":
+        for phase in range(phases):
+            yield from direct_phase(chip, group, nbytes, tag, phase)
+    elif algorithm == "one-shot" and op == "all_reduce":
+        yield from one_shot(chip, group, nbytes, tag, 0)
+    elif algorithm == "recursive-doubling" and p & (p - 1) == 0:
+        yield from doubling_steps(chip, group, _doubling_sizes(op, p, nbytes), tag)
     else:
-        yield from ring_steps(chip, group, nbytes, tag, range(2 * (p - 1)))
+        raise ValueError(f"{algorithm!r} does not run {op} over {p} chips")
 
 
-def reduce_scatter(chip: BoxChip, group: list[int], nbytes: int, tag: int, kind: LinkKind):
-    if kind is LinkKind.FULLY_CONNECTED:
-        yield from direct_phase(chip, group, nbytes, tag, 0)
-    else:
-        yield from ring_steps(chip, group, nbytes, tag, range(len(group) - 1))
+def all_reduce(chip: BoxChip, group: list[int], nbytes: int, tag: int, kind: LinkKind, algorithm: str = ""):
+    yield from _reducing("all_reduce", chip, group, nbytes, tag, algorithm or legacy(kind))
 
 
-def all_gather(chip: BoxChip, group: list[int], nbytes: int, tag: int, kind: LinkKind):
-    yield from reduce_scatter(chip, group, nbytes, tag, kind)
+def reduce_scatter(chip: BoxChip, group: list[int], nbytes: int, tag: int, kind: LinkKind, algorithm: str = ""):
+    yield from _reducing("reduce_scatter", chip, group, nbytes, tag, algorithm or legacy(kind))
 
 
-def all_to_all(chip: BoxChip, group: list[int], nbytes: int, tag: int, kind: LinkKind):
+def all_gather(chip: BoxChip, group: list[int], nbytes: int, tag: int, kind: LinkKind, algorithm: str = ""):
+    yield from _reducing("all_gather", chip, group, nbytes, tag, algorithm or legacy(kind))
+
+
+def all_to_all(chip: BoxChip, group: list[int], nbytes: int, tag: int, kind: LinkKind, algorithm: str = ""):
     yield from direct_phase(chip, group, nbytes, tag, 0)
 
 

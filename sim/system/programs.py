@@ -16,6 +16,7 @@ from mapping.plan import MappingPlan
 from mapping.systems import LinkKind, Parallelism, System
 from mapping.topology import SystemGraph
 from sim.keys import Field, Issue, Table
+from sim.system.algorithms import ALGORITHMS, AUTO, NAMES, REDUCING, PortTiming
 from sim.system.collectives import COLLECTIVES
 from sim.system.shard import BoxChip, Compute, Recv
 from sim.workloads import WORKLOADS, ChipContext, Workload
@@ -34,6 +35,7 @@ class CollectiveParams(Workload):
     dim: int = 0
     nbytes: int = 1 << 20
     repeats: int = 1
+    algorithm: str = AUTO  # sim/system/algorithms.py; auto: the least closed-form time for nbytes
 
     SECTION: ClassVar[str] = "collective"
     SYSTEM: ClassVar[bool] = True
@@ -44,30 +46,49 @@ class CollectiveParams(Workload):
         "dim": Field("int", 0, "network dimension whose groups run it (0 = the first [[system.network]])", min=0),
         "nbytes": Field("size", 1 << 20, "bytes of the collective (point_to_point: of the message)", min=1),
         "repeats": Field("int", 1, "times in a row", min=1),
+        "algorithm": Field("choice", AUTO, "all-reduce, all-gather, reduce-scatter algorithm (auto: the one of least "
+                           "alpha-beta time for the size, as collective libraries choose)", choices=(AUTO,) + NAMES),
     }, doc="a collective on its own")
 
     @classmethod
     def from_config(cls, kind: str, d: dict, chip: ChipContext, issues: list[Issue]) -> "CollectiveParams":
-        return cls(kind, d["op"], d["dim"], d["nbytes"], d["repeats"])
+        system, name = chip.system, d["algorithm"]
+        if system is not None and name != AUTO and d["op"] in REDUCING and d["dim"] < len(system.network):
+            dim = system.network[d["dim"]]
+            if not ALGORITHMS[name].applies(d["op"], dim.kind, dim.size):
+                issues.append(Issue("workload.collective.algorithm", f"{name!r} does not run {d['op']} over "
+                                    f"{dim.size} chips of a {dim.kind.name.lower()} dimension"))
+        return cls(kind, d["op"], d["dim"], d["nbytes"], d["repeats"], name)
 
     @property
     def work_items(self) -> int:
         return self.repeats
 
     def system_program(self, cfg) -> "CollectiveProgram":
-        return CollectiveProgram(self, cfg.graph)
+        return CollectiveProgram(self, cfg)
+
+    def port(self, cfg) -> PortTiming:
+        dim = cfg.system.network[self.dim]
+        return PortTiming.of(dim.kind, dim.link_bandwidth, dim.link_latency, cfg.clock_hz, cfg.packet_bytes)
+
+    def algorithm_for(self, port: PortTiming, p: int) -> str:
+        """The algorithm this run's collective takes (none for all-to-all and point-to-point)."""
+        if self.op not in REDUCING:
+            return ""
+        name = port.choose(self.op, p, self.nbytes) if self.algorithm == AUTO else self.algorithm
+        if not ALGORITHMS[name].applies(self.op, port.kind, p):
+            raise ValueError(f"collective.algorithm {name!r} does not run {self.op} over {p} chips of a "
+                             f"{port.kind.name.lower()} dimension")
+        return name
 
     def system_figures(self, records: list, cfg) -> dict:
         """Each repetition's time (first start to last end over the chips) beside the closed form."""
         times = span_cycles(records)
-        dim = cfg.system.network[self.dim]
-        p = cfg.graph.sizes[self.dim]
-        bpc = dim.link_bandwidth / cfg.clock_hz
-        lat = max(1, round(dim.link_latency * cfg.clock_hz))
-        return {"collective": self.op, "group_chips": p, "collective_cycles": times,
+        port, p = self.port(cfg), cfg.graph.sizes[self.dim]
+        algorithm = self.algorithm_for(port, p)
+        return {"collective": self.op, "group_chips": p, "collective_cycles": times, "algorithm": algorithm,
                 "collective_seconds": [t / cfg.clock_hz for t in times],
-                "closed_form_cycles": closed_form(self.op, dim.kind, p, self.nbytes, bpc, lat,
-                                                  math.ceil(min(cfg.packet_bytes, -(-self.nbytes // p)) / bpc))}
+                "closed_form_cycles": closed_form(self.op, port, p, self.nbytes, algorithm)}
 
 
 def span_cycles(records: list) -> list[int]:
@@ -79,29 +100,24 @@ def span_cycles(records: list) -> list[int]:
     return [b - a for _, (a, b) in sorted(spans.items())]
 
 
-def closed_form(op: str, kind: LinkKind, p: int, nbytes: int, bytes_per_cycle: float, latency: int,
-                packet_cycles: int = 0) -> int:
-    """Cycles of a collective on idle links (sim/system/collectives.py): one hop costs the
-    latency plus the message's serialisation; through a switch a step is two hops (the
-    second adds the latency and one packet's serialisation)."""
+def closed_form(op: str, port: PortTiming, p: int, nbytes: int, algorithm: str) -> int:
+    """Cycles of a collective on idle links: the algorithm's alpha-beta time (sim/system/algorithms.py);
+    a point-to-point message and a direct all-to-all as sim/system/collectives.py sends them."""
     if p < 2:
         return 0
-    ser = math.ceil(-(-nbytes // p) / bytes_per_cycle)
-    alpha = latency if kind is not LinkKind.SWITCH else 2 * latency + packet_cycles
+    alpha = port.alpha(op, p, nbytes)
     if op == "point_to_point":
-        return math.ceil(nbytes / bytes_per_cycle) + alpha
+        return port.ser(nbytes) + alpha
     if op == "all_to_all":
-        return (p - 1) * ser + alpha
-    steps = {"all_reduce": 2, "reduce_scatter": 1, "all_gather": 1}[op]
-    if kind is LinkKind.FULLY_CONNECTED:
-        return steps * ((p - 1) * ser + alpha)
-    return steps * (p - 1) * (alpha + ser)
+        return (p - 1) * port.ser(-(-nbytes // p)) + alpha
+    return port.cycles(op, algorithm, p, nbytes)
 
 
 class CollectiveProgram:
-    def __init__(self, p: CollectiveParams, graph: SystemGraph):
+    def __init__(self, p: CollectiveParams, cfg):
         self.p = p
-        self.graph = graph
+        self.graph: SystemGraph = cfg.graph
+        self.algorithm = p.algorithm_for(p.port(cfg), self.graph.sizes[p.dim])
 
     def start(self, chip: BoxChip):
         return self._run(chip)
@@ -120,7 +136,7 @@ class CollectiveProgram:
                 elif len(group) > 1 and chip.cid == group[1]:
                     yield Recv([(group[0], r)])
             else:
-                yield from COLLECTIVES[p.op](chip, group, p.nbytes, r, kind)
+                yield from COLLECTIVES[p.op](chip, group, p.nbytes, r, kind, self.algorithm)
             shard.record(p.op, chip.cid, r, t0, shard.now, p.nbytes)
             if chip.cid == group[0]:
                 shard.counts["finished"] += 1

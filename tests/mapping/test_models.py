@@ -16,6 +16,7 @@ from mapping.plan import KernelPlan, MappingPlan, PartitionPlan, TensorPlan
 CARDS = {
     "llama-3.1-8b": (8.03e9, 8.03e9, 0.005e9),
     "llama-3.1-70b": (70.6e9, 70.6e9, 0.05e9),
+    "llama-2-7b": (6.74e9, 6.74e9, 0.005e9),  # 6,738,415,616 counted from its config.json
     "mixtral-8x7b": (46.7e9, 12.9e9, 0.05e9),  # Mistral AI: "46.7B total parameters but only uses 12.9B per token"
     # Qwen3-30B-A3B card: "30.5B in total and 3.3B activated"; counting both embeddings the activated
     # figure is 3.353 B, which the card writes 3.3 (truncated), hence the wider tolerance

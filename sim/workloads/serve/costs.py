@@ -47,6 +47,20 @@ DEPTH = (simulated.LAYERS, simulated.PIPELINE, simulated.DECODE_TILE, simulated.
          simulated.MIN_SHARE)
 
 
+# The unlooped baseline's synchronisation at each kernel call (a layer): "Kernel Looping" (Koeplinger
+# et al. 2024, arXiv 2410.23668) names these costs at layer boundaries but the sources searched give
+# no figure for SN40L; chosen here as a GPU kernel launch's few microseconds, and benchmarks/node_scale.py
+# prints the speedups across 0-20 us and the figure that would give the paper's "up to 2.2x".
+CALL_SYNC = 5e-6
+
+
+def unlooped_efficiency(run: StepPlanRun, layers: int, sync_cycles: float) -> float:
+    """E of the step run as a kernel call a layer: each call the looped run's first layer (its
+    pipeline filled and drained, no next layer's weights streaming under it) and a synchronisation."""
+    one = run.cycles_for(1)
+    return layers * (one + sync_cycles) / (layers * run.roofline_layer)
+
+
 @dataclass(frozen=True)
 class CostOptions:
     """How anchors are chosen and simulated (config keys of the serve workload)."""
@@ -59,6 +73,8 @@ class CostOptions:
     cache: str = ""  # a step cache file (cache.py); empty: none
     workers: int = 0  # processes simulating anchors at once (prefetch.workers: 0 is this machine's cores)
     roofline_only: bool = False  # every step at its roofline, its anchors noted, not simulated: the planning pass
+    looping: bool = True  # the layers one looped kernel call (Kernel Looping); false: a call a layer
+    call_sync_seconds: float = CALL_SYNC  # looping false: a kernel call's synchronisation (chosen, not published)
 
 
 class StepCosts:
@@ -104,6 +120,8 @@ class StepCosts:
             run = got.result()
             self.anchors[a] = run
             self.logs.append(self._log(run, got, k, cached=hit is not None))
+        if not self.options.looping:
+            return unlooped_efficiency(run, self.model.layers, self.options.call_sync_seconds * self.cfg.spec.clock_hz)
         return run.efficiency(self.model.layers)
 
     def _key(self, a: StepShape) -> str:

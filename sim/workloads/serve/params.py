@@ -21,7 +21,7 @@ from sim.serving.trace import RequestTrace
 from sim.workloads import WORKLOADS, ChipContext, Workload
 from sim.workloads.base import tile_id, tile_of
 from sim.workloads.kv_decode import KvParams
-from sim.workloads.serve.costs import CostOptions
+from sim.workloads.serve.costs import CALL_SYNC, CostOptions
 
 SHARED = ("requests", "prompt_tokens", "output_tokens", "arrival_interval", "scheduler_tile", "trace", "trace_format",
           "trace_model", "trace_start", "trace_duration", "trace_speedup", "trace_jitter", "max_prompt_tokens",
@@ -82,6 +82,11 @@ class ServeParams(Workload):
                               "planning pass at the roofline (sim/workloads/serve/prefetch.py; the same prices); "
                               "0: OMP_NUM_THREADS if set (1 in a Ray task or actor), else this machine's cores; "
                               "1: each when a step needs it", min=0),
+        "looping": Field("bool", True, "serve: the layers run as one looped kernel call (Kernel Looping, "
+                         "Koeplinger et al. 2024); false: the unlooped baseline, a kernel call a layer (its "
+                         "pipeline filled and drained each layer, and call_sync)"),
+        "call_sync": Field("time", CALL_SYNC, "serve: looping = false: a kernel call's synchronisation at each layer "
+                           "boundary (chosen, not published: sim/workloads/serve/costs.py)", min=0.0, unit="s"),
     }, doc="kv-decode, spec-decode and serve")
 
     @classmethod
@@ -142,4 +147,4 @@ def cost_options(d: dict) -> CostOptions:
     """How a serve run's steps are priced, from its [workload.decode] table."""
     return CostOptions(ratio=d["step_anchor_ratio"], context_ratio=d["step_context_ratio"], tiles=d["step_tiles"],
                        stream_bytes=d["step_stream_bytes"], map_seconds=d["step_map_seconds"], cache=d["step_cache"],
-                       workers=d["step_workers"])
+                       workers=d["step_workers"], looping=d["looping"], call_sync_seconds=d["call_sync"])

@@ -14,7 +14,8 @@ is the chips' work and their collectives, simulated as messages over the system'
 - the scheduler sends every other chip the step's command (64 bytes; the simulator hands the
   step's priced durations over with it, as every chip runs the same slice);
 - every chip, layer by layer, computes its attention share, all-reduces the step's tokens'
-  hidden states with the group (ring or direct, sim/system/collectives.py), computes its MLP
+  hidden states with the group (the algorithm of least alpha-beta time for the step's bytes on
+  the dimension's links: sim/system/algorithms.py), computes its MLP
   share and all-reduces again (Megatron's two all-reduces a layer); then its share of the
   output head;
 - a chip's compute durations are priced as on one chip (costs.py): the slice's step on the
@@ -43,6 +44,7 @@ from sim.serving.lengths import dist_of
 from sim.serving.metrics import Objectives, PreemptionLog, RequestLog, serving_figures
 from sim.serving.prefix_sharing import PrefixLog, prefix_figures
 from sim.serving.requests import Requests, prefix_block_issues, trace_of
+from sim.system.algorithms import PortTiming
 from sim.system.collectives import all_reduce
 from sim.system.shard import BoxChip, Compute, Recv
 from sim.system.shard import Sleep as BoxSleep
@@ -169,7 +171,9 @@ class ServeSystem(Requests):
         self.p = p
         self.cfg = cfg
         self.graph = cfg.graph
-        self.kind = cfg.system.network[p.dim].kind
+        dim = cfg.system.network[p.dim]
+        self.kind = dim.kind
+        self.port = PortTiming.of(dim.kind, dim.link_bandwidth, dim.link_latency, cfg.clock_hz, cfg.packet_bytes)
         self.costs = StepCosts(cfg.chip, p.model, p.costs)  # one chip's slice on the socket's grid
         self.share_prefixes(cfg.chip.prefix_sharing)
 
@@ -194,11 +198,12 @@ class ServeSystem(Requests):
         """One step on one chip: every layer's two computes and two all-reduces, then the head."""
         attention, mlp, head, tokens = plan
         nbytes = tokens * self.p.model.hidden * self.p.model.word
+        algorithm = self.port.choose("all_reduce", len(group), nbytes)  # by size, as a collective library
         layers = self.p.model.layers
         for layer in range(layers):
             for half, cycles in enumerate((attention, mlp)):
                 yield Compute(cycles)
-                yield from all_reduce(chip, group, nbytes, 1 + (k * layers + layer) * 2 + half, self.kind)
+                yield from all_reduce(chip, group, nbytes, 1 + (k * layers + layer) * 2 + half, self.kind, algorithm)
         yield Compute(head)
 
 

@@ -140,3 +140,15 @@ def test_a_group_shares_prefix_blocks(tmp_path):
     hits = sum(k for _, k in ideal(HASHES, PROMPTS, BLOCK))
     assert s["status"] == "completed" and (s["prefix_blocks"], s["prefix_hit_blocks"]) == (44, hits)
     assert s["prefix_hit_bytes"] == hits * BLOCK * 131_072  # two chips' halves of Llama-3.1-8B's K/V
+
+
+def test_a_node_named_by_its_preset_chooses_its_all_reduce_by_size():
+    """``system.preset = "sn40l-8"``: eight sockets fully connected (mapping/systems.py). A prefill of
+    16 tokens all-reduces 128 KiB a layer half (direct: two phases of 7 messages a chip), a decode
+    token 8 KiB (one-shot: 7 messages, one latency), as the alpha-beta forms cross at 9.5 KB."""
+    config = raw(chips=8, requests=1)
+    config["system"] = {"preset": "sn40l-8", "max_seconds": 100.0}
+    s = run(config).summary
+    assert s["serve_steps"] == 3 and s["tokens"] == 3
+    per_half = 8 * 7  # messages of one all-reduce phase over the node
+    assert s["messages_total"] == 32 * 2 * per_half * (2 + 1 + 1) + 7 * 4  # + the commands and the stop

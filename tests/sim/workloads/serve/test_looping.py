@@ -1,0 +1,55 @@
+"""looping = false: the unlooped baseline of "Kernel Looping" (Koeplinger et al. 2024), a kernel call a
+layer. Each call is the looped run's first layer (its pipeline filled and drained, nothing of the
+next layer streaming under it) plus the call's synchronisation; the looped step pays the fill once.
+
+Known answer from an anchor with a round run: 2 layers of 4 tiles simulated in 1,000 cycles, 100
+cycles an iteration in the steady state, 150 cycles a layer at the roofline. Looped over 32
+layers: 1,000 + (128 - 8) x 100 = 13,000 cycles, E = 13,000 / 4,800 = 2.708; a call a layer: the
+first layer 1,000 - 4 x 100 = 600 cycles, E = 600 / 150 = 4.0, plus the synchronisation's cycles
+over 150 a layer."""
+
+from __future__ import annotations
+
+import pytest
+
+from mapping.models import model_preset
+from sim.workloads.serve import cache
+from sim.workloads.serve.anchors import StepPlanRun
+from sim.workloads.serve.costs import CostOptions, StepCosts
+from sim.workloads.serve.shapes import StepShape
+from tests.sim.chip.chiprun import config
+
+SHAPE = StepShape(1, 16, 16)
+RUN = StepPlanRun(SHAPE, tiles=4, cus=8, iterations=8, end=1000, per_iteration=100.0, roofline_layer=150.0,
+                  plan_status="optimal", messages=0)
+
+
+def _efficiency(tmp_path, **options) -> float:
+    cfg = config({"chip": {"preset": "sn40l"}, "memory": {"policy": "virtual"},
+                  "workload": {"kind": "serve", "decode": {"model": "llama-3.1-8b"}}, "run": {"max_cycles": 10**12}})
+    path = str(tmp_path / "anchors.json")
+    costs = StepCosts(cfg, model_preset("llama-3.1-8b"), CostOptions(cache=path, **options))
+    anchor = costs.anchor_of(SHAPE)
+    cache.write(path, {costs._key(anchor): cache.entry(RUN)})
+    return costs.efficiency(SHAPE)
+
+
+def test_a_looped_step_pays_its_pipeline_fill_once(tmp_path):
+    assert _efficiency(tmp_path) == pytest.approx(13_000 / 4_800)
+
+
+def test_a_call_a_layer_pays_it_every_layer_and_the_synchronisation(tmp_path):
+    assert _efficiency(tmp_path, looping=False, call_sync_seconds=0.0) == pytest.approx(4.0)
+    clock = 1.6e9  # the sn40l's
+    sync = _efficiency(tmp_path, looping=False, call_sync_seconds=5e-6)
+    assert sync == pytest.approx(4.0 + 5e-6 * clock / 150)
+
+
+def test_the_keys_reach_the_options():
+    from cluster.config import load
+    from cluster.config.run import RUN_SCHEMA
+    from sim.workloads.serve.params import cost_options
+
+    cfg = load(RUN_SCHEMA, raw={"workload": {"kind": "serve", "decode": {"looping": False, "call_sync": "2us"}}})
+    o = cost_options(cfg["workload"]["decode"])
+    assert o.looping is False and o.call_sync_seconds == pytest.approx(2e-6)
