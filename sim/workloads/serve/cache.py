@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 FORMAT = 5  # 4: multicast, tiled decode; 5: one file an anchor, the code's hash in the key, on_oom out of it
 ROOT = Path(__file__).resolve().parents[3]
@@ -144,7 +145,7 @@ def _locked(root: str, k: str) -> Iterator[None]:
         os.close(fd)  # lets go of the lock
 
 
-def once(root: str, plain: str, with_oom: str, simulate: Callable[[], object]):
+def once(root: str, plain: str, with_oom: str, simulate: Callable[[], Any]):
     """(the anchor's StepPlanRun, True if read from the store): read, or simulated by this process
     under the key's lock and stored (module docstring)."""
     hit = find(root, plain, with_oom)
