@@ -15,10 +15,9 @@ from the step cache) and their wall time, requests served and failed, preemption
 e2e percentiles, goodput, and the load average. Anchors are simulated ahead, side by side, in
 ``--workers`` processes (``workload.decode.step_workers``; 0, the default: one per core;
 sim/workloads/serve/prefetch.py); ``anchor_wall_seconds`` sums their overlapping wall times.
-``--cache FILE`` keeps simulated anchors for later runs (sim/workloads/serve/cache.py): its key
-holds the memory policy and ``on_oom`` too (an MU that runs out of room inside an anchor's plan
-acts by ``on_oom``), so a case shares anchors with its own reruns, not with the other cases;
-every case's first run is a cold one.
+``--cache DIR`` keeps simulated anchors for later runs (sim/workloads/serve/cache.py): its key
+holds the memory policy but not ``on_oom`` (unless an anchor's own run ran out of memory), so
+the on_oom cases of one policy share its anchors; a policy's first case is a cold one.
 """
 
 from __future__ import annotations
@@ -87,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     ap.add_argument("--trace", default="", help="a trace file in a published format (default: the example's)")
     ap.add_argument("--only", default="", help="cases whose name starts with this")
-    ap.add_argument("--cache", default="", help="a step cache file shared by the cases (default: none)")
+    ap.add_argument("--cache", default="", help="a step cache directory shared by the cases (default: none)")
     ap.add_argument("--workers", type=int, default=0,
                     help="workload.decode.step_workers: processes simulating anchors ahead (0: the cores; 1: none)")
     ap.add_argument("--smoke", action="store_true", help="two requests on an 8 x 16 sn40l, one anchor: seconds")

@@ -86,6 +86,7 @@ class StepPlanRun:
     plan_status: str  # the MILP's
     messages: int  # messages the run sent
     ends: tuple[int, ...] = ()  # cycle each iteration's tile left the loop's last kernel
+    oom_events: int = 0  # times an MU ran out of memory in the run (memory.on_oom acted: cache.py)
 
     def cycles_for(self, layers: int) -> float:
         """Cycles of ``layers`` looped layers (module docstring)."""
@@ -184,7 +185,7 @@ def simulate_anchor(cfg, model: ModelSpec, shape: StepShape, tiles_max: int = 32
                                  f"{exc}") from None
             want = 2 * want  # tokens a tile halved
     params = DataflowParams.from_plan(lp, placement, spec, 1, 0.0, Homes(source, source, source), True, multicast)
-    end, ends, sent = _run(replace(cfg, workload=params, trace=False, memory_map_cycle=-1))
+    end, ends, sent, oom = _run(replace(cfg, workload=params, trace=False, memory_map_cycle=-1))
     cus = sum(len(k.cus) for k in placement.partitions[0].kernels)
     lb, lf = _plan_cost(plan)
     bw = spec.tiers[0].bytes_per_cycle(spec.clock_hz)
@@ -200,7 +201,7 @@ def simulate_anchor(cfg, model: ModelSpec, shape: StepShape, tiles_max: int = 32
     else:  # the mean layer from the first layer's end to the last but one's, at least the layer's
         # bytes over the tier's bandwidth (module docstring)
         period = max((ends[-2] - ends[0]) / (len(ends) - 2), lb / bw)
-    return StepPlanRun(shape, tiles, cus, lp.num_tiles, end, period, roof, plan.status, sent, ends)
+    return StepPlanRun(shape, tiles, cus, lp.num_tiles, end, period, roof, plan.status, sent, ends, oom)
 
 
 def _plan_cost(plan: MappingPlan) -> tuple[float, float]:
@@ -208,10 +209,10 @@ def _plan_cost(plan: MappingPlan) -> tuple[float, float]:
     return (sum(k.weight_bytes + k.extra_dram_bytes for k in plan.kernels), sum(k.flop for k in plan.kernels))
 
 
-def _run(cfg) -> tuple[int, tuple[int, ...], int]:
+def _run(cfg) -> tuple[int, tuple[int, ...], int, int]:
     """Simulate one pass of a looped dataflow ChipConfig on the whole chip in this process: (cycles
     from the start to the pass's end, the cycle each iteration's tile left the loop's last kernel,
-    messages sent). ValueError if the pass fails or never ends."""
+    messages sent, times an MU ran out of memory). ValueError if the pass fails or never ends."""
     from sim.chip.records import CarriedTile
     from sim.chip.shard import ChipShard
     from sim.noc.topology import Region
@@ -228,4 +229,5 @@ def _run(cfg) -> tuple[int, tuple[int, ...], int]:
     for x in shard.logged:
         if isinstance(x, CarriedTile):
             last[x.tile] = max(last.get(x.tile, 0), x.cycle)
-    return int(passes[-1].end), tuple(last[k] for k in sorted(last)), int(shard.sent_count.sum())
+    oom = sum(mu.stats.oom_events for mu in shard.mus())
+    return int(passes[-1].end), tuple(last[k] for k in sorted(last)), int(shard.sent_count.sum()), oom

@@ -39,7 +39,7 @@ from sim.workloads.serve import anchors as simulated
 from sim.workloads.serve import cache
 from sim.workloads.serve.anchors import StepPlanRun, compute_bound
 from sim.workloads.serve.figures import AnchorLog
-from sim.workloads.serve.prefetch import Ahead, Simulated, simulate, workers
+from sim.workloads.serve.prefetch import Ahead, Keys, Simulated, simulate, workers
 from sim.workloads.serve.shapes import Roofline, StepShape, anchor, layer_cost, roofline
 
 # every constant an anchor's simulation reads: part of its step-cache key
@@ -93,7 +93,6 @@ class StepCosts:
         self.flops_per_cycle = float(spec.cu_count * spec.cu_flops_per_cycle)
         self.anchors: dict[StepShape, StepPlanRun] = {}
         self.logs: list[AnchorLog] = []
-        self.cached: dict[str, dict] | None = None  # the step cache's anchors, read at the first
         self.planned = False  # the planning pass run (at the first anchor not cached)
         self.ahead: Ahead | None = None  # its anchors, simulated in worker processes
         self.wanted: dict[StepShape, None] = {}  # roofline_only: the anchors asked for, in order
@@ -107,33 +106,47 @@ class StepCosts:
             return 1.0
         run = self.anchors.get(a)
         if run is None:
-            k = self._key(a)
-            if self.cached is None:
-                self.cached = cache.read(self.options.cache) if self.options.cache else {}
-            hit = self.cached.get(k)
-            if hit is not None:
-                got = Simulated(cache.run_of(hit), 0.0)
-            else:
-                if not self.planned:
-                    self.planned, self.ahead = True, self._simulate_ahead()
-                got = (self.ahead and self.ahead.pop(a)) or simulate(self.cfg, self.model, a, self.options)
+            keys = self._keys(a)
+            got = self.ahead.pop(a) if self.ahead else None  # its worker stored it: this run simulated it
+            if got is None:
+                hit = self._stored(keys)
+                if hit is not None:
+                    got = Simulated(hit, 0.0, cached=True)
+                else:
+                    if not self.planned:
+                        self.planned, self.ahead = True, self._simulate_ahead()
+                    got = (self.ahead and self.ahead.pop(a)) or simulate(self.cfg, self.model, a, self.options, keys)
             run = got.result()
             self.anchors[a] = run
-            self.logs.append(self._log(run, got, k, cached=hit is not None))
+            self.logs.append(self._log(run, got, self._key_of(run, keys), cached=got.cached))
         if not self.options.looping:
             return unlooped_efficiency(run, self.model.layers, self.options.call_sync_seconds * self.cfg.spec.clock_hz)
         return run.efficiency(self.model.layers)
 
-    def _key(self, a: StepShape) -> str:
-        return cache.key(self.cfg, self.model, self.options, a, DEPTH)
+    def _keys(self, a: StepShape) -> Keys:
+        return Keys(cache.key(self.cfg, self.model, self.options, a, DEPTH),
+                    cache.key(self.cfg, self.model, self.options, a, DEPTH, oom=True))
+
+    @staticmethod
+    def _key_of(run: StepPlanRun, keys: Keys) -> str:
+        """The key the step cache holds ``run`` under (cache.once)."""
+        return keys.with_oom if run.oom_events else keys.plain
+
+    def _stored(self, keys: Keys) -> StepPlanRun | None:
+        """The anchor the step cache holds, if it has one and there is a cache."""
+        if not self.options.cache:
+            return None
+        e = cache.find(self.options.cache, keys.plain, keys.with_oom)
+        return None if e is None else cache.run_of(e)
 
     def _simulate_ahead(self) -> Ahead | None:
         """The planning pass's anchors this run has not got, set to simulate side by side (prefetch.py)."""
         n = workers(self.options.workers)
         if n <= 1 or self.planner is None:
             return None
-        todo = [a for a in self.planner() if a not in self.anchors and self._key(a) not in (self.cached or {})]
-        return Ahead(self.cfg, self.model, todo, self.options, n) if len(todo) > 1 else None
+        todo = [a for a in self.planner() if a not in self.anchors and self._stored(self._keys(a)) is None]
+        keys = {a: self._keys(a) for a in todo}
+        return Ahead(self.cfg, self.model, todo, self.options, n, keys) if len(todo) > 1 else None
 
     def _log(self, run: StepPlanRun, got: Simulated, key: str, cached: bool = False, used: bool = True) -> AnchorLog:
         a, layers = run.shape, self.model.layers
@@ -147,8 +160,8 @@ class StepCosts:
         that none needed (``used`` false); its workers stopped."""
         left = self.ahead.close() if self.ahead else {}
         self.ahead = None
-        return self.logs + [self._log(got.run, got, self._key(a), used=False)
-                            for a, got in left.items() if got.run is not None]
+        return self.logs + [self._log(got.run, got, self._key_of(got.run, self._keys(a)), cached=got.cached,
+                                      used=False) for a, got in left.items() if got.run is not None]
 
     def anchor_of(self, shape: StepShape) -> StepShape:
         """The anchor pricing ``shape`` (shapes.anchor), without its cached K/V when it is

@@ -69,15 +69,6 @@ class AnchorLog:
     def row(self) -> tuple:
         return astuple(self)
 
-    def plan_run(self):
-        """The simulation it logs (anchors.StepPlanRun), as a step cache keeps it (without ``ends``)."""
-        from sim.workloads.serve.anchors import StepPlanRun
-        from sim.workloads.serve.shapes import StepShape
-
-        return StepPlanRun(StepShape(self.tokens, self.keys, self.kv_read), self.tiles, self.cus, self.iterations,
-                           self.cycles, self.per_iteration_cycles, self.roofline_layer_cycles, self.plan_status,
-                           self.messages)
-
 
 @dataclass(frozen=True, slots=True)
 class StepFailure:
@@ -109,8 +100,7 @@ def priced_actions(logged: list, tier: str):
 
 
 def serve_figures(params, logged: list, clock_hz: float) -> tuple[dict, dict]:
-    """The summary's serve figures and the run_steps and run_anchors columns; the anchors this run
-    simulated join its step cache, if it has one."""
+    """The summary's serve figures and the run_steps and run_anchors columns."""
     steps = [x for x in logged if isinstance(x, StepLog)]
     cycles = [s.end - s.start for s in steps]
     failure = next((x.reason for x in logged if isinstance(x, StepFailure)), None)
@@ -128,13 +118,9 @@ def serve_figures(params, logged: list, clock_hz: float) -> tuple[dict, dict]:
 
 
 def anchor_figures(params, logged: list) -> tuple[dict, dict]:
-    """The summary's anchor figures and the run_anchors columns; the anchors this run simulated
-    join its step cache, if it has one."""
+    """The summary's anchor figures and the run_anchors columns (the anchors this run simulated
+    are in its step cache already: cache.once stores each as it is simulated)."""
     logs = [x for x in logged if isinstance(x, AnchorLog)]
-    if params.costs.cache and any(not a.cached for a in logs):
-        from sim.workloads.serve import cache
-
-        cache.write(params.costs.cache, {a.key: cache.entry(a.plan_run()) for a in logs if not a.cached})
     anchors = [a for a in logs if a.used]
     return {"anchors": len(anchors), "anchors_cached": sum(a.cached for a in anchors),
             "anchors_unused": len(logs) - len(anchors), "anchor_wall_seconds": sum(a.wall_seconds for a in logs),

@@ -75,8 +75,9 @@ class ServeParams(Workload):
                                    "(spreads a memory-bound kernel over CUs)", min=1),
         "step_map_seconds": Field("time", 60.0, "serve: the MILP's time limit for an anchor's plan", min=0.01,
                                   unit="s"),
-        "step_cache": Field("str", "", "serve: a file of simulated anchors that runs with the same chip, memory, "
-                            "model and step keys reuse and add to (sim/workloads/serve/cache.py); empty: none",
+        "step_cache": Field("str", "", "serve: a directory of simulated anchors (one file each) that runs, their "
+                            "workers and a sweep's points share, each anchor simulated once "
+                            "(sim/workloads/serve/cache.py); empty: none",
                             file=True),
         "step_workers": Field("int", 0, "serve: processes simulating anchors side by side, ahead of need, from a "
                               "planning pass at the roofline (sim/workloads/serve/prefetch.py; the same prices); "

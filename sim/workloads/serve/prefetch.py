@@ -38,6 +38,7 @@ class Simulated:
     wall_seconds: float
     ahead: bool = False  # simulated by the planning pass, in a worker process
     error: BaseException | None = None
+    cached: bool = False  # read from the step cache (another process stored it), not simulated
 
     def result(self) -> StepPlanRun:
         if self.run is None:
@@ -45,18 +46,37 @@ class Simulated:
         return self.run
 
 
-def simulate(cfg, model: ModelSpec, shape: StepShape, options) -> Simulated:
-    """One anchor simulated in this process and timed (``options``: a CostOptions)."""
+@dataclass(frozen=True)
+class Keys:
+    """An anchor's keys in the step cache (cache.key): without and with the run's on_oom."""
+
+    plain: str
+    with_oom: str
+
+
+def simulate(cfg, model: ModelSpec, shape: StepShape, options, keys: Keys | None = None) -> Simulated:
+    """One anchor simulated in this process and timed (``options``: a CostOptions), or, with a
+    step cache and its ``keys``, read from it, or simulated once under its key's lock and stored
+    (cache.once: a process that waited for another's reads it)."""
+    from sim.workloads.serve import cache
+
     t0 = time.perf_counter()
-    run = simulate_anchor(cfg, model, shape, options.tiles, options.stream_bytes, {"time_limit": options.map_seconds})
-    return Simulated(run, time.perf_counter() - t0)
+
+    def run() -> StepPlanRun:
+        return simulate_anchor(cfg, model, shape, options.tiles, options.stream_bytes,
+                               {"time_limit": options.map_seconds})
+
+    if not options.cache or keys is None:
+        return Simulated(run(), time.perf_counter() - t0)
+    got, hit = cache.once(options.cache, keys.plain, keys.with_oom, run)
+    return Simulated(got, 0.0 if hit else time.perf_counter() - t0, cached=hit)
 
 
-def _ahead(cfg, model: ModelSpec, shape: StepShape, options) -> Simulated:
+def _ahead(cfg, model: ModelSpec, shape: StepShape, options, keys: Keys | None) -> Simulated:
     """A worker's anchor: its error kept for the step that will need it."""
     t0 = time.perf_counter()
     try:
-        return replace(simulate(cfg, model, shape, options), ahead=True)
+        return replace(simulate(cfg, model, shape, options, keys), ahead=True)
     except Exception as exc:  # noqa: BLE001 -- any error is the step's, raised when it needs the anchor
         return Simulated(None, time.perf_counter() - t0, True, exc)
 
@@ -99,12 +119,14 @@ def _context():
 class Ahead:
     """Anchors being simulated in worker processes, the longest first (module docstring)."""
 
-    def __init__(self, cfg, model: ModelSpec, shapes: list[StepShape], options, n: int):
+    def __init__(self, cfg, model: ModelSpec, shapes: list[StepShape], options, n: int,
+                 keys: dict[StepShape, Keys] | None = None):
         # longest first: a compute-bound (prefill) anchor simulates a pipeline of up to 20 whole-chip
         # iterations, a memory-bound one a few layers; more tokens, more messages
         order = sorted(shapes, key=lambda a: (compute_bound(model, a, cfg.spec), a.tokens, a.kv_read), reverse=True)
         self.pool = ProcessPoolExecutor(max_workers=min(n, len(order)), mp_context=_context())
-        self.futures: dict[StepShape, Future] = {a: self.pool.submit(_ahead, cfg, model, a, options) for a in order}
+        self.futures: dict[StepShape, Future] = {a: self.pool.submit(_ahead, cfg, model, a, options,
+                                                                     (keys or {}).get(a)) for a in order}
         # a run that ends without closing it (cut off at run.max_cycles before its last step, or
         # raising) drops the anchors not yet started when it lets go of this, not at the process's exit
         weakref.finalize(self, self.pool.shutdown, wait=False, cancel_futures=True)

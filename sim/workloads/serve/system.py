@@ -140,7 +140,7 @@ class ServeSystemParams(ServeParams):
 
     def system_views(self, records: list, logged: list, cfg) -> tuple[dict, dict]:
         """The anchors' figures (their wall time, those a step cache gave) and run_requests and
-        run_anchors, as a chip run's; the anchors simulated join the step cache, if there is one."""
+        run_anchors, as a chip run's."""
         figures, tables = anchor_figures(self, logged)
         del figures["anchors"]  # the hashed count, from the records (system_figures)
         return figures, {**self._served(records, cfg)[1], **tables}

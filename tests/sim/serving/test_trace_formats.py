@@ -225,3 +225,23 @@ def test_a_file_missing_one_column_of_a_format_names_that_column(tmp_path):
     path.write_text("TIMESTAMP,ContextTokens\n2023-11-16 18:15:46.6805900,374\n")
     with pytest.raises(TraceError, match=r"short.csv: line 1: missing column\(s\) GeneratedTokens of the azure format"):
         read_window(path)
+
+
+def test_the_public_azure_code_hour_reads_whole():
+    """The 2023 code trace as published (CRLF, no final newline): every one of its 8,819 requests
+    (Patel et al., Splitwise, ISCA 2024: the code trace's request count), from its first row
+    (18:17:03.98, 4,808 tokens in, 10 out) to its last (19:14:19.93, 549 in, 173 out), the file
+    unchanged (its SHA-256 as published)."""
+    import hashlib
+
+    path = TRACES / "azure2023-hour" / "AzureLLMInferenceTrace_code.csv"
+    data = path.read_bytes()
+    assert len(data) == 320_117 and data.count(b"\r\n") == 8_819 and not data.endswith(b"\n")
+    assert hashlib.sha256(data).hexdigest().startswith("54e9a6d2")
+    w = read_window(path)
+    rows = w.rows
+    assert len(rows.t_ns) == 8_819
+    assert (rows.prompt[0], rows.output[0], rows.prompt[-1], rows.output[-1]) == (4808, 10, 549, 173)
+    span = _utc_ns("2023-11-16 19:14:19.9280160") - _utc_ns("2023-11-16 18:17:03.9799600")
+    assert rows.t_ns[-1] - rows.t_ns[0] == span
+    assert max(rows.prompt) == 7437  # prompts uncapped: the longest as published

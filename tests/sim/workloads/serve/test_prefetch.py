@@ -104,7 +104,7 @@ def test_a_run_from_the_step_cache_hashes_as_the_cold_run(tmp_path):
     """Where its anchors came from (simulated, ahead or not, or read from the step cache) is how a
     run was computed, not what it simulated: its result hash is the cold run's."""
     raw = _raw(trace_file(tmp_path, ROWS), 2)
-    raw["workload"]["decode"]["step_cache"] = str(tmp_path / "steps.json")
+    raw["workload"]["decode"]["step_cache"] = str(tmp_path / "steps")
     cold, warm = run(raw), run(raw)
     assert (cold.summary["anchors_cached"], warm.summary["anchors_cached"]) == (0, cold.summary["anchors"])
     assert warm.summary["result_hash"] == cold.summary["result_hash"]

@@ -103,7 +103,7 @@ def test_a_node_run_writes_the_serving_metrics_alike_in_one_process_and_on_ray(t
     from cluster.cli import main
 
     cfg = tmp_path / "node.toml"
-    cfg.write_text(NODE_TOML.format(cache=tmp_path / "anchors.json"))
+    cfg.write_text(NODE_TOML.format(cache=tmp_path / "anchors"))
     got = {}
     for name, flags in (("one", []), ("ray", ["--shards", "4", "--backend", "ray"])):
         out = tmp_path / name
