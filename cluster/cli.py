@@ -27,6 +27,7 @@ SUBCOMMANDS = {
     "sweep": "Run a sweep of configs on Ray into a Parquet dataset",
     "explore": "Multi-objective design-space exploration (Optuna on Ray), trials stored as sweep points",
     "report": "Figures from a results directory",
+    "evaluate": "The proposal's evaluation: every study a named sweep, into DIR/evaluation.md and its figures",
 }
 
 
