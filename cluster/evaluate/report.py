@@ -59,7 +59,7 @@ def section(d: Done, out: Path) -> list[str]:
     lines = [f"## {s.title}", "", f"**Question.** {s.question}", "", f"**Scale.** {s.scale}.", "",
              f"Sweep `{run.sweep}` (spec `{run.spec_path.relative_to(out)}`, rows in "
              f"`{run.sweep}/run_summary/`): {len(run.rows)} points, {run.outcomes.line()}; "
-             f"{run.cpu_seconds:.1f} CPU s (the points' own seconds), {run.computed} simulated now and "
+             f"{run.point_seconds:.1f} point-seconds, {run.computed} simulated now and "
              f"{run.reused} reused from an earlier run; anchors {sim} simulated, {reused} reused.", ""]
     lines += _table(d) + [""]
     if d.checks:
@@ -73,7 +73,7 @@ def section(d: Done, out: Path) -> list[str]:
 def summary_rows(done: list[Done]) -> list[dict]:
     """Per study: what it cost and how its checks came out (what benchmarks/evaluation.py prints)."""
     return [{"study": d.run.study.name, "sweep": d.run.sweep, "points": len(d.run.rows),
-             "computed": d.run.computed, "reused_points": d.run.reused, "cpu_seconds": round(d.run.cpu_seconds, 2),
+             "computed": d.run.computed, "reused_points": d.run.reused, "point_seconds": round(d.run.point_seconds, 2),
              "here_cpu_seconds": round(d.run.here_cpu_seconds, 2), "anchors_simulated": d.run.anchors[0],
              "anchors_reused": d.run.anchors[1], "checks": len(d.checks),
              "checks_held": sum(c.holds for c in d.checks),
@@ -87,30 +87,34 @@ def write(done: list[Done], out: Path, command: str, wall_seconds: float) -> Pat
 
     v = code_version()
     rows = summary_rows(done)
-    cpu = sum(r["cpu_seconds"] for r in rows)
+    cpu = sum(r["point_seconds"] for r in rows)
+    here = sum(r["here_cpu_seconds"] for r in rows)
     projected = sum(r["projected_wall_seconds_16x2"] for r in rows)
     held = sum(r["checks_held"] for r in rows)
     checks = sum(r["checks"] for r in rows)
     load = os.getloadavg()
+    commit = f" (commit {v.commit[:12]}{', uncommitted changes' if v.dirty else ''})" if v.commit else ""
     head = ["# rdasim evaluation", "",
-            f"Produced by `{command}` with rdasim {v.version}"
-            + (f" (commit {v.commit[:12]}{', uncommitted changes' if v.dirty else ''})" if v.commit else "")
-            + f" on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: {wall_seconds:.0f} s of wall time here "
-              f"({os.cpu_count()} cores, load average {load[0]:.1f} at the end), {cpu:.0f} CPU s in the points. "
-              f"{held} of {checks} checks hold. Projected wall on {CLUSTER[0]} nodes x {CLUSTER[1]} cores, each "
-              f"study's points dispatched as its sweep does and the studies one after another: {projected:.0f} s.",
+            f"Produced by `{command}` with rdasim {v.version}{commit} on "
+            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: {wall_seconds:.0f} s of wall time here "
+            f"({os.cpu_count()} cores, load average {load[0]:.1f} at the end), {cpu:.0f} point-seconds (each "
+            "point's time on its core: its CPU time when the cores are not shared; this process's own CPU time, "
+            f"all of it when run in-process: {here:.0f} s). {held} of {checks} checks hold. Projected wall on "
+            f"{CLUSTER[0]} nodes x {CLUSTER[1]} cores, each study's points dispatched as its sweep does and the "
+            f"studies one after another: {projected:.0f} s.",
             "", "Every table row names the run (`run_id`) whose run_summary row holds its figures; each study's "
             "spec is in `specs/`, its Parquet dataset in a directory named after its sweep.", "",
-            "| study | scale | points | CPU s | anchors simulated / reused | checks held | projected wall 16x2 (s) |",
-            "|---|---|---|---|---|---|---|"]
-    head += [f"| {r['study']} | {r['scale']} | {r['points']} | {r['cpu_seconds']:.1f} | {r['anchors_simulated']} / "
-             f"{r['anchors_reused']} | {r['checks_held']}/{r['checks']} | {r['projected_wall_seconds_16x2']:.1f} |"
-             for r in rows]
+            "| study | scale | points | point-seconds | anchors simulated / reused | checks held | "
+            "projected wall 16x2 (s) |", "|---|---|---|---|---|---|---|"]
+    head += [f"| {r['study']} | {r['scale']} | {r['points']} | {r['point_seconds']:.1f} | "
+             f"{r['anchors_simulated']} / {r['anchors_reused']} | {r['checks_held']}/{r['checks']} | "
+             f"{r['projected_wall_seconds_16x2']:.1f} |" for r in rows]
     body = [line for d in done for line in ["", *section(d, out)]]
     target = out / "evaluation.md"
     with atomic_path(target) as tmp:
         Path(tmp).write_text("\n".join(head + body) + "\n")
-    data = {"command": command, "wall_seconds": round(wall_seconds, 2), "cpu_seconds": round(cpu, 2),
+    data = {"command": command, "wall_seconds": round(wall_seconds, 2), "point_seconds": round(cpu, 2),
+            "here_cpu_seconds": round(here, 2),
             "projected_wall_seconds_16x2": round(projected, 2), "load_average": round(load[0], 2),
             "studies": rows, "checks": {d.run.study.name: [{"what": c.what, "figure": c.figure,
                                                              "reference": c.reference, "holds": c.holds,

@@ -24,9 +24,9 @@ class StudyRun:
     outcomes: Outcomes
     computed: int  # points simulated by this invocation
     reused: int  # points already stored (an earlier, interrupted or finished run)
-    cpu_seconds: float  # the points' own seconds, summed (each point runs on one core)
+    point_seconds: float  # the points' own seconds, summed (each runs on one core: its CPU time on unshared cores)
     dispatch_seconds: list[float]  # each point's seconds, in the order the sweep dispatches them
-    here_cpu_seconds: float  # CPU this process and its children used for the study
+    here_cpu_seconds: float  # CPU this process (and children it waited for) used: all of it when in-process
 
     @property
     def anchors(self) -> tuple[int, int]:
@@ -73,7 +73,7 @@ def run_study(study: Study, out: Path, quick: bool, address: str | None, in_proc
     seconds = {r["point_id"]: float(r.get("point_seconds") or 0.0) for r in rows}
     order = [seconds.get(p.id, 0.0) for p in interleaved(plan.points)]
     if not quiet:
-        print(f"evaluate: {name}: {len(rows)} points, {sum(seconds.values()):.1f} CPU s "
+        print(f"evaluate: {name}: {len(rows)} points, {sum(seconds.values()):.1f} point-seconds, {here:.1f} CPU s here "
               f"({time.perf_counter() - start:.1f} s wall here)", flush=True)
     return StudyRun(study, name, path, rows, summary.outcomes, summary.computed, summary.skipped,
                     sum(seconds.values()), order, here)
