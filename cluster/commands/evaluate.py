@@ -37,18 +37,20 @@ def run(args) -> int:
     from cluster.evaluate.run import run_study
     from cluster.evaluate.studies import STUDIES
     from cluster.results import io
+    from cluster.sweep.outcomes import ERROR
 
     out = Path(args.out)
     io.check_dir(out)  # before Ray starts
-    if (out / "evaluation.md").exists() and not (out / "specs").is_dir():
-        raise UserError(f"--out {out}: holds an evaluation.md that no rdasim evaluate wrote (no specs/ beside it)")
+    if (out / "evaluation.md").exists() and not (out / "evaluation.json").exists():
+        raise UserError(f"--out {out}: holds an evaluation.md that no rdasim evaluate wrote (no evaluation.json "
+                        "beside it): give another directory")
     signal.signal(signal.SIGTERM, _terminate)
     chosen = [STUDIES[n] for n in STUDIES if not args.only or n in args.only]
     start = time.perf_counter()
-    done, incomplete = [], 0
+    done, errors = [], 0
     for study in chosen:
-        result = run_study(study, out, args.quick, args.address, args.in_process, args.quiet)
-        incomplete += result.outcomes.incomplete
+        result = (study.runner or run_study)(study, out, args.quick, args.address, args.in_process, args.quiet)
+        errors += result.outcomes.counts.get(ERROR, 0)  # a deadlocked or refused run is a finding, not a failure
         done.append(Done(result, study.judge(result.rows), draw(result, out / "figures")))
     command = "rdasim evaluate" + "".join(f" {shlex.quote(a)}" for a in sys.argv[2:]) if sys.argv[1:2] == [
         "evaluate"] else "rdasim evaluate" + (" --quick" if args.quick else "")
@@ -57,7 +59,7 @@ def run(args) -> int:
         held = sum(c.holds for d in done for c in d.checks)
         total = sum(len(d.checks) for d in done)
         print(f"evaluate: {len(done)} studies, {held} of {total} checks hold -> {target}", file=sys.stderr)
-    return EXIT_POINTS_FAILED if incomplete else 0
+    return EXIT_POINTS_FAILED if errors else 0
 
 
 def _terminate(signum, frame):  # noqa: ARG001 - signal handler signature

@@ -55,9 +55,10 @@ def _checks(d: Done) -> list[str]:
 
 def section(d: Done, out: Path) -> list[str]:
     s, run = d.run.study, d.run
+    spec = run.spec_path.relative_to(out) if run.spec_path.is_relative_to(out) else run.spec_path.name
     sim, reused = run.anchors
     lines = [f"## {s.title}", "", f"**Question.** {s.question}", "", f"**Scale.** {s.scale}.", "",
-             f"Sweep `{run.sweep}` (spec `{run.spec_path.relative_to(out)}`, rows in "
+             f"Sweep `{run.sweep}` (spec `{spec}`, rows in "
              f"`{run.sweep}/run_summary/`): {len(run.rows)} points, {run.outcomes.line()}; "
              f"{run.point_seconds:.1f} point-seconds, {run.computed} simulated now and "
              f"{run.reused} reused from an earlier run; anchors {sim} simulated, {reused} reused.", ""]

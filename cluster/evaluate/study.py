@@ -72,3 +72,4 @@ class Study:
     judge: Judge
     draw: Draw
     notes: tuple[str, ...] = field(default_factory=tuple)
+    runner: Callable[..., Any] | None = None  # a study that is not a plain sweep (the optimiser's); None: run_study
