@@ -21,7 +21,7 @@ def _points(quick: bool) -> list[dict]:
 
 def _case(r: Row) -> str:
     return {"static-single": "static-single (1 per MU)", "static-multi": "static-multi (4 per MU)"}.get(
-        r.get("policy"), str(r.get("policy")))
+        str(r.get("policy")), str(r.get("policy")))
 
 
 def _judge(rows: list[Row]) -> list[Check]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from cluster.evaluate.studies.common import bars, ids, num, pick
 from cluster.evaluate.study import Check, Row, Study, col
 
-CASES = {
+CASES: dict[str, dict[str, object]] = {
     "virtual 4KiB blocks": {"memory.policy": "virtual", "memory.block_bytes": "4KiB"},
     "realloc-copy x2": {"memory.policy": "realloc-copy", "memory.initial_bytes": "4KiB", "memory.growth": 2.0},
     "static-multi (4 per MU)": {"memory.policy": "static-multi", "memory.buffers_per_mu": 4},
@@ -30,7 +30,7 @@ def _case(r: Row) -> str:
         return f"virtual {int(r.get('block_bytes') or 0) // 1024}KiB blocks"
     if p == "realloc-copy":
         return f"realloc-copy x{r.get('memory_growth'):g}" if r.get("memory_growth") else "realloc-copy"
-    return {"static-multi": "static-multi (4 per MU)", "static-single": "static-single (1 per MU)"}.get(p, str(p))
+    return {"static-multi": "static-multi (4 per MU)", "static-single": "static-single (1 per MU)"}.get(str(p), str(p))
 
 
 def _judge(rows: list[Row]) -> list[Check]:

@@ -29,7 +29,7 @@ def _points(quick: bool) -> list[dict]:
 
 def _key(r: Row) -> tuple[str, str, str]:
     mode = r.get("preempt_mode") if r.get("on_oom") == "preempt" else ""
-    return (r.get("policy"), r.get("on_oom"), mode or "")
+    return (str(r.get("policy")), str(r.get("on_oom")), str(mode or ""))
 
 
 def _case(r: Row) -> str:

@@ -44,7 +44,7 @@ def _judge(rows: list[Row]) -> list[Check]:
                          f"{num(got)} (truncate messages / {buffers} buffers)",
                          f"{want:.1f} +- 15 % (closed form, module docstring; the draws are random and a "
                          "sequence's last step is cut to its length)", abs(got - want) <= 0.15 * want, ids(r)))
-    for k in sorted({r.get("workload_decode_draft") for r in rows}):
+    for k in sorted({int(r["workload_decode_draft"]) for r in rows}):
         v, re = pick(rows, policy="virtual", workload_decode_draft=k), pick(rows, policy="realloc-copy",
                                                                              workload_decode_draft=k)
         if v and re:
