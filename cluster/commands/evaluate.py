@@ -28,6 +28,8 @@ def add_arguments(p) -> None:
                    help=f"run only this study (repeatable): {', '.join(STUDIES)}")
     p.add_argument("--in-process", dest="in_process", action="store_true",
                    help="run the points one by one in this process, without Ray")
+    p.add_argument("--mix-code", dest="mix_code", action="store_true",
+                   help="continue studies whose stored points another version of rdasim computed")
     p.add_argument("--quiet", action="store_true", help="no progress output")
 
 
@@ -49,7 +51,10 @@ def run(args) -> int:
     start = time.perf_counter()
     done, errors = [], 0
     for study in chosen:
-        result = (study.runner or run_study)(study, out, args.quick, args.address, args.in_process, args.quiet)
+        if study.runner is not None:
+            result = study.runner(study, out, args.quick, args.address, args.in_process, args.quiet)
+        else:
+            result = run_study(study, out, args.quick, args.address, args.in_process, args.quiet, args.mix_code)
         errors += result.outcomes.counts.get(ERROR, 0)  # a deadlocked or refused run is a finding, not a failure
         done.append(Done(result, study.judge(result.rows), draw(result, out / "figures")))
     command = "rdasim evaluate" + "".join(f" {shlex.quote(a)}" for a in sys.argv[2:]) if sys.argv[1:2] == [

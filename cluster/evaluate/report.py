@@ -78,7 +78,8 @@ def summary_rows(done: list[Done]) -> list[dict]:
              "here_cpu_seconds": round(d.run.here_cpu_seconds, 2), "anchors_simulated": d.run.anchors[0],
              "anchors_reused": d.run.anchors[1], "checks": len(d.checks),
              "checks_held": sum(c.holds for c in d.checks),
-             "projected_wall_seconds_16x2": round(d.projected_seconds, 2), "scale": d.run.study.scale.split(" ")[0]}
+             "projected_wall_seconds_16x2": round(d.projected_seconds, 2),
+             "scale": d.run.study.scale.split(" ")[0].rstrip(":;,")}
             for d in done]
 
 

@@ -50,7 +50,7 @@ def read_rows(out: Path, sweep: str, point_ids: list[str]) -> list[Row]:
 
 
 def run_study(study: Study, out: Path, quick: bool, address: str | None, in_process: bool,
-              quiet: bool) -> StudyRun:
+              quiet: bool, mix_code: bool = False) -> StudyRun:
     """Run the study's missing points into ``out`` and read its rows back."""
     from cluster.sweep.plan import plan_sweep
     from cluster.sweep.runner import interleaved, run_sweep
@@ -66,7 +66,7 @@ def run_study(study: Study, out: Path, quick: bool, address: str | None, in_proc
         tmp.replace(path)
     plan = plan_sweep(path)
     cpu, start = _cpu(), time.perf_counter()
-    summary = run_sweep(plan, out, address, None, quiet, False, in_process)
+    summary = run_sweep(plan, out, address, None, quiet, False, in_process, mix_code=mix_code)
     here = _cpu() - cpu
     ids = [p.id for p in plan.points]
     rows = read_rows(out, name, ids)

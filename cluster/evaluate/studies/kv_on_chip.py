@@ -43,7 +43,7 @@ def _points(quick: bool) -> list[dict]:
 
 
 def _case(r: Row) -> str:
-    p = r.get("policy")
+    p = r.get("policy") or r.get("memory_policy")  # a point refused before running has only its swept values
     if p == "virtual":
         return f"virtual {int(r.get('block_bytes') or 0) // 1024}KiB blocks"
     if p == "realloc-copy":
@@ -59,7 +59,12 @@ def _judge(rows: list[Row]) -> list[Check]:
                          f"{num(v['bytes_copied'])} B copied", "completed, 0 B (blocks are mapped, never moved)",
                          v["status"] == "completed" and v["bytes_copied"] == 0, ids(v)))
     for r in rows:
-        if r.get("policy") != "virtual":
+        if r.get("point_status") == "error":  # refused before it ran: its buffers cannot be placed
+            why = (r.get("point_error") or "").strip().splitlines()[-1].strip()
+            out.append(Check(f"{_case(r)}: ends as completed, or refused/deadlocked saying why",
+                             f"does not fit: {why[:160]}", "refused before running, naming what does not fit",
+                             "needs" in why, ids(r)))
+        elif r.get("policy") != "virtual":
             out.append(Check(f"{_case(r)}: ends as completed, or deadlocked/failed saying why",
                              f"{r['status']}" + (f" ({r['status_detail'][:80]})" if r.get("status_detail") else ""),
                              "one of completed, deadlocked, failed (the toy's known result: static and realloc "
