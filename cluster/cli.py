@@ -29,6 +29,7 @@ SUBCOMMANDS = {
     "explore": "Multi-objective design-space exploration (Optuna on Ray), trials stored as sweep points",
     "report": "Figures from a results directory",
     "compare": "Two runs or two sweep slices side by side, metric by metric with the ratio B / A",
+    "evaluate": "The proposal's evaluation: every study a named sweep, into DIR/evaluation.md and its figures",
 }
 
 

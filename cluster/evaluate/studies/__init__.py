@@ -1,0 +1,20 @@
+"""The evaluation's studies, one module each; ``STUDIES`` in the order the report prints them."""
+
+from __future__ import annotations
+
+from cluster.evaluate.studies import (
+    buffers,
+    dse,
+    kv_on_chip,
+    pressure,
+    reclamation,
+    serving,
+    spec_decode,
+    switch,
+    weights,
+)
+from cluster.evaluate.study import Study
+
+STUDIES: dict[str, Study] = {s.name: s for s in (
+    serving.STUDY, kv_on_chip.STUDY, pressure.STUDY, buffers.STUDY, reclamation.STUDY, weights.STUDY,
+    spec_decode.STUDY, switch.STUDY, dse.STUDY)}

@@ -1,0 +1,118 @@
+"""Design-space exploration with the optimiser (rdasim explore, multi-objective TPE): MU size, policy, block
+size, batch and on_oom, for throughput against peak on-chip memory and energy a token
+(examples/explore_kv.toml). Its trials are a sweep's points like every other study's.
+
+The reference is brute force over the stored trials: every front member is dominated by no feasible
+trial, and every feasible trial off the front is weakly dominated by a member of it."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from cluster.evaluate.run import StudyRun, _cpu
+from cluster.evaluate.spec import EXAMPLES, sweep_name
+from cluster.evaluate.studies.common import bars
+from cluster.evaluate.study import Check, Row, Study, col
+
+OBJECTIVES = (("tokens_per_second", 1), ("peak_mu_reserved", -1), ("energy_per_token_joules", -1))  # +1: maximise
+
+
+def _dominates(a: Row, b: Row) -> bool:
+    ge = all(s * a[m] >= s * b[m] for m, s in OBJECTIVES)
+    return ge and any(s * a[m] > s * b[m] for m, s in OBJECTIVES)
+
+
+def _feasible(rows: list[Row]) -> list[Row]:
+    return [r for r in rows if r.get("feasible") and r.get("status") == "completed"
+            and all(r.get(m) is not None for m, _ in OBJECTIVES)]
+
+
+def _run(study: Study, out: Path, quick: bool, address: str | None, in_process: bool, quiet: bool) -> StudyRun:
+    """Explore into DIR/<sweep>/ (resumes: stored trials count toward the budget) and read its trials back."""
+    import pyarrow.dataset as ds
+
+    from cluster.explore.driver import Options, run_explore
+    from cluster.explore.spec import read_explore
+
+    spec_path = EXAMPLES / study.base
+    spec = read_explore(spec_path)
+    name = sweep_name(study, quick)
+    cpu, start = _cpu(), time.perf_counter()
+    summary = run_explore(spec, out / name, Options(budget=6 if quick else 60, address=address,
+                                                     in_process=in_process, quiet=quiet))
+    here = _cpu() - cpu
+    table_dir = next((out / name).glob("*/run_summary"))
+    rows = ds.dataset(table_dir, format="parquet", partitioning="hive").to_table().to_pylist()
+    rows.sort(key=lambda r: (r.get("trial") or 0, r.get("rung") or 0))
+    front = {p.config_hash for p in summary.front.pareto}
+    for r in rows:
+        r["on_front"] = r.get("config_hash") in front
+    seconds = [float(r.get("point_seconds") or 0.0) for r in rows]
+    if not quiet:
+        print(f"evaluate: {name}: {len(rows)} trials, {sum(seconds):.1f} point-seconds, {here:.1f} CPU s here "
+              f"({time.perf_counter() - start:.1f} s wall here)", flush=True)
+    from cluster.sweep.outcomes import Outcomes, row_outcome
+
+    ended: dict[str, list[int]] = {}
+    for i, r in enumerate(rows):
+        ended.setdefault(row_outcome(r), []).append(i)
+    outcomes = Outcomes({k: len(v) for k, v in ended.items()}, ended)
+    return StudyRun(study, name, spec_path, rows, outcomes, summary.computed, summary.stored,
+                    sum(seconds), seconds, here)
+
+
+def _case(r: Row) -> str:
+    return f"trial {r.get('trial')}{' (front)' if r.get('on_front') else ''}"
+
+
+def _judge(rows: list[Row]) -> list[Check]:
+    ok = _feasible(rows)
+    front = [r for r in ok if r["on_front"]]
+    if not front:
+        return [Check("the optimiser finds a feasible design", f"{len(ok)} feasible of {len(rows)} trials",
+                      "at least one", False, ())]
+    dominated = [f for f in front if any(_dominates(r, f) for r in ok)]
+    uncovered = [r for r in ok if not r["on_front"] and not any(
+        all(s * f[m] >= s * r[m] for m, s in OBJECTIVES) for f in front)]
+    return [Check("the front is the non-dominated set of the feasible trials",
+                  f"{len(front)} on the front of {len(ok)} feasible; {len(dominated)} dominated, "
+                  f"{len(uncovered)} off-front trials not covered",
+                  "0 and 0 (brute force over every pair of stored trials)", not dominated and not uncovered,
+                  tuple(r["run_id"] for r in front))]
+
+
+def _draw(rows: list[Row], plt):
+    ok = _feasible(rows)
+    if not ok:
+        return bars(rows, _case, (("tokens / s", lambda r: r.get("tokens_per_second")),), plt, "DSE: no feasible trial")
+    fig, ax = plt.subplots(figsize=(5.4, 3.6), layout="constrained")
+    energy = [r["energy_per_token_joules"] * 1e6 for r in ok]
+    lo, hi = min(energy), max(energy)
+    for on, marker, size, label in ((False, "o", 40, "feasible trial"), (True, "*", 160, "Pareto front")):
+        pts = [r for r in ok if r["on_front"] == on]
+        sc = ax.scatter([r["peak_mu_reserved"] for r in pts], [r["tokens_per_second"] for r in pts], marker=marker,
+                        s=size, c=[r["energy_per_token_joules"] * 1e6 for r in pts], cmap="viridis", vmin=lo,
+                        vmax=hi, edgecolors="k", linewidths=0.6, label=label)
+    fig.colorbar(sc, ax=ax).set_label("energy / token (uJ)", fontsize=8)
+    ax.set_xlabel("peak MU reserved (share of the chip's MU bytes)", fontsize=8)
+    ax.set_ylabel("tokens / s", fontsize=8)
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    fig.suptitle("Design-space exploration (TPE), kv-decode on plasticine", fontsize=9)
+    return fig
+
+
+STUDY = Study(
+    name="dse", title="Design-space exploration with the optimiser",
+    question="Over MU size, policy, block size, batch and on_oom, which designs trade throughput against peak "
+             "on-chip memory and energy a token best?",
+    scale="toy (kv_decode.toml on plasticine, examples/explore_kv.toml's space): the sn40l serving runs take "
+          "minutes a point, too many for an optimiser's budget on this machine today",
+    base="explore_kv.toml", points=lambda quick: [], case=_case,
+    columns=(col("policy", "memory_policy", "{}"), col("MU bytes", "chip_mu_bytes", "{}"),
+             col("block", "memory_block_bytes", "{}"), col("batch", "workload_decode_max_batch", "{}"),
+             col("on_oom", "memory_on_oom", "{}"), col("status", "status", "{}"),
+             col("tokens/s", "tokens_per_second", "{:,.0f}"), col("peak reserved", "peak_mu_reserved", "{:.4f}"),
+             col("energy/token J", "energy_per_token_joules", "{:.3g}")),
+    judge=_judge, draw=_draw, runner=_run)

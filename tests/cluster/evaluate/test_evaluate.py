@@ -1,0 +1,120 @@
+"""rdasim evaluate end to end on its fast studies (in-process): the tables hold their references, every
+figure names a run stored in the study's dataset, and a second invocation runs no point twice."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pyarrow.dataset as ds
+import pytest
+
+from cluster.cli import main
+from cluster.evaluate.schedule import makespan
+from cluster.evaluate.spec import spec_text
+from cluster.evaluate.studies import STUDIES
+from cluster.evaluate.studies.spec_decode import expected_truncating_steps
+from cluster.sweep.plan import plan_sweep
+
+FAST = ("weight-design", "switch")
+
+
+@pytest.fixture(scope="module")
+def evaluated(tmp_path_factory):
+    out = tmp_path_factory.mktemp("evaluation")
+    argv = ["evaluate", "--quick", "--in-process", "--quiet", "--out", str(out)]
+    argv += [a for s in FAST for a in ("--only", s)]
+    assert main(argv) == 0
+    return out, argv
+
+
+def _rows(out, sweep):
+    return ds.dataset(out / sweep / "run_summary", format="parquet", partitioning="hive").to_table().to_pylist()
+
+
+def test_every_check_holds_and_names_stored_runs(evaluated):
+    out, _ = evaluated
+    data = json.loads((out / "evaluation.json").read_text())
+    assert [s["study"] for s in data["studies"]] == list(FAST)
+    stored = {r["run_id"] for s in data["studies"] for r in _rows(out, s["sweep"])}
+    for study, checks in data["checks"].items():
+        assert checks, study
+        for c in checks:
+            assert c["holds"], f"{study}: {c}"
+            assert c["run_ids"] and set(c["run_ids"]) <= stored
+    text = (out / "evaluation.md").read_text()
+    assert set(re.findall(r"`([0-9a-f]{16}-s1-\d{8}T\d+Z)`", text)) == stored  # every row's run, and no other
+    for s in data["studies"]:
+        png = out / "figures" / f"{s['sweep']}.png"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"figures/{s['sweep']}.png" in text
+
+
+def test_weight_requests_vanish_from_top_k_plus_one_bits(evaluated):
+    """The closed form, read from the stored rows: halving top_k times needs 2**top_k <= 2**(bits-1)."""
+    out, _ = evaluated
+    rows = _rows(out, "weight-design-quick")
+    assert len(rows) == len(STUDIES["weight-design"].points(True))
+    for r in rows:
+        top_k = r["workload_moe_top_k"]
+        assert (r["messages_weight_request"] == 0) == (r["weight_bits"] >= top_k + 1), r["run_id"]
+
+
+def test_switch_partial_free_sends_no_synchronisation(evaluated):
+    out, _ = evaluated
+    by = {r["reclaim"]: r for r in _rows(out, "switch-quick")}
+    assert by["partial-free"]["sync_messages"] == 0 < by["refcount-gated"]["sync_messages"]
+    assert by["partial-free"]["use_after_free"] == by["refcount-gated"]["use_after_free"] == 0
+
+
+def test_a_second_run_reuses_every_point(evaluated, capsys):
+    out, argv = evaluated
+    assert main(argv) == 0
+    data = json.loads((out / "evaluation.json").read_text())
+    assert all(s["computed"] == 0 and s["reused_points"] == s["points"] > 0 for s in data["studies"])
+
+
+def test_every_study_plans_quick_and_full():
+    for study in (s for s in STUDIES.values() if s.runner is None):  # dse: the optimiser proposes its points
+        quick, full = (plan_sweep(spec_text(study, q)) for q in (True, False))
+        assert 0 < len(quick.points) <= len(full.points), study.name
+        assert quick.spec.name != full.spec.name  # side by side in one directory
+
+
+def test_makespan_is_greedy_list_scheduling():
+    assert makespan([3, 3, 2, 2, 2], 2) == 7  # 3|3, then 2 on each (5|5), then 2 -> 7
+    assert makespan([5, 1, 1, 1], 1) == 8
+    assert makespan([5, 1, 1, 1], 32) == 5
+    with pytest.raises(ValueError):
+        makespan([1.0], 0)
+
+
+def test_truncating_steps_closed_form():
+    # k = 1, a = 0.5: E = 1.5 tokens a step, a rejection with probability 0.5: 90 tokens -> 30 steps
+    assert expected_truncating_steps(100, 10, 1, 0.5) == pytest.approx(30.0)
+    # a = 0: every step makes one token and rejects its draft
+    assert expected_truncating_steps(50, 10, 4, 0.0) == pytest.approx(40.0)
+
+
+def test_out_that_is_a_file_is_refused(tmp_path, capsys):
+    f = tmp_path / "x"
+    f.write_text("")
+    assert main(["evaluate", "--quick", "--only", "switch", "--out", str(f)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_block_table_overhead_closed_form():
+    from cluster.evaluate.studies.kv_on_chip import table_overhead
+
+    # sn40l: 1,040 MUs of 512 KiB; 4 KiB blocks: 128 entries, each naming one of 133,120 blocks
+    # (18 bits) plus a valid bit: 128 x 19 bits = 304 B
+    assert "128 block-table entries a MU of 19 bits, 304 B" in table_overhead(4096)
+
+
+@pytest.mark.slow  # about a minute of CPU; benchmarks/evaluation.py runs it in --quick
+def test_memory_pressure_serves_what_docs_run_md_measured(tmp_path):
+    assert main(["evaluate", "--quick", "--in-process", "--quiet", "--only", "memory-pressure",
+                 "--out", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "evaluation.json").read_text())
+    checks = data["checks"]["memory-pressure"]
+    assert len(checks) == 5 and all(c["holds"] for c in checks), checks
