@@ -53,7 +53,8 @@ def run_study(study: Study, out: Path, quick: bool, address: str | None, in_proc
               quiet: bool, mix_code: bool = False) -> StudyRun:
     """Run the study's missing points into ``out`` and read its rows back."""
     from cluster.sweep.plan import plan_sweep
-    from cluster.sweep.runner import interleaved, run_sweep
+    from cluster.sweep.resume import interleaved
+    from cluster.sweep.runner import run_sweep
 
     specs = out / "specs"
     specs.mkdir(parents=True, exist_ok=True)
