@@ -64,6 +64,9 @@ SLOW = {
     "rdasim report results": "tests/cluster/report (figures from sweeps)",
     "rdasim run examples/serve_llama8b_sn40l.toml": "serve_real_time.py (this run, every memory policy and on_oom)",
     "rdasim run examples/serve_llama70b_sn40l8.toml": "tests/sim/workloads/serve/test_system.py serves a small group",
+    "rdasim evaluate --quick --out evaluation": "evaluation.py (this run, cold, timed); tests/cluster/evaluate",
+    "rdasim evaluate --out evaluation": "evaluation.py --full (it resumes)",
+    "rdasim evaluate --out evaluation --address auto": "evaluation.py --full; tests/cluster/evaluate on Ray",
 }
 
 

@@ -39,7 +39,6 @@ def run(args) -> int:
     from cluster.evaluate.run import run_study
     from cluster.evaluate.studies import STUDIES
     from cluster.results import io
-    from cluster.sweep.outcomes import ERROR
 
     out = Path(args.out)
     io.check_dir(out)  # before Ray starts
@@ -55,7 +54,7 @@ def run(args) -> int:
             result = study.runner(study, out, args.quick, args.address, args.in_process, args.quiet)
         else:
             result = run_study(study, out, args.quick, args.address, args.in_process, args.quiet, args.mix_code)
-        errors += result.outcomes.counts.get(ERROR, 0)  # a deadlocked or refused run is a finding, not a failure
+        errors += sum(map(_crashed, result.rows))
         done.append(Done(result, study.judge(result.rows), draw(result, out / "figures")))
     command = "rdasim evaluate" + "".join(f" {shlex.quote(a)}" for a in sys.argv[2:]) if sys.argv[1:2] == [
         "evaluate"] else "rdasim evaluate" + (" --quick" if args.quick else "")
@@ -65,6 +64,13 @@ def run(args) -> int:
         total = sum(len(d.checks) for d in done)
         print(f"evaluate: {len(done)} studies, {held} of {total} checks hold -> {target}", file=sys.stderr)
     return EXIT_POINTS_FAILED if errors else 0
+
+
+def _crashed(row) -> bool:
+    """A point that raised something other than a refusal of its config. A deadlocked run, or one refused
+    before running because what it asks does not fit the chip (ConfigError), is a finding its study reports;
+    any other exception is a fault of rdasim's, and the command's exit status says so."""
+    return row.get("point_status") == "error" and not str(row.get("point_error") or "").startswith("ConfigError")
 
 
 def _terminate(signum, frame):  # noqa: ARG001 - signal handler signature

@@ -118,3 +118,13 @@ def test_memory_pressure_serves_what_docs_run_md_measured(tmp_path):
     data = json.loads((tmp_path / "evaluation.json").read_text())
     checks = data["checks"]["memory-pressure"]
     assert len(checks) == 5 and all(c["holds"] for c in checks), checks
+
+
+def test_a_refused_point_is_a_finding_and_a_crash_is_not():
+    from cluster.commands.evaluate import _crashed
+
+    refused = {"point_status": "error", "point_error": "ConfigError: config: 1 problem in the config\n"
+               "  workload.dataflow: partition 0 needs 547,880,960 B of MU space; the chip has 1040 MUs of 524,288 B"}
+    crashed = {"point_status": "error", "point_error": "KeyError: 'mu'"}
+    deadlocked = {"point_status": "ok", "status": "deadlocked"}
+    assert [_crashed(r) for r in (refused, crashed, deadlocked)] == [False, True, False]
