@@ -134,7 +134,8 @@ def run(args) -> int:
         print(f"  {s['tokens']:,} {unit}, {s['tokens_per_second']:,.0f} {unit}/s; request latency p50 "
               f"{s['latency_p50_cycles']:,.0f} / p99 {s['latency_p99_cycles']:,.0f} cycles; "
               f"{s['requests']} requests, {s['requests_failed']} failed")
-        print(f"  MU utilisation peak {s['peak_mu_utilization']:.3f}, mean {s['mean_mu_utilization']:.3f}; "
+        priced = " (the steps' anchors' plans)" if s.get("memory_priced") else ""
+        print(f"  MU utilisation{priced} peak {s['peak_mu_utilization']:.3f}, mean {s['mean_mu_utilization']:.3f}; "
               f"reserved peak {s['peak_mu_reserved']:.3f}; fragmentation {s['fragmentation']:.3f}; "
               f"bytes copied {s['bytes_copied']:,}")
         print(f"  {s['messages_total']:,} messages ({s['sync_messages']:,} for synchronisation, "

@@ -339,6 +339,8 @@ SERVE_COLUMNS = (
     Column("anchor_efficiency_min", _F, "serve: lowest anchor's simulated / roofline cycles"),
     Column("anchor_efficiency_max", _F, "serve: highest anchor's simulated / roofline cycles"),
     Column("step_error", _S, "serve: why a step could not be priced (its plan did not map, fit or run; null: none)"),
+    Column("memory_priced", _B, "serve: the MU figures are the steps' anchors' (peaks the largest, means weighted "
+           "by each step's cycles) and the tier figures add the steps' bytes and flows to the simulated ones"),
 )
 
 # a chip with memory tiers (sim/chip/tier_controller.py): each tier's traffic, pages and flows; null otherwise

@@ -140,6 +140,11 @@ class ServeParams(Workload):
 
         return priced_actions(logged, self.tier)
 
+    def priced_memory(self, logged: list):
+        from sim.workloads.serve.figures import step_memory
+
+        return step_memory(logged, self.tier)
+
     def input_figures(self, cfg) -> dict:
         return KvParams.input_figures(self, cfg)  # type: ignore[arg-type]  # the same trace fields
 
