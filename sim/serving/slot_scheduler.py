@@ -238,7 +238,7 @@ class Scheduler:
         shard.counts["finished"] += 1
         self.head_refused = False  # its room is free
         shard.record("request", seq, q.arrival, shard.now, q.made, status)
-        shard.log(RequestLog(seq, q.arrival, q.admitted, q.token_cycles, q.preemptions, status))
+        shard.log(RequestLog(seq, q.arrival, q.admitted, q.token_cycles, q.preemptions, status, q.prompt))
 
     # ------------------------------------------------------------------ preemption
     def _unblock(self) -> Task:

@@ -59,6 +59,7 @@ class Sequence(Request):
     ids: tuple = ()  # prefix ids of its shareable blocks (none without prefix sharing)
     pre: int = 0  # KV tokens in those blocks; the tail holds the rest
     blocks: dict[int, Block] = field(default_factory=dict)  # block number -> the block it holds
+    prefill_cycles: int = 0  # cycles of the steps that prefilled it before its first token
 
     @property
     def decoding(self) -> bool:
@@ -139,6 +140,8 @@ class Batcher:
                     self.counted_admission(s)
                     self.end(s, "failed")
                 break
+            for s, _ in chunks:  # a prefill step before the first token: its TTFT's prefill share
+                self.seqs[s].prefill_cycles += 0 if self.seqs[s].token_cycles else self.now - t0
             made = self._apply(decode, chunks)
             self._written(chunks)
             self.record_step(t0, made)
@@ -389,7 +392,8 @@ class Batcher:
         q = self.seqs[s]
         self.count("finished")
         self.record_request(s, q.arrival, q.made, status)
-        self.log(RequestLog(s, q.arrival, q.admitted, tuple(q.token_cycles), q.preemptions, status))
+        self.log(RequestLog(s, q.arrival, q.admitted, tuple(q.token_cycles), q.preemptions, status, q.prompt,
+                            q.prefill_cycles))
 
     # ------------------------------------------------------------------ the backend's hooks
     unit: int = -1  # the unit (or chip) that schedules, named in preemption records
