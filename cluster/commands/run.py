@@ -104,6 +104,11 @@ def _system(args, result, out) -> int:
         if s.get("tokens") is not None and s.get("token_unit"):  # a serving system: its tokens, as a chip run's
             print(f"  {s['tokens']:,} {s['token_unit']}, {s['tokens'] / s['sim_seconds']:,.0f} {s['token_unit']}/s; "
                   f"{s['requests_finished'] + s['requests_failed']} requests, {s['requests_failed']} failed")
+        if s.get("mean_mu_utilization") is not None:  # a serving system: a chip's steps' memory
+            print(f"  MU utilisation (a chip, the steps' anchors' plans) peak {s['peak_mu_utilization']:.3f}, mean "
+                  f"{s['mean_mu_utilization']:.3f}; reserved peak {s['peak_mu_reserved']:.3f}; fragmentation "
+                  f"{s['fragmentation']:.3f}; HBM (every chip) read {s['hbm_read_bytes']:,} B, written "
+                  f"{s['hbm_write_bytes']:,} B in {s['hbm_flows']:,} flows")
         _energy(s)
         _serving(s)
         print(f"  status {s['status']}" + (f": {s['status_detail']}" if s["status_detail"] else ""))

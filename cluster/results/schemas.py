@@ -354,6 +354,14 @@ TIER_COLUMNS = (
     Column("tier_full_events", _I, "regions or writes a memory tier refused for want of pages"),
 )
 
+# the MUs' figures of a chip run (a serve run's: its steps' anchors')
+RUN_SUMMARY_MEMORY = (
+    Column("peak_mu_utilization", _F, "largest share of all MU bytes holding live data at any time"),
+    Column("mean_mu_utilization", _F, "time-averaged share of all MU bytes holding live data"),
+    Column("peak_mu_reserved", _F, "largest share of all MU bytes reserved by buffers (peak memory)"),
+    Column("fragmentation", _F, "share of reserved byte-cycles not holding data (1 - used/reserved, integrated)"),
+)
+
 RUN_SUMMARY = TableSchema(
     "run_summary",
     "one row per chip simulation (rdasim run)",
@@ -386,10 +394,7 @@ RUN_SUMMARY = TableSchema(
         Column("latency_p50_cycles", _F, "median request latency (arrival to completion), cycles"),
         Column("latency_p99_cycles", _F, "99th percentile request latency, cycles"),
         Column("latency_mean_cycles", _F, "mean request latency, cycles"),
-        Column("peak_mu_utilization", _F, "largest share of all MU bytes holding live data at any time"),
-        Column("mean_mu_utilization", _F, "time-averaged share of all MU bytes holding live data"),
-        Column("peak_mu_reserved", _F, "largest share of all MU bytes reserved by buffers (peak memory)"),
-        Column("fragmentation", _F, "share of reserved byte-cycles not holding data (1 - used/reserved, integrated)"),
+        *RUN_SUMMARY_MEMORY,
         Column("bytes_copied", _I, "bytes copied by realloc-copy growth"),
         Column("copy_cycles", _I, "MU port cycles spent copying"),
         Column("messages_total", _I, "messages sent"),
@@ -634,6 +639,10 @@ SYSTEM_SUMMARY = TableSchema(
                                                  "anchors_unused", "anchor_wall_seconds", "anchor_efficiency_min",
                                                  "anchor_efficiency_max")),
         Column("token_unit", _S, "serve-system: what tokens and energy_per_token_joules count (generated tokens)"),
+        *(Column(c.name, c.type, f"serve-system: a chip's {c.doc}, from its steps' anchors (every chip runs the same "
+                 "slice)") for c in RUN_SUMMARY_MEMORY),
+        *(Column(f"hbm_{what}", _I, f"serve-system: HBM {doc}, every chip's steps") for what, doc in (
+            ("read_bytes", "bytes read"), ("write_bytes", "bytes written"), ("flows", "flows"))),
         *(c for c in INPUT_COLUMNS if c.name.startswith("trace_")),
         *ENERGY_COLUMNS,
         Column("use_after_free", _I, "grid chips: oracle over every chip's log (references cross chips)"),

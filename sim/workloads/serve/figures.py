@@ -126,7 +126,8 @@ def step_memory(logged: list, tier: str):
     without steps): each step holds what its anchor's run held, so the peaks are the largest of the
     steps' anchors' and the means are weighted by each step's cycles (fragmentation: 1 - the
     weighted used over the weighted reserved, as a simulated run's, sim/chip/report.py); the bytes
-    are the steps' own, in as many flows as their anchor moved that many bytes in."""
+    are the steps' own, in as many flows as their anchor moved that many bytes in. None also when a
+    step's anchor is not in ``logged``."""
     from sim.chip.priced_memory import PricedMemory, TierTraffic
 
     steps = [x for x in logged if isinstance(x, StepLog)]
@@ -134,7 +135,9 @@ def step_memory(logged: list, tier: str):
         return None
     priced_by = {(x.tokens, x.keys, x.kv_read): x.anchor for x in logged if isinstance(x, StepAnchor)}
     anchors = {(a.tokens, a.keys, a.kv_read): a for a in logged if isinstance(a, AnchorLog) and a.used}
-    of = [anchors[priced_by[(s.tokens, s.keys, s.kv_read)]] for s in steps]
+    of = [anchors.get(priced_by.get((s.tokens, s.keys, s.kv_read), ())) for s in steps]
+    if any(a is None for a in of):  # a step whose anchor was not logged: no figure rather than a wrong one
+        return None
     span = sum(s.end - s.start for s in steps)
     used = sum((s.end - s.start) * a.mu_mean for s, a in zip(steps, of))
     reserved = sum((s.end - s.start) * a.mu_reserved_mean for s, a in zip(steps, of))

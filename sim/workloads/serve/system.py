@@ -52,7 +52,7 @@ from sim.workloads import WORKLOADS, ChipContext, Task
 from sim.workloads.kv_decode import KvParams
 from sim.workloads.serve.batcher import Batcher
 from sim.workloads.serve.costs import StepCosts
-from sim.workloads.serve.figures import StepLog, anchor_figures, priced_actions
+from sim.workloads.serve.figures import AnchorLog, StepLog, anchor_figures, priced_actions, step_memory
 from sim.workloads.serve.params import ServeParams, cost_options
 from sim.workloads.serve.shapes import StepShape
 
@@ -146,9 +146,23 @@ class ServeSystemParams(ServeParams):
         del figures["anchors"]  # the hashed count, from the records (system_figures)
         figures.update(KvParams.input_figures(self, cfg))  # type: ignore[arg-type]  # the same trace fields
         figures.update(self._energy(records, logged, cfg))
+        figures.update(self._memory(logged))
         kept = {x.request: x for x in logged if isinstance(x, RequestLog)}
         figures.update(prompt_figures(list(kept.values())))
         return figures, {**self._served(records, cfg, kept)[1], **tables}
+
+    def _memory(self, logged: list) -> dict:
+        """A chip's MU figures from its steps' anchors (every chip runs the same slice) and the group's
+        tier bytes and flows (every chip's), as a serve run's (figures.step_memory)."""
+        m = step_memory(logged, self.tier)
+        if m is None:
+            return {}
+        out: dict = {"peak_mu_utilization": m.peak_mu_utilization, "mean_mu_utilization": m.mean_mu_utilization,
+                     "peak_mu_reserved": m.peak_mu_reserved, "fragmentation": m.fragmentation}
+        for name, t in m.tiers.items():
+            out.update({f"{name}_read_bytes": t.read_bytes * self.tp, f"{name}_write_bytes": t.write_bytes * self.tp,
+                        f"{name}_flows": t.flows * self.tp})
+        return out
 
     def _energy(self, records: list, logged: list, cfg) -> dict:
         """The energy of every chip's steps: each its slice's tier bytes and FLOPs, as a serve run's
@@ -305,9 +319,11 @@ class SystemScheduler(Batcher):
     def finished(self) -> None:
         for c in self.group[1:]:
             self.chip.send(c, COMMAND_BYTES, COMMAND + self.steps, (STOP,))
-        for i, a in enumerate(self.prog.costs.logs):
+        logs = self.prog.costs.finish()  # the anchors (and, views, which priced each step shape)
+        for i, a in enumerate(x for x in logs if isinstance(x, AnchorLog)):
             self.shard.record("anchor", self.chip.cid, i, 0, a.cycles, a.tokens)
-            self.shard.log(a)
+        for x in logs:
+            self.shard.log(x)
 
 
 def _attention_share(model: ModelSpec, spec, shape: StepShape) -> float:

@@ -182,8 +182,8 @@ def _toml(path, config: dict) -> str:
 
 def test_serve_system_says_what_serve_says(tmp_path):
     """The same trace served by one socket (serve) and by a group of two (serve-system): both print
-    their tokens, energy, trace and serving lines with goodput and prompt tokens; the group's steps
-    move the one socket's HBM bytes (its slices add up to the model, the norms replicated: within
+    their tokens, MU utilisation, energy, trace and serving lines with goodput and prompt tokens; the
+    group's steps move the one socket's HBM bytes (its slices add up to the model, the norms replicated: within
     0.01 %), so their HBM energy agrees; run_requests has each request's prompt and TTFT parts."""
     from tests.faults.conftest import in_process
 
@@ -202,10 +202,13 @@ def test_serve_system_says_what_serve_says(tmp_path):
         said[name] = json.loads(got.stdout)
         text = in_process("run", tmp_path / f"{name}.toml", "--quiet").stdout
         for line in ("generated tokens/s;", "  energy ", "J per generated token", "  trace (azure): 2 requests",
-                     "served (60 prompt tokens)", "goodput"):
+                     "served (60 prompt tokens)", "goodput", "the steps' anchors' plans) peak"):
             assert line in text, (name, line, text)
     chip, sys_ = said["serve"], said["serve-system"]
     assert sys_["energy_hbm_joules"] == pytest.approx(chip["energy_hbm_joules"], rel=1e-4)
+    assert sys_["hbm_read_bytes"] == pytest.approx(chip["hbm_read_bytes"], rel=1e-4)
+    assert sys_["hbm_write_bytes"] == chip["hbm_write_bytes"]  # K and V: the chips' KV heads add up to the model's
+    assert 0 < sys_["mean_mu_utilization"] <= sys_["peak_mu_utilization"] <= sys_["peak_mu_reserved"]
     assert sys_["prompt_tokens"] == chip["prompt_tokens"] == 60
     done = run(group)
     r = done.tables["requests"]
