@@ -135,8 +135,9 @@ def step_memory(logged: list, tier: str):
         return None
     priced_by = {(x.tokens, x.keys, x.kv_read): x.anchor for x in logged if isinstance(x, StepAnchor)}
     anchors = {(a.tokens, a.keys, a.kv_read): a for a in logged if isinstance(a, AnchorLog) and a.used}
-    of = [anchors.get(priced_by.get((s.tokens, s.keys, s.kv_read), ())) for s in steps]
-    if any(a is None for a in of):  # a step whose anchor was not logged: no figure rather than a wrong one
+    found = [anchors.get(priced_by.get((s.tokens, s.keys, s.kv_read), (-1, -1, -1))) for s in steps]
+    of = [a for a in found if a is not None]
+    if len(of) < len(steps):  # a step whose anchor was not logged: no figure rather than a wrong one
         return None
     span = sum(s.end - s.start for s in steps)
     used = sum((s.end - s.start) * a.mu_mean for s, a in zip(steps, of))
