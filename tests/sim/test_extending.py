@@ -1,8 +1,8 @@
 """Adding a memory policy, a reclamation protocol or a workload takes one module: here each is
 defined and registered in this file alone, configured by name with its own keys, and run. The
-config follows what a workload declares (where it runs, whether it maps a graph, its own checks),
-never its name: a system workload and a graph-mapping one defined here are treated as the
-built-in ones are."""
+config follows what a workload declares (its capabilities: where it runs, whether it maps a
+graph or preempts; its own checks), never its name: a system workload, a graph-mapping one and a
+preempting one defined here are treated as the built-in ones are."""
 
 import math
 from dataclasses import dataclass
@@ -23,7 +23,7 @@ from sim.chip.units import Replies
 from sim.keys import Field, Issue, Table
 from sim.memory.policies import POLICIES, Extent, Growth, PolicyParams, StorageBase
 from sim.system.shard import Recv
-from sim.workloads import WORKLOADS, Workload
+from sim.workloads import WORKLOADS, Capabilities, Workload
 from sim.workloads.base import Floorplan, tile_field, tile_of
 
 
@@ -97,8 +97,7 @@ class PingParams(Workload):
     cu: tuple = (0, 0)
 
     SECTION: ClassVar[str] = "ping"
-    SYSTEM: ClassVar[bool] = False
-    MAPS_GRAPH: ClassVar[bool] = False
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(system=False, maps_graph=False)
     token_unit: ClassVar[str] = "pings"  # what its tokens count: round trips done
     KEYS: ClassVar[Table] = Table({"pings": Field("int", 3, "round trips", min=1),
                                    "nbytes": Field("size", 1000, "bytes per buffer", min=1),
@@ -170,6 +169,31 @@ def test_a_policy_and_a_workload_registered_here_run(registered):
     assert list(tables["buffers"]["peak_bytes"]) == [3000] * 4
 
 
+
+@dataclass(frozen=True)
+class PatientPingParams(PingParams):
+    """Ping declaring that it serves requests it can preempt: the config then takes memory.on_oom = "preempt"."""
+
+    kind: str = "patient-ping"
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(system=False, maps_graph=False, preempts=True)
+
+
+def test_preemption_follows_the_capability_a_workload_declares(registered):
+    raw = {**RAW, "memory": {**RAW["memory"], "on_oom": "preempt"}}
+    with pytest.raises(ConfigError) as e:
+        chip_config(load(RUN_SCHEMA, raw=raw))
+    assert "memory.on_oom: preempt: ping cannot preempt; the workloads that can are " in str(e.value)
+    assert "patient-ping" not in str(e.value)
+    WORKLOADS.register("patient-ping")(PatientPingParams)
+    try:
+        cfg = chip_config(load(RUN_SCHEMA, raw={**raw, "workload": {"kind": "patient-ping"}}))
+        assert (cfg.workload.kind, cfg.on_oom) == ("patient-ping", "preempt")
+        with pytest.raises(ConfigError) as e:  # the refusal of the one that cannot names the one that can
+            chip_config(load(RUN_SCHEMA, raw=raw))
+        assert "patient-ping" in str(e.value).split("the workloads that can are ")[1]
+    finally:
+        WORKLOADS.unregister("patient-ping")
+
 def test_their_keys_are_checked_like_any_other(registered):
     bad = {**RAW, "memory": {"policy": "exact-fit", "exact_cap": "lots"},
            "workload": {"kind": "ping", "ping": {"pingz": 2}}}
@@ -217,8 +241,7 @@ class EchoParams(Workload):
     rounds: int = 2
 
     SECTION: ClassVar[str] = "echo"
-    SYSTEM: ClassVar[bool] = True
-    MAPS_GRAPH: ClassVar[bool] = False
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(system=True, maps_graph=False)
     WORK_UNIT: ClassVar[str] = "round trips"
     KEYS: ClassVar[Table] = Table({"nbytes": Field("size", 1 << 16, "bytes each way", min=1),
                                    "rounds": Field("int", 2, "round trips", min=1)}, doc="echo")
@@ -269,8 +292,7 @@ class SketchParams(Workload):
     graph: str = ""
 
     SECTION: ClassVar[str] = "sketch"
-    SYSTEM: ClassVar[bool] = False
-    MAPS_GRAPH: ClassVar[bool] = True
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(system=False, maps_graph=True)
     KEYS: ClassVar[Table] = Table({"plan": Field("str", "", "plan.json (else the graph keys)")}, doc="sketch")
 
     @classmethod

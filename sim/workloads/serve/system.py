@@ -49,6 +49,7 @@ from sim.system.collectives import all_reduce
 from sim.system.shard import BoxChip, Compute, Recv
 from sim.system.shard import Sleep as BoxSleep
 from sim.workloads import WORKLOADS, ChipContext, Task
+from sim.workloads.capabilities import Capabilities
 from sim.workloads.serve.batcher import Batcher
 from sim.workloads.serve.costs import StepCosts
 from sim.workloads.serve.figures import anchor_figures
@@ -68,8 +69,7 @@ class ServeSystemParams(ServeParams):
     dim: int = 0  # the network dimension carrying it
     whole: ModelSpec | None = None  # the model before slicing (``model`` is one chip's slice)
 
-    SYSTEM: ClassVar[bool] = True
-    SOCKET: ClassVar[bool] = True
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(system=True, maps_graph=False, socket=True, preempts=True)
 
     @classmethod
     def from_config(cls, kind: str, d: dict, chip: ChipContext, issues: list[Issue]) -> "ServeSystemParams":
