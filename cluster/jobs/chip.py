@@ -16,6 +16,7 @@ from cluster.jobs.chip_model import ChipModel
 from cluster.jobs.grid import cut_figures, cut_grid, epoch_length
 from cluster.jobs.job import Case, result, simulate_case
 from cluster.jobs.summarised import Summarised
+from cluster.jobs.tables import declared_tables
 from cluster.parallel.model import CutFigures, ProgressFn
 from cluster.parallel.simulate import Simulation
 from cluster.results import schemas
@@ -27,6 +28,8 @@ from sim.chip.shard import ChipShard
 from sim.chip.trace import chrome_trace
 from sim.energy.accelergy import accelergy_files
 from sim.noc.topology import Region
+
+CHIP_TABLES = ("run_mu_series", "run_buffers", "run_links", "run_energy")  # every chip run's, beside run_summary
 
 
 @dataclass(frozen=True)
@@ -98,30 +101,19 @@ class ChipJob:
         return [Case(ChipGrid(self.chip), f"run {self.chip.workload.kind}")]  # max_cycles is a bound, not the end
 
     def record(self, done: Sequence[Summarised | None], meta: schemas.RunMeta) -> Result:
-        """run_summary, run_mu_series, run_buffers, run_links, run_energy (and run_requests of a
-        decode run, run_partitions and run_kernels of a mapped one); Accelergy's files of the
-        energy counts, and the trace and memory map when asked for."""
+        """run_summary, run_mu_series, run_buffers, run_links, run_energy and the tables the
+        workload declares (``TABLES``: run_requests of a decode run, run_partitions and run_kernels
+        of a mapped one, ...); Accelergy's files of the energy counts, and the trace and memory
+        map when asked for."""
         (one,) = done
         assert one is not None  # a single case: interrupted before it finished, execute raised
         summary, cols, reports = one.summary, one.tables, one.simulation.outcome.reports
         row = {c.name: summary.get(c.name) for c in schemas.RUN_SUMMARY.columns}
         for k, v in summary["messages"].items():
             row[f"messages_{k}"] = v
-        tables = {
-            "run_summary": schemas.RUN_SUMMARY.build(row, meta),
-            "run_mu_series": schemas.RUN_MU_SERIES.build(cols["mu_series"], meta),
-            "run_buffers": schemas.RUN_BUFFERS.build(cols["buffers"], meta),
-            "run_links": schemas.RUN_LINKS.build(cols["links"], meta),
-            "run_energy": schemas.RUN_ENERGY.build(cols["energy"], meta),
-        }
-        if "requests" in cols:  # a decode run: its requests' latencies
-            tables["run_requests"] = schemas.RUN_REQUESTS.build(cols["requests"], meta)
-        if "steps" in cols:  # a serve run: its steps and the anchors that priced them
-            tables["run_steps"] = schemas.RUN_STEPS.build(cols["steps"], meta)
-            tables["run_anchors"] = schemas.RUN_ANCHORS.build(cols["anchors"], meta)
-        if "partitions" in cols:  # a mapped (dataflow) run
-            tables["run_partitions"] = schemas.RUN_PARTITIONS.build(cols["partitions"], meta)
-            tables["run_kernels"] = schemas.RUN_KERNELS.build(cols["kernels"], meta)
+        workload = self.chip.workload
+        tables = {"run_summary": schemas.RUN_SUMMARY.build(row, meta),
+                  **declared_tables(CHIP_TABLES + workload.TABLES, cols, meta, f"workload {workload.kind}")}
         e = tables["run_energy"]
         names = ("component", "action", "count", "energy_per_action_pj")
         files: dict[str, Any] = dict(accelergy_files(*(e[c].to_pylist() for c in names)))  # counts and their ERT

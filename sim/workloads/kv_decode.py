@@ -80,6 +80,7 @@ class KvParams(Workload):
 
     SECTION: ClassVar[str] = "decode"
     CAPABILITIES: ClassVar[Capabilities] = Capabilities(system=False, maps_graph=False, preempts=True)
+    TABLES: ClassVar[tuple[str, ...]] = ("run_requests",)  # its requests' latencies
     WORK_UNIT: ClassVar[str] = "sequences"
     token_unit: ClassVar[str] = "generated tokens"  # output tokens (a prompt's are not counted)
     KEYS: ClassVar[Table]  # set below the class (it reads the defaults)

@@ -12,7 +12,8 @@ import pytest
 
 from cluster.config import ConfigError, load
 from cluster.config.run import RUN_SCHEMA, chip_config, system_config
-from cluster.jobs.chip import simulate_chip
+from cluster.jobs.chip import ChipJob, simulate_chip
+from cluster.jobs.job import execute
 from cluster.jobs.system import simulate_system
 from mapping.placement import MuRoom
 from sim.chip import messages as m
@@ -22,6 +23,7 @@ from sim.chip.spec import CU
 from sim.chip.units import Replies
 from sim.keys import Field, Issue, Table
 from sim.memory.policies import POLICIES, Extent, Growth, PolicyParams, StorageBase
+from sim.serving.metrics import Objectives, RequestLog, serving_figures
 from sim.system.shard import Recv
 from sim.workloads import WORKLOADS, Capabilities, Workload
 from sim.workloads.base import Floorplan, tile_field, tile_of
@@ -193,6 +195,55 @@ def test_preemption_follows_the_capability_a_workload_declares(registered):
         assert "patient-ping" in str(e.value).split("the workloads that can are ")[1]
     finally:
         WORKLOADS.unregister("patient-ping")
+
+
+class ServedPing(Ping):
+    """Ping whose round trips are requests served, each logged as its scheduler would (one token)."""
+
+    def _run(self, cu):
+        yield from super()._run(cu)
+        for i in range(self.p.pings):
+            cu.shard.log(RequestLog(i, 0, 0, (cu.shard.now,), 0, "ok"))
+
+
+@dataclass(frozen=True)
+class ServedPingParams(PingParams):
+    """Ping declaring the table its serving figures give (run_requests: its columns under "requests")."""
+
+    kind: str = "served-ping"
+    TABLES: ClassVar[tuple[str, ...]] = ("run_requests",)
+
+    def program(self, cfg):
+        return ServedPing(self, cfg)
+
+    def serving_figures(self, logged, clock_hz, seconds):
+        return serving_figures([x for x in logged if isinstance(x, RequestLog)], [], clock_hz, seconds, Objectives())
+
+
+@dataclass(frozen=True)
+class ForgetfulPingParams(ServedPingParams):
+    """Served ping that gives run_requests' columns without declaring the table."""
+
+    kind: str = "forgetful-ping"
+    TABLES: ClassVar[tuple[str, ...]] = ()
+
+
+def test_a_run_writes_the_tables_its_workload_declares_and_no_other(registered):
+    every_run = {"run_summary", "run_mu_series", "run_buffers", "run_links", "run_energy"}
+    assert set(execute(ChipJob(load(RUN_SCHEMA, raw=RAW)), quiet=True).tables) == every_run
+    for cls in (ServedPingParams, ForgetfulPingParams):
+        WORKLOADS.register(cls.kind)(cls)
+    try:
+        served = execute(ChipJob(load(RUN_SCHEMA, raw={**RAW, "workload": {"kind": "served-ping"}})), quiet=True)
+        assert set(served.tables) == every_run | {"run_requests"}
+        requests = served.tables["run_requests"]
+        # the default 3 pings, a token each
+        assert requests["request"].to_pylist() == [0, 1, 2] and requests["tokens"].to_pylist() == [1] * 3
+        with pytest.raises(ValueError, match="forgetful-ping gave columns of tables it does not declare.*requests"):
+            execute(ChipJob(load(RUN_SCHEMA, raw={**RAW, "workload": {"kind": "forgetful-ping"}})), quiet=True)
+    finally:
+        for cls in (ServedPingParams, ForgetfulPingParams):
+            WORKLOADS.unregister(cls.kind)
 
 def test_their_keys_are_checked_like_any_other(registered):
     bad = {**RAW, "memory": {"policy": "exact-fit", "exact_cap": "lots"},

@@ -42,6 +42,7 @@ class DataflowParams(Workload):
     # what the workload seam asks of the class (sim/workloads/__init__.py), kept together
     SECTION: ClassVar[str] = "dataflow"
     CAPABILITIES: ClassVar[Capabilities] = Capabilities(system=False, maps_graph=True)  # else a plan file
+    TABLES: ClassVar[tuple[str, ...]] = ("run_partitions", "run_kernels")
     KEYS: ClassVar[Table] = Table({
         "plan": Field("str", "", "plan.json written by `rdasim map --out DIR` (else the graph keys are mapped here)"),
         "passes": Field("int", 1, "graph passes to simulate", min=1),

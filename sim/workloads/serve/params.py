@@ -52,6 +52,7 @@ class ServeParams(Workload):
 
     SECTION: ClassVar[str] = "decode"
     CAPABILITIES: ClassVar[Capabilities] = Capabilities(system=False, maps_graph=False, preempts=True)
+    TABLES: ClassVar[tuple[str, ...]] = ("run_requests", "run_steps", "run_anchors")  # steps, the anchors pricing them
     WORK_UNIT: ClassVar[str] = "requests"
     token_unit: ClassVar[str] = "generated tokens"
     UNHASHED: ClassVar[tuple[str, ...]] = ("anchors_cached", "anchors_unused")  # from the step cache, workers

@@ -70,6 +70,7 @@ class ServeSystemParams(ServeParams):
     whole: ModelSpec | None = None  # the model before slicing (``model`` is one chip's slice)
 
     CAPABILITIES: ClassVar[Capabilities] = Capabilities(system=True, maps_graph=False, socket=True, preempts=True)
+    TABLES: ClassVar[tuple[str, ...]] = ("run_requests", "run_anchors")  # its steps are system_steps' rows
 
     @classmethod
     def from_config(cls, kind: str, d: dict, chip: ChipContext, issues: list[Issue]) -> "ServeSystemParams":
