@@ -10,6 +10,7 @@ by its manifest and read with all its tables, in the layout it was written in.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from cluster.sweep.layout import (
     point_of,
 )
 from cluster.sweep.manifest import Manifest
+from cluster.sweep.rebuild import restore
 from cluster.sweep.spec import flatten
 
 
@@ -139,6 +141,8 @@ def _sweep_dirs(manifests: list[Path]) -> set[Path]:
 def discover(path: str | Path) -> Sources:
     """Every run and sweep under ``path`` (an --out directory, a sweep's directory, or a tree of them)."""
     root = Path(path)
+    for name, said in restore(root).items():  # a sweep whose manifest was lost: rebuilt from its files
+        print(f"rdasim: warning: sweep {name!r}: {said}", file=sys.stderr)
     manifests = [m.resolve() for m in find_manifests(root)]
     skip = _sweep_dirs(manifests)
     tables = set(table_names())
