@@ -14,6 +14,7 @@ import pyarrow.dataset as ds
 import pytest
 
 import rdasim
+from cluster.report.sources import SweepTables
 from cluster.sweep.dataset import read_dataset
 from cluster.sweep.layout import COMPACTED, STAGED
 from tests.faults.conftest import ROOT, in_process
@@ -92,3 +93,16 @@ def test_a_merge_killed_reads_the_staged_file_in_place_of_the_compacted_files_it
     capsys.readouterr()
     assert _values(rdasim.read(out, "sweep_noop")) == list(range(1, POINTS + 1))
     assert "compaction was interrupted" in capsys.readouterr().err
+
+
+def test_a_report_reads_each_point_of_a_killed_compaction_once(tmp_path):
+    """report reads a sweep's other tables a point at a time: the staged file stands in for the point files gone."""
+    out = tmp_path / "out"
+    spec = noop_spec(tmp_path, values=range(1, POINTS + 1))
+    assert in_process("sweep", spec, "--out", out, "--in-process", "--quiet", "--compact", "never").returncode == 0
+    ids = {f.name.split(".")[0] for f in point_files(out)}
+    assert _compact_killed(out, POINTS // 2) == -signal.SIGKILL
+    tables = SweepTables("n", "noop", ["noop_value"], read_dataset(out / "n"), dirs={"t": out / "n" / "sweep_noop"})
+    for pid in ids:
+        rows = tables.point_tables(pid)["t"]
+        assert rows.column("point_id").to_pylist() == [pid]
