@@ -71,11 +71,11 @@ def read_consistently(list_files: Callable[[], list[Path]], list_staged: Callabl
         before = list_staged()
         files = list_files()
         staged = list_staged()
-        view = reader_view(files, staged)
         try:
+            view = reader_view(files, staged)
             out = read(view)
         except Exception:
-            if attempt + 1 < tries and not all(f.exists() for f in view.files):
+            if attempt + 1 < tries and not all(f.exists() for f in files + staged):
                 continue  # a running compaction deleted or renamed one of them: list again
             raise
         if staged != before and attempt + 1 < tries:

@@ -10,13 +10,17 @@ import signal
 import subprocess
 import sys
 
+import pyarrow as pa
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 import pytest
 
 import rdasim
 from cluster.report.sources import SweepTables
+from cluster.results.layout import open_files
 from cluster.sweep.dataset import read_dataset
 from cluster.sweep.layout import COMPACTED, STAGED
+from cluster.sweep.reading import read_consistently
 from tests.faults.conftest import ROOT, in_process
 from tests.faults.sweeps import noop_spec, point_files
 
@@ -106,3 +110,13 @@ def test_a_report_reads_each_point_of_a_killed_compaction_once(tmp_path):
     for pid in ids:
         rows = tables.point_tables(pid)["t"]
         assert rows.column("point_id").to_pylist() == [pid]
+
+
+def test_a_file_a_running_compaction_moves_away_is_listed_again(tmp_path):
+    """Between listing and reading, a running compaction may delete a listed point file: the reader lists again."""
+    a, b = tmp_path / "a.sweep_noop.parquet", tmp_path / "b.sweep_noop.parquet"
+    pq.write_table(pa.table({"point_id": ["a"]}), a)
+    pq.write_table(pa.table({"point_id": ["b"]}), b)
+    listings = iter([[a, tmp_path / "gone.sweep_noop.parquet"], [a, b]])
+    got = read_consistently(lambda: next(listings), list, lambda view: open_files(view.files).to_table())
+    assert sorted(got.column("point_id").to_pylist()) == ["a", "b"]
