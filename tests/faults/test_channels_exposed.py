@@ -100,7 +100,7 @@ def _actor(model, regions, index: int, epoch: int, pipe) -> None:
 def _run_actors(job, regions, epoch, secret, before_connect):
     """The run's reports, its actors in processes; ``before_connect(addresses)`` runs once
     every actor listens and before any has joined its peers (its return value is passed on)."""
-    ctx = multiprocessing.get_context("fork")
+    ctx = multiprocessing.get_context("fork")  # the platform default: no interpreter start-up per actor
     model = job.model(regions)
     pipes, procs = [], []
     for i in range(len(regions)):
