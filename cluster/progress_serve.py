@@ -16,8 +16,17 @@ tells no event (any other workload) shows the cycles line of ``Progress``, as be
 from __future__ import annotations
 
 from cluster.progress import Progress, WorkEta, _duration
-from sim.workloads.serve.progress import (AnchorDone, AnchorDropped, AnchorStarted, Event, Planned, Planning,
-                                          PlannedAnchor, Served, Waiting)
+from sim.workloads.serve.progress import (
+    AnchorDone,
+    AnchorDropped,
+    AnchorStarted,
+    Event,
+    Planned,
+    PlannedAnchor,
+    Planning,
+    Served,
+    Waiting,
+)
 
 PLANNING, ANCHORS, SERVING = "planning", "anchors", "serving"
 
