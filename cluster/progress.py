@@ -72,12 +72,13 @@ class Progress:
         t0, d0 = self._window[0]
         return (done - d0) / (now - t0) if now > t0 else 0.0
 
-    def __call__(self, done: float, total: float, unit: str = "cycles") -> None:
+    def __call__(self, done: float, total: float, unit: str = "cycles", now_too: bool = False) -> None:
+        """A line of ``done`` of ``total`` if one is due (``now_too``: at once, the first of a sweep)."""
         if self.quiet:
             return
         now = self.clock()
         rate = self._rate(now, done)
-        if now - self._last < self.every or done >= total:  # the end is reported by whoever closes
+        if (now - self._last < self.every and not now_too) or done >= total:  # the end is reported by whoever closes
             return
         self._last = now
         elapsed = now - self.start
@@ -153,10 +154,12 @@ class WorkEta:
     with what is left of theirs; without it there is no estimate before the basis.
     """
 
-    def __init__(self, parallel: int = 1, clock=time.monotonic, unit_seconds: float | None = None):
+    def __init__(self, parallel: int = 1, clock=time.monotonic, unit_seconds: float | None = None,
+                 start_up: float = 0.0):
         self.parallel = max(1, parallel)  # items that can run at once: submitted beyond it, they wait (FIFO)
         self.clock = clock
         self.unit_seconds = unit_seconds
+        self.start_up = start_up  # seconds a fresh worker spends before its first item's own work (predicted)
         self.items: dict[Hashable, tuple[tuple, float]] = {}  # key -> (features, prior)
         self.running: dict[Hashable, float] = {}  # item -> when it got a slot
         self.waiting: deque[Hashable] = deque()  # submitted, no slot yet
@@ -261,13 +264,20 @@ class WorkEta:
     def planned(self, extra: Iterable[tuple[Iterable[tuple], float, float]] = ()) -> float:
         """Seconds left with every item at its prior times ``unit_seconds``, list-scheduled on the workers:
         each running item keeps its worker for what is left of its prediction (at least LONGER of what it
-        has run again), then the others go in order to the first free worker (class docstring)."""
+        has run again), then the others go in order to the first free worker (class docstring); a worker's
+        first item pays ``start_up`` too."""
         now, unit = self.clock(), self.unit_seconds or 1.0
-        free = [max(p * unit - (now - self.running[k]), LONGER * (now - self.running[k]))
+
+        def cost(k, p: float) -> float:
+            return p * unit + (self.start_up if k in self.cold else 0.0)
+
+        free = [max(cost(k, p) - (now - self.running[k]), LONGER * (now - self.running[k]))
                 for k, (_, p) in self.items.items() if k in self.running]
         free = sorted(free + [0.0] * max(0, self.parallel - len(free)))
         queued = [p * unit for k, (_, p) in self.items.items() if k not in self.running and k not in self.seconds]
         queued += [p * unit for _, p, n in extra for _ in range(int(n))]
+        fresh = max(0, self.parallel - len(self.cold))  # workers yet to take a first item
+        queued = [q + (self.start_up if i < fresh else 0.0) for i, q in enumerate(queued)]
         for q in queued:
             heapq.heapreplace(free, free[0] + q)
         return max(free)
