@@ -9,13 +9,14 @@ outside (cluster/progress_serve.py draws the line) with one of the events below,
 given it calls nothing. No event changes what is simulated or its result.
 
 An anchor's predicted wall seconds (``anchor_seconds``) come from its size alone, before it is
-mapped: a fixed part (the MILP and the placement: a compute-bound anchor maps 32 tiles a layer, a
-memory-bound one a tile or a few) plus a part per simulated iteration on every CU, growing with
-the tokens a tile carries (its packets). Fitted by hand to six anchors: on the 8 x 16 test chip
-(prefill of 256 and 64 tokens: 9.3 and 7.7 s; decode: 0.9-2.0 s) and on the whole sn40l as
-docs/run.md reports them (prefill of 4,096 and 512 tokens: 80 and 30 CPU s; decode batch 64: 18);
-it is within 1.6x of each (benchmarks/eta_accuracy.py --serve prints it against a run's measured
-anchors). The ETA corrects it by the anchors that finish (cluster/progress.py ``WorkEta``).
+mapped: a part growing with its tiles a layer (the MILP and the placement: a compute-bound anchor
+maps 32 tiles, a memory-bound one 1 to 8) plus a part per simulated iteration on every CU, growing
+with the tokens a tile carries (its packets). Fitted by hand to anchors on the 8 x 16 test chip
+(prefill of 256 and 64 tokens: 9.3 and 7.7 s; decode: 0.9-2.9 s) and on the whole sn40l as
+docs/run.md reports them (prefill of 4,096 and 512 tokens: 80 and 30 CPU s; decode batch 64: 18):
+within 2x of those but for a tiled memory-bound anchor on the small chip (a 16-token prefill: 6.5 s
+measured, 2.5 predicted); benchmarks/eta_accuracy.py --serve prints each against a run's measured
+anchors. The ETA rescales it by the anchors that finish (cluster/progress.py ``WorkEta``).
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ from typing import Protocol, runtime_checkable
 from sim.workloads.serve.anchors import DECODE_TILE, DECODE_TILES, LAYERS, PIPELINE, STEADY, compute_bound, tile_tokens
 from sim.workloads.serve.shapes import StepShape
 
-MAP_SECONDS_BUSY = 8.0  # a compute-bound anchor's mapping and placement (32 tiles a layer), s
-MAP_SECONDS_LEAN = 1.0  # a memory-bound one's, s
+MAP_SECONDS = 1.0  # an anchor's mapping and placement, s, ...
+TILE_MAP_SECONDS = 0.22  # ... and this more for each tile a layer
 CU_ITERATION_SECONDS = 7e-4  # an iteration simulated on one CU, s ...
 TILE_TOKENS = 32.0  # ... times 1 + a tile's tokens over this (a tile's packets)
 
@@ -45,7 +46,7 @@ def simulated_iterations(model, shape: StepShape, spec, tiles_max: int) -> tuple
 def anchor_seconds(model, shape: StepShape, spec, tiles_max: int = 32) -> float:
     """The predicted wall seconds of simulating the anchor ``shape`` on one core (module docstring)."""
     busy, tiles, iterations = simulated_iterations(model, shape, spec, tiles_max)
-    fixed = MAP_SECONDS_BUSY if busy else MAP_SECONDS_LEAN
+    fixed = MAP_SECONDS + TILE_MAP_SECONDS * tiles
     grain = 1.0 + tile_tokens(shape.tokens, tiles) / TILE_TOKENS
     return fixed + CU_ITERATION_SECONDS * spec.cu_count * iterations * grain
 
