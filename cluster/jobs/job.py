@@ -130,7 +130,8 @@ def _one(cases: list[Case], i: int, run: dict, quiet: bool, done: list[Summarise
     """Simulate case ``i`` into ``done[i]``, then say so (an interrupt after the line keeps it)."""
     case = cases[i]
     prog = Progress(case.label, quiet, bound=case.bound)
-    grid, shown = case.grid, prog
+    grid: Simulated = case.grid
+    shown: ProgressFn = prog
     if not quiet and isinstance(grid, Watchable):  # a serve run's line names its phase (cluster/progress_serve.py)
         line = ServeLine(prog)
         grid, shown = grid.watched(line), line.cycles

@@ -43,7 +43,7 @@ def prior(command: str, config: dict) -> float:
     workload = config.get("workload") or {}
     if workload.get("kind") in SERVE_KINDS:
         return serve_seconds(config)
-    each = ITEM_SECONDS.get(workload.get("kind"), OTHER_ITEM_SECONDS)
+    each = ITEM_SECONDS.get(str(workload.get("kind")), OTHER_ITEM_SECONDS)
     for section in workload.values():  # run, system: the work items the workload names
         if isinstance(section, dict):
             items = [v for k, v in section.items() if k in WORK_ITEMS and isinstance(v, int) and v > 0]
