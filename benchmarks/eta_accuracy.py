@@ -130,7 +130,7 @@ def serve(work: Path) -> None:
     from cluster.progress_serve import ServeLine
     from mapping.models import MODELS
     from sim.workloads.serve.figures import AnchorLog
-    from sim.workloads.serve.progress import AnchorDone, anchor_seconds, simulated_iterations
+    from sim.workloads.serve.progress import AnchorDone, Planned, anchor_seconds, simulated_iterations
     from sim.workloads.serve.shapes import StepShape
 
     trace = work / "trace.csv"
@@ -141,6 +141,8 @@ def serve(work: Path) -> None:
     cfg = chip_config(load(RUN_SCHEMA, raw=raw))
     said: list[tuple[float, float | None]] = []
     ends: list[float] = []
+    first: set = set()  # the anchors each worker took first: theirs pay the worker's imports
+    paid = [0.0]
     start = time.perf_counter()
 
     class Stamped(ServeLine):
@@ -149,6 +151,9 @@ def serve(work: Path) -> None:
             now = time.perf_counter() - start
             if isinstance(event, AnchorDone):
                 ends.append(now)
+            if isinstance(event, Planned):
+                first.update(a.shape for a in event.anchors[:event.workers])
+                paid[0] = event.start_up
             if self.eta is not None and self.done < self.total:
                 said.append((now, self.eta.remaining()))
 
@@ -157,7 +162,7 @@ def serve(work: Path) -> None:
     model = MODELS["llama-3.1-8b"]
     for a in (x for r in done.simulation.outcome.reports for x in r.logged if isinstance(x, AnchorLog)):
         shape = StepShape(a.tokens, a.keys, a.kv_read)
-        predicted = anchor_seconds(model, shape, cfg.spec)
+        predicted = anchor_seconds(model, shape, cfg.spec) + (paid[0] if shape in first else 0.0)
         ratio = round(predicted / a.wall_seconds, 2) if a.wall_seconds > 0 else None
         print(json.dumps({"benchmark": "anchor_seconds", "tokens": a.tokens, "keys": a.keys, "kv_read": a.kv_read,
                           "compute_bound": simulated_iterations(model, shape, cfg.spec, 32)[0],
@@ -167,8 +172,7 @@ def serve(work: Path) -> None:
     row = {"benchmark": "eta_anchors", "anchors": len(ends), "workers": 2, "anchors_seconds": round(last, 1),
            "run_seconds": round(time.perf_counter() - start, 1), "target": "ratio within 0.5-2 at each share"}
     shown = [(t, left) for t, left in said if left is not None and t < last]
-    first = shown[0] if shown else None
-    row["ratio_at_start"] = round(first[1] / (last - first[0]), 2) if first else None
+    row["ratio_at_start"] = round(shown[0][1] / (last - shown[0][0]), 2) if shown else None
     row["at_start"] = _verdict(row["ratio_at_start"])
     for share in SHARES:
         before = [(t, left) for t, left in shown if t <= share * last]

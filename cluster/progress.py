@@ -223,10 +223,13 @@ class WorkEta:
         return scale, effects
 
     def _model(self) -> tuple[float, dict] | None:
-        """The fitted model, or None before a warm item has finished (no basis)."""
+        """The fitted model, or None before a warm item has finished (no basis); with predicted seconds
+        (``unit_seconds``), first items count from the start, less the start-up their prediction had."""
         seen = {k: s for k, s in self.seconds.items() if k not in self.cold and k in self.items}
         if not seen:
-            return None
+            first = {k: max(s - self.start_up, 0.1 * s) for k, s in self.seconds.items()
+                     if k in self.cold and k in self.items}
+            return self._fit(first) if first and self.unit_seconds is not None else None
         model = self._fit(seen)
         cold = {k: s for k, s in self.seconds.items() if k in self.cold and k in self.items
                 and s <= START_UP * self.predict(*self.items[k], model)}

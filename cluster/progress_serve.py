@@ -58,7 +58,7 @@ class ServeLine:
         if isinstance(event, Planning):
             self._enter(PLANNING)
         elif isinstance(event, Planned):
-            self._planned(event.anchors, event.workers)
+            self._planned(event.anchors, event.workers, event.start_up)
         elif isinstance(event, AnchorStarted):
             self._started(event.anchor)
         elif isinstance(event, AnchorDone):
@@ -77,9 +77,9 @@ class ServeLine:
         elif isinstance(event, Waiting):
             self._draw()
 
-    def _planned(self, anchors: tuple[PlannedAnchor, ...], workers: int) -> None:
-        self.foreseen, self.workers, self.total = True, workers, len(anchors)
-        self.eta = WorkEta(workers, clock=self.progress.clock, unit_seconds=1.0)
+    def _planned(self, anchors: tuple[PlannedAnchor, ...], workers: int, start_up: float) -> None:
+        self.foreseen, self.workers, self.total, self.done = True, workers, len(anchors), 0  # a new count
+        self.eta = WorkEta(workers, clock=self.progress.clock, unit_seconds=1.0, start_up=start_up)
         for a in anchors:
             self.eta.add(a.shape, (("compute_bound", a.compute_bound),), a.seconds)
             if workers > 1:  # handed to the workers at once, taken in this order

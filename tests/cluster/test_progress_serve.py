@@ -114,6 +114,20 @@ def test_the_time_left_of_hand_made_costs_is_their_list_schedule():
     assert WorkEta(2, clock=clock).remaining() is None  # nothing predicted in seconds: no basis, no estimate
 
 
+def test_the_first_item_to_finish_rescales_the_predicted_seconds():
+    """Three items of 2 predicted seconds on one worker: 6 s. The first takes 4 s (twice its prediction): the
+    other two are now 4 s each, at the rate work has been done (1 s a second): 8 s left, not 4."""
+    clock = ManualClock()
+    eta = WorkEta(1, clock=clock, unit_seconds=1.0)
+    for k in range(3):
+        eta.add(k, (), 2.0)
+        eta.started(k)
+    assert eta.remaining() == 6.0
+    clock.t = 4.0
+    eta.finished(0, 4.0)
+    assert eta.remaining() == 8.0
+
+
 def test_the_line_s_anchors_eta_from_their_predicted_seconds():
     """Anchors of 10, 6 and 2 predicted seconds on two workers: 10 | 6 + 2, 10 s; 6 s in, the 6 s one done
     as predicted: the 10 s one has 4 left, the 2 s one 2: 4 s."""

@@ -45,7 +45,15 @@ from sim.workloads.serve import cache
 from sim.workloads.serve.anchors import StepPlanRun, compute_bound
 from sim.workloads.serve.figures import AnchorLog
 from sim.workloads.serve.prefetch import Ahead, Keys, Simulated, simulate, workers
-from sim.workloads.serve.progress import AnchorDone, AnchorDropped, AnchorStarted, Planned, Planning, ProgressSink
+from sim.workloads.serve.progress import (
+    AnchorDone,
+    AnchorDropped,
+    AnchorStarted,
+    Planned,
+    Planning,
+    ProgressSink,
+    start_up,
+)
 from sim.workloads.serve.progress import planned as predicted
 from sim.workloads.serve.shapes import Roofline, StepShape, anchor, layer_cost, roofline
 
@@ -176,7 +184,8 @@ class StepCosts:
         if self.sink is not None:
             order = Ahead.order(self.cfg, self.model, todo) if side else todo
             self.foreseen = set(todo)
-            self.sink(Planned(predicted(self.model, order, self.cfg.spec, self.options.tiles), n if side else 1))
+            self.sink(Planned(predicted(self.model, order, self.cfg.spec, self.options.tiles), n if side else 1,
+                              start_up()))
         keys = {a: self._keys(a) for a in todo}
         return Ahead(self.cfg, self.model, todo, self.options, n, keys, self.sink) if side else None
 

@@ -16,11 +16,15 @@ with the tokens a tile carries (its packets). Fitted by hand to anchors on the 8
 docs/run.md reports them (prefill of 4,096 and 512 tokens: 80 and 30 CPU s; decode batch 64: 18):
 within 2x of those but for a tiled memory-bound anchor on the small chip (a 16-token prefill: 6.5 s
 measured, 2.5 predicted); benchmarks/eta_accuracy.py --serve prints each against a run's measured
-anchors. The ETA rescales it by the anchors that finish (cluster/progress.py ``WorkEta``).
+anchors. A worker's first anchor also imports the mapper's MILP solver (scipy.optimize: about 3 s
+measured on this machine, most of a 16-token prefill anchor's 8 s alone in a fresh process), unless
+the run's process had imported it before the workers forked: ``START_UP_SECONDS`` in ``Planned``.
+The ETA rescales it by the anchors that finish (cluster/progress.py ``WorkEta``).
 """
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -31,6 +35,7 @@ MAP_SECONDS = 1.0  # an anchor's mapping and placement, s, ...
 TILE_MAP_SECONDS = 0.22  # ... and this more for each tile a layer
 CU_ITERATION_SECONDS = 7e-4  # an iteration simulated on one CU, s ...
 TILE_TOKENS = 32.0  # ... times 1 + a tile's tokens over this (a tile's packets)
+START_UP_SECONDS = 3.0  # a worker's first anchor imports the MILP solver (module docstring)
 
 
 def simulated_iterations(model, shape: StepShape, spec, tiles_max: int) -> tuple[bool, int, int]:
@@ -71,6 +76,7 @@ class Planned:
 
     anchors: tuple[PlannedAnchor, ...]
     workers: int
+    start_up: float = 0.0  # seconds a worker's first anchor spends importing what maps it (module docstring)
 
 
 @dataclass(frozen=True)
@@ -126,6 +132,11 @@ class Watched(Protocol):
     """A program that can tell a sink how its run goes (a serve run's: scheduler.py, system.py)."""
 
     def watch(self, sink: ProgressSink) -> None: ...
+
+
+def start_up() -> float:
+    """A worker's first anchor's imports, predicted: none once this process has imported the solver."""
+    return 0.0 if "scipy.optimize" in sys.modules else START_UP_SECONDS
 
 
 def planned(model, shapes: list[StepShape], spec, tiles_max: int) -> tuple[PlannedAnchor, ...]:
