@@ -155,3 +155,13 @@ def test_an_anchor_s_predicted_seconds_grow_with_its_size():
         assert anchor_seconds(m, prefill, spec) > 2 * anchor_seconds(m, decode, spec)
     assert anchor_seconds(m, prefill, big) > anchor_seconds(m, prefill, small)
     assert anchor_seconds(m, decode, big) > anchor_seconds(m, decode, small)
+
+
+def test_a_sink_stays_in_its_process():
+    """A watched chip run's shards pickled for Ray actors leave the sink behind (it draws in the driver)."""
+    import pickle
+
+    line, _ = _line()
+    grid = ChipGrid(config({"chip": CHIP, "workload": {"kind": "serve", "decode": {"model": "llama-3.1-8b"}}}))
+    model = grid.watched(line).model(grid.regions(2, "rows"))
+    assert model.sink is line and pickle.loads(pickle.dumps(model)).sink is None
