@@ -7,8 +7,9 @@ not thousands. Work of equal units (cycles) is estimated from the rate over the 
 (start-up costs such as starting Ray do not inflate the first ETA), and no ETA is shown
 until it means something: a few seconds in, with some progress made. Work of unequal items
 (a sweep's points, which cost 0.05 s or 40 s) is estimated by ``WorkEta`` from each item's
-predicted cost: from the start in predicted seconds (the items list-scheduled on the workers),
-then learned as items finish. When
+predicted cost: with costs predicted in seconds (a sweep's, a serve run's anchors') from the
+start, the items list-scheduled on the workers; otherwise from the first item run warm; either
+way learned as items finish. When
 ``total`` is only an upper bound (``rdasim run`` stops when its work is done, long before
 ``run.max_cycles``), ``bound=True`` shows the progress and rate without an ETA.
 """
