@@ -13,13 +13,13 @@ mapped: a part growing with its tiles a layer (the MILP and the placement: a com
 maps 32 tiles, a memory-bound one 1 to 8) plus a part per simulated iteration on every CU, growing
 with the tokens a tile carries (its packets). Fitted by hand to anchors on the 8 x 16 test chip
 (prefill of 256 and 64 tokens: 9.3 and 7.7 s; decode: 0.9-2.9 s) and on the whole sn40l as
-docs/run.md reports them (prefill of 4,096 and 512 tokens: 80 and 30 CPU s; decode batch 64: 18):
-within 2x of those but for a tiled memory-bound anchor on the small chip (a 16-token prefill: 6.5 s
-measured, 2.5 predicted); benchmarks/eta_accuracy.py --serve prints each against a run's measured
-anchors. A worker's first anchor also imports the mapper's MILP solver (scipy.optimize: about 3 s
-measured on this machine, most of a 16-token prefill anchor's 8 s alone in a fresh process), unless
-the run's process had imported it before the workers forked: ``START_UP_SECONDS`` in ``Planned``.
-The ETA rescales it by the anchors that finish (cluster/progress.py ``WorkEta``).
+docs/run.md reports them (prefill of 4,096 and 512 tokens: 80 and 30 CPU s; decode batch 64: 18),
+within 2x of each; one anchor measured 6.7-10 s in three runs on this loaded shared machine.
+A worker's first anchor also imports the mapper's MILP solver (scipy.optimize: about 3 s here, most
+of a 16-token prefill anchor's 8 s alone in a fresh process), unless the run's process had imported
+it before the workers forked: ``start_up`` in ``Planned``. benchmarks/eta_accuracy.py --serve prints
+each prediction against a run's measured anchors (its last run: 0.9-1.7x); the ETA rescales them by
+the anchors that finish (cluster/progress.py ``WorkEta``).
 """
 
 from __future__ import annotations
