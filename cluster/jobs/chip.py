@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from cluster.config.run import chip_config
@@ -37,6 +37,7 @@ class ChipGrid:
     """One chip run, its CU/MU grid cut into rectangles (a Decomposition)."""
 
     cfg: ChipConfig
+    sink: Any = field(default=None, compare=False)  # told how its programs go (a serve run's phases), here only
     pilots: ClassVar[bool] = True
 
     @property
@@ -51,7 +52,10 @@ class ChipGrid:
         return cut_grid(self.cfg.spec.rows, self.cfg.spec.cols, shards, cut)
 
     def model(self, regions: list[Region]) -> ChipModel:
-        return ChipModel(self.cfg, regions)
+        return ChipModel(self.cfg, regions, self.sink)
+
+    def watched(self, sink: Any) -> "ChipGrid":
+        return replace(self, sink=sink)
 
     def epoch(self, regions: list[Region], requested: int | None) -> tuple[int, int | None]:
         return epoch_length(self.cfg.noc, regions, requested)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
-from typing import ClassVar
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -55,6 +55,7 @@ class SystemGroups:
     groups are the cuts, and a pilot does not apply."""
 
     cfg: SystemConfig
+    sink: Any = field(default=None, compare=False)  # told how its programs go (a serve run's phases), here only
     pilots: ClassVar[bool] = False
 
     @property
@@ -69,7 +70,10 @@ class SystemGroups:
         return groups(self.cfg, shards)
 
     def model(self, regions: list[list[int]]) -> SystemModel:
-        return SystemModel(self.cfg, regions)
+        return SystemModel(self.cfg, regions, self.sink)
+
+    def watched(self, sink: Any) -> "SystemGroups":
+        return replace(self, sink=sink)
 
     def epoch(self, regions: list[list[int]], requested: int | None) -> tuple[int, int | None]:
         la = lookahead(self.cfg, self.cfg.net(), owners(self.cfg, regions))
