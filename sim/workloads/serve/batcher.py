@@ -42,6 +42,7 @@ from sim.serving.prefix_pool import Block, PrefixPool
 from sim.serving.slot_scheduler import Request
 from sim.workloads import Task
 from sim.workloads.serve.figures import StepFailure, StepLog
+from sim.workloads.serve.progress import ProgressSink, Served
 from sim.workloads.serve.shapes import StepShape
 
 
@@ -103,6 +104,9 @@ class Batcher:
         self.pages_used = 0  # the books: pages the weights and every sequence hold
         self.held: dict[int, int] = {}  # sequence -> pages it holds
         self.steps = 0
+        self.progress: ProgressSink | None = None  # told each step's end (progress.py); set by the program's watch
+        self.clock_hz = cfg.spec.clock_hz
+        self.span = max(arrivals, default=0) / self.clock_hz  # the trace's last arrival, s
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> Task:
@@ -149,6 +153,8 @@ class Batcher:
             self.log(StepLog(self.steps, t0, self.now, len(decode), sum(c for _, c in chunks), shape.tokens,
                              shape.keys, shape.kv_read, made, int(roof.bytes) - written, written, int(roof.flops)))
             self.steps += 1
+            if self.progress is not None:
+                self.progress(Served(self.now / self.clock_hz, self.span))
             yield from self._finish_done()
         if self.prefix is not None:  # every request served: the prefix cache lets go of its blocks
             yield from self._free_blocks(self.prefix.trim(0))

@@ -21,6 +21,7 @@ from sim.workloads.base import Floorplan
 from sim.workloads.serve.batcher import Batcher
 from sim.workloads.serve.costs import StepCosts
 from sim.workloads.serve.prefetch import planned_anchors
+from sim.workloads.serve.progress import ProgressSink
 from sim.workloads.serve.shapes import StepShape
 
 
@@ -37,6 +38,13 @@ class Serving(Requests):
         self.swap_tier = tier_unit(spec, spec.tiers[1].name) if len(spec.tiers) > 1 else -1
         self.share_prefixes(cfg.prefix_sharing)
         self.batcher: ChipScheduler | None = None  # the scheduler CU's, once started
+        self.sink: ProgressSink | None = None
+
+    def watch(self, sink: ProgressSink) -> None:
+        """Tell ``sink`` how the run goes (progress.py): its steps and its anchors."""
+        self.sink = sink
+        if self.batcher is not None:
+            self.batcher.progress = self.batcher.costs.sink = sink
 
     def start(self, cu: ComputeUnit):
         if cu.uid != self.scheduler:
@@ -59,7 +67,8 @@ class ChipScheduler(Batcher):
         self.cu = cu
         self.shard = cu.shard
         self.unit = cu.uid
-        self.costs = StepCosts(cfg, prog.p.model, prog.p.costs, planner=lambda: planned_anchors(cfg))
+        self.costs = StepCosts(cfg, prog.p.model, prog.p.costs, planner=lambda: planned_anchors(cfg), sink=prog.sink)
+        self.progress = prog.sink
 
     @property
     def now(self) -> int:

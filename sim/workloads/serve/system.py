@@ -49,11 +49,13 @@ from sim.system.collectives import all_reduce
 from sim.system.shard import BoxChip, Compute, Recv
 from sim.system.shard import Sleep as BoxSleep
 from sim.workloads import WORKLOADS, ChipContext, Task
+from sim.workloads.capabilities import Capabilities
 from sim.workloads.kv_decode import KvParams
 from sim.workloads.serve.batcher import Batcher
 from sim.workloads.serve.costs import StepCosts
 from sim.workloads.serve.figures import AnchorLog, StepLog, anchor_figures, priced_actions, step_memory
 from sim.workloads.serve.params import ServeParams, cost_options
+from sim.workloads.serve.progress import ProgressSink
 from sim.workloads.serve.shapes import StepShape
 
 COMMAND_BYTES = 64  # a step's command from the scheduler to a chip
@@ -69,8 +71,8 @@ class ServeSystemParams(ServeParams):
     dim: int = 0  # the network dimension carrying it
     whole: ModelSpec | None = None  # the model before slicing (``model`` is one chip's slice)
 
-    SYSTEM: ClassVar[bool] = True
-    SOCKET: ClassVar[bool] = True
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(system=True, maps_graph=False, socket=True, preempts=True)
+    TABLES: ClassVar[tuple[str, ...]] = ("run_requests", "run_anchors")  # its steps are system_steps' rows
 
     @classmethod
     def from_config(cls, kind: str, d: dict, chip: ChipContext, issues: list[Issue]) -> "ServeSystemParams":
@@ -214,11 +216,20 @@ class ServeSystem(Requests):
         self.port = PortTiming.of(dim.kind, dim.link_bandwidth, dim.link_latency, cfg.clock_hz, cfg.packet_bytes)
         self.costs = StepCosts(cfg.chip, p.model, p.costs)  # one chip's slice on the socket's grid
         self.share_prefixes(cfg.chip.prefix_sharing)
+        self.schedulers: list[SystemScheduler] = []  # this shard's groups' first chips'
+
+    def watch(self, sink: ProgressSink) -> None:
+        """Tell ``sink`` how the run goes (progress.py): its steps and its anchors (no planning pass:
+        each anchor simulated as a step needs it)."""
+        self.costs.sink = sink
+        for s in self.schedulers:
+            s.progress = sink
 
     def start(self, chip: BoxChip):
         group = self.graph.group(chip.cid, self.p.dim)
         if chip.cid == group[0]:
-            return SystemScheduler(self, chip, group).run()
+            self.schedulers.append(SystemScheduler(self, chip, group))
+            return self.schedulers[-1].run()
         return self._follow(chip, group)
 
     def _follow(self, chip: BoxChip, group: list[int]) -> Task:
