@@ -103,7 +103,7 @@ def explore(spec: Spec, out: str | Path = "results", *, budget: int | None = Non
 def read(out: str | Path, table: str, columns: list[str] | None = None, filter: Any = None) -> pa.Table:  # noqa: A002
     """One table (docs/reference.md#result-columns) across a results directory: a run's, a
     sweep's, an exploration's or a tree of them, as Arrow (``.to_pandas()``, ``polars.from_arrow``)."""
-    from cluster.results.layout import read as read_results
+    from cluster.results.reading import read as read_results
 
     return read_results(out, table, columns, filter)
 

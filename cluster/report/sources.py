@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from cluster.results.layout import open_files, table_names
+from cluster.results.reading import reader_view, staged_of
 from cluster.sweep.dataset import read_dataset
 from cluster.sweep.layout import (
     MANIFEST_SUFFIX,
@@ -30,7 +31,6 @@ from cluster.sweep.layout import (
     point_of,
 )
 from cluster.sweep.manifest import Manifest
-from cluster.sweep.reading import reader_view, staged_of
 from cluster.sweep.rebuild import restore
 from cluster.sweep.spec import flatten
 

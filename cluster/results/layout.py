@@ -14,7 +14,6 @@ one ``run=`` partition each), the words ``rdasim sweep`` uses for its own.
 
 from __future__ import annotations
 
-import difflib
 import math
 import os
 import shutil
@@ -96,32 +95,20 @@ def open_files(files: list[Path] | list[str]) -> ds.Dataset:
     return ds.dataset([str(f) for f in files], format="parquet", schema=schema)
 
 
-def read_table(root: str | Path, table: str, columns: list[str] | None = None, filter=None) -> pa.Table:
-    """One table across a whole results tree, schemas unified; empty when there is none. A sweep's
-    compaction interrupted half way is read as if done (cluster/sweep/reading.py): every row once."""
-    from cluster.sweep.reading import read_consistently, staged_of
-
-    def read(view) -> pa.Table:
-        return open_files(view.files).to_table(columns=columns, filter=filter) if view.files else pa.table({})
-
-    return read_consistently(lambda: table_files(root, table), lambda: staged_of(Path(root), table), read)
+# ----------------------------------------------------------------------------- a sweep's files, by name
+COMPACTED = "compact-"  # name prefix of a compacted file (a point id never starts so)
+STAGED = ".staged"  # suffix of a written compacted file not yet in place (hidden: "." in front)
 
 
-def read(root: str | Path, table: str, columns: list[str] | None = None, filter=None) -> pa.Table:
-    """``table`` across a results tree (a run's --out, a sweep's or an exploration's, or a tree of
-    them), for a reader (``rdasim.read``): a table rdasim does not write, or a directory that is
-    not there, is a UserError; a table nothing in the tree wrote is empty, with its columns."""
-    from cluster.results import schemas
+def point_of(file: Path) -> str:
+    """The point id a stored file belongs to (``<point_id>.<table>.parquet``, older ``<point_id>.parquet``)."""
+    return file.name.split(".", 1)[0]
 
-    if not Path(root).is_dir():
-        raise UserError(f"{str(root)!r} is not a directory of results")
-    known = {t.name: t for t in schemas.ALL_TABLES}
-    if table not in known:
-        close = difflib.get_close_matches(table, list(known), n=1)
-        raise UserError(f"unknown table {table!r}; " + (f"did you mean {close[0]!r}?" if close else
-                                                         f"known: {', '.join(known)}"))
-    found = read_table(root, table, columns, filter)
-    return found if found.num_columns else known[table].arrow.empty_table().select(columns or known[table].arrow.names)
+
+def is_compacted(file: Path) -> bool:
+    """A compacted file (many points' rows) rather than a point file."""
+    return file.name.startswith(COMPACTED)
+
 
 
 # ----------------------------------------------------------------------------- a run's --out

@@ -39,6 +39,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from cluster.errors import UserError
+from cluster.results.reading import REPLACES
 from cluster.results.writer import TableForm, write_table
 from cluster.sweep.index import THREADS, point_ids, read_file, staged_files
 from cluster.sweep.layout import (
@@ -53,7 +54,6 @@ from cluster.sweep.layout import (
     staged_path,
 )
 from cluster.sweep.lock import sweep_lock
-from cluster.sweep.reading import REPLACES
 from cluster.sweep.records import UNBOUNDED_TEXT
 
 ROWS = 100_000  # rows of a compacted file: one footer for a sweep's worth of points, read in milliseconds

@@ -15,8 +15,8 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from cluster.results.layout import open_files
+from cluster.results.reading import ReaderView, read_consistently, reader_view, staged_of
 from cluster.sweep.layout import DatasetLayout, dataset_files, of_manifest
-from cluster.sweep.reading import ReaderView, read_consistently, reader_view, staged_of
 
 
 def table_dir(path: str | Path, table: str | None = None) -> Path:

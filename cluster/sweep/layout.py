@@ -23,14 +23,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from cluster.results.layout import NULL_SEGMENT, segment_value, table_file  # noqa: F401 - re-exported
+from cluster.results.layout import COMPACTED, NULL_SEGMENT, STAGED, is_compacted, point_of, segment_value, table_file  # noqa: F401 - re-exported
 from cluster.sweep.manifest import FORMAT, read_json
 
 MANIFEST_SUFFIX = ".manifest.json"
 LOCK_SUFFIX = ".lock"
 SIDE = "_"  # prefix of the manifest beside the sweep's directory
-COMPACTED = "compact-"  # name prefix of a compacted file (a point id never starts so)
-STAGED = ".staged"  # suffix of a written compacted file not yet in place (hidden: "." in front)
 
 
 def column_name(path: str) -> str:
@@ -107,16 +105,6 @@ def _result_of(command: str) -> str:
     from cluster.sweep.commands import COMMANDS
 
     return COMMANDS[command].result if command in COMMANDS else "result"
-
-
-def point_of(file: Path) -> str:
-    """The point id a stored file belongs to (``<point_id>.<table>.parquet``, older ``<point_id>.parquet``)."""
-    return file.name.split(".", 1)[0]
-
-
-def is_compacted(file: Path) -> bool:
-    """A compacted file (many points' rows) rather than a point file."""
-    return file.name.startswith(COMPACTED)
 
 
 def staged_path(final: Path) -> Path:

@@ -20,12 +20,12 @@ import pyarrow as pa
 
 from cluster.errors import UserError
 from cluster.results import schemas
+from cluster.results.reading import reader_view, staged_of
 from cluster.sweep.commands import COMMANDS
 from cluster.sweep.index import read_file
 from cluster.sweep.layout import MANIFEST_SUFFIX, SIDE, DatasetLayout, dataset_files, is_compacted, point_of
 from cluster.sweep.lock import sweep_lock
 from cluster.sweep.manifest import DONE, FAILED, Manifest, PointEntry, RunEntry
-from cluster.sweep.reading import reader_view, staged_of
 from cluster.sweep.records import STATUS_OK
 
 REBUILT = "rebuilt"  # the state of a rebuilt manifest's one run

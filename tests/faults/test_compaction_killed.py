@@ -3,7 +3,7 @@ sweep (here ``sweep status``) finishes it and says so, and every reader then see
 
 from __future__ import annotations
 
-from cluster.results.layout import read
+from cluster.results.reading import read
 from cluster.sweep.compact import _concat, _write
 from cluster.sweep.index import read_file
 from cluster.sweep.layout import COMPACTED, staged_path

@@ -18,9 +18,9 @@ import pytest
 import rdasim
 from cluster.report.sources import SweepTables
 from cluster.results.layout import open_files
+from cluster.results.reading import read_consistently
 from cluster.sweep.dataset import read_dataset
 from cluster.sweep.layout import COMPACTED, STAGED
-from cluster.sweep.reading import read_consistently
 from tests.faults.conftest import ROOT, in_process
 from tests.faults.sweeps import noop_spec, point_files
 

@@ -6,7 +6,7 @@ import pytest
 
 from cluster.cli import main
 from cluster.config.map import resolve, to_problem
-from cluster.results.layout import read_table
+from cluster.results.reading import read_table
 from mapping.presets import preset
 from mapping.solver import solve
 from tests.paths import EXAMPLES

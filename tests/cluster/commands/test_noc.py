@@ -5,7 +5,7 @@ import json
 import pytest
 
 from cluster.cli import main
-from cluster.results.layout import read_table
+from cluster.results.reading import read_table
 
 QUICK = ["--k", "4", "--set", "noc.warmup_cycles=200", "--set", "noc.measure_cycles=500", "--quiet"]
 

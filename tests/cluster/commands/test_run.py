@@ -7,7 +7,7 @@ import pytest
 from cluster.cli import main
 from cluster.config import load
 from cluster.config.run import RUN_SCHEMA, chip_config
-from cluster.results.layout import read_table
+from cluster.results.reading import read_table
 from tests.paths import EXAMPLES
 
 SMALL = ["--set", "chip.rows=4", "--set", "chip.cols=8", "--quiet"]

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from cluster.cli import main
-from cluster.results.layout import read_table
+from cluster.results.reading import read_table
 from cluster.results.schemas import RUN_REQUESTS, SERVING_COLUMNS
 from tests.paths import EXAMPLES
 

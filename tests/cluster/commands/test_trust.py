@@ -14,7 +14,7 @@ import pytest
 
 from cluster.cli import build_parser, main
 from cluster.progress import Progress
-from cluster.results.layout import read_table
+from cluster.results.reading import read_table
 from tests.paths import ROOT
 
 

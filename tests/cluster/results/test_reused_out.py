@@ -7,7 +7,8 @@ import time
 import pytest
 
 from cluster.cli import main
-from cluster.results.layout import read_table, stored_tables
+from cluster.results.layout import stored_tables
+from cluster.results.reading import read_table
 from tests.paths import EXAMPLES
 
 NOC = ["noc", "--k", "4", "--rate", "0.1", "--set", "noc.warmup_cycles=100", "--set", "noc.measure_cycles=200",

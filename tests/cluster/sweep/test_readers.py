@@ -16,7 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from cluster.cli import main
-from cluster.results.layout import read_table, table_files, table_names
+from cluster.results.layout import table_files, table_names
+from cluster.results.reading import read_table
 from cluster.sweep.compact import compact
 from cluster.sweep.dataset import read_dataset
 from cluster.sweep.plan import plan_sweep

@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from cluster.cli import main
-from cluster.results.layout import read_table
+from cluster.results.reading import read_table
 from cluster.sweep.dataset import read_dataset
 from tests.paths import ROOT
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from cluster.cli import main
-from cluster.results.layout import read_table
+from cluster.results.reading import read_table
 from sim.energy.table import ACTIONS, COMPONENTS, DEFAULT_TABLE, EnergyTableError, load_table, parse_energy
 from tests.paths import ROOT
 from tests.sim.chip.chiprun import config, run

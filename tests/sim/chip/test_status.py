@@ -4,7 +4,7 @@ import json
 
 from cluster.cli import main
 from cluster.errors import EXIT_RUN_STATUS
-from cluster.results.layout import read_table
+from cluster.results.reading import read_table
 from tests.paths import EXAMPLES
 
 KV = str(EXAMPLES / "kv_decode.toml")

@@ -1,4 +1,5 @@
-"""What a reader reads while a compaction is interrupted or running: every row once, never a gap.
+"""Reading a results tree (``read_table``, and ``read`` for ``rdasim.read``): every row once, never a gap,
+even while a sweep's compaction is interrupted or running.
 
 A compaction (compact.py) stages its file, deletes the files it replaces, then renames it
 into place; between the first delete and the rename the visible files miss the points being
@@ -11,15 +12,18 @@ sweep finishes the compaction. A plain ``**/*.parquet`` glob cannot do this (doc
 
 from __future__ import annotations
 
+import difflib
 import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
-from cluster.sweep.layout import COMPACTED, STAGED, is_compacted, point_of
+from cluster.errors import UserError
+from cluster.results.layout import COMPACTED, STAGED, is_compacted, open_files, point_of, table_files
 
 REPLACES = b"rdasim.replaces"  # a staged file's footer key: the compacted files it replaces (compact.py writes it)
 
@@ -85,3 +89,30 @@ def read_consistently(list_files: Callable[[], list[Path]], list_staged: Callabl
             print(message, file=sys.stderr)
         return out
     raise AssertionError("unreachable")
+
+
+def read_table(root: str | Path, table: str, columns: list[str] | None = None, filter=None) -> pa.Table:
+    """One table across a whole results tree, schemas unified; empty when there is none. A sweep's
+    compaction interrupted half way is read as if done: every row once."""
+
+    def read(view) -> pa.Table:
+        return open_files(view.files).to_table(columns=columns, filter=filter) if view.files else pa.table({})
+
+    return read_consistently(lambda: table_files(root, table), lambda: staged_of(Path(root), table), read)
+
+
+def read(root: str | Path, table: str, columns: list[str] | None = None, filter=None) -> pa.Table:
+    """``table`` across a results tree (a run's --out, a sweep's or an exploration's, or a tree of
+    them), for a reader (``rdasim.read``): a table rdasim does not write, or a directory that is
+    not there, is a UserError; a table nothing in the tree wrote is empty, with its columns."""
+    from cluster.results import schemas
+
+    if not Path(root).is_dir():
+        raise UserError(f"{str(root)!r} is not a directory of results")
+    known = {t.name: t for t in schemas.ALL_TABLES}
+    if table not in known:
+        close = difflib.get_close_matches(table, list(known), n=1)
+        raise UserError(f"unknown table {table!r}; " + (f"did you mean {close[0]!r}?" if close else
+                                                         f"known: {', '.join(known)}"))
+    found = read_table(root, table, columns, filter)
+    return found if found.num_columns else known[table].arrow.empty_table().select(columns or known[table].arrow.names)
