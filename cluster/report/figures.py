@@ -99,7 +99,7 @@ def mu_heatmap(tables: dict[str, pa.Table], plt):
     if not grid:
         raise Skip(f"{name} has no {u} values")
     if not any(v for vs in grid.values() for v in vs):
-        raise Skip(f"{u} of {name} is 0 at every MU for the whole run (no data held in MUs to draw)")
+        raise Skip(f"{u} of {name} is 0 at every MU for the whole run ({_why_no_mu_data(tables)})")
     rows, cols = max(k[0] for k in grid) + 1, max(k[1] for k in grid) + 1
     data = np.full((rows, cols), np.nan)
     for (rv, cv), vs in grid.items():
@@ -112,6 +112,13 @@ def mu_heatmap(tables: dict[str, pa.Table], plt):
     return fig
 
 
+def _why_no_mu_data(tables: dict[str, pa.Table]) -> str:
+    if any(n.endswith("run_steps") for n in tables):  # a serve run: its steps are priced, their plans not placed in MUs
+        return ("a serve run's steps are priced from their anchors: their on-chip memory is chip-wide, in the "
+                "summary's peak_mu_utilization and mean_mu_utilization, not per MU")
+    return "no data held in MUs to draw"
+
+
 def memory_over_time(tables: dict[str, pa.Table], plt, max_lines: int = 16):
     """Utilisation of each memory unit over simulated time, and the mean over units."""
     def usable(t):
@@ -122,7 +129,7 @@ def memory_over_time(tables: dict[str, pa.Table], plt, max_lines: int = 16):
     u = present(containing(t, "util", prefer=("mean", "used")), "utilisation")
     unit = first(t, UNIT)
     if not pc.max(pc.fill_null(t[u], 0)).as_py():
-        raise Skip(f"{u} of {name} is 0 (or null) at every sample (no data held in MUs to draw)")
+        raise Skip(f"{u} of {name} is 0 (or null) at every sample ({_why_no_mu_data(tables)})")
     fig, ax = plt.subplots(figsize=(7, 4), constrained_layout=True)
     if unit:
         groups = grouped(t, x, u, unit)
