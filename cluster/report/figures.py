@@ -81,6 +81,8 @@ def link_heatmap(tables: dict[str, pa.Table], plt):
     fig.colorbar(im, ax=axes, label="utilisation (flits/cycle)")
     if "offered_rate" in t.column_names and t.num_rows:
         fig.suptitle(f"link utilisation at offered load {top:g} flits/node/cycle (blank: no link there)")
+    elif _served(tables):
+        fig.suptitle(f"the serving chip's own messages\n({SERVE_PRICED})", fontsize=9)
     return fig
 
 
@@ -112,8 +114,16 @@ def mu_heatmap(tables: dict[str, pa.Table], plt):
     return fig
 
 
+SERVE_PRICED = "the steps' traffic and memory are priced from anchors: run_steps, run_anchors"
+
+
+def _served(tables: dict[str, pa.Table]) -> bool:
+    """A serve run: its steps are priced from anchors, not placed on this chip's NoC and MUs."""
+    return any(n.endswith("run_steps") for n in tables)
+
+
 def _why_no_mu_data(tables: dict[str, pa.Table]) -> str:
-    if any(n.endswith("run_steps") for n in tables):  # a serve run: its steps are priced, their plans not placed in MUs
+    if _served(tables):
         return ("a serve run's steps are priced from their anchors: their on-chip memory is chip-wide, in the "
                 "summary's peak_mu_utilization and mean_mu_utilization, not per MU")
     return "no data held in MUs to draw"
@@ -169,7 +179,8 @@ def message_breakdown(tables: dict[str, pa.Table], plt):
     ax.bar(names, [counts[k] for k in names])
     ax.set_ylabel("messages")
     units.apply(ax, "y", "")  # 12k, not 12000
-    ax.set_title("protocol messages by type")
+    served = f"\nthe serving chip's own\n({SERVE_PRICED})" if _served(tables) else ""
+    ax.set_title("protocol messages by type" + served, fontsize=9 if served else None)
     ax.tick_params(axis="x", rotation=45)
     return fig
 
