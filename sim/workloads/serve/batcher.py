@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 from sim.serving.metrics import SERVED, PreemptionLog, RequestLog
 from sim.serving.prefix_pool import Block, PrefixPool
-from sim.serving.slot_scheduler import Request
+from sim.serving.scheduling.slot import Request
 from sim.workloads import Task
 from sim.workloads.serve.figures import StepFailure, StepLog
 from sim.workloads.serve.shapes import StepShape
@@ -47,7 +47,7 @@ from sim.workloads.serve.shapes import StepShape
 
 @dataclass(eq=False)
 class Sequence(Request):
-    """The scheduler's view of one request (the decode scheduler's record, sim/serving/slot_scheduler.py; ``swapped``:
+    """The scheduler's view of one request (the decode scheduler's record, sim/serving/scheduling/slot.py; ``swapped``:
     its KV region in the swap memory) and of its KV: its prefix blocks and its tail region."""
 
     filled: int = 0  # tokens of its current prefill done (a hit's tokens count as done)
