@@ -3,7 +3,7 @@
 An anchor (anchors.py) is a pure function of the chip, the run's memory and NoC, the model and
 its shape, and nearly all of a serve run's time: the serve loop of 1,630 steps takes about a
 CPU second, each anchor 7-70 s. The steps that need anchors come one after another, but which
-anchors they will need is known, nearly, before they run: the planning pass replays the run
+anchors they will need is known, nearly, before they run: the planning pass (scheduler.planned_anchors) replays the run
 with every step at its roofline (E = 1; the same scheduler, KV pages and trace) and notes the
 anchors its steps ask for, in order. Those the run has not got are then simulated in
 ``workers`` processes at once, the longest first (Graham's LPT rule, 1969), while the run goes
@@ -92,20 +92,6 @@ def workers(n: int) -> int:
     if share.isdigit() and int(share) > 0:
         return int(share)
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
-def planned_anchors(cfg) -> list[StepShape]:
-    """The anchors a serve run of ``cfg`` (a ChipConfig) asks for with every step at its roofline,
-    in the order its steps first need them (the whole chip in one shard, nothing recorded)."""
-    from sim.chip.shard import ChipShard
-    from sim.noc.topology import Region
-    from sim.workloads.serve.scheduler import Serving
-
-    p = cfg.workload
-    plan = replace(cfg, workload=replace(p, costs=replace(p.costs, roofline_only=True)), trace=False)
-    prog = Serving(plan.workload, plan)
-    ChipShard(plan, Region(0, cfg.spec.rows, 0, cfg.spec.cols), prog).advance(0, plan.max_cycles)
-    return list(prog.batcher.costs.wanted) if prog.batcher is not None else []
 
 
 def _context():
