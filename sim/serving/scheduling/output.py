@@ -69,5 +69,5 @@ class SchedulerOutput:
         """Tokens the step computed in all."""
         return sum(self.scheduled.values())
 
-    def row(self) -> tuple:
+    def row(self) -> tuple[int, int, int]:
         return (self.step, self.start, self.end)
