@@ -129,3 +129,28 @@ def test_the_records_count_what_a_step_computes():
     out = SchedulerOutput(3, 10, 20, (4, 5), (PrefillChunk(6, 7), PrefillChunk(4, 2)), decode_tokens=2,
                           kv_granted=(KvGrant(6, 1),), ended=(Ended(5, SERVED),))
     assert out.scheduled == {4: 4, 5: 2, 6: 7} and out.tokens == 13
+
+
+def test_the_continuous_scheduler_on_a_socket_groups_books():
+    """serve-system (tests/sim/workloads/serve/test_system.py's group of two sockets: two requests of
+    16 prompt tokens and 3 out, at once): one prefill step of both, then two decode steps of both; a
+    chip's slice keeps 4 of the 8 KV heads, 16 tokens' K and V a page of 2 MiB each. Keeping the
+    records does not change the run."""
+    from dataclasses import replace
+
+    from cluster.config import load
+    from cluster.config.run import RUN_SCHEMA, system_config
+    from cluster.jobs.system import simulate_system
+    from tests.sim.workloads.serve.test_system import raw
+
+    cfg = system_config(load(RUN_SCHEMA, raw=raw()))
+    traced = simulate_system(replace(cfg, chip=replace(cfg.chip, trace=True)))
+    steps = [x for r in traced.simulation.outcome.reports for x in r.logged if isinstance(x, SchedulerOutput)]
+    got = [(s.step, s.decode, tuple((c.request, c.tokens) for c in s.prefill), s.made,
+            tuple((g.request, g.pages) for g in s.kv_granted), tuple((e.request, e.status) for e in s.ended))
+           for s in steps]
+    assert got == [(0, (), ((0, 16), (1, 16)), 2, ((0, 1), (1, 1)), ()),
+                   (1, (0, 1), (), 2, (), ()),
+                   (2, (0, 1), (), 2, (), ((0, SERVED), (1, SERVED)))]
+    assert 16 * KV_TOKEN // 2 <= PAGE  # the slice's 16 tokens fit a page
+    assert traced.summary["result_hash"] == simulate_system(cfg).summary["result_hash"]
