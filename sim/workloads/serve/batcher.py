@@ -28,9 +28,10 @@ Prefix sharing (a trace with ``hash_ids``, ``memory.prefix_sharing``): an admiss
 leading prompt blocks the index has (sim/serving/prefix_pool.py) and prefills only the rest, the hit tokens
 read as cached keys; its own blocks are regions of their own, registered once written.
 
-``Batcher`` holds these decisions; a backend subclass says how time passes, how pages are
-taken and freed, how a swap moves and how a step runs (scheduler.py: one chip's tier
-controller; system.py: a system of sockets).
+``Batcher`` holds these decisions, a Scheduler (sim/serving/scheduling/interface.py: asked
+``schedule`` and ``update`` each step, answering a SchedulerOutput); the backend it is given
+(``StepBackend``) says how time passes, how pages are taken and freed, how a swap moves and how
+a step runs (scheduler.py: one chip's tier controller; system.py: a system of sockets).
 """
 
 from __future__ import annotations
