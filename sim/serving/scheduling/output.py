@@ -4,32 +4,8 @@ the KV it granted them, and who was preempted or ended (vLLM v1 keeps the same i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
-
-
-@dataclass(frozen=True)
-class PrefillChunk:
-    """``tokens`` prompt tokens of ``request`` computed (a chunk of its prefill, or all of it)."""
-
-    request: int
-    tokens: int
-
-
-@dataclass(frozen=True)
-class KvGrant:
-    """``pages`` KV pages given to ``request`` (its tail's growth, its prefix blocks, its swap-in)."""
-
-    request: int
-    pages: int
-
-
-@dataclass(frozen=True)
-class Ended:
-    """``request`` left the scheduler: ``status`` is the RequestLog's (served, or failed)."""
-
-    request: int
-    status: str
 
 
 @dataclass(frozen=True)
@@ -37,22 +13,24 @@ class SchedulerOutput:
     """One step, as its scheduler planned and settled it.
 
     ``decode``: the requests that made a decode step (each appends ``decode_tokens`` tokens to its
-    KV: more than one when a step verifies drafts); ``prefill``: the prefill chunks it computed
-    (a scheduler that prefills on admission, beside its steps, lists those it started since the
-    previous step); ``made``: tokens the step generated; ``kv_granted``: pages granted while it
-    was planned, by request (none where workers take their own KV); ``preempted`` and ``ended``:
-    since the previous step's record, in order."""
+    KV: more than one when a step verifies drafts); ``prefill``: request -> prompt tokens it
+    computed (a chunk of its prefill, or all of it; a scheduler that prefills on admission, beside
+    its steps, lists those it started since the previous step); ``made``: tokens the step
+    generated; ``kv_granted``: request -> KV pages granted while it was planned (its tail's
+    growth, its prefix blocks, its swap-in; none where workers take their own KV); ``preempted``
+    and ``ended`` (request -> its RequestLog status: served, or failed): since the previous step's
+    record, in order."""
 
     step: int
     start: int  # cycle
     end: int  # cycle
     decode: tuple[int, ...]
-    prefill: tuple[PrefillChunk, ...] = ()
+    prefill: dict[int, int] = field(default_factory=dict)
     decode_tokens: int = 1
     made: int = 0
-    kv_granted: tuple[KvGrant, ...] = ()
+    kv_granted: dict[int, int] = field(default_factory=dict)
     preempted: tuple[int, ...] = ()
-    ended: tuple[Ended, ...] = ()
+    ended: dict[int, str] = field(default_factory=dict)
 
     HASHED: ClassVar[bool] = False  # a view of the run (kept when it is traced), not part of its result
 
@@ -60,8 +38,8 @@ class SchedulerOutput:
     def scheduled(self) -> dict[int, int]:
         """Tokens the step computed for each request (decode and prefill)."""
         out = {r: self.decode_tokens for r in self.decode}
-        for c in self.prefill:
-            out[c.request] = out.get(c.request, 0) + c.tokens
+        for r, n in self.prefill.items():
+            out[r] = out.get(r, 0) + n
         return out
 
     @property

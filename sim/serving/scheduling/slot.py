@@ -39,7 +39,7 @@ from sim.chip.units import ComputeUnit, Replies, Sleep
 from sim.serving.metrics import SERVED, RequestLog
 from sim.serving.scheduling import SCHEDULERS
 from sim.serving.scheduling.interface import StepSink
-from sim.serving.scheduling.output import Ended, PrefillChunk, SchedulerOutput
+from sim.serving.scheduling.output import SchedulerOutput
 from sim.tasks import Task
 
 DROP_WAIT, DROP_WAITS = 64, 8  # cycles, times: an empty chip's refused head waits for the index's drops
@@ -101,9 +101,9 @@ class SlotScheduler:
         self.drop_waits = 0  # waits for the index's dropped blocks to be freed (_room_coming)
         self.on_step = on_step
         self.steps = 0
-        self.prefilled: list[PrefillChunk] = []  # admissions since the last step's record
+        self.prefilled: dict[int, int] = {}  # admissions since the last step's record: sequence -> tokens
         self.preempted: list[int] = []  # since the last step's record
-        self.ended: list[Ended] = []  # since the last step's record
+        self.ended: dict[int, str] = {}  # since the last step's record: sequence -> status
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> Task:
@@ -132,7 +132,7 @@ class SlotScheduler:
                     self._settle(*self.admitting.pop(tag), r)
             if self.running:
                 decode = tuple(seq for _, seq in sorted(self.running.items()))
-                return SchedulerOutput(self.steps, shard.now, shard.now, decode, tuple(self.prefilled),
+                return SchedulerOutput(self.steps, shard.now, shard.now, decode, dict(self.prefilled),
                                        self.prog.step_tokens)
             if self.admitting:
                 got = yield Replies(list(self.admitting), "control", first=True)
@@ -163,10 +163,9 @@ class SlotScheduler:
         if self.blocked:
             made += yield from self._unblock()
         shard.record("step", t0, t0, shard.now, made, "ok")
-        done = replace(planned, start=t0, end=shard.now, made=made, preempted=tuple(self.preempted),
-                       ended=tuple(self.ended))
+        done = replace(planned, start=t0, end=shard.now, made=made, preempted=tuple(self.preempted), ended=self.ended)
         self.steps += 1
-        self.prefilled, self.preempted, self.ended = [], [], []
+        self.prefilled, self.preempted, self.ended = {}, [], {}
         return done
 
     def _room_coming(self, head: Request) -> bool:
@@ -202,7 +201,7 @@ class SlotScheduler:
             hits = self.prefix.hits(ids) if self.prefix is not None else 0
             if r.swapped < 0:  # a swapped-out sequence reads its KV back: nothing prefilled
                 cached = hits * self.prog.block_tokens if hits else 0  # the shared blocks' tokens
-                self.prefilled.append(PrefillChunk(seq, r.admit_tokens - cached))
+                self.prefilled[seq] = r.admit_tokens - cached
             tag = cu.request(m.CONTROL, self.prog.workers[slot], arg=m.CTRL_ADMIT, buf=seq, nbytes=slot,
                              **({"alloc": r.made, "mu": r.swapped} if self.preempt else {}),
                              **({"status": hits} if hits else {}))  # status: the prefix blocks shared with it
@@ -279,7 +278,7 @@ class SlotScheduler:
         shard, q = self.shard, self.reqs[seq]
         shard.counts["finished"] += 1
         self.head_refused = False  # its room is free
-        self.ended.append(Ended(seq, status))
+        self.ended[seq] = status
         shard.record("request", seq, q.arrival, shard.now, q.made, status)
         shard.log(RequestLog(seq, q.arrival, q.admitted, q.token_cycles, q.preemptions, status))
 

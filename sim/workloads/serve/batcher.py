@@ -43,7 +43,7 @@ from sim.serving.metrics import SERVED, PreemptionLog, RequestLog
 from sim.serving.prefix_pool import Block, PrefixPool
 from sim.serving.scheduling import SCHEDULERS
 from sim.serving.scheduling.interface import StepSink
-from sim.serving.scheduling.output import Ended, KvGrant, PrefillChunk, SchedulerOutput
+from sim.serving.scheduling.output import SchedulerOutput
 from sim.serving.scheduling.slot import Request
 from sim.workloads import Task
 from sim.workloads.serve.figures import StepFailure, StepLog
@@ -167,7 +167,7 @@ class Batcher:
         self.steps = 0
         self.granted: dict[int, int] = {}  # since the last step's record: sequence -> pages
         self.preempted: list[int] = []  # since the last step's record
-        self.ended: list[Ended] = []  # since the last step's record
+        self.ended: dict[int, str] = {}  # since the last step's record: sequence -> status
 
     @property
     def now(self) -> int:
@@ -215,16 +215,15 @@ class Batcher:
             if step is None:  # every running sequence stalled: nothing can go on
                 return None
             decode, chunks = step
-            return SchedulerOutput(self.steps, self.now, self.now, tuple(decode),
-                                   tuple(PrefillChunk(s, c) for s, c in chunks),
-                                   kv_granted=tuple(KvGrant(s, n) for s, n in sorted(self.granted.items())))
+            return SchedulerOutput(self.steps, self.now, self.now, tuple(decode), dict(chunks),
+                                   kv_granted=dict(sorted(self.granted.items())))
         return None
 
     def update(self, planned: SchedulerOutput) -> Task:
         """Run the step (the backend's), make its tokens and let the finished go; None if its plan
         could not be priced (every request then failed)."""
         decode = list(planned.decode)
-        chunks = [(c.request, c.tokens) for c in planned.prefill]
+        chunks = list(planned.prefill.items())
         shape = StepShape.of([self.seqs[s].kv for s in decode],
                              [(c, self.seqs[s].kv, self.seqs[s].filled + c >= self.seqs[s].prefill) for s, c in chunks])
         t0 = self.now
@@ -247,8 +246,8 @@ class Batcher:
         end = self.now  # its tokens made (the finished then give their pages back)
         yield from self._finish_done()
         done = SchedulerOutput(planned.step, t0, end, planned.decode, planned.prefill, made=made,
-                               kv_granted=planned.kv_granted, preempted=tuple(self.preempted), ended=tuple(self.ended))
-        self.granted, self.preempted, self.ended = {}, [], []
+                               kv_granted=planned.kv_granted, preempted=tuple(self.preempted), ended=self.ended)
+        self.granted, self.preempted, self.ended = {}, [], {}
         return done
 
     # ------------------------------------------------------------------ admission
@@ -493,6 +492,6 @@ class Batcher:
     def end(self, s: int, status: str) -> None:
         q = self.seqs[s]
         self.backend.count("finished")
-        self.ended.append(Ended(s, status))
+        self.ended[s] = status
         self.backend.record_request(q, status)
         self.backend.log(RequestLog(s, q.arrival, q.admitted, tuple(q.token_cycles), q.preemptions, status))

@@ -14,7 +14,7 @@ from sim.noc.topology import Region
 from sim.serving.metrics import SERVED
 from sim.serving.scheduling import SCHEDULERS
 from sim.serving.scheduling.interface import Scheduler
-from sim.serving.scheduling.output import Ended, KvGrant, PrefillChunk, SchedulerOutput
+from sim.serving.scheduling.output import SchedulerOutput
 from sim.workloads.serve.figures import StepLog
 from tests.sim.chip.chiprun import config
 
@@ -52,16 +52,16 @@ def pages(tokens: int) -> int:
 # (step, decode, prefill, made, KV pages granted, ended), worked out by hand:
 # the toy prefills on admission (its record lists the admission with the next step), the first token
 # made by the prefill, one a step after; one slot, so request 1 waits for request 0 to end
-SLOT = [(0, (0,), ((0, 8),), 1, (), ()),
-        (1, (0,), (), 1, (), ((0, SERVED),)),
-        (2, (1,), ((1, 9),), 1, (), ((1, SERVED),))]
+SLOT = [(0, (0,), {0: 8}, 1, {}, {}),
+        (1, (0,), {}, 1, {}, {0: SERVED}),
+        (2, (1,), {1: 9}, 1, {}, {1: SERVED})]
 # the batcher prefills in a step (the first token), then decodes; a prompt's pages are granted when
 # its prefill is planned (40 tokens: 3 pages of 2 MiB, room for 48 tokens: its decode needs no more)
-CONTINUOUS = [(0, (), ((0, 40),), 1, ((0, pages(40)),), ()),
-              (1, (0,), (), 1, (), ()),
-              (2, (0,), (), 1, (), ((0, SERVED),)),
-              (3, (), ((1, 30),), 1, ((1, pages(30)),), ()),
-              (4, (1,), (), 1, (), ((1, SERVED),))]
+CONTINUOUS = [(0, (), {0: 40}, 1, {0: pages(40)}, {}),
+              (1, (0,), {}, 1, {}, {}),
+              (2, (0,), {}, 1, {}, {0: SERVED}),
+              (3, (), {1: 30}, 1, {1: pages(30)}, {}),
+              (4, (1,), {}, 1, {}, {1: SERVED})]
 SCENARIOS = {"slot": (slot, SLOT), "continuous": (continuous, CONTINUOUS)}
 
 
@@ -106,13 +106,11 @@ def test_two_requests_step_first_come_first_served(tmp_path, name):
     assert isinstance(sched, Scheduler) and isinstance(sched, SCHEDULERS.get(name))
     assert not sched.has_unfinished()
     steps = [x for x in shard.logged if isinstance(x, SchedulerOutput)]
-    got = [(s.step, s.decode, tuple((c.request, c.tokens) for c in s.prefill), s.made,
-            tuple((g.request, g.pages) for g in s.kv_granted), tuple((e.request, e.status) for e in s.ended))
-           for s in steps]
+    got = [(s.step, s.decode, s.prefill, s.made, s.kv_granted, s.ended) for s in steps]
     assert got == want
     assert all(not s.preempted for s in steps)
     assert all(a.end <= b.start and s.start < s.end for a, b in zip(steps, steps[1:]) for s in (a, b))
-    served = [e.request for s in steps for e in s.ended]
+    served = [r for s in steps for r in s.ended]
     assert served == [0, 1]  # first come, first served
 
 
@@ -121,13 +119,12 @@ def test_the_batchers_records_agree_with_its_step_logs(tmp_path):
     prog, shard = run_traced(continuous(tmp_path))
     steps = [x for x in shard.logged if isinstance(x, SchedulerOutput)]
     logs = sorted((x for x in shard.logged if isinstance(x, StepLog)), key=lambda x: x.step)
-    assert [(len(s.decode), sum(c.tokens for c in s.prefill), s.tokens, s.made, s.start, s.end) for s in steps] == \
+    assert [(len(s.decode), sum(s.prefill.values()), s.tokens, s.made, s.start, s.end) for s in steps] == \
         [(x.decode, x.prefill_tokens, x.tokens, x.made, x.start, x.end) for x in logs]
 
 
 def test_the_records_count_what_a_step_computes():
-    out = SchedulerOutput(3, 10, 20, (4, 5), (PrefillChunk(6, 7), PrefillChunk(4, 2)), decode_tokens=2,
-                          kv_granted=(KvGrant(6, 1),), ended=(Ended(5, SERVED),))
+    out = SchedulerOutput(3, 10, 20, (4, 5), {6: 7, 4: 2}, decode_tokens=2, kv_granted={6: 1}, ended={5: SERVED})
     assert out.scheduled == {4: 4, 5: 2, 6: 7} and out.tokens == 13
 
 
@@ -146,11 +143,9 @@ def test_the_continuous_scheduler_on_a_socket_groups_books():
     cfg = system_config(load(RUN_SCHEMA, raw=raw()))
     traced = simulate_system(replace(cfg, chip=replace(cfg.chip, trace=True)))
     steps = [x for r in traced.simulation.outcome.reports for x in r.logged if isinstance(x, SchedulerOutput)]
-    got = [(s.step, s.decode, tuple((c.request, c.tokens) for c in s.prefill), s.made,
-            tuple((g.request, g.pages) for g in s.kv_granted), tuple((e.request, e.status) for e in s.ended))
-           for s in steps]
-    assert got == [(0, (), ((0, 16), (1, 16)), 2, ((0, 1), (1, 1)), ()),
-                   (1, (0, 1), (), 2, (), ()),
-                   (2, (0, 1), (), 2, (), ((0, SERVED), (1, SERVED)))]
+    got = [(s.step, s.decode, s.prefill, s.made, s.kv_granted, s.ended) for s in steps]
+    assert got == [(0, (), {0: 16, 1: 16}, 2, {0: 1, 1: 1}, {}),
+                   (1, (0, 1), {}, 2, {}, {}),
+                   (2, (0, 1), {}, 2, {}, {0: SERVED, 1: SERVED})]
     assert 16 * KV_TOKEN // 2 <= PAGE  # the slice's 16 tokens fit a page
     assert traced.summary["result_hash"] == simulate_system(cfg).summary["result_hash"]
