@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import insort
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from sim.chip import messages as m
 from sim.chip.references import share
@@ -163,7 +163,8 @@ class SlotScheduler:
         if self.blocked:
             made += yield from self._unblock()
         shard.record("step", t0, t0, shard.now, made, "ok")
-        done = replace(planned, start=t0, end=shard.now, made=made, preempted=tuple(self.preempted), ended=self.ended)
+        done = SchedulerOutput(planned.step, t0, shard.now, planned.decode, planned.prefill, planned.decode_tokens,
+                               made, preempted=tuple(self.preempted), ended=self.ended)
         self.steps += 1
         self.prefilled, self.preempted, self.ended = {}, [], {}
         return done
