@@ -33,7 +33,8 @@ class Scheduler(Protocol):
 
     def update(self, planned: SchedulerOutput) -> Task:
         """Task: run the planned step and settle it; returns its SchedulerOutput completed (tokens
-        made, preemptions, requests ended)."""
+        made, preemptions, requests ended), or None if the step could not run (every request then
+        ended failed)."""
         ...
 
     def run(self) -> Task:
