@@ -48,4 +48,5 @@ class SchedulerOutput:
         return sum(self.scheduled.values())
 
     def row(self) -> tuple[int, int, int]:
+        """Its sort key among a run's records."""
         return (self.step, self.start, self.end)

@@ -3,15 +3,16 @@
 An anchor (anchors.py) is a pure function of the chip, the run's memory and NoC, the model and
 its shape, and nearly all of a serve run's time: the serve loop of 1,630 steps takes about a
 CPU second, each anchor 7-70 s. The steps that need anchors come one after another, but which
-anchors they will need is known, nearly, before they run: the planning pass (scheduler.planned_anchors) replays the run
-with every step at its roofline (E = 1; the same scheduler, KV pages and trace) and notes the
-anchors its steps ask for, in order. Those the run has not got are then simulated in
-``workers`` processes at once, the longest first (Graham's LPT rule, 1969), while the run goes
-on; a step waits only for its own anchor. An anchor the planning pass did not foresee (the
-run's steps, priced above their roofline, end later and batch differently) is simulated when a
-step needs it, as without the pass; one foreseen and never needed is logged (``used`` false in
-run_anchors) and kept in the step cache. Since every anchor is the same wherever it is
-simulated, so is every price, and the run's steps and result hash are those of a run without it.
+anchors they will need is known, nearly, before they run: the planning pass
+(scheduler.planned_anchors) replays the run with every step at its roofline (E = 1; the same
+scheduler, KV pages and trace) and notes the anchors its steps ask for, in order. Those the run
+has not got are then simulated in ``workers`` processes at once, the longest first (Graham's
+LPT rule, 1969), while the run goes on; a step waits only for its own anchor. An anchor the
+planning pass did not foresee (the run's steps, priced above their roofline, end later and
+batch differently) is simulated when a step needs it, as without the pass; one foreseen and
+never needed is logged (``used`` false in run_anchors) and kept in the step cache. Since every
+anchor is the same wherever it is simulated, so is every price, and the run's steps and result
+hash are those of a run without it.
 """
 
 from __future__ import annotations
