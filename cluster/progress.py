@@ -7,13 +7,16 @@ not thousands. Work of equal units (cycles) is estimated from the rate over the 
 (start-up costs such as starting Ray do not inflate the first ETA), and no ETA is shown
 until it means something: a few seconds in, with some progress made. Work of unequal items
 (a sweep's points, which cost 0.05 s or 40 s) is estimated by ``WorkEta`` from each item's
-predicted cost, learned as items finish; it says nothing before the first one has. When
+predicted cost: with costs predicted in seconds (a sweep's, a serve run's anchors') from the
+start, the items list-scheduled on the workers; otherwise from the first item run warm; either
+way learned as items finish. When
 ``total`` is only an upper bound (``rdasim run`` stops when its work is done, long before
 ``run.max_cycles``), ``bound=True`` shows the progress and rate without an ETA.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 import sys
 import time
@@ -70,12 +73,13 @@ class Progress:
         t0, d0 = self._window[0]
         return (done - d0) / (now - t0) if now > t0 else 0.0
 
-    def __call__(self, done: float, total: float, unit: str = "cycles") -> None:
+    def __call__(self, done: float, total: float, unit: str = "cycles", now_too: bool = False) -> None:
+        """A line of ``done`` of ``total`` if one is due (``now_too``: at once, the first of a sweep)."""
         if self.quiet:
             return
         now = self.clock()
         rate = self._rate(now, done)
-        if now - self._last < self.every or done >= total:  # the end is reported by whoever closes
+        if (now - self._last < self.every and not now_too) or done >= total:  # the end is reported by whoever closes
             return
         self._last = now
         elapsed = now - self.start
@@ -93,6 +97,16 @@ class Progress:
         elif not self.bound and rate > 0 and elapsed >= ETA_AFTER_SECONDS and done >= ETA_AFTER_FRACTION * total:
             line += f", about {_duration((total - done) / rate)} left"
         self._write(line)
+
+    def show(self, line: str, now_too: bool = False) -> None:
+        """Write ``line`` if a line is due (``every`` seconds since the last), or at once with ``now_too``
+        (a new phase); nothing when quiet."""
+        if self.quiet:
+            return
+        now = self.clock()
+        if now_too or now - self._last >= self.every:
+            self._last = now
+            self._write(line)
 
     def _write(self, line: str) -> None:
         if self._tty:
@@ -133,11 +147,20 @@ class WorkEta:
     prediction (those running: less what they have run, and at least a quarter of it again) over
     the rate at which work has been done since the first item started, and never less than the
     longest running item's remainder.
+
+    Before that basis, with ``unit_seconds`` (the seconds a unit of prior is predicted to cost:
+    cluster/sweep/cost.py for a sweep's points, 1 for a serve run's anchors, whose priors are
+    seconds) the time left is the predicted seconds list-scheduled on the workers (``planned``:
+    each item to the first free worker in the order added, Graham 1966), the running items first
+    with what is left of theirs; without it there is no estimate before the basis.
     """
 
-    def __init__(self, parallel: int = 1, clock=time.monotonic):
+    def __init__(self, parallel: int = 1, clock=time.monotonic, unit_seconds: float | None = None,
+                 start_up: float = 0.0):
         self.parallel = max(1, parallel)  # items that can run at once: submitted beyond it, they wait (FIFO)
         self.clock = clock
+        self.unit_seconds = unit_seconds
+        self.start_up = start_up  # seconds a fresh worker spends before its first item's own work (predicted)
         self.items: dict[Hashable, tuple[tuple, float]] = {}  # key -> (features, prior)
         self.running: dict[Hashable, float] = {}  # item -> when it got a slot
         self.waiting: deque[Hashable] = deque()  # submitted, no slot yet
@@ -158,6 +181,13 @@ class WorkEta:
                 self.cold.add(key)
         else:
             self.waiting.append(key)
+
+    def drop(self, key: Hashable) -> None:
+        """``key`` will not run after all (nothing learned from it)."""
+        self.items.pop(key, None)
+        self.running.pop(key, None)
+        if key in self.waiting:
+            self.waiting.remove(key)
 
     def finished(self, key: Hashable, seconds: float | None) -> None:
         """``key`` finished after running ``seconds`` (None: as long as it held its slot)."""
@@ -194,10 +224,13 @@ class WorkEta:
         return scale, effects
 
     def _model(self) -> tuple[float, dict] | None:
-        """The fitted model, or None before a warm item has finished (no basis)."""
+        """The fitted model, or None before a warm item has finished (no basis); with predicted seconds
+        (``unit_seconds``), first items count from the start, less the start-up their prediction had."""
         seen = {k: s for k, s in self.seconds.items() if k not in self.cold and k in self.items}
         if not seen:
-            return None
+            first = {k: max(s - self.start_up, 0.1 * s) for k, s in self.seconds.items()
+                     if k in self.cold and k in self.items}
+            return self._fit(first) if first and self.unit_seconds is not None else None
         model = self._fit(seen)
         cold = {k: s for k, s in self.seconds.items() if k in self.cold and k in self.items
                 and s <= START_UP * self.predict(*self.items[k], model)}
@@ -212,7 +245,7 @@ class WorkEta:
         count) of items not added yet (an exploration's trials still to ask)."""
         model = self._model() if self.first is not None else None
         if model is None:
-            return None
+            return None if self.unit_seconds is None else self.planned(extra)
         now = self.clock()
         done = sum(self.seconds.values())
         left, longest = 0.0, 0.0
@@ -231,3 +264,24 @@ class WorkEta:
         left += sum(self.predict(f, p, model) * n for f, p, n in extra)
         rate = done / max(now - self.first, 1e-9)  # work-seconds done per wall second: the parallelism achieved
         return max(left / rate if rate > 0 else math.inf, longest)
+
+    def planned(self, extra: Iterable[tuple[Iterable[tuple], float, float]] = ()) -> float:
+        """Seconds left with every item at its prior times ``unit_seconds``, list-scheduled on the workers:
+        each running item keeps its worker for what is left of its prediction (at least LONGER of what it
+        has run again), then the others go in order to the first free worker (class docstring); a worker's
+        first item pays ``start_up`` too."""
+        now, unit = self.clock(), self.unit_seconds or 1.0
+
+        def cost(k, p: float) -> float:
+            return p * unit + (self.start_up if k in self.cold else 0.0)
+
+        free = [max(cost(k, p) - (now - self.running[k]), LONGER * (now - self.running[k]))
+                for k, (_, p) in self.items.items() if k in self.running]
+        free = sorted(free + [0.0] * max(0, self.parallel - len(free)))
+        queued = [p * unit for k, (_, p) in self.items.items() if k not in self.running and k not in self.seconds]
+        queued += [p * unit for _, p, n in extra for _ in range(int(n))]
+        fresh = max(0, self.parallel - len(self.cold))  # workers yet to take a first item
+        queued = [q + (self.start_up if i < fresh else 0.0) for i, q in enumerate(queued)]
+        for q in queued:
+            heapq.heapreplace(free, free[0] + q)
+        return max(free)

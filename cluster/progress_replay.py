@@ -34,10 +34,12 @@ class Estimate:
 
 
 def replay(costs: list[float], features: list[tuple], parallel: int,
-           priors: list[float] | None = None) -> list[Estimate]:
-    """Every estimate of a run of items costing ``costs`` seconds on ``parallel`` workers (module docstring)."""
+           priors: list[float] | None = None, unit_seconds: float | None = None,
+           start_up: float = 0.0) -> list[Estimate]:
+    """Every estimate of a run of items costing ``costs`` seconds on ``parallel`` workers (module docstring);
+    ``unit_seconds`` and ``start_up``: the estimator's, for an estimate before any item has finished."""
     clock = ManualClock()
-    eta = WorkEta(parallel, clock=clock)
+    eta = WorkEta(parallel, clock=clock, unit_seconds=unit_seconds, start_up=start_up)
     for i, f in enumerate(features):
         eta.add(i, f, priors[i] if priors else 1.0)
     free = [0.0] * parallel
@@ -50,7 +52,7 @@ def replay(costs: list[float], features: list[tuple], parallel: int,
     total = max(e for _, e, _ in spans)
     events = sorted([(s, "start", i) for s, _, i in spans] + [(e, "end", i) for _, e, i in spans]
                     + [(float(t), "ask", -1) for t in range(int(total))])
-    out = []
+    out = []  # the ask at 0 s sorts before the starts: the predicted costs alone
     for t, kind, i in events:
         clock.t = t
         if kind == "start":

@@ -119,6 +119,8 @@ def _status(path: str, as_json: bool) -> int:
             print(f"    computed by {len(s.code)} code versions (--mix-code): {', '.join(s.code)}")
         if s.stray:
             print(f"    {s.stray} file(s) in {s.dataset} belong to no point of this sweep (not counted)")
+        if s.rebuilt:
+            print(f"    {s.rebuilt}")
         if s.finished:
             print(f"    finished an interrupted compaction first ({s.finished} file(s) put in place)")
         for f in s.unreadable:

@@ -154,7 +154,7 @@ def _graph_keys() -> Table:
 def _section_keys(cls: type[Workload]) -> Table:
     """The keys a workload reads in its section: its own, and `rdasim map`'s graph and mapping
     keys when it maps a graph."""
-    return Table({**cls.KEYS.fields, **_graph_keys().fields}, cls.KEYS.doc) if cls.MAPS_GRAPH else cls.KEYS
+    return Table({**cls.KEYS.fields, **_graph_keys().fields}, cls.KEYS.doc) if cls.CAPABILITIES.maps_graph else cls.KEYS
 
 
 def _workload_sections() -> dict:
@@ -281,7 +281,7 @@ def _workload_issues(params: type[Workload], cfg: dict) -> list[Issue]:
 
     out = list(params.config_issues(cfg))
     d = cfg["workload"][params.SECTION]
-    kind = (d.get("graph") or {}).get("kind") if params.MAPS_GRAPH else None
+    kind = (d.get("graph") or {}).get("kind") if params.CAPABILITIES.maps_graph else None
     if kind and not d.get("plan"):
         table = MAP.fields["workload"].fields.get(kind)
         given = d["graph"].get(kind) or {}
@@ -300,14 +300,15 @@ def system_config(cfg: dict):
     params = WORKLOADS.get(wl["kind"])
     if FIDELITY[sysd["fidelity"]].grid:
         return _grid_system_config(cfg)
-    if not params.SYSTEM:
+    if not params.CAPABILITIES.system:
         raise ConfigError("config", [Issue("workload.kind", f"{wl['kind']} runs on one chip; a [system] runs "
-                                           f"{_kinds(lambda c: c.SYSTEM)}")])
+                                           f"{_kinds(lambda c: c.CAPABILITIES.system)}")])
     system = system_of(sysd)
     issues += _workload_issues(params, cfg)
     if issues:
         raise ConfigError("config", issues)
-    sock = chip_config(cfg, socket=True) if params.SOCKET else None  # the grid its sockets' steps are priced on
+    # the grid its sockets' steps are priced on
+    sock = chip_config(cfg, socket=True) if params.CAPABILITIES.socket else None
     workload = params.from_config(wl["kind"], wl[params.SECTION],
                                   ChipContext(sock.spec if sock else None, None, None, system), issues)
     if issues:
@@ -340,7 +341,7 @@ def system_of(sysd: dict, chip=None):
 
 def _grid_chip_workload(cls: type[Workload]) -> bool:
     """A workload a grid-fidelity chip of a system runs: a chip workload mapping its plan over the system."""
-    return not cls.SYSTEM and cls.MAPS_GRAPH
+    return not cls.CAPABILITIES.system and cls.CAPABILITIES.maps_graph
 
 
 def _grid_system_config(cfg: dict):
@@ -351,7 +352,7 @@ def _grid_system_config(cfg: dict):
     if not _grid_chip_workload(WORKLOADS.get(wl["kind"])):
         raise ConfigError("config", [Issue("workload.kind", f"{wl['kind']}: grid-fidelity chips run a plan mapped "
                                            f"over the system ({_kinds(_grid_chip_workload)}); box chips run "
-                                           f"{_kinds(lambda c: c.SYSTEM)}")])
+                                           f"{_kinds(lambda c: c.CAPABILITIES.system)}")])
     pp = [i for i, d in enumerate(sysd["network"]) if d.get("parallelism") == "PP"]
     if pp:
         raise ConfigError("config", [Issue(f"system.network[{pp[0]}].parallelism", "PP: grid-fidelity chips run TP "
@@ -371,9 +372,9 @@ def _grid_system_config(cfg: dict):
 
 def _preempt_issues(kind: str, mem: dict) -> list[Issue]:
     """Preemption and memory-aware admission need a workload that serves requests it can preempt."""
-    if WORKLOADS.get(kind).PREEMPTS:
+    if WORKLOADS.get(kind).CAPABILITIES.preempts:
         return []
-    can = _kinds(lambda c: c.PREEMPTS)
+    can = _kinds(lambda c: c.CAPABILITIES.preempts)
     if mem["on_oom"] == "preempt":
         return [Issue("memory.on_oom", f"preempt: {kind} cannot preempt; the workloads that can are {can}")]
     if mem["admit_watermark"]:
@@ -436,7 +437,7 @@ def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=Non
     chip, noc, mem, wl, run = cfg["chip"], cfg["noc"], cfg["memory"], cfg["workload"], cfg["run"]
     issues: list[Issue] = []
     params = WORKLOADS.get(wl["kind"])
-    if params.SYSTEM and not socket:
+    if params.CAPABILITIES.system and not socket:
         raise ConfigError("config", [Issue("workload.kind", f"{wl['kind']} runs on a system of chips: give a "
                                            "[system] with chips > 0 and its [[system.network]]")])
     spec, tier_issues = chip_spec(chip)
@@ -465,7 +466,7 @@ def chip_config(cfg: dict, trace: bool = False, memory_map: int = -1, system=Non
         issues += _workload_issues(params, cfg)
         issues += _preempt_issues(wl["kind"], mem)
     issues += later
-    if issues and params.MAPS_GRAPH:  # mapping needs every key it reads
+    if issues and params.CAPABILITIES.maps_graph:  # mapping needs every key it reads
         raise ConfigError("config", issues)
     workload = None if socket else params.from_config(
         wl["kind"], wl[params.SECTION], ChipContext(spec, lay, policy.room(mu), system, _room_for(policy, mu)), issues)

@@ -53,42 +53,10 @@ def check_field(f: Field, value, path: str, issues: list[Issue], bare: bool = Fa
             other = ", ".join(f'"{units.plain(value)}{u}"' for u in others)
             raise ValueError(f"{_describe(value)} has no unit: a {kind} needs one; in {base} that is "
                              f'"{units.spell(value, kind)}" (read in other units: {other})')
-        if kind == "any":
-            out = value
-        elif kind == "bool":
-            if not isinstance(value, bool):
-                raise ValueError(f"expected true or false, got {_describe(value)}")
-            out = value
-        elif kind == "int_or_auto" and value == "auto":
+        if kind == "int_or_auto" and value == "auto":
             return value
-        elif kind in ("int", "int_or_auto"):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or (
-                isinstance(value, float) and not value.is_integer()
-            ):
-                also = ' or "auto"' if kind == "int_or_auto" else ""
-                raise ValueError(f"expected a whole number{also}, got {_describe(value)}")
-            out = int(value)
-            if not INT64_MIN <= out <= INT64_MAX:  # stored in int64 columns and numpy arrays: refused here, not later
-                raise ValueError(f"{_describe(value)} is out of range: a whole number here must fit in 64 bits "
-                                 f"({INT64_MIN:,} to {INT64_MAX:,})")
-        elif kind == "float":
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise ValueError(f"expected a number, got {_describe(value)}")
-            out = float(value)
-            if not math.isfinite(out):
-                raise ValueError(f"expected a finite number, got {_describe(value)}")
-        elif kind == "str":
-            if not isinstance(value, str):
-                raise ValueError(f"expected a string, got {_describe(value)}")
-            out = value
-        elif kind == "choice":
-            if value not in tuple(f.choices):
-                close = difflib.get_close_matches(str(value), [str(c) for c in f.choices], n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
-                raise ValueError(
-                    f"{_describe(value)} is not one of {', '.join(map(str, f.choices))}{hint}"
-                )
-            out = value
+        elif kind in _PLAIN:
+            out = _plain(f, value)
         elif kind in _PARSERS:
             out = _PARSERS[kind](value)
         elif kind == "cycles":
@@ -124,6 +92,47 @@ def check_field(f: Field, value, path: str, issues: list[Issue], bare: bool = Fa
             issues.append(Issue(path, f"{_describe(value)} is above the maximum {f.max:g}"))
             return None
     return out
+
+
+_PLAIN = ("any", "bool", "int", "int_or_auto", "float", "str", "choice")  # the kinds _plain checks
+
+
+def _plain(f: Field, value):
+    """A value of a kind that needs no parsing (``_PLAIN``), checked: ValueError says what is wrong."""
+    kind = f.kind
+    if kind == "any":
+        return value
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise ValueError(f"expected true or false, got {_describe(value)}")
+        return value
+    if kind in ("int", "int_or_auto"):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+            isinstance(value, float) and not value.is_integer()
+        ):
+            also = ' or "auto"' if kind == "int_or_auto" else ""
+            raise ValueError(f"expected a whole number{also}, got {_describe(value)}")
+        out = int(value)
+        if not INT64_MIN <= out <= INT64_MAX:  # stored in int64 columns and numpy arrays: refused here, not later
+            raise ValueError(f"{_describe(value)} is out of range: a whole number here must fit in 64 bits "
+                             f"({INT64_MIN:,} to {INT64_MAX:,})")
+        return out
+    if kind == "float":
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"expected a number, got {_describe(value)}")
+        number = float(value)
+        if not math.isfinite(number):
+            raise ValueError(f"expected a finite number, got {_describe(value)}")
+        return number
+    if kind == "str":
+        if not isinstance(value, str):
+            raise ValueError(f"expected a string, got {_describe(value)}")
+        return value
+    if value not in tuple(f.choices):  # a choice
+        close = difflib.get_close_matches(str(value), [str(c) for c in f.choices], n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(f"{_describe(value)} is not one of {', '.join(map(str, f.choices))}{hint}")
+    return value
 
 
 def _number(value) -> bool:

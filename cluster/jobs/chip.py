@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from cluster.config.run import chip_config
@@ -16,6 +16,7 @@ from cluster.jobs.chip_model import ChipModel
 from cluster.jobs.grid import cut_figures, cut_grid, epoch_length
 from cluster.jobs.job import Case, result, simulate_case
 from cluster.jobs.summarised import Summarised
+from cluster.jobs.tables import declared_tables
 from cluster.parallel.model import CutFigures, ProgressFn
 from cluster.parallel.simulate import Simulation
 from cluster.results import schemas
@@ -28,12 +29,15 @@ from sim.chip.trace import chrome_trace
 from sim.energy.accelergy import accelergy_files
 from sim.noc.topology import Region
 
+CHIP_TABLES = ("run_mu_series", "run_buffers", "run_links", "run_energy")  # every chip run's, beside run_summary
+
 
 @dataclass(frozen=True)
 class ChipGrid:
     """One chip run, its CU/MU grid cut into rectangles (a Decomposition)."""
 
     cfg: ChipConfig
+    sink: Any = field(default=None, compare=False)  # told how its programs go (a serve run's phases), here only
     pilots: ClassVar[bool] = True
 
     @property
@@ -48,7 +52,10 @@ class ChipGrid:
         return cut_grid(self.cfg.spec.rows, self.cfg.spec.cols, shards, cut)
 
     def model(self, regions: list[Region]) -> ChipModel:
-        return ChipModel(self.cfg, regions)
+        return ChipModel(self.cfg, regions, self.sink)
+
+    def watched(self, sink: Any) -> "ChipGrid":
+        return replace(self, sink=sink)
 
     def epoch(self, regions: list[Region], requested: int | None) -> tuple[int, int | None]:
         return epoch_length(self.cfg.noc, regions, requested)
@@ -98,30 +105,19 @@ class ChipJob:
         return [Case(ChipGrid(self.chip), f"run {self.chip.workload.kind}")]  # max_cycles is a bound, not the end
 
     def record(self, done: Sequence[Summarised | None], meta: schemas.RunMeta) -> Result:
-        """run_summary, run_mu_series, run_buffers, run_links, run_energy (and run_requests of a
-        decode run, run_partitions and run_kernels of a mapped one); Accelergy's files of the
-        energy counts, and the trace and memory map when asked for."""
+        """run_summary, run_mu_series, run_buffers, run_links, run_energy and the tables the
+        workload declares (``TABLES``: run_requests of a decode run, run_partitions and run_kernels
+        of a mapped one, ...); Accelergy's files of the energy counts, and the trace and memory
+        map when asked for."""
         (one,) = done
         assert one is not None  # a single case: interrupted before it finished, execute raised
         summary, cols, reports = one.summary, one.tables, one.simulation.outcome.reports
         row = {c.name: summary.get(c.name) for c in schemas.RUN_SUMMARY.columns}
         for k, v in summary["messages"].items():
             row[f"messages_{k}"] = v
-        tables = {
-            "run_summary": schemas.RUN_SUMMARY.build(row, meta),
-            "run_mu_series": schemas.RUN_MU_SERIES.build(cols["mu_series"], meta),
-            "run_buffers": schemas.RUN_BUFFERS.build(cols["buffers"], meta),
-            "run_links": schemas.RUN_LINKS.build(cols["links"], meta),
-            "run_energy": schemas.RUN_ENERGY.build(cols["energy"], meta),
-        }
-        if "requests" in cols:  # a decode run: its requests' latencies
-            tables["run_requests"] = schemas.RUN_REQUESTS.build(cols["requests"], meta)
-        if "steps" in cols:  # a serve run: its steps and the anchors that priced them
-            tables["run_steps"] = schemas.RUN_STEPS.build(cols["steps"], meta)
-            tables["run_anchors"] = schemas.RUN_ANCHORS.build(cols["anchors"], meta)
-        if "partitions" in cols:  # a mapped (dataflow) run
-            tables["run_partitions"] = schemas.RUN_PARTITIONS.build(cols["partitions"], meta)
-            tables["run_kernels"] = schemas.RUN_KERNELS.build(cols["kernels"], meta)
+        workload = self.chip.workload
+        tables = {"run_summary": schemas.RUN_SUMMARY.build(row, meta),
+                  **declared_tables(CHIP_TABLES + workload.TABLES, cols, meta, f"workload {workload.kind}")}
         e = tables["run_energy"]
         names = ("component", "action", "count", "energy_per_action_pj")
         files: dict[str, Any] = dict(accelergy_files(*(e[c].to_pylist() for c in names)))  # counts and their ERT

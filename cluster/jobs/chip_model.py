@@ -17,6 +17,7 @@ from sim.chip.shard import ChipBoundary, ChipShard
 from sim.chip.spec import unit_layout
 from sim.network import NETWORKS
 from sim.workloads import make_program
+from sim.workloads.serve.progress import Watched
 
 _DST = FIELDS.index("dst")
 
@@ -24,18 +25,25 @@ _DST = FIELDS.index("dst")
 class ChipModel:
     """Chip shards for the epoch loop of either backend."""
 
-    def __init__(self, cfg, regions):
+    def __init__(self, cfg, regions, sink=None):
         self.cfg = cfg
+        self.sink = sink  # told how a program that can say goes (sim/workloads/serve/progress.py): this process's
         self.owner = owner_map(regions, cfg.spec.rows, cfg.spec.cols)
         self.unit_tile = unit_layout(cfg.spec).tile
         self.horizon = cfg.max_cycles
         self.net = NETWORKS.get(cfg.network)
         self.nothing = ChipBoundary(self.net.boundary())  # its network's traffic type inside
 
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "sink": None}  # an actor's shards tell no sink: it is in the driver's process
+
     def build(self, region, index: int) -> ChipShard:
-        s = ChipShard(self.cfg, region, make_program(self.cfg.workload, self.cfg))
+        program = make_program(self.cfg.workload, self.cfg)
+        s = ChipShard(self.cfg, region, program)
         if self.owner.max() > 0:
             s.watch_cut(self.owner)
+        if self.sink is not None and isinstance(program, Watched):
+            program.watch(self.sink)
         return s
 
     def empty(self) -> ChipBoundary:

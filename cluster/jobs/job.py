@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from cluster.config import config_hash
 from cluster.config.footprint import least_shards
@@ -23,6 +23,7 @@ from cluster.parallel.model import Decomposition, ProgressFn
 from cluster.parallel.shard_plan import Plan, plan_shards
 from cluster.parallel.simulate import Simulation, simulate
 from cluster.progress import Progress, WorkEta
+from cluster.progress_serve import ServeLine
 from cluster.results.record import Result, Summary
 from cluster.results.schemas import RunMeta
 from cluster.version import code_version
@@ -33,6 +34,15 @@ class Simulated(Decomposition, Protocol):
 
     def summarise(self, sim: Simulation) -> Summarised:
         """The run's figures and its tables' columns (status included where the model has one)."""
+        ...
+
+
+@runtime_checkable
+class Watchable(Protocol):
+    """A decomposition whose programs can tell a progress sink how they go (a serve run's phases)."""
+
+    def watched(self, sink: Any) -> Simulated:
+        """The same decomposition, its shards' programs telling ``sink`` (in this process only)."""
         ...
 
 
@@ -120,8 +130,13 @@ def _one(cases: list[Case], i: int, run: dict, quiet: bool, done: list[Summarise
     """Simulate case ``i`` into ``done[i]``, then say so (an interrupt after the line keeps it)."""
     case = cases[i]
     prog = Progress(case.label, quiet, bound=case.bound)
-    one = done[i] = simulate_case(case.grid, run["shards"] if shards is None else shards, run["cut"],
-                                  backend or run["backend"], run["epoch"], run["address"], prog, plan)
+    grid: Simulated = case.grid
+    shown: ProgressFn = prog
+    if not quiet and isinstance(grid, Watchable):  # a serve run's line names its phase (cluster/progress_serve.py)
+        line = ServeLine(prog)
+        grid, shown = grid.watched(line), line.cycles
+    one = done[i] = simulate_case(grid, run["shards"] if shards is None else shards, run["cut"],
+                                  backend or run["backend"], run["epoch"], run["address"], shown, plan)
     prog.close(f"{case.label}: done in {one.simulation.outcome.wall_seconds:.1f} s" if case.says_done else None)
 
 

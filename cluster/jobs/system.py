@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
-from typing import ClassVar
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -19,6 +19,7 @@ from cluster.errors import UserError
 from cluster.jobs.job import Case, result, simulate_case
 from cluster.jobs.summarised import Summarised
 from cluster.jobs.system_model import SystemModel, SystemResult, owners
+from cluster.jobs.tables import declared_tables
 from cluster.parallel.model import ProgressFn
 from cluster.parallel.simulate import Simulation
 from cluster.results import schemas
@@ -54,6 +55,7 @@ class SystemGroups:
     groups are the cuts, and a pilot does not apply."""
 
     cfg: SystemConfig
+    sink: Any = field(default=None, compare=False)  # told how its programs go (a serve run's phases), here only
     pilots: ClassVar[bool] = False
 
     @property
@@ -68,7 +70,10 @@ class SystemGroups:
         return groups(self.cfg, shards)
 
     def model(self, regions: list[list[int]]) -> SystemModel:
-        return SystemModel(self.cfg, regions)
+        return SystemModel(self.cfg, regions, self.sink)
+
+    def watched(self, sink: Any) -> "SystemGroups":
+        return replace(self, sink=sink)
 
     def epoch(self, regions: list[list[int]], requested: int | None) -> tuple[int, int | None]:
         la = lookahead(self.cfg, self.cfg.net(), owners(self.cfg, regions))
@@ -224,20 +229,19 @@ class SystemJob:
         return [Case(SystemGroups(self.system), f"system {self.system.workload.kind}", bound=False)]
 
     def record(self, done: Sequence[Summarised | None], meta: schemas.RunMeta) -> Result:
-        """system_summary, system_steps, system_links (and system_chips of grid chips)."""
+        """system_summary, system_steps, system_links (and system_chips of grid chips, and the
+        tables a system workload declares)."""
         (one,) = done
         assert one is not None  # a single case: interrupted before it finished, execute raised
         summary, cols = one.summary, one.tables
         row = {c.name: summary.get(c.name) for c in schemas.SYSTEM_SUMMARY.columns}
+        w = self.system.workload
+        names = ("system_steps", "system_links") + (("system_chips",) if self.system.level.grid else ())
+        # a system workload's own tables (a serving system's run_requests and run_anchors, as a chip
+        # run's); a grid chip's workload runs on every chip, and its tables are the chips' own
+        names += w.TABLES if w.CAPABILITIES.system else ()
         tables = {"system_summary": schemas.SYSTEM_SUMMARY.build(row, meta),
-                  "system_steps": schemas.SYSTEM_STEPS.build(cols["steps"], meta),
-                  "system_links": schemas.SYSTEM_LINKS.build(cols["links"], meta)}
-        if "chips" in cols:
-            tables["system_chips"] = schemas.SYSTEM_CHIPS.build(cols["chips"], meta)
-        if "requests" in cols:  # a serving system: its requests' latencies, and its anchors, as a chip run's
-            tables["run_requests"] = schemas.RUN_REQUESTS.build(cols["requests"], meta)
-        if "anchors" in cols:
-            tables["run_anchors"] = schemas.RUN_ANCHORS.build(cols["anchors"], meta)
+                  **declared_tables(names, cols, meta, f"workload {w.kind}")}
         return result(self.command, meta, self.cfg, summary["status"], summary["status_detail"], summary, tables,
                       simulations=[one.simulation])
 

@@ -12,6 +12,7 @@ from cluster.parallel.epochs import idle_rule
 from cluster.parallel.model import EpochMeta, Stop
 from sim.system.config import SystemConfig
 from sim.system.shard import SystemBoundary, SystemResult, SystemShard
+from sim.workloads.serve.progress import Watched
 
 __all__ = ["SystemModel", "SystemResult", "owners"]  # SystemResult: what each shard hands back (sim/system/shard.py)
 
@@ -26,8 +27,9 @@ def owners(cfg: SystemConfig, parts: list[list[int]]) -> np.ndarray:
 class SystemModel:
     """System shards for the epoch loop of either backend."""
 
-    def __init__(self, cfg: SystemConfig, parts: list[list[int]]):
+    def __init__(self, cfg: SystemConfig, parts: list[list[int]], sink=None):
         self.cfg = cfg
+        self.sink = sink  # told how a program that can say goes (sim/workloads/serve/progress.py): this process's
         self.parts = parts
         self.owner = owners(cfg, parts)
         self.horizon = cfg.max_cycles
@@ -36,7 +38,12 @@ class SystemModel:
         s = self.cfg.level.shard(self.cfg, region, self.owner)
         if self.owner.max() > 0:
             s.watch_cut()
+        if self.sink is not None and isinstance(s.program, Watched):
+            s.program.watch(self.sink)
         return s
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "sink": None}  # an actor's shards tell no sink: it is in the driver's process
 
     def empty(self) -> SystemBoundary:
         return SystemBoundary()

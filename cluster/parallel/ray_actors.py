@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from cluster.parallel import wire
-from cluster.parallel.channels import ChannelAddress, ChannelClosed, Channels, cores_here, polls
+from cluster.parallel.channels import ChannelAddress, ChannelClosed, Channels, cores_here, new_secret, polls
 from cluster.parallel.epochs import WindowLengths, bounds_windows, first_window, meta_after, next_window
 from cluster.parallel.groups import ShardGroup, actor_groups
 from cluster.parallel.model import BackendFigures, EpochMeta, ProgressFn, R, Rep, RunOutcome, ShardModel, Stop, T
@@ -153,9 +153,10 @@ class ShardActor:
         self.channels = _channels_here(self.i, self.n)
         return self.channels.address
 
-    def connect(self, addresses: list[ChannelAddress]) -> None:
+    def connect(self, addresses: list[ChannelAddress], secret: bytes) -> None:
+        """Join the peers at ``addresses``, each proving the run's ``secret`` (channels.py)."""
         assert self.channels is not None, "open_channels first"
-        self.channels.connect(addresses)
+        self.channels.connect(addresses, secret)
         if not polls(self.channels.actors_here, cores_here()):
             self.spin = 0.0
         self._metas = [_START] * self.n
@@ -222,8 +223,8 @@ class ShardHost:
     def open_channels(self, spin: float) -> ChannelAddress:
         return self._run().open_channels(spin)
 
-    def connect(self, addresses: list[ChannelAddress]) -> None:
-        self._run().connect(addresses)
+    def connect(self, addresses: list[ChannelAddress], secret: bytes) -> None:
+        self._run().connect(addresses, secret)
 
     def run_segment(self, seconds: float) -> Segment:
         return self._run().run_segment(seconds)
@@ -261,10 +262,10 @@ class _Echo:
         self.channels = _channels_here(self.i, self.n)
         return self.channels.address
 
-    def exchanges(self, addresses: list[ChannelAddress], rounds: int) -> float:
+    def exchanges(self, addresses: list[ChannelAddress], secret: bytes, rounds: int) -> float:
         """Median seconds of one exchange of a small array with every peer."""
         assert self.channels is not None, "open_channels first"
-        self.channels.connect(addresses)
+        self.channels.connect(addresses, secret)
         arr = np.zeros(64, dtype=np.int64)
         times = []
         for _ in range(rounds):
@@ -285,7 +286,8 @@ def round_trip_seconds(n: int, address: str | None = None, rounds: int = 200, sp
     try:
         spin = SPIN_SECONDS if spin is None else spin
         addresses = ray.get([x.open_channels.remote(spin) for x in actors])
-        return max(ray.get([x.exchanges.remote(addresses, rounds) for x in actors]))
+        secret = new_secret()
+        return max(ray.get([x.exchanges.remote(addresses, secret, rounds) for x in actors]))
     finally:
         for x in actors:
             ray.kill(x)
@@ -362,8 +364,9 @@ def _run_direct(ray, actors, horizon: int, progress) -> bool:
     """Chain the epochs actor to actor (channels.py); the driver only sees a segment end
     about every SEGMENT_SECONDS. False when the actors cannot open channels to each other."""
     addresses = ray.get([a.open_channels.remote(SPIN_SECONDS) for a in actors])
+    secret = new_secret()  # this run's: only its actors can join its channels
     try:
-        _get_all(ray, [a.connect.remote(addresses) for a in actors])
+        _get_all(ray, [a.connect.remote(addresses, secret) for a in actors])
     except ray.exceptions.RayTaskError as exc:
         if not isinstance(exc.cause, ChannelClosed):
             raise

@@ -10,6 +10,7 @@ by its manifest and read with all its tables, in the layout it was written in.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +30,8 @@ from cluster.sweep.layout import (
     point_of,
 )
 from cluster.sweep.manifest import Manifest
+from cluster.sweep.reading import reader_view, staged_of
+from cluster.sweep.rebuild import restore
 from cluster.sweep.spec import flatten
 
 
@@ -51,11 +54,11 @@ class SweepTables:
         for name, d in self.dirs.items():
             if name in out:
                 continue
-            files = dataset_files(d)
-            own = [f for f in files if not is_compacted(f) and point_of(f) == point]
+            view = reader_view(dataset_files(d), staged_of(d))  # a compaction half done: its staged file stands in
+            own = [f for f in view.files if not is_compacted(f) and f not in view.staged and point_of(f) == point]
             if own:
                 out[name] = open_files(own).to_table()
-            elif compacted := [f for f in files if is_compacted(f)]:
+            elif compacted := [f for f in view.files if is_compacted(f) or f in view.staged]:
                 rows = open_files(compacted).to_table(filter=pc.field("point_id") == point)
                 if rows.num_rows:
                     out[name] = rows
@@ -139,6 +142,8 @@ def _sweep_dirs(manifests: list[Path]) -> set[Path]:
 def discover(path: str | Path) -> Sources:
     """Every run and sweep under ``path`` (an --out directory, a sweep's directory, or a tree of them)."""
     root = Path(path)
+    for name, said in restore(root).items():  # a sweep whose manifest was lost: rebuilt from its files
+        print(f"rdasim: warning: sweep {name!r}: {said}", file=sys.stderr)
     manifests = [m.resolve() for m in find_manifests(root)]
     skip = _sweep_dirs(manifests)
     tables = set(table_names())

@@ -97,11 +97,14 @@ def open_files(files: list[Path] | list[str]) -> ds.Dataset:
 
 
 def read_table(root: str | Path, table: str, columns: list[str] | None = None, filter=None) -> pa.Table:
-    """One table across a whole results tree, schemas unified; empty when there is none."""
-    files = table_files(root, table)
-    if not files:
-        return pa.table({})
-    return open_files(files).to_table(columns=columns, filter=filter)
+    """One table across a whole results tree, schemas unified; empty when there is none. A sweep's
+    compaction interrupted half way is read as if done (cluster/sweep/reading.py): every row once."""
+    from cluster.sweep.reading import read_consistently, staged_of
+
+    def read(view) -> pa.Table:
+        return open_files(view.files).to_table(columns=columns, filter=filter) if view.files else pa.table({})
+
+    return read_consistently(lambda: table_files(root, table), lambda: staged_of(Path(root), table), read)
 
 
 def read(root: str | Path, table: str, columns: list[str] | None = None, filter=None) -> pa.Table:

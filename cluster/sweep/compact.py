@@ -53,13 +53,13 @@ from cluster.sweep.layout import (
     staged_path,
 )
 from cluster.sweep.lock import sweep_lock
+from cluster.sweep.reading import REPLACES
 from cluster.sweep.records import UNBOUNDED_TEXT
 
 ROWS = 100_000  # rows of a compacted file: one footer for a sweep's worth of points, read in milliseconds
 AUTO_FILES = 1_000  # compact = "auto": compact a table when a run leaves it at least this many point files
 CHOICES = ("auto", "always", "never")
 WINDOW = 1024  # point files read before their rows are gathered into one table (bounds the driver's memory)
-REPLACES = b"rdasim.replaces"  # a staged file's footer: the compacted files it replaces (JSON list of names)
 POINT_KEYS = (b"rdasim.point_id", b"rdasim.point_status", b"rdasim.spec_hash", b"rdasim.config_hash",
               b"rdasim.config", b"rdasim.spec")  # one point's footer keys: not a compacted file's
 

@@ -8,6 +8,7 @@ read: no reader turns a number back into a string. Schemas are unified by column
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -15,6 +16,7 @@ import pyarrow.dataset as ds
 
 from cluster.results.layout import open_files
 from cluster.sweep.layout import DatasetLayout, dataset_files, of_manifest
+from cluster.sweep.reading import ReaderView, read_consistently, reader_view, staged_of
 
 
 def table_dir(path: str | Path, table: str | None = None) -> Path:
@@ -29,11 +31,21 @@ def table_dir(path: str | Path, table: str | None = None) -> Path:
 
 
 def open_dataset(path: str | Path, table: str | None = None) -> ds.Dataset:
-    """A pyarrow dataset of one table (see ``table_dir``), schema unified over its files."""
-    files = dataset_files(table_dir(path, table))
-    return open_files(files) if files else ds.dataset([], schema=pa.schema([]))
+    """A pyarrow dataset of one table (see ``table_dir``), schema unified over its files; a compaction
+    interrupted half way is read as if done (reading.py), and the reader told."""
+    d = table_dir(path, table)
+    view = reader_view(dataset_files(d), staged_of(d))
+    if view.warning():
+        print(view.warning(), file=sys.stderr)
+    return open_files(view.files) if view.files else ds.dataset([], schema=pa.schema([]))
 
 
 def read_dataset(path: str | Path, columns: list[str] | None = None, filter=None, table: str | None = None
                  ) -> pa.Table:
-    return open_dataset(path, table).to_table(columns=columns, filter=filter)
+    d = table_dir(path, table)
+
+    def read(view: ReaderView) -> pa.Table:
+        return open_files(view.files).to_table(columns=columns, filter=filter) if view.files else \
+            ds.dataset([], schema=pa.schema([])).to_table(columns=columns, filter=filter)
+
+    return read_consistently(lambda: dataset_files(d), lambda: staged_of(d), read)

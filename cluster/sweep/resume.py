@@ -55,9 +55,12 @@ def resume(plan: SweepPlan, store: Store, existing: str, mix_code: bool, retry_f
         specs=list(old.specs) if old else [], result_table=layout.result,
         column_docs=column_docs(layout.result, plan.axes),
     )
+    version = {"hash": plan.spec_hash, "text": plan.spec.text, "base": plan.spec.base, "source": str(plan.spec.source)}
     if plan.spec_hash not in manifest.spec_hashes():
-        manifest.specs.append({"hash": plan.spec_hash, "text": plan.spec.text, "base": plan.spec.base,
-                               "source": str(plan.spec.source), "added": now()})
+        manifest.specs.append({**version, "added": now()})
+    for known in manifest.specs:  # a manifest rebuilt from the files (rebuild.py) knows a version by its hash only
+        if known["hash"] == plan.spec_hash and known.get("text") is None:
+            known.update(version)
     if old:  # points of earlier spec versions stay listed (--add): they belong to the sweep
         manifest.points.update(old.points)
     for p in plan.points:

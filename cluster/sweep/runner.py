@@ -19,7 +19,7 @@ from cluster.errors import UserError, WriteError
 from cluster.progress import Progress, WorkEta
 from cluster.results import io
 from cluster.sweep import compact as compaction
-from cluster.sweep.cost import features, prior
+from cluster.sweep.cost import START_UP_SECONDS, features, prior
 from cluster.sweep.layout import DatasetLayout
 from cluster.sweep.lock import sweep_lock
 from cluster.sweep.manifest import DONE, FAILED, Manifest, RunEntry, now
@@ -136,7 +136,8 @@ def _execute(plan, todo, store: Store, manifest: Manifest, run: RunEntry, layout
         executor = InProcessExecutor(plan.command.name)
     else:
         executor = Executor(ray, plan.command.name, plan.spec.max_retries, max_concurrency, batching=True)
-    eta = WorkEta(1 if ray is None else int(ray.cluster_resources().get("CPU", 1)) or 1)  # from the points' costs
+    eta = WorkEta(1 if ray is None else int(ray.cluster_resources().get("CPU", 1)) or 1,  # from the points' costs
+                  unit_seconds=1.0, start_up=0.0 if ray is None else START_UP_SECONDS)  # priors in seconds
     for p in todo:
         eta.add(p.id, features(p.values), prior(plan.command.name, p.config))
     progress = Progress(f"sweep {plan.spec.name}", quiet, eta=eta.remaining)
@@ -165,6 +166,7 @@ def _execute(plan, todo, store: Store, manifest: Manifest, run: RunEntry, layout
         progress(run.computed, len(todo), unit="points")
         tick()
 
+    progress(0, len(todo), unit="points", now_too=True)  # at once: how long the sweep will take, predicted
     try:
         executor.run(todo, done, tick, lambda p: eta.started(p.id))
     finally:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import socket
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from cluster.errors import UserError
@@ -18,6 +18,7 @@ from cluster.sweep.index import holdings
 from cluster.sweep.layout import find_manifests, of_manifest
 from cluster.sweep.manifest import Manifest
 from cluster.sweep.outcomes import OUTCOMES, read_outcomes
+from cluster.sweep.rebuild import restore
 from cluster.sweep.records import STATUS_OK
 
 
@@ -42,6 +43,7 @@ class SweepStatus:
     points: dict[str, list[int]] = field(default_factory=dict)  # the points' indices by outcome
     unreadable: list[str] = field(default_factory=list)  # point files that cannot be read (counted as pending)
     finished: int = 0  # files of an interrupted compaction this status put in place first
+    rebuilt: str = ""  # the manifest was lost and this status rebuilt it from the stored files: what it did
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -95,8 +97,10 @@ def sweep_status(manifest_path: Path, max_errors: int = 5) -> SweepStatus:
 
 
 def statuses(path: str | Path) -> list[SweepStatus]:
+    """Every sweep at ``path``; a sweep whose manifest was lost has it rebuilt from its files first."""
+    rebuilt = restore(Path(path))
     found = find_manifests(Path(path))
     if not found:
         raise UserError(f"no sweep at {str(path)!r}: expected an --out directory holding _<name>.manifest.json "
                         "or a sweep's dataset directory")
-    return [sweep_status(p) for p in found]
+    return [replace(s, rebuilt=rebuilt.get(s.sweep, "")) for s in map(sweep_status, found)]

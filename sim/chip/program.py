@@ -38,6 +38,9 @@ class ChipWorkload(Protocol):
     def kind(self) -> str: ...
 
     WORK_UNIT: ClassVar[str] = "work items"  # what its work items are called in messages ("sequences", "steps")
+    # the result tables its figures add to a run's own (names of cluster/results/schemas.py's tables,
+    # whose columns its figures give under the name without its prefix: run_requests, "requests")
+    TABLES: ClassVar[tuple[str, ...]] = ()
 
     @property
     def work_items(self) -> int:

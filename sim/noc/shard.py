@@ -92,18 +92,31 @@ class NocShard:
         this model cost little and are always kept."""
         p = self.p = params
         self.region = region
-        grid = p.grid
-        P, V, B = ports.PORTS, p.vcs, p.vc_buffers
-        self.P = P
-        N = grid.n
+        self.P = ports.PORTS
         self.routers = region.routers(p.cols)
-        nl = len(self.routers)
-        self.local_of = np.full(N, -1, dtype=np.int64)
-        self.local_of[self.routers] = np.arange(nl)
-        NI = nl * P * V
+        self.local_of = np.full(p.grid.n, -1, dtype=np.int64)
+        self.local_of[self.routers] = np.arange(len(self.routers))
         self.t = 0
+        self._wire()
+        self._buffers()
+        horizon = p.warmup_cycles + p.measure_cycles + p.drain_cycles
+        self.measure = Measurement(p, len(self.routers) * self.P,
+                                   horizon + 4 * (p.flit_delay + p.credit_return) + 4 * CHUNK)
+        self.source = TrafficSource(p, self.routers, self.local_of, self.measure.horizon)
+        self.prm = self._parameters(record_ejections)
+        self._synthetic = self.source.synthetic
+        self._nothing = FlitBoundary()  # returned whenever nothing leaves (never modified)
+        self._cut: tuple | None = None  # watch_cut's tables, as earliest_output's kernel takes them
+        self.kernel_tables: tuple = ()  # Tables as a plain tuple, kept as the arrays change
+        self._replaced()
 
-        # ---- wiring (static): what each output port feeds, where each input port's credits go
+    def _wire(self) -> None:
+        """The static wiring: what each output port feeds, where each input port's credits go,
+        the VCs' and ports' starting state and the routing table."""
+        p, grid = self.p, self.p.grid
+        P, V, B = ports.PORTS, p.vcs, p.vc_buffers
+        nl = len(self.routers)
+        NI = nl * P * V
         port_ids = np.arange(P)
         nbr = grid.neighbor(self.routers[:, None], port_ids[None, :])  # [nl, P] global id or -1
         nbr_local = np.where(nbr >= 0, self.local_of[np.maximum(nbr, 0)], -1)
@@ -143,6 +156,13 @@ class NocShard:
         # route[l * N + dst]: the output port a head at router l takes towards dst
         self.route = grid.route_table(self.routers).ravel()
         self.first_free = first_free_table(V)
+
+    def _buffers(self) -> None:
+        """The flit buffers, source queues, the event wheel and the kernels' scratch rows."""
+        p, P = self.p, ports.PORTS
+        nl = len(self.routers)
+        V, B = p.vcs, p.vc_buffers
+        NI = nl * P * V
         self.buf = np.zeros((NI * B, 3), dtype=np.int64)
         self.node = np.zeros((nl, k.NODE_COLS), dtype=np.int64)
         self.node[:, k.SRC_VC] = -1
@@ -166,12 +186,15 @@ class NocShard:
         self.sc = np.zeros(k.SC_SIZE, dtype=np.int64)
         self.sc[k.WHEEL_NEXT] = NEVER
 
-        horizon = p.warmup_cycles + p.measure_cycles + p.drain_cycles
-        self.measure = m = Measurement(p, nl * P, horizon + 4 * (p.flit_delay + p.credit_return) + 4 * CHUNK)
-        self.source = TrafficSource(p, self.routers, self.local_of, m.horizon)
+    def _parameters(self, record_ejections: bool) -> np.ndarray:
+        """The kernels' scalar parameters (``k.PRM_SIZE`` of them, by the kernel module's indices)."""
+        p, m = self.p, self.measure
+        P, V, B = ports.PORTS, p.vcs, p.vc_buffers
+        nl = len(self.routers)
         half = V // 2
         prm = np.zeros(k.PRM_SIZE, dtype=np.int64)
-        prm[[k.N, k.NL, k.P, k.V, k.B, k.PV, k.NI, k.COLS, k.TORUS]] = N, nl, P, V, B, P * V, NI, p.cols, p.torus
+        prm[[k.N, k.NL, k.P, k.V, k.B, k.PV, k.NI, k.COLS, k.TORUS]] = (p.grid.n, nl, P, V, B, P * V, nl * P * V,
+                                                                         p.cols, p.torus)
         prm[[k.ROUTING_DELAY, k.VC_ALLOC_DELAY, k.FLIT_DELAY, k.CREDIT_RETURN, k.INJECT_DELAY,
              k.INJECT_CREDIT_RETURN, k.EJECT_CREDIT_RETURN]] = (
             p.routing_delay, p.vc_alloc_delay, p.flit_delay, p.credit_return, p.inject_delay,
@@ -186,12 +209,7 @@ class NocShard:
         state = (self.vc, self.ready, self.credit, self.port, self.buf, self.route, self.node, self.wheel_f,
                  self.wheel_c)
         prm[k.AHEAD] = LOOK_AHEAD if sum(a.nbytes for a in state) > CACHE_BYTES else 0
-        self.prm = prm
-        self._synthetic = self.source.synthetic
-        self._nothing = FlitBoundary()  # returned whenever nothing leaves (never modified)
-        self._cut: tuple | None = None  # watch_cut's tables, as earliest_output's kernel takes them
-        self.kernel_tables: tuple = ()  # Tables as a plain tuple, kept as the arrays change
-        self._replaced()
+        return prm
 
     def _replaced(self) -> None:
         """After an array of the state is replaced by a larger one: the kernels' record anew."""

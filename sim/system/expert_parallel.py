@@ -19,6 +19,7 @@ from sim.keys import Field, Issue, Table
 from sim.system.programs import span_cycles
 from sim.system.shard import BoxChip, Compute, Recv
 from sim.workloads import WORKLOADS, ChipContext, Workload
+from sim.workloads.capabilities import Capabilities
 from sim.workloads.moe import route
 
 
@@ -37,8 +38,7 @@ class ExpertParallelParams(Workload):
     skew: float = 1.0
 
     SECTION: ClassVar[str] = "experts"
-    SYSTEM: ClassVar[bool] = True
-    MAPS_GRAPH: ClassVar[bool] = False
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(system=True, maps_graph=False)
     token_unit: ClassVar[str] = "routed tokens"  # a system run reports no tokens: the unit they would be in
     KEYS: ClassVar[Table] = Table({
         "dim": Field("int", 0, "network dimension whose groups share the experts (0 = the first [[system.network]])",

@@ -2,7 +2,7 @@
 pipeline with box chips (each stage's time from DFModel's partitions; activations sent
 stage to stage as messages, so the pipeline's bubble emerges instead of being assumed).
 
-Both register in sim/workloads' ``WORKLOADS`` (``workload.kind``) with ``SYSTEM = True``:
+Both register in sim/workloads' ``WORKLOADS`` (``workload.kind``) as system workloads (``Capabilities(system=True)``):
 they need a [system], and their ``system_program(cfg)`` gives what every chip runs.
 """
 
@@ -20,6 +20,7 @@ from sim.system.algorithms import ALGORITHMS, AUTO, NAMES, REDUCING, PortTiming
 from sim.system.collectives import COLLECTIVES
 from sim.system.shard import BoxChip, Compute, Recv
 from sim.workloads import WORKLOADS, ChipContext, Workload
+from sim.workloads.capabilities import Capabilities
 
 OPS = tuple(COLLECTIVES) + ("point_to_point",)
 DP_TAG = 1 << 20  # the gradient all-reduce's tag (micro-batches' messages are tagged by their index)
@@ -38,8 +39,7 @@ class CollectiveParams(Workload):
     algorithm: str = AUTO  # sim/system/algorithms.py; auto: the least closed-form time for nbytes
 
     SECTION: ClassVar[str] = "collective"
-    SYSTEM: ClassVar[bool] = True
-    MAPS_GRAPH: ClassVar[bool] = False
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(system=True, maps_graph=False)
     token_unit: ClassVar[str] = "collectives"  # a system run reports no tokens: the unit they would be in
     KEYS: ClassVar[Table] = Table({
         "op": Field("choice", "all_reduce", "collective", choices=OPS),
@@ -166,8 +166,7 @@ class PipelineParams(Workload):
     dp_seconds_analytic: float = 0.0  # DFModel's share of that per batch, amortised in its stage times
 
     SECTION: ClassVar[str] = "pipeline"
-    SYSTEM: ClassVar[bool] = True
-    MAPS_GRAPH: ClassVar[bool] = True  # else a plan file
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(system=True, maps_graph=True)  # else a plan file
     token_unit: ClassVar[str] = "batches"  # a system run reports no tokens: the unit they would be in
     KEYS: ClassVar[Table] = Table({
         "plan": Field("str", "", "plan.json written by `rdasim map --out DIR` for this system "

@@ -2,9 +2,9 @@
 
 A workload registers its parameters class by kind in ``WORKLOADS`` (``workload.kind``).
 The class declares its config keys (``SECTION``, the table under [workload] they live in,
-and ``KEYS``), where it runs (``SYSTEM``: on a system of box chips, else on a chip's grid)
-and whether it maps `rdasim map`'s graph keys itself (``MAPS_GRAPH``: its table takes them
-and the config checks them). It checks the run config it cannot run with (``config_issues``),
+and ``KEYS``) and what it can do in one record (``CAPABILITIES``, capabilities.py: where it
+runs, whether it maps `rdasim map`'s graph keys itself, prices its steps on a socket's grid,
+preempts the requests it serves). It checks the run config it cannot run with (``config_issues``),
 builds itself from its table (``from_config``, with cross-checks against the chip), says
 how many work items a complete run finishes (``work_items``; ``WORK_UNIT`` names them), and
 makes the program every CU of a shard runs (``program``) or every box chip of a system runs
@@ -12,7 +12,7 @@ makes the program every CU of a shard runs (``program``) or every box chip of a 
 A program starts tasks on CUs (``start``) and reacts to the messages they receive
 (``on_message``); tasks are generators that yield what they wait for (sim/tasks.py). The
 reports ask it for its figures (``figures``, ``serving_figures``, ``input_figures``,
-``system_figures``); ``PREEMPTS`` says whether it serves requests it can preempt.
+``system_figures``).
 
 A workload class subclasses ``Workload`` to take the defaults written here and in
 sim/chip/program.py (``ChipWorkload``: what a chip run asks of it; no checks, no figures, no
@@ -32,6 +32,7 @@ from sim.chip.program import ChipWorkload, Program
 from sim.keys import Issue, Table
 from sim.registry import Registry
 from sim.tasks import Task as Task  # re-exported: a workload's tasks are sim/tasks.py's
+from sim.workloads.capabilities import Capabilities as Capabilities  # re-exported: the record every workload declares
 
 if TYPE_CHECKING:
     from mapping.chips import ChipSpec
@@ -76,15 +77,12 @@ class Workload(ChipWorkload, Protocol):
     chip run asks of it (``ChipWorkload``: its program and figures), and what the config and a
     system of chips ask.
 
-    Members with a body here are defaults a subclass takes; ``SYSTEM`` and ``MAPS_GRAPH``
-    have none: every workload says where it runs and whether it maps a graph."""
+    Members with a body here are defaults a subclass takes; ``CAPABILITIES`` has none: every
+    workload declares what it can do."""
 
     SECTION: ClassVar[str]  # its table under [workload]
     KEYS: ClassVar[Table]
-    SYSTEM: ClassVar[bool]  # runs on a system of box chips (needs a [system]), not on one chip's grid
-    MAPS_GRAPH: ClassVar[bool]  # may map `rdasim map`'s graph keys itself (its table takes them; they are checked)
-    PREEMPTS: ClassVar[bool] = False  # serves requests it can preempt (memory.on_oom = "preempt", admit_watermark)
-    SOCKET: ClassVar[bool] = False  # a system workload that simulates a socket's grid (the [chip]) to price its steps
+    CAPABILITIES: ClassVar[Capabilities]  # where it runs, whether it maps a graph, ... (capabilities.py)
     # its summary figures on how a chip run was computed, not what it simulated (anchors taken from a
     # cache, simulated ahead and unused): out of the result hash, so a cached or parallel run hashes alike
     UNHASHED: ClassVar[tuple[str, ...]] = ()

@@ -43,6 +43,7 @@ from sim.chip.units import Compute, Replies
 from sim.keys import Field, Issue, Table
 from sim.workloads import WORKLOADS, ChipContext, Workload
 from sim.workloads.base import Floorplan, memory_tier
+from sim.workloads.capabilities import Capabilities
 
 SCHEDULES = ("coarse", "interleaved", "dynamic")
 
@@ -80,8 +81,7 @@ class AttentionParParams(Workload):
     source: int = -1
 
     SECTION: ClassVar[str] = "attention"
-    SYSTEM: ClassVar[bool] = False
-    MAPS_GRAPH: ClassVar[bool] = False
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(system=False, maps_graph=False)
     WORK_UNIT: ClassVar[str] = "sequences"
     token_unit: ClassVar[str] = "generated tokens"  # one per sequence: a decode step
     KEYS: ClassVar[Table] = Table({

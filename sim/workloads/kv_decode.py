@@ -53,6 +53,7 @@ from sim.serving.trace import RequestTrace
 from sim.serving.trace_formats import NAMES as TRACE_FORMATS
 from sim.workloads import WORKLOADS, ChipContext, Workload
 from sim.workloads.base import Floorplan, attention_cycles, tile_field, tile_id, tile_of
+from sim.workloads.capabilities import Capabilities
 
 KV_BUFFER = buffer_label(1, "kv")
 
@@ -78,11 +79,10 @@ class KvParams(Workload):
     prefix_block_tokens: int = 0  # tokens of a shared prefix block (0: the trace's block)
 
     SECTION: ClassVar[str] = "decode"
-    SYSTEM: ClassVar[bool] = False
-    MAPS_GRAPH: ClassVar[bool] = False
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(system=False, maps_graph=False, preempts=True)
+    TABLES: ClassVar[tuple[str, ...]] = ("run_requests",)  # its requests' latencies
     WORK_UNIT: ClassVar[str] = "sequences"
     token_unit: ClassVar[str] = "generated tokens"  # output tokens (a prompt's are not counted)
-    PREEMPTS: ClassVar[bool] = True
     KEYS: ClassVar[Table]  # set below the class (it reads the defaults)
 
     @classmethod

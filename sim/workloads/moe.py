@@ -41,6 +41,7 @@ from sim.memory.policies import largest_buffer
 from sim.serving.trace import TraceError
 from sim.workloads import WORKLOADS, ChipContext, Workload
 from sim.workloads.base import STREAM_ROUTE, Floorplan, tile_field, tile_id, tile_of
+from sim.workloads.capabilities import Capabilities
 from sim.workloads.routing_trace import ExpertOutOfRange, RoutingTrace, imbalance_of, read_routing, select, skew_of
 
 ACTIVATION = buffer_label(2, "activation")
@@ -66,8 +67,7 @@ class MoeParams(Workload):
     trace: RoutingTrace | None = None  # replayed routes instead of the Zipf draw
 
     SECTION: ClassVar[str] = "moe"
-    SYSTEM: ClassVar[bool] = False
-    MAPS_GRAPH: ClassVar[bool] = False
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(system=False, maps_graph=False)
     WORK_UNIT: ClassVar[str] = "steps"
     token_unit: ClassVar[str] = "routed tokens"  # a step's tokens, each once whatever its top_k
     KEYS: ClassVar[Table]

@@ -47,6 +47,7 @@ from sim.keys import Field, Issue, Table
 from sim.serving.trace import TraceError
 from sim.workloads import WORKLOADS, ChipContext, Workload
 from sim.workloads.base import Floorplan, memory_tier
+from sim.workloads.capabilities import Capabilities
 from sim.workloads.routing_trace import step_file
 
 TOKEN_TILE = buffer_label(20, "token-tile")
@@ -71,8 +72,7 @@ class MoeTilingParams(Workload):
     source: int = -1  # unit id of the memory tier's controller
 
     SECTION: ClassVar[str] = "tiling"
-    SYSTEM: ClassVar[bool] = False
-    MAPS_GRAPH: ClassVar[bool] = False
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(system=False, maps_graph=False)
     WORK_UNIT: ClassVar[str] = "token shares"  # a scatter's tokens, read in and (by its combiner) stored
     token_unit: ClassVar[str] = "routed tokens"
     KEYS: ClassVar[Table] = Table({

@@ -26,6 +26,7 @@ from sim.chip.units import Replies, Sleep
 from sim.keys import Field, Issue, Table
 from sim.workloads import WORKLOADS, ChipContext, Workload
 from sim.workloads.base import Floorplan, tile_field, tile_of
+from sim.workloads.capabilities import Capabilities
 
 RACE_BUFFER = buffer_label(4, "race")
 
@@ -46,8 +47,7 @@ class RaceParams(Workload):
     data_bytes: int = 256
 
     SECTION: ClassVar[str] = "race"
-    SYSTEM: ClassVar[bool] = False
-    MAPS_GRAPH: ClassVar[bool] = False
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(system=False, maps_graph=False)
     WORK_UNIT: ClassVar[str] = "trials"
     token_unit: ClassVar[str] = "trials"  # completed trials
     KEYS: ClassVar[Table]

@@ -30,6 +30,7 @@ from sim.chip.units import Compute, Replies
 from sim.keys import Field, Issue, Table
 from sim.workloads import WORKLOADS, ChipContext, Workload
 from sim.workloads.base import tile_field, tile_of
+from sim.workloads.capabilities import Capabilities
 
 KiB = 1024
 
@@ -53,8 +54,7 @@ class StreamParams(Workload):
     compute_cycles: float = 0.0
 
     SECTION: ClassVar[str] = "stream"
-    SYSTEM: ClassVar[bool] = False
-    MAPS_GRAPH: ClassVar[bool] = False
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(system=False, maps_graph=False)
     WORK_UNIT: ClassVar[str] = "streams"
     token_unit: ClassVar[str] = "tokens"  # batch columns through every matrix: a decode step's tokens
     KEYS: ClassVar[Table] = Table({

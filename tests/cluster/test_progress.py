@@ -191,3 +191,42 @@ def test_a_notebook_s_output_gets_one_line_redrawn_in_place_as_a_terminal_does()
         clock.t = s / 2
         p(s, 100, unit="cycles")
     assert logged.getvalue() == ""
+
+
+@pytest.mark.parametrize("spec", ["sweep_policies.toml", "sweep_noc.toml", "sweep_run.toml"])
+def test_a_sweep_s_eta_has_a_basis_from_the_start_in_predicted_seconds(spec):
+    """The same replays with the sweep's estimator (priors in predicted seconds, a fresh worker's start-up):
+    an estimate from the first ask, before any point has finished, within 2x of the truth then and at
+    20, 50 and 80 %, where without predicted seconds there was none before the first warm point."""
+    from cluster.sweep.cost import START_UP_SECONDS, features, prior
+    from cluster.sweep.plan import plan_sweep
+    from cluster.sweep.resume import interleaved
+
+    recorded = json.loads((TEST_DATA / "eta" / "point_seconds.json").read_text())
+    seconds, start_up = recorded[spec], recorded["start_up"][spec]
+    plan = plan_sweep(EXAMPLES / spec)
+    cost = {p.id: s for p, s in zip(plan.points, seconds)}
+    points = interleaved(plan.points)
+    costs = [cost[p.id] + (start_up if i < 2 else 0.0) for i, p in enumerate(points)]
+    said = replay(costs, [features(p.values) for p in points], parallel=2,
+                  priors=[prior(plan.command.name, p.config) for p in points], unit_seconds=1.0,
+                  start_up=START_UP_SECONDS)
+    assert said[0].at == 0.0 and said[0].left is not None and 0.5 <= said[0].left / said[0].truth <= 2.0
+    assert all(e.left is not None for e in said)
+    total = said[-1].at + 1
+    for share in (0.2, 0.5, 0.8):
+        found = shown_at(said, total, share)
+        assert found is not None and 0.5 <= found.left / found.truth <= 2.0, (share, found)
+
+
+def test_a_sweep_s_first_progress_line_carries_an_eta(tmp_path, monkeypatch, capsys):
+    """Four noop points of 0.01-0.04 s in-process: the first line, drawn before any point has run, already
+    says how long is left (from the points' predicted seconds)."""
+    from cluster.cli import main
+
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[sweep]\nname = "first"\ncommand = "noop"\n[axes]\nnoop.sleep = [0.01, 0.02, 0.03, 0.04]\n')
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "out"), "--in-process"]) == 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("sweep first: ") and
+             "/4 points" in line]
+    assert lines and lines[0].startswith("sweep first: 0/4 points") and "left" in lines[0], lines

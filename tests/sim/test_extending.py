@@ -1,8 +1,8 @@
 """Adding a memory policy, a reclamation protocol or a workload takes one module: here each is
 defined and registered in this file alone, configured by name with its own keys, and run. The
-config follows what a workload declares (where it runs, whether it maps a graph, its own checks),
-never its name: a system workload and a graph-mapping one defined here are treated as the
-built-in ones are."""
+config follows what a workload declares (its capabilities: where it runs, whether it maps a
+graph or preempts; its own checks), never its name: a system workload, a graph-mapping one and a
+preempting one defined here are treated as the built-in ones are."""
 
 import math
 from dataclasses import dataclass
@@ -12,7 +12,8 @@ import pytest
 
 from cluster.config import ConfigError, load
 from cluster.config.run import RUN_SCHEMA, chip_config, system_config
-from cluster.jobs.chip import simulate_chip
+from cluster.jobs.chip import ChipJob, simulate_chip
+from cluster.jobs.job import execute
 from cluster.jobs.system import simulate_system
 from mapping.placement import MuRoom
 from sim.chip import messages as m
@@ -22,8 +23,9 @@ from sim.chip.spec import CU
 from sim.chip.units import Replies
 from sim.keys import Field, Issue, Table
 from sim.memory.policies import POLICIES, Extent, Growth, PolicyParams, StorageBase
+from sim.serving.metrics import Objectives, RequestLog, serving_figures
 from sim.system.shard import Recv
-from sim.workloads import WORKLOADS, Workload
+from sim.workloads import WORKLOADS, Capabilities, Workload
 from sim.workloads.base import Floorplan, tile_field, tile_of
 
 
@@ -97,8 +99,7 @@ class PingParams(Workload):
     cu: tuple = (0, 0)
 
     SECTION: ClassVar[str] = "ping"
-    SYSTEM: ClassVar[bool] = False
-    MAPS_GRAPH: ClassVar[bool] = False
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(system=False, maps_graph=False)
     token_unit: ClassVar[str] = "pings"  # what its tokens count: round trips done
     KEYS: ClassVar[Table] = Table({"pings": Field("int", 3, "round trips", min=1),
                                    "nbytes": Field("size", 1000, "bytes per buffer", min=1),
@@ -170,6 +171,80 @@ def test_a_policy_and_a_workload_registered_here_run(registered):
     assert list(tables["buffers"]["peak_bytes"]) == [3000] * 4
 
 
+
+@dataclass(frozen=True)
+class PatientPingParams(PingParams):
+    """Ping declaring that it serves requests it can preempt: the config then takes memory.on_oom = "preempt"."""
+
+    kind: str = "patient-ping"
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(system=False, maps_graph=False, preempts=True)
+
+
+def test_preemption_follows_the_capability_a_workload_declares(registered):
+    raw = {**RAW, "memory": {**RAW["memory"], "on_oom": "preempt"}}
+    with pytest.raises(ConfigError) as e:
+        chip_config(load(RUN_SCHEMA, raw=raw))
+    assert "memory.on_oom: preempt: ping cannot preempt; the workloads that can are " in str(e.value)
+    assert "patient-ping" not in str(e.value)
+    WORKLOADS.register("patient-ping")(PatientPingParams)
+    try:
+        cfg = chip_config(load(RUN_SCHEMA, raw={**raw, "workload": {"kind": "patient-ping"}}))
+        assert (cfg.workload.kind, cfg.on_oom) == ("patient-ping", "preempt")
+        with pytest.raises(ConfigError) as e:  # the refusal of the one that cannot names the one that can
+            chip_config(load(RUN_SCHEMA, raw=raw))
+        assert "patient-ping" in str(e.value).split("the workloads that can are ")[1]
+    finally:
+        WORKLOADS.unregister("patient-ping")
+
+
+class ServedPing(Ping):
+    """Ping whose round trips are requests served, each logged as its scheduler would (one token)."""
+
+    def _run(self, cu):
+        yield from super()._run(cu)
+        for i in range(self.p.pings):
+            cu.shard.log(RequestLog(i, 0, 0, (cu.shard.now,), 0, "ok"))
+
+
+@dataclass(frozen=True)
+class ServedPingParams(PingParams):
+    """Ping declaring the table its serving figures give (run_requests: its columns under "requests")."""
+
+    kind: str = "served-ping"
+    TABLES: ClassVar[tuple[str, ...]] = ("run_requests",)
+
+    def program(self, cfg):
+        return ServedPing(self, cfg)
+
+    def serving_figures(self, logged, clock_hz, seconds):
+        return serving_figures([x for x in logged if isinstance(x, RequestLog)], [], clock_hz, seconds, Objectives())
+
+
+@dataclass(frozen=True)
+class ForgetfulPingParams(ServedPingParams):
+    """Served ping that gives run_requests' columns without declaring the table."""
+
+    kind: str = "forgetful-ping"
+    TABLES: ClassVar[tuple[str, ...]] = ()
+
+
+def test_a_run_writes_the_tables_its_workload_declares_and_no_other(registered):
+    every_run = {"run_summary", "run_mu_series", "run_buffers", "run_links", "run_energy"}
+    assert set(execute(ChipJob(load(RUN_SCHEMA, raw=RAW)), quiet=True).tables) == every_run
+    for cls in (ServedPingParams, ForgetfulPingParams):
+        WORKLOADS.register(cls.kind)(cls)
+    try:
+        served = execute(ChipJob(load(RUN_SCHEMA, raw={**RAW, "workload": {"kind": "served-ping"}})), quiet=True)
+        assert set(served.tables) == every_run | {"run_requests"}
+        requests = served.tables["run_requests"]
+        # the default 3 pings, a token each
+        assert requests["request"].to_pylist() == [0, 1, 2] and requests["tokens"].to_pylist() == [1] * 3
+        with pytest.raises(ValueError, match="forgetful-ping gave columns of tables it does not declare.*requests"):
+            execute(ChipJob(load(RUN_SCHEMA, raw={**RAW, "workload": {"kind": "forgetful-ping"}})), quiet=True)
+    finally:
+        for cls in (ServedPingParams, ForgetfulPingParams):
+            WORKLOADS.unregister(cls.kind)
+
 def test_their_keys_are_checked_like_any_other(registered):
     bad = {**RAW, "memory": {"policy": "exact-fit", "exact_cap": "lots"},
            "workload": {"kind": "ping", "ping": {"pingz": 2}}}
@@ -217,8 +292,7 @@ class EchoParams(Workload):
     rounds: int = 2
 
     SECTION: ClassVar[str] = "echo"
-    SYSTEM: ClassVar[bool] = True
-    MAPS_GRAPH: ClassVar[bool] = False
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(system=True, maps_graph=False)
     WORK_UNIT: ClassVar[str] = "round trips"
     KEYS: ClassVar[Table] = Table({"nbytes": Field("size", 1 << 16, "bytes each way", min=1),
                                    "rounds": Field("int", 2, "round trips", min=1)}, doc="echo")
@@ -269,8 +343,7 @@ class SketchParams(Workload):
     graph: str = ""
 
     SECTION: ClassVar[str] = "sketch"
-    SYSTEM: ClassVar[bool] = False
-    MAPS_GRAPH: ClassVar[bool] = True
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(system=False, maps_graph=True)
     KEYS: ClassVar[Table] = Table({"plan": Field("str", "", "plan.json (else the graph keys)")}, doc="sketch")
 
     @classmethod

@@ -44,8 +44,8 @@ def _judge(rows: list[Row]) -> list[Check]:
 
 
 def _draw(rows: list[Row], plt):
-    return bars(rows, _case, (("peak MU utilisation", lambda r: r.get("peak_mu_utilization")),
-                              ("tokens / s", lambda r: r.get("tokens_per_second"))),
+    return bars(rows, _case, (("peak MU utilisation", "peak_mu_utilization"),
+                              ("tokens / s", "tokens_per_second")),
                 plt, "Buffers per MU: every sequence at once (toy, plasticine)")
 
 

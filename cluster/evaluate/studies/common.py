@@ -37,14 +37,16 @@ def served(r: Row | None) -> str:
     return f"{r.get('requests_finished') or r.get('requests', 0) - r.get('requests_failed', 0)}/{r.get('requests')}"
 
 
-def bars(rows: list[Row], label: Callable[[Row], str], panels: Sequence[tuple[str, Callable[[Row], float | None]]],
-         plt, title: str):
+Panel = tuple[str, str | Callable[[Row], float | None]]  # (y label, a run_summary column or a function of the row)
+
+
+def bars(rows: list[Row], label: Callable[[Row], str], panels: Sequence[Panel], plt, title: str):
     """One bar panel a figure of merit, a bar a row (a missing figure drawn as no bar)."""
     fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 3.4), layout="constrained", squeeze=False)
     names = [label(r) for r in rows]
     colours = [f"C{i % 10}" for i in range(len(rows))]
     for ax, (ylabel, value) in zip(axes[0], panels):
-        heights = [value(r) for r in rows]
+        heights = [r.get(value) if isinstance(value, str) else value(r) for r in rows]
         ax.bar(range(len(rows)), [h if h is not None else 0.0 for h in heights], color=colours)
         ax.set_xticks(range(len(rows)), names, rotation=35, ha="right", fontsize=7)
         ax.set_ylabel(ylabel, fontsize=8)

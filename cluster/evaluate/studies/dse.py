@@ -85,7 +85,7 @@ def _judge(rows: list[Row]) -> list[Check]:
 def _draw(rows: list[Row], plt):
     ok = _feasible(rows)
     if not ok:
-        return bars(rows, _case, (("tokens / s", lambda r: r.get("tokens_per_second")),), plt, "DSE: no feasible trial")
+        return bars(rows, _case, (("tokens / s", "tokens_per_second"),), plt, "DSE: no feasible trial")
     fig, ax = plt.subplots(figsize=(5.4, 3.6), layout="constrained")
     energy = [r["energy_per_token_joules"] * 1e6 for r in ok]
     lo, hi = min(energy), max(energy)

@@ -80,10 +80,10 @@ def _judge(rows: list[Row]) -> list[Check]:
 
 
 def _draw(rows: list[Row], plt):
-    return bars(rows, _case, (("step cycles", lambda r: r.get("sim_cycles")),
-                              ("peak MU reserved", lambda r: r.get("peak_mu_reserved")),
-                              ("peak MU utilisation", lambda r: r.get("peak_mu_utilization")),
-                              ("bytes copied", lambda r: r.get("bytes_copied"))),
+    return bars(rows, _case, (("step cycles", "sim_cycles"),
+                              ("peak MU reserved", "peak_mu_reserved"),
+                              ("peak MU utilisation", "peak_mu_utilization"),
+                              ("bytes copied", "bytes_copied")),
                 plt, "Llama-3.1-8B layer decode, KV in MUs, sn40l")
 
 

@@ -56,9 +56,9 @@ def _judge(rows: list[Row]) -> list[Check]:
 
 
 def _draw(rows: list[Row], plt):
-    return bars(rows, _case, (("requests served (of 64)", lambda r: r.get("requests_finished")),
-                              ("peak MU utilisation", lambda r: r.get("peak_mu_utilization")),
-                              ("tokens / s", lambda r: r.get("tokens_per_second"))),
+    return bars(rows, _case, (("requests served (of 64)", "requests_finished"),
+                              ("peak MU utilisation", "peak_mu_utilization"),
+                              ("tokens / s", "tokens_per_second")),
                 plt, "Memory pressure: kv_decode_pressure.toml (toy, plasticine)")
 
 

@@ -57,9 +57,9 @@ def _judge(rows: list[Row]) -> list[Check]:
 
 
 def _draw(rows: list[Row], plt):
-    return bars(rows, _case, (("tokens / s", lambda r: r.get("tokens_per_second")),
-                              ("sync messages", lambda r: r.get("sync_messages")),
-                              ("sync wait cycles", lambda r: r.get("sync_wait_cycles")),
+    return bars(rows, _case, (("tokens / s", "tokens_per_second"),
+                              ("sync messages", "sync_messages"),
+                              ("sync wait cycles", "sync_wait_cycles"),
                               ("oracle violations", violations)),
                 plt, "Reclamation protocols on MoE activations, sn40l")
 

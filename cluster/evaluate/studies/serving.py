@@ -38,7 +38,7 @@ def _judge(rows: list[Row]) -> list[Check]:
 
 
 def _draw(rows: list[Row], plt):
-    return bars(rows, _case, (("tokens / s", lambda r: r.get("tokens_per_second")),
+    return bars(rows, _case, (("tokens / s", "tokens_per_second"),
                               ("TTFT p50 (ms)", lambda r: (r.get("ttft_p50_seconds") or 0) * 1e3),
                               ("TBT p50 (ms)", lambda r: (r.get("tbt_p50_seconds") or 0) * 1e3),
                               ("HBM peak (GB)", lambda r: (r.get("hbm_peak_bytes") or 0) / 1e9)),

@@ -55,9 +55,9 @@ def _judge(rows: list[Row]) -> list[Check]:
 
 
 def _draw(rows: list[Row], plt):
-    return bars(rows, _case, (("tokens / s", lambda r: r.get("tokens_per_second")),
-                              ("peak MU reserved", lambda r: r.get("peak_mu_reserved")),
-                              ("bytes copied", lambda r: r.get("bytes_copied"))),
+    return bars(rows, _case, (("tokens / s", "tokens_per_second"),
+                              ("peak MU reserved", "peak_mu_reserved"),
+                              ("bytes copied", "bytes_copied")),
                 plt, "Speculative decoding (toy, plasticine)")
 
 

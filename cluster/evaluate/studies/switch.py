@@ -32,8 +32,8 @@ def _judge(rows: list[Row]) -> list[Check]:
 
 
 def _draw(rows: list[Row], plt):
-    return bars(rows, _case, (("tokens / s", lambda r: r.get("tokens_per_second")),
-                              ("sync messages", lambda r: r.get("sync_messages")),
+    return bars(rows, _case, (("tokens / s", "tokens_per_second"),
+                              ("sync messages", "sync_messages"),
                               ("oracle violations", violations)),
                 plt, "Switch-Base-128 (128 experts, top-1), sn40l")
 

@@ -48,8 +48,8 @@ def _judge(rows: list[Row]) -> list[Check]:
 
 def _draw(rows: list[Row], plt):
     return bars(rows, _case, (("weight requests (top-ups)", requests),
-                              ("sync wait cycles", lambda r: r.get("sync_wait_cycles")),
-                              ("tokens / s", lambda r: r.get("tokens_per_second"))),
+                              ("sync wait cycles", "sync_wait_cycles"),
+                              ("tokens / s", "tokens_per_second")),
                 plt, "Weight width of partial-free references, sn40l")
 
 

@@ -271,35 +271,8 @@ def build_partitions(plan: MappingPlan, placement: GridPlacement, spec: ChipSpec
     out = []
     for part in placement.partitions:
         kernels = {k.name: k for k in part.kernels}
-        buffers: list[BufferSpec] = []
-        readers: dict[tuple[int, int], list[int]] = {}  # (buffer, writer CU) -> reader CUs, sorted later
-        reads: dict[int, list[StripeRead]] = {}
-        writes: dict[int, list[tuple[int, int]]] = {}
-        for b, pb in enumerate(part.buffers):
-            stripes = []
-            for s, st in enumerate(pb.stripes):
-                writer = kernels[pb.producer].cus[st.writer] if st.writer >= 0 else -1
-                stripes.append(StripeSpec(st.mu, st.bytes, st.hi - st.lo, writer))
-                if writer >= 0:
-                    writes.setdefault(writer, []).append((b, s))
-            buffers.append(BufferSpec(pb.name, pb.kind, pb.depth, tuple(stripes), lags.get(pb.name, 0)))
-            for c in pb.consumers:
-                cus = kernels[c].cus
-                whole = reads_whole(kplan[c], batched_share) and pb.kind == "tiles"
-                trees = multicast_trees(cus, len(pb.stripes), spec.cols) if whole and multicast else None
-                for j, cu in enumerate(cus):
-                    lo, hi = (0, pb.tile_bytes) if whole else share(pb.tile_bytes, len(cus), j)
-                    for s, st in enumerate(pb.stripes):
-                        nbytes = min(hi, st.hi) - max(lo, st.lo)
-                        if nbytes > 0:
-                            parent, children = trees[s][cu] if trees else (-1, ())
-                            reads.setdefault(cu, []).append(StripeRead(b, s, nbytes, parent, children))
-                            if stripes[s].writer >= 0:
-                                r = readers.setdefault((b, stripes[s].writer), [])
-                                if cu not in r:
-                                    r.append(cu)
-        for r in readers.values():
-            r.sort()
+        wired = _wire_buffers(part, kernels, kplan, lags, spec, batched_share, multicast)
+        buffers, readers, reads, writes = wired.buffers, wired.readers, wired.reads, wired.writes
         spilled_in = {k: [t for t in plan.tensors if t.consumer == k and not t.on_chip] for k in kernels}
         spilled_out = {k: [t for t in plan.tensors if t.producer == k and not t.on_chip] for k in kernels}
         slots = []
@@ -310,30 +283,8 @@ def build_partitions(plan: MappingPlan, placement: GridPlacement, spec: ChipSpec
             route = expert_route(kp)
             local = route[0] // max(1, plan.tp) if route else 0  # experts living on each chip
             for j, cu in enumerate(pk.cus):
-                def mine(total: float, whole: bool = False, n: int = n, j: int = j) -> int:
-                    """This CU's share of ``total`` bytes (all of it when ``whole``)."""
-                    lo, hi = share(int(round(total)), n, j)
-                    return int(round(total)) if whole else hi - lo
-
-                # a spilled input comes from DRAM once: each CU loads its share (handing the rest
-                # of the tile round on chip is not modelled)
-                dram_in = sum(mine(t.tile_bytes) for t in spilled_in[name])
-                # a streamed weight (a weight kernel alone in its partition, or homed in a tier)
-                # comes a slice per tile, each byte once per graph pass
-                weight = mine(kp.weight_bytes / tiles) if kp.streamed else 0
-                extra = mine(kp.extra_dram_bytes / tiles) if not on_chip else 0  # a cache not in MUs, ...
-                tier_in: dict[str, int] = {}
-                tier_out: dict[str, int] = {}
-                if homes.weights != "mu" and weight:
-                    tier_in[homes.source] = weight
-                else:
-                    dram_in += weight
-                if homes.kv != "mu" and extra and kp.role.startswith(("read:", "append:")):
-                    into = tier_in if kp.role.startswith("read:") else tier_out
-                    into[homes.kv] = into.get(homes.kv, 0) + extra
-                else:
-                    dram_in += extra
-                dram_out = sum(mine(t.tile_bytes) for t in spilled_out[name])
+                dram_in, dram_out, tier_in, tier_out = _cu_bytes(kp, j, n, tiles, spilled_in[name], spilled_out[name],
+                                                                 on_chip, homes)
                 cache_reads = tuple((c, s) for c, pc in enumerate(placement.caches) for s, st in enumerate(pc.stripes)
                                     if pc.reader == name and st.lo == j)
                 cache_appends = tuple((c, s) for c, pc in enumerate(placement.caches)
@@ -354,6 +305,84 @@ def build_partitions(plan: MappingPlan, placement: GridPlacement, spec: ChipSpec
                                     pp.compute_seconds, pp.memory_seconds, pp.network_seconds, pp.seconds,
                                     part.traffic, part.traffic_bound))
     return tuple(out)
+
+
+@dataclass(frozen=True)
+class _Wiring:
+    """A partition's buffers and who touches them: each CU's stripe reads and (buffer, stripe)
+    writes, and the reader CUs of each (buffer, writer CU), sorted."""
+
+    buffers: list[BufferSpec]
+    readers: dict[tuple[int, int], list[int]]
+    reads: dict[int, list[StripeRead]]
+    writes: dict[int, list[tuple[int, int]]]
+
+
+def _wire_buffers(part, kernels: dict, kplan: dict, lags: dict[str, int], spec: ChipSpec, batched_share: bool,
+                  multicast: bool) -> _Wiring:
+    """The stripes of each of ``part``'s buffers, who writes them and what each consumer CU
+    reads of them (its share of a tile, or all of it when it reads the tile whole)."""
+    buffers: list[BufferSpec] = []
+    readers: dict[tuple[int, int], list[int]] = {}  # (buffer, writer CU) -> reader CUs, sorted below
+    reads: dict[int, list[StripeRead]] = {}
+    writes: dict[int, list[tuple[int, int]]] = {}
+    for b, pb in enumerate(part.buffers):
+        stripes = []
+        for s, st in enumerate(pb.stripes):
+            writer = kernels[pb.producer].cus[st.writer] if st.writer >= 0 else -1
+            stripes.append(StripeSpec(st.mu, st.bytes, st.hi - st.lo, writer))
+            if writer >= 0:
+                writes.setdefault(writer, []).append((b, s))
+        buffers.append(BufferSpec(pb.name, pb.kind, pb.depth, tuple(stripes), lags.get(pb.name, 0)))
+        for c in pb.consumers:
+            cus = kernels[c].cus
+            whole = reads_whole(kplan[c], batched_share) and pb.kind == "tiles"
+            trees = multicast_trees(cus, len(pb.stripes), spec.cols) if whole and multicast else None
+            for j, cu in enumerate(cus):
+                lo, hi = (0, pb.tile_bytes) if whole else share(pb.tile_bytes, len(cus), j)
+                for s, st in enumerate(pb.stripes):
+                    nbytes = min(hi, st.hi) - max(lo, st.lo)
+                    if nbytes > 0:
+                        parent, children = trees[s][cu] if trees else (-1, ())
+                        reads.setdefault(cu, []).append(StripeRead(b, s, nbytes, parent, children))
+                        if stripes[s].writer >= 0:
+                            r = readers.setdefault((b, stripes[s].writer), [])
+                            if cu not in r:
+                                r.append(cu)
+    for r in readers.values():
+        r.sort()
+    return _Wiring(buffers, readers, reads, writes)
+
+
+def _cu_bytes(kp, j: int, n: int, tiles: int, spilled_in: list, spilled_out: list, on_chip: bool,
+              homes: Homes) -> tuple[int, int, dict[str, int], dict[str, int]]:
+    """CU ``j`` of ``n`` of kernel ``kp``: its bytes from and to DRAM a tile, and from and to each
+    memory tier (by tier name)."""
+    def mine(total: float) -> int:
+        """This CU's share of ``total`` bytes."""
+        lo, hi = share(int(round(total)), n, j)
+        return hi - lo
+
+    # a spilled input comes from DRAM once: each CU loads its share (handing the rest
+    # of the tile round on chip is not modelled)
+    dram_in = sum(mine(t.tile_bytes) for t in spilled_in)
+    # a streamed weight (a weight kernel alone in its partition, or homed in a tier)
+    # comes a slice per tile, each byte once per graph pass
+    weight = mine(kp.weight_bytes / tiles) if kp.streamed else 0
+    extra = mine(kp.extra_dram_bytes / tiles) if not on_chip else 0  # a cache not in MUs, ...
+    tier_in: dict[str, int] = {}
+    tier_out: dict[str, int] = {}
+    if homes.weights != "mu" and weight:
+        tier_in[homes.source] = weight
+    else:
+        dram_in += weight
+    if homes.kv != "mu" and extra and kp.role.startswith(("read:", "append:")):
+        into = tier_in if kp.role.startswith("read:") else tier_out
+        into[homes.kv] = into.get(homes.kv, 0) + extra
+    else:
+        dram_in += extra
+    dram_out = sum(mine(t.tile_bytes) for t in spilled_out)
+    return dram_in, dram_out, tier_in, tier_out
 
 
 def build_caches(placement: GridPlacement) -> tuple[CacheSpec, ...]:

@@ -11,6 +11,7 @@ from mapping.placement import GridPlacement, PlacementError
 from mapping.plan import MappingPlan
 from sim.keys import Field, Issue, Table
 from sim.workloads import WORKLOADS, ChipContext, Workload
+from sim.workloads.capabilities import Capabilities
 from sim.workloads.dataflow.compile import IN_MUS, CacheSpec, Homes, PartitionProgram, build_caches, build_partitions
 from sim.workloads.dataflow.figures import summarise
 from sim.workloads.dataflow.planning import plan_for
@@ -40,8 +41,8 @@ class DataflowParams(Workload):
 
     # what the workload seam asks of the class (sim/workloads/__init__.py), kept together
     SECTION: ClassVar[str] = "dataflow"
-    SYSTEM: ClassVar[bool] = False
-    MAPS_GRAPH: ClassVar[bool] = True  # else a plan file
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(system=False, maps_graph=True)  # else a plan file
+    TABLES: ClassVar[tuple[str, ...]] = ("run_partitions", "run_kernels")
     KEYS: ClassVar[Table] = Table({
         "plan": Field("str", "", "plan.json written by `rdasim map --out DIR` (else the graph keys are mapped here)"),
         "passes": Field("int", 1, "graph passes to simulate", min=1),

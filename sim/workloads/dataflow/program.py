@@ -368,49 +368,84 @@ class Dataflow:
         cu.signal(signal_tag(run, i, WRITTEN))
         cu.signal(signal_tag(run, i, FREED))
 
+    def _issue_reads(self, cu, start, part: PartitionProgram, slot: SlotSpec, refs: dict, cache: dict, rep: int,
+                     first: int, i: int) -> list[int]:
+        """Request what tile ``i`` of this CU's share of a kernel reads (its stripes, by multicast
+        where they come down a tree; DRAM, tiers, its caches' parts): the tags to wait for."""
+        units = len(self.dram)
+        tags = []
+        for r in slot.reads:
+            ref = refs[r.buffer, r.stripe]
+            buf = part.buffers[r.buffer]
+            st = buf.stripes[r.stripe]
+            if i < buf.lag:  # a loop-carried tile from before the loop's first: none to read
+                continue
+            pos = st.tile_bytes * (i - buf.lag + 1) if buf.kind == "tiles" else st.tile_bytes
+            if r.parent >= 0 or r.children:  # by multicast: its tree's root reads it, the rest are relayed it
+                mtag = multicast_tag(start.buf, i, r.buffer, r.stripe)
+                if r.parent < 0:
+                    t = cu.request(m.READ_REQ, ref.mu, nbytes=r.nbytes, arg=pos, mu=ref.mu, buf=ref.buf,
+                                   alloc=ref.alloc, flags=m.STREAM)
+                    cu.spawn(self._relay(cu, t, mtag, r.children))
+                tags.append(mtag)
+                continue
+            tags.append(cu.request(m.READ_REQ, ref.mu, nbytes=r.nbytes, arg=pos, mu=ref.mu, buf=ref.buf,
+                                   alloc=ref.alloc, flags=m.STREAM))
+        for u, n in _dram_parts(slot.dram_read, first + i, units):
+            tags.append(cu.request(m.READ_REQ, self.dram[u], nbytes=n, arg=cu.uid, buf=-1))
+        for tier, n in slot.tier_reads:  # a slice of a streamed weight, a homed cache's share: one flow each
+            tags.append(cu.request(m.READ_REQ, self.tier[tier], nbytes=n, arg=cu.uid, buf=-1))
+        for c, s in slot.cache_reads:  # a tile's part of the cache as it stood at this pass
+            cs = self.p.caches[c].stripes[s]
+            size = cs.initial + rep * cs.growth
+            lo, hi = share(size, part.tiles, i)
+            ref = cache[c, s]
+            if hi > lo:
+                tags.append(cu.request(m.READ_REQ, ref.mu, nbytes=hi - lo, arg=size, mu=ref.mu, buf=ref.buf,
+                                       alloc=ref.alloc))
+        return tags
+
+    def _release(self, cu, start, part: PartitionProgram, slot: SlotSpec, refs: dict, cache: dict, rep: int,
+                 group: tuple[int, ...]):
+        """After a kernel's last tile: the credits no iteration sends, the last tiles' writes and
+        readers waited for, the caches' new entries appended, and its buffers dropped."""
+        reclaim = self.cfg.reclaim
+        for b, writer, k in slot.credits_to:  # a loop-carried buffer's last tiles, which no iteration reads
+            lag = part.buffers[b].lag
+            for i in range(max(0, part.tiles - lag), part.tiles):
+                cu.send(m.ACK, writer, tag=credit_tag(b, i, k))
+        if group:
+            yield Replies([signal_tag(start.buf, i, FREED) for i in range(max(0, part.tiles - PARTIALS), part.tiles)],
+                          "network")
+        drain = [credit_tag(b, i, k) for b, n in slot.readers
+                 for i in range(max(0, part.tiles - part.buffers[b].depth), part.tiles) for k in range(n)]
+        if drain:
+            yield Replies(drain, "flow")
+        for c, s in slot.cache_appends:  # this pass's new entries
+            ref = cache[c, s]
+            cu.send(m.APPEND, ref.mu, nbytes=self.p.caches[c].stripes[s].growth, mu=ref.mu, buf=ref.buf,
+                    alloc=ref.alloc)
+        for ref in refs.values():
+            drop(cu, ref, reclaim)
+        if rep == self.p.passes - 1:  # its last pass: done with the caches too
+            for key in [*slot.cache_reads, *slot.cache_appends]:
+                if key in cache:
+                    drop(cu, cache.pop(key), reclaim)
+
     def _kernel(self, cu, start, pi: int, refs: dict, cache: dict):
-        shard, reclaim = cu.shard, self.cfg.reclaim
+        """One CU's share of a kernel in one graph pass: each tile's reads (``PREFETCH`` tiles
+        ahead), its compute and its write (or its collectives' task), then the kernel's release."""
+        shard = cu.shard
         part = self.p.partitions[pi]
         slot = part.slots[start.nbytes]
         rep = start.buf // len(self.p.partitions)  # the graph pass
         t0 = shard.now
         compute = 0
         failed = False
-        units = len(self.dram)
-        first = slot.rank[0] * units // slot.rank[1]  # the kernel's CUs start on interfaces spread evenly
+        first = slot.rank[0] * len(self.dram) // slot.rank[1]  # the kernel's CUs start on interfaces spread evenly
 
-        def issue(i: int) -> list[int]:
-            tags = []
-            for r in slot.reads:
-                ref = refs[r.buffer, r.stripe]
-                buf = part.buffers[r.buffer]
-                st = buf.stripes[r.stripe]
-                if i < buf.lag:  # a loop-carried tile from before the loop's first: none to read
-                    continue
-                pos = st.tile_bytes * (i - buf.lag + 1) if buf.kind == "tiles" else st.tile_bytes
-                if r.parent >= 0 or r.children:  # by multicast: its tree's root reads it, the rest are relayed it
-                    mtag = multicast_tag(start.buf, i, r.buffer, r.stripe)
-                    if r.parent < 0:
-                        t = cu.request(m.READ_REQ, ref.mu, nbytes=r.nbytes, arg=pos, mu=ref.mu, buf=ref.buf,
-                                       alloc=ref.alloc, flags=m.STREAM)
-                        cu.spawn(self._relay(cu, t, mtag, r.children))
-                    tags.append(mtag)
-                    continue
-                tags.append(cu.request(m.READ_REQ, ref.mu, nbytes=r.nbytes, arg=pos, mu=ref.mu, buf=ref.buf,
-                                       alloc=ref.alloc, flags=m.STREAM))
-            for u, n in _dram_parts(slot.dram_read, first + i, units):
-                tags.append(cu.request(m.READ_REQ, self.dram[u], nbytes=n, arg=cu.uid, buf=-1))
-            for tier, n in slot.tier_reads:  # a slice of a streamed weight, a homed cache's share: one flow each
-                tags.append(cu.request(m.READ_REQ, self.tier[tier], nbytes=n, arg=cu.uid, buf=-1))
-            for c, s in slot.cache_reads:  # a tile's part of the cache as it stood at this pass
-                st = self.p.caches[c].stripes[s]
-                size = st.initial + rep * st.growth
-                lo, hi = share(size, part.tiles, i)
-                ref = cache[c, s]
-                if hi > lo:
-                    tags.append(cu.request(m.READ_REQ, ref.mu, nbytes=hi - lo, arg=size, mu=ref.mu, buf=ref.buf,
-                                           alloc=ref.alloc))
-            return tags
+        def issue(i: int) -> list[int]:  # tile i's reads, requested
+            return self._issue_reads(cu, start, part, slot, refs, cache, rep, first, i)
 
         group = self._tp_group(slot)
         ahead = deque(issue(j) for j in range(min(PREFETCH, part.tiles)))
@@ -434,27 +469,7 @@ class Dataflow:
                 cu.spawn(self._reduce_and_write(cu, part, slot, refs, start.buf, group, first, i))
             else:
                 yield from self._write_tile(cu, part, slot, refs, i, first)
-        for b, writer, k in slot.credits_to:  # a loop-carried buffer's last tiles, which no iteration reads
-            lag = part.buffers[b].lag
-            for i in range(max(0, part.tiles - lag), part.tiles):
-                cu.send(m.ACK, writer, tag=credit_tag(b, i, k))
-        if group:
-            yield Replies([signal_tag(start.buf, i, FREED) for i in range(max(0, part.tiles - PARTIALS), part.tiles)],
-                          "network")
-        drain = [credit_tag(b, i, k) for b, n in slot.readers
-                 for i in range(max(0, part.tiles - part.buffers[b].depth), part.tiles) for k in range(n)]
-        if drain:
-            yield Replies(drain, "flow")
-        for c, s in slot.cache_appends:  # this pass's new entries
-            ref = cache[c, s]
-            cu.send(m.APPEND, ref.mu, nbytes=self.p.caches[c].stripes[s].growth, mu=ref.mu, buf=ref.buf,
-                    alloc=ref.alloc)
-        for ref in refs.values():
-            drop(cu, ref, reclaim)
-        if rep == self.p.passes - 1:  # its last pass: done with the caches too
-            for key in [*slot.cache_reads, *slot.cache_appends]:
-                if key in cache:
-                    drop(cu, cache.pop(key), reclaim)
+        yield from self._release(cu, start, part, slot, refs, cache, rep, group)
         shard.trace_span(cu.uid, slot.kernel, t0, shard.now - t0, "kernel")
         shard.log(KernelRecord(start.buf, slot.kernel, cu.uid, t0, shard.now, compute, _bytes_in(part, slot),
                                _bytes_out(part, slot)))

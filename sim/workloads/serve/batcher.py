@@ -47,6 +47,7 @@ from sim.serving.scheduling.output import SchedulerOutput
 from sim.serving.scheduling.slot import Request
 from sim.workloads import Task
 from sim.workloads.serve.figures import StepFailure, StepLog
+from sim.workloads.serve.progress import ProgressSink, Served
 from sim.workloads.serve.shapes import Roofline, StepShape
 
 
@@ -168,6 +169,9 @@ class Batcher:
         self.granted: dict[int, int] = {}  # since the last step's record: sequence -> pages
         self.preempted: list[int] = []  # since the last step's record
         self.ended: dict[int, str] = {}  # since the last step's record: sequence -> status
+        self.progress: ProgressSink | None = None  # told each step's end (progress.py); set by the program's watch
+        self.clock_hz = cfg.spec.clock_hz
+        self.span = max(arrivals, default=0) / self.clock_hz  # the trace's last arrival, s
 
     @property
     def now(self) -> int:
@@ -243,6 +247,8 @@ class Batcher:
         self.backend.log(StepLog(self.steps, t0, self.now, len(decode), sum(c for _, c in chunks), shape.tokens,
                                  shape.keys, shape.kv_read, made, int(roof.bytes) - written, written, int(roof.flops)))
         self.steps += 1
+        if self.progress is not None:
+            self.progress(Served(self.now / self.clock_hz, self.span))
         end = self.now  # its tokens made (the finished then give their pages back)
         yield from self._finish_done()
         done = SchedulerOutput(planned.step, t0, end, planned.decode, planned.prefill, made=made,

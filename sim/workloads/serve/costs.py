@@ -26,6 +26,11 @@ with every step at its roofline, notes the anchors it asks for and simulates the
 ``workers`` processes at once; a step then takes its anchor from there, and one the planning
 pass did not foresee is simulated when needed, as without it. Either way every price is the
 same, so the run's steps and result hash are too.
+
+A run shown with progress (a ``sink``, progress.py) tells it the planning pass, each anchor's
+start and end and the anchors dropped; it runs the planning pass even with one worker (its
+anchors then simulated one at a time as steps need them), so the line can count them and say
+how long they will take. Nothing it tells changes a price.
 """
 
 from __future__ import annotations
@@ -40,6 +45,16 @@ from sim.workloads.serve import cache
 from sim.workloads.serve.anchors import StepPlanRun, compute_bound
 from sim.workloads.serve.figures import AnchorLog
 from sim.workloads.serve.prefetch import Ahead, Keys, Simulated, simulate, workers
+from sim.workloads.serve.progress import (
+    AnchorDone,
+    AnchorDropped,
+    AnchorStarted,
+    Planned,
+    Planning,
+    ProgressSink,
+    start_up,
+)
+from sim.workloads.serve.progress import planned as predicted
 from sim.workloads.serve.shapes import Roofline, StepShape, anchor, layer_cost, roofline
 
 # every constant an anchor's simulation reads: part of its step-cache key
@@ -80,11 +95,13 @@ class CostOptions:
 class StepCosts:
     """A run's step prices, its anchors simulated as steps need them (module docstring).
     ``planner``: the anchors the run will ask for, for the planning pass (prefetch.py; None:
-    each simulated when first needed)."""
+    each simulated when first needed); ``sink``: who shows the run's progress (progress.py; None: nobody)."""
 
     def __init__(self, cfg, model: ModelSpec, options: CostOptions = CostOptions(),
-                 planner: Callable[[], list[StepShape]] | None = None):
+                 planner: Callable[[], list[StepShape]] | None = None, sink: ProgressSink | None = None):
         self.cfg = cfg
+        self.sink = sink
+        self.foreseen: set[StepShape] = set()  # anchors the planning pass told the sink of, not yet simulated
         self.model = model
         self.options = options
         self.planner = planner
@@ -104,6 +121,8 @@ class StepCosts:
         if self.options.roofline_only:
             self.wanted.setdefault(a)
             return 1.0
+        if self.ahead:  # the sink told of the workers' anchors finished since the last step
+            self.ahead.poll()
         run = self.anchors.get(a)
         if run is None:
             keys = self._keys(a)
@@ -112,10 +131,13 @@ class StepCosts:
                 hit = self._stored(keys)
                 if hit is not None:
                     got = Simulated(hit, 0.0, cached=True)
+                    if self.sink is not None and a in self.foreseen:  # stored by another process meanwhile
+                        self.sink(AnchorDone(a, 0.0, cached=True))
                 else:
                     if not self.planned:
                         self.planned, self.ahead = True, self._simulate_ahead()
-                    got = (self.ahead and self.ahead.pop(a)) or simulate(self.cfg, self.model, a, self.options, keys)
+                    got = (self.ahead and self.ahead.pop(a)) or self._simulate(a, keys)
+            self.foreseen.discard(a)
             run = got.result()
             self.anchors[a] = run
             self.logs.append(self._log(run, got, self._key_of(run, keys), cached=got.cached))
@@ -139,14 +161,33 @@ class StepCosts:
         e = cache.find(self.options.cache, keys.plain, keys.with_oom)
         return None if e is None else cache.run_of(e)
 
+    def _simulate(self, a: StepShape, keys: Keys) -> Simulated:
+        """The anchor ``a`` simulated in this process now (a step needs it), the sink told."""
+        if self.sink is not None:
+            (told,) = predicted(self.model, [a], self.cfg.spec, self.options.tiles)
+            self.sink(AnchorStarted(told))
+        got = simulate(self.cfg, self.model, a, self.options, keys)
+        if self.sink is not None:
+            self.sink(AnchorDone(a, got.wall_seconds, got.cached))
+        return got
+
     def _simulate_ahead(self) -> Ahead | None:
-        """The planning pass's anchors this run has not got, set to simulate side by side (prefetch.py)."""
+        """The planning pass's anchors this run has not got, set to simulate side by side (prefetch.py);
+        with one worker, run only for a sink (its anchors are then simulated as steps need them)."""
         n = workers(self.options.workers)
-        if n <= 1 or self.planner is None:
+        if self.planner is None or (n <= 1 and self.sink is None):
             return None
+        if self.sink is not None:
+            self.sink(Planning())
         todo = [a for a in self.planner() if a not in self.anchors and self._stored(self._keys(a)) is None]
+        side = n > 1 and len(todo) > 1
+        if self.sink is not None:
+            order = Ahead.order(self.cfg, self.model, todo) if side else todo
+            self.foreseen = set(todo)
+            self.sink(Planned(predicted(self.model, order, self.cfg.spec, self.options.tiles), n if side else 1,
+                              start_up()))
         keys = {a: self._keys(a) for a in todo}
-        return Ahead(self.cfg, self.model, todo, self.options, n, keys) if len(todo) > 1 else None
+        return Ahead(self.cfg, self.model, todo, self.options, n, keys, self.sink) if side else None
 
     def _log(self, run: StepPlanRun, got: Simulated, key: str, cached: bool = False, used: bool = True) -> AnchorLog:
         a, layers = run.shape, self.model.layers
@@ -160,6 +201,10 @@ class StepCosts:
         that none needed (``used`` false); its workers stopped."""
         left = self.ahead.close() if self.ahead else {}
         self.ahead = None
+        if self.sink is not None:  # foreseen, never needed nor simulated: the count of anchors drops them
+            for a in self.foreseen - set(left):
+                self.sink(AnchorDropped(a))
+        self.foreseen = set()
         return self.logs + [self._log(got.run, got, self._key_of(got.run, self._keys(a)), cached=got.cached,
                                       used=False) for a, got in left.items() if got.run is not None]
 

@@ -20,6 +20,7 @@ from sim.serving.requests import prefix_block_issues, trace_of
 from sim.serving.trace import RequestTrace
 from sim.workloads import WORKLOADS, ChipContext, Workload
 from sim.workloads.base import tile_id, tile_of
+from sim.workloads.capabilities import Capabilities
 from sim.workloads.kv_decode import KvParams
 from sim.workloads.serve.costs import CALL_SYNC, CostOptions
 
@@ -50,11 +51,10 @@ class ServeParams(Workload):
     prefix_block_tokens: int = 0  # tokens of a shared prefix block (0: the trace's block; kv-decode's)
 
     SECTION: ClassVar[str] = "decode"
-    SYSTEM: ClassVar[bool] = False
-    MAPS_GRAPH: ClassVar[bool] = False
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(system=False, maps_graph=False, preempts=True)
+    TABLES: ClassVar[tuple[str, ...]] = ("run_requests", "run_steps", "run_anchors")  # steps, the anchors pricing them
     WORK_UNIT: ClassVar[str] = "requests"
     token_unit: ClassVar[str] = "generated tokens"
-    PREEMPTS: ClassVar[bool] = True
     UNHASHED: ClassVar[tuple[str, ...]] = ("anchors_cached", "anchors_unused")  # from the step cache, workers
     KEYS: ClassVar[Table] = Table({
         **{k: KvParams.KEYS.fields[k] for k in SHARED},

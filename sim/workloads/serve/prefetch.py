@@ -22,11 +22,13 @@ import os
 import threading
 import time
 import weakref
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor
+from concurrent.futures import wait as wait_any
 from dataclasses import dataclass, replace
 
 from mapping.models import ModelSpec
 from sim.workloads.serve.anchors import StepPlanRun, compute_bound, simulate_anchor
+from sim.workloads.serve.progress import AnchorDone, ProgressSink, Waiting
 from sim.workloads.serve.shapes import StepShape
 
 
@@ -104,13 +106,16 @@ def _context():
 
 
 class Ahead:
-    """Anchors being simulated in worker processes, the longest first (module docstring)."""
+    """Anchors being simulated in worker processes, the longest first (module docstring); ``sink``
+    (progress.py) told of each as it ends, in this process (``poll``, ``pop``, ``close``)."""
+
+    WAIT_SECONDS = 1.0  # a step waiting for its anchor tells the sink so this often
 
     def __init__(self, cfg, model: ModelSpec, shapes: list[StepShape], options, n: int,
-                 keys: dict[StepShape, Keys] | None = None):
-        # longest first: a compute-bound (prefill) anchor simulates a pipeline of up to 20 whole-chip
-        # iterations, a memory-bound one a few layers; more tokens, more messages
-        order = sorted(shapes, key=lambda a: (compute_bound(model, a, cfg.spec), a.tokens, a.kv_read), reverse=True)
+                 keys: dict[StepShape, Keys] | None = None, sink: ProgressSink | None = None):
+        order = self.order(cfg, model, shapes)
+        self.sink = sink
+        self.told: set[StepShape] = set()
         self.pool = ProcessPoolExecutor(max_workers=min(n, len(order)), mp_context=_context())
         self.futures: dict[StepShape, Future] = {a: self.pool.submit(_ahead, cfg, model, a, options,
                                                                      (keys or {}).get(a)) for a in order}
@@ -118,16 +123,43 @@ class Ahead:
         # raising) drops the anchors not yet started when it lets go of this, not at the process's exit
         weakref.finalize(self, self.pool.shutdown, wait=False, cancel_futures=True)
 
+    @staticmethod
+    def order(cfg, model: ModelSpec, shapes: list[StepShape]) -> list[StepShape]:
+        """The order the workers take ``shapes`` in: the longest first (a compute-bound (prefill) anchor
+        simulates a pipeline of up to 20 whole-chip iterations, a memory-bound one a few layers; more
+        tokens, more messages)."""
+        return sorted(shapes, key=lambda a: (compute_bound(model, a, cfg.spec), a.tokens, a.kv_read), reverse=True)
+
+    def poll(self) -> None:
+        """Tell the sink of every anchor whose worker has finished since it was last told."""
+        if self.sink is None:
+            return
+        for a, f in self.futures.items():
+            if a not in self.told and f.done() and not f.cancelled():
+                self.told.add(a)
+                got = f.result()
+                self.sink(AnchorDone(a, got.wall_seconds, got.cached))
+
     def pop(self, shape: StepShape) -> Simulated | None:
         """The anchor of ``shape`` once its worker has simulated it (waiting for it); None if the
         planning pass did not foresee it."""
-        f = self.futures.pop(shape, None)
-        return None if f is None else f.result()
+        f = self.futures.get(shape)
+        if f is None:
+            return None
+        while self.sink is not None and not f.done():  # the others' ends told as they come
+            wait_any([g for g in self.futures.values() if not g.done()], self.WAIT_SECONDS, FIRST_COMPLETED)
+            self.poll()
+            if not f.done():
+                self.sink(Waiting(shape))
+        self.poll()
+        del self.futures[shape]
+        return f.result()
 
     def close(self) -> dict[StepShape, Simulated]:
         """Stop: anchors not started are dropped, those running finished; what was simulated and
         never popped (the anchors no step needed)."""
         self.pool.shutdown(wait=True, cancel_futures=True)
+        self.poll()
         left = {a: f.result() for a, f in self.futures.items() if not f.cancelled()}
         self.futures = {}
         return left

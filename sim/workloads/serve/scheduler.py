@@ -22,6 +22,7 @@ from sim.workloads import Task
 from sim.workloads.base import Floorplan
 from sim.workloads.serve.batcher import Batcher, Sequence
 from sim.workloads.serve.costs import StepCosts
+from sim.workloads.serve.progress import ProgressSink
 from sim.workloads.serve.shapes import StepShape
 
 
@@ -39,6 +40,13 @@ class Serving(Requests):
         self.share_prefixes(cfg.prefix_sharing)
         self.backend: ChipBackend | None = None  # the scheduler CU's, once started
         self.batcher: Batcher | None = None  # the scheduler on it
+        self.sink: ProgressSink | None = None
+
+    def watch(self, sink: ProgressSink) -> None:
+        """Tell ``sink`` how the run goes (progress.py): its steps and its anchors."""
+        self.sink = sink
+        if self.batcher is not None and self.backend is not None:
+            self.batcher.progress = self.backend.costs.sink = sink
 
     def start(self, cu: ComputeUnit):
         if cu.uid != self.scheduler:
@@ -48,6 +56,7 @@ class Serving(Requests):
         self.batcher = Batcher(self.p, self.cfg, self, self.backend, int(tier.capacity // tier.page_bytes),
                                tier.page_bytes, self.p.model.kv_bytes_per_token, swap=self.swap_tier >= 0,
                                on_step=cu.shard.log if self.cfg.trace else None)
+        self.batcher.progress = self.sink
         return self.batcher.run()
 
     def on_message(self, cu, msg):
@@ -80,7 +89,7 @@ class ChipBackend:
         self.shard = cu.shard
         self.unit = cu.uid
         cfg = prog.cfg
-        self.costs = StepCosts(cfg, prog.p.model, prog.p.costs, planner=lambda: planned_anchors(cfg))
+        self.costs = StepCosts(cfg, prog.p.model, prog.p.costs, planner=lambda: planned_anchors(cfg), sink=prog.sink)
 
     @property
     def now(self) -> int:

@@ -49,10 +49,12 @@ from sim.system.collectives import all_reduce
 from sim.system.shard import BoxChip, Compute, Recv
 from sim.system.shard import Sleep as BoxSleep
 from sim.workloads import WORKLOADS, ChipContext, Task
+from sim.workloads.capabilities import Capabilities
 from sim.workloads.serve.batcher import Batcher, Sequence
 from sim.workloads.serve.costs import StepCosts
 from sim.workloads.serve.figures import anchor_figures
 from sim.workloads.serve.params import ServeParams, cost_options
+from sim.workloads.serve.progress import ProgressSink
 from sim.workloads.serve.shapes import StepShape
 
 COMMAND_BYTES = 64  # a step's command from the scheduler to a chip
@@ -68,8 +70,8 @@ class ServeSystemParams(ServeParams):
     dim: int = 0  # the network dimension carrying it
     whole: ModelSpec | None = None  # the model before slicing (``model`` is one chip's slice)
 
-    SYSTEM: ClassVar[bool] = True
-    SOCKET: ClassVar[bool] = True
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(system=True, maps_graph=False, socket=True, preempts=True)
+    TABLES: ClassVar[tuple[str, ...]] = ("run_requests", "run_anchors")  # its steps are system_steps' rows
 
     @classmethod
     def from_config(cls, kind: str, d: dict, chip: ChipContext, issues: list[Issue]) -> "ServeSystemParams":
@@ -176,15 +178,24 @@ class ServeSystem(Requests):
         self.port = PortTiming.of(dim.kind, dim.link_bandwidth, dim.link_latency, cfg.clock_hz, cfg.packet_bytes)
         self.costs = StepCosts(cfg.chip, p.model, p.costs)  # one chip's slice on the socket's grid
         self.share_prefixes(cfg.chip.prefix_sharing)
+        self.schedulers: list[Batcher] = []  # this shard's groups' first chips'
+
+    def watch(self, sink: ProgressSink) -> None:
+        """Tell ``sink`` how the run goes (progress.py): its steps and its anchors (no planning pass:
+        each anchor simulated as a step needs it)."""
+        self.costs.sink = sink
+        for s in self.schedulers:
+            s.progress = sink
 
     def start(self, chip: BoxChip):
         group = self.graph.group(chip.cid, self.p.dim)
         if chip.cid == group[0]:
             sock = self.cfg.chip.spec.tiers[0]
             backend = SystemBackend(self, chip, group)
-            return Batcher(self.p, self.cfg.chip, self, backend, int(sock.capacity // sock.page_bytes), sock.page_bytes,
-                           self.p.model.kv_bytes_per_token, swap=False, copies=self.p.tp,
-                           on_step=chip.shard.log if self.cfg.chip.trace else None).run()
+            self.schedulers.append(Batcher(self.p, self.cfg.chip, self, backend, int(sock.capacity // sock.page_bytes),
+                                           sock.page_bytes, self.p.model.kv_bytes_per_token, swap=False,
+                                           copies=self.p.tp, on_step=chip.shard.log if self.cfg.chip.trace else None))
+            return self.schedulers[-1].run()
         return self._follow(chip, group)
 
     def _follow(self, chip: BoxChip, group: list[int]) -> Task:

@@ -7,13 +7,14 @@ import threading
 import numpy as np
 import pytest
 
-from cluster.parallel.channels import ChannelClosed, Channels, cores_here, polls
+from cluster.parallel.channels import ChannelClosed, Channels, cores_here, new_secret, polls
 
 
 def _mesh(n: int, node=lambda i: "node"):
     chans = [Channels(i, n, node(i), "127.0.0.1") for i in range(n)]
     addresses = [c.address for c in chans]
-    threads = [threading.Thread(target=c.connect, args=(addresses,)) for c in chans]
+    secret = new_secret()
+    threads = [threading.Thread(target=c.connect, args=(addresses, secret)) for c in chans]
     for t in threads:
         t.start()
     for t in threads:

@@ -28,7 +28,7 @@ from sim.chip.units import Replies, Sleep
 from sim.keys import Table
 from sim.memory.policies import MuGeometry, policy_params
 from sim.memory.policies.virtual import LOCAL
-from sim.workloads import Workload
+from sim.workloads import Capabilities, Workload
 from sim.workloads.base import Floorplan
 from tests.sim.chip.chiprun import config, run
 
@@ -97,8 +97,7 @@ class SpillProbe(Workload):
     read: int = 0
 
     SECTION: ClassVar[str] = "probe"
-    SYSTEM: ClassVar[bool] = False
-    MAPS_GRAPH: ClassVar[bool] = False
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(system=False, maps_graph=False)
     KEYS: ClassVar[Table] = Table({})
 
     @property

@@ -11,7 +11,7 @@ from cluster.config.run import RUN_SCHEMA, chip_config, system_of
 from cluster.jobs.system import simulate_system
 from sim.keys import Table
 from sim.system.config import SystemConfig
-from sim.workloads import WORKLOADS, Workload
+from sim.workloads import WORKLOADS, Capabilities, Workload
 from sim.workloads.base import Floorplan
 
 
@@ -19,8 +19,7 @@ class OneCuParams(Workload):
     """Base of a test workload's parameters (a frozen dataclass: ``kind`` then the KEYS in order)."""
 
     SECTION: ClassVar[str]
-    SYSTEM: ClassVar[bool] = False
-    MAPS_GRAPH: ClassVar[bool] = False
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(system=False, maps_graph=False)
     KEYS: ClassVar[Table]
     PROGRAM: ClassVar[type]
     token_unit: ClassVar[str] = "programs run"  # its one work item
