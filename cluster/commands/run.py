@@ -39,12 +39,26 @@ SERVING_KEYS = tuple(c.name for c in SERVING_COLUMNS)  # first-OOM utilisation; 
 TIER_KEYS = tuple(c.name for c in TIER_COLUMNS)  # a chip with memory tiers
 
 
+def _energy(s: dict) -> None:
+    """The energy line of a run that priced it (a chip's, a serving system's)."""
+    if s.get("energy_joules") is not None:
+        print(f"  energy {s['energy_joules']:.4g} J ({s['energy_per_token_joules']:.4g} J per {one(s['token_unit'])}): "
+              + ", ".join(f"{c} {s[f'energy_{c}_joules']:.3g}" for c in COMPONENTS) + f" J [{s['energy_table']}]")
+
+
 def _serving(s: dict) -> None:
     """The serving lines of a run that served requests (a chip's or a system's)."""
+    if s.get("trace_requests") is not None:
+        print(f"  trace ({s['trace_format']}): {s['trace_requests']} requests at {s['trace_arrival_rate']:,.4g} "
+              f"per simulated s; prompts capped {s['trace_capped_prompts']}, outputs capped "
+              f"{s['trace_capped_outputs']}" + (f"; {s['trace_failed_skipped']} failed rows skipped"
+                                                if s["trace_failed_skipped"] else "")
+              + (f"; {s['trace_note']}" if s.get("trace_note") else ""))
     if s.get("requests_finished") is not None:
         ms = {k: "-" if s[k] is None else f"{s[k] * 1e6:,.1f}" for k in ("ttft_p50_seconds", "ttft_p99_seconds",
                                                                       "tbt_p50_seconds", "tbt_p99_seconds")}
-        print(f"  serving: {s['requests_finished']} served, {s['preemptions']} preemptions; TTFT p50 "
+        prompts = f" ({s['prompt_tokens']:,} prompt tokens)" if s.get("prompt_tokens") is not None else ""
+        print(f"  serving: {s['requests_finished']} served{prompts}, {s['preemptions']} preemptions; TTFT p50 "
               f"{ms['ttft_p50_seconds']} / p99 {ms['ttft_p99_seconds']} us; TBT p50 {ms['tbt_p50_seconds']} / "
               f"p99 {ms['tbt_p99_seconds']} us"
               + (f"; goodput {s['goodput_requests_per_second']:,.4g} requests/s"
@@ -87,6 +101,15 @@ def _system(args, result, out) -> int:
                   f"{' / '.join(f'{b:,}' for b in s['landing_reserved_per_chip'])} B held by the policy; oracle: "
                   f"{s['premature_free']} premature frees, {s['use_after_free']} uses after free, {s['leaks']} leaks, "
                   f"{s['live_at_end']} live at end")
+        if s.get("tokens") is not None and s.get("token_unit"):  # a serving system: its tokens, as a chip run's
+            print(f"  {s['tokens']:,} {s['token_unit']}, {s['tokens'] / s['sim_seconds']:,.0f} {s['token_unit']}/s; "
+                  f"{s['requests_finished'] + s['requests_failed']} requests, {s['requests_failed']} failed")
+        if s.get("mean_mu_utilization") is not None:  # a serving system: a chip's steps' memory
+            print(f"  MU utilisation (a chip, the steps' anchors' plans) peak {s['peak_mu_utilization']:.3f}, mean "
+                  f"{s['mean_mu_utilization']:.3f}; reserved peak {s['peak_mu_reserved']:.3f}; fragmentation "
+                  f"{s['fragmentation']:.3f}; HBM (every chip) read {s['hbm_read_bytes']:,} B, written "
+                  f"{s['hbm_write_bytes']:,} B in {s['hbm_flows']:,} flows")
+        _energy(s)
         _serving(s)
         print(f"  status {s['status']}" + (f": {s['status_detail']}" if s["status_detail"] else ""))
         print(f"  result hash {s['result_hash']}")
@@ -134,7 +157,8 @@ def run(args) -> int:
         print(f"  {s['tokens']:,} {unit}, {s['tokens_per_second']:,.0f} {unit}/s; request latency p50 "
               f"{s['latency_p50_cycles']:,.0f} / p99 {s['latency_p99_cycles']:,.0f} cycles; "
               f"{s['requests']} requests, {s['requests_failed']} failed")
-        print(f"  MU utilisation peak {s['peak_mu_utilization']:.3f}, mean {s['mean_mu_utilization']:.3f}; "
+        priced = " (the steps' anchors' plans)" if s.get("memory_priced") else ""
+        print(f"  MU utilisation{priced} peak {s['peak_mu_utilization']:.3f}, mean {s['mean_mu_utilization']:.3f}; "
               f"reserved peak {s['peak_mu_reserved']:.3f}; fragmentation {s['fragmentation']:.3f}; "
               f"bytes copied {s['bytes_copied']:,}")
         print(f"  {s['messages_total']:,} messages ({s['sync_messages']:,} for synchronisation, "
@@ -144,8 +168,7 @@ def run(args) -> int:
             print(f"  seconds per graph pass: simulated {s['seconds_per_pass_simulated']:.6g}, DFModel "
                   f"{s['seconds_per_pass_analytic']:.6g}; per batch: simulated {s['seconds_per_batch_simulated']:.6g}, "
                   f"DFModel {s['seconds_per_batch_analytic']:.6g}")
-        print(f"  energy {s['energy_joules']:.4g} J ({s['energy_per_token_joules']:.4g} J per {one(unit)}): "
-              + ", ".join(f"{c} {s[f'energy_{c}_joules']:.3g}" for c in COMPONENTS) + f" J [{s['energy_table']}]")
+        _energy(s)
         if s.get("spill") is not None:
             print(f"  spill ({s['spill']}): {s['spilled_blocks']:,} blocks on other MUs than their buffer's, "
                   f"{s['spilled_bytes']:,} B written to them, {s['remote_reads']:,} remote reads")
@@ -155,12 +178,6 @@ def run(args) -> int:
                 f"{t.upper()} read {s[f'{t}_read_bytes']:,} B, written {s[f'{t}_write_bytes']:,} B in "
                 f"{s[f'{t}_flows']:,} flows, peak {s[f'{t}_peak_bytes']:,} B of pages" for t in tiers)
                   + (f"; {s['tier_full_events']} refused (full)" if s["tier_full_events"] else ""))
-        if s.get("trace_requests") is not None:
-            print(f"  trace ({s['trace_format']}): {s['trace_requests']} requests at {s['trace_arrival_rate']:,.4g} "
-                  f"per simulated s; prompts capped {s['trace_capped_prompts']}, outputs capped "
-                  f"{s['trace_capped_outputs']}" + (f"; {s['trace_failed_skipped']} failed rows skipped"
-                                                    if s["trace_failed_skipped"] else "")
-                  + (f"; {s['trace_note']}" if s.get("trace_note") else ""))
         _serving(s)
         if s.get("moe_skew_measured") is not None:
             print(f"  routing: measured Zipf skew {s['moe_skew_measured']:.3f}, busiest expert "

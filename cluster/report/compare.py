@@ -67,13 +67,19 @@ class Comparison:
     def text(self) -> str:
         """The table printed: one line a metric, its label with units, A, B and B/A."""
         head = [f"A: {self.a.label}", f"B: {self.b.label}"]
-        rows = [(labels.metric(ln.metric), _value(ln.a, ln.metric), _value(ln.b, ln.metric),
+        rows = [(_label(ln.metric), _value(ln.a, ln.metric), _value(ln.b, ln.metric),
                  "-" if ln.ratio is None else f"{ln.ratio:.3f}") for ln in self.lines]
         width = max([len(r[0]) for r in rows] + [6])
         cols = [max([len(r[i]) for r in rows] + [1]) for i in (1, 2)]
         out = head + [f"{'metric':<{width}}  {'A':>{cols[0]}}  {'B':>{cols[1]}}  {'B/A':>7}"]
         out += [f"{m:<{width}}  {a:>{cols[0]}}  {b:>{cols[1]}}  {r:>7}" for m, a, b, r in rows]
         return "\n".join(out)
+
+
+def _label(metric: str) -> str:
+    """The metric's short name; its unit only where the values do not carry it ('43.66 ms' carries s)."""
+    text, unit = labels.metric_parts(metric)
+    return text if units.prefixable(unit) else labels.metric(metric)
 
 
 def _value(v: float | None, metric: str) -> str:

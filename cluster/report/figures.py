@@ -187,6 +187,49 @@ def energy_breakdown(tables: dict[str, pa.Table], plt):
     return fig
 
 
+TTFT_PARTS = (("queueing_seconds", "queueing (arrival to admission)"),
+              ("prefill_seconds", "prefill (its prefill steps)"),
+              ("interference_seconds", "interference (other requests' steps)"))
+
+
+def ttft_breakdown(tables: dict[str, pa.Table], plt, most_bars: int = 64):
+    """A serve run's TTFTs in three (run_requests): each request's queueing, prefill and
+    interference stacked, by request up to ``most_bars`` requests, else by TTFT rank (an area)."""
+    names = [c for c, _ in TTFT_PARTS]
+    _, t = find_table(tables, lambda t: set(names) <= set(t.column_names))
+    rows = [r for r in t.select(["request", *names]).to_pylist() if all(r[c] is not None for c in names)]
+    if not rows:
+        raise Skip("no request has a TTFT split into queueing, prefill and interference (a serve run's)")
+    rows.sort(key=lambda r: r["request"])
+    largest = max(sum(r[c] for c in names) for r in rows)
+    factor, unit = units.scale(largest, "s")
+    fig, ax = plt.subplots(figsize=(9, 4), constrained_layout=True)
+    many = len(rows) > most_bars
+    if many:  # by TTFT rank: the fastest request on the left
+        rows.sort(key=lambda r: sum(r[c] for c in names))
+    xs = np.arange(len(rows))
+    bottom = np.zeros(len(rows))
+    for i, (c, label) in enumerate(TTFT_PARTS):
+        ys = np.array([r[c] for r in rows]) / factor
+        if many:
+            ax.fill_between(xs, bottom, bottom + ys, step="mid", color=f"C{i}", label=label, linewidth=0)
+        else:
+            ax.bar(xs, ys, 0.8, bottom=bottom, color=f"C{i}", label=label)
+        bottom = bottom + ys
+    total = sum(sum(r[c] for c in names) for r in rows)
+    shares = ", ".join(f"{label.split(' ')[0]} {sum(r[c] for r in rows) / total:.0%}"
+                       for c, label in TTFT_PARTS) if total else ""
+    ax.set_xlabel("requests by TTFT (fastest first)" if many else "request")
+    if not many:
+        ax.set_xticks(xs[:: -(-len(rows) // 16)], [str(r["request"]) for r in rows][:: -(-len(rows) // 16)])
+    ax.set_ylabel(f"time to first token ({unit})")
+    ax.set_ylim(0, 1.05 * largest / factor)
+    ax.set_title(f"TTFT breakdown of {len(rows)} requests" + (f"\n{shares} of all TTFT" if shares else ""),
+                 fontsize="medium")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return fig
+
+
 RUN_FIGURES = {
     "latency_vs_load": latency_vs_load,
     "link_utilization": link_heatmap,
@@ -194,4 +237,5 @@ RUN_FIGURES = {
     "memory_over_time": memory_over_time,
     "messages": message_breakdown,
     "energy": energy_breakdown,
+    "ttft_breakdown": ttft_breakdown,
 }

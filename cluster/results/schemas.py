@@ -304,6 +304,7 @@ SERVING_COLUMNS = (
     Column("preempt_mode", _S, "on_oom = preempt: recompute or swap (null otherwise)"),
     Column("admit_watermark", _F, "share of every MU kept free when admitting (decode workloads)"),
     Column("requests_finished", _I, "decode: requests served to their last token"),
+    Column("prompt_tokens", _I, "decode: prompt tokens of the requests that ended, served or refused"),
     Column("preemptions", _I, "decode: sequences preempted (on_oom = preempt), counting each time"),
     *[Column(f"{m}_p{q}_seconds", _F, f"decode: {q}th percentile of {what} over the served requests, s; "
              f"{_PCT}") for m, what in (("ttft", "the time to first token"),
@@ -339,6 +340,8 @@ SERVE_COLUMNS = (
     Column("anchor_efficiency_min", _F, "serve: lowest anchor's simulated / roofline cycles"),
     Column("anchor_efficiency_max", _F, "serve: highest anchor's simulated / roofline cycles"),
     Column("step_error", _S, "serve: why a step could not be priced (its plan did not map, fit or run; null: none)"),
+    Column("memory_priced", _B, "serve: the MU figures are the steps' anchors' (peaks the largest, means weighted "
+           "by each step's cycles) and the tier figures add the steps' bytes and flows to the simulated ones"),
 )
 
 # a chip with memory tiers (sim/chip/tier_controller.py): each tier's traffic, pages and flows; null otherwise
@@ -349,6 +352,14 @@ TIER_COLUMNS = (
         ("peak_bytes", "most bytes of its pages taken by regions at once"),
         ("flows", "transfers to or from it, each a flow"))],
     Column("tier_full_events", _I, "regions or writes a memory tier refused for want of pages"),
+)
+
+# the MUs' figures of a chip run (a serve run's: its steps' anchors')
+RUN_SUMMARY_MEMORY = (
+    Column("peak_mu_utilization", _F, "largest share of all MU bytes holding live data at any time"),
+    Column("mean_mu_utilization", _F, "time-averaged share of all MU bytes holding live data"),
+    Column("peak_mu_reserved", _F, "largest share of all MU bytes reserved by buffers (peak memory)"),
+    Column("fragmentation", _F, "share of reserved byte-cycles not holding data (1 - used/reserved, integrated)"),
 )
 
 RUN_SUMMARY = TableSchema(
@@ -383,10 +394,7 @@ RUN_SUMMARY = TableSchema(
         Column("latency_p50_cycles", _F, "median request latency (arrival to completion), cycles"),
         Column("latency_p99_cycles", _F, "99th percentile request latency, cycles"),
         Column("latency_mean_cycles", _F, "mean request latency, cycles"),
-        Column("peak_mu_utilization", _F, "largest share of all MU bytes holding live data at any time"),
-        Column("mean_mu_utilization", _F, "time-averaged share of all MU bytes holding live data"),
-        Column("peak_mu_reserved", _F, "largest share of all MU bytes reserved by buffers (peak memory)"),
-        Column("fragmentation", _F, "share of reserved byte-cycles not holding data (1 - used/reserved, integrated)"),
+        *RUN_SUMMARY_MEMORY,
         Column("bytes_copied", _I, "bytes copied by realloc-copy growth"),
         Column("copy_cycles", _I, "MU port cycles spent copying"),
         Column("messages_total", _I, "messages sent"),
@@ -622,13 +630,21 @@ SYSTEM_SUMMARY = TableSchema(
         Column("tp", _I, "serve-system: chips of the tensor-parallel group"),
         Column("tokens", _I, "serve-system: tokens generated"),
         Column("requests_failed", _I, "serve-system: requests refused"),
-        *(c for c in SERVING_COLUMNS if c.name in ("requests_finished", "preemptions", "slo_ttft_seconds",
-                                                   "slo_tbt_seconds", "goodput_requests_per_second", "slo_attainment",
+        *(c for c in SERVING_COLUMNS if c.name in ("requests_finished", "prompt_tokens", "preemptions",
+                                                   "slo_ttft_seconds", "slo_tbt_seconds",
+                                                   "goodput_requests_per_second", "slo_attainment",
                                                    "kv_bytes_saved")
           or c.name.endswith("_seconds") and c.name[:4] in ("ttft", "tbt_", "e2e_") or c.name.startswith("prefix_")),
         *(c for c in SERVE_COLUMNS if c.name in ("model", "serve_steps", "anchors", "anchors_cached",
                                                  "anchors_unused", "anchor_wall_seconds", "anchor_efficiency_min",
                                                  "anchor_efficiency_max")),
+        Column("token_unit", _S, "serve-system: what tokens and energy_per_token_joules count (generated tokens)"),
+        *(Column(c.name, c.type, f"serve-system: a chip's {c.doc}, from its steps' anchors (every chip runs the same "
+                 "slice)") for c in RUN_SUMMARY_MEMORY),
+        *(Column(f"hbm_{what}", _I, f"serve-system: HBM {doc}, every chip's steps") for what, doc in (
+            ("read_bytes", "bytes read"), ("write_bytes", "bytes written"), ("flows", "flows"))),
+        *(c for c in INPUT_COLUMNS if c.name.startswith("trace_")),
+        *ENERGY_COLUMNS,
         Column("use_after_free", _I, "grid chips: oracle over every chip's log (references cross chips)"),
         Column("double_free", _I, "grid chips: oracle: frees of already-freed allocations"),
         Column("premature_free", _I, "grid chips: oracle: frees while true references (on any chip) were live"),

@@ -14,6 +14,7 @@ from sim.tasks import Task
 
 if TYPE_CHECKING:
     from sim.chip.messages import Message
+    from sim.chip.priced_memory import PricedMemory
     from sim.chip.units import ComputeUnit
     from sim.energy.counts import ActionCounts
 
@@ -74,4 +75,9 @@ class ChipWorkload(Protocol):
     def priced_actions(self, logged: list[Any]) -> "ActionCounts | None":
         """Actions a chip run priced rather than simulated (a serve run's steps: their memory bytes
         and FLOPs), added to its simulated ones for its energy. None by default."""
+        return None
+
+    def priced_memory(self, logged: list[Any]) -> "PricedMemory | None":
+        """On-chip memory and tier traffic a chip run priced rather than simulated (a serve run's
+        steps, from their anchors' plans: sim/chip/priced_memory.py). None by default."""
         return None

@@ -19,6 +19,7 @@ import numpy as np
 from sim.chip import diagnosis, occupancy
 from sim.chip import messages as m
 from sim.chip.digest import Digest, combined
+from sim.chip.priced_memory import with_priced
 from sim.chip.records import BUFFER_LABELS, BufferLife, LandingLife, MuStats, Oversize, WorkRecord
 from sim.chip.rows import Rows
 from sim.chip.spec import unit_layout
@@ -242,6 +243,7 @@ def summarize_chip(cfg, results: list[ShardResult], cut_off: bool = False) -> tu
                    admit_watermark=cfg.admit_watermark)
     served, served_tables = cfg.workload.serving_figures(list(logged), spec.clock_hz, seconds)
     summary.update(served)
+    summary.update(with_priced(summary, cfg.workload.priced_memory(list(logged))))  # a serve run's steps' memory
     tables.update(served_tables)
     summary["live_at_end"] = verdict.live_at_end  # after the hash, which covers the oracle log it counts
     summary["token_unit"] = cfg.workload.token_unit  # what tokens count (after the hash: it names, not counts)

@@ -49,6 +49,8 @@ class RequestLog:
     token_cycles: Sequence[int]  # each generated token's cycle (an array of int64: 8 bytes a token)
     preemptions: int
     status: str  # "ok" (served) or "failed" (refused: it can never fit, or a buffer larger than any MU)
+    prompt: int = 0  # its prompt's tokens
+    prefill_cycles: int = -1  # cycles of the steps that prefilled it before its first token (-1: not kept)
 
     HASHED: ClassVar[bool] = False
 
@@ -84,9 +86,17 @@ class RequestRow:
     admitted_seconds: float = column("double", "first admission (its prefill began), s (null: never admitted)")
     first_token_seconds: float = column("double", "time of its first token, s (null: none)")
     finished_seconds: float = column("double", "time of its last token, s (null: none)")
+    prompt_tokens: int = column("int64", "tokens of its prompt")
     tokens: int = column("int64", "tokens generated")
     preemptions: int = column("int64", "times it was preempted (memory.on_oom = \"preempt\")")
     ttft_seconds: float = column("double", "time to first token: first token - arrival, s")
+    queueing_seconds: float = column("double", "serve: its TTFT's wait before its first admission: admitted - "
+                                     "arrival, s (null: no first token)")
+    prefill_seconds: float = column("double", "serve: its TTFT's prefill: the steps that prefilled it before its "
+                                    "first token, s (null: no first token, or not a serve run)")
+    interference_seconds: float = column("double", "serve: the rest of its TTFT, from its first admission to its "
+                                         "first token outside its prefill steps (others' steps, a preemption's wait), "
+                                         "s; queueing + prefill + interference = ttft")
     tbt_mean_seconds: float = column("double", "mean time between tokens (TPOT): (last - first) / (tokens - 1), "
                                                "s (null below 2 tokens)")
     tbt_max_seconds: float = column("double", "longest gap between two consecutive tokens, s")
@@ -147,15 +157,42 @@ def request_columns(logs: list[RequestLog], clock_hz: float, slo: Objectives) ->
     for i in np.flatnonzero(two).tolist():  # the longest gap between the times in seconds
         gap_max[i] = np.diff(np.asarray(logs[i].token_cycles, dtype=np.float64) / clock_hz).max()
     ttft = first - arrival
+    queueing, prefill, interference = ttft_parts(logs, clock_hz)
     status = [x.status for x in logs]
     served = np.array([s == SERVED for s in status], dtype=bool) & has
     meets = served & slo.met(ttft, mean)
     return {"request": _int_column(logs, lambda x: x.request), "arrival_seconds": arrival,
             "admitted_seconds": _nulls_where_nan(admitted), "first_token_seconds": _nulls_where_nan(first),
             "finished_seconds": _nulls_where_nan(last), "tokens": tokens,
+            "prompt_tokens": _int_column(logs, lambda x: x.prompt),
             "preemptions": _int_column(logs, lambda x: x.preemptions), "ttft_seconds": _nulls_where_nan(ttft),
+            "queueing_seconds": _nulls_where_nan(queueing), "prefill_seconds": _nulls_where_nan(prefill),
+            "interference_seconds": _nulls_where_nan(interference),
             "tbt_mean_seconds": _nulls_where_nan(mean), "tbt_max_seconds": _nulls_where_nan(gap_max),
             "e2e_seconds": _nulls_where_nan(last - arrival), "meets_slo": meets, "status": status}
+
+
+def prompt_figures(logs: list[RequestLog]) -> dict[str, int]:
+    """The prompt tokens of the requests that ended, served or refused (the trace's or the drawn lengths)."""
+    return {"prompt_tokens": sum(x.prompt for x in logs)}
+
+
+def ttft_parts(logs: list[RequestLog], clock_hz: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each request's TTFT in three (``logs`` sorted by request; NaN where it has no first token, and
+    prefill and interference where its prefill steps were not kept): queueing, from arrival to its
+    first admission; prefill, the steps that prefilled it; interference, the rest up to its first
+    token. Whole cycles, each part's seconds its cycles over the clock, so the parts' cycles add
+    up to the TTFT's exactly."""
+    n = len(logs)
+    queueing, prefill, interference = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
+    for i, x in enumerate(logs):
+        if not len(x.token_cycles) or x.admitted < 0:
+            continue
+        queueing[i] = (x.admitted - x.arrival) / clock_hz
+        if x.prefill_cycles >= 0:
+            prefill[i] = x.prefill_cycles / clock_hz
+            interference[i] = (x.token_cycles[0] - x.admitted - x.prefill_cycles) / clock_hz
+    return queueing, prefill, interference
 
 
 def serving_figures(logs: list[RequestLog], preemptions: list[PreemptionLog], clock_hz: float, seconds: float,

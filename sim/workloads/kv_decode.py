@@ -38,7 +38,7 @@ from sim.serving.lengths import (
     dist_of,
     dist_table,
 )
-from sim.serving.metrics import Objectives, PreemptionLog, RequestLog, serving_figures
+from sim.serving.metrics import Objectives, PreemptionLog, RequestLog, prompt_figures, serving_figures
 from sim.serving.prefix_sharing import (
     KV_PREFIX,
     PrefixLog,
@@ -134,6 +134,7 @@ class KvParams(Workload):
         moves = [x for x in logged if isinstance(x, PreemptionLog)]
         summary, tables = serving_figures(reqs, moves, clock_hz, seconds, Objectives(self.slo_ttft, self.slo_tbt))
         summary.update(prefix_figures([x for x in logged if isinstance(x, PrefixLog)]))
+        summary.update(prompt_figures(reqs))
         return summary, tables
 
     def input_figures(self, cfg) -> dict:

@@ -281,7 +281,7 @@ class SlotScheduler:
         self.head_refused = False  # its room is free
         self.ended[seq] = status
         shard.record("request", seq, q.arrival, shard.now, q.made, status)
-        shard.log(RequestLog(seq, q.arrival, q.admitted, q.token_cycles, q.preemptions, status))
+        shard.log(RequestLog(seq, q.arrival, q.admitted, q.token_cycles, q.preemptions, status, q.prompt))
 
     # ------------------------------------------------------------------ preemption
     def _unblock(self) -> Task:

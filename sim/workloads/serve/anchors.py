@@ -73,6 +73,19 @@ STEADY = 12  # iterations a tiled memory-bound anchor's run simulates at least (
 
 
 @dataclass(frozen=True)
+class PlanMemory:
+    """What an anchor's run held in the chip's MUs and moved through its first memory tier: a step it
+    prices holds and moves as much (shares of all the chip's MU bytes, over the run's cycles)."""
+
+    mu_peak: float = 0.0  # largest share of the MU bytes holding live data at once
+    mu_mean: float = 0.0  # time-averaged share holding live data
+    mu_reserved_peak: float = 0.0  # largest share reserved by buffers
+    mu_reserved_mean: float = 0.0  # time-averaged share reserved
+    tier_bytes: int = 0  # bytes read and written in the tier its weights and K/V live in
+    tier_flows: int = 0  # flows those bytes moved in
+
+
+@dataclass(frozen=True)
 class StepPlanRun:
     """What an anchor's simulation found."""
 
@@ -87,6 +100,7 @@ class StepPlanRun:
     messages: int  # messages the run sent
     ends: tuple[int, ...] = ()  # cycle each iteration's tile left the loop's last kernel
     oom_events: int = 0  # times an MU ran out of memory in the run (memory.on_oom acted: cache.py)
+    memory: PlanMemory = PlanMemory()  # its MUs' bytes and its tier traffic
 
     def cycles_for(self, layers: int) -> float:
         """Cycles of ``layers`` looped layers (module docstring)."""
@@ -185,7 +199,8 @@ def simulate_anchor(cfg, model: ModelSpec, shape: StepShape, tiles_max: int = 32
                                  f"{exc}") from None
             want = 2 * want  # tokens a tile halved
     params = DataflowParams.from_plan(lp, placement, spec, 1, 0.0, Homes(source, source, source), True, multicast)
-    end, ends, sent, oom = _run(replace(cfg, workload=params, trace=False, memory_map_cycle=-1))
+    ran = _run(replace(cfg, workload=params, trace=False, memory_map_cycle=-1))
+    end, ends = ran.end, ran.ends
     cus = sum(len(k.cus) for k in placement.partitions[0].kernels)
     lb, lf = _plan_cost(plan)
     bw = spec.tiers[0].bytes_per_cycle(spec.clock_hz)
@@ -201,7 +216,8 @@ def simulate_anchor(cfg, model: ModelSpec, shape: StepShape, tiles_max: int = 32
     else:  # the mean layer from the first layer's end to the last but one's, at least the layer's
         # bytes over the tier's bandwidth (module docstring)
         period = max((ends[-2] - ends[0]) / (len(ends) - 2), lb / bw)
-    return StepPlanRun(shape, tiles, cus, lp.num_tiles, end, period, roof, plan.status, sent, ends, oom)
+    return StepPlanRun(shape, tiles, cus, lp.num_tiles, end, period, roof, plan.status, ran.sent, ends, ran.oom,
+                       ran.memory)
 
 
 def _plan_cost(plan: MappingPlan) -> tuple[float, float]:
@@ -209,10 +225,20 @@ def _plan_cost(plan: MappingPlan) -> tuple[float, float]:
     return (sum(k.weight_bytes + k.extra_dram_bytes for k in plan.kernels), sum(k.flop for k in plan.kernels))
 
 
-def _run(cfg) -> tuple[int, tuple[int, ...], int, int]:
-    """Simulate one pass of a looped dataflow ChipConfig on the whole chip in this process: (cycles
-    from the start to the pass's end, the cycle each iteration's tile left the loop's last kernel,
-    messages sent, times an MU ran out of memory). ValueError if the pass fails or never ends."""
+@dataclass(frozen=True)
+class PassRun:
+    """One simulated pass of an anchor's looped plan."""
+
+    end: int  # cycles from the start to the pass's end
+    ends: tuple[int, ...]  # the cycle each iteration's tile left the loop's last kernel
+    sent: int  # messages sent
+    oom: int  # times an MU ran out of memory
+    memory: PlanMemory  # its MUs' bytes and its tier traffic over [0, end)
+
+
+def _run(cfg) -> PassRun:
+    """Simulate one pass of a looped dataflow ChipConfig on the whole chip in this process.
+    ValueError if the pass fails or never ends."""
     from sim.chip.records import CarriedTile
     from sim.chip.shard import ChipShard
     from sim.noc.topology import Region
@@ -230,4 +256,25 @@ def _run(cfg) -> tuple[int, tuple[int, ...], int, int]:
         if isinstance(x, CarriedTile):
             last[x.tile] = max(last.get(x.tile, 0), x.cycle)
     oom = sum(mu.stats.oom_events for mu in shard.mus())
-    return int(passes[-1].end), tuple(last[k] for k in sorted(last)), int(shard.sent_count.sum()), oom
+    end = int(passes[-1].end)
+    return PassRun(end, tuple(last[k] for k in sorted(last)), int(shard.sent_count.sum()), oom,
+                   _memory(shard, end))
+
+
+def _memory(shard, end: int) -> PlanMemory:
+    """The pass's MU occupancy (sim/chip/occupancy.py) over [0, end) as shares of the chip's MU bytes,
+    and its first tier's bytes and flows."""
+    from sim.chip import occupancy
+
+    mus = shard.mus()
+    cap = len(mus) * shard.cfg.spec.mu_bytes
+    first_oom = min((mu.first_oom for mu in mus if mu.first_oom >= 0), default=-1)
+    report = shard.occupancy.finish()
+    end = max(end, report.last_cycle + 1, 1)  # the buffers freed after the pass's last tile count too
+    occ = occupancy.figures([report], end, first_oom)
+    source = shard.cfg.spec.tiers[0].name
+    tier = [t for t in shard.flow_units() if t.tier is not None and t.tier.name == source]
+    span = cap * end
+    return PlanMemory(occ.peak_used / cap, occ.used_integral / span, occ.peak_reserved / cap,
+                      occ.reserved_integral / span, sum(t.bytes_read + t.bytes_written for t in tier),
+                      sum(t.flow_count for t in tier))

@@ -65,6 +65,7 @@ class Sequence(Request):
     ids: tuple = ()  # prefix ids of its shareable blocks (none without prefix sharing)
     pre: int = 0  # KV tokens in those blocks; the tail holds the rest
     blocks: dict[int, Block] = field(default_factory=dict)  # block number -> the block it holds
+    prefill_cycles: int = 0  # cycles of the steps that prefilled it before its first token
 
     @property
     def decoding(self) -> bool:
@@ -240,6 +241,8 @@ class Batcher:
                 self.end(s, "failed")
             self.running, self.waiting = [], []
             return None
+        for s, _ in chunks:  # a prefill step before the first token: its TTFT's prefill share
+            self.seqs[s].prefill_cycles += 0 if self.seqs[s].token_cycles else self.now - t0
         made = self._apply(decode, chunks)
         self._written(chunks)
         self.backend.record_step(self.steps, t0, made)
@@ -500,4 +503,5 @@ class Batcher:
         self.backend.count("finished")
         self.ended[s] = status
         self.backend.record_request(q, status)
-        self.backend.log(RequestLog(s, q.arrival, q.admitted, tuple(q.token_cycles), q.preemptions, status))
+        self.backend.log(RequestLog(s, q.arrival, q.admitted, tuple(q.token_cycles), q.preemptions, status, q.prompt,
+                                    q.prefill_cycles))

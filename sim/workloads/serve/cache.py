@@ -38,7 +38,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-FORMAT = 5  # 4: multicast, tiled decode; 5: one file an anchor, the code's hash in the key, on_oom out of it
+FORMAT = 6  # 4: multicast, tiled decode; 5: one file an anchor, the code's hash in the key, on_oom out of it;
+# 6: its MUs' bytes and tier traffic (an entry of 5 lacks them: read as absent, simulated again)
 ROOT = Path(__file__).resolve().parents[3]
 CODE = ("sim", "mapping", "allocators")  # the packages an anchor's simulation runs (its mapping, placement, chip)
 
@@ -89,16 +90,18 @@ def entry(run) -> dict:
     a = run.shape
     return {"shape": [a.tokens, a.keys, a.kv_read], "tiles": run.tiles, "cus": run.cus, "iterations": run.iterations,
             "end": run.end, "per_iteration": run.per_iteration, "roofline_layer": run.roofline_layer,
-            "plan_status": run.plan_status, "messages": run.messages, "oom_events": run.oom_events}
+            "plan_status": run.plan_status, "messages": run.messages, "oom_events": run.oom_events,
+            "memory": dataclasses.asdict(run.memory)}
 
 
 def run_of(e: dict):
     """The anchors.StepPlanRun an ``entry`` keeps."""
-    from sim.workloads.serve.anchors import StepPlanRun
+    from sim.workloads.serve.anchors import PlanMemory, StepPlanRun
     from sim.workloads.serve.shapes import StepShape
 
     return StepPlanRun(StepShape(*e["shape"]), e["tiles"], e["cus"], e["iterations"], e["end"], e["per_iteration"],
-                       e["roofline_layer"], e["plan_status"], e["messages"], oom_events=e["oom_events"])
+                       e["roofline_layer"], e["plan_status"], e["messages"], oom_events=e["oom_events"],
+                       memory=PlanMemory(**e["memory"]))
 
 
 def _path(root: str, k: str) -> Path:

@@ -43,7 +43,7 @@ from mapping.models import ModelSpec
 from sim.workloads.serve import anchors as simulated
 from sim.workloads.serve import cache
 from sim.workloads.serve.anchors import StepPlanRun, compute_bound
-from sim.workloads.serve.figures import AnchorLog
+from sim.workloads.serve.figures import AnchorLog, StepAnchor
 from sim.workloads.serve.prefetch import Ahead, Keys, Simulated, simulate, workers
 from sim.workloads.serve.progress import (
     AnchorDone,
@@ -113,6 +113,7 @@ class StepCosts:
         self.planned = False  # the planning pass run (at the first anchor not cached)
         self.ahead: Ahead | None = None  # its anchors, simulated in worker processes
         self.wanted: dict[StepShape, None] = {}  # roofline_only: the anchors asked for, in order
+        self.priced_by: dict[tuple[int, int, int], StepShape] = {}  # a step's (tokens, keys, kv_read) -> its anchor
 
     def efficiency(self, shape: StepShape) -> float:
         """E of the anchor pricing ``shape``, simulating it first (or taking it from the step
@@ -190,23 +191,26 @@ class StepCosts:
         return Ahead(self.cfg, self.model, todo, self.options, n, keys, self.sink) if side else None
 
     def _log(self, run: StepPlanRun, got: Simulated, key: str, cached: bool = False, used: bool = True) -> AnchorLog:
-        a, layers = run.shape, self.model.layers
+        a, layers, mem = run.shape, self.model.layers, run.memory
         return AnchorLog(a.tokens, a.keys, a.kv_read, run.tiles, run.cus, run.iterations, run.end, run.per_iteration,
                          run.roofline_layer, run.cycles_for(layers), layers * run.roofline_layer,
                          run.efficiency(layers), run.messages, run.plan_status, got.wall_seconds, cached, key,
-                         got.ahead, used)
+                         got.ahead, used, mem.mu_peak, mem.mu_mean, mem.mu_reserved_peak, mem.mu_reserved_mean,
+                         mem.tier_bytes, mem.tier_flows)
 
-    def finish(self) -> list[AnchorLog]:
+    def finish(self) -> list[AnchorLog | StepAnchor]:
         """The run's anchors: those its steps were priced by, then those the planning pass simulated
-        that none needed (``used`` false); its workers stopped."""
+        that none needed (``used`` false); its workers stopped; then which anchor priced each step shape."""
         left = self.ahead.close() if self.ahead else {}
         self.ahead = None
         if self.sink is not None:  # foreseen, never needed nor simulated: the count of anchors drops them
             for a in self.foreseen - set(left):
                 self.sink(AnchorDropped(a))
         self.foreseen = set()
-        return self.logs + [self._log(got.run, got, self._key_of(got.run, self._keys(a)), cached=got.cached,
-                                      used=False) for a, got in left.items() if got.run is not None]
+        unused = [self._log(got.run, got, self._key_of(got.run, self._keys(a)), cached=got.cached, used=False)
+                  for a, got in left.items() if got.run is not None]
+        links = [StepAnchor(*k, (a.tokens, a.keys, a.kv_read)) for k, a in self.priced_by.items()]
+        return [*self.logs, *unused, *links]
 
     def anchor_of(self, shape: StepShape) -> StepShape:
         """The anchor pricing ``shape`` (shapes.anchor), without its cached K/V when it is
@@ -223,6 +227,10 @@ class StepCosts:
 
     def price(self, shape: StepShape) -> tuple[int, Roofline]:
         """The step's cycles, its roofline (layers and head) times its anchor's efficiency, and
-        that roofline."""
+        that roofline; the anchor noted as its shape's (``finish``)."""
         r = roofline(self.model, shape, self.bytes_per_cycle, self.flops_per_cycle)
-        return max(1, math.ceil(r.cycles * self.efficiency(shape))), r
+        cycles = max(1, math.ceil(r.cycles * self.efficiency(shape)))
+        seen = (shape.tokens, shape.keys, shape.kv_read)
+        if seen not in self.priced_by and not self.options.roofline_only:
+            self.priced_by[seen] = self.anchor_of(shape)
+        return cycles, r

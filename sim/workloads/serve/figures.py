@@ -63,8 +63,30 @@ class AnchorLog:
                          "(sim/workloads/serve/prefetch.py); wall_seconds is that process's")
     used: bool = column("bool", "a step of the run was priced by it (false: the planning pass foresaw it, no step "
                         "needed it)")
+    mu_peak: float = column("double", "largest share of the chip's MU bytes its run held live data in at once")
+    mu_mean: float = column("double", "time-averaged share of the chip's MU bytes its run held live data in")
+    mu_reserved_peak: float = column("double", "largest share of the chip's MU bytes its run's buffers reserved")
+    mu_reserved_mean: float = column("double", "time-averaged share of the chip's MU bytes its run's buffers "
+                                     "reserved")
+    tier_bytes: int = column("int64", "bytes its run read and wrote in the first memory tier")
+    tier_flows: int = column("int64", "flows its run moved those bytes in")
 
     HASHED: ClassVar[bool] = False  # a view, and a wall time: the steps it priced are in the hash
+
+    def row(self) -> tuple:
+        return astuple(self)
+
+
+@dataclass(frozen=True, slots=True)
+class StepAnchor:
+    """Which anchor priced the steps of one shape (a view: the steps' cycles are in the hash)."""
+
+    tokens: int
+    keys: int
+    kv_read: int
+    anchor: tuple[int, int, int]  # the anchor's tokens, keys and kv_read (an AnchorLog's)
+
+    HASHED: ClassVar[bool] = False
 
     def row(self) -> tuple:
         return astuple(self)
@@ -97,6 +119,35 @@ def priced_actions(logged: list, tier: str):
                f"{tier}_read_bytes": sum(s.read_bytes for s in steps),
                f"{tier}_write_bytes": sum(s.written_bytes for s in steps)}
     return ActionCounts(**{k: v for k, v in fields_.items() if k in ActionCounts.__dataclass_fields__})
+
+
+def step_memory(logged: list, tier: str):
+    """What a serve run's steps held in the MUs and moved through ``tier`` (a PricedMemory; None
+    without steps): each step holds what its anchor's run held, so the peaks are the largest of the
+    steps' anchors' and the means are weighted by each step's cycles (fragmentation: 1 - the
+    weighted used over the weighted reserved, as a simulated run's, sim/chip/report.py); the bytes
+    are the steps' own, in as many flows as their anchor moved that many bytes in. None also when a
+    step's anchor is not in ``logged``."""
+    from sim.chip.priced_memory import PricedMemory, TierTraffic
+
+    steps = [x for x in logged if isinstance(x, StepLog)]
+    if not steps:
+        return None
+    priced_by = {(x.tokens, x.keys, x.kv_read): x.anchor for x in logged if isinstance(x, StepAnchor)}
+    anchors = {(a.tokens, a.keys, a.kv_read): a for a in logged if isinstance(a, AnchorLog) and a.used}
+    found = [anchors.get(priced_by.get((s.tokens, s.keys, s.kv_read), (-1, -1, -1))) for s in steps]
+    of = [a for a in found if a is not None]
+    if len(of) < len(steps):  # a step whose anchor was not logged: no figure rather than a wrong one
+        return None
+    span = sum(s.end - s.start for s in steps)
+    used = sum((s.end - s.start) * a.mu_mean for s, a in zip(steps, of))
+    reserved = sum((s.end - s.start) * a.mu_reserved_mean for s, a in zip(steps, of))
+    flows = sum(-(-(s.read_bytes + s.written_bytes) * a.tier_flows // a.tier_bytes) if a.tier_bytes else 0
+                for s, a in zip(steps, of))
+    traffic = TierTraffic(sum(s.read_bytes for s in steps), sum(s.written_bytes for s in steps), flows)
+    return PricedMemory(max(a.mu_peak for a in of), used / span if span else 0.0,
+                        max(a.mu_reserved_peak for a in of), 1.0 - used / reserved if reserved > 0 else 0.0,
+                        {tier: traffic})
 
 
 def serve_figures(params, logged: list, clock_hz: float) -> tuple[dict, dict]:

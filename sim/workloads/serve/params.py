@@ -15,7 +15,7 @@ from mapping.models import MODELS, ModelSpec
 from sim.chip.spec import CU
 from sim.keys import Field, Issue, Table
 from sim.serving.lengths import Dist, dist_of
-from sim.serving.metrics import Objectives, PreemptionLog, RequestLog, serving_figures
+from sim.serving.metrics import Objectives, PreemptionLog, RequestLog, prompt_figures, serving_figures
 from sim.serving.requests import prefix_block_issues, trace_of
 from sim.serving.trace import RequestTrace
 from sim.workloads import WORKLOADS, ChipContext, Workload
@@ -133,12 +133,18 @@ class ServeParams(Workload):
     def serving_figures(self, logged: list, clock_hz: float, seconds: float) -> tuple[dict, dict]:
         reqs = [x for x in logged if isinstance(x, RequestLog)]
         moves = [x for x in logged if isinstance(x, PreemptionLog)]
-        return serving_figures(reqs, moves, clock_hz, seconds, Objectives(self.slo_ttft, self.slo_tbt))
+        summary, tables = serving_figures(reqs, moves, clock_hz, seconds, Objectives(self.slo_ttft, self.slo_tbt))
+        return {**summary, **prompt_figures(reqs)}, tables
 
     def priced_actions(self, logged: list):
         from sim.workloads.serve.figures import priced_actions
 
         return priced_actions(logged, self.tier)
+
+    def priced_memory(self, logged: list):
+        from sim.workloads.serve.figures import step_memory
+
+        return step_memory(logged, self.tier)
 
     def input_figures(self, cfg) -> dict:
         return KvParams.input_figures(self, cfg)  # type: ignore[arg-type]  # the same trace fields

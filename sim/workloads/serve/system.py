@@ -41,7 +41,7 @@ from mapping.models import MODELS, ModelSpec
 from mapping.systems import Parallelism
 from sim.keys import Issue
 from sim.serving.lengths import dist_of
-from sim.serving.metrics import Objectives, PreemptionLog, RequestLog, serving_figures
+from sim.serving.metrics import Objectives, PreemptionLog, RequestLog, prompt_figures, serving_figures
 from sim.serving.prefix_sharing import PrefixLog, prefix_figures
 from sim.serving.requests import Requests, prefix_block_issues, trace_of
 from sim.system.algorithms import PortTiming
@@ -50,9 +50,10 @@ from sim.system.shard import BoxChip, Compute, Recv
 from sim.system.shard import Sleep as BoxSleep
 from sim.workloads import WORKLOADS, ChipContext, Task
 from sim.workloads.capabilities import Capabilities
+from sim.workloads.kv_decode import KvParams
 from sim.workloads.serve.batcher import Batcher, Sequence
 from sim.workloads.serve.costs import StepCosts
-from sim.workloads.serve.figures import anchor_figures
+from sim.workloads.serve.figures import AnchorLog, StepLog, anchor_figures, priced_actions, step_memory
 from sim.workloads.serve.params import ServeParams, cost_options
 from sim.workloads.serve.progress import ProgressSink
 from sim.workloads.serve.shapes import StepShape
@@ -141,21 +142,58 @@ class ServeSystemParams(ServeParams):
         return summary
 
     def system_views(self, records: list, logged: list, cfg) -> tuple[dict, dict]:
-        """The anchors' figures (their wall time, those a step cache gave) and run_requests and
-        run_anchors, as a chip run's."""
+        """The anchors' figures (their wall time, those a step cache gave), the trace's, the energy
+        of the steps, and run_requests and run_anchors, as a chip run's."""
         figures, tables = anchor_figures(self, logged)
         del figures["anchors"]  # the hashed count, from the records (system_figures)
-        return figures, {**self._served(records, cfg)[1], **tables}
+        figures.update(KvParams.input_figures(self, cfg))  # type: ignore[arg-type]  # the same trace fields
+        figures.update(self._energy(records, logged, cfg))
+        figures.update(self._memory(logged))
+        kept = {x.request: x for x in logged if isinstance(x, RequestLog)}
+        figures.update(prompt_figures(list(kept.values())))
+        return figures, {**self._served(records, cfg, kept)[1], **tables}
 
-    def _served(self, records: list, cfg) -> tuple[dict, dict]:
-        """The serving figures and run_requests columns of the scheduler chip's records."""
+    def _memory(self, logged: list) -> dict:
+        """A chip's MU figures from its steps' anchors (every chip runs the same slice) and the group's
+        tier bytes and flows (every chip's), as a serve run's (figures.step_memory)."""
+        m = step_memory(logged, self.tier)
+        if m is None:
+            return {}
+        out: dict = {"peak_mu_utilization": m.peak_mu_utilization, "mean_mu_utilization": m.mean_mu_utilization,
+                     "peak_mu_reserved": m.peak_mu_reserved, "fragmentation": m.fragmentation}
+        for name, t in m.tiers.items():
+            out.update({f"{name}_read_bytes": t.read_bytes * self.tp, f"{name}_write_bytes": t.write_bytes * self.tp,
+                        f"{name}_flows": t.flows * self.tp})
+        return out
+
+    def _energy(self, records: list, logged: list, cfg) -> dict:
+        """The energy of every chip's steps: each its slice's tier bytes and FLOPs, as a serve run's
+        (figures.priced_actions); the bytes between chips have no price in the table, so are not in it."""
+        from sim.energy.counts import energy as priced
+        from sim.energy.counts import summary_figures
+        from sim.energy.table import default_table
+
+        acts = priced_actions(logged, self.tier)
+        if acts is None:
+            return {}
+        mine = [r for r in records if r.chip == 0]
+        tokens = sum(1 for r in mine if r.kind == "token")
+        e = priced(acts.scaled(self.tp), cfg.chip.energy or default_table())
+        return {**summary_figures(e, tokens, sum(1 for r in mine if r.kind == "step")),
+                "token_unit": self.token_unit}
+
+    def _served(self, records: list, cfg, kept: dict | None = None) -> tuple[dict, dict]:
+        """The serving figures and run_requests columns of the scheduler chip's records (``kept``: the
+        scheduler's own request logs, by request, for their prompts and prefill cycles)."""
         mine = [r for r in records if r.chip == 0]
         tokens: dict[int, list[int]] = {}
         for r in mine:
             if r.kind == "token":
                 tokens.setdefault(r.ident, []).append(r.end)
+        none = RequestLog(-1, 0, 0, (), 0, "")
         reqs = [RequestLog(r.ident, r.start, r.nbytes, tuple(sorted(tokens.get(r.ident, ()))),
-                           sum(1 for x in mine if x.kind == "preempt" and x.ident == r.ident), r.kind.split(":")[1])
+                           sum(1 for x in mine if x.kind == "preempt" and x.ident == r.ident), r.kind.split(":")[1],
+                           (kept or {}).get(r.ident, none).prompt, (kept or {}).get(r.ident, none).prefill_cycles)
                 for r in mine if r.kind.startswith("request:")]
         moves = [PreemptionLog(r.ident, 0, "recompute", r.start, r.start, r.end, r.nbytes)
                  for r in mine if r.kind == "preempt"]
@@ -293,7 +331,9 @@ class SystemBackend:
         self.shard.record(f"request:{status}", self.chip.cid, q.seq, q.arrival, self.now, q.admitted)
 
     def log(self, record) -> None:
-        if isinstance(record, PreemptionLog) and record.what != "swap-in":
+        if isinstance(record, (StepLog, RequestLog)):  # views (hashed as records): energy, prompts, TTFT parts
+            self.shard.log(record)
+        elif isinstance(record, PreemptionLog) and record.what != "swap-in":
             self.shard.record("preempt", self.chip.cid, record.request, record.start, record.end, record.kv_bytes)
         elif isinstance(record, PrefixLog):  # its blocks and hits in the kind, as a request's status
             self.shard.record(f"prefix:{record.blocks}:{record.hit_blocks}:{record.hit_bytes}", self.chip.cid,
@@ -302,9 +342,11 @@ class SystemBackend:
     def finished(self, steps: int) -> None:
         for c in self.group[1:]:
             self.chip.send(c, COMMAND_BYTES, COMMAND + steps, (STOP,))
-        for i, a in enumerate(self.prog.costs.logs):
+        logs = self.prog.costs.finish()  # the anchors (and, views, which priced each step shape)
+        for i, a in enumerate(x for x in logs if isinstance(x, AnchorLog)):
             self.shard.record("anchor", self.chip.cid, i, 0, a.cycles, a.tokens)
-            self.shard.log(a)
+        for x in logs:
+            self.shard.log(x)
 
 
 def _attention_share(model: ModelSpec, spec, shape: StepShape) -> float:

@@ -74,9 +74,9 @@ def test_report_of_a_noc_run_draws_its_figures_and_skips_the_memory_ones(tmp_pat
     assert all((figures / w).read_bytes().startswith(b"%PDF") for w in written if w.endswith(".pdf"))
     assert all(b"<svg" in (figures / w).read_bytes()[:2000] for w in written if w.endswith(".svg"))
     (line,) = err.strip().splitlines()  # one line on stderr; the skipped figures listed once, in a file
-    assert line.startswith("report: 2 figures (PDF, PNG, SVG)") and "4 skipped, listed in" in line, line
+    assert line.startswith("report: 2 figures (PDF, PNG, SVG)") and "5 skipped, listed in" in line, line
     listed = (figures / "skipped.txt").read_text()
-    for skipped in ("mu_utilization", "memory_over_time", "messages"):
+    for skipped in ("mu_utilization", "memory_over_time", "messages", "ttft_breakdown"):
         assert f"skipped {skipped}" in listed
 
 

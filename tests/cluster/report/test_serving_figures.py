@@ -86,3 +86,34 @@ def test_an_mu_figure_of_a_run_holding_nothing_in_mus_is_skipped_with_the_reason
         memory_over_time({"run_mu_series": series}, pyplot)
     held = series.set_column(4, "utilization", pa.array([0.0, 0.5, 0.0, 0.25]))
     pyplot.close(mu_heatmap({"run_mu_series": held}, pyplot))
+
+
+def _requests(parts):
+    """run_requests rows of (queueing, prefill, interference) seconds; a refused request's are null."""
+    return {"run_requests": pa.table({"request": list(range(len(parts))),
+                                      "queueing_seconds": [p and p[0] for p in parts],
+                                      "prefill_seconds": [p and p[1] for p in parts],
+                                      "interference_seconds": [p and p[2] for p in parts]})}
+
+
+def test_the_ttft_breakdown_stacks_each_requests_three_parts(pyplot):
+    """Two requests of 10 + 30 + 0 ms and 20 + 10 + 30 ms: bars of those heights in ms, stacked in order;
+    the title's shares are of all TTFT (30/100, 40/100, 30/100); a refused request is left out."""
+    from cluster.report.figures import ttft_breakdown
+
+    fig = ttft_breakdown(_requests([(0.010, 0.030, 0.0), (0.020, 0.010, 0.030), None]), pyplot)
+    ax = fig.axes[0]
+    bars = [(round(b.get_x() + b.get_width() / 2), b.get_y(), b.get_height()) for b in ax.patches]
+    assert [(x, pytest.approx(y), pytest.approx(h)) for x, y, h in bars] == [
+        (0, 0, 10), (1, 0, 20), (0, 10, 30), (1, 20, 10), (0, 40, 0), (1, 30, 30)]
+    assert ax.get_ylabel() == "time to first token (ms)"
+    assert ax.get_title() == "TTFT breakdown of 2 requests\nqueueing 30%, prefill 40%, interference 30% of all TTFT"
+
+
+def test_many_requests_are_drawn_by_ttft_rank_and_none_is_skipped(pyplot):
+    from cluster.report.figures import ttft_breakdown
+
+    fig = ttft_breakdown(_requests([(0.001 * (i % 7), 0.002, 0.0005 * i) for i in range(100)]), pyplot)
+    assert fig.axes[0].get_xlabel() == "requests by TTFT (fastest first)"
+    with pytest.raises(Skip, match="no request has a TTFT split"):
+        ttft_breakdown(_requests([None, None]), pyplot)

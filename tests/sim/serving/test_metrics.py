@@ -4,7 +4,7 @@ hand count; a run's rows against their definitions."""
 import pytest
 
 from cluster.results import schemas
-from sim.serving.metrics import Objectives, RequestLog, meets_p99, serving_figures
+from sim.serving.metrics import Objectives, RequestLog, meets_p99, request_columns, serving_figures, ttft_parts
 from tests.sim.chip.chiprun import listed, run
 
 CLOCK = 1000.0  # 1 kHz: a cycle is a millisecond, so the hand count reads in cycles
@@ -95,3 +95,18 @@ def test_a_runs_rows_follow_their_definitions():
     assert r["meets_slo"] == met
     assert s["goodput_requests_per_second"] == pytest.approx(sum(met) / s["sim_seconds"])
     assert s["first_oom_utilization"] is None and s["preemptions"] == 0
+    assert r["prompt_tokens"] == [20] * 6 and s["prompt_tokens"] == 120  # the drawn (fixed) prompts
+    assert r["prefill_seconds"] == [None] * 6  # a decode run's prefill steps are not serve steps
+
+
+def test_a_ttft_splits_into_queueing_prefill_and_interference():
+    """Hand-made: arrival 0, admitted at 1, prefill steps of 3 cycles in all, first token at 6: queueing
+    1, prefill 3, interference 2; no first token or no admission: null."""
+    logs = [RequestLog(0, 0, 1, (6, 7), 0, "ok", 12, 3), RequestLog(1, 2, 2, (4,), 0, "ok", 5, 2),
+            RequestLog(2, 3, -1, (), 0, "failed", 9, 0)]
+    q, p, i = ttft_parts(logs, CLOCK)
+    assert q[:2].tolist() == [0.001, 0.0] and p[:2].tolist() == [0.003, 0.002] and i[:2].tolist() == [0.002, 0.0]
+    assert all(x != x for x in (q[2], p[2], i[2]))  # NaN: no first token
+    cols = request_columns(logs, CLOCK, Objectives())
+    assert cols["prompt_tokens"].tolist() == [12, 5, 9]
+    assert cols["ttft_seconds"][:2].tolist() == pytest.approx((q + p + i)[:2].tolist())

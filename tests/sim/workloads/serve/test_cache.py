@@ -140,3 +140,21 @@ def test_an_anchor_that_ran_out_of_memory_is_kept_under_its_on_oom(tmp_path):
     assert cache.find(root, "p" * 32, "s" * 32)["end"] == 5
     assert cache.find(root, "p" * 32, "f" * 32) is None  # another on_oom: simulated for itself
     assert cache.stored(root) == 1
+
+
+def test_an_entry_keeps_the_anchors_memory_and_an_older_format_is_simulated_again(tmp_path):
+    """An anchor's MU and tier figures come back from the store as stored; an entry written before
+    the store kept them (format 5) is never read as one without them: it is simulated again."""
+    import json
+
+    from sim.workloads.serve.anchors import PlanMemory
+
+    root = str(tmp_path / "store")
+    mem = PlanMemory(0.25, 0.125, 0.5, 0.2, 1_000_000, 7)
+    run, hit = cache.once(root, "b" * 32, "b" * 32 + "-oom", lambda: replace(_run(9), memory=mem))
+    assert not hit and cache.run_of(cache.find(root, "b" * 32, "")).memory == mem
+    old = {k: v for k, v in cache.entry(_run(11)).items() if k != "memory"}
+    (tmp_path / "store" / f"{'c' * 32}.json").write_text(json.dumps({"format": 5, **old}))
+    assert cache.find(root, "c" * 32, "") is None
+    got, hit = cache.once(root, "c" * 32, "c" * 32 + "-oom", lambda: replace(_run(12), memory=mem))
+    assert not hit and got.end == 12 and cache.find(root, "c" * 32, "")["memory"]["tier_flows"] == 7

@@ -3,6 +3,8 @@ serving metrics, and its chips as shards give the same run in one process, in tw
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from cluster.config import load
@@ -152,3 +154,65 @@ def test_a_node_named_by_its_preset_chooses_its_all_reduce_by_size():
     assert s["serve_steps"] == 3 and s["tokens"] == 3
     per_half = 8 * 7  # messages of one all-reduce phase over the node
     assert s["messages_total"] == 32 * 2 * per_half * (2 + 1 + 1) + 7 * 4  # + the commands and the stop
+
+
+def _toml(path, config: dict) -> str:
+    """``config`` as a TOML file (tables, arrays of tables, strings, numbers)."""
+    def value(v):
+        return f'"{v}"' if isinstance(v, str) else repr(v)
+
+    lines: list[str] = []
+
+    def table(name: str, d: dict) -> None:
+        lines.append(f"[{name}]")
+        lines.extend(f"{k} = {value(v)}" for k, v in d.items() if not isinstance(v, (dict, list)))
+        for k, v in d.items():
+            if isinstance(v, dict):
+                table(f"{name}.{k}", v)
+            elif isinstance(v, list):
+                for item in v:
+                    lines.append(f"[[{name}.{k}]]")
+                    lines.extend(f"{a} = {value(b)}" for a, b in item.items())
+
+    for name, d in config.items():
+        table(name, d)
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def test_serve_system_says_what_serve_says(tmp_path):
+    """The same trace served by one socket (serve) and by a group of two (serve-system): both print
+    their tokens, MU utilisation, energy, trace and serving lines with goodput and prompt tokens; the
+    group's steps move the one socket's HBM bytes (its slices add up to the model, the norms replicated: within
+    0.01 %), so their HBM energy agrees; run_requests has each request's prompt and TTFT parts."""
+    from tests.faults.conftest import in_process
+
+    trace = tmp_path / "trace.csv"
+    trace.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n0,40,4\n0.00001,20,3\n")
+    decode = {"trace": str(trace), "slo_ttft": "1s", "slo_tbt": "100ms", "step_cache": str(tmp_path / "anchors")}
+    group = raw()
+    group["workload"]["decode"] = {k: v for k, v in group["workload"]["decode"].items()
+                                   if k not in ("requests", "prompt_tokens", "output_tokens")} | decode
+    one = {"chip": group["chip"], "memory": {"policy": "virtual"}, "run": {"max_cycles": 10**12},
+           "workload": {"kind": "serve", "decode": {**group["workload"]["decode"]}}}
+    said = {}
+    for name, config in (("serve", one), ("serve-system", group)):
+        got = in_process("run", _toml(tmp_path / f"{name}.toml", config), "--quiet", "--json")
+        assert got.returncode == 0, got.stderr
+        said[name] = json.loads(got.stdout)
+        text = in_process("run", tmp_path / f"{name}.toml", "--quiet").stdout
+        for line in ("generated tokens/s;", "  energy ", "J per generated token", "  trace (azure): 2 requests",
+                     "served (60 prompt tokens)", "goodput", "the steps' anchors' plans) peak"):
+            assert line in text, (name, line, text)
+    chip, sys_ = said["serve"], said["serve-system"]
+    assert sys_["energy_hbm_joules"] == pytest.approx(chip["energy_hbm_joules"], rel=1e-4)
+    assert sys_["hbm_read_bytes"] == pytest.approx(chip["hbm_read_bytes"], rel=1e-4)
+    assert sys_["hbm_write_bytes"] == chip["hbm_write_bytes"]  # K and V: the chips' KV heads add up to the model's
+    assert 0 < sys_["mean_mu_utilization"] <= sys_["peak_mu_utilization"] <= sys_["peak_mu_reserved"]
+    assert sys_["prompt_tokens"] == chip["prompt_tokens"] == 60
+    done = run(group)
+    r = done.tables["requests"]
+    assert list(r["prompt_tokens"]) == [40, 20]
+    for i in range(2):
+        parts = r["queueing_seconds"][i] + r["prefill_seconds"][i] + r["interference_seconds"][i]
+        assert parts == pytest.approx(r["ttft_seconds"][i], rel=1e-12)
