@@ -22,7 +22,7 @@ and drop. By default nothing keeps a block no sequence holds, so the hits are th
 sequences running at the same time; ``memory.prefix_cache_bytes`` lets the index keep such
 blocks (its reference) up to that many KV bytes, the least recently released dropped first, a
 finished request's blocks released last block first (vLLM v1's order), and under memory-aware
-admission given back when a waiting request needs the room (slot_scheduler.py).
+admission given back when a waiting request needs the room (scheduling/slot.py).
 
 A hit saves prefill work: the hit blocks' KV is neither computed nor written (the toy
 prefill prices a prompt as its KV writes plus one token's attention over it, so the saving

@@ -13,7 +13,7 @@ appends the prompt (prefill); it counts as the sequence's first step.
 
 spec-decode (spec_decode.py) is this program with a step that drafts several tokens.
 
-The scheduler (sim/serving/slot_scheduler.py) may admit by memory and, under ``memory.on_oom =
+The scheduler (sim/serving/scheduling/slot.py) may admit by memory and, under ``memory.on_oom =
 "preempt"``, preempt: a step whose append an MU refuses stops at that layer (``BlockedStep``)
 and goes on when told to; a preempted worker frees its KV, first streaming it to DRAM under
 ``swap``; a swapped-out sequence admitted again has its KV streamed back into new buffers.
@@ -48,7 +48,7 @@ from sim.serving.prefix_sharing import (
     take_shared,
 )
 from sim.serving.requests import Requests, prefix_block_issues, trace_of
-from sim.serving.slot_scheduler import Scheduler
+from sim.serving.scheduling.slot import SlotScheduler
 from sim.serving.trace import RequestTrace
 from sim.serving.trace_formats import NAMES as TRACE_FORMATS
 from sim.workloads import WORKLOADS, ChipContext, Workload
@@ -252,7 +252,7 @@ class KvDecode(Requests):
     # ------------------------------------------------------------------ program entry points
     def start(self, cu):
         if cu.uid == self.scheduler:
-            cu.state["scheduler"] = sched = Scheduler(self, cu)
+            cu.state["scheduler"] = sched = SlotScheduler(self, cu, cu.shard.log if self.cfg.trace else None)
             return sched.run()
         return None
 

@@ -8,11 +8,12 @@ One module per job:
   cycle by cycle on the chip (a nested dataflow run), extrapolated to the model's layers;
 - costs.py: a step's price (its roofline times its anchor's efficiency), anchors simulated
   as steps need them;
-- scheduler.py: the serving scheduler (admission, chunked prefill, KV regions in the memory
-  tier, preemption) on the scheduler CU;
+- scheduler.py: the serve program, the batcher's backend on the scheduler CU (KV regions at
+  the memory tier's controller) and the planning pass that replays the run;
 - params.py: the registered workload (``workload.kind = "serve"``, keys in [workload.decode]);
-- batcher.py: the scheduler's decisions, whatever runs them (scheduler.py: one chip;
-  system.py: ``serve-system``, a tensor-parallel group of sockets);
+- batcher.py: the scheduler (admission, chunked prefill, preemption; sim/serving/scheduling's
+  interface), whatever backend carries it out (scheduler.py: one chip; system.py:
+  ``serve-system``, a tensor-parallel group of sockets);
 - sim/serving/prefix_pool.py: prefix sharing, the shared prompt blocks' regions and the prefix cache;
 - figures.py: run_steps and run_anchors.
 """

@@ -28,27 +28,32 @@ Prefix sharing (a trace with ``hash_ids``, ``memory.prefix_sharing``): an admiss
 leading prompt blocks the index has (sim/serving/prefix_pool.py) and prefills only the rest, the hit tokens
 read as cached keys; its own blocks are regions of their own, registered once written.
 
-``Batcher`` holds these decisions; a backend subclass says how time passes, how pages are
-taken and freed, how a swap moves and how a step runs (scheduler.py: one chip's tier
-controller; system.py: a system of sockets).
+``Batcher`` holds these decisions, a Scheduler (sim/serving/scheduling/interface.py: asked
+``schedule`` and ``update`` each step, answering a SchedulerOutput); the backend it is given
+(``StepBackend``) says how time passes, how pages are taken and freed, how a swap moves and how
+a step runs (scheduler.py: one chip's tier controller; system.py: a system of sockets).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from sim.serving.metrics import SERVED, PreemptionLog, RequestLog
 from sim.serving.prefix_pool import Block, PrefixPool
-from sim.serving.slot_scheduler import Request
+from sim.serving.scheduling import SCHEDULERS
+from sim.serving.scheduling.interface import StepSink
+from sim.serving.scheduling.output import SchedulerOutput
+from sim.serving.scheduling.slot import Request
 from sim.workloads import Task
 from sim.workloads.serve.figures import StepFailure, StepLog
 from sim.workloads.serve.progress import ProgressSink, Served
-from sim.workloads.serve.shapes import StepShape
+from sim.workloads.serve.shapes import Roofline, StepShape
 
 
 @dataclass(eq=False)
 class Sequence(Request):
-    """The scheduler's view of one request (the decode scheduler's record, sim/serving/slot_scheduler.py; ``swapped``:
+    """The scheduler's view of one request (the decode scheduler's record, sim/serving/scheduling/slot.py; ``swapped``:
     its KV region in the swap memory) and of its KV: its prefix blocks and its tail region."""
 
     filled: int = 0  # tokens of its current prefill done (a hit's tokens count as done)
@@ -71,14 +76,72 @@ class Sequence(Request):
         return max(0, tokens - self.pre)
 
 
-class Batcher:
-    """The scheduling decisions (module docstring); a backend provides the hooks below the loop."""
+class StepBackend(Protocol):
+    """How a batcher's decisions are carried out: how time passes, where KV pages come from and
+    go back to, how a swap moves, how a step runs and where its records go (scheduler.py: one
+    chip's tier controller; system.py: a system of sockets)."""
 
-    def __init__(self, p, cfg, requests, pages: int, page: int, kv_token: int, swap: bool = True,
-                 copies: int = 1):
+    unit: int  # the unit (or chip) that schedules, named in preemption records
+
+    @property
+    def now(self) -> int: ...
+
+    def sleep(self, cycles: int) -> Task:
+        """Task: let ``cycles`` pass."""
+        ...
+
+    def load_weights(self) -> Task:
+        """Task: the model's weights take their pages; False if they do not fit."""
+        ...
+
+    def take_pages(self, wants: list, free: int) -> Task:
+        """Task: each region (a sequence's tail or a prefix block: its ``region``, -1 until taken)
+        takes its pages more, all asked at once: whether each got them (a refused one unchanged);
+        ``free``: pages the batcher's books have free."""
+        ...
+
+    def free_pages(self, region) -> Task:
+        """Task: a region's pages (a sequence's tail or a prefix block) are given back."""
+        ...
+
+    def swap_out(self, q: Sequence, nbytes: int) -> Task:
+        """Task: copy the sequence's KV to the swap memory (setting its ``swapped``); False if full."""
+        ...
+
+    def swap_back(self, q: Sequence, nbytes: int) -> Task:
+        """Task: copy its KV back from the swap memory (its pages taken already) and free it there."""
+        ...
+
+    def execute(self, shape: StepShape, step: int) -> Task:
+        """Task: run the step; its roofline (ValueError if its plan cannot be priced)."""
+        ...
+
+    def count(self, what: str) -> None: ...
+
+    def record_step(self, step: int, start: int, made: int) -> None: ...
+
+    def record_request(self, q: Sequence, status: str) -> None: ...
+
+    def log(self, record) -> None: ...
+
+    def finished(self, steps: int) -> None:
+        """After the last step."""
+        ...
+
+
+@SCHEDULERS.register("continuous")
+class Batcher:
+    """The scheduling decisions (module docstring), carried out by a backend (StepBackend); a
+    Scheduler (sim/serving/scheduling/interface.py)."""
+
+    def __init__(self, p, cfg, requests, backend: StepBackend, pages: int, page: int, kv_token: int,
+                 swap: bool = True, copies: int = 1, on_step: StepSink | None = None):
         """``requests``: the run's requests (sim/serving/requests.py: arrivals, lengths, prefix ids);
-        ``copies``: memories holding a token's ``kv_token`` bytes alike (a system's chips)."""
+        ``copies``: memories holding a token's ``kv_token`` bytes alike (a system's chips);
+        ``on_step``: where each step's SchedulerOutput goes (None: nowhere)."""
         self.p = p
+        self.backend = backend
+        self.on_step = on_step
         self.on_oom = cfg.on_oom
         self.swap = swap and (cfg.on_oom == "evict" or (cfg.on_oom == "preempt" and cfg.preempt_mode == "swap"))
         self.aware = cfg.on_oom == "preempt" or cfg.admit_watermark > 0
@@ -104,61 +167,97 @@ class Batcher:
         self.pages_used = 0  # the books: pages the weights and every sequence hold
         self.held: dict[int, int] = {}  # sequence -> pages it holds
         self.steps = 0
+        self.granted: dict[int, int] = {}  # since the last step's record: sequence -> pages
+        self.preempted: list[int] = []  # since the last step's record
+        self.ended: dict[int, str] = {}  # since the last step's record: sequence -> status
         self.progress: ProgressSink | None = None  # told each step's end (progress.py); set by the program's watch
         self.clock_hz = cfg.spec.clock_hz
         self.span = max(arrivals, default=0) / self.clock_hz  # the trace's last arrival, s
 
+    @property
+    def now(self) -> int:
+        return self.backend.now
+
     # ------------------------------------------------------------------ the loop
     def run(self) -> Task:
-        ok = yield from self.load_weights()
+        ok = yield from self.backend.load_weights()
+        self.pages_used += -(-self.p.model.weight_bytes // self.page)
         if not ok:
             for s in list(self.waiting):
                 self.counted_admission(s)
                 self.end(s, "failed")
             return
-        while self.waiting or self.running:
+        while True:
+            planned = yield from self.schedule()
+            if planned is None:
+                break
+            done = yield from self.update(planned)
+            if self.on_step is not None and done is not None:
+                self.on_step(done)
+        if self.prefix is not None:  # every request served: the prefix cache lets go of its blocks
+            yield from self._free_blocks(self.prefix.trim(0))
+        self.backend.finished(self.steps)
+
+    def has_unfinished(self) -> bool:
+        return bool(self.waiting or self.running)
+
+    def schedule(self) -> Task:
+        """Admit what arrived, waiting for arrivals and refusing a head that cannot fit an empty
+        memory, then plan the step (its KV taken); None if no step can run."""
+        while self.has_unfinished():
             yield from self._admit()
             if not self.running:
                 if not self.waiting:
-                    break
+                    return None
                 head = self.seqs[self.waiting[0]]
                 if head.arrival > self.now:
-                    yield from self.sleep(head.arrival - self.now)
+                    yield from self.backend.sleep(head.arrival - self.now)
                     continue
                 self.counted_admission(head.seq)
                 self.end(self.waiting.pop(0), "failed")  # an empty memory and still it does not fit
                 continue
             step = yield from self._plan_step()
             if step is None:  # every running sequence stalled: nothing can go on
-                break
+                return None
             decode, chunks = step
-            shape = StepShape.of([self.seqs[s].kv for s in decode],
-                                 [(c, self.seqs[s].kv, self.seqs[s].filled + c >= self.seqs[s].prefill)
-                                  for s, c in chunks])
-            t0 = self.now
-            try:
-                roof = yield from self.execute(shape)
-            except ValueError as exc:  # its plan does not map, fit or run: no step of this shape can
-                self.log(StepFailure(self.steps, str(exc)))
-                for s in self.running + self.waiting:
-                    self.counted_admission(s)
-                    self.end(s, "failed")
-                break
-            for s, _ in chunks:  # a prefill step before the first token: its TTFT's prefill share
-                self.seqs[s].prefill_cycles += 0 if self.seqs[s].token_cycles else self.now - t0
-            made = self._apply(decode, chunks)
-            self._written(chunks)
-            self.record_step(t0, made)
-            written = shape.tokens * self.kv_token
-            self.log(StepLog(self.steps, t0, self.now, len(decode), sum(c for _, c in chunks), shape.tokens,
-                             shape.keys, shape.kv_read, made, int(roof.bytes) - written, written, int(roof.flops)))
-            self.steps += 1
-            if self.progress is not None:
-                self.progress(Served(self.now / self.clock_hz, self.span))
-            yield from self._finish_done()
-        if self.prefix is not None:  # every request served: the prefix cache lets go of its blocks
-            yield from self._free_blocks(self.prefix.trim(0))
-        self.finished()
+            return SchedulerOutput(self.steps, self.now, self.now, tuple(decode), dict(chunks),
+                                   kv_granted=dict(sorted(self.granted.items())))
+        return None
+
+    def update(self, planned: SchedulerOutput) -> Task:
+        """Run the step (the backend's), make its tokens and let the finished go; None if its plan
+        could not be priced (every request then failed)."""
+        decode = list(planned.decode)
+        chunks = list(planned.prefill.items())
+        shape = StepShape.of([self.seqs[s].kv for s in decode],
+                             [(c, self.seqs[s].kv, self.seqs[s].filled + c >= self.seqs[s].prefill) for s, c in chunks])
+        t0 = self.now
+        try:
+            roof: Roofline = yield from self.backend.execute(shape, self.steps)
+        except ValueError as exc:  # its plan does not map, fit or run: no step of this shape can
+            self.backend.log(StepFailure(self.steps, str(exc)))
+            for s in self.running + self.waiting:
+                self.counted_admission(s)
+                self.end(s, "failed")
+            self.running, self.waiting = [], []
+            return None
+        for s, _ in chunks:  # a prefill step before the first token: its TTFT's prefill share
+            self.seqs[s].prefill_cycles += 0 if self.seqs[s].token_cycles else self.now - t0
+        made = self._apply(decode, chunks)
+        self._written(chunks)
+        self.backend.record_step(self.steps, t0, made)
+        written = shape.tokens * self.kv_token
+        self.backend.log(StepLog(self.steps, t0, self.now, len(decode), sum(c for _, c in chunks), shape.tokens,
+                                 shape.keys, shape.kv_read, made, int(roof.bytes) - written, written, int(roof.flops)))
+        self.steps += 1
+        if self.progress is not None:
+            self.progress(Served(self.now / self.clock_hz, self.span))
+        end = self.now  # its tokens made (the finished then give their pages back)
+        yield from self._finish_done()
+        done = SchedulerOutput(planned.step, t0, end, planned.decode, planned.prefill, made=made,
+                               kv_granted=planned.kv_granted, preempted=tuple(self.preempted), ended=self.ended)
+        self.granted, self.preempted, self.ended = {}, [], {}
+        return done
 
     # ------------------------------------------------------------------ admission
     def _pages(self, tokens: int) -> int:
@@ -213,7 +312,7 @@ class Batcher:
                 s.admitted = now
                 self.counted_admission(s.seq)
                 if self.prefix is not None:
-                    self.log(self.prefix.log(s.seq, s.ids, hits))
+                    self.backend.log(self.prefix.log(s.seq, s.ids, hits))
             s.order, self.admissions = self.admissions, self.admissions + 1
             self.running.append(s.seq)
 
@@ -222,7 +321,7 @@ class Batcher:
         q = self.seqs[s]
         if not q.counted:
             q.counted = True
-            self.count("admitted")
+            self.backend.count("admitted")
 
     # ------------------------------------------------------------------ a step
     def _plan_step(self) -> Task:
@@ -288,12 +387,15 @@ class Batcher:
                 wants.append((s, -1, q, self._pages(q.tail(q.kv + n)) - self.held.get(s, 0)))
         if not wants:
             return set()
-        got = yield from self.take_pages([(region, n) for _, _, region, n in wants])
+        got = yield from self.backend.take_pages([(region, n) for _, _, region, n in wants],
+                                                self.pages - self.pages_used)
         refused = set()
         for (s, j, region, n), ok in zip(wants, got):
             if not ok:
                 refused.add(s)
-            elif isinstance(region, Block):
+                continue
+            self.granted[s] = self.granted.get(s, 0) + n
+            if isinstance(region, Block):
                 self.seqs[s].blocks[j] = region
                 self.pages_used += n
             else:
@@ -310,7 +412,7 @@ class Batcher:
         """Give a sequence's tail pages back (the backend's memory says when they are free) and,
         unless ``blocks`` is False (a swap: they stay), let go of its prefix blocks."""
         q = self.seqs[s]
-        yield from self.free_pages(q)
+        yield from self.backend.free_pages(q)
         q.region, q.reserved = -1, 0
         self.pages_used -= self.held.pop(s, 0)
         if blocks and q.blocks:
@@ -320,7 +422,7 @@ class Batcher:
     def _free_blocks(self, blocks: list[Block]) -> Task:
         """Free prefix blocks' regions (the pool let go of them)."""
         for b in blocks:
-            yield from self.free_pages(b)
+            yield from self.backend.free_pages(b)
             self.pages_used -= b.pages
 
     # ------------------------------------------------------------------ preemption
@@ -336,14 +438,15 @@ class Batcher:
         nbytes = q.tail(q.kv) * self.kv_token  # under prefix sharing its blocks stay: the tail moves
         what = "recompute"
         if self.swap and q.kv and q.decoding:
-            ok = yield from self.swap_out(s, nbytes)
+            ok = yield from self.backend.swap_out(q, nbytes)
             what = "swap-out" if ok else "recompute"  # recompute: the swap memory is full too
         moved = self.now
         yield from self._free(s, blocks=q.swapped < 0)
         if q.swapped < 0:  # recompute: its prompt and the tokens it made are prefilled again
             q.filled, q.kv, q.prefill = 0, 0, q.prompt + q.made
         q.preemptions += 1
-        self.log(PreemptionLog(s, self.unit, what, t0, moved, self.now, nbytes))
+        self.preempted.append(s)
+        self.backend.log(PreemptionLog(s, self.backend.unit, what, t0, moved, self.now, nbytes))
         self.waiting.insert(0, s)
 
     def _swap_in(self, s: int) -> Task:
@@ -351,13 +454,14 @@ class Batcher:
         q = self.seqs[s]
         t0 = self.now
         pages, nbytes = self._pages(q.tail(q.kv)), q.tail(q.kv) * self.kv_token
-        [ok] = yield from self.take_pages([(q, pages)])
+        [ok] = yield from self.backend.take_pages([(q, pages)], self.pages - self.pages_used)
         if not ok:
             return False
         self._book(s, pages)
-        yield from self.swap_back(s, nbytes)
+        self.granted[s] = self.granted.get(s, 0) + pages
+        yield from self.backend.swap_back(q, nbytes)
         q.swapped = -1
-        self.log(PreemptionLog(s, self.unit, "swap-in", t0, self.now, self.now, nbytes))
+        self.backend.log(PreemptionLog(s, self.backend.unit, "swap-in", t0, self.now, self.now, nbytes))
         return True
 
     # ------------------------------------------------------------------ after a step
@@ -396,58 +500,8 @@ class Batcher:
 
     def end(self, s: int, status: str) -> None:
         q = self.seqs[s]
-        self.count("finished")
-        self.record_request(s, q.arrival, q.made, status)
-        self.log(RequestLog(s, q.arrival, q.admitted, tuple(q.token_cycles), q.preemptions, status, q.prompt,
-                            q.prefill_cycles))
-
-    # ------------------------------------------------------------------ the backend's hooks
-    unit: int = -1  # the unit (or chip) that schedules, named in preemption records
-
-    @property
-    def now(self) -> int:
-        raise NotImplementedError
-
-    def sleep(self, cycles: int) -> Task:
-        """Task: let ``cycles`` pass."""
-        raise NotImplementedError
-
-    def load_weights(self) -> Task:
-        """Task: the model's weights take their pages; False if they do not fit."""
-        raise NotImplementedError
-
-    def take_pages(self, wants: list) -> Task:
-        """Task: each region (a sequence's tail or a prefix block: its ``region``, -1 until taken)
-        takes its pages more, all asked at once: whether each got them (a refused one unchanged)."""
-        raise NotImplementedError
-
-    def free_pages(self, region) -> Task:
-        """Task: a region's pages (a sequence's tail or a prefix block) are given back."""
-        raise NotImplementedError
-
-    def swap_out(self, s: int, nbytes: int) -> Task:
-        """Task: copy sequence ``s``'s KV to the swap memory (setting its ``swapped``); False if full."""
-        raise NotImplementedError
-
-    def swap_back(self, s: int, nbytes: int) -> Task:
-        """Task: copy its KV back from the swap memory (its pages taken already) and free it there."""
-        raise NotImplementedError
-
-    def execute(self, shape: StepShape) -> Task:
-        """Task: run the step; its roofline (ValueError if its plan cannot be priced)."""
-        raise NotImplementedError
-
-    def count(self, what: str) -> None:
-        raise NotImplementedError
-
-    def record_step(self, start: int, made: int) -> None:
-        raise NotImplementedError
-
-    def record_request(self, s: int, arrival: int, made: int, status: str) -> None:
-        raise NotImplementedError
-
-    def log(self, record) -> None:
-        raise NotImplementedError
-
-    def finished(self) -> None:
-        """After the last step."""
+        self.backend.count("finished")
+        self.ended[s] = status
+        self.backend.record_request(q, status)
+        self.backend.log(RequestLog(s, q.arrival, q.admitted, tuple(q.token_cycles), q.preemptions, status, q.prompt,
+                                    q.prefill_cycles))

@@ -3,15 +3,16 @@
 An anchor (anchors.py) is a pure function of the chip, the run's memory and NoC, the model and
 its shape, and nearly all of a serve run's time: the serve loop of 1,630 steps takes about a
 CPU second, each anchor 7-70 s. The steps that need anchors come one after another, but which
-anchors they will need is known, nearly, before they run: the planning pass replays the run
-with every step at its roofline (E = 1; the same scheduler, KV pages and trace) and notes the
-anchors its steps ask for, in order. Those the run has not got are then simulated in
-``workers`` processes at once, the longest first (Graham's LPT rule, 1969), while the run goes
-on; a step waits only for its own anchor. An anchor the planning pass did not foresee (the
-run's steps, priced above their roofline, end later and batch differently) is simulated when a
-step needs it, as without the pass; one foreseen and never needed is logged (``used`` false in
-run_anchors) and kept in the step cache. Since every anchor is the same wherever it is
-simulated, so is every price, and the run's steps and result hash are those of a run without it.
+anchors they will need is known, nearly, before they run: the planning pass
+(scheduler.planned_anchors) replays the run with every step at its roofline (E = 1; the same
+scheduler, KV pages and trace) and notes the anchors its steps ask for, in order. Those the run
+has not got are then simulated in ``workers`` processes at once, the longest first (Graham's
+LPT rule, 1969), while the run goes on; a step waits only for its own anchor. An anchor the
+planning pass did not foresee (the run's steps, priced above their roofline, end later and
+batch differently) is simulated when a step needs it, as without the pass; one foreseen and
+never needed is logged (``used`` false in run_anchors) and kept in the step cache. Since every
+anchor is the same wherever it is simulated, so is every price, and the run's steps and result
+hash are those of a run without it.
 """
 
 from __future__ import annotations
@@ -94,20 +95,6 @@ def workers(n: int) -> int:
     if share.isdigit() and int(share) > 0:
         return int(share)
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
-def planned_anchors(cfg) -> list[StepShape]:
-    """The anchors a serve run of ``cfg`` (a ChipConfig) asks for with every step at its roofline,
-    in the order its steps first need them (the whole chip in one shard, nothing recorded)."""
-    from sim.chip.shard import ChipShard
-    from sim.noc.topology import Region
-    from sim.workloads.serve.scheduler import Serving
-
-    p = cfg.workload
-    plan = replace(cfg, workload=replace(p, costs=replace(p.costs, roofline_only=True)), trace=False)
-    prog = Serving(plan.workload, plan)
-    ChipShard(plan, Region(0, cfg.spec.rows, 0, cfg.spec.cols), prog).advance(0, plan.max_cycles)
-    return list(prog.batcher.costs.wanted) if prog.batcher is not None else []
 
 
 def _context():

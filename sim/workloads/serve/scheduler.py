@@ -1,5 +1,5 @@
-"""The serving scheduler on one chip: batcher.py's decisions on the scheduler CU, with the KV
-caches in the chip's first memory tier.
+"""The serving scheduler on one chip: batcher.py's decisions on the scheduler CU (its backend
+here), with the KV caches in the chip's first memory tier.
 
 What is simulated cycle by cycle: the scheduler's decisions and time; every KV region's pages at
 the tier's controller (sim/chip/tier_controller.py: real messages that allocate, grow, refuse and free
@@ -12,15 +12,16 @@ copy does not slow a concurrent step down.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sim.chip import messages as m
 from sim.chip.spec import tier_unit
 from sim.chip.units import ComputeUnit, Replies, Sleep
 from sim.serving.requests import Requests
 from sim.workloads import Task
 from sim.workloads.base import Floorplan
-from sim.workloads.serve.batcher import Batcher
+from sim.workloads.serve.batcher import Batcher, Sequence
 from sim.workloads.serve.costs import StepCosts
-from sim.workloads.serve.prefetch import planned_anchors
 from sim.workloads.serve.progress import ProgressSink
 from sim.workloads.serve.shapes import StepShape
 
@@ -37,38 +38,58 @@ class Serving(Requests):
         self.tier = tier_unit(spec, spec.tiers[0].name)
         self.swap_tier = tier_unit(spec, spec.tiers[1].name) if len(spec.tiers) > 1 else -1
         self.share_prefixes(cfg.prefix_sharing)
-        self.batcher: ChipScheduler | None = None  # the scheduler CU's, once started
+        self.backend: ChipBackend | None = None  # the scheduler CU's, once started
+        self.batcher: Batcher | None = None  # the scheduler on it
         self.sink: ProgressSink | None = None
 
     def watch(self, sink: ProgressSink) -> None:
         """Tell ``sink`` how the run goes (progress.py): its steps and its anchors."""
         self.sink = sink
-        if self.batcher is not None:
-            self.batcher.progress = self.batcher.costs.sink = sink
+        if self.batcher is not None and self.backend is not None:
+            self.batcher.progress = self.backend.costs.sink = sink
 
     def start(self, cu: ComputeUnit):
         if cu.uid != self.scheduler:
             return None
-        self.batcher = ChipScheduler(self, cu)
+        self.backend = ChipBackend(self, cu)
+        tier = self.cfg.spec.tiers[0]
+        self.batcher = Batcher(self.p, self.cfg, self, self.backend, int(tier.capacity // tier.page_bytes),
+                               tier.page_bytes, self.p.model.kv_bytes_per_token, swap=self.swap_tier >= 0,
+                               on_step=cu.shard.log if self.cfg.trace else None)
+        self.batcher.progress = self.sink
         return self.batcher.run()
 
     def on_message(self, cu, msg):
         raise RuntimeError(f"serve CU {cu.uid} got an unexpected {m.KINDS[msg.kind]} message")
 
 
-class ChipScheduler(Batcher):
-    """The batcher on the scheduler CU, its KV pages at the first tier's controller."""
+def planned_anchors(cfg) -> list[StepShape]:
+    """The anchors a serve run of ``cfg`` (a ChipConfig) asks for with every step at its roofline,
+    in the order its steps first need them (the whole chip in one shard, nothing recorded): the
+    planning pass of prefetch.py."""
+    from sim.chip.shard import ChipShard
+    from sim.noc.topology import Region
+
+    p = cfg.workload
+    plan = replace(cfg, workload=replace(p, costs=replace(p.costs, roofline_only=True)), trace=False)
+    prog = Serving(plan.workload, plan)
+    ChipShard(plan, Region(0, cfg.spec.rows, 0, cfg.spec.cols), prog).advance(0, plan.max_cycles)
+    return list(prog.backend.costs.wanted) if prog.backend is not None else []
+
+
+class ChipBackend:
+    """The batcher's backend on the scheduler CU (a StepBackend): its KV pages at the first tier's
+    controller, a step a priced Sleep."""
 
     def __init__(self, prog: Serving, cu: ComputeUnit):
-        cfg, tier = prog.cfg, prog.cfg.spec.tiers[0]
-        super().__init__(prog.p, cfg, prog, int(tier.capacity // tier.page_bytes),
-                         tier.page_bytes, prog.p.model.kv_bytes_per_token, swap=prog.swap_tier >= 0)
         self.prog = prog
+        self.p = prog.p
+        self.page = prog.cfg.spec.tiers[0].page_bytes
         self.cu = cu
         self.shard = cu.shard
         self.unit = cu.uid
+        cfg = prog.cfg
         self.costs = StepCosts(cfg, prog.p.model, prog.p.costs, planner=lambda: planned_anchors(cfg), sink=prog.sink)
-        self.progress = prog.sink
 
     @property
     def now(self) -> int:
@@ -85,13 +106,12 @@ class ChipScheduler(Batcher):
 
     def load_weights(self) -> Task:
         """The model's weights take their pages in the first tier (they live there for the run)."""
-        nbytes = self.p.model.weight_bytes
-        r = yield from self._ask(self.prog.tier, m.CTRL_TIER_ALLOC, nbytes=nbytes)
-        self.pages_used += -(-nbytes // self.page)
+        r = yield from self._ask(self.prog.tier, m.CTRL_TIER_ALLOC, nbytes=self.p.model.weight_bytes)
         return r.status == m.STATUS_OK
 
-    def take_pages(self, wants: list) -> Task:
-        """Every region grows by its pages at once (a region not yet taken is allocated)."""
+    def take_pages(self, wants: list, free: int) -> Task:
+        """Every region grows by its pages at once (a region not yet taken is allocated); the tier
+        keeps its own books (``free`` is the batcher's)."""
         tags = []
         for region, pages in wants:
             nbytes = pages * self.page  # whole pages: the tier gives no less
@@ -113,19 +133,19 @@ class ChipScheduler(Batcher):
         if region.region >= 0:
             yield from self._ask(self.prog.tier, m.CTRL_TIER_FREE, buf=region.region)
 
-    def swap_out(self, s: int, nbytes: int) -> Task:
+    def swap_out(self, q: Sequence, nbytes: int) -> Task:
         r = yield from self._ask(self.prog.swap_tier, m.CTRL_TIER_ALLOC, nbytes=nbytes)
         if r.status != m.STATUS_OK:
             return False
-        self.seqs[s].swapped = r.buf
+        q.swapped = r.buf
         yield from self._ask(self.prog.tier, m.CTRL_COPY, buf=self.prog.swap_tier, nbytes=nbytes)
         return True
 
-    def swap_back(self, s: int, nbytes: int) -> Task:
+    def swap_back(self, q: Sequence, nbytes: int) -> Task:
         yield from self._ask(self.prog.swap_tier, m.CTRL_COPY, buf=self.prog.tier, nbytes=nbytes)
-        yield from self._ask(self.prog.swap_tier, m.CTRL_TIER_FREE, buf=self.seqs[s].swapped)
+        yield from self._ask(self.prog.swap_tier, m.CTRL_TIER_FREE, buf=q.swapped)
 
-    def execute(self, shape: StepShape) -> Task:
+    def execute(self, shape: StepShape, step: int) -> Task:
         """The step: its price in cycles, slept (costs.py)."""
         cycles, roof = self.costs.price(shape)
         yield Sleep(cycles)
@@ -134,15 +154,15 @@ class ChipScheduler(Batcher):
     def count(self, what: str) -> None:
         self.shard.counts[what] += 1
 
-    def record_step(self, start: int, made: int) -> None:
-        self.shard.record("step", self.steps, start, self.now, made, "ok")
+    def record_step(self, step: int, start: int, made: int) -> None:
+        self.shard.record("step", step, start, self.now, made, "ok")
 
-    def record_request(self, s: int, arrival: int, made: int, status: str) -> None:
-        self.shard.record("request", s, arrival, self.now, made, status)
+    def record_request(self, q: Sequence, status: str) -> None:
+        self.shard.record("request", q.seq, q.arrival, self.now, q.made, status)
 
     def log(self, record) -> None:
         self.shard.log(record)
 
-    def finished(self) -> None:
+    def finished(self, steps: int) -> None:
         for log in self.costs.finish():
             self.shard.log(log)

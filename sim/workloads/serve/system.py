@@ -51,7 +51,7 @@ from sim.system.shard import Sleep as BoxSleep
 from sim.workloads import WORKLOADS, ChipContext, Task
 from sim.workloads.capabilities import Capabilities
 from sim.workloads.kv_decode import KvParams
-from sim.workloads.serve.batcher import Batcher
+from sim.workloads.serve.batcher import Batcher, Sequence
 from sim.workloads.serve.costs import StepCosts
 from sim.workloads.serve.figures import AnchorLog, StepLog, anchor_figures, priced_actions, step_memory
 from sim.workloads.serve.params import ServeParams, cost_options
@@ -216,7 +216,7 @@ class ServeSystem(Requests):
         self.port = PortTiming.of(dim.kind, dim.link_bandwidth, dim.link_latency, cfg.clock_hz, cfg.packet_bytes)
         self.costs = StepCosts(cfg.chip, p.model, p.costs)  # one chip's slice on the socket's grid
         self.share_prefixes(cfg.chip.prefix_sharing)
-        self.schedulers: list[SystemScheduler] = []  # this shard's groups' first chips'
+        self.schedulers: list[Batcher] = []  # this shard's groups' first chips'
 
     def watch(self, sink: ProgressSink) -> None:
         """Tell ``sink`` how the run goes (progress.py): its steps and its anchors (no planning pass:
@@ -228,7 +228,11 @@ class ServeSystem(Requests):
     def start(self, chip: BoxChip):
         group = self.graph.group(chip.cid, self.p.dim)
         if chip.cid == group[0]:
-            self.schedulers.append(SystemScheduler(self, chip, group))
+            sock = self.cfg.chip.spec.tiers[0]
+            backend = SystemBackend(self, chip, group)
+            self.schedulers.append(Batcher(self.p, self.cfg.chip, self, backend, int(sock.capacity // sock.page_bytes),
+                                           sock.page_bytes, self.p.model.kv_bytes_per_token, swap=False,
+                                           copies=self.p.tp, on_step=chip.shard.log if self.cfg.chip.trace else None))
             return self.schedulers[-1].run()
         return self._follow(chip, group)
 
@@ -256,14 +260,16 @@ class ServeSystem(Requests):
         yield Compute(head)
 
 
-class SystemScheduler(Batcher):
-    """The batcher on the group's first chip: KV books for every chip, steps as commands."""
+class SystemBackend:
+    """The batcher's backend on the group's first chip (a StepBackend): KV books for every chip,
+    steps as commands."""
 
     def __init__(self, prog: ServeSystem, chip: BoxChip, group: list[int]):
         sock = prog.cfg.chip.spec.tiers[0]
-        super().__init__(prog.p, prog.cfg.chip, prog, int(sock.capacity // sock.page_bytes), sock.page_bytes,
-                         prog.p.model.kv_bytes_per_token, swap=False, copies=prog.p.tp)
         self.prog = prog
+        self.p = prog.p
+        self.pages = int(sock.capacity // sock.page_bytes)
+        self.page = sock.page_bytes
         self.chip = chip
         self.shard = chip.shard
         self.group = group
@@ -278,14 +284,12 @@ class SystemScheduler(Batcher):
 
     def load_weights(self) -> Task:
         """Every chip's slice of the weights takes its pages (books: the chips hold alike)."""
-        pages = -(-self.p.model.weight_bytes // self.page)
-        self.pages_used += pages
         yield from ()
-        return pages <= self.pages
+        return -(-self.p.model.weight_bytes // self.page) <= self.pages
 
-    def take_pages(self, wants: list) -> Task:
+    def take_pages(self, wants: list, free: int) -> Task:
         """Pages from the books, in order, while there are any (the same on every chip)."""
-        oks, free = [], self.pages - self.pages_used
+        oks = []
         for _, n in wants:
             oks.append(n <= free)
             free -= n if oks[-1] else 0
@@ -295,28 +299,36 @@ class SystemScheduler(Batcher):
     def free_pages(self, region) -> Task:
         yield from ()
 
-    def execute(self, shape: StepShape) -> Task:
+    def swap_out(self, q: Sequence, nbytes: int) -> Task:
+        """No swap tier: a preempted sequence recomputes (the batcher is built with ``swap`` off)."""
+        raise RuntimeError("serve-system has no swap memory")
+        yield
+
+    def swap_back(self, q: Sequence, nbytes: int) -> Task:
+        raise RuntimeError("serve-system has no swap memory")
+        yield
+
+    def execute(self, shape: StepShape, step: int) -> Task:
         cycles, roof = self.prog.costs.price(shape)
         e = cycles / roof.cycles if roof.cycles else 1.0
         layer = e * roof.layers_cycles / self.p.model.layers
         attention = round(layer * _attention_share(self.p.model, self.prog.cfg.chip.spec, shape))
         plan = (attention, round(layer) - attention, round(e * roof.head_cycles), shape.tokens)
         for c in self.group[1:]:
-            self.chip.send(c, COMMAND_BYTES, COMMAND + self.steps, plan)
-        yield from self.prog.step(self.chip, self.group, self.steps, plan)
+            self.chip.send(c, COMMAND_BYTES, COMMAND + step, plan)
+        yield from self.prog.step(self.chip, self.group, step, plan)
         return roof
 
     def count(self, what: str) -> None:
         self.shard.counts["created" if what == "admitted" else what] += 1
 
-    def record_step(self, start: int, made: int) -> None:
-        self.shard.record("step", self.chip.cid, self.steps, start, self.now, made)
+    def record_step(self, step: int, start: int, made: int) -> None:
+        self.shard.record("step", self.chip.cid, step, start, self.now, made)
 
-    def record_request(self, s: int, arrival: int, made: int, status: str) -> None:
-        q = self.seqs[s]
+    def record_request(self, q: Sequence, status: str) -> None:
         for i, t in enumerate(q.token_cycles):
-            self.shard.record("token", self.chip.cid, s, arrival, t, i)
-        self.shard.record(f"request:{status}", self.chip.cid, s, arrival, self.now, q.admitted)
+            self.shard.record("token", self.chip.cid, q.seq, q.arrival, t, i)
+        self.shard.record(f"request:{status}", self.chip.cid, q.seq, q.arrival, self.now, q.admitted)
 
     def log(self, record) -> None:
         if isinstance(record, (StepLog, RequestLog)):  # views (hashed as records): energy, prompts, TTFT parts
@@ -327,9 +339,9 @@ class SystemScheduler(Batcher):
             self.shard.record(f"prefix:{record.blocks}:{record.hit_blocks}:{record.hit_bytes}", self.chip.cid,
                               record.request, self.now, self.now, record.saved_bytes)
 
-    def finished(self) -> None:
+    def finished(self, steps: int) -> None:
         for c in self.group[1:]:
-            self.chip.send(c, COMMAND_BYTES, COMMAND + self.steps, (STOP,))
+            self.chip.send(c, COMMAND_BYTES, COMMAND + steps, (STOP,))
         logs = self.prog.costs.finish()  # the anchors (and, views, which priced each step shape)
         for i, a in enumerate(x for x in logs if isinstance(x, AnchorLog)):
             self.shard.record("anchor", self.chip.cid, i, 0, a.cycles, a.tokens)

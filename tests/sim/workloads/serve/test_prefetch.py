@@ -17,7 +17,7 @@ import pytest
 from mapping.models import model_preset
 from sim.workloads.serve.costs import CostOptions, StepCosts
 from sim.workloads.serve.figures import AnchorLog, StepLog
-from sim.workloads.serve.prefetch import planned_anchors
+from sim.workloads.serve.scheduler import planned_anchors
 from sim.workloads.serve.shapes import StepShape
 from tests.sim.chip.chiprun import config, run
 from tests.sim.workloads.serve.test_scheduler import logged, trace_file

@@ -37,6 +37,9 @@ from sim.chip import messages as m
 from sim.chip.references import share
 from sim.chip.units import ComputeUnit, Replies, Sleep
 from sim.serving.metrics import SERVED, RequestLog
+from sim.serving.scheduling import SCHEDULERS
+from sim.serving.scheduling.interface import StepSink
+from sim.serving.scheduling.output import SchedulerOutput
 from sim.tasks import Task
 
 DROP_WAIT, DROP_WAITS = 64, 8  # cycles, times: an empty chip's refused head waits for the index's drops
@@ -69,10 +72,14 @@ class Request:
         return self.prompt + max(self.made - 1, 0)
 
 
-class Scheduler:
-    """One run of the scheduler CU's task (``run``); ``program`` is the KvDecode it serves."""
+@SCHEDULERS.register("slot")
+class SlotScheduler:
+    """One run of the scheduler CU's task (``run``); ``program`` is the KvDecode it serves.
+    A Scheduler (interface.py): its workers take their own KV, so its steps grant none; it
+    prefills on admission, beside the steps, and a step's record lists the admissions since the
+    previous one."""
 
-    def __init__(self, program, cu: ComputeUnit) -> None:
+    def __init__(self, program, cu: ComputeUnit, on_step: StepSink | None = None) -> None:
         self.prog = program
         self.cu = cu
         self.shard = cu.shard
@@ -92,28 +99,42 @@ class Scheduler:
         self.admissions = 0
         self.prefix = program.prefix_index()  # prefix sharing: the shared blocks' index (None: no sharing)
         self.drop_waits = 0  # waits for the index's dropped blocks to be freed (_room_coming)
+        self.on_step = on_step
+        self.steps = 0
+        self.prefilled: dict[int, int] = {}  # admissions since the last step's record: sequence -> tokens
+        self.preempted: list[int] = []  # since the last step's record
+        self.ended: dict[int, str] = {}  # since the last step's record: sequence -> status
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> Task:
+        while True:
+            planned = yield from self.schedule()
+            if planned is None:
+                break
+            done = yield from self.update(planned)
+            if self.on_step is not None:
+                self.on_step(done)
+        if self.prefix is not None:
+            self.prefix.trim(self.cu, 0)  # every request served: the prefix cache lets go of its blocks
+
+    def has_unfinished(self) -> bool:
+        return bool(self.waiting or self.running or self.admitting)
+
+    def schedule(self) -> Task:
+        """Admit into free slots and settle admissions until some sequence runs: the step every
+        running sequence takes next (None: every request has ended)."""
         cu, shard = self.cu, self.shard
-        while self.waiting or self.running or self.admitting:
+        while self.has_unfinished():
             yield from self._admit()
             for tag in list(self.admitting):
                 r = cu.arrived(tag)
                 if r is not None:
                     self._settle(*self.admitting.pop(tag), r)
             if self.running:
-                t0 = shard.now
-                tags = {cu.request(m.CONTROL, self.prog.workers[slot], arg=m.CTRL_STEP, buf=seq, nbytes=slot): slot
-                        for slot, seq in sorted(self.running.items())}
-                got = yield Replies(list(tags), "control")
-                made = sum(r.nbytes for r in got.values())
-                for tag, slot in sorted(tags.items(), key=lambda x: x[1]):
-                    self._settle(slot, self.running.pop(slot), got[tag])
-                if self.blocked:
-                    made += yield from self._unblock()
-                shard.record("step", t0, t0, shard.now, made, "ok")
-            elif self.admitting:
+                decode = tuple(seq for _, seq in sorted(self.running.items()))
+                return SchedulerOutput(self.steps, shard.now, shard.now, decode, dict(self.prefilled),
+                                       self.prog.step_tokens)
+            if self.admitting:
                 got = yield Replies(list(self.admitting), "control", first=True)
                 for tag, r in sorted(got.items()):
                     self._settle(*self.admitting.pop(tag), r)
@@ -127,8 +148,26 @@ class Scheduler:
                     self._end(self.waiting.pop(0), "failed")
                     continue
                 yield Sleep(max(1, head.arrival - shard.now))
-        if self.prefix is not None:
-            self.prefix.trim(cu, 0)  # every request served: the prefix cache lets go of its blocks
+        return None
+
+    def update(self, planned: SchedulerOutput) -> Task:
+        """Every running worker takes its step; blocked steps go on once others are preempted."""
+        cu, shard = self.cu, self.shard
+        t0 = shard.now
+        tags = {cu.request(m.CONTROL, self.prog.workers[slot], arg=m.CTRL_STEP, buf=seq, nbytes=slot): slot
+                for slot, seq in sorted(self.running.items())}
+        got = yield Replies(list(tags), "control")
+        made = sum(r.nbytes for r in got.values())
+        for tag, slot in sorted(tags.items(), key=lambda x: x[1]):
+            self._settle(slot, self.running.pop(slot), got[tag])
+        if self.blocked:
+            made += yield from self._unblock()
+        shard.record("step", t0, t0, shard.now, made, "ok")
+        done = SchedulerOutput(planned.step, t0, shard.now, planned.decode, planned.prefill, planned.decode_tokens,
+                               made, preempted=tuple(self.preempted), ended=self.ended)
+        self.steps += 1
+        self.prefilled, self.preempted, self.ended = {}, [], {}
+        return done
 
     def _room_coming(self, head: Request) -> bool:
         """Under prefix sharing the blocks the index let go are freed by protocol messages no one
@@ -161,6 +200,9 @@ class Scheduler:
             r.order, self.admissions = self.admissions, self.admissions + 1
             ids = self.prog.prefix_ids(seq)
             hits = self.prefix.hits(ids) if self.prefix is not None else 0
+            if r.swapped < 0:  # a swapped-out sequence reads its KV back: nothing prefilled
+                cached = hits * self.prog.block_tokens if hits else 0  # the shared blocks' tokens
+                self.prefilled[seq] = r.admit_tokens - cached
             tag = cu.request(m.CONTROL, self.prog.workers[slot], arg=m.CTRL_ADMIT, buf=seq, nbytes=slot,
                              **({"alloc": r.made, "mu": r.swapped} if self.preempt else {}),
                              **({"status": hits} if hits else {}))  # status: the prefix blocks shared with it
@@ -237,6 +279,7 @@ class Scheduler:
         shard, q = self.shard, self.reqs[seq]
         shard.counts["finished"] += 1
         self.head_refused = False  # its room is free
+        self.ended[seq] = status
         shard.record("request", seq, q.arrival, shard.now, q.made, status)
         shard.log(RequestLog(seq, q.arrival, q.admitted, q.token_cycles, q.preemptions, status, q.prompt))
 
@@ -272,6 +315,7 @@ class Scheduler:
             self.prefix.release(cu, seq)
         q = self.reqs[seq]
         q.preemptions += 1
+        self.preempted.append(seq)
         q.swapped = slot if self.prog.cfg.preempt_mode == "swap" else -1
         shard.trace_span(cu.uid, f"preempt sequence {seq} ({self.prog.cfg.preempt_mode})", t0, shard.now - t0,
                          "wait", {"sequence": seq, "tokens": q.made})
