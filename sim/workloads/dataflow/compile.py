@@ -3,12 +3,14 @@ their stripes in the MUs, and each CU's slot of its kernel (what it reads, compu
 writes each tile, whom it owes flow-control credits, its DRAM traffic, its collectives).
 
 Pure functions of the plan, its grid placement (mapping/placement.py) and the chip; the
-records here are what the CU runtime (program.py) executes.
+records here are what the CU runtime (program.py) executes; ``CompiledRun`` is what it and the
+figures (figures.py) read of a run's parameters, so neither imports the workload class (params.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from mapping.chips import ChipSpec
 from mapping.placement import GEMM_KINDS, GridPlacement, share
@@ -145,6 +147,40 @@ class PartitionProgram:
         """Which of DFModel's three terms is largest."""
         terms = {"compute": self.compute_seconds, "memory": self.memory_seconds, "network": self.network_seconds}
         return max(terms, key=lambda k: terms[k])
+
+
+class CompiledRun(Protocol):
+    """What the CU runtime and the figures read of a compiled dataflow run (the registered
+    workload, params.py, is one): its partitions and caches, their homes and the run's shape."""
+
+    @property
+    def partitions(self) -> tuple[PartitionProgram, ...]: ...
+    @property
+    def caches(self) -> tuple[CacheSpec, ...]: ...
+    @property
+    def homes(self) -> Homes: ...
+    @property
+    def passes(self) -> int: ...
+    @property
+    def controller(self) -> int: ...
+    @property
+    def seconds_per_batch(self) -> float: ...
+    @property
+    def pass_seconds(self) -> float: ...
+    @property
+    def skew(self) -> float: ...
+    @property
+    def word(self) -> int: ...
+    @property
+    def tp(self) -> int: ...
+    @property
+    def tokens_per_pass(self) -> int: ...
+    @property
+    def weight_bytes(self) -> int: ...
+    @property
+    def kv_bytes(self) -> int: ...
+    @property
+    def kv_growth(self) -> int: ...
 
 
 def stripe_needs(slot: SlotSpec) -> frozenset[tuple[int, int]]:

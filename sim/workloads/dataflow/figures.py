@@ -3,12 +3,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sim.chip.records import HomeRecord, KernelRecord, PartitionRecord
-
-if TYPE_CHECKING:
-    from sim.workloads.dataflow.params import DataflowParams
+from sim.workloads.dataflow.compile import CompiledRun
 
 PARTITION_COLUMNS = ("partition", "index", "kernels", "tiles", "simulated_seconds", "setup_seconds", "analytic_seconds",
                      "ratio", "bound", "compute_seconds", "memory_seconds", "network_seconds", "traffic_byte_hops",
@@ -16,7 +14,7 @@ PARTITION_COLUMNS = ("partition", "index", "kernels", "tiles", "simulated_second
 KERNEL_COLUMNS = ("partition", "kernel", "cus", "compute_cycles", "busy", "bytes_in", "bytes_out", "start", "end")
 
 
-def summarise(params: DataflowParams, logged: list, clock_hz: float) -> tuple[dict, dict]:
+def summarise(params: CompiledRun, logged: list, clock_hz: float) -> tuple[dict, dict]:
     """Per-partition simulated and analytic seconds, per-kernel activity: summary and tables."""
     parts = sorted((r for r in logged if isinstance(r, PartitionRecord)), key=lambda r: r.partition)
     kernels = sorted((r for r in logged if isinstance(r, KernelRecord)), key=KernelRecord.row)

@@ -28,7 +28,6 @@ run makes ``passes`` of them.
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -42,11 +41,8 @@ from sim.chip.references import share as share_refs
 from sim.chip.spec import dram_units, tier_unit
 from sim.chip.units import Compute, ComputeUnit, Replies
 from sim.workloads import Task
-from sim.workloads.dataflow.compile import PartitionProgram, SlotSpec, stripe_holders, stripe_needs
+from sim.workloads.dataflow.compile import CompiledRun, PartitionProgram, SlotSpec, stripe_holders, stripe_needs
 from sim.workloads.moe import route as moe_route
-
-if TYPE_CHECKING:
-    from sim.workloads.dataflow.params import DataflowParams
 
 WEIGHT = buffer_label(5, "weight")
 TILES = buffer_label(6, "tiles")
@@ -78,7 +74,7 @@ def _dram_parts(nbytes: int, first: int, units: int) -> list[tuple[int, int]]:
 class Dataflow:
     """The program every CU runs: the controller's partition loop, and kernel slices."""
 
-    def __init__(self, p: DataflowParams, cfg):
+    def __init__(self, p: CompiledRun, cfg):
         self.p = p
         self.cfg = cfg
         self._routes: dict[tuple, np.ndarray] = {}
