@@ -7,7 +7,8 @@ each buffer in MUs; the address plan gives every buffer its offset in its MUs
 
 - planning.py: ``plan_for``, the planning step (map or read the plan, place it, address it),
   a pure function a caller may run without simulating;
-- compile.py: the plan and its placement turned into what every CU does, per partition;
+- compile.py: the plan and its placement turned into what every CU does, per partition, and
+  ``CompiledRun``, what program.py and figures.py read of a run (so they import no params.py);
 - params.py: the registered workload (``DataflowParams``: config keys, ``from_config``
   running the planning step then the compilation);
 - program.py: the CU runtime (a controller runs the partitions in order; each CU runs its
