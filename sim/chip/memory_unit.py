@@ -21,44 +21,15 @@ touch remote blocks, and the frees that must reach them.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
 
 from sim.chip import messages as m
-from sim.chip.records import LANDING, BufferLife, LandingLife, MuStats, Oversize
+from sim.chip.records import LANDING, BufferRecord, LandingLife, MuStats, Oversize
 from sim.chip.spill import Spill, spills
 from sim.chip.units import Unit
 from sim.memory import oracle
 from sim.memory.policies import largest_buffer
 
 CONTROL_LATENCY = 1
-
-
-@dataclass(slots=True)
-class BufferRecord:
-    buf: int
-    alloc: int
-    owner: int
-    label: int
-    created: int
-    size: int = 0  # bytes of data (also while evicted)
-    count: int = 1  # refcount protocols
-    total: int = 0  # partial-free: weight handed out in all
-    collected: int = 0  # partial-free: weight returned
-    peak: int = 0
-    grows: int = 0
-    copies: int = 0
-    copied: int = 0
-    evicted: bool = False
-    failed: bool = False
-    last_use: int = 0
-    reads: list = field(default_factory=list)  # reads waiting for data
-    stream: bool = False  # a tile buffer: room reserved once, writes advance ``written``
-    room: int = 0  # stream: bytes reserved
-    written: int = 0  # stream: bytes written so far (its stream position)
-
-    def life(self, mu: int, freed: int, how: str) -> BufferLife:
-        return BufferLife(self.alloc, mu, self.buf, self.label, self.owner, self.created, freed, how, self.peak,
-                          self.grows, self.copies, self.copied, self.evicted, self.total, self.collected)
 
 
 class MemoryUnit(Unit):

@@ -69,6 +69,37 @@ class BufferLife:
         return (*r[:7], code, *r[8:12], int(self.evicted), *r[13:])
 
 
+@dataclass(slots=True)
+class BufferRecord:
+    """A buffer an MU holds, while it holds it (mutable: sizes, counts and reads change as
+    messages arrive); ``life`` is its closed record once freed."""
+
+    buf: int
+    alloc: int
+    owner: int
+    label: int
+    created: int
+    size: int = 0  # bytes of data (also while evicted)
+    count: int = 1  # refcount protocols
+    total: int = 0  # partial-free: weight handed out in all
+    collected: int = 0  # partial-free: weight returned
+    peak: int = 0
+    grows: int = 0
+    copies: int = 0
+    copied: int = 0
+    evicted: bool = False
+    failed: bool = False
+    last_use: int = 0
+    reads: list = field(default_factory=list)  # reads waiting for data
+    stream: bool = False  # a tile buffer: room reserved once, writes advance ``written``
+    room: int = 0  # stream: bytes reserved
+    written: int = 0  # stream: bytes written so far (its stream position)
+
+    def life(self, mu: int, freed: int, how: str) -> BufferLife:
+        return BufferLife(self.alloc, mu, self.buf, self.label, self.owner, self.created, freed, how, self.peak,
+                          self.grows, self.copies, self.copied, self.evicted, self.total, self.collected)
+
+
 @dataclass(frozen=True, slots=True)
 class WorkRecord:
     """A unit of a workload's work, as its program reports it (a request, a step, a trial)."""

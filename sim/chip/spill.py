@@ -41,20 +41,18 @@ block used after its free a use after free, under any reclamation protocol.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any, Callable, Mapping, Protocol
 
 import numpy as np
 
 from sim.chip import messages as m
-from sim.chip.records import buffer_label
+from sim.chip.records import BufferRecord, MuStats, buffer_label
 from sim.chip.references import Ref
 from sim.memory import oracle
-from sim.memory.policies import largest_buffer
+from sim.memory.policies import Storage, largest_buffer
 from sim.memory.policies.virtual import LOCAL, VirtualStorage
-
-if TYPE_CHECKING:
-    from sim.chip.memory_unit import MemoryUnit
 
 SPILLED = buffer_label(9, "spilled")  # a guest buffer: blocks an MU holds for another MU's buffer
 REMOTE_LOOKUP = 1  # cycles: decode a block-table entry naming another MU and form its request
@@ -70,6 +68,68 @@ def nearest_mus(cfg, lay, uid: int) -> list[int]:
     mus = lay.mus[lay.mus != uid]
     hops = cfg.noc.grid.hops(int(lay.tile[uid]), lay.tile[mus])
     return [int(u) for u in mus[np.lexsort((mus, hops))]]
+
+
+class SpillingMU(Protocol):
+    """What spilling uses of its MU (``sim.chip.memory_unit.MemoryUnit`` is one): its place and
+    configuration, its buffers, its messages, and the hooks that open, size, free and retry.
+    Declared here, since the MU builds its ``Spill`` and hands it the requests that reach other MUs."""
+
+    @property
+    def uid(self) -> int: ...
+
+    @property
+    def cfg(self) -> Any: ...
+
+    @property
+    def shard(self) -> Any: ...
+
+    @property
+    def storage(self) -> Storage: ...
+
+    @property
+    def stats(self) -> MuStats: ...
+
+    @property
+    def dram(self) -> int: ...
+
+    @property
+    def weight_field(self) -> int: ...
+
+    @property
+    def table(self) -> dict[int, BufferRecord]: ...
+
+    @property
+    def stalled(self) -> deque[tuple[m.Message, int]]: ...
+
+    @property
+    def handlers(self) -> Mapping[int, Callable[[m.Message, bool], object]]: ...
+
+    def send(self, kind: int, dst: int, ready: int | list[int] | None = ..., **fields: Any) -> m.Message: ...
+
+    def request(self, kind: int, dst: int, ready: int | list[int] | None = ..., **fields: Any) -> int: ...
+
+    def reply(self, msg: m.Message, kind: int = ..., ready: int | list[int] | None = ..., **fields: Any) -> None: ...
+
+    def lookup(self, msg: m.Message) -> BufferRecord | None: ...
+
+    def release(self, rec: BufferRecord, how: str) -> None: ...
+
+    def unstall_first(self) -> None: ...
+
+    def _serve(self, nbytes: int) -> tuple[int, int]: ...
+
+    def _delta(self, used: int, reserved: int) -> None: ...
+
+    def _open(self, buf: int, owner: int, label: int, reserved: int) -> BufferRecord: ...
+
+    def _free_id(self) -> int: ...
+
+    def _let_go(self, buf: int) -> int: ...
+
+    def _out_of_memory(self, msg: m.Message, retry: bool) -> bool: ...
+
+    def _wake_stalled(self) -> None: ...
 
 
 @dataclass(slots=True)
@@ -101,7 +161,7 @@ class Gather:
 class Spill:
     """One MU's side of spilling: as a home (its buffers' remote blocks) and as a host (guests)."""
 
-    def __init__(self, mu: MemoryUnit):
+    def __init__(self, mu: SpillingMU):
         assert isinstance(mu.storage, VirtualStorage)  # memory.spill needs the virtual policy (config checks)
         self.mu = mu
         self.storage: VirtualStorage = mu.storage

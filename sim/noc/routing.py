@@ -14,21 +14,35 @@ and deterministic. Register one with ``@ROUTINGS.register("name")`` in any modul
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import Callable, Protocol
 
 import numpy as np
 
 from sim.noc.ports import EAST, LOCAL, NORTH, SOUTH, WEST
 from sim.registry import Registry
 
-if TYPE_CHECKING:
-    from sim.noc.topology import Grid
 
-RoutingFunction = Callable[["Grid", np.ndarray, np.ndarray], np.ndarray]
+class RoutedGrid(Protocol):
+    """What a routing function reads of a grid (``sim.noc.topology.Grid`` is one): its
+    shape and the minimal signed step along one dimension (a torus's shorter way round).
+    Declared here so that routing need not import the topology that looks routing up."""
+
+    @property
+    def rows(self) -> int: ...
+
+    @property
+    def cols(self) -> int: ...
+
+    def step(self, cur: np.ndarray, dst: np.ndarray, size: int) -> np.ndarray:
+        """Signed direction (+1, -1, 0) to move along one dimension of length ``size``."""
+        ...
+
+
+RoutingFunction = Callable[[RoutedGrid, np.ndarray, np.ndarray], np.ndarray]
 ROUTINGS: Registry[RoutingFunction] = Registry("routing function", packages=("sim.noc",))
 
 
-def _steps(grid: "Grid", cur: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _steps(grid: RoutedGrid, cur: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Signed direction along columns and along rows (minimal; a torus's shorter way round)."""
     sc = grid.step(cur % grid.cols, dst % grid.cols, grid.cols)
     sr = grid.step(cur // grid.cols, dst // grid.cols, grid.rows)
@@ -36,14 +50,14 @@ def _steps(grid: "Grid", cur: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, 
 
 
 @ROUTINGS.register("xy")
-def xy(grid: "Grid", cur: np.ndarray, dst: np.ndarray) -> np.ndarray:
+def xy(grid: RoutedGrid, cur: np.ndarray, dst: np.ndarray) -> np.ndarray:
     """Columns first, then rows."""
     sc, sr = _steps(grid, cur, dst)
     return np.where(sc > 0, EAST, np.where(sc < 0, WEST, np.where(sr > 0, SOUTH, np.where(sr < 0, NORTH, LOCAL))))
 
 
 @ROUTINGS.register("yx")
-def yx(grid: "Grid", cur: np.ndarray, dst: np.ndarray) -> np.ndarray:
+def yx(grid: RoutedGrid, cur: np.ndarray, dst: np.ndarray) -> np.ndarray:
     """Rows first, then columns."""
     sc, sr = _steps(grid, cur, dst)
     return np.where(sr > 0, SOUTH, np.where(sr < 0, NORTH, np.where(sc > 0, EAST, np.where(sc < 0, WEST, LOCAL))))

@@ -17,7 +17,7 @@ through ``sim.rng`` keyed by source and cycle), so every shard draws the same pa
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import Callable, Protocol
 
 import numpy as np
 
@@ -25,42 +25,72 @@ from sim import rng
 from sim.noc.jit import inline, kernel
 from sim.registry import Registry
 
-if TYPE_CHECKING:  # the parameters name their pattern, so they import this module
-    from sim.noc.params import NocParams
 
-TrafficPattern = Callable[["NocParams", np.ndarray, np.ndarray], np.ndarray]
+class TrafficParams(Protocol):
+    """What this module reads of a NoC's parameters (``sim.noc.params.NocParams`` is one):
+    the grid, the seed, the pattern and its hotspots, the creation rate. Declared here, since
+    the parameters check their pattern's name against this module's registry."""
+
+    @property
+    def rows(self) -> int: ...
+
+    @property
+    def cols(self) -> int: ...
+
+    @property
+    def nodes(self) -> int: ...
+
+    @property
+    def seed(self) -> int: ...
+
+    @property
+    def traffic(self) -> str: ...
+
+    @property
+    def hotspots(self) -> tuple[int, ...]: ...
+
+    @property
+    def hotspot_fraction(self) -> float: ...
+
+    @property
+    def packet_rate(self) -> float:
+        """Bernoulli probability that a node creates a packet in a cycle."""
+        ...
+
+
+TrafficPattern = Callable[[TrafficParams, np.ndarray, np.ndarray], np.ndarray]
 TRAFFIC_PATTERNS: Registry[TrafficPattern] = Registry("traffic pattern", packages=("sim.noc",))
 
 
 @TRAFFIC_PATTERNS.register("uniform")
-def uniform(p: NocParams, src: np.ndarray, cycle: np.ndarray) -> np.ndarray:
+def uniform(p: TrafficParams, src: np.ndarray, cycle: np.ndarray) -> np.ndarray:
     return rng.below(p.seed, rng.STREAM_DEST, src, cycle, p.nodes)
 
 
 @TRAFFIC_PATTERNS.register("transpose")
-def transpose(p: NocParams, src: np.ndarray, cycle: np.ndarray) -> np.ndarray:
+def transpose(p: TrafficParams, src: np.ndarray, cycle: np.ndarray) -> np.ndarray:
     return (src % p.cols) * p.cols + src // p.cols
 
 
 @TRAFFIC_PATTERNS.register("bitcomp")
-def bitcomp(p: NocParams, src: np.ndarray, cycle: np.ndarray) -> np.ndarray:
+def bitcomp(p: TrafficParams, src: np.ndarray, cycle: np.ndarray) -> np.ndarray:
     return (p.rows - 1 - src // p.cols) * p.cols + (p.cols - 1 - src % p.cols)
 
 
 @TRAFFIC_PATTERNS.register("neighbor")
-def neighbor(p: NocParams, src: np.ndarray, cycle: np.ndarray) -> np.ndarray:
+def neighbor(p: TrafficParams, src: np.ndarray, cycle: np.ndarray) -> np.ndarray:
     return ((src // p.cols + 1) % p.rows) * p.cols + (src % p.cols + 1) % p.cols
 
 
 @TRAFFIC_PATTERNS.register("hotspot")
-def hotspot(p: NocParams, src: np.ndarray, cycle: np.ndarray) -> np.ndarray:
+def hotspot(p: TrafficParams, src: np.ndarray, cycle: np.ndarray) -> np.ndarray:
     spots = np.asarray(p.hotspots, dtype=np.int64)
     u = rng.uniform(p.seed, rng.STREAM_HOTSPOT, src, cycle)
     pick = spots[np.minimum((u / max(p.hotspot_fraction, 1e-300) * len(spots)).astype(np.int64), len(spots) - 1)]
     return np.where(u < p.hotspot_fraction, pick, uniform(p, src, cycle))
 
 
-def destinations(p: NocParams, src: np.ndarray, cycle: np.ndarray) -> np.ndarray:
+def destinations(p: TrafficParams, src: np.ndarray, cycle: np.ndarray) -> np.ndarray:
     """Destination router of the packet ``src`` creates at ``cycle``."""
     return TRAFFIC_PATTERNS.get(p.traffic)(p, np.asarray(src, dtype=np.int64), cycle)
 
@@ -86,7 +116,7 @@ def bernoulli(keys, c0, c1, rate, out):
     return n
 
 
-def creations(p: NocParams, nodes: np.ndarray, c0: int, c1: int):
+def creations(p: TrafficParams, nodes: np.ndarray, c0: int, c1: int):
     """Packets created by ``nodes`` in cycles [c0, c1): (cycle, node, destination) arrays.
 
     Sorted by cycle, then by the order of ``nodes``; at most one packet per node per cycle.
