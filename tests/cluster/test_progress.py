@@ -141,15 +141,8 @@ def test_the_eta_of_a_sweep_is_within_2x_at_20_50_and_80_percent_where_counting_
     the NoC sweep), then within 2x. The old estimate (points counted, in the spec's order) was off by more
     than 2x at one of 20/50/80 % on each."""
     from cluster.sweep.cost import features, prior
-    from cluster.sweep.plan import plan_sweep
-    from cluster.sweep.resume import interleaved
 
-    recorded = json.loads((TEST_DATA / "eta" / "point_seconds.json").read_text())
-    seconds, start_up = recorded[spec], recorded["start_up"][spec]
-    plan = plan_sweep(EXAMPLES / spec)
-    cost = {p.id: s for p, s in zip(plan.points, seconds)}
-    points = interleaved(plan.points)
-    costs = [cost[p.id] + (start_up if i < 2 else 0.0) for i, p in enumerate(points)]
+    plan, points, costs = _recorded(spec)
     said = replay(costs, [features(p.values) for p in points], parallel=2,
                   priors=[prior(plan.command.name, p.config) for p in points])
     total = said[-1].at + 1
@@ -159,7 +152,8 @@ def test_the_eta_of_a_sweep_is_within_2x_at_20_50_and_80_percent_where_counting_
         found = shown_at(said, total, share)
         assert found is not None or share * total < first_warm, share
         assert found is None or 0.5 <= found.left / found.truth <= 2.0, (share, found)
-    spec_order = [s + (start_up if i < 2 else 0.0) for i, s in enumerate(seconds)]
+    recorded = json.loads((TEST_DATA / "eta" / "point_seconds.json").read_text())
+    spec_order = [s + (recorded["start_up"][spec] if i < 2 else 0.0) for i, s in enumerate(recorded[spec])]
     assert any(not 0.5 <= _counted(spec_order, share) <= 2.0 for share in (0.2, 0.5, 0.8))
 
 
@@ -199,15 +193,8 @@ def test_a_sweep_s_eta_has_a_basis_from_the_start_in_predicted_seconds(spec):
     an estimate from the first ask, before any point has finished, within 2x of the truth then and at
     20, 50 and 80 %, where without predicted seconds there was none before the first warm point."""
     from cluster.sweep.cost import START_UP_SECONDS, features, prior
-    from cluster.sweep.plan import plan_sweep
-    from cluster.sweep.resume import interleaved
 
-    recorded = json.loads((TEST_DATA / "eta" / "point_seconds.json").read_text())
-    seconds, start_up = recorded[spec], recorded["start_up"][spec]
-    plan = plan_sweep(EXAMPLES / spec)
-    cost = {p.id: s for p, s in zip(plan.points, seconds)}
-    points = interleaved(plan.points)
-    costs = [cost[p.id] + (start_up if i < 2 else 0.0) for i, p in enumerate(points)]
+    plan, points, costs = _recorded(spec)
     said = replay(costs, [features(p.values) for p in points], parallel=2,
                   priors=[prior(plan.command.name, p.config) for p in points], unit_seconds=1.0,
                   start_up=START_UP_SECONDS)
@@ -230,3 +217,17 @@ def test_a_sweep_s_first_progress_line_carries_an_eta(tmp_path, monkeypatch, cap
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("sweep first: ") and
              "/4 points" in line]
     assert lines and lines[0].startswith("sweep first: 0/4 points") and "left" in lines[0], lines
+
+
+def _recorded(spec: str):
+    """A recorded example sweep's plan, its points in dispatch order and their measured seconds (the first two
+    with a fresh worker's start-up)."""
+    from cluster.sweep.plan import plan_sweep
+    from cluster.sweep.resume import interleaved
+
+    recorded = json.loads((TEST_DATA / "eta" / "point_seconds.json").read_text())
+    seconds, start_up = recorded[spec], recorded["start_up"][spec]
+    plan = plan_sweep(EXAMPLES / spec)
+    cost = {p.id: s for p, s in zip(plan.points, seconds)}
+    points = interleaved(plan.points)
+    return plan, points, [cost[p.id] + (start_up if i < 2 else 0.0) for i, p in enumerate(points)]
