@@ -33,8 +33,10 @@ TTFT/TBT/e2e percentiles and goodput as a chip run's (sim/serving/metrics.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
+
+import numpy as np
 
 from mapping.generators.serve import layer_kernels
 from mapping.models import MODELS, ModelSpec
@@ -46,7 +48,7 @@ from sim.serving.prefix_sharing import PrefixLog, prefix_figures
 from sim.serving.requests import Requests, prefix_block_issues, trace_of
 from sim.system.algorithms import PortTiming
 from sim.system.collectives import all_reduce
-from sim.system.shard import BoxChip, Compute, Recv
+from sim.system.shard import BoxChip, Compute, Recv, SystemShard
 from sim.system.shard import Sleep as BoxSleep
 from sim.workloads import WORKLOADS, ChipContext, Task
 from sim.workloads.capabilities import Capabilities
@@ -214,13 +216,13 @@ class ServeSystem(Requests):
         dim = cfg.system.network[p.dim]
         self.kind = dim.kind
         self.port = PortTiming.of(dim.kind, dim.link_bandwidth, dim.link_latency, cfg.clock_hz, cfg.packet_bytes)
-        self.costs = StepCosts(cfg.chip, p.model, p.costs)  # one chip's slice on the socket's grid
+        # one chip's slice on the socket's grid, its anchors foreseen by the planning pass (prefetch.py)
+        self.costs = StepCosts(cfg.chip, p.model, p.costs, planner=lambda: planned_anchors(cfg))
         self.share_prefixes(cfg.chip.prefix_sharing)
         self.schedulers: list[Batcher] = []  # this shard's groups' first chips'
 
     def watch(self, sink: ProgressSink) -> None:
-        """Tell ``sink`` how the run goes (progress.py): its steps and its anchors (no planning pass:
-        each anchor simulated as a step needs it)."""
+        """Tell ``sink`` how the run goes (progress.py): its steps, the planning pass and its anchors."""
         self.costs.sink = sink
         for s in self.schedulers:
             s.progress = sink
@@ -228,13 +230,26 @@ class ServeSystem(Requests):
     def start(self, chip: BoxChip):
         group = self.graph.group(chip.cid, self.p.dim)
         if chip.cid == group[0]:
-            sock = self.cfg.chip.spec.tiers[0]
-            backend = SystemBackend(self, chip, group)
-            self.schedulers.append(Batcher(self.p, self.cfg.chip, self, backend, int(sock.capacity // sock.page_bytes),
-                                           sock.page_bytes, self.p.model.kv_bytes_per_token, swap=False,
-                                           copies=self.p.tp, on_step=chip.shard.log if self.cfg.chip.trace else None))
-            return self.schedulers[-1].run()
+            return self.schedule(SystemBackend(self, chip, group), chip.shard.log if self.cfg.chip.trace else None)
         return self._follow(chip, group)
+
+    def schedule(self, backend: "SystemBackend", on_step=None) -> Task:
+        """The scheduler of ``backend``'s group, its KV books every chip's."""
+        sock = self.cfg.chip.spec.tiers[0]
+        self.schedulers.append(Batcher(self.p, self.cfg.chip, self, backend, int(sock.capacity // sock.page_bytes),
+                                       sock.page_bytes, self.p.model.kv_bytes_per_token, swap=False,
+                                       copies=self.p.tp, on_step=on_step))
+        return self.schedulers[-1].run()
+
+    def step_cycles(self, roof, tokens: int, group: int) -> int:
+        """A step's cycles on a group of ``group`` chips with every compute at its roofline (E = 1)
+        and every collective at its closed form (sim/system/algorithms.py): the step's command, then
+        each layer's computes and two all-reduces, then the head; the planning pass's price of a step."""
+        nbytes = tokens * self.p.model.hidden * self.p.model.word
+        reduce = self.port.cycles("all_reduce", self.port.choose("all_reduce", group, nbytes), group, nbytes)
+        command = self.port.latency + self.port.ser(COMMAND_BYTES) if group > 1 else 0
+        layers = self.p.model.layers
+        return command + layers * (round(roof.layers_cycles / layers) + 2 * reduce) + round(roof.head_cycles)
 
     def _follow(self, chip: BoxChip, group: list[int]) -> Task:
         """A chip other than the scheduler's: each step as its command says."""
@@ -343,10 +358,54 @@ class SystemBackend:
         for c in self.group[1:]:
             self.chip.send(c, COMMAND_BYTES, COMMAND + steps, (STOP,))
         logs = self.prog.costs.finish()  # the anchors (and, views, which priced each step shape)
-        for i, a in enumerate(x for x in logs if isinstance(x, AnchorLog)):
+        # the anchors the steps were priced by (those the planning pass foresaw and none needed: views)
+        for i, a in enumerate(x for x in logs if isinstance(x, AnchorLog) and x.used):
             self.shard.record("anchor", self.chip.cid, i, 0, a.cycles, a.tokens)
         for x in logs:
             self.shard.log(x)
+
+
+class RooflineReplay(ServeSystem):
+    """The planning pass's program: the scheduler alone (its shard holds only its chip), on a RooflineBackend."""
+
+    def start(self, chip: BoxChip):
+        return self.schedule(RooflineBackend(self, chip, self.graph.group(chip.cid, self.p.dim)))
+
+
+class RooflineBackend(SystemBackend):
+    """The planning pass's backend on the scheduler chip alone: a step its roofline and its
+    collectives' closed form (``ServeSystem.step_cycles``), slept; no commands, nothing recorded."""
+
+    def execute(self, shape: StepShape, step: int) -> Task:
+        _, roof = self.prog.costs.price(shape)  # roofline_only: the anchor noted, E = 1
+        yield BoxSleep(self.prog.step_cycles(roof, shape.tokens, len(self.group)))
+        return roof
+
+    def record_step(self, step: int, start: int, made: int) -> None:
+        pass
+
+    def record_request(self, q: Sequence, status: str) -> None:
+        pass
+
+    def log(self, record) -> None:
+        pass
+
+    def finished(self, steps: int) -> None:
+        pass
+
+
+def planned_anchors(cfg) -> list[StepShape]:
+    """The anchors a serve-system run of ``cfg`` (a SystemConfig) asks for with every step at its
+    roofline, in the order its steps first need them: its scheduler replayed alone, each step's
+    all-reduces at their closed form (the planning pass of prefetch.py). The run's steps take E
+    times their roofline and their collectives' contention, so it may batch differently: an anchor
+    not foreseen is simulated when a step needs it, one foreseen and never needed is logged unused."""
+    p = cfg.workload
+    plan = replace(cfg, workload=replace(p, costs=replace(p.costs, roofline_only=True)))
+    prog = RooflineReplay(plan.workload, plan)
+    scheduler = plan.graph.group(0, p.dim)[0]
+    SystemShard(plan.net(), [scheduler], prog, np.zeros(plan.graph.nodes, dtype=np.int64)).advance(0, plan.max_cycles)
+    return list(prog.costs.wanted)
 
 
 def _attention_share(model: ModelSpec, spec, shape: StepShape) -> float:

@@ -216,3 +216,48 @@ def test_serve_system_says_what_serve_says(tmp_path):
     for i in range(2):
         parts = r["queueing_seconds"][i] + r["prefill_seconds"][i] + r["interference_seconds"][i]
         assert parts == pytest.approx(r["ttft_seconds"][i], rel=1e-12)
+
+
+def test_the_planning_pass_names_the_groups_anchors_in_order():
+    """The scheduler replayed alone at the roofline (system.planned_anchors): both 16-token prompts
+    in one prefill step (32 tokens, 2 x 16 x 17 / 2 pairs), then two decode steps of both sequences
+    (16 and 17 cached tokens each); their anchors in order of first need."""
+    from sim.workloads.serve.costs import StepCosts
+    from sim.workloads.serve.shapes import StepShape
+    from sim.workloads.serve.system import planned_anchors
+
+    cfg = system_config(load(RUN_SCHEMA, raw=raw()))
+    costs = StepCosts(cfg.chip, cfg.workload.model, cfg.workload.costs)
+    steps = [StepShape(32, 2 * 16 * 17 // 2, 0), StepShape.of([16, 16], []), StepShape.of([17, 17], [])]
+    assert planned_anchors(cfg) == list(dict.fromkeys(costs.anchor_of(s) for s in steps))
+
+
+def test_a_group_simulates_its_planned_anchors_ahead_and_serves_the_same_run():
+    """With two workers the planning pass's anchors are simulated ahead in worker processes
+    (run_anchors' ``ahead``), exactly those the steps are priced by (this trace batches alike at
+    any price); the progress sink is told their count before the first ends ("k of n", n known);
+    the run and its result hash are the run with one worker, each anchor simulated as a step needs it."""
+    from cluster.jobs.job import simulate_case
+    from cluster.jobs.system import SystemGroups
+    from sim.workloads.serve.progress import AnchorDone, AnchorStarted, Planned
+    from sim.workloads.serve.shapes import StepShape
+    from sim.workloads.serve.system import planned_anchors
+
+    done, told = {}, []
+    for workers in (1, 2):
+        config = raw()
+        config["workload"]["decode"]["step_workers"] = workers
+        cfg = system_config(load(RUN_SCHEMA, raw=config))
+        done[workers] = simulate_case(SystemGroups(cfg).watched(told.append if workers == 2 else None), 1, "groups",
+                                      "local", None, None, None)
+    one, two = done[1], done[2]
+    assert one.summary["status"] == two.summary["status"] == "completed"
+    assert one.summary["result_hash"] == two.summary["result_hash"]
+    a1, a2 = one.tables["anchors"], two.tables["anchors"]
+    assert not any(a1["ahead"]) and all(a2["ahead"]) and all(a2["used"]) and two.summary["anchors_unused"] == 0
+    used = [StepShape(*k) for k in zip(a2["tokens"], a2["keys"], a2["kv_read"])]
+    assert set(used) == set(planned_anchors(cfg)) and len(used) == two.summary["anchors"] == 2
+    planned = [e for e in told if isinstance(e, Planned)]
+    assert len(planned) == 1 and planned[0].workers == 2 and len(planned[0].anchors) == 2
+    assert told.index(planned[0]) < min(i for i, e in enumerate(told) if isinstance(e, AnchorDone))
+    assert sum(isinstance(e, AnchorDone) for e in told) == 2 and not any(isinstance(e, AnchorStarted) for e in told)
