@@ -81,20 +81,24 @@ def test_a_serve_run_tells_planning_then_its_anchors_then_serving(tmp_path):
     assert "serving: " in text and "past the trace's last arrival at 1 s" in text
 
 
-def test_a_serve_system_run_counts_its_anchors_as_steps_need_them():
-    """serve-system has no planning pass: each anchor (the prefill's, then decode's) is counted when a step
-    needs it and simulated then, the group serving in between."""
+def test_a_serve_system_run_plans_its_anchors_and_counts_them_k_of_n():
+    """serve-system makes the planning pass as serve does: the line counts its anchors (the
+    prefill's, then decode's) "k of n" with n known from the start; with one worker each is
+    simulated when a step needs it, the group serving in between."""
+    config = system_raw()
+    config["workload"]["decode"]["step_workers"] = 1
     line, out = _line()
-    done = simulate_case(SystemGroups(system_config(load(RUN_SCHEMA, raw=system_raw()))).watched(line),
+    done = simulate_case(SystemGroups(system_config(load(RUN_SCHEMA, raw=config))).watched(line),
                          progress=line.cycles)
     assert done.summary["status"] == "completed"
     simulated = [a for a in logged(done, AnchorLog) if not a.cached]
-    assert len(simulated) == 2
-    assert line.phases == [ANCHORS, SERVING] * 2
-    assert [type(e) for e in line.events[:2]] == [AnchorStarted, AnchorDone]
-    assert line.done == line.total == 2
+    assert len(simulated) == 2 and not any(a.ahead for a in simulated)
+    assert line.phases == [PLANNING, ANCHORS, SERVING]
+    assert [type(e) for e in line.events[:4]] == [Planning, Planned, AnchorStarted, AnchorDone]
+    assert len(line.events[1].anchors) == line.done == line.total == 2
     assert sum(isinstance(e, Served) for e in line.events) == done.summary["serve_steps"] == 3
-    assert "anchors 0 of 1 simulated so far" in out.getvalue()
+    text = out.getvalue()
+    assert "anchors 0 of 2 simulated" in text and "anchors 1 of 2 simulated" in text and "so far" not in text
 
 
 def test_the_time_left_of_hand_made_costs_is_their_list_schedule():

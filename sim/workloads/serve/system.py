@@ -27,6 +27,11 @@ chunk on the links (ports, serialisation, latency, contention). What is priced: 
 compute of a layer half and of the head. Not modelled: the gather of the sampled tokens
 after the head, pipeline parallelism, several TP groups (data parallel replicas).
 
+Its anchors are planned ahead as a chip run's (prefetch.py): ``planned_anchors`` replays the
+scheduler alone with every step at its roofline and its all-reduces at their closed form (no
+messages), and the slice's anchors its steps ask for are simulated side by side in worker
+processes; the steps still price from the same anchors, so the result hash is unchanged.
+
 Serving metrics come from the scheduler chip's records (``system_figures``): the same
 TTFT/TBT/e2e percentiles and goodput as a chip run's (sim/serving/metrics.py).
 """
