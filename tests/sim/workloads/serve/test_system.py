@@ -261,3 +261,25 @@ def test_a_group_simulates_its_planned_anchors_ahead_and_serves_the_same_run():
     assert len(planned) == 1 and planned[0].workers == 2 and len(planned[0].anchors) == 2
     assert told.index(planned[0]) < min(i for i, e in enumerate(told) if isinstance(e, AnchorDone))
     assert sum(isinstance(e, AnchorDone) for e in told) == 2 and not any(isinstance(e, AnchorStarted) for e in told)
+
+
+def test_an_anchor_planned_and_never_needed_is_reported_not_hashed(monkeypatch):
+    """A planning pass foreseeing one anchor more than the steps need (the real pass's, plus a
+    decode step with four cached tokens no step reads): the extra one is simulated ahead, reported
+    (``anchors_unused``, ``used`` false in run_anchors), and left out of the hashed records, so the
+    run's anchors count and result hash are the run's without it."""
+    from sim.workloads.serve import system
+    from sim.workloads.serve.shapes import StepShape
+
+    spare = StepShape(1, 4, 4)
+    real = system.planned_anchors
+    config = raw()
+    config["workload"]["decode"]["step_workers"] = 2
+    plain = run(config).summary
+    monkeypatch.setattr(system, "planned_anchors", lambda cfg: [*real(cfg), spare])
+    done = run(config)
+    s, a = done.summary, done.tables["anchors"]
+    assert spare not in real(system_config(load(RUN_SCHEMA, raw=config)))
+    assert (s["anchors"], s["anchors_unused"]) == (plain["anchors"], 1) == (2, 1)
+    assert s["result_hash"] == plain["result_hash"]
+    assert [(k, used) for k, used in zip(a["kv_read"], a["used"]) if not used] == [(4, False)] and all(a["ahead"])
