@@ -32,18 +32,18 @@ class PricedMemory:
     fragmentation: float
     tiers: dict[str, TierTraffic] = field(default_factory=dict)
 
+    def figures(self, simulated: dict, copies: int = 1) -> dict:
+        """The summary's memory figures: the MU figures, and each tier's bytes and flows as
+        ``simulated``'s plus ``copies`` times the priced ones (a node's chips each move their slice's)."""
+        out: dict = {"peak_mu_utilization": self.peak_mu_utilization, "mean_mu_utilization": self.mean_mu_utilization,
+                     "peak_mu_reserved": self.peak_mu_reserved, "fragmentation": self.fragmentation}
+        for name, t in self.tiers.items():
+            for key, priced in (("read_bytes", t.read_bytes), ("write_bytes", t.write_bytes), ("flows", t.flows)):
+                out[f"{name}_{key}"] = simulated.get(f"{name}_{key}", 0) + copies * priced
+        return out
+
 
 def with_priced(summary: dict, priced: PricedMemory | None) -> dict:
     """The summary's memory figures with ``priced`` in them (module docstring), to update it with;
     none without."""
-    if priced is None:
-        return {}
-    out: dict = {"peak_mu_utilization": priced.peak_mu_utilization,
-                 "mean_mu_utilization": priced.mean_mu_utilization,
-                 "peak_mu_reserved": priced.peak_mu_reserved, "fragmentation": priced.fragmentation,
-                 "memory_priced": True}
-    for name, t in priced.tiers.items():
-        out[f"{name}_read_bytes"] = summary.get(f"{name}_read_bytes", 0) + t.read_bytes
-        out[f"{name}_write_bytes"] = summary.get(f"{name}_write_bytes", 0) + t.write_bytes
-        out[f"{name}_flows"] = summary.get(f"{name}_flows", 0) + t.flows
-    return out
+    return {} if priced is None else {**priced.figures(summary), "memory_priced": True}

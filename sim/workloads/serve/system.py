@@ -164,14 +164,7 @@ class ServeSystemParams(ServeParams):
         """A chip's MU figures from its steps' anchors (every chip runs the same slice) and the group's
         tier bytes and flows (every chip's), as a serve run's (figures.step_memory)."""
         m = step_memory(logged, self.tier)
-        if m is None:
-            return {}
-        out: dict = {"peak_mu_utilization": m.peak_mu_utilization, "mean_mu_utilization": m.mean_mu_utilization,
-                     "peak_mu_reserved": m.peak_mu_reserved, "fragmentation": m.fragmentation}
-        for name, t in m.tiers.items():
-            out.update({f"{name}_read_bytes": t.read_bytes * self.tp, f"{name}_write_bytes": t.write_bytes * self.tp,
-                        f"{name}_flows": t.flows * self.tp})
-        return out
+        return {} if m is None else m.figures({}, copies=self.tp)
 
     def _energy(self, records: list, logged: list, cfg) -> dict:
         """The energy of every chip's steps: each its slice's tier bytes and FLOPs, as a serve run's
