@@ -108,7 +108,7 @@ def matrix_axes(smoke: bool) -> tuple[list[str], list[str]]:
     policies, on_oom = list(MEMORY.fields["policy"].choices), list(MEMORY.fields["on_oom"].choices)
     if smoke:
         return ["virtual", "static-single"], ["stall", "preempt"]
-    return policies, on_oom
+    return sorted(policies, key=lambda p: p != "virtual"), on_oom  # the default first: the first the sweep runs
 
 
 def _toml(v) -> str:
@@ -117,11 +117,14 @@ def _toml(v) -> str:
 
 def matrix_spec(out: str, smoke: bool) -> str:
     """Write the matrix's sweep spec to ``out`` and return its path: the example as its base, the hour's
-    keys and the anchor store as one-value axes, then policy x on_oom (on_oom varying fastest)."""
+    keys and the anchor store as one-value axes, then on_oom x policy. The policy varies fastest so that
+    the sweep's interleaved order (resume.interleaved: bit-reversed places) takes one policy's points
+    first, its first simulating the anchors and the rest reusing them: a sweep cut short has measured
+    both kinds of point to project the rest from."""
     name = "policy-matrix-smoke" if smoke else "policy-matrix-hour"
     policies, on_oom = matrix_axes(smoke)
     axes = {**{k: [v] for k, v in hour_overrides(os.path.join(os.path.abspath(out), "anchors"), smoke).items()},
-            "memory.policy": policies, "memory.on_oom": on_oom}
+            "memory.on_oom": on_oom, "memory.policy": policies}
     lines = ["# written by benchmarks/full_length.py --matrix" + (" --smoke" if smoke else ""),
              f"base = {_toml(os.path.abspath(EXAMPLE))}", "", "[sweep]", f"name = {_toml(name)}", 'command = "run"',
              'description = "every memory policy x on_oom serving the Azure 2023 code hour, one anchor store"',

@@ -40,8 +40,8 @@ def test_every_point_and_a_total_with_their_keys(smoke):
     _, lines, _ = smoke
     points_keys, total_keys = benchmark("full_length").MATRIX_KEYS
     *points, total = lines
-    assert [(p["policy"], p["on_oom"]) for p in points] == [("virtual", "stall"), ("virtual", "preempt"),
-                                                            ("static-single", "stall"), ("static-single", "preempt")]
+    assert [(p["policy"], p["on_oom"]) for p in points] == [("virtual", "stall"), ("static-single", "stall"),
+                                                            ("virtual", "preempt"), ("static-single", "preempt")]
     assert all(tuple(p) == points_keys for p in points) and tuple(total) == total_keys
     assert all(p["done"] and p["status"] == "completed" and p["requests_served"] == p["trace_requests"] == 2
                for p in points)
