@@ -17,7 +17,7 @@ and its anchor workers' (the largest child's): the warm run's includes the cold 
 
 ``--matrix``: the policy matrix, every memory policy x every on_oom the config schema offers,
 over the same hour, as one sweep (cluster/sweep: resumable, each point stored once) whose points
-share one anchor store (``workload.decode.step_cache`` in DIR/anchors: on_oom is out of an
+share one anchor store (the sweep's ``step_cache``, DIR/anchors: on_oom is out of an
 anchor's key unless its own run ran out of memory, so each policy's first point simulates its
 anchors and the others read them). The spec is written to DIR/<sweep>.toml. The points run here
 one after another (the in-process executor: this process and its anchor workers, all the cores
@@ -117,17 +117,18 @@ def _toml(v) -> str:
 
 def matrix_spec(out: str, smoke: bool) -> str:
     """Write the matrix's sweep spec to ``out`` and return its path: the example as its base, the hour's
-    keys and the anchor store as one-value axes, then on_oom x policy. The policy varies fastest so that
-    the sweep's interleaved order (resume.interleaved: bit-reversed places) takes one policy's points
-    first, its first simulating the anchors and the rest reusing them: a sweep cut short has measured
-    both kinds of point to project the rest from."""
+    keys as one-value axes, the anchor store as the sweep's step_cache (DIR/anchors), then on_oom x
+    policy. The policy varies fastest so that the sweep's interleaved order (resume.interleaved:
+    bit-reversed places) takes one policy's points first, its first simulating the anchors and the
+    rest reusing them: a sweep cut short has measured both kinds of point to project the rest from."""
     name = "policy-matrix-smoke" if smoke else "policy-matrix-hour"
     policies, on_oom = matrix_axes(smoke)
-    axes = {**{k: [v] for k, v in hour_overrides(os.path.join(os.path.abspath(out), "anchors"), smoke).items()},
-            "memory.on_oom": on_oom, "memory.policy": policies}
+    axes = {**{k: [v] for k, v in hour_overrides(None, smoke).items()}, "memory.on_oom": on_oom,
+            "memory.policy": policies}
     lines = ["# written by benchmarks/full_length.py --matrix" + (" --smoke" if smoke else ""),
              f"base = {_toml(os.path.abspath(EXAMPLE))}", "", "[sweep]", f"name = {_toml(name)}", 'command = "run"',
              'description = "every memory policy x on_oom serving the Azure 2023 code hour, one anchor store"',
+             'step_cache = "anchors"',
              "", "[axes]"] + [f'"{k}" = [{", ".join(_toml(x) for x in vs)}]' for k, vs in axes.items()]
     path = os.path.join(out, f"{name}.toml")
     text = "\n".join(lines) + "\n"
@@ -136,6 +137,12 @@ def matrix_spec(out: str, smoke: bool) -> str:
             f.write(text)
         os.replace(path + ".tmp", path)
     return path
+
+
+def _planned(config: dict) -> dict:
+    """A point's config as planned: the sweep gives a serve point its ``step_cache`` when it runs it."""
+    decode = {k: v for k, v in config["workload"]["decode"].items() if k != "step_cache"}
+    return {**config, "workload": {**config["workload"], "decode": decode}}
 
 
 class PointClock:
@@ -160,7 +167,7 @@ class PointClock:
         def timed(command: str, config: dict, node):
             c0 = _cpu()
             got = job(command, config, node)
-            pid = next(p.id for p in self.plan.points if p.config == config)
+            pid = next(p.id for p in self.plan.points if _planned(p.config) == _planned(config))
             self.seconds[pid] = round(_cpu() - c0, 2)
             self._save()
             return got
@@ -247,11 +254,11 @@ def matrix_main(out: str | None, smoke: bool, status: bool) -> int:
     return 0
 
 
-def hour_overrides(store: str, smoke: bool) -> dict:
+def hour_overrides(store: str | None, smoke: bool) -> dict:
     """The example's keys changed to serve the whole hour (``smoke``: its first 2 s on an 8 x 16 chip,
     one anchor a step kind), anchors kept in ``store``."""
     base = {"workload.decode.trace": os.path.abspath(HOUR), "workload.decode.trace_duration": 0,
-            "run.max_cycles": 8 * 10**12, "workload.decode.step_cache": store}
+            "run.max_cycles": 8 * 10**12, **({"workload.decode.step_cache": store} if store else {})}
     if smoke:
         base.update({"chip.rows": 8, "chip.cols": 16, "workload.decode.requests": 2,
                      "workload.decode.trace_duration": "2s", "workload.decode.step_anchor_ratio": 1e9,
