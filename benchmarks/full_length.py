@@ -179,15 +179,17 @@ class PointClock:
             execute.job_outcome = job
 
 
-def projected(plan, rows: dict, cpu: dict) -> tuple[list[float], int]:
+def projected(plan, rows: dict, cpu: dict) -> tuple[list[float] | None, int]:
     """Each point's CPU seconds in the sweep's dispatch order, a missing one projected (module docstring),
-    and how many were projected."""
+    and how many were projected; None with no point done (nothing to project from)."""
     from cluster.sweep.resume import interleaved
 
     def simulated(pid: str) -> bool:
         return int(rows[pid].get("anchors") or 0) > int(rows[pid].get("anchors_cached") or 0)
 
     done = [pid for pid in cpu if pid in rows]
+    if not done:
+        return None, len(plan.points)
     cold = [cpu[p] for p in done if simulated(p)]
     warm = [cpu[p] for p in done if not simulated(p)] or cold
     policies = {rows[p]["memory_policy"] for p in done}
@@ -222,13 +224,14 @@ def matrix_lines(plan, out: str, cpu: dict) -> list[dict]:
                       "anchors_simulated": sim if r else None, "anchors_reused": r.get("anchors_cached"),
                       "result_hash": r.get("result_hash")})
     seconds, guessed = projected(plan, rows, cpu)
-    wall = makespan(seconds, MATRIX_CLUSTER[0] * MATRIX_CLUSTER[1])
+    wall = None if seconds is None else round(makespan(seconds, MATRIX_CLUSTER[0] * MATRIX_CLUSTER[1]), 1)
     lines.append({"bench": "full_length", "sweep": plan.spec.name, "points": len(plan.points), "points_done": len(rows),
-                  "points_projected": guessed, "cpu_seconds": round(sum(seconds), 2),
+                  "points_projected": guessed, "cpu_seconds": None if seconds is None else round(sum(seconds), 2),
                   "anchors_simulated": sum(x["anchors_simulated"] or 0 for x in lines),
                   "anchors_reused": sum(x["anchors_reused"] or 0 for x in lines),
-                  "cluster": f"{MATRIX_CLUSTER[0]}x{MATRIX_CLUSTER[1]}", "projected_wall_seconds": round(wall, 1),
-                  "target_wall_seconds": TARGET_MATRIX_SECONDS, "meets_target": wall <= TARGET_MATRIX_SECONDS})
+                  "cluster": f"{MATRIX_CLUSTER[0]}x{MATRIX_CLUSTER[1]}", "projected_wall_seconds": wall,
+                  "target_wall_seconds": TARGET_MATRIX_SECONDS,
+                  "meets_target": None if wall is None else wall <= TARGET_MATRIX_SECONDS})
     return lines
 
 

@@ -93,6 +93,7 @@ def test_missing_points_are_projected_from_the_done_ones(tmp_path):
     want = {cold: 10.0, warm: 1.0, by["static-single", "stall"]: 10.0, by["static-single", "preempt"]: 1.0}
     order = [p.id for p in interleaved(plan.points)]
     assert guessed == 2 and seconds == [want[i] for i in order]
+    assert fl.projected(plan, {}, {}) == (None, 4)  # nothing done: nothing to project from
 
 
 def test_status_needs_the_matrix_directory():
