@@ -122,10 +122,8 @@ class Objectives:
         return ok_ttft & np.logical_not(tbt_mean > self.tbt) if self.tbt > 0 else ok_ttft
 
 
-def _percentiles(name: str, values: np.ndarray, overwrite: bool = False) -> dict[str, float | None]:
-    """``overwrite``: ``values`` may be reordered (partitioned in place, no copy: the same percentiles)."""
-    return {f"{name}_p{q}_seconds": float(np.percentile(values, q, overwrite_input=overwrite)) if len(values) else None
-            for q in PERCENTILES}
+def _percentiles(name: str, values: np.ndarray) -> dict[str, float | None]:
+    return {f"{name}_p{q}_seconds": float(np.percentile(values, q)) if len(values) else None for q in PERCENTILES}
 
 
 def _int_column(logs: list[RequestLog], value: Callable[[RequestLog], int]) -> np.ndarray:
@@ -209,7 +207,7 @@ def serving_figures(logs: list[RequestLog], preemptions: list[PreemptionLog], cl
         "requests_finished": int(np.count_nonzero(served)),
         "preemptions": sum(1 for p in preemptions if p.what != "swap-in"),
         "preempted_requests": int(np.count_nonzero(cols["preemptions"])),
-        **_percentiles("ttft", ttft), **_percentiles("tbt", tbt, overwrite=True),
+        **_percentiles("ttft", ttft), **_percentiles("tbt", tbt),
         **_percentiles("e2e", np.ma.getdata(cols["e2e_seconds"])[served]),
         "slo_ttft_seconds": slo.ttft or None, "slo_tbt_seconds": slo.tbt or None,
         "goodput_requests_per_second": good / seconds if slo.any and seconds > 0 else None,
@@ -223,14 +221,8 @@ def served_latencies(logs: list[RequestLog], clock_hz: float) -> tuple[np.ndarra
     every gap between consecutive tokens of every served request, in seconds."""
     served = [x for x in sorted(logs, key=lambda x: x.request) if x.status == SERVED and len(x.token_cycles)]
     ttft = np.array([(x.token_cycles[0] - x.arrival) / clock_hz for x in served])
-    # one array of every gap, each request's written into its slice: 8 bytes a generated token at the
-    # run's end, not a list of per-request arrays and their concatenation beside it
-    tbt = np.empty(sum(len(x.token_cycles) - 1 for x in served))
-    at = 0
-    for x in served:
-        n = len(x.token_cycles) - 1
-        np.divide(np.diff(np.asarray(x.token_cycles, dtype=np.float64)), clock_hz, out=tbt[at:at + n])
-        at += n
+    tbt = np.concatenate([np.diff(np.asarray(x.token_cycles, dtype=np.float64)) / clock_hz for x in served]) \
+        if served else np.zeros(0)
     return ttft, tbt
 
 
