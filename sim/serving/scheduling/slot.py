@@ -89,7 +89,7 @@ class SlotScheduler:
         self.room = cfg.policy.room(cfg.mu)
         self.limit = (1.0 - cfg.admit_watermark) * self.room.capacity
         arrive = program.arrivals()
-        self.reqs = [self._request(s, arrive[s], *program.lengths(s)) for s in range(program.p.requests)]
+        self.reqs = [Request(s, arrive[s], *program.lengths(s)) for s in range(program.p.requests)]
         self.waiting: list[int] = list(range(program.p.requests))
         self.free_slots = list(range(len(program.workers)))
         self.running: dict[int, int] = {}  # slot -> sequence
@@ -104,13 +104,6 @@ class SlotScheduler:
         self.prefilled: dict[int, int] = {}  # admissions since the last step's record: sequence -> tokens
         self.preempted: list[int] = []  # since the last step's record
         self.ended: dict[int, str] = {}  # since the last step's record: sequence -> status
-
-    @staticmethod
-    def _request(seq: int, arrival: int, prompt: int, output: int) -> Request:
-        """A request whose token times are allocated once at its known output length (filled by
-        ``_settle``): grown token by token, the arrays of thousands of requests were reallocated
-        again and again, and the allocator kept the holes (peak RSS per generated token)."""
-        return Request(seq, arrival, prompt, output, token_cycles=array("q", bytes(8 * output)))
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> Task:
@@ -261,8 +254,8 @@ class SlotScheduler:
     # ------------------------------------------------------------------ replies
     def _settle(self, slot: int, seq: int, r: m.Message) -> None:
         q = self.reqs[seq]
-        q.token_cycles[q.made:q.made + r.nbytes] = array("q", [r.sent]) * r.nbytes  # the cycle the worker made them
         q.made += r.nbytes
+        q.token_cycles.extend([r.sent] * r.nbytes)  # the cycle the worker made them
         if r.arg in (m.RUNNING, m.BLOCKED):
             self.running[slot] = seq
             q.swapped = -1  # running: its KV is on chip
@@ -288,8 +281,6 @@ class SlotScheduler:
         self.head_refused = False  # its room is free
         self.ended[seq] = status
         shard.record("request", seq, q.arrival, shard.now, q.made, status)
-        if q.made != len(q.token_cycles):  # refused before its last token: the times it has
-            q.token_cycles = q.token_cycles[:q.made]
         shard.log(RequestLog(seq, q.arrival, q.admitted, q.token_cycles, q.preemptions, status, q.prompt))
 
     # ------------------------------------------------------------------ preemption
