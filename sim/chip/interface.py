@@ -140,16 +140,6 @@ def send(bk, bv, wk, wv, sc, offers, tiles, tile, dst, ready, readies, flits, en
     return True
 
 
-@kernel
-def send_waiting(bk, bv, wk, wv, sc, offers, tiles, tile, dst, ready, readies, flits, entry, cycles, left, last):
-    """``send`` of a message to this shard, inbox entry ``entry`` set to wait for its packets."""
-    if not send(bk, bv, wk, wv, sc, offers, tiles, tile, dst, ready, readies, flits, entry, cycles):
-        return False
-    left[entry] = flits.shape[0]
-    last[entry] = 0
-    return True
-
-
 @inline
 def _wait(wk, wv, sc, cycles, n, tiles, tile, entry):
     shift = sc[WAIT_SHIFT]
@@ -226,20 +216,16 @@ class Interfaces:
     def entry(self, msg, packets: int) -> int:
         """A new inbox entry for ``msg``, waiting for ``packets`` packets."""
         if not self._free:
-            self._grow()
+            n = len(self.inbox)
+            self.left = np.concatenate((self.left, np.zeros(n, dtype=np.int64)))
+            self.last = np.concatenate((self.last, np.zeros(n, dtype=np.int64)))
+            self.inbox.extend([None] * n)
+            self._free = list(range(2 * n - 1, n - 1, -1))
         e = self._free.pop()
         self.inbox[e] = msg
         self.left[e] = packets
         self.last[e] = 0
         return e
-
-    def _grow(self) -> None:
-        """Twice the inbox entries (every one is in use)."""
-        n = len(self.inbox)
-        self.left = np.concatenate((self.left, np.zeros(n, dtype=np.int64)))
-        self.last = np.concatenate((self.last, np.zeros(n, dtype=np.int64)))
-        self.inbox.extend([None] * n)
-        self._free = list(range(2 * n - 1, n - 1, -1))
 
     def send(self, now: int, tile: int, dst: int, ready: int, readies, flits: np.ndarray, entry: int) -> np.ndarray:
         """Book a message's packets (kernel ``send``; ``now``: the sender's cycle, before which
@@ -251,19 +237,6 @@ class Interfaces:
                        readies, flits, entry, self._cycles):
             self._room(now, n)
         return self._cycles[:n]
-
-    def send_message(self, now: int, tile: int, dst: int, ready: int, readies, flits: np.ndarray, msg) -> None:
-        """``entry`` and ``send`` in one: book the packets of ``msg``, which waits for them here."""
-        if not self._free:
-            self._grow()
-        e = self._free.pop()
-        self.inbox[e] = msg
-        n = len(flits)
-        if n > len(self._cycles):
-            self._cycles = np.zeros(2 * n, dtype=np.int64)
-        while not send_waiting(self.bk, self.bv, self.wk, self.wv, self.sc, self.offers, self.tiles, tile, dst, ready,
-                               readies, flits, e, self._cycles, self.left, self.last):
-            self._room(now, n)
 
     def expect(self, packets: np.ndarray, entries: np.ndarray) -> None:
         """Packets from another shard, each of an inbox entry."""
@@ -278,19 +251,6 @@ class Interfaces:
         if nd < 0:
             raise KeyError(f"packet {int(packets[-1 - nd])} arrived, but no message waits for it")
         return out[:nd].tolist()
-
-    def delivered(self, packets: np.ndarray, cycles: np.ndarray) -> tuple[list, list[int]]:
-        """``arrive``, its entries freed at once: the messages the packets complete and the cycle
-        each one's last packet arrived, in the packets' order (a call a window of ejections)."""
-        done = self.arrive(packets, cycles)
-        if not done:
-            return [], []
-        inbox = self.inbox
-        msgs = [inbox[e] for e in done]
-        for e in done:
-            inbox[e] = None
-        self._free.extend(done)
-        return msgs, self.last[done].tolist()
 
     def done(self, entry: int) -> None:
         self.inbox[entry] = None

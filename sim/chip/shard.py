@@ -186,17 +186,15 @@ class ChipShard:
         return np.array(self._sent[2], dtype=np.int64)
 
     def send(self, unit, kind: int, dst: int, ready, **fields) -> m.Message:
-        uid = unit.uid
-        sent = unit.sent = unit.sent + 1
-        src = fields.pop("src", uid)  # an IO unit passes on a remote sender's id
+        unit.sent += 1
+        src = fields.pop("src", unit.uid)  # an IO unit passes on a remote sender's id
         now = self.now
-        msg = m.Message((uid << 32) | sent, kind, src, dst, sent=now, **fields)
-        data_kind = kind in _DATA_KINDS
+        msg = m.Message((unit.uid << 32) | unit.sent, kind, src, dst, sent=now, **fields)
         if dst < 0:  # a unit of another chip (messages.remote_unit)
             msg.chip, msg.dst = m.split_remote(dst)
-        elif data_kind and dst in self.flow_ids:
+        elif dst in self.flow_ids and kind in _DATA_KINDS:
             msg.flags |= m.FLOW
-        data = msg.nbytes if data_kind and not msg.flags & m.FLOW else 0
+        data = msg.nbytes if kind in _DATA_KINDS and not msg.flags & m.FLOW else 0
         sized = self._sized.get((kind, data))
         if sized is None:  # a run sends a few sizes of message, millions of times
             if len(self._sized) >= SIZES_KEPT:
@@ -207,24 +205,22 @@ class ChipShard:
         n = msg.packets = len(flits)
         if ready is None:
             ready = now
-        listed = isinstance(ready, list)
-        if self.cfg.jitter:
-            j = int(rng.below(self.cfg.seed, STREAM_JITTER, uid, sent, self.cfg.jitter + 1))
-            ready = [r + j for r in ready] if listed else ready + j
+        jitter = self.cfg.jitter
+        if jitter:
+            j = int(rng.below(self.cfg.seed, STREAM_JITTER, unit.uid, unit.sent, jitter + 1))
+            ready = [r + j for r in ready] if isinstance(ready, list) else ready + j
         # a message for another chip crosses this chip's NoC to the IO unit its route leaves by
         dst_tile = self._tile_of[dst if msg.chip < 0 else self.egress[msg.chip]]
         local = self._mine[dst_tile]
         first = now + NI_LATENCY
-        if listed:  # each packet ready at its own cycle
-            if len(ready) != n:
-                raise ValueError(f"a message of {n} packets sent with {len(ready)} ready cycles")
-            readies, ready = np.array(ready, dtype=np.int64), first
+        if isinstance(ready, list) and len(ready) != n:
+            raise ValueError(f"a message of {n} packets sent with {len(ready)} ready cycles")
+        entry = self.ni.entry(msg, n) if local else -1
+        if isinstance(ready, list):  # each packet ready at its own cycle
+            cycles = self.ni.send(now, unit.tile, dst_tile, first, np.array(ready, dtype=np.int64), flits, entry)
         else:  # most messages: their packets ready at once
-            readies, ready = _E, ready if ready > first else first
-        if local:
-            self.ni.send_message(now, unit.tile, dst_tile, ready, readies, flits, msg)
-        else:
-            cycles = self.ni.send(now, unit.tile, dst_tile, ready, readies, flits, -1)
+            cycles = self.ni.send(now, unit.tile, dst_tile, ready if ready > first else first, _E, flits, entry)
+        if not local:
             tiles, src_tile, mid = self.tiles, unit.tile, msg.msg
             self._out_pkts.extend([(c * tiles + src_tile, mid, dst_tile) for c in cycles.tolist()])
             self._out_msgs.append(msg.row())
@@ -334,16 +330,15 @@ class ChipShard:
         return self._outbound(net_out)
 
     def _run_units(self, u: int) -> None:
-        heap, units, pop = self.heap, self.units, heapq.heappop
-        digest, log = self.deliveries.add, self.delivery_log
+        heap, units = self.heap, self.units
         while heap and heap[0][0] < u:
-            cycle, cls, uid, _, fn, arg = pop(heap)
+            cycle, cls, uid, _, fn, arg = heapq.heappop(heap)
             self.now = cycle
             if cls == DELIVERY:
                 row = (arg.msg, uid, cycle, arg.kind)
-                digest(row)
-                if log is not None:
-                    log.append(row)
+                self.deliveries.add(row)
+                if self.delivery_log is not None:
+                    self.delivery_log.append(row)
                 units[uid].on_message(arg)
             else:
                 fn(arg)
@@ -356,11 +351,13 @@ class ChipShard:
         pk, cyc = self.net.take_ejected()
         if not len(pk):
             return
-        heap, push = self.heap, heapq.heappush
-        msgs, lasts = self.ni.delivered(pk, cyc)
-        for msg, cycle in zip(msgs, lasts):
+        ni, heap = self.ni, self.heap
+        inbox, last = ni.inbox, ni.last
+        for e in ni.arrive(pk, cyc):
+            msg = inbox[e]
             dst = msg.dst if msg.chip < 0 else self.egress[msg.chip]
-            push(heap, (cycle, DELIVERY, dst, msg.msg, None, msg))
+            heapq.heappush(heap, (int(last[e]), DELIVERY, dst, msg.msg, None, msg))
+            ni.done(e)
 
     def _accept(self, b: ChipBoundary) -> None:
         if len(b.net):

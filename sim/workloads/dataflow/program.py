@@ -312,9 +312,8 @@ class Dataflow:
     def _relay_on(cu, children: tuple[int, ...], mtag: int, nbytes: int, status: int) -> None:
         """Send a multicast stripe to this CU's children in its tree and hand it to the kernel's
         task (now, or when it waits for it)."""
-        send = cu.shard.send  # Unit.send's own call, a frame less: a whole-chip anchor relays ~0.6 M stripes
         for c in children:
-            send(cu, m.WRITE, c, None, nbytes=nbytes, tag=mtag, status=status)
+            cu.send(m.WRITE, c, nbytes=nbytes, tag=mtag, status=status)
         if status != m.STATUS_OK:
             cu.state["relay_failed"] = True
         cu.signal(mtag)
