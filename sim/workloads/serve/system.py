@@ -24,7 +24,12 @@ is the chips' work and their collectives, simulated as messages over the system'
 
 What is simulated cycle by cycle: the scheduler's time, every command and every all-reduce
 chunk on the links (ports, serialisation, latency, contention). What is priced: each chip's
-compute of a layer half and of the head. Not modelled: the gather of the sampled tokens
+compute of a layer half and of the head. With ``collectives = "closed-form"`` the links carry
+nothing: each step's all-reduces are priced by their alpha-beta form (the algorithm chosen by
+size, as with messages) and the scheduler chip sleeps the step's whole time, alone; the followers
+run nothing. A TP group's all-reduces share the links with nothing but themselves, so the two
+agree within the closed forms' 1.3 % (measured on 4 chips: 800 cycles in a 9.7 M-cycle step);
+the messages cost a wall second per 0.02 simulated s for Llama-3.1-70B on 16 sockets. Not modelled: the gather of the sampled tokens
 after the head, pipeline parallelism, several TP groups (data parallel replicas).
 
 Its anchors are planned ahead as a chip run's (prefetch.py): ``planned_anchors`` replays the
