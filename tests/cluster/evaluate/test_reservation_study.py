@@ -25,3 +25,13 @@ def test_reservation_study_holds_the_vllm_papers_figures(tmp_path):
         assert r["requests_finished"] == 200 and r["kv_used_peak_bytes"] <= r["kv_reserved_peak_bytes"]
     assert by["max"]["batch_max"] == 982 // 128  # the KV room's pages over 2,048 tokens' 128 pages
     assert by["paged"]["preemptions"] > 0 and all(by[k]["preemptions"] == 0 for k in ("exact", "pow2", "max"))
+
+
+def test_a_roofline_priced_serve_point_is_predicted_by_its_requests():
+    """No anchor is simulated under step_roofline: the ETA's prior is its requests, not the anchors' minutes."""
+    from cluster.sweep.cost import ROOFLINE_REQUEST_SECONDS, prior
+
+    base = {"chip": {"preset": "sn40l"}, "workload": {"kind": "serve", "decode": {"requests": 400}}}
+    priced = {**base, "workload": {"kind": "serve", "decode": {"requests": 400, "step_roofline": True}}}
+    assert prior("run", priced) == 400 * ROOFLINE_REQUEST_SECONDS
+    assert prior("run", base) > 50 * prior("run", priced)  # the anchors: 222 s
