@@ -63,7 +63,7 @@ def _judge(rows: list[Row]) -> list[Check]:
                          f"batch {m.get('batch_max')} at most", f"floor({KV_PAGES} / {MAX_PAGES}) = "
                          f"{KV_PAGES // MAX_PAGES}; the paper's 7.00 (Figure 13: 15.7K slots / 2,048)",
                          m.get("batch_max") == KV_PAGES // MAX_PAGES, ids(m)))
-    present = [got[k] for k in KINDS if got[k]]
+    present = [r for r in (got[k] for k in KINDS) if r is not None]
     if len(present) == len(KINDS):
         for field, what in (("batch_mean", "mean batch"), ("tokens_per_second", "tokens/s")):
             vals = [float(r.get(field) or 0.0) for r in present]
