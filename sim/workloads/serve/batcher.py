@@ -6,7 +6,9 @@ Each step (Orca's iteration-level batching, Yu et al., OSDI 2022, as vLLM v1 sch
    head holds back those behind it) while fewer than ``max_sequences`` run and, under
    memory-aware admission (``memory.on_oom = "preempt"`` or ``memory.admit_watermark`` > 0),
    while the head's prompt fits in the KV memory's free pages with the watermark kept free
-   (vLLM's block manager: what running prompts will hold counts as taken);
+   (vLLM's block manager: what running prompts will hold counts as taken); a server that
+   reserves each request's KV ahead (``kv_reservation``, reservation.py: vLLM's Orca
+   baselines) admits only while the head's whole reservation fits, and takes it at once;
 2. the step is filled with a token for every running sequence whose prompt is done (decode
    first, Sarathi-Serve's decode-maximal batching), then with prefill: each prefilling
    sequence's next chunk (``chunk_tokens``; 0: the whole prompt) in admission order, within
