@@ -29,8 +29,9 @@ nothing: each step's all-reduces are priced by their alpha-beta form (the algori
 size, as with messages) and the scheduler chip sleeps the step's whole time, alone; the followers
 run nothing. A TP group's all-reduces share the links with nothing but themselves, so the two
 agree within the closed forms' 1.3 % (measured on 4 chips: 800 cycles in a 9.7 M-cycle step);
-the messages cost a wall second per 0.02 simulated s for Llama-3.1-70B on 16 sockets. Not modelled: the gather of the sampled tokens
-after the head, pipeline parallelism, several TP groups (data parallel replicas).
+the messages cost a wall second per 0.02 simulated s for Llama-3.1-70B on 16 sockets.
+Not modelled: the gather of the sampled tokens after the head, pipeline parallelism, several
+TP groups (data parallel replicas).
 
 Its anchors are planned ahead as a chip run's (prefetch.py): ``planned_anchors`` replays the
 scheduler alone with every step at its roofline and its all-reduces at their closed form (no
@@ -128,7 +129,8 @@ class ServeSystemParams(ServeParams):
                    trace, d["slo_ttft"] or 0.0,
                    d["slo_tbt"] or 0.0, cost_options(d), spec.tiers[0].name,
                    round(d["trace_jitter"] * spec.clock_hz / d["trace_speedup"]) if trace else 0,
-                   d["prefix_block_tokens"], tp=tp, dim=dims[0], whole=whole, collectives=d["collectives"])
+                   d["prefix_block_tokens"], d["kv_reservation"], d["max_model_len"], tp=tp, dim=dims[0], whole=whole,
+                   collectives=d["collectives"])
 
     def system_program(self, cfg) -> "ServeSystem":
         return ServeSystem(self, cfg)
