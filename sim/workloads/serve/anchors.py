@@ -216,21 +216,28 @@ def simulate_anchor(cfg, model: ModelSpec, shape: StepShape, tiles_max: int = 32
     lb, lf = _plan_cost(plan)
     bw = spec.tiers[0].bytes_per_cycle(spec.clock_hz)
     roof = max(lb / bw, lf / (spec.cu_count * spec.cu_flops_per_cycle))
+    period = _period(ends, end, tiles, layers, busy, lb / bw, lf / (spec.cu_count * spec.cu_flops_per_cycle))
+    return StepPlanRun(shape, tiles, cus, lp.num_tiles, end, period, roof, plan.status, ran.sent, ends, ran.oom,
+                       ran.memory)
+
+
+def _period(ends: tuple[int, ...], end: int, tiles: int, layers: int, busy: bool, stream: float,
+            compute: float) -> float:
+    """Cycles an iteration adds to a pass (``stream``, ``compute``: the layer's bytes over the tier's
+    bandwidth and its FLOPs over the chip's peak, in cycles; module docstring)."""
     if layers == 1:  # a call a layer: every layer costs the whole pass (cycles_for(n) = n x end)
-        period = end / tiles
-    elif busy:  # the pipeline's steady state: its last few tiles' spacing, at least a tile's FLOPs over the
+        return end / tiles
+    if busy:  # the pipeline's steady state: its last few tiles' spacing, at least a tile's FLOPs over the
         # chip's peak (no stage of a steady pipeline beats it; a pipeline not yet steady can space a few tiles
         # closer: a 4,096-token prompt's last four came 11 % under it)
         k = min(4, len(ends) - 1)
-        period = max((ends[-1] - ends[-1 - k]) / k, lf / tiles / (spec.cu_count * spec.cu_flops_per_cycle))
-    elif tiles > 1:  # the later half's mean spacing, at least a tile's share of the layer's bytes over the bandwidth
+        return max((ends[-1] - ends[-1 - k]) / k, compute / tiles)
+    if tiles > 1:  # the later half's mean spacing, at least a tile's share of the layer's bytes over the bandwidth
         k = len(ends) // 2
-        period = max((ends[-1] - ends[-1 - k]) / k, lb / tiles / bw)
-    else:  # the mean layer from the first layer's end to the last but one's, at least the layer's
-        # bytes over the tier's bandwidth (module docstring)
-        period = max((ends[-2] - ends[0]) / (len(ends) - 2), lb / bw)
-    return StepPlanRun(shape, tiles, cus, lp.num_tiles, end, period, roof, plan.status, ran.sent, ends, ran.oom,
-                       ran.memory)
+        return max((ends[-1] - ends[-1 - k]) / k, stream / tiles)
+    # the mean layer from the first layer's end to the last but one's, at least the layer's bytes over the
+    # tier's bandwidth (module docstring)
+    return max((ends[-2] - ends[0]) / (len(ends) - 2), stream)
 
 
 def _plan_cost(plan: MappingPlan) -> tuple[float, float]:
