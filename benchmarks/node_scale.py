@@ -1,7 +1,7 @@
 """A node as SN40L's papers measure it: decode over 1, 8 and 16 sockets, and the node's collectives.
 
     python benchmarks/node_scale.py            # every case on the whole sn40l socket (minutes: the anchors)
-    python benchmarks/node_scale.py --smoke    # the collectives, and 8B on an 8 x 16 socket (seconds)
+    python benchmarks/node_scale.py --smoke    # the collectives, and 8B and 7B on an 8 x 16 socket (seconds)
     python benchmarks/node_scale.py --figure decode.png   # also draw decode speed against sockets
 
 One JSON line a case, each figure beside its reference and target:
@@ -17,15 +17,18 @@ One JSON line a case, each figure beside its reference and target:
   bandwidth) and its % of peak; target at least 75 % on 8 and 16 sockets (SambaNova, DAC 2025
   talk, "over 75 %"), the paper's figure over 90 % ("Kernel Looping", Koeplinger et al. 2024,
   arXiv 2410.23668, abstract);
-- ``looping``: Llama-3.1-8B decode unlooped (``looping = false``: a kernel call a layer, each
-  call's pipeline filled and drained and a synchronisation, sim/workloads/serve/costs.py) against
-  looped, beside the paper's "up to 2.2x" on one socket and "up to 2.5x" over sockets (abstract);
-  the synchronisation is chosen (not published), so the line also gives the speedup at 0, 5 and
-  20 us and the synchronisation that would give the published ratio;
+- ``looping``: Llama-3.1-8B decode unlooped (``looping = false``: a kernel call a layer, each layer
+  simulated alone, its pipeline filled and drained with no next layer's weights streaming under it,
+  plus a synchronisation, sim/workloads/serve/anchors.py and costs.py) against looped, beside the
+  paper's "up to 2.2x" on one socket and "up to 2.5x" over sockets (abstract); with a layer looped
+  and alone in microseconds, and the synchronisation a call that would give the published ratio
+  (chosen 5 us: no SN40L figure in the sources read), the speedup at 0, 5 and 20 us on the first;
 - ``coe``: Composition of Experts (MICRO 2024): a Llama-2-7B expert switched from DDR into HBM
   on sn40l-8 (a socket's eighth simulated as a copy, the sockets at once) against a DGX H100 and
   A100 moving it over PCIe host links (64 and 32 GB/s each way), one link and all eight, beside
-  the published 15-31x;
+  the published 15-31x; then end to end (mapping/coe.py: a request switches once and decodes n
+  tokens, T = switch + n x decode; sn40l-8's decode from serve-system, the DGX's at 21 % of its
+  HBM roofline), the ratio over n beside the published 3.7x / 6.6x and the n that gives each;
 - ``sensitivity``: the same decode with each chosen (unpublished) network figure moved: the
   topology (ring against fully connected), a hop's latency and a socket's link bandwidth
   (mapping/systems.py says which figures are chosen).
