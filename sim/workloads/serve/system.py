@@ -113,7 +113,7 @@ class ServeSystemParams(ServeParams):
                    trace, d["slo_ttft"] or 0.0,
                    d["slo_tbt"] or 0.0, cost_options(d), spec.tiers[0].name,
                    round(d["trace_jitter"] * spec.clock_hz / d["trace_speedup"]) if trace else 0,
-                   d["prefix_block_tokens"], tp=tp, dim=dims[0], whole=whole)
+                   d["prefix_block_tokens"], d["kv_reservation"], d["max_model_len"], tp=tp, dim=dims[0], whole=whole)
 
     def system_program(self, cfg) -> "ServeSystem":
         return ServeSystem(self, cfg)
