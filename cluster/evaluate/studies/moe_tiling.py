@@ -116,10 +116,23 @@ def _offchip(r: Row) -> int | None:
     return int(r["hbm_read_bytes"]) + int(r.get("hbm_write_bytes") or 0)
 
 
+def largest_buffer(name: str) -> int:
+    """The largest MU buffer a dynamic tiling asks for: the busiest expert's fp32 [n_e, D] accumulator."""
+    return int(np.bincount(routes(name).ravel()).max()) * widths(FILES[name][0])["hidden"] * ACCUM
+
+
 def _refused(r: Row) -> Check:
+    """A point that stopped because an MU refused a buffer: a finding when the closed form agrees it cannot fit
+    (the busiest expert's accumulator against a static slot, a quarter of STeP's 16 MiB MU)."""
+    from mapping.chips import RDA_PRESETS
+
     why = (r.get("point_error") or "").strip().splitlines()[-1].strip() if r.get("point_error") else ""
-    return Check(f"{_case(r)}: ends as completed, or refused/deadlocked saying why", f"does not fit: {why[:160]}",
-                 "refused before running, naming what does not fit", "needs" in why or "fit" in why, ids(r))
+    name, p = routing_of(r), _policy(r)
+    slot = RDA_PRESETS["step"].mu_bytes * STATIC_SHARE.get(p, 1.0)
+    need = largest_buffer(name) if name in FILES else 0
+    return Check(f"{name} {p}: refused, and the closed form agrees it does not fit", f"stopped: {why[:120]}",
+                 f"the busiest expert's accumulator, {num(need)} B > a {p} slot of {num(int(slot))} B",
+                 ("refused" in why or "needs" in why) and need > slot, ids(r))
 
 
 def _routing_checks(rows: list[Row]) -> list[Check]:

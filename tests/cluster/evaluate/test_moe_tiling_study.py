@@ -42,12 +42,19 @@ def test_moe_tiling_study_holds_its_closed_forms_and_fig9(tmp_path):
                 > by["realloc-copy"]["peak_mu_reserved"] >= by["virtual"]["peak_mu_reserved"])
 
 
-def test_a_refused_point_is_a_finding_and_a_wrong_copy_count_is_not():
-    path = str(ROUTING / FILES["mixtral_b64"][1])
-    refused = {"point_status": "error", "memory_policy": "static-single", "workload_tiling_routing": path,
-               "point_error": "Traceback ...\nConfigError: static-single needs 2 MUs a expert, the grid has 1"}
-    copied = {"status": "completed", "policy": "realloc-copy", "workload_tiling_routing": path, "bytes_copied": 1,
-              "run_id": "r"}
-    checks = {c.what.split(":")[0]: c for c in _judge([refused, copied])}
-    assert checks["mixtral_b64 static-single"].holds and "does not fit" in checks["mixtral_b64 static-single"].figure
+def test_a_refused_point_is_a_finding_only_where_it_cannot_fit():
+    """At batch 1,024 the busiest Mixtral expert's fp32 accumulator (414 tokens x 4096 x 4 B = 6.8 MB) outgrows a
+    static-multi slot (16 MiB / 4); at batch 64 (24 tokens: 393 KB) it fits, so a refusal there is no finding."""
+    error = "Traceback ...\nRuntimeError: moe-tiling: MU 10 refused expert 2's accumulator"
+
+    def refused(name: str) -> dict:
+        return {"point_status": "error", "memory_policy": "static-multi", "point_error": error,
+                "workload_tiling_routing": str(ROUTING / FILES[name][1])}
+
+    copied = {"status": "completed", "policy": "realloc-copy", "bytes_copied": 1, "run_id": "r",
+              "workload_tiling_routing": str(ROUTING / FILES["mixtral_b64"][1])}
+    checks = {c.what.split(":")[0]: c for c in _judge([refused("mixtral_b1024"), refused("mixtral_b64"), copied])}
+    big = checks["mixtral_b1024 static-multi"]
+    assert big.holds and "6,782,976 B" in big.reference
+    assert not checks["mixtral_b64 static-multi"].holds
     assert not checks["mixtral_b64 realloc-copy"].holds  # 1 B is not what the tiles' growth copies
