@@ -157,7 +157,7 @@ def _routing_checks(rows: list[Row]) -> list[Check]:
         done = [x for x in ran if x.get("status") == "completed"]
         if done:
             want = weight_bytes(name)
-            got = sorted({_offchip(x) for x in done})
+            got = sorted({_offchip(x) or 0 for x in done})  # 0: a completed row without the tier's bytes
             out.append(Check(f"{name}: dynamic tiling streams each active expert's weights once, whatever the "
                              "policy", f"{', '.join(num(g) for g in got)} B off chip",
                              f"{num(want)} B: 3 x D x F x 2 B x {active} active experts + the tokens' input, "
