@@ -45,7 +45,7 @@ def test_moe_tiling_study_holds_its_closed_forms_and_fig9(tmp_path):
 def test_a_refused_point_is_a_finding_only_where_it_cannot_fit():
     """At batch 1,024 the busiest Mixtral expert's fp32 accumulator (414 tokens x 4096 x 4 B = 6.8 MB) outgrows a
     static-multi slot (16 MiB / 4); at batch 64 (24 tokens: 393 KB) it fits, so a refusal there is no finding."""
-    error = "Traceback ...\nRuntimeError: moe-tiling: MU 10 refused expert 2's accumulator"
+    error = "Traceback ...\nBufferRefused: moe-tiling: MU 10 refused expert 2's accumulator"
 
     def refused(name: str) -> dict:
         return {"point_status": "error", "memory_policy": "static-multi", "point_error": error,
