@@ -53,6 +53,7 @@ from sim.workloads import Task
 from sim.workloads.serve.figures import SpecStepLog, StepFailure, StepLog
 from sim.workloads.serve.progress import ProgressSink, Served
 from sim.workloads.serve.shapes import Roofline, StepShape
+from sim.workloads.serve.speculative import Speculative
 
 
 @dataclass(eq=False)
@@ -120,14 +121,6 @@ class StepBackend(Protocol):
         """Task: run the step; its roofline (ValueError if its plan cannot be priced)."""
         ...
 
-    def execute_draft(self, shape: StepShape, step: int) -> Task:
-        """Task: run a step of speculative decoding's draft model; its roofline (ValueError as ``execute``)."""
-        ...
-
-    def trim_pages(self, cuts: list) -> Task:
-        """Task: each (region, pages) of ``cuts`` keeps only its first ``pages`` pages (0: none), the rest
-        given back: the rejected drafts' KV reclaimed."""
-        ...
 
     def count(self, what: str) -> None: ...
 
@@ -142,16 +135,32 @@ class StepBackend(Protocol):
         ...
 
 
+class DraftBackend(Protocol):
+    """What speculative decoding (speculative.py) asks of a backend besides a StepBackend's (scheduler.py's
+    one chip has it; a system of sockets does not run it)."""
+
+    def execute_draft(self, shape: StepShape, step: int) -> Task:
+        """Task: run a step of the draft model; its roofline (ValueError as ``execute``)."""
+        ...
+
+    def trim_pages(self, cuts: list) -> Task:
+        """Task: each (region, pages) of ``cuts`` keeps only its first ``pages`` pages (0: none), the rest
+        given back: the rejected drafts' KV reclaimed."""
+        ...
+
+
 @SCHEDULERS.register("continuous")
 class Batcher:
     """The scheduling decisions (module docstring), carried out by a backend (StepBackend); a
     Scheduler (sim/serving/scheduling/interface.py)."""
 
     def __init__(self, p, cfg, requests, backend: StepBackend, pages: int, page: int, kv_token: int,
-                 swap: bool = True, copies: int = 1, on_step: StepSink | None = None):
+                 swap: bool = True, copies: int = 1, on_step: StepSink | None = None,
+                 drafting: DraftBackend | None = None):
         """``requests``: the run's requests (sim/serving/requests.py: arrivals, lengths, prefix ids);
         ``copies``: memories holding a token's ``kv_token`` bytes alike (a system's chips);
-        ``on_step``: where each step's SchedulerOutput goes (None: nowhere)."""
+        ``on_step``: where each step's SchedulerOutput goes (None: nowhere); ``drafting``: the
+        backend's draft steps and page trims, needed when ``p`` has speculative decoding on."""
         self.p = p
         self.backend = backend
         self.on_step = on_step
@@ -186,7 +195,10 @@ class Batcher:
         self.progress: ProgressSink | None = None  # told each step's end (progress.py); set by the program's watch
         self.clock_hz = cfg.spec.clock_hz
         self.span = max(arrivals, default=0) / self.clock_hz  # the trace's last arrival, s
-        self.speculative = getattr(p, "speculative", None)  # speculative.py's Speculative (None: off)
+        self.speculative: Speculative | None = getattr(p, "speculative", None)  # None: off
+        if self.speculative is not None and drafting is None:
+            raise ValueError("speculative decoding needs a backend that runs draft steps (one chip's)")
+        self.drafting = drafting
         self.seed = cfg.seed
         # bytes of the served model's K and V a token (kv_token also holds the draft model's, its cache beside)
         self.step_kv = kv_token - (self.speculative.draft.kv_bytes_per_token if self.speculative else 0)
@@ -300,11 +312,13 @@ class Batcher:
     def _draft_steps(self, decode: list[int], prompts: list[tuple[int, int, bool]], drafts: dict[int, int]) -> Task:
         """The draft model's steps before the verify step (speculative.py): step i decodes a token of every
         sequence drafting more than i at its context plus i; the first also prefills the step's prompt chunks."""
+        backend = self.drafting
+        assert backend is not None
         n = max(drafts.values(), default=0)
         for i in range(max(n, 1 if prompts else 0)):
             shape = StepShape.of([self.seqs[s].kv + i for s in decode if drafts[s] > i], prompts if i == 0 else [])
             if shape.tokens:
-                yield from self.backend.execute_draft(shape, self.steps)
+                yield from backend.execute_draft(shape, self.steps)
 
     def _reclaim(self, decode: list[int], drafts: dict[int, int], accepted: dict[int, int], t0: int,
                  t_verify: int) -> Task:
@@ -317,12 +331,14 @@ class Batcher:
             if keep < self.held.get(s, 0):
                 cuts.append((q, keep))
                 freed += self.held[s] - keep
-        if cuts:
-            yield from self.backend.trim_pages(cuts)
+        if cuts and self.drafting is not None:
+            yield from self.drafting.trim_pages(cuts)
             for q, keep in cuts:
                 self._book(q.seq, keep)
+        spec = self.speculative
+        assert spec is not None
         drafted, kept = sum(drafts.values()), sum(accepted.values())
-        expected = sum(self.speculative.expected_tokens(d) for d in drafts.values())
+        expected = sum(spec.expected_tokens(d) for d in drafts.values())
         self.backend.log(SpecStepLog(self.steps, len(decode), drafted, kept, drafted - kept, expected,
                                      t_verify - t0, (drafted - kept) * self.kv_token, freed * self.page))
 

@@ -57,7 +57,7 @@ class Serving(Requests):
         kv = self.p.model.kv_bytes_per_token + (spec.draft.kv_bytes_per_token if spec else 0)
         self.batcher = Batcher(self.p, self.cfg, self, self.backend, int(tier.capacity // tier.page_bytes),
                                tier.page_bytes, kv, swap=self.swap_tier >= 0,
-                               on_step=cu.shard.log if self.cfg.trace else None)
+                               on_step=cu.shard.log if self.cfg.trace else None, drafting=self.backend)
         self.batcher.progress = self.sink
         return self.batcher.run()
 
