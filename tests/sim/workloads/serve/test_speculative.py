@@ -49,18 +49,18 @@ def _spec(**more) -> dict:
 
 
 def test_a_lone_request_drafts_verifies_and_gives_rejected_pages_back(tmp_path):
-    """One request of 40 prompt tokens and 30 output tokens, k = 4: each decode step verifies
+    """One request of 40 prompt tokens and 120 output tokens, k = 4: each decode step verifies
     min(4, tokens left - 1) drafts plus one token as a chunk at its context; accepted + rejected =
     drafted; the tokens made are the prefill's and accepted + 1 a step, exactly the output; the pages
     freed after each step are those the step's lookahead took beyond its accepted length, and the
     tier's peak is the weights and the largest lookahead."""
-    done = run(serve(trace_file(tmp_path, [(0, 40, 30)]), **_spec()))
+    done = run(serve(trace_file(tmp_path, [(0, 40, 120)]), **_spec()))
     steps, specs = logged(done, StepLog), {x.step: x for x in logged(done, SpecStepLog)}
     assert done.summary["status"] == "completed" and done.summary["requests_finished"] == 1
     kv, made, held, peak, freed = 40, 1, _pages(40 * KV), 0, 0
     for s in steps[1:]:  # after the prefill, every step decodes the one sequence
         x = specs[s.step]
-        d = min(4, 30 - made - 1)
+        d = min(4, 120 - made - 1)
         assert (x.sequences, x.drafted, x.accepted + x.rejected) == (1, d, d)
         verify = StepShape.of([], [(d + 1, kv, True)])
         assert (s.tokens, s.keys, s.kv_read, s.made) == (d + 1, verify.keys, kv, x.accepted + 1)
@@ -72,9 +72,9 @@ def test_a_lone_request_drafts_verifies_and_gives_rejected_pages_back(tmp_path):
         assert x.freed_bytes == (held - keep) * PAGE if keep < held else x.freed_bytes == 0
         freed += max(0, held - keep) * PAGE
         held = keep
-    assert made == 30
+    assert made == 120 and freed > 0  # (a page of 2 MiB holds 12.8 tokens of both caches)
     [req] = logged(done, RequestLog)
-    assert len(req.token_cycles) == 30
+    assert len(req.token_cycles) == 120
     s = done.summary
     assert s["spec_drafted"] == s["spec_accepted"] + s["spec_rejected"] and s["kv_bytes_freed"] == freed
     assert s["hbm_peak_bytes"] == (_pages(WEIGHTS) + peak) * PAGE
@@ -103,3 +103,15 @@ def test_a_draft_of_another_vocabulary_is_refused():
 
     with pytest.raises(ConfigError, match="vocabulary"):
         run({"chip": {"preset": "sn40l"}, "workload": {"kind": "serve", "decode": _spec(draft="llama-2-7b")}})
+
+
+def test_a_reservation_made_ahead_keeps_its_pages(tmp_path):
+    """Under kv_reservation = "exact" the request holds its prompt and whole output from admission: the
+    rejected drafts' slots are inside it, so no page is given back, and the same tokens are made."""
+    trace = trace_file(tmp_path, [(0, 40, 120)])
+    paged = run(serve(trace, **_spec()))
+    exact = run(serve(trace, kv_reservation="exact", **_spec()))
+    assert exact.summary["kv_bytes_freed"] == 0 < paged.summary["kv_bytes_freed"]
+    assert exact.summary["spec_accepted"] == paged.summary["spec_accepted"]
+    assert exact.summary["kv_bytes_reclaimed"] == paged.summary["kv_bytes_reclaimed"]
+    assert exact.summary["hbm_peak_bytes"] == (_pages(WEIGHTS) + _pages(160 * KV)) * PAGE
