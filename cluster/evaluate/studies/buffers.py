@@ -1,61 +1,126 @@
-"""Many buffers per MU against one: every sequence of a kv-decode admitted at once, so the number of
-buffers an MU may hold bounds how many sequences run (plasticine: 64 MUs, 8 KV buffers a sequence, so
-one buffer per MU runs at most 64 / 8 = 8 sequences at once)."""
+"""Many buffers per MU against one, at real scale: one Llama-3.1-8B layer's decode step on the whole sn40l
+with its K and V caches in MUs (cluster/evaluate/bases/decode_kv_mu_sn40l.toml), 8 sequences whose
+context grows until the KV no longer fits, under one buffer per MU, four, and virtual blocks.
+
+Closed forms: a token of one layer's KV is 8 KV heads x 128 x 2 (K and V) x 2 B = 4 KiB, so between two
+contexts the live bytes grow by 8 x (difference) x 4 KiB of the chip's 1,040 x 512 KiB; at 16,384 tokens
+the KV alone is 98.5 % of the MUs, which no policy can hold beside the layer's tile buffers."""
 
 from __future__ import annotations
 
-from cluster.evaluate.studies.common import bars, ids, pick
+from cluster.evaluate.studies.common import ids
 from cluster.evaluate.study import Check, Row, Study, col
 
-CASES = ({"memory.policy": "static-single"}, {"memory.policy": "static-multi", "memory.buffers_per_mu": 4},
-         {"memory.policy": "virtual", "memory.block_bytes": "4KiB"})
+SEQUENCES = 8
+KV_TOKEN_BYTES = 8 * 128 * 2 * 2  # one layer of Llama-3.1-8B: KV heads x head dim x (K, V) x bf16
+MU_BYTES = 1040 * 512 * 1024  # sn40l (mapping/chips.py)
+POLICIES = {"static-single": {"memory.policy": "static-single"},
+            "static-multi": {"memory.policy": "static-multi", "memory.buffers_per_mu": 4},
+            "virtual": {"memory.policy": "virtual", "memory.block_bytes": "4KiB"}}
+CONTEXTS = {True: (4096, 16384), False: (1024, 4096, 8192, 16384)}  # tokens a sequence: --quick, full
+KV_READ = "workload.dataflow.graph.serve-step.kv_read"
+
+
+def kv_share(context: int) -> float:
+    """The layer's KV of ``SEQUENCES`` sequences of ``context`` tokens, as a share of the chip's MU bytes."""
+    return SEQUENCES * context * KV_TOKEN_BYTES / MU_BYTES
 
 
 def _points(quick: bool) -> list[dict]:
-    n = 12 if quick else 24
-    load = {"workload.decode.requests": n, "workload.decode.max_batch": n,
-            "workload.decode.prompt_tokens": {"dist": "uniform", "min": 64, "max": 384},
-            "workload.decode.output_tokens": {"dist": "uniform", "min": 16, "max": 64}}
-    return [{**c, **load} for c in CASES]
+    return [{**p, "workload.dataflow.graph.serve-step.keys": SEQUENCES * (n + 1), KV_READ: SEQUENCES * n,
+             "workload.dataflow.passes": 2} for n in CONTEXTS[quick] for p in POLICIES.values()]
+
+
+def _context(r: Row) -> int:
+    v = next((v for k, v in r.items() if k.endswith("kv_read") and v), 0)
+    return int(v) // SEQUENCES
+
+
+def _policy(r: Row) -> str:
+    return str(r.get("policy") or r.get("memory_policy"))
 
 
 def _case(r: Row) -> str:
-    return {"static-single": "static-single (1 per MU)", "static-multi": "static-multi (4 per MU)"}.get(
-        str(r.get("policy")), str(r.get("policy")))
+    return f"{_policy(r)}, {_context(r):,} tokens"
+
+
+def _ok(r: Row) -> bool:
+    return r.get("point_status") != "error" and r.get("status") == "completed"
+
+
+def _longest(rows: list[Row], policy: str) -> int:
+    return max((_context(r) for r in rows if _policy(r) == policy and _ok(r)), default=0)
 
 
 def _judge(rows: list[Row]) -> list[Check]:
-    one, many, v = pick(rows, policy="static-single"), pick(rows, policy="static-multi"), pick(rows, policy="virtual")
     out = []
-    if one and many:
-        out.append(Check("several buffers per MU reach a higher peak utilisation than one",
-                         f"{many['peak_mu_utilization']:.4f} vs {one['peak_mu_utilization']:.4f}",
-                         "higher (benchmarks/memory_policies.py study 2, the toy's known result)",
-                         many["peak_mu_utilization"] > one["peak_mu_utilization"], ids(many, one)))
-        ratio = many["tokens_per_second"] / one["tokens_per_second"]
-        out.append(Check("and serve the sequences faster", f"{ratio:.2f}x tokens/s",
-                         "> 1: one buffer per MU runs at most 8 of the sequences at once (64 MUs / 8 buffers each)",
-                         ratio > 1, ids(many, one)))
-    if v and one:
-        out.append(Check("virtual blocks serve them at least as fast as one buffer per MU",
-                         f"{v['tokens_per_second'] / one['tokens_per_second']:.2f}x tokens/s", ">= 1",
-                         v["tokens_per_second"] >= one["tokens_per_second"], ids(v, one)))
+    v = sorted((r for r in rows if _policy(r) == "virtual" and _ok(r)), key=_context)
+    if len(v) >= 2:
+        a, b = v[0], v[-1]
+        grew = b["peak_mu_utilization"] - a["peak_mu_utilization"]
+        want = kv_share(_context(b)) - kv_share(_context(a))
+        out.append(Check(f"virtual's peak utilisation grows by the KV's bytes from {_context(a):,} to "
+                         f"{_context(b):,} tokens", f"+{grew:.4f} of the MU bytes",
+                         f"+{want:.4f} (closed form: {SEQUENCES} x {_context(b) - _context(a):,} tokens x 4 KiB "
+                         "over 1,040 x 512 KiB), within 10 %", abs(grew - want) <= 0.1 * want, ids(a, b)))
+    longest = {p: _longest(rows, p) for p in POLICIES}
+    out.append(Check("what each holds: the longest context whose step completes",
+                     ", ".join(f"{p} {n:,}" if n else f"{p} none" for p, n in longest.items()),
+                     "virtual >= static-multi > static-single (one buffer per MU cannot place the layer's buffers: "
+                     "kv-on-chip's 547,880,960 B asked of 545,259,520 at 1,024 tokens)",
+                     longest["virtual"] >= longest["static-multi"] > longest["static-single"], ids(*rows)))
+    for n in sorted({_context(r) for r in rows}):
+        m = next((r for r in rows if _policy(r) == "static-multi" and _context(r) == n and _ok(r)), None)
+        vv = next((r for r in rows if _policy(r) == "virtual" and _context(r) == n and _ok(r)), None)
+        if m and vv:
+            out.append(Check(f"{n:,} tokens: four buffers per MU reserve more than virtual blocks at their peak",
+                             f"{m['peak_mu_reserved']:.4f} vs {vv['peak_mu_reserved']:.4f} of the MU bytes",
+                             "more (a static slot is a quarter MU whatever it holds; the toy's known result, "
+                             "benchmarks/memory_policies.py study 2)", m["peak_mu_reserved"] > vv["peak_mu_reserved"],
+                             ids(m, vv)))
+    full = [r for r in rows if kv_share(_context(r)) > 0.95]
+    if full:
+        out.append(Check(f"no policy serves {SEQUENCES} x {_context(full[0]):,} tokens",
+                         ", ".join(f"{_policy(r)} {r.get('status') or 'refused'}" for r in full),
+                         f"none completes: the KV alone is {kv_share(_context(full[0])):.1%} of the MU bytes "
+                         "(closed form), beside the layer's tile buffers", not any(_ok(r) for r in full), ids(*full)))
     return out
 
 
 def _draw(rows: list[Row], plt):
-    return bars(rows, _case, (("peak MU utilisation", "peak_mu_utilization"),
-                              ("tokens / s", "tokens_per_second")),
-                plt, "Buffers per MU: every sequence at once (toy, plasticine)")
+    fig, axes = plt.subplots(1, 2, figsize=(7.4, 3.4), layout="constrained")
+    for i, p in enumerate(POLICIES):
+        mine = sorted((r for r in rows if _policy(r) == p), key=_context)
+        for ax, field in zip(axes, ("peak_mu_reserved", "peak_mu_utilization")):
+            done = [r for r in mine if _ok(r)]
+            ax.plot([_context(r) for r in done], [r[field] for r in done], marker="o", color=f"C{i}", label=p)
+            lost = [r for r in mine if not _ok(r)]
+            ax.scatter([_context(r) for r in lost], [1.02] * len(lost), marker="x", s=60, color=f"C{i}")
+    ns = sorted({_context(r) for r in rows})
+    axes[1].plot(ns, [kv_share(n) for n in ns], ls="--", color="grey", label="KV alone (closed form)")
+    for ax, label in zip(axes, ("peak MU reserved", "peak MU utilisation")):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("context a sequence (tokens; x: not served)", fontsize=8)
+        ax.set_ylabel(label, fontsize=8)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
+    axes[1].legend(fontsize=7)
+    fig.suptitle("Buffers per MU: Llama-3.1-8B layer, 8 sequences, KV in MUs (sn40l)", fontsize=9)
+    return fig
 
 
 STUDY = Study(
     name="buffers-per-mu", title="Buffers per MU: static-single vs static-multi vs virtual",
-    question="How much more do several buffers per MU (or virtual blocks) hold and serve than one buffer per MU?",
-    scale="toy (plasticine, 2 layers x 2 heads); at real scale see kv-on-chip, whose static-single and "
-          "static-multi rows are the same question on one Llama-3.1-8B layer on sn40l",
-    base="kv_decode.toml", points=_points, case=_case,
-    columns=(col("status", "status", "{}"), col("peak util.", "peak_mu_utilization", "{:.4f}"),
-             col("mean util.", "mean_mu_utilization", "{:.4f}"), col("tokens/s", "tokens_per_second", "{:,.0f}"),
-             col("stalls", "stalls", "{:,}")),
-    judge=_judge, draw=_draw)
+    question="With a real layer's KV caches in MUs, how much do one buffer per MU, four, and virtual blocks "
+             "reserve at their peak, and how long a context does each serve?",
+    scale=f"real: one Llama-3.1-8B layer's decode step on the whole sn40l (kv = \"mu\"), {SEQUENCES} sequences of "
+          f"{', '.join(f'{n:,}' for n in CONTEXTS[True])} tokens (--quick; "
+          f"{', '.join(f'{n:,}' for n in CONTEXTS[False])} full), 2 passes",
+    base="decode_kv_mu_sn40l.toml", points=_points, case=_case,
+    columns=(col("status", "status", "{}"), col("cycles", "sim_cycles", "{:,}"),
+             col("peak reserved", "peak_mu_reserved", "{:.4f}"), col("peak util.", "peak_mu_utilization", "{:.4f}"),
+             col("first-OOM util.", "first_oom_utilization", "{:.4f}"),
+             col("tokens/s", "tokens_per_second", "{:,.0f}")),
+    judge=_judge, draw=_draw,
+    notes=tuple(f"{n:,} tokens: the KV of {SEQUENCES} sequences is {kv_share(n):.1%} of the chip's MU bytes"
+                for n in CONTEXTS[False]))

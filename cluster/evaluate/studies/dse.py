@@ -1,6 +1,7 @@
-"""Design-space exploration with the optimiser (rdasim explore, multi-objective TPE): MU size, policy, block
-size, batch and on_oom, for throughput against peak on-chip memory and energy a token
-(examples/explore_kv.toml). Its trials are a sweep's points like every other study's.
+"""Design-space exploration with the optimiser (rdasim explore, multi-objective TPE) at real scale: one
+Llama-3.1-8B layer's decode step on sn40l with its KV in MUs, over MU size, policy, block size, buffers per
+MU, reclamation and weight bits, for throughput against peak on-chip memory and energy a token
+(cluster/evaluate/bases/explore_kv_mu_sn40l.toml). Its trials are a sweep's points like every other study's.
 
 The reference is brute force over the stored trials: every front member is dominated by no feasible
 trial, and every feasible trial off the front is weakly dominated by a member of it."""
@@ -11,10 +12,12 @@ import time
 from pathlib import Path
 
 from cluster.evaluate.run import StudyRun, _cpu
-from cluster.evaluate.spec import EXAMPLES, sweep_name
+from cluster.evaluate.spec import base_path, sweep_name
 from cluster.evaluate.studies.common import bars
-from cluster.evaluate.study import Check, Row, Study, col
+from cluster.evaluate.study import Check, Column, Row, Study, col
 
+BUDGET = {True: 6, False: 40}  # trials: --quick, full (about 15 CPU s a trial)
+MUS = 1040  # sn40l's MUs: the grid's, not explored
 OBJECTIVES = (("tokens_per_second", 1), ("peak_mu_reserved", -1), ("energy_per_token_joules", -1))  # +1: maximise
 
 
@@ -35,11 +38,11 @@ def _run(study: Study, out: Path, quick: bool, address: str | None, in_process: 
     from cluster.explore.driver import Options, run_explore
     from cluster.explore.spec import read_explore
 
-    spec_path = EXAMPLES / study.base
+    spec_path = base_path(study.base)
     spec = read_explore(spec_path)
     name = sweep_name(study, quick)
     cpu, start = _cpu(), time.perf_counter()
-    summary = run_explore(spec, out / name, Options(budget=6 if quick else 60, address=address,
+    summary = run_explore(spec, out / name, Options(budget=BUDGET[quick], address=address,
                                                      in_process=in_process, quiet=quiet))
     here = _cpu() - cpu
     table_dir = next((out / name).glob("*/run_summary"))
@@ -60,6 +63,11 @@ def _run(study: Study, out: Path, quick: bool, address: str | None, in_process: 
     outcomes = Outcomes({k: len(v) for k, v in ended.items()}, ended)
     return StudyRun(study, name, spec_path, rows, outcomes, summary.computed, summary.stored,
                     sum(seconds), seconds, here)
+
+
+def _reserved_bytes(r: Row) -> float:
+    """Peak reserved MU bytes: the run's share times the chip's MU bytes (the MU size is a knob)."""
+    return float(r["peak_mu_reserved"]) * MUS * int(r.get("chip_mu_bytes") or 524288)
 
 
 def _case(r: Row) -> str:
@@ -91,28 +99,35 @@ def _draw(rows: list[Row], plt):
     lo, hi = min(energy), max(energy)
     for on, marker, size, label in ((False, "o", 40, "feasible trial"), (True, "*", 160, "Pareto front")):
         pts = [r for r in ok if r["on_front"] == on]
-        sc = ax.scatter([r["peak_mu_reserved"] for r in pts], [r["tokens_per_second"] for r in pts], marker=marker,
+        sc = ax.scatter([_reserved_bytes(r) / 1e6 for r in pts], [r["tokens_per_second"] for r in pts], marker=marker,
                         s=size, c=[r["energy_per_token_joules"] * 1e6 for r in pts], cmap="viridis", vmin=lo,
                         vmax=hi, edgecolors="k", linewidths=0.6, label=label)
     fig.colorbar(sc, ax=ax).set_label("energy / token (uJ)", fontsize=8)
-    ax.set_xlabel("peak MU reserved (share of the chip's MU bytes)", fontsize=8)
+    ax.set_xlabel("peak MU bytes reserved (MB)", fontsize=8)
     ax.set_ylabel("tokens / s", fontsize=8)
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
-    fig.suptitle("Design-space exploration (TPE), kv-decode on plasticine", fontsize=9)
+    fig.suptitle("Design-space exploration (TPE): Llama-3.1-8B layer, KV in MUs, sn40l", fontsize=9)
     return fig
 
 
 STUDY = Study(
     name="dse", title="Design-space exploration with the optimiser",
-    question="Over MU size, policy, block size, batch and on_oom, which designs trade throughput against peak "
-             "on-chip memory and energy a token best?",
-    scale="toy (kv_decode.toml on plasticine, examples/explore_kv.toml's space): the sn40l serving runs take "
-          "minutes a point, too many for an optimiser's budget on this machine today",
-    base="explore_kv.toml", points=lambda quick: [], case=_case,
-    columns=(col("policy", "memory_policy", "{}"), col("MU bytes", "chip_mu_bytes", "{}"),
-             col("block", "memory_block_bytes", "{}"), col("batch", "workload_decode_max_batch", "{}"),
-             col("on_oom", "memory_on_oom", "{}"), col("status", "status", "{}"),
-             col("tokens/s", "tokens_per_second", "{:,.0f}"), col("peak reserved", "peak_mu_reserved", "{:.4f}"),
+    question="Over MU size, policy, block size, buffers per MU, reclamation and weight bits, which designs "
+             "trade throughput against peak on-chip memory and energy a token best?",
+    scale=f"real: one Llama-3.1-8B layer's decode step on the whole sn40l (kv = \"mu\", 8 sequences of 1,024 "
+          f"tokens, 2 passes), {BUDGET[True]} trials (--quick; {BUDGET[False]} full) of TPE over "
+          "explore_kv_mu_sn40l.toml's space; the MU count stays the grid's 1,040",
+    base="explore_kv_mu_sn40l.toml", points=lambda quick: [], case=_case,
+    columns=(col("MU bytes", "chip_mu_bytes", "{}"), col("policy", "memory_policy", "{}"),
+             col("block", "memory_block_bytes", "{}"), col("per MU", "memory_buffers_per_mu", "{}"),
+             col("reclaim", "memory_reclaim", "{}"), col("weight bits", "memory_weight_bits", "{}"),
+             col("status", "status", "{}"), col("tokens/s", "tokens_per_second", "{:,.0f}"),
+             col("peak reserved", "peak_mu_reserved", "{:.4f}"),
+             Column("peak reserved MB", lambda r: _reserved_bytes(r) / 1e6 if r.get("peak_mu_reserved") is not None
+                    else None, "{:,.1f}"),
              col("energy/token J", "energy_per_token_joules", "{:.3g}")),
-    judge=_judge, draw=_draw, runner=_run)
+    judge=_judge, draw=_draw, runner=_run,
+    notes=("The optimiser ranks designs on peak_mu_reserved, a share of the chip's MU bytes (the result table "
+           "has no column of reserved bytes): with 1 MiB MUs a share is of twice the bytes of 512 KiB ones, so "
+           "the figure and the MB column give the bytes (share x 1,040 x MU bytes).",))

@@ -111,15 +111,6 @@ def test_block_table_overhead_closed_form():
     assert "128 block-table entries a MU of 19 bits, 304 B" in table_overhead(4096)
 
 
-@pytest.mark.slow  # about a minute of CPU; benchmarks/evaluation.py runs it in --quick
-def test_memory_pressure_serves_what_docs_run_md_measured(tmp_path):
-    assert main(["evaluate", "--quick", "--in-process", "--quiet", "--only", "memory-pressure",
-                 "--out", str(tmp_path)]) == 0
-    data = json.loads((tmp_path / "evaluation.json").read_text())
-    checks = data["checks"]["memory-pressure"]
-    assert len(checks) == 5 and all(c["holds"] for c in checks), checks
-
-
 def test_a_refused_point_is_a_finding_and_a_crash_is_not():
     from cluster.commands.evaluate import _crashed
 
