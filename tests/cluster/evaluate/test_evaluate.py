@@ -119,3 +119,30 @@ def test_a_refused_point_is_a_finding_and_a_crash_is_not():
     crashed = {"point_status": "error", "point_error": "KeyError: 'mu'"}
     deadlocked = {"point_status": "ok", "status": "deadlocked"}
     assert [_crashed(r) for r in (refused, crashed, deadlocked)] == [False, True, False]
+
+
+def test_buffers_kv_share_closed_form():
+    from cluster.evaluate.studies.buffers import kv_share
+
+    # one layer of Llama-3.1-8B: 8 KV heads x 128 x 2 (K, V) x 2 B = 4 KiB a token; 8 sequences of 4,096
+    # tokens: 134,217,728 B of the chip's 1,040 x 524,288 = 545,259,520 B
+    assert kv_share(4096) == pytest.approx(134_217_728 / 545_259_520)
+    assert kv_share(16384) == pytest.approx(0.98462, abs=1e-5)  # beyond what the MUs can hold beside the tiles
+
+
+def _trial(n, tps, reserved, energy, front):
+    return {"run_id": f"{n:016x}-s1", "trial": n, "feasible": True, "status": "completed", "on_front": front,
+            "tokens_per_second": tps, "peak_mu_reserved": reserved, "energy_per_token_joules": energy}
+
+
+def test_dse_front_check_fails_on_a_dominated_member():
+    from cluster.evaluate.studies.dse import _judge
+
+    good = [_trial(0, 10.0, 0.2, 1.0, True), _trial(1, 5.0, 0.1, 1.0, True), _trial(2, 4.0, 0.3, 2.0, False)]
+    assert [c.holds for c in _judge(good)] == [True]
+    # trial 1 flagged off the front although nothing dominates it (less memory than any other)
+    missed = [dict(good[0]), dict(good[1], on_front=False), dict(good[2])]
+    assert [c.holds for c in _judge(missed)] == [False]
+    # trial 2 flagged on the front although trial 0 beats it in every objective
+    dominated = [dict(good[0]), dict(good[1]), dict(good[2], on_front=True)]
+    assert [c.holds for c in _judge(dominated)] == [False]
