@@ -9,14 +9,15 @@ the KV alone is 98.5 % of the MUs, which no policy can hold beside the layer's t
 from __future__ import annotations
 
 from cluster.evaluate.studies.common import ids
-from cluster.evaluate.study import Check, Row, Study, col
+from cluster.evaluate.study import Check, Column, Row, Study, col
 
 SEQUENCES = 8
 KV_TOKEN_BYTES = 8 * 128 * 2 * 2  # one layer of Llama-3.1-8B: KV heads x head dim x (K, V) x bf16
 MU_BYTES = 1040 * 512 * 1024  # sn40l (mapping/chips.py)
 POLICIES = {"static-single": {"memory.policy": "static-single"},
             "static-multi": {"memory.policy": "static-multi", "memory.buffers_per_mu": 4},
-            "virtual": {"memory.policy": "virtual", "memory.block_bytes": "4KiB"}}
+            "virtual": {"memory.policy": "virtual", "memory.block_bytes": "4KiB"},
+            "virtual+nearest": {"memory.policy": "virtual", "memory.block_bytes": "4KiB", "memory.spill": "nearest"}}
 CONTEXTS = {True: (4096, 16384), False: (1024, 4096, 8192, 16384)}  # tokens a sequence: --quick, full
 KV_READ = "workload.dataflow.graph.serve-step.kv_read"
 
@@ -37,7 +38,8 @@ def _context(r: Row) -> int:
 
 
 def _policy(r: Row) -> str:
-    return str(r.get("policy") or r.get("memory_policy"))
+    p = str(r.get("policy") or r.get("memory_policy"))
+    return f"{p}+{r['memory_spill']}" if r.get("memory_spill") else p
 
 
 def _case(r: Row) -> str:
@@ -48,42 +50,65 @@ def _ok(r: Row) -> bool:
     return r.get("point_status") != "error" and r.get("status") == "completed"
 
 
+def held(r: Row) -> bool:
+    """Completed with the KV in the MUs: its peak live bytes at least the KV's (kv = "mu" reads a KV that does
+    not fit the plan's room from HBM instead, and then completes without holding it)."""
+    return _ok(r) and r["peak_mu_utilization"] >= kv_share(_context(r))
+
+
+def _outcome(r: Row) -> str:
+    if r.get("point_status") == "error":
+        return "refused"
+    return "held" if held(r) else ("KV from HBM" if _ok(r) else str(r.get("status")))
+
+
 def _longest(rows: list[Row], policy: str) -> int:
-    return max((_context(r) for r in rows if _policy(r) == policy and _ok(r)), default=0)
+    return max((_context(r) for r in rows if _policy(r) == policy and held(r)), default=0)
+
+
+def _growth(rows: list[Row]) -> list[Check]:
+    """Virtual's live bytes against the closed form, between the shortest and longest contexts it held."""
+    v = sorted((r for r in rows if _policy(r).startswith("virtual") and held(r)), key=_context)
+    if len(v) < 2 or _context(v[0]) == _context(v[-1]):
+        return []
+    a, b = v[0], v[-1]
+    grew = b["peak_mu_utilization"] - a["peak_mu_utilization"]
+    want = kv_share(_context(b)) - kv_share(_context(a))
+    return [Check(f"virtual's peak utilisation grows by the KV's bytes from {_context(a):,} to {_context(b):,} "
+                  "tokens", f"+{grew:.4f} of the MU bytes", f"+{want:.4f} (closed form: {SEQUENCES} x "
+                  f"{_context(b) - _context(a):,} tokens x 4 KiB over 1,040 x 512 KiB), within 10 %",
+                  abs(grew - want) <= 0.1 * want, ids(a, b))]
 
 
 def _judge(rows: list[Row]) -> list[Check]:
-    out = []
-    v = sorted((r for r in rows if _policy(r) == "virtual" and _ok(r)), key=_context)
-    if len(v) >= 2:
-        a, b = v[0], v[-1]
-        grew = b["peak_mu_utilization"] - a["peak_mu_utilization"]
-        want = kv_share(_context(b)) - kv_share(_context(a))
-        out.append(Check(f"virtual's peak utilisation grows by the KV's bytes from {_context(a):,} to "
-                         f"{_context(b):,} tokens", f"+{grew:.4f} of the MU bytes",
-                         f"+{want:.4f} (closed form: {SEQUENCES} x {_context(b) - _context(a):,} tokens x 4 KiB "
-                         "over 1,040 x 512 KiB), within 10 %", abs(grew - want) <= 0.1 * want, ids(a, b)))
+    out = _growth(rows)
+    for r in rows:
+        if _policy(r) == "virtual" and _context(r) > MU_BYTES // 1040 // (128 * 2):
+            out.append(Check(f"virtual without spill, {_context(r):,} tokens: a buffer outgrows its MU",
+                             _outcome(r), "not held: a sequence's K (or V) of one KV head is "
+                             f"{_context(r):,} x 256 B > 512 KiB, and a virtual buffer's blocks stay in its MU "
+                             "(closed form; 2,048 tokens at most)", not held(r), ids(r)))
     longest = {p: _longest(rows, p) for p in POLICIES}
-    out.append(Check("what each holds: the longest context whose step completes",
+    out.append(Check("what each holds on chip: the longest context completed with its KV in the MUs",
                      ", ".join(f"{p} {n:,}" if n else f"{p} none" for p, n in longest.items()),
-                     "virtual >= static-multi > static-single (one buffer per MU cannot place the layer's buffers: "
-                     "kv-on-chip's 547,880,960 B asked of 545,259,520 at 1,024 tokens)",
-                     longest["virtual"] >= longest["static-multi"] > longest["static-single"], ids(*rows)))
+                     "static-multi and virtual+nearest hold more than static-single, which cannot place the "
+                     "layer's buffers one a MU (kv-on-chip: 547,880,960 B asked of 545,259,520 at 1,024 tokens)",
+                     min(longest["static-multi"], longest["virtual+nearest"]) > longest["static-single"], ids(*rows)))
     for n in sorted({_context(r) for r in rows}):
-        m = next((r for r in rows if _policy(r) == "static-multi" and _context(r) == n and _ok(r)), None)
-        vv = next((r for r in rows if _policy(r) == "virtual" and _context(r) == n and _ok(r)), None)
-        if m and vv:
+        m = next((r for r in rows if _policy(r) == "static-multi" and _context(r) == n and held(r)), None)
+        v = next((r for r in rows if _policy(r).startswith("virtual") and _context(r) == n and held(r)), None)
+        if m and v:
             out.append(Check(f"{n:,} tokens: four buffers per MU reserve more than virtual blocks at their peak",
-                             f"{m['peak_mu_reserved']:.4f} vs {vv['peak_mu_reserved']:.4f} of the MU bytes",
+                             f"{m['peak_mu_reserved']:.4f} vs {v['peak_mu_reserved']:.4f} ({_policy(v)})",
                              "more (a static slot is a quarter MU whatever it holds; the toy's known result, "
-                             "benchmarks/memory_policies.py study 2)", m["peak_mu_reserved"] > vv["peak_mu_reserved"],
-                             ids(m, vv)))
+                             "benchmarks/memory_policies.py study 2)", m["peak_mu_reserved"] > v["peak_mu_reserved"],
+                             ids(m, v)))
     full = [r for r in rows if kv_share(_context(r)) > 0.95]
     if full:
-        out.append(Check(f"no policy serves {SEQUENCES} x {_context(full[0]):,} tokens",
-                         ", ".join(f"{_policy(r)} {r.get('status') or 'refused'}" for r in full),
-                         f"none completes: the KV alone is {kv_share(_context(full[0])):.1%} of the MU bytes "
-                         "(closed form), beside the layer's tile buffers", not any(_ok(r) for r in full), ids(*full)))
+        out.append(Check(f"no policy holds {SEQUENCES} x {_context(full[0]):,} tokens on chip",
+                         ", ".join(f"{_policy(r)}: {_outcome(r)}" for r in full),
+                         f"none held: the KV alone is {kv_share(_context(full[0])):.1%} of the MU bytes (closed "
+                         "form), beside the layer's tile buffers", not any(held(r) for r in full), ids(*full)))
     return out
 
 
@@ -92,15 +117,15 @@ def _draw(rows: list[Row], plt):
     for i, p in enumerate(POLICIES):
         mine = sorted((r for r in rows if _policy(r) == p), key=_context)
         for ax, field in zip(axes, ("peak_mu_reserved", "peak_mu_utilization")):
-            done = [r for r in mine if _ok(r)]
+            done = [r for r in mine if held(r)]
             ax.plot([_context(r) for r in done], [r[field] for r in done], marker="o", color=f"C{i}", label=p)
-            lost = [r for r in mine if not _ok(r)]
+            lost = [r for r in mine if not held(r)]
             ax.scatter([_context(r) for r in lost], [1.02] * len(lost), marker="x", s=60, color=f"C{i}")
     ns = sorted({_context(r) for r in rows})
     axes[1].plot(ns, [kv_share(n) for n in ns], ls="--", color="grey", label="KV alone (closed form)")
     for ax, label in zip(axes, ("peak MU reserved", "peak MU utilisation")):
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("context a sequence (tokens; x: not served)", fontsize=8)
+        ax.set_xlabel("context a sequence (tokens; x: KV not held on chip)", fontsize=8)
         ax.set_ylabel(label, fontsize=8)
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7)
@@ -112,12 +137,12 @@ def _draw(rows: list[Row], plt):
 STUDY = Study(
     name="buffers-per-mu", title="Buffers per MU: static-single vs static-multi vs virtual",
     question="With a real layer's KV caches in MUs, how much do one buffer per MU, four, and virtual blocks "
-             "reserve at their peak, and how long a context does each serve?",
+             "reserve at their peak, and how long a context does each hold on chip?",
     scale=f"real: one Llama-3.1-8B layer's decode step on the whole sn40l (kv = \"mu\"), {SEQUENCES} sequences of "
           f"{', '.join(f'{n:,}' for n in CONTEXTS[True])} tokens (--quick; "
           f"{', '.join(f'{n:,}' for n in CONTEXTS[False])} full), 2 passes",
     base="decode_kv_mu_sn40l.toml", points=_points, case=_case,
-    columns=(col("status", "status", "{}"), col("cycles", "sim_cycles", "{:,}"),
+    columns=(Column("KV on chip", _outcome, "{}"), col("status", "status", "{}"), col("cycles", "sim_cycles", "{:,}"),
              col("peak reserved", "peak_mu_reserved", "{:.4f}"), col("peak util.", "peak_mu_utilization", "{:.4f}"),
              col("first-OOM util.", "first_oom_utilization", "{:.4f}"),
              col("tokens/s", "tokens_per_second", "{:,.0f}")),
