@@ -14,7 +14,7 @@ from cluster.evaluate.study import Check, Column, Row, Study, col
 SEQUENCES = 8
 KV_TOKEN_BYTES = 8 * 128 * 2 * 2  # one layer of Llama-3.1-8B: KV heads x head dim x (K, V) x bf16
 MU_BYTES = 1040 * 512 * 1024  # sn40l (mapping/chips.py)
-POLICIES = {"static-single": {"memory.policy": "static-single"},
+POLICIES: dict[str, dict[str, object]] = {"static-single": {"memory.policy": "static-single"},
             "static-multi": {"memory.policy": "static-multi", "memory.buffers_per_mu": 4},
             "virtual": {"memory.policy": "virtual", "memory.block_bytes": "4KiB"},
             "virtual+nearest": {"memory.policy": "virtual", "memory.block_bytes": "4KiB", "memory.spill": "nearest"}}
