@@ -26,6 +26,13 @@ def _dominates(a: Row, b: Row) -> bool:
     return ge and any(s * a[m] > s * b[m] for m, s in OBJECTIVES)
 
 
+def _dominates_in_bytes(a: Row, b: Row) -> bool:
+    """``_dominates`` with the peak reserved MU bytes in place of their share of the chip."""
+    pairs = [(s * a[m], s * b[m]) for m, s in OBJECTIVES if m != "peak_mu_reserved"]
+    pairs.append((-_reserved_bytes(a), -_reserved_bytes(b)))
+    return all(x >= y for x, y in pairs) and any(x > y for x, y in pairs)
+
+
 def _feasible(rows: list[Row]) -> list[Row]:
     return [r for r in rows if r.get("feasible") and r.get("status") == "completed"
             and all(r.get(m) is not None for m, _ in OBJECTIVES)]
@@ -70,6 +77,11 @@ def _reserved_bytes(r: Row) -> float:
     return float(r["peak_mu_reserved"]) * MUS * int(r.get("chip_mu_bytes") or 524288)
 
 
+def _when(header: str, name: str, key: str, value: str) -> Column:
+    """A column of a knob the optimiser asks only under ``key = value`` ("-" elsewhere: the base's value is moot)."""
+    return Column(header, lambda r: r.get(name) if r.get(key) == value else None, "{}")
+
+
 def _case(r: Row) -> str:
     return f"trial {r.get('trial')}{' (front)' if r.get('on_front') else ''}"
 
@@ -83,11 +95,15 @@ def _judge(rows: list[Row]) -> list[Check]:
     dominated = [f for f in front if any(_dominates(r, f) for r in ok)]
     uncovered = [r for r in ok if not r["on_front"] and not any(
         all(s * f[m] >= s * r[m] for m, s in OBJECTIVES) for f in front)]
+    by_bytes = [f for f in front if any(_dominates_in_bytes(r, f) for r in ok)]
     return [Check("the front is the non-dominated set of the feasible trials",
                   f"{len(front)} on the front of {len(ok)} feasible; {len(dominated)} dominated, "
                   f"{len(uncovered)} off-front trials not covered",
                   "0 and 0 (brute force over every pair of stored trials)", not dominated and not uncovered,
-                  tuple(r["run_id"] for r in front))]
+                  tuple(r["run_id"] for r in front)),
+            Check("and stays so with reserved bytes in place of the share (the MU size is a knob)",
+                  f"{len(by_bytes)} of {len(front)} front members dominated in bytes", "0 (brute force)",
+                  not by_bytes, tuple(r["run_id"] for r in front))]
 
 
 def _draw(rows: list[Row], plt):
@@ -120,8 +136,10 @@ STUDY = Study(
           "explore_kv_mu_sn40l.toml's space; the MU count stays the grid's 1,040",
     base="explore_kv_mu_sn40l.toml", points=lambda quick: [], case=_case,
     columns=(col("MU bytes", "chip_mu_bytes", "{}"), col("policy", "memory_policy", "{}"),
-             col("block", "memory_block_bytes", "{}"), col("per MU", "memory_buffers_per_mu", "{}"),
-             col("reclaim", "memory_reclaim", "{}"), col("weight bits", "memory_weight_bits", "{}"),
+             _when("block", "memory_block_bytes", "memory_policy", "virtual"),
+             _when("per MU", "memory_buffers_per_mu", "memory_policy", "static-multi"),
+             col("reclaim", "memory_reclaim", "{}"), _when("weight bits", "memory_weight_bits", "memory_reclaim",
+                                                           "partial-free"),
              col("status", "status", "{}"), col("tokens/s", "tokens_per_second", "{:,.0f}"),
              col("peak reserved", "peak_mu_reserved", "{:.4f}"),
              Column("peak reserved MB", lambda r: _reserved_bytes(r) / 1e6 if r.get("peak_mu_reserved") is not None

@@ -139,10 +139,14 @@ def test_dse_front_check_fails_on_a_dominated_member():
     from cluster.evaluate.studies.dse import _judge
 
     good = [_trial(0, 10.0, 0.2, 1.0, True), _trial(1, 5.0, 0.1, 1.0, True), _trial(2, 4.0, 0.3, 2.0, False)]
-    assert [c.holds for c in _judge(good)] == [True]
+    assert [c.holds for c in _judge(good)] == [True, True]
     # trial 1 flagged off the front although nothing dominates it (less memory than any other)
     missed = [dict(good[0]), dict(good[1], on_front=False), dict(good[2])]
-    assert [c.holds for c in _judge(missed)] == [False]
+    assert _judge(missed)[0].holds is False
     # trial 2 flagged on the front although trial 0 beats it in every objective
     dominated = [dict(good[0]), dict(good[1]), dict(good[2], on_front=True)]
-    assert [c.holds for c in _judge(dominated)] == [False]
+    assert _judge(dominated)[0].holds is False
+    # by share, a design with 1 MiB MUs at 0.10 beats 512 KiB ones at 0.15; in bytes (109 MB against 82 MB) not
+    big = dict(_trial(0, 10.0, 0.10, 1.0, True), chip_mu_bytes=2**20)
+    small = dict(_trial(1, 10.0, 0.15, 1.0, False), chip_mu_bytes=2**19)
+    assert [c.holds for c in _judge([big, small])] == [True, False]
