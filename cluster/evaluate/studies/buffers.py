@@ -39,7 +39,8 @@ def _context(r: Row) -> int:
 
 def _policy(r: Row) -> str:
     p = str(r.get("policy") or r.get("memory_policy"))
-    return f"{p}+{r['memory_spill']}" if r.get("memory_spill") else p
+    spill = r.get("memory_spill")
+    return f"{p}+{spill}" if spill and spill != "none" else p
 
 
 def _case(r: Row) -> str:
