@@ -150,3 +150,22 @@ def test_dse_front_check_fails_on_a_dominated_member():
     big = dict(_trial(0, 10.0, 0.10, 1.0, True), chip_mu_bytes=2**20)
     small = dict(_trial(1, 10.0, 0.15, 1.0, False), chip_mu_bytes=2**19)
     assert [c.holds for c in _judge([big, small])] == [True, False]
+
+
+def _layer(policy, context, status="completed", util=None, reserved=0.5, spill="none"):
+    return {"run_id": f"{policy}-{context}", "point_status": "ok", "status": status, "policy": policy,
+            "memory_spill": spill, "workload_dataflow_graph_serve-step_kv_read": 8 * context,
+            "peak_mu_utilization": util, "peak_mu_reserved": reserved}
+
+
+def test_buffers_a_completed_run_holds_the_kv_only_with_its_bytes_live():
+    from cluster.evaluate.studies.buffers import STUDY, held
+
+    # 8 x 16,384 tokens x 4 KiB = 98.5 % of the MUs: a run that completes at 3 % live read its KV from HBM
+    assert not held(_layer("static-multi", 16384, util=0.03))
+    assert held(_layer("static-multi", 4096, util=0.2544))  # 8 x 4,096 x 4 KiB = 0.2462 of the MUs
+    checks = {c.what: c.holds for c in STUDY.judge([_layer("static-multi", 16384, util=0.03),
+                                                    _layer("virtual", 4096, util=0.26, reserved=0.28)])}
+    assert checks["no policy holds 8 x 16,384 tokens on chip"]
+    # a virtual buffer's blocks stay in its MU: 4,096 x 256 B = 1 MiB cannot be held in 512 KiB
+    assert not checks["virtual without spill, 4,096 tokens: a buffer outgrows its MU"]
