@@ -60,7 +60,7 @@ def held(r: Row) -> bool:
 def _outcome(r: Row) -> str:
     if r.get("point_status") == "error":
         return "refused"
-    return "held" if held(r) else ("KV from HBM" if _ok(r) else str(r.get("status")))
+    return "held" if held(r) else ("KV off chip" if _ok(r) else str(r.get("status")))
 
 
 def _longest(rows: list[Row], policy: str) -> int:
@@ -114,23 +114,32 @@ def _judge(rows: list[Row]) -> list[Check]:
 
 
 def _draw(rows: list[Row], plt):
-    fig, axes = plt.subplots(1, 2, figsize=(7.4, 3.4), layout="constrained")
-    for i, p in enumerate(POLICIES):
-        mine = sorted((r for r in rows if _policy(r) == p), key=_context)
-        for ax, field in zip(axes, ("peak_mu_reserved", "peak_mu_utilization")):
-            done = [r for r in mine if held(r)]
-            ax.plot([_context(r) for r in done], [r[field] for r in done], marker="o", color=f"C{i}", label=p)
-            lost = [r for r in mine if not held(r)]
-            ax.scatter([_context(r) for r in lost], [1.02] * len(lost), marker="x", s=60, color=f"C{i}")
+    """Per context a group of bars, one a policy: peak reserved and peak utilisation, a run that did not hold
+    the KV on chip labelled with what happened; the KV's own share (closed form) as a dashed line."""
     ns = sorted({_context(r) for r in rows})
-    axes[1].plot(ns, [kv_share(n) for n in ns], ls="--", color="grey", label="KV alone (closed form)")
-    for ax, label in zip(axes, ("peak MU reserved", "peak MU utilisation")):
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("context a sequence (tokens; x: KV not held on chip)", fontsize=8)
-        ax.set_ylabel(label, fontsize=8)
-        ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=7)
-    axes[1].legend(fontsize=7)
+    fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.6), layout="constrained")
+    width = 0.8 / len(POLICIES)
+    for ax, field in zip(axes, ("peak_mu_reserved", "peak_mu_utilization")):
+        for i, p in enumerate(POLICIES):
+            for j, n in enumerate(ns):
+                r = next((r for r in rows if _policy(r) == p and _context(r) == n), None)
+                if r is None:
+                    continue
+                x, h = j + (i - (len(POLICIES) - 1) / 2) * width, float(r.get(field) or 0.0)
+                ax.bar(x, h, width, color=f"C{i}", label=p if j == 0 else None, alpha=1.0 if held(r) else 0.45)
+                if not held(r):
+                    ax.text(x, h + 0.01, _outcome(r), rotation=90, ha="center", va="bottom", fontsize=6)
+        ax.set_xticks(range(len(ns)), [f"{n:,}" for n in ns], fontsize=7)
+        ax.set_xlabel("context a sequence (tokens); pale: KV not held on chip", fontsize=8)
+        ax.set_ylim(0, 1.15)
+        ax.grid(axis="y", alpha=0.3)
+    for j, n in enumerate(ns):
+        axes[1].plot([j - 0.45, j + 0.45], [kv_share(n)] * 2, ls="--", color="grey",
+                     label="the KV alone (closed form)" if j == 0 else None)
+    axes[0].set_ylabel("peak MU reserved", fontsize=8)
+    axes[1].set_ylabel("peak MU utilisation", fontsize=8)
+    axes[0].legend(fontsize=7, loc="upper left")
+    axes[1].legend(fontsize=7, loc="upper left")
     fig.suptitle("Buffers per MU: Llama-3.1-8B layer, 8 sequences, KV in MUs (sn40l)", fontsize=9)
     return fig
 
