@@ -111,14 +111,17 @@ def _draw(rows: list[Row], plt):
     if not ok:
         return bars(rows, _case, (("tokens / s", "tokens_per_second"),), plt, "DSE: no feasible trial")
     fig, ax = plt.subplots(figsize=(5.4, 3.6), layout="constrained")
-    energy = [r["energy_per_token_joules"] * 1e6 for r in ok]
+    energy = [r["energy_per_token_joules"] * 1e3 for r in ok]
     lo, hi = min(energy), max(energy)
     for on, marker, size, label in ((False, "o", 40, "feasible trial"), (True, "*", 160, "Pareto front")):
         pts = [r for r in ok if r["on_front"] == on]
         sc = ax.scatter([_reserved_bytes(r) / 1e6 for r in pts], [r["tokens_per_second"] for r in pts], marker=marker,
-                        s=size, c=[r["energy_per_token_joules"] * 1e6 for r in pts], cmap="viridis", vmin=lo,
+                        s=size, c=[r["energy_per_token_joules"] * 1e3 for r in pts], cmap="viridis", vmin=lo,
                         vmax=hi, edgecolors="k", linewidths=0.6, label=label)
-    fig.colorbar(sc, ax=ax).set_label("energy / token (uJ)", fontsize=8)
+    fig.colorbar(sc, ax=ax).set_label("energy / token through the layer (mJ)", fontsize=8)
+    lost = [r for r in rows if r not in ok and r.get("peak_mu_reserved") is not None and r.get("tokens_per_second")]
+    ax.scatter([_reserved_bytes(r) / 1e6 for r in lost], [r["tokens_per_second"] for r in lost], marker="x", s=50,
+               color="grey", label="infeasible (deadlocked): its pace until it stopped")
     ax.set_xlabel("peak MU bytes reserved (MB)", fontsize=8)
     ax.set_ylabel("tokens / s", fontsize=8)
     ax.legend(fontsize=7)
