@@ -124,7 +124,7 @@ def _judge(rows: list[Row]) -> list[Check]:
 def _draw(rows: list[Row], plt):
     return bars(rows, _case, (("requests served", "requests_finished"),
                               ("requests refused", "requests_failed"),
-                              ("preemptions", "preemptions"),
+                              ("HBM peak (GB)", lambda r: (r.get("hbm_peak_bytes") or 0) / 1e9),
                               ("TTFT p99 (s)", "ttft_p99_seconds")),
                 plt, f"Llama-3.1-8B on one sn40l, HBM cut to {HBM_BYTES / 1e9:g} GB: what on_oom serves")
 
