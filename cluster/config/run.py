@@ -174,6 +174,12 @@ def _workload_sections() -> dict:
     return out
 
 
+def workload_reads(kind: object, section: str, key: str) -> bool:
+    """Whether the workload ``kind`` reads ``key`` of its [workload.<section>] table."""
+    cls = WORKLOADS.get(kind) if isinstance(kind, str) and kind in WORKLOADS else None
+    return cls is not None and cls.SECTION == section and key in _section_keys(cls).fields
+
+
 def _leaves(given: dict, prefix: str) -> list[str]:
     """The dotted paths of every value in ``given`` (a key holding a table: its own keys)."""
     out: list[str] = []

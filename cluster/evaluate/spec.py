@@ -11,6 +11,7 @@ from cluster.evaluate.study import Study
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 BASES = Path(__file__).resolve().parent / "bases"  # bases no example needs
+ANCHORS = "anchors"  # DIR/anchors: the anchor store every study's serve points share (one anchor simulated once)
 
 
 def base_path(name: str) -> Path:
@@ -42,7 +43,8 @@ def spec_text(study: Study, quick: bool) -> str:
     lines = [f"# rdasim evaluate{' --quick' if quick else ''}: {study.title}",
              f"base = {json.dumps(str(base_path(study.base)))}", "",
              "[sweep]", f"name = {json.dumps(sweep_name(study, quick))}", 'command = "run"',
-             f"description = {json.dumps(study.question)}"]
+             f"description = {json.dumps(study.question)}",
+             f"step_cache = {json.dumps(ANCHORS)}"]
     for point in study.points(quick):
         lines += ["", "[[points]]"] + [f"{path} = {_value(v)}" for path, v in point.items()]
     return "\n".join(lines) + "\n"

@@ -340,6 +340,14 @@ SERVE_COLUMNS = (
     Column("anchor_efficiency_min", _F, "serve: lowest anchor's simulated / roofline cycles"),
     Column("anchor_efficiency_max", _F, "serve: highest anchor's simulated / roofline cycles"),
     Column("step_error", _S, "serve: why a step could not be priced (its plan did not map, fit or run; null: none)"),
+    Column("batch_max", _I, "serve: most sequences a step computed (decode and prefill): the batch reached"),
+    Column("batch_mean", _F, "serve: sequences a step computed, averaged over the steps weighted by their cycles "
+           "(vLLM's average batched requests, Kwon et al., SOSP 2023, Figure 13)"),
+    Column("kv_reserved_peak_bytes", _I, "serve: most KV bytes the running sequences' pages held at a step's end "
+           "(workload.decode.kv_reservation: what they reserved; paged: their blocks)"),
+    Column("kv_used_peak_bytes", _I, "serve: most KV bytes those sequences had written at a step's end"),
+    Column("kv_used_share", _F, "serve: of the reserved KV byte-cycles, the share written (1 - internal "
+           "fragmentation and reservation, vLLM's Figure 2; over the steps)"),
     Column("memory_priced", _B, "serve: the MU figures are the steps' anchors' (peaks the largest, means weighted "
            "by each step's cycles) and the tier figures add the steps' bytes and flows to the simulated ones"),
 )

@@ -28,6 +28,9 @@ ITEM_SECONDS = {"kv-decode": 0.71, "moe": 0.30}
 OTHER_ITEM_SECONDS = 0.5
 START_UP_SECONDS = 10.0  # a fresh worker's imports and kernel compiles before its first point (5-14 s recorded)
 SERVE_KINDS = ("serve", "serve-system")
+# a request of a serve run priced at the roofline (step_roofline: no anchor simulated): the reservation study's
+# 400 requests took 2.3-4.9 s on one core (cluster/evaluate/studies/reservation.py)
+ROOFLINE_REQUEST_SECONDS = 0.01
 
 
 def prior(command: str, config: dict) -> float:
@@ -42,6 +45,9 @@ def prior(command: str, config: dict) -> float:
         return 0.01 + float((config.get("noop") or {}).get("sleep") or 0.0)
     workload = config.get("workload") or {}
     if workload.get("kind") in SERVE_KINDS:
+        decode = workload.get("decode") or {}
+        if decode.get("step_roofline"):
+            return ROOFLINE_REQUEST_SECONDS * max(1, int(decode.get("requests") or 1))
         return serve_seconds(config)
     each = ITEM_SECONDS.get(str(workload.get("kind")), OTHER_ITEM_SECONDS)
     for section in workload.values():  # run, system: the work items the workload names

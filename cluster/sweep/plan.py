@@ -69,7 +69,7 @@ class AxisColumns:
 
 
 # how to run and store, not what: outside the hash
-EXECUTION_KEYS = ("max_retries", "max_concurrency", "description", "compact", "compact_rows")
+EXECUTION_KEYS = ("max_retries", "max_concurrency", "description", "compact", "compact_rows", "step_cache")
 
 
 @dataclass(frozen=True)

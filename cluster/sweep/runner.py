@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from cluster.config.run import workload_reads
 from cluster.errors import UserError, WriteError
 from cluster.progress import Progress, WorkEta
 from cluster.results import io
@@ -85,7 +86,7 @@ def _run(plan: SweepPlan, layout: DatasetLayout, address: str | None, max_concur
     start = time.perf_counter()
     store = Store(plan, layout)
     resumed = resume(plan, store, existing, mix_code, retry_failed)
-    todo, manifest = resumed.todo, resumed.manifest
+    todo, manifest = shared_anchors(resumed.todo, plan.spec.step_cache, layout.root), resumed.manifest
     # Ray first: a run that cannot reach its cluster never starts, so it leaves the manifest as it was
     ray = None if in_process or not todo else _ray(address)
     compaction.release(layout, resumed.released)  # to be rerun: out of its compacted file
@@ -118,6 +119,24 @@ def _run(plan: SweepPlan, layout: DatasetLayout, address: str | None, max_concur
     found = read_outcomes(layout.table_dir(), {pid: entry.index for pid, entry in manifest.points.items()})
     return SweepSummary(plan.spec.name, layout.dataset, layout.manifest, len(plan.points), run.skipped,
                         run.computed, counts[FAILED], time.perf_counter() - start, found)
+
+
+def shared_anchors(points: list[Point], step_cache: str, root: Path) -> list[Point]:
+    """The points, each serve point that names no step cache given the sweep's ``step_cache`` (a relative
+    directory under the results directory ``root``). The id stays the point's: where its anchors come
+    from changes how it is computed, not what (sim/workloads/serve/cache.py)."""
+    if not step_cache:
+        return points
+    where = str(Path(step_cache) if Path(step_cache).is_absolute() else Path(root).resolve() / step_cache)
+    out = []
+    for p in points:
+        workload = p.config.get("workload") or {}
+        decode = workload.get("decode")
+        if workload_reads(workload.get("kind"), "decode", "step_cache") and isinstance(decode, dict) \
+                and not decode.get("step_cache"):
+            p = replace(p, config={**p.config, "workload": {**workload, "decode": {**decode, "step_cache": where}}})
+        out.append(p)
+    return out
 
 
 def _ray(address):

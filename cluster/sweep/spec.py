@@ -40,6 +40,10 @@ SWEEP_SECTION = Table({
                      "compact_rows rows: auto (once a table holds 1,000 point files), always, never",
                      choices=("auto", "always", "never")),
     "compact_rows": Field("int", 100_000, "rows of a compacted file (a point's rows are never split)", min=1),
+    "step_cache": Field("str", "", "a directory of simulated anchors the sweep's serve points share: each point "
+                        "that sets no workload.decode.step_cache runs with this one (relative to the results "
+                        "directory); how the points run, not what they simulate: outside the spec's hash and "
+                        "the points' ids"),
 })
 
 RANDOM_SECTION = Table({
@@ -79,6 +83,7 @@ class SweepSpec:
     skip_invalid: bool = False  # generated combinations invalid together are left out, not errors
     compact: str = "auto"  # when a run finishes: auto, always, never (cluster/sweep/compact.py)
     compact_rows: int = 100_000  # rows of a compacted file
+    step_cache: str = ""  # anchors the serve points share (a directory; relative: under the results directory)
 
     def set_paths(self) -> list[str]:
         """Every dotted path the axes, zips, random draws or explicit points set, in spec order."""
@@ -284,6 +289,7 @@ def parse_spec(raw: dict, base_dir: Path, source: str = "") -> tuple[SweepSpec, 
         base=base, axes=grid, zips=zips, random=rnd, points=points, raw=raw, source=source,
         skip_invalid=bool(sweep.get("skip_invalid")),
         compact=sweep.get("compact") or "auto", compact_rows=sweep.get("compact_rows") or 100_000,
+        step_cache=sweep.get("step_cache") or "",
     )
     return spec, issues
 

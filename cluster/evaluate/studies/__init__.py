@@ -8,6 +8,7 @@ from cluster.evaluate.studies import (
     kv_on_chip,
     pressure,
     reclamation,
+    reservation,
     serving,
     spec_decode,
     switch,
@@ -16,5 +17,5 @@ from cluster.evaluate.studies import (
 from cluster.evaluate.study import Study
 
 STUDIES: dict[str, Study] = {s.name: s for s in (
-    serving.STUDY, kv_on_chip.STUDY, pressure.STUDY, buffers.STUDY, reclamation.STUDY, weights.STUDY,
+    serving.STUDY, reservation.STUDY, kv_on_chip.STUDY, pressure.STUDY, buffers.STUDY, reclamation.STUDY, weights.STUDY,
     spec_decode.STUDY, switch.STUDY, dse.STUDY)}

@@ -20,8 +20,9 @@ from cluster.evaluate.studies.common import bars, ids, pick
 from cluster.evaluate.study import Check, Row, Study, col
 
 ROOT = Path(__file__).resolve().parents[3]
-# The trace every point serves: the public Azure 2023 code trace's hour (the conversation trace, with its
-# higher rate, replaces it here when tests/data/traces/azure2023-conv-hour/ holds it)
+# The trace every point serves: the public Azure 2023 code trace's hour. The conversation hour beside it
+# (AzureLLMInferenceTrace_conv.csv: shorter prompts, longer outputs, twice the rate) is the switch; the
+# window, the HBM and the tests' worked counts are the code trace's.
 TRACE = ROOT / "tests/data/traces/azure2023-hour/AzureLLMInferenceTrace_code.csv"
 HBM_BYTES = 17_000_000_000  # as the base config sets chip.hbm.capacity
 PAGE_BYTES = 2 * 2**20  # sn40l's HBM page (mapping/chips.py)
@@ -63,7 +64,7 @@ def never_fit(reqs: list[Request], hbm: int = HBM_BYTES) -> int:
 
 def _points(quick: bool) -> list[dict]:
     base = {"workload.decode.trace": str(TRACE), "workload.decode.trace_duration": f"{WINDOW[quick]}s",
-            "chip.hbm.capacity": HBM_BYTES, "workload.decode.step_cache": "../anchors"}  # DIR/anchors (from DIR/specs)
+            "chip.hbm.capacity": HBM_BYTES}  # the anchors: DIR/anchors, the sweep's step cache (spec.py)
     return [{**base, "memory.on_oom": o, **({"memory.preempt_mode": m} if m else {})} for o, m in CASES[quick]]
 
 

@@ -6,7 +6,9 @@ Each step (Orca's iteration-level batching, Yu et al., OSDI 2022, as vLLM v1 sch
    head holds back those behind it) while fewer than ``max_sequences`` run and, under
    memory-aware admission (``memory.on_oom = "preempt"`` or ``memory.admit_watermark`` > 0),
    while the head's prompt fits in the KV memory's free pages with the watermark kept free
-   (vLLM's block manager: what running prompts will hold counts as taken);
+   (vLLM's block manager: what running prompts will hold counts as taken); a server that
+   reserves each request's KV ahead (``kv_reservation``, reservation.py: vLLM's Orca
+   baselines) admits only while the head's whole reservation fits, and takes it at once;
 2. the step is filled with a token for every running sequence whose prompt is done (decode
    first, Sarathi-Serve's decode-maximal batching), then with prefill: each prefilling
    sequence's next chunk (``chunk_tokens``; 0: the whole prompt) in admission order, within
@@ -48,6 +50,7 @@ from sim.serving.scheduling.slot import Request
 from sim.workloads import Task
 from sim.workloads.serve.figures import StepFailure, StepLog
 from sim.workloads.serve.progress import ProgressSink, Served
+from sim.workloads.serve.reservation import BatchLog, refused, reserved_tokens
 from sim.workloads.serve.shapes import Roofline, StepShape
 
 
@@ -144,7 +147,9 @@ class Batcher:
         self.on_step = on_step
         self.on_oom = cfg.on_oom
         self.swap = swap and (cfg.on_oom == "evict" or (cfg.on_oom == "preempt" and cfg.preempt_mode == "swap"))
-        self.aware = cfg.on_oom == "preempt" or cfg.admit_watermark > 0
+        self.reservation = p.kv_reservation  # what an admitted request reserves (reservation.py)
+        self.max_model_len = p.max_model_len
+        self.aware = cfg.on_oom == "preempt" or cfg.admit_watermark > 0 or self.reservation != "paged"
         self.pages = pages  # of the KV memory, weights included
         self.limit = int((1.0 - cfg.admit_watermark) * pages)
         self.page = page
@@ -246,6 +251,7 @@ class Batcher:
         made = self._apply(decode, chunks)
         self._written(chunks)
         self.backend.record_step(self.steps, t0, made)
+        self._log_batch(t0, len(decode) + len(chunks))
         written = shape.tokens * self.kv_token
         self.backend.log(StepLog(self.steps, t0, self.now, len(decode), sum(c for _, c in chunks), shape.tokens,
                                  shape.keys, shape.kv_read, made, int(roof.bytes) - written, written, int(roof.flops)))
@@ -258,6 +264,22 @@ class Batcher:
                                kv_granted=planned.kv_granted, preempted=tuple(self.preempted), ended=self.ended)
         self.granted, self.preempted, self.ended = {}, [], {}
         return done
+
+    def _log_batch(self, t0: int, batch: int) -> None:
+        """The step's batch and the running sequences' KV bytes reserved (their pages; a shared prefix
+        block once) and written (a shared block's tokens once)."""
+        pages = sum(self.held.get(s, 0) for s in self.running)
+        tokens = 0
+        blocks: dict[int, tuple[int, int]] = {}  # a held block -> (its pages, tokens written in it)
+        for s in self.running:
+            q = self.seqs[s]
+            tokens += q.tail(q.kv)
+            for j, b in q.blocks.items():
+                wrote = min(self.pool.block_tokens, max(0, q.kv - j * self.pool.block_tokens))
+                blocks[id(b)] = (b.pages, max(wrote, blocks.get(id(b), (0, 0))[1]))
+        pages += sum(p for p, _ in blocks.values())
+        tokens += sum(t for _, t in blocks.values())
+        self.backend.log(BatchLog(self.steps, t0, self.now, batch, pages * self.page, tokens * self.kv_token))
 
     # ------------------------------------------------------------------ admission
     def _pages(self, tokens: int) -> int:
@@ -283,8 +305,14 @@ class Batcher:
         more = 0
         for s in self.running:
             q = self.seqs[s]
-            more += max(0, self._pages(q.tail(q.kv + q.prefill - q.filled)) - self.held.get(s, 0)) + self._lacking(q)
+            grown = self._pages(self._room(q, q.kv + q.prefill - q.filled))
+            more += max(0, grown - self.held.get(s, 0)) + self._lacking(q)
         return self.pages_used + more
+
+    def _room(self, q: Sequence, tokens: int) -> int:
+        """Tail tokens ``q``'s region must hold for ``tokens`` KV tokens: those, or all it reserves
+        when the server reserves ahead (``kv_reservation``, reservation.py)."""
+        return q.tail(max(tokens, reserved_tokens(self.reservation, q.prompt, q.output, self.max_model_len)))
 
     def _admit(self) -> Task:
         """Admit what arrived (a task: the prefix cache may give pages back, by messages)."""
@@ -292,11 +320,15 @@ class Batcher:
         promised = self._promised() if self.aware else 0
         while self.waiting and len(self.running) < self.p.max_sequences and self.seqs[self.waiting[0]].arrival <= now:
             s = self.seqs[self.waiting[0]]
+            if refused(self.reservation, s.prompt, s.output, self.max_model_len):  # its reservation cannot hold it
+                self.counted_admission(s.seq)
+                self.end(self.waiting.pop(0), "failed")
+                continue
             hits = self.prefix.hits(s.ids) if self.prefix is not None and s.swapped < 0 else 0
             if s.swapped < 0:
-                need = self._pages(s.tail(s.prompt + s.made)) + self._lacking(s) - hits * self._block_pages
+                need = self._pages(self._room(s, s.prompt + s.made)) + self._lacking(s) - hits * self._block_pages
             else:
-                need = self._pages(s.tail(s.kv + 1))
+                need = self._pages(self._room(s, s.kv + 1))
             if self.aware and promised + need > self.limit:
                 if self.prefix is not None and self.prefix.cached:  # the prefix cache gives its room back
                     yield from self._free_blocks(self.prefix.trim(self.prefix.cached_bytes - 1))
@@ -384,7 +416,7 @@ class Batcher:
                 if j * self.pool.block_tokens < q.kv + n and j not in q.blocks:
                     wants.append((s, j, self.pool.new(q.ids[j]), self.pool.pages))
             if q.tail(q.kv + n) > q.reserved:  # beyond its tail's last page's room
-                wants.append((s, -1, q, self._pages(q.tail(q.kv + n)) - self.held.get(s, 0)))
+                wants.append((s, -1, q, self._pages(self._room(q, q.kv + n)) - self.held.get(s, 0)))
         if not wants:
             return set()
         got = yield from self.backend.take_pages([(region, n) for _, _, region, n in wants],

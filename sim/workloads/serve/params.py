@@ -23,6 +23,7 @@ from sim.workloads.base import tile_id, tile_of
 from sim.workloads.capabilities import Capabilities
 from sim.workloads.kv_decode import KvParams
 from sim.workloads.serve.costs import CALL_SYNC, CostOptions
+from sim.workloads.serve.reservation import MAX_MODEL_LEN, RESERVATIONS, batch_figures
 
 SHARED = ("requests", "prompt_tokens", "output_tokens", "arrival_interval", "scheduler_tile", "trace", "trace_format",
           "trace_model", "trace_start", "trace_duration", "trace_speedup", "trace_jitter", "max_prompt_tokens",
@@ -49,6 +50,8 @@ class ServeParams(Workload):
     tier: str = "hbm"  # the memory tier the weights and KV caches live in (the chip's first)
     trace_jitter: int = 0  # cycles: each trace arrival moves later by a uniform draw in [0, this) (kv-decode's)
     prefix_block_tokens: int = 0  # tokens of a shared prefix block (0: the trace's block; kv-decode's)
+    kv_reservation: str = "paged"  # what an admitted request's KV reserves (reservation.py)
+    max_model_len: int = MAX_MODEL_LEN  # kv_reservation = "max": the tokens each request reserves
 
     SECTION: ClassVar[str] = "decode"
     CAPABILITIES: ClassVar[Capabilities] = Capabilities(system=False, maps_graph=False, preempts=True)
@@ -86,6 +89,17 @@ class ServeParams(Workload):
         "looping": Field("bool", True, "serve: the layers run as one looped kernel call (Kernel Looping, "
                          "Koeplinger et al. 2024); false: the unlooped baseline, a kernel call a layer (its "
                          "pipeline filled and drained each layer, and call_sync)"),
+        "kv_reservation": Field("choice", "paged", "serve: the KV memory a request reserves when admitted "
+                                "(sim/workloads/serve/reservation.py; vLLM's baselines, Kwon et al., SOSP 2023): paged "
+                                "(its blocks as it grows), max (max_model_len tokens: Orca (Max)), pow2 (the prompt "
+                                "and the output rounded up to a power of two: Orca (Pow2)), exact (the prompt and the "
+                                "exact output: Orca (Oracle)); a reserving request is admitted only when all of it "
+                                "fits", choices=RESERVATIONS),
+        "max_model_len": Field("int", MAX_MODEL_LEN, "serve: kv_reservation = \"max\": the tokens every request "
+                               "reserves, the model's maximum sequence length the server allows (2,048: Orca (Max) "
+                               "in the vLLM paper, section 6.1); a longer request is refused", min=1),
+        "step_roofline": Field("bool", False, "serve: every step priced at its roofline (efficiency 1), no anchor "
+                               "simulated: for questions of admission and batching, not of the plans' speed"),
         "call_sync": Field("time", CALL_SYNC, "serve: looping = false: a kernel call's synchronisation at each layer "
                            "boundary (chosen, not published: sim/workloads/serve/costs.py)", min=0.0, unit="s"),
     }, doc="kv-decode, spec-decode and serve")
@@ -114,7 +128,7 @@ class ServeParams(Workload):
                    tile_id(sched, spec), trace, d["slo_ttft"] or 0.0, d["slo_tbt"] or 0.0,
                    cost_options(d), spec.tiers[0].name if spec.tiers else "",
                    round(d["trace_jitter"] * spec.clock_hz / d["trace_speedup"]) if trace else 0,
-                   d["prefix_block_tokens"])
+                   d["prefix_block_tokens"], kv_reservation=d["kv_reservation"], max_model_len=d["max_model_len"])
 
     @property
     def work_items(self) -> int:
@@ -134,7 +148,7 @@ class ServeParams(Workload):
         reqs = [x for x in logged if isinstance(x, RequestLog)]
         moves = [x for x in logged if isinstance(x, PreemptionLog)]
         summary, tables = serving_figures(reqs, moves, clock_hz, seconds, Objectives(self.slo_ttft, self.slo_tbt))
-        return {**summary, **prompt_figures(reqs)}, tables
+        return {**summary, **prompt_figures(reqs), **batch_figures(logged)}, tables
 
     def priced_actions(self, logged: list):
         from sim.workloads.serve.figures import priced_actions
@@ -154,4 +168,5 @@ def cost_options(d: dict) -> CostOptions:
     """How a serve run's steps are priced, from its [workload.decode] table."""
     return CostOptions(ratio=d["step_anchor_ratio"], context_ratio=d["step_context_ratio"], tiles=d["step_tiles"],
                        stream_bytes=d["step_stream_bytes"], map_seconds=d["step_map_seconds"], cache=d["step_cache"],
-                       workers=d["step_workers"], looping=d["looping"], call_sync_seconds=d["call_sync"])
+                       workers=d["step_workers"], looping=d["looping"], call_sync_seconds=d["call_sync"],
+                       roofline_only=d["step_roofline"])

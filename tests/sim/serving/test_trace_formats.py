@@ -16,6 +16,7 @@ import json
 from datetime import datetime
 from decimal import Decimal
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -225,6 +226,26 @@ def test_a_file_missing_one_column_of_a_format_names_that_column(tmp_path):
     path.write_text("TIMESTAMP,ContextTokens\n2023-11-16 18:15:46.6805900,374\n")
     with pytest.raises(TraceError, match=r"short.csv: line 1: missing column\(s\) GeneratedTokens of the azure format"):
         read_window(path)
+
+
+def test_the_public_azure_conversation_hour_reads_whole():
+    """The 2023 conversation trace as published (CRLF, no final newline): its 19,366 requests from
+    the first row (18:15:46.68, 374 tokens in, 44 out) to the last (19:14:08.40, 197 in, 183 out),
+    with the medians Splitwise (Patel et al., ISCA 2024) reports for it: 1,020 prompt and 129 output
+    tokens; the longest prompt 14,050 tokens, uncapped."""
+    import hashlib
+
+    path = TRACES / "azure2023-hour" / "AzureLLMInferenceTrace_conv.csv"
+    data = path.read_bytes()
+    assert len(data) == 719_188 and data.count(b"\r\n") == 19_366 and not data.endswith(b"\n")
+    assert hashlib.sha256(data).hexdigest().startswith("2f1e5b66")
+    rows = read_window(path).rows
+    assert len(rows.t_ns) == 19_366
+    assert (rows.prompt[0], rows.output[0], rows.prompt[-1], rows.output[-1]) == (374, 44, 197, 183)
+    span = _utc_ns("2023-11-16 19:14:08.4025270") - _utc_ns("2023-11-16 18:15:46.6805900")
+    assert rows.t_ns[-1] - rows.t_ns[0] == span
+    assert (int(np.median(rows.prompt)), int(np.median(rows.output))) == (1020, 129)
+    assert max(rows.prompt) == 14_050
 
 
 def test_the_public_azure_code_hour_reads_whole():

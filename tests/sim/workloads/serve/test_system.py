@@ -283,3 +283,33 @@ def test_an_anchor_planned_and_never_needed_is_reported_not_hashed(monkeypatch):
     assert (s["anchors"], s["anchors_unused"]) == (plain["anchors"], 1) == (2, 1)
     assert s["result_hash"] == plain["result_hash"]
     assert [(k, used) for k, used in zip(a["kv_read"], a["used"]) if not used] == [(4, False)] and all(a["ahead"])
+
+
+def test_collectives_at_their_closed_form_give_the_messages_run_within_two_percent():
+    """collectives = "closed-form": no message crosses the links, the follower chips run nothing,
+    and the scheduler's steps are the same steps as the messages run's (requests, steps, tokens),
+    each as long within 2 %: a ring all-reduce's chunks on 4 links alone (100 GB/s, 500 ns) take
+    its alpha-beta form within 1.3 % (tests/sim/system/test_algorithms.py)."""
+    cfg = raw(chips=4, requests=3)
+    decode = {**cfg["workload"]["decode"], "collectives": "closed-form"}
+    a, b = run(cfg), run({**cfg, "workload": {**cfg["workload"], "decode": decode}})
+    sa, sb = a.summary, b.summary
+    assert sb["status"] == "completed" and sb["messages_total"] == 0
+    assert (sb["requests_finished"], sb["tokens"], sb["serve_steps"]) == (sa["requests_finished"], sa["tokens"],
+                                                                       sa["serve_steps"])
+
+    def steps(done):
+        t = done.tables["steps"]
+        return [e - s for k, s, e in zip(t["kind"], t["start"], t["end"]) if k == "step"]
+
+    assert len(steps(a)) == len(steps(b)) == sa["serve_steps"]
+    for x, y in zip(steps(a), steps(b)):
+        assert abs(x - y) <= 0.02 * x
+    assert sb["ttft_p50_seconds"] == pytest.approx(sa["ttft_p50_seconds"], rel=0.02)
+
+
+def test_collectives_must_be_named():
+    cfg = raw()
+    decode = {**cfg["workload"]["decode"], "collectives": "analytic"}
+    with pytest.raises(Exception, match="collectives"):
+        run({**cfg, "workload": {**cfg["workload"], "decode": decode}})
