@@ -66,11 +66,15 @@ def run(args) -> int:
     return EXIT_POINTS_FAILED if errors else 0
 
 
+FINDINGS = ("ConfigError", "BufferRefused")  # a point stopped by what the chip cannot hold, not by a fault
+
+
 def _crashed(row) -> bool:
-    """A point that raised something other than a refusal of its config. A deadlocked run, or one refused
-    before running because what it asks does not fit the chip (ConfigError), is a finding its study reports;
-    any other exception is a fault of rdasim's, and the command's exit status says so."""
-    return row.get("point_status") == "error" and not str(row.get("point_error") or "").startswith("ConfigError")
+    """A point that raised something other than a refusal for lack of room. A deadlocked run, one refused
+    before running because what it asks does not fit the chip (ConfigError), or one stopped when an MU
+    refused a buffer it cannot go on without (BufferRefused) is a finding its study reports; any other
+    exception is a fault of rdasim's, and the command's exit status says so."""
+    return row.get("point_status") == "error" and not str(row.get("point_error") or "").startswith(FINDINGS)
 
 
 def _terminate(signum, frame):  # noqa: ARG001 - signal handler signature

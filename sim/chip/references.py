@@ -44,6 +44,11 @@ def fields_of(ref: Ref) -> dict:
     return dict(mu=ref.mu, buf=ref.buf, alloc=ref.alloc)
 
 
+class BufferRefused(RuntimeError):
+    """A workload that cannot go on without a buffer its MU refused (a static slot too small for it):
+    the run ends here, a finding about the memory policy, not a fault of the simulator."""
+
+
 def allocate(cu, mu: int, nbytes: int, label: int = 0, flags: int = 0):
     """Task helper: a new buffer at ``mu``; returns its Ref, or None if the MU refused."""
     (ref,) = yield from allocate_many(cu, [(mu, nbytes, label)], flags)

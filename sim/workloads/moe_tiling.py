@@ -41,7 +41,7 @@ import numpy as np
 
 from sim.chip import messages as m
 from sim.chip.records import buffer_label
-from sim.chip.references import Ref, allocate, free
+from sim.chip.references import BufferRefused, Ref, allocate, free
 from sim.chip.units import Compute, Replies
 from sim.keys import Field, Issue, Table
 from sim.serving.trace import TraceError
@@ -333,7 +333,7 @@ class MoeTiling:
             first = 0 if p.tile == DYNAMIC else j * p.tile
             ref = yield from allocate(cu, mu, 0 if p.tile == DYNAMIC else rows * self.row_bytes, TOKEN_TILE)
             if ref is None:
-                raise RuntimeError(f"moe-tiling: MU {mu} refused expert {e}'s token tile {j}")
+                raise BufferRefused(f"moe-tiling: MU {mu} refused expert {e}'s token tile {j}")
             waiting = [_row(r) for r in range(first, first + real)]
             if first + real == n:  # the last tile of the expert waits for the stream's end
                 waiting += ends
@@ -398,7 +398,7 @@ class MoeTiling:
             if i == 0 and role == "down":
                 acc = yield from allocate(cu, self.mus[e][1], rows * p.hidden * p.accum_bytes, ACCUMULATOR)
                 if acc is None:
-                    raise RuntimeError(f"moe-tiling: MU {self.mus[e][1]} refused expert {e}'s accumulator")
+                    raise BufferRefused(f"moe-tiling: MU {self.mus[e][1]} refused expert {e}'s accumulator")
             elif i == 0:
                 yield Replies([reads.pop(j)], "memory")  # the token tile is in
             wait = [ask.pop(idx)]

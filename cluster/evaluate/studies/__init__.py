@@ -6,6 +6,7 @@ from cluster.evaluate.studies import (
     buffers,
     dse,
     kv_on_chip,
+    moe_tiling,
     pressure,
     reclamation,
     reservation,
@@ -17,5 +18,5 @@ from cluster.evaluate.studies import (
 from cluster.evaluate.study import Study
 
 STUDIES: dict[str, Study] = {s.name: s for s in (
-    serving.STUDY, reservation.STUDY, kv_on_chip.STUDY, pressure.STUDY, buffers.STUDY, reclamation.STUDY, weights.STUDY,
-    spec_decode.STUDY, switch.STUDY, dse.STUDY)}
+    serving.STUDY, reservation.STUDY, kv_on_chip.STUDY, moe_tiling.STUDY, pressure.STUDY, buffers.STUDY,
+    reclamation.STUDY, weights.STUDY, spec_decode.STUDY, switch.STUDY, dse.STUDY)}

@@ -50,6 +50,14 @@ waiting for the layer below only after the pipeline has passed) and takes ``b`` 
 from the last few tiles' spacing, at least a tile's FLOPs over the chip's peak. Simulating all
 of a model's layers would give the same figure at 5-40 times the cost;
 tests/sim/workloads/serve/test_anchors.py checks the extrapolations against longer runs.
+
+Unlooped (a kernel call a layer, "Kernel Looping"'s baseline: costs.py's ``looping = false``), an
+anchor is one layer simulated alone, every tile of it (``layers = 1``): the call's pipeline filled
+from cold streams and drained, nothing of a next layer streaming under it, so each of a step's
+layers costs the whole pass. The looped run's first layer is no stand-in for it: its spans run
+ahead into the next layers' weights, and extrapolated back (``end`` less five steady layers) the
+first layer of Llama-3.1-8B's batch-1 step on one whole sn40l came out 393k cycles, under its
+436k-cycle roofline, against 475k simulated alone.
 """
 
 from __future__ import annotations
@@ -147,6 +155,7 @@ def simulate_anchor(cfg, model: ModelSpec, shape: StepShape, tiles_max: int = 32
                     by_bytes: bool | None = None) -> StepPlanRun:
     """Map, loop, place and simulate the step of ``shape`` on ``cfg``'s chip (a ChipConfig: its
     NoC, memory policy and reclamation protocol); ValueError if it does not map or place.
+    ``layers`` 1: the layer alone, every tile once, as one kernel call (unlooped: module docstring).
     A memory-bound step runs in tiles of ``decode_tile`` tokens (DECODE_TILES at most): in one
     tile a layer, ``layers`` layers of it, in several ``steady`` iterations (two layers' at
     least); a compute-bound one in ``tiles_max`` tiles a layer (its pipeline full: a layer's
@@ -168,16 +177,18 @@ def simulate_anchor(cfg, model: ModelSpec, shape: StepShape, tiles_max: int = 32
     spec = cfg.spec
     if not spec.tiers:
         raise ValueError(f"chip {spec.name!r} has no memory tiers: a real model's weights live in one (sn40l)")
-    if layers < 4:
-        raise ValueError("an anchor simulates at least 4 layers (the loop's steady state is between the first and "
-                         "the last)")
+    if layers < 4 and layers != 1:
+        raise ValueError("an anchor simulates one layer (a kernel call a layer, unlooped) or at least 4 (the loop's "
+                         "steady state is between the first and the last)")
     source = spec.tiers[0].name
     busy = compute_bound(model, shape, spec)
     want = tiles_max if busy else max(1, min(tiles_max, DECODE_TILES, shape.tokens // decode_tile))
     while True:  # as a compiler would: a step whose buffers fit no MU of the policy's runs in finer tiles
         plan = step_plan(model, shape, spec, want, mapping or {})
         tiles = max(1, plan.num_tiles)
-        if busy:
+        if layers == 1:  # one kernel call: every tile of the layer, once
+            iterations = 0
+        elif busy:
             iterations = min(tiles, pipeline)
         elif tiles > 1:  # a pipelined memory-bound layer: its steady state spans a layer boundary or more
             iterations = min(layers * tiles, max(steady, 2 * tiles))
@@ -205,19 +216,28 @@ def simulate_anchor(cfg, model: ModelSpec, shape: StepShape, tiles_max: int = 32
     lb, lf = _plan_cost(plan)
     bw = spec.tiers[0].bytes_per_cycle(spec.clock_hz)
     roof = max(lb / bw, lf / (spec.cu_count * spec.cu_flops_per_cycle))
+    period = _period(ends, end, tiles, layers, busy, lb / bw, lf / (spec.cu_count * spec.cu_flops_per_cycle))
+    return StepPlanRun(shape, tiles, cus, lp.num_tiles, end, period, roof, plan.status, ran.sent, ends, ran.oom,
+                       ran.memory)
+
+
+def _period(ends: tuple[int, ...], end: int, tiles: int, layers: int, busy: bool, stream: float,
+            compute: float) -> float:
+    """Cycles an iteration adds to a pass (``stream``, ``compute``: the layer's bytes over the tier's
+    bandwidth and its FLOPs over the chip's peak, in cycles; module docstring)."""
+    if layers == 1:  # a call a layer: every layer costs the whole pass (cycles_for(n) = n x end)
+        return end / tiles
     if busy:  # the pipeline's steady state: its last few tiles' spacing, at least a tile's FLOPs over the
         # chip's peak (no stage of a steady pipeline beats it; a pipeline not yet steady can space a few tiles
         # closer: a 4,096-token prompt's last four came 11 % under it)
         k = min(4, len(ends) - 1)
-        period = max((ends[-1] - ends[-1 - k]) / k, lf / tiles / (spec.cu_count * spec.cu_flops_per_cycle))
-    elif tiles > 1:  # the later half's mean spacing, at least a tile's share of the layer's bytes over the bandwidth
+        return max((ends[-1] - ends[-1 - k]) / k, compute / tiles)
+    if tiles > 1:  # the later half's mean spacing, at least a tile's share of the layer's bytes over the bandwidth
         k = len(ends) // 2
-        period = max((ends[-1] - ends[-1 - k]) / k, lb / tiles / bw)
-    else:  # the mean layer from the first layer's end to the last but one's, at least the layer's
-        # bytes over the tier's bandwidth (module docstring)
-        period = max((ends[-2] - ends[0]) / (len(ends) - 2), lb / bw)
-    return StepPlanRun(shape, tiles, cus, lp.num_tiles, end, period, roof, plan.status, ran.sent, ends, ran.oom,
-                       ran.memory)
+        return max((ends[-1] - ends[-1 - k]) / k, stream / tiles)
+    # the mean layer from the first layer's end to the last but one's, at least the layer's bytes over the
+    # tier's bandwidth (module docstring)
+    return max((ends[-2] - ends[0]) / (len(ends) - 2), stream)
 
 
 def _plan_cost(plan: MappingPlan) -> tuple[float, float]:

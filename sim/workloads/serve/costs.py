@@ -63,17 +63,17 @@ DEPTH = (simulated.LAYERS, simulated.PIPELINE, simulated.DECODE_TILE, simulated.
 
 
 # The unlooped baseline's synchronisation at each kernel call (a layer): "Kernel Looping" (Koeplinger
-# et al. 2024, arXiv 2410.23668) names these costs at layer boundaries but the sources searched give
-# no figure for SN40L; chosen here as a GPU kernel launch's few microseconds, and benchmarks/node_scale.py
-# prints the speedups across 0-20 us and the figure that would give the paper's "up to 2.2x".
+# et al. 2024, arXiv 2410.23668, abstract) names synchronisation at layer boundaries as the cost looping
+# removes but the sources read give no figure for it on SN40L; chosen here as a GPU kernel launch's few
+# microseconds, and benchmarks/node_scale.py prints the speedups across 0-20 us beside the paper's.
 CALL_SYNC = 5e-6
 
 
 def unlooped_efficiency(run: StepPlanRun, layers: int, sync_cycles: float) -> float:
-    """E of the step run as a kernel call a layer: each call the looped run's first layer (its
-    pipeline filled and drained, no next layer's weights streaming under it) and a synchronisation."""
-    one = run.cycles_for(1)
-    return layers * (one + sync_cycles) / (layers * run.roofline_layer)
+    """E of the step run as a kernel call a layer, from its unlooped anchor (one layer simulated alone:
+    its pipeline filled and drained, no next layer's weights streaming under it; anchors.py) and a
+    synchronisation a call."""
+    return (run.cycles_for(layers) + layers * sync_cycles) / (layers * run.roofline_layer)
 
 
 @dataclass(frozen=True)
@@ -147,8 +147,9 @@ class StepCosts:
         return run.efficiency(self.model.layers)
 
     def _keys(self, a: StepShape) -> Keys:
-        return Keys(cache.key(self.cfg, self.model, self.options, a, DEPTH),
-                    cache.key(self.cfg, self.model, self.options, a, DEPTH, oom=True))
+        depth = DEPTH if self.options.looping else (1,) + DEPTH[1:]  # unlooped: one layer alone (anchors.py)
+        return Keys(cache.key(self.cfg, self.model, self.options, a, depth),
+                    cache.key(self.cfg, self.model, self.options, a, depth, oom=True))
 
     @staticmethod
     def _key_of(run: StepPlanRun, keys: Keys) -> str:

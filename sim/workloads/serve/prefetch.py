@@ -27,7 +27,7 @@ from concurrent.futures import wait as wait_any
 from dataclasses import dataclass, replace
 
 from mapping.models import ModelSpec
-from sim.workloads.serve.anchors import StepPlanRun, compute_bound, simulate_anchor
+from sim.workloads.serve.anchors import LAYERS, StepPlanRun, compute_bound, simulate_anchor
 from sim.workloads.serve.progress import AnchorDone, ProgressSink, Waiting
 from sim.workloads.serve.shapes import StepShape
 
@@ -67,7 +67,7 @@ def simulate(cfg, model: ModelSpec, shape: StepShape, options, keys: Keys | None
 
     def run() -> StepPlanRun:
         return simulate_anchor(cfg, model, shape, options.tiles, options.stream_bytes,
-                               {"time_limit": options.map_seconds})
+                               {"time_limit": options.map_seconds}, layers=LAYERS if options.looping else 1)
 
     if not options.cache or keys is None:
         return Simulated(run(), time.perf_counter() - t0)

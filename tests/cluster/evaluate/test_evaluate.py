@@ -118,7 +118,10 @@ def test_a_refused_point_is_a_finding_and_a_crash_is_not():
                "  workload.dataflow: partition 0 needs 547,880,960 B of MU space; the chip has 1040 MUs of 524,288 B"}
     crashed = {"point_status": "error", "point_error": "KeyError: 'mu'"}
     deadlocked = {"point_status": "ok", "status": "deadlocked"}
-    assert [_crashed(r) for r in (refused, crashed, deadlocked)] == [False, True, False]
+    why = "moe-tiling: MU 10 refused expert 2's accumulator"
+    stopped = {"point_status": "error", "point_error": f"BufferRefused: {why}"}
+    other = {"point_status": "error", "point_error": f"RuntimeError: {why}"}
+    assert [_crashed(r) for r in (refused, crashed, deadlocked, stopped, other)] == [False, True, False, False, True]
 
 
 def test_buffers_kv_share_closed_form():
