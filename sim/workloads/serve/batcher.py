@@ -252,6 +252,8 @@ class Batcher:
                 self.end(self.waiting.pop(0), "failed")  # an empty memory and still it does not fit
                 continue
             step = yield from self._plan_step()
+            if step is None and not self.running:  # every running sequence failed: admit the waiting
+                continue
             if step is None:  # every running sequence stalled: nothing can go on
                 return None
             decode, chunks = step

@@ -38,7 +38,7 @@ def test_the_quick_window_has_two_requests_that_never_fit():
     assert never_fit(reqs, hbm=64 * 10**9) == 0
 
 
-def _replay(on_oom: str, mode: str = "") -> collections.Counter:
+def _replay(on_oom: str, mode: str = "", seconds: int = 10) -> collections.Counter:
     """The study's quick point (on_oom, preempt mode) replayed with every step at its roofline: how its
     requests end, and whether any is still waiting or running when the run stops."""
     from sim.chip.shard import ChipShard
@@ -47,7 +47,7 @@ def _replay(on_oom: str, mode: str = "") -> collections.Counter:
 
     raw = tomllib.loads(base_path(pressure.STUDY.base).read_text())
     raw = copy.deepcopy(raw)
-    for path, value in {"workload.decode.trace": str(TRACE), "workload.decode.trace_duration": "10s",
+    for path, value in {"workload.decode.trace": str(TRACE), "workload.decode.trace_duration": f"{seconds}s",
                         "memory.on_oom": on_oom, **({"memory.preempt_mode": mode} if mode else {})}.items():
         set_path(raw, path, value)
     cfg = chip_config(load(RUN_SCHEMA, raw=raw))
@@ -64,6 +64,13 @@ def _replay(on_oom: str, mode: str = "") -> collections.Counter:
 def test_preempt_refuses_exactly_the_requests_that_cannot_fit_alone():
     ends = _replay("preempt", "recompute")
     assert ends["failed"] == 2 and ends["ok"] == 10 and ends["left"] == 0
+
+
+def test_fail_ends_every_request_of_the_full_window():
+    # under fail a sequence refused room ends failed; once every running one has, the waiting are admitted
+    # (a run used to stop there: 13 served, 5 failed, 45 never admitted); those that can never fit fail too
+    ends, n = _replay("fail", seconds=60), len(window(60))
+    assert ends["left"] == 0 and ends["ok"] + ends["failed"] == n and ends["failed"] >= never_fit(window(60))
 
 
 def test_stall_deadlocks_serving_fewer_than_preempt():
