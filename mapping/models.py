@@ -8,9 +8,10 @@ Ainslie et al. 2023: every ``heads / kv_heads`` query heads share one key and va
 (Shazeer 2020: gate and up projections, SiLU(gate) x up, down projection), ``experts``
 [num_local_experts, num_experts] routed experts per layer each a SwiGLU MLP of ``expert_ffn``
 [intermediate_size for Mixtral, moe_intermediate_size for Qwen3] with ``top_k``
-[num_experts_per_tok] of them per token, ``vocab`` [vocab_size], untied input embedding and
-output head [tie_word_embeddings false], RMSNorm before attention and before the MLP and once
-at the end (Qwen3 also normalises every query and key head, q_norm and k_norm, over head_dim).
+[num_experts_per_tok] of them per token, ``vocab`` [vocab_size], the input embedding and the
+output head untied [tie_word_embeddings false] or one matrix (``tied``: Llama-3.2-1B), RMSNorm
+before attention and before the MLP and once at the end (Qwen3 also normalises every query and
+key head, q_norm and k_norm, over head_dim).
 
 The parameter counts below reproduce each model card's total (tests/mapping/test_models.py),
 so the weight bytes a step streams are the published model's, not a rounding of it.
@@ -37,6 +38,7 @@ class ModelSpec:
     top_k: int = 0
     expert_ffn: int = 0
     qk_norm: bool = False  # Qwen3: RMSNorm over each query and key head
+    tied: bool = False  # the output head is the input embedding's matrix (tie_word_embeddings true)
     word: int = 2  # bytes per weight and activation element (bf16)
     source: str = ""  # where the figures come from
 
@@ -84,15 +86,20 @@ class ModelSpec:
         return self.vocab * self.hidden
 
     @property
+    def vocab_matrices(self) -> int:
+        """Vocab x hidden matrices it stores: the input embedding and the output head, or one when tied."""
+        return 1 if self.tied else 2
+
+    @property
     def params(self) -> int:
-        """Every parameter: layers, input embedding, final norm, output head (untied)."""
-        return self.layers * self.layer_params + 2 * self.embedding_params + self.hidden
+        """Every parameter: layers, input embedding, final norm, output head (unless tied)."""
+        return self.layers * self.layer_params + self.vocab_matrices * self.embedding_params + self.hidden
 
     @property
     def active_params(self) -> int:
         """Parameters one token uses (the model card's "activated" count for an MoE)."""
         per = self.attention_params + self.active_mlp_params + 2 * self.hidden
-        return self.layers * per + 2 * self.embedding_params + self.hidden
+        return self.layers * per + self.vocab_matrices * self.embedding_params + self.hidden
 
     # ------------------------------------------------------------------ bytes and FLOPs
     @property
@@ -142,6 +149,12 @@ MODELS = {m.name: m for m in (
     # tie_word_embeddings false, torch_dtype bfloat16 (model card: 8.03 B parameters)
     ModelSpec("llama-3.1-8b", 32, 4096, 32, 8, 128, 14336, 128256,
               source="meta-llama/Llama-3.1-8B config.json"),
+    # meta-llama/Llama-3.2-1B config.json: hidden_size 2048, intermediate_size 8192,
+    # num_attention_heads 32, num_key_value_heads 8, head_dim 64, num_hidden_layers 16, vocab_size
+    # 128256, tie_word_embeddings true, max_position_embeddings 131072, torch_dtype bfloat16 (model
+    # card: 1.23 B parameters; counted here 1,235,814,400); the draft model of speculative decoding
+    ModelSpec("llama-3.2-1b", 16, 2048, 32, 8, 64, 8192, 128256, tied=True,
+              source="meta-llama/Llama-3.2-1B config.json"),
     # meta-llama/Llama-2-7b-hf config.json: hidden_size 4096, intermediate_size 11008,
     # num_attention_heads 32, num_key_value_heads 32, num_hidden_layers 32, vocab_size 32000,
     # tie_word_embeddings false (6.74 B parameters): the expert of Samba-CoE (Prabhakar et al., MICRO 2024)

@@ -350,6 +350,25 @@ SERVE_COLUMNS = (
            "fragmentation and reservation, vLLM's Figure 2; over the steps)"),
     Column("memory_priced", _B, "serve: the MU figures are the steps' anchors' (peaks the largest, means weighted "
            "by each step's cycles) and the tier figures add the steps' bytes and flows to the simulated ones"),
+    Column("tpot_p50_seconds", _F, "serve: median over served requests of the mean time a token after the first "
+           "(TPOT: (last - first) / (tokens - 1)); under speculative decoding a step's tokens come at once, so "
+           "tbt's gaps inside a step are 0 and this is the per-token figure"),
+    Column("spec_draft_model", _S, "serve, speculative decoding: the draft model (null: off)"),
+    Column("spec_k", _I, "serve, speculative decoding: draft tokens a sequence a step"),
+    Column("spec_acceptance", _S, "serve, speculative decoding: the acceptance distribution "
+           "(sim/workloads/serve/speculative.py)"),
+    Column("spec_drafted", _I, "serve, speculative decoding: draft tokens proposed"),
+    Column("spec_accepted", _I, "serve, speculative decoding: of them, accepted"),
+    Column("spec_rejected", _I, "serve, speculative decoding: of them, rejected (their KV reclaimed)"),
+    Column("spec_tokens_per_step", _F, "serve, speculative decoding: tokens a sequence made a verify step (accepted "
+           "+ 1), the mean"),
+    Column("spec_expected_tokens_per_step", _F, "serve, speculative decoding: the same by the closed form, 1 + the "
+           "sum of P(a >= i) over each sequence-step's drafts (Leviathan et al. 2023 for the geometric model)"),
+    Column("spec_draft_seconds", _F, "serve, speculative decoding: simulated seconds of the draft model's steps"),
+    Column("kv_bytes_reclaimed", _I, "serve, speculative decoding: KV bytes the rejected drafts wrote and gave back "
+           "(the served and the draft model's caches)"),
+    Column("kv_bytes_freed", _I, "serve, speculative decoding: of the tier's pages, bytes given back after the "
+           "steps (whole pages past the accepted lengths)"),
 )
 
 # a chip with memory tiers (sim/chip/tier_controller.py): each tier's traffic, pages and flows; null otherwise

@@ -17,6 +17,7 @@ CARDS = {
     "llama-3.1-8b": (8.03e9, 8.03e9, 0.005e9),
     "llama-3.1-70b": (70.6e9, 70.6e9, 0.05e9),
     "llama-2-7b": (6.74e9, 6.74e9, 0.005e9),  # 6,738,415,616 counted from its config.json
+    "llama-3.2-1b": (1.23e9, 1.23e9, 0.01e9),  # model card: "1B (1.23B)"; 1,235,814,400 from its config.json
     "mixtral-8x7b": (46.7e9, 12.9e9, 0.05e9),  # Mistral AI: "46.7B total parameters but only uses 12.9B per token"
     # Qwen3-30B-A3B card: "30.5B in total and 3.3B activated"; counting both embeddings the activated
     # figure is 3.353 B, which the card writes 3.3 (truncated), hence the wider tolerance
@@ -40,6 +41,18 @@ def test_llama_8b_by_hand():
     assert m.layer_params == layer == 218_112_000
     assert m.params == 32 * layer + 2 * 128256 * 4096 + 4096 == 8_030_261_248
     assert m.kv_bytes_per_token == 32 * 2 * 8 * 128 * 2 == 131_072  # 128 KiB a token
+
+
+def test_llama_1b_by_hand():
+    """Llama-3.2-1B from its config by hand: 2048 x 2048 Q and O, 2048 x 512 K and V (8 KV heads of
+    64), three 2048 x 8192 MLP matrices and two norms a layer; one 128256 x 2048 matrix for the
+    embedding and the head (tie_word_embeddings true)."""
+    m = model_preset("llama-3.2-1b")
+    layer = 2 * 2048 * 2048 + 2 * 2048 * 512 + 3 * 2048 * 8192 + 2 * 2048
+    assert m.layer_params == layer == 60_821_504
+    assert m.params == 16 * layer + 128256 * 2048 + 2048 == 1_235_814_400
+    assert m.kv_bytes_per_token == 16 * 2 * 8 * 64 * 2 == 32_768  # a quarter of Llama-3.1-8B's
+    assert m.with_(tied=False).params - m.params == 128256 * 2048
 
 
 def test_unknown_model_names_the_known_ones():

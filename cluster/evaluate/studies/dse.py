@@ -1,6 +1,7 @@
-"""Design-space exploration with the optimiser (rdasim explore, multi-objective TPE): MU size, policy, block
-size, batch and on_oom, for throughput against peak on-chip memory and energy a token
-(examples/explore_kv.toml). Its trials are a sweep's points like every other study's.
+"""Design-space exploration with the optimiser (rdasim explore, multi-objective TPE) at real scale: one
+Llama-3.1-8B layer's decode step on sn40l with its KV in MUs, over MU size, policy, block size, buffers per
+MU, reclamation and weight bits, for throughput against peak on-chip memory and energy a token
+(cluster/evaluate/bases/explore_kv_mu_sn40l.toml). Its trials are a sweep's points like every other study's.
 
 The reference is brute force over the stored trials: every front member is dominated by no feasible
 trial, and every feasible trial off the front is weakly dominated by a member of it."""
@@ -11,16 +12,25 @@ import time
 from pathlib import Path
 
 from cluster.evaluate.run import StudyRun, _cpu
-from cluster.evaluate.spec import EXAMPLES, sweep_name
+from cluster.evaluate.spec import base_path, sweep_name
 from cluster.evaluate.studies.common import bars
-from cluster.evaluate.study import Check, Row, Study, col
+from cluster.evaluate.study import Check, Column, Row, Study, col
 
+BUDGET = {True: 6, False: 40}  # trials: --quick, full (about 15 CPU s a trial)
+MUS = 1040  # sn40l's MUs: the grid's, not explored
 OBJECTIVES = (("tokens_per_second", 1), ("peak_mu_reserved", -1), ("energy_per_token_joules", -1))  # +1: maximise
 
 
 def _dominates(a: Row, b: Row) -> bool:
     ge = all(s * a[m] >= s * b[m] for m, s in OBJECTIVES)
     return ge and any(s * a[m] > s * b[m] for m, s in OBJECTIVES)
+
+
+def _dominates_in_bytes(a: Row, b: Row) -> bool:
+    """``_dominates`` with the peak reserved MU bytes in place of their share of the chip."""
+    pairs = [(s * a[m], s * b[m]) for m, s in OBJECTIVES if m != "peak_mu_reserved"]
+    pairs.append((-_reserved_bytes(a), -_reserved_bytes(b)))
+    return all(x >= y for x, y in pairs) and any(x > y for x, y in pairs)
 
 
 def _feasible(rows: list[Row]) -> list[Row]:
@@ -35,11 +45,11 @@ def _run(study: Study, out: Path, quick: bool, address: str | None, in_process: 
     from cluster.explore.driver import Options, run_explore
     from cluster.explore.spec import read_explore
 
-    spec_path = EXAMPLES / study.base
+    spec_path = base_path(study.base)
     spec = read_explore(spec_path)
     name = sweep_name(study, quick)
     cpu, start = _cpu(), time.perf_counter()
-    summary = run_explore(spec, out / name, Options(budget=6 if quick else 60, address=address,
+    summary = run_explore(spec, out / name, Options(budget=BUDGET[quick], address=address,
                                                      in_process=in_process, quiet=quiet))
     here = _cpu() - cpu
     table_dir = next((out / name).glob("*/run_summary"))
@@ -62,6 +72,16 @@ def _run(study: Study, out: Path, quick: bool, address: str | None, in_process: 
                     sum(seconds), seconds, here)
 
 
+def _reserved_bytes(r: Row) -> float:
+    """Peak reserved MU bytes: the run's share times the chip's MU bytes (the MU size is a knob)."""
+    return float(r["peak_mu_reserved"]) * MUS * int(r.get("chip_mu_bytes") or 524288)
+
+
+def _when(header: str, name: str, key: str, value: str) -> Column:
+    """A column of a knob the optimiser asks only under ``key = value`` ("-" elsewhere: the base's value is moot)."""
+    return Column(header, lambda r: r.get(name) if r.get(key) == value else None, "{}")
+
+
 def _case(r: Row) -> str:
     return f"trial {r.get('trial')}{' (front)' if r.get('on_front') else ''}"
 
@@ -75,11 +95,15 @@ def _judge(rows: list[Row]) -> list[Check]:
     dominated = [f for f in front if any(_dominates(r, f) for r in ok)]
     uncovered = [r for r in ok if not r["on_front"] and not any(
         all(s * f[m] >= s * r[m] for m, s in OBJECTIVES) for f in front)]
+    by_bytes = [f for f in front if any(_dominates_in_bytes(r, f) for r in ok)]
     return [Check("the front is the non-dominated set of the feasible trials",
                   f"{len(front)} on the front of {len(ok)} feasible; {len(dominated)} dominated, "
                   f"{len(uncovered)} off-front trials not covered",
                   "0 and 0 (brute force over every pair of stored trials)", not dominated and not uncovered,
-                  tuple(r["run_id"] for r in front))]
+                  tuple(r["run_id"] for r in front)),
+            Check("and stays so with reserved bytes in place of the share (the MU size is a knob)",
+                  f"{len(by_bytes)} of {len(front)} front members dominated in bytes", "0 (brute force)",
+                  not by_bytes, tuple(r["run_id"] for r in front))]
 
 
 def _draw(rows: list[Row], plt):
@@ -87,32 +111,44 @@ def _draw(rows: list[Row], plt):
     if not ok:
         return bars(rows, _case, (("tokens / s", "tokens_per_second"),), plt, "DSE: no feasible trial")
     fig, ax = plt.subplots(figsize=(5.4, 3.6), layout="constrained")
-    energy = [r["energy_per_token_joules"] * 1e6 for r in ok]
+    energy = [r["energy_per_token_joules"] * 1e3 for r in ok]
     lo, hi = min(energy), max(energy)
     for on, marker, size, label in ((False, "o", 40, "feasible trial"), (True, "*", 160, "Pareto front")):
         pts = [r for r in ok if r["on_front"] == on]
-        sc = ax.scatter([r["peak_mu_reserved"] for r in pts], [r["tokens_per_second"] for r in pts], marker=marker,
-                        s=size, c=[r["energy_per_token_joules"] * 1e6 for r in pts], cmap="viridis", vmin=lo,
+        sc = ax.scatter([_reserved_bytes(r) / 1e6 for r in pts], [r["tokens_per_second"] for r in pts], marker=marker,
+                        s=size, c=[r["energy_per_token_joules"] * 1e3 for r in pts], cmap="viridis", vmin=lo,
                         vmax=hi, edgecolors="k", linewidths=0.6, label=label)
-    fig.colorbar(sc, ax=ax).set_label("energy / token (uJ)", fontsize=8)
-    ax.set_xlabel("peak MU reserved (share of the chip's MU bytes)", fontsize=8)
+    fig.colorbar(sc, ax=ax).set_label("energy / token through the layer (mJ)", fontsize=8)
+    lost = [r for r in rows if r not in ok and r.get("peak_mu_reserved") is not None and r.get("tokens_per_second")]
+    ax.scatter([_reserved_bytes(r) / 1e6 for r in lost], [r["tokens_per_second"] for r in lost], marker="x", s=50,
+               color="grey", label="infeasible (deadlocked): its pace until it stopped")
+    ax.set_xlabel("peak MU bytes reserved (MB)", fontsize=8)
     ax.set_ylabel("tokens / s", fontsize=8)
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
-    fig.suptitle("Design-space exploration (TPE), kv-decode on plasticine", fontsize=9)
+    fig.suptitle("Design-space exploration (TPE): Llama-3.1-8B layer, KV in MUs, sn40l", fontsize=9)
     return fig
 
 
 STUDY = Study(
     name="dse", title="Design-space exploration with the optimiser",
-    question="Over MU size, policy, block size, batch and on_oom, which designs trade throughput against peak "
-             "on-chip memory and energy a token best?",
-    scale="toy (kv_decode.toml on plasticine, examples/explore_kv.toml's space): the sn40l serving runs take "
-          "minutes a point, too many for an optimiser's budget on this machine today",
-    base="explore_kv.toml", points=lambda quick: [], case=_case,
-    columns=(col("policy", "memory_policy", "{}"), col("MU bytes", "chip_mu_bytes", "{}"),
-             col("block", "memory_block_bytes", "{}"), col("batch", "workload_decode_max_batch", "{}"),
-             col("on_oom", "memory_on_oom", "{}"), col("status", "status", "{}"),
-             col("tokens/s", "tokens_per_second", "{:,.0f}"), col("peak reserved", "peak_mu_reserved", "{:.4f}"),
+    question="Over MU size, policy, block size, buffers per MU, reclamation and weight bits, which designs "
+             "trade throughput against peak on-chip memory and energy a token best?",
+    scale=f"real: one Llama-3.1-8B layer's decode step on the whole sn40l (kv = \"mu\", 8 sequences of 1,024 "
+          f"tokens, 2 passes), {BUDGET[True]} trials (--quick; {BUDGET[False]} full) of TPE over "
+          "explore_kv_mu_sn40l.toml's space; the MU count stays the grid's 1,040",
+    base="explore_kv_mu_sn40l.toml", points=lambda quick: [], case=_case,
+    columns=(col("MU bytes", "chip_mu_bytes", "{}"), col("policy", "memory_policy", "{}"),
+             _when("block", "memory_block_bytes", "memory_policy", "virtual"),
+             _when("per MU", "memory_buffers_per_mu", "memory_policy", "static-multi"),
+             col("reclaim", "memory_reclaim", "{}"), _when("weight bits", "memory_weight_bits", "memory_reclaim",
+                                                           "partial-free"),
+             col("status", "status", "{}"), col("tokens/s", "tokens_per_second", "{:,.0f}"),
+             col("peak reserved", "peak_mu_reserved", "{:.4f}"),
+             Column("peak reserved MB", lambda r: _reserved_bytes(r) / 1e6 if r.get("peak_mu_reserved") is not None
+                    else None, "{:,.1f}"),
              col("energy/token J", "energy_per_token_joules", "{:.3g}")),
-    judge=_judge, draw=_draw, runner=_run)
+    judge=_judge, draw=_draw, runner=_run,
+    notes=("The optimiser ranks designs on peak_mu_reserved, a share of the chip's MU bytes (the result table "
+           "has no column of reserved bytes): with 1 MiB MUs a share is of twice the bytes of 512 KiB ones, so "
+           "the figure and the MB column give the bytes (share x 1,040 x MU bytes).",))

@@ -26,6 +26,10 @@ Each step (Orca's iteration-level batching, Yu et al., OSDI 2022, as vLLM v1 sch
    decode sequence, the first token for each prompt it finished; finished sequences free
    their pages.
 
+Speculative decoding (``workload.decode.speculative``, speculative.py): a decode sequence's token
+becomes its drafts and one more, verified in the step (its KV room taken for all of them), the draft
+model's steps run before it, and the rejected drafts' pages are given back after it.
+
 Prefix sharing (a trace with ``hash_ids``, ``memory.prefix_sharing``): an admission holds the
 leading prompt blocks the index has (sim/serving/prefix_pool.py) and prefills only the rest, the hit tokens
 read as cached keys; its own blocks are regions of their own, registered once written.
@@ -48,10 +52,11 @@ from sim.serving.scheduling.interface import StepSink
 from sim.serving.scheduling.output import SchedulerOutput
 from sim.serving.scheduling.slot import Request
 from sim.workloads import Task
-from sim.workloads.serve.figures import StepFailure, StepLog
+from sim.workloads.serve.figures import SpecStepLog, StepFailure, StepLog
 from sim.workloads.serve.progress import ProgressSink, Served
 from sim.workloads.serve.reservation import BatchLog, refused, reserved_tokens
 from sim.workloads.serve.shapes import Roofline, StepShape
+from sim.workloads.serve.speculative import Speculative
 
 
 @dataclass(eq=False)
@@ -119,6 +124,7 @@ class StepBackend(Protocol):
         """Task: run the step; its roofline (ValueError if its plan cannot be priced)."""
         ...
 
+
     def count(self, what: str) -> None: ...
 
     def record_step(self, step: int, start: int, made: int) -> None: ...
@@ -132,16 +138,32 @@ class StepBackend(Protocol):
         ...
 
 
+class DraftBackend(Protocol):
+    """What speculative decoding (speculative.py) asks of a backend besides a StepBackend's (scheduler.py's
+    one chip has it; a system of sockets does not run it)."""
+
+    def execute_draft(self, shape: StepShape, step: int) -> Task:
+        """Task: run a step of the draft model; its roofline (ValueError as ``execute``)."""
+        ...
+
+    def trim_pages(self, cuts: list) -> Task:
+        """Task: each (region, pages) of ``cuts`` keeps only its first ``pages`` pages (0: none), the rest
+        given back: the rejected drafts' KV reclaimed."""
+        ...
+
+
 @SCHEDULERS.register("continuous")
 class Batcher:
     """The scheduling decisions (module docstring), carried out by a backend (StepBackend); a
     Scheduler (sim/serving/scheduling/interface.py)."""
 
     def __init__(self, p, cfg, requests, backend: StepBackend, pages: int, page: int, kv_token: int,
-                 swap: bool = True, copies: int = 1, on_step: StepSink | None = None):
+                 swap: bool = True, copies: int = 1, on_step: StepSink | None = None,
+                 drafting: DraftBackend | None = None):
         """``requests``: the run's requests (sim/serving/requests.py: arrivals, lengths, prefix ids);
         ``copies``: memories holding a token's ``kv_token`` bytes alike (a system's chips);
-        ``on_step``: where each step's SchedulerOutput goes (None: nowhere)."""
+        ``on_step``: where each step's SchedulerOutput goes (None: nowhere); ``drafting``: the
+        backend's draft steps and page trims, needed when ``p`` has speculative decoding on."""
         self.p = p
         self.backend = backend
         self.on_step = on_step
@@ -178,6 +200,13 @@ class Batcher:
         self.progress: ProgressSink | None = None  # told each step's end (progress.py); set by the program's watch
         self.clock_hz = cfg.spec.clock_hz
         self.span = max(arrivals, default=0) / self.clock_hz  # the trace's last arrival, s
+        self.speculative: Speculative | None = getattr(p, "speculative", None)  # None: off
+        if self.speculative is not None and drafting is None:
+            raise ValueError("speculative decoding needs a backend that runs draft steps (one chip's)")
+        self.drafting = drafting
+        self.seed = cfg.seed
+        # bytes of the served model's K and V a token (kv_token also holds the draft model's, its cache beside)
+        self.step_kv = kv_token - (self.speculative.draft.kv_bytes_per_token if self.speculative else 0)
 
     @property
     def now(self) -> int:
@@ -186,7 +215,8 @@ class Batcher:
     # ------------------------------------------------------------------ the loop
     def run(self) -> Task:
         ok = yield from self.backend.load_weights()
-        self.pages_used += -(-self.p.model.weight_bytes // self.page)
+        weights = self.p.model.weight_bytes + (self.speculative.draft.weight_bytes if self.speculative else 0)
+        self.pages_used += -(-weights // self.page)
         if not ok:
             for s in list(self.waiting):
                 self.counted_admission(s)
@@ -222,6 +252,8 @@ class Batcher:
                 self.end(self.waiting.pop(0), "failed")  # an empty memory and still it does not fit
                 continue
             step = yield from self._plan_step()
+            if step is None and not self.running:  # every running sequence failed: admit the waiting
+                continue
             if step is None:  # every running sequence stalled: nothing can go on
                 return None
             decode, chunks = step
@@ -234,10 +266,18 @@ class Batcher:
         could not be priced (every request then failed)."""
         decode = list(planned.decode)
         chunks = list(planned.prefill.items())
-        shape = StepShape.of([self.seqs[s].kv for s in decode],
-                             [(c, self.seqs[s].kv, self.seqs[s].filled + c >= self.seqs[s].prefill) for s, c in chunks])
+        prompts = [(c, self.seqs[s].kv, self.seqs[s].filled + c >= self.seqs[s].prefill) for s, c in chunks]
+        drafts = {s: self._drafts(s) for s in decode}
+        if self.speculative is None:
+            shape = StepShape.of([self.seqs[s].kv for s in decode], prompts)
+        else:  # the verify step: each decode sequence's last token and drafts, a chunk at its context
+            shape = StepShape.of([], [(drafts[s] + 1, self.seqs[s].kv, True) for s in decode] + prompts)
+            shape = shape.with_logits(sum(drafts.values()) + shape.logits)
         t0 = self.now
         try:
+            if self.speculative is not None:
+                yield from self._draft_steps(decode, prompts, drafts)
+            t_verify = self.now
             roof: Roofline = yield from self.backend.execute(shape, self.steps)
         except ValueError as exc:  # its plan does not map, fit or run: no step of this shape can
             self.backend.log(StepFailure(self.steps, str(exc)))
@@ -248,11 +288,15 @@ class Batcher:
             return None
         for s, _ in chunks:  # a prefill step before the first token: its TTFT's prefill share
             self.seqs[s].prefill_cycles += 0 if self.seqs[s].token_cycles else self.now - t0
-        made = self._apply(decode, chunks)
+        accepted = {s: self.speculative.accepted(self.seed, s, self.steps, d) for s, d in drafts.items()} \
+            if self.speculative is not None else {}
+        made = self._apply(decode, chunks, accepted)
         self._written(chunks)
+        if self.speculative is not None:
+            yield from self._reclaim(decode, drafts, accepted, t0, t_verify)
         self.backend.record_step(self.steps, t0, made)
         self._log_batch(t0, len(decode) + len(chunks))
-        written = shape.tokens * self.kv_token
+        written = shape.tokens * self.step_kv
         self.backend.log(StepLog(self.steps, t0, self.now, len(decode), sum(c for _, c in chunks), shape.tokens,
                                  shape.keys, shape.kv_read, made, int(roof.bytes) - written, written, int(roof.flops)))
         self.steps += 1
@@ -264,6 +308,48 @@ class Batcher:
                                kv_granted=planned.kv_granted, preempted=tuple(self.preempted), ended=self.ended)
         self.granted, self.preempted, self.ended = {}, [], {}
         return done
+
+    # ------------------------------------------------------------------ speculative decoding
+    def _drafts(self, s: int) -> int:
+        """Drafts decode sequence ``s`` proposes this step: k, but none past its output's last token."""
+        if self.speculative is None:
+            return 0
+        q = self.seqs[s]
+        return max(0, min(self.speculative.k, q.output - q.made - 1))
+
+    def _draft_steps(self, decode: list[int], prompts: list[tuple[int, int, bool]], drafts: dict[int, int]) -> Task:
+        """The draft model's steps before the verify step (speculative.py): step i decodes a token of every
+        sequence drafting more than i at its context plus i; the first also prefills the step's prompt chunks."""
+        backend = self.drafting
+        assert backend is not None
+        n = max(drafts.values(), default=0)
+        for i in range(max(n, 1 if prompts else 0)):
+            shape = StepShape.of([self.seqs[s].kv + i for s in decode if drafts[s] > i], prompts if i == 0 else [])
+            if shape.tokens:
+                yield from backend.execute_draft(shape, self.steps)
+
+    def _reclaim(self, decode: list[int], drafts: dict[int, int], accepted: dict[int, int], t0: int,
+                 t_verify: int) -> Task:
+        """Give back the pages only the rejected drafts' KV took (each sequence's tail cut to the pages of
+        its accepted length; none under a reservation ahead that holds them) and log the step's drafts
+        (SpecStepLog)."""
+        cuts, freed = [], 0
+        for s in decode:
+            q = self.seqs[s]
+            keep = self._pages(self._room(q, q.kv))  # its accepted length's (or its reservation's, if ahead)
+            if keep < self.held.get(s, 0):
+                cuts.append((q, keep))
+                freed += self.held[s] - keep
+        if cuts and self.drafting is not None:
+            yield from self.drafting.trim_pages(cuts)
+            for q, keep in cuts:
+                self._book(q.seq, keep)
+        spec = self.speculative
+        assert spec is not None
+        drafted, kept = sum(drafts.values()), sum(accepted.values())
+        expected = sum(spec.expected_tokens(d) for d in drafts.values())
+        self.backend.log(SpecStepLog(self.steps, len(decode), drafted, kept, drafted - kept, expected,
+                                     t_verify - t0, (drafted - kept) * self.kv_token, freed * self.page))
 
     def _log_batch(self, t0: int, batch: int) -> None:
         """The step's batch and the running sequences' KV bytes reserved (their pages; a shared prefix
@@ -361,7 +447,7 @@ class Batcher:
         adds (on_oom handled); None if nothing can run."""
         while True:
             decode = [s for s in self.running if self.seqs[s].decoding]
-            budget = max(0, self.p.max_step_tokens - len(decode))
+            budget = max(0, self.p.max_step_tokens - sum(1 + self._drafts(s) for s in decode))
             chunks: list[tuple[int, int]] = []
             for s in self.running:
                 q = self.seqs[s]
@@ -378,7 +464,7 @@ class Batcher:
                     break
                 chunks.append((s, c))
                 budget -= c
-            need = {s: 1 for s in decode} | dict(chunks)
+            need = {s: 1 + self._drafts(s) for s in decode} | dict(chunks)
             if not need:
                 return None
             refused = yield from self._reserve(need)
@@ -497,15 +583,17 @@ class Batcher:
         return True
 
     # ------------------------------------------------------------------ after a step
-    def _apply(self, decode: list[int], chunks: list[tuple[int, int]]) -> int:
-        """The step's tokens: KV grown, a token for each decode sequence and each finished prefill."""
+    def _apply(self, decode: list[int], chunks: list[tuple[int, int]], accepted: dict[int, int]) -> int:
+        """The step's tokens: KV grown, a token for each decode sequence (and its accepted drafts under
+        speculative decoding, made at once) and each finished prefill."""
         now, made = self.now, 0
         for s in decode:
             q = self.seqs[s]
-            q.kv += 1
-            q.made += 1
-            q.token_cycles.append(now)
-            made += 1
+            n = 1 + accepted.get(s, 0)
+            q.kv += n
+            q.made += n
+            q.token_cycles.extend([now] * n)
+            made += n
         for s, c in chunks:
             q = self.seqs[s]
             q.kv += c

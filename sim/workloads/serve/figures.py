@@ -78,6 +78,28 @@ class AnchorLog:
 
 
 @dataclass(frozen=True, slots=True)
+class SpecStepLog:
+    """A step's speculative decoding (speculative.py; logged only when it is on): its drafts, what the
+    verify step accepted, and the rejected drafts' KV reclaimed."""
+
+    step: int = column("int64", "step number (run_steps')")
+    sequences: int = column("int64", "decode sequences it verified")
+    drafted: int = column("int64", "draft tokens they proposed")
+    accepted: int = column("int64", "of them, accepted")
+    rejected: int = column("int64", "of them, rejected (drafted - accepted)")
+    expected_tokens: float = column("double", "tokens the sequences make on average (closed form: 1 + sum of "
+                                    "P(a >= i) a sequence)")
+    draft_cycles: int = column("int64", "cycles of the draft model's steps before the verify step")
+    reclaimed_bytes: int = column("int64", "KV bytes the rejected drafts wrote and gave back (both models' caches)")
+    freed_bytes: int = column("int64", "of the tier's pages, bytes given back after it (whole pages)")
+
+    HASHED: ClassVar[bool] = True
+
+    def row(self) -> tuple:
+        return astuple(self)
+
+
+@dataclass(frozen=True, slots=True)
 class StepAnchor:
     """Which anchor priced the steps of one shape (a view: the steps' cycles are in the hash)."""
 
@@ -164,8 +186,25 @@ def serve_figures(params, logged: list, clock_hz: float) -> tuple[dict, dict]:
         **anchors,
         "step_error": failure,
         **prefix_figures([x for x in logged if isinstance(x, PrefixLog)]),
+        **speculative_figures(params, [x for x in logged if isinstance(x, SpecStepLog)], clock_hz),
     }
     return summary, {"steps": _columns(steps, StepLog), **cols}
+
+
+def speculative_figures(params, logs: list[SpecStepLog], clock_hz: float) -> dict:
+    """The summary's speculative-decoding figures (none when it is off: the summary stays as it was)."""
+    spec = getattr(params, "speculative", None)
+    if spec is None:
+        return {}
+    seqs = sum(x.sequences for x in logs)
+    return {"spec_draft_model": spec.draft.name, "spec_k": spec.k, "spec_acceptance": spec.acceptance,
+            "spec_drafted": sum(x.drafted for x in logs), "spec_accepted": sum(x.accepted for x in logs),
+            "spec_rejected": sum(x.rejected for x in logs),
+            "spec_tokens_per_step": (sum(x.accepted for x in logs) + seqs) / seqs if seqs else None,
+            "spec_expected_tokens_per_step": sum(x.expected_tokens for x in logs) / seqs if seqs else None,
+            "spec_draft_seconds": sum(x.draft_cycles for x in logs) / clock_hz,
+            "kv_bytes_reclaimed": sum(x.reclaimed_bytes for x in logs),
+            "kv_bytes_freed": sum(x.freed_bytes for x in logs)}
 
 
 def anchor_figures(params, logged: list) -> tuple[dict, dict]:

@@ -15,7 +15,7 @@ from mapping.models import MODELS, ModelSpec
 from sim.chip.spec import CU
 from sim.keys import Field, Issue, Table
 from sim.serving.lengths import Dist, dist_of
-from sim.serving.metrics import Objectives, PreemptionLog, RequestLog, prompt_figures, serving_figures
+from sim.serving.metrics import SERVED, Objectives, PreemptionLog, RequestLog, prompt_figures, serving_figures
 from sim.serving.requests import prefix_block_issues, trace_of
 from sim.serving.trace import RequestTrace
 from sim.workloads import WORKLOADS, ChipContext, Workload
@@ -24,6 +24,7 @@ from sim.workloads.capabilities import Capabilities
 from sim.workloads.kv_decode import KvParams
 from sim.workloads.serve.costs import CALL_SYNC, CostOptions
 from sim.workloads.serve.reservation import MAX_MODEL_LEN, RESERVATIONS, batch_figures
+from sim.workloads.serve.speculative import ACCEPTANCE, Speculative, speculative_of
 
 SHARED = ("requests", "prompt_tokens", "output_tokens", "arrival_interval", "scheduler_tile", "trace", "trace_format",
           "trace_model", "trace_start", "trace_duration", "trace_speedup", "trace_jitter", "max_prompt_tokens",
@@ -52,6 +53,7 @@ class ServeParams(Workload):
     prefix_block_tokens: int = 0  # tokens of a shared prefix block (0: the trace's block; kv-decode's)
     kv_reservation: str = "paged"  # what an admitted request's KV reserves (reservation.py)
     max_model_len: int = MAX_MODEL_LEN  # kv_reservation = "max": the tokens each request reserves
+    speculative: Speculative | None = None  # speculative decoding with a draft model (speculative.py); None: off
 
     SECTION: ClassVar[str] = "decode"
     CAPABILITIES: ClassVar[Capabilities] = Capabilities(system=False, maps_graph=False, preempts=True)
@@ -102,6 +104,18 @@ class ServeParams(Workload):
                                "simulated: for questions of admission and batching, not of the plans' speed"),
         "call_sync": Field("time", CALL_SYNC, "serve: looping = false: a kernel call's synchronisation at each layer "
                            "boundary (chosen, not published: sim/workloads/serve/costs.py)", min=0.0, unit="s"),
+        "speculative": Table({
+            "draft": Field("choice", "none", "serve: speculative decoding's draft model, by its published "
+                           "configuration (mapping/models.py; sim/workloads/serve/speculative.py); none: off",
+                           choices=("none", *MODELS)),
+            "k": Field("int", 4, "serve: draft tokens a sequence a step (its verify step checks k + 1); 0: off",
+                       min=0, max=16),
+            "acceptance": Field("choice", "geometric", "serve: the drafts' acceptance distribution: geometric "
+                                "(Leviathan et al. 2023, each accepted with probability alpha) or published "
+                                "per-position rates (sim/workloads/serve/speculative.py)", choices=ACCEPTANCE),
+            "alpha": Field("float", 0.7, "serve: geometric acceptance: each draft's probability of acceptance "
+                           "(chosen, not published)", min=0.0, max=0.99),
+        }, doc="speculative decoding: a draft model proposes, the served model verifies"),
     }, doc="kv-decode, spec-decode and serve")
 
     @classmethod
@@ -128,7 +142,8 @@ class ServeParams(Workload):
                    tile_id(sched, spec), trace, d["slo_ttft"] or 0.0, d["slo_tbt"] or 0.0,
                    cost_options(d), spec.tiers[0].name if spec.tiers else "",
                    round(d["trace_jitter"] * spec.clock_hz / d["trace_speedup"]) if trace else 0,
-                   d["prefix_block_tokens"], kv_reservation=d["kv_reservation"], max_model_len=d["max_model_len"])
+                   d["prefix_block_tokens"], kv_reservation=d["kv_reservation"], max_model_len=d["max_model_len"],
+                   speculative=speculative_of(d["speculative"], MODELS, model, issues))
 
     @property
     def work_items(self) -> int:
@@ -148,7 +163,8 @@ class ServeParams(Workload):
         reqs = [x for x in logged if isinstance(x, RequestLog)]
         moves = [x for x in logged if isinstance(x, PreemptionLog)]
         summary, tables = serving_figures(reqs, moves, clock_hz, seconds, Objectives(self.slo_ttft, self.slo_tbt))
-        return {**summary, **prompt_figures(reqs), **batch_figures(logged)}, tables
+        return {**summary, **prompt_figures(reqs), **batch_figures(logged),
+                "tpot_p50_seconds": tpot_p50(reqs, clock_hz)}, tables
 
     def priced_actions(self, logged: list):
         from sim.workloads.serve.figures import priced_actions
@@ -162,6 +178,16 @@ class ServeParams(Workload):
 
     def input_figures(self, cfg) -> dict:
         return KvParams.input_figures(self, cfg)  # type: ignore[arg-type]  # the same trace fields
+
+
+def tpot_p50(reqs: list[RequestLog], clock_hz: float) -> float | None:
+    """The median over served requests of (last token - first) / (tokens - 1), s (None: no such request)."""
+    per = sorted((r.token_cycles[-1] - r.token_cycles[0]) / (len(r.token_cycles) - 1) / clock_hz
+                 for r in reqs if r.status == SERVED and len(r.token_cycles) > 1)
+    if not per:
+        return None
+    mid = len(per) // 2
+    return per[mid] if len(per) % 2 else (per[mid - 1] + per[mid]) / 2
 
 
 def cost_options(d: dict) -> CostOptions:

@@ -53,9 +53,11 @@ class Serving(Requests):
             return None
         self.backend = ChipBackend(self, cu)
         tier = self.cfg.spec.tiers[0]
+        spec = self.p.speculative  # the draft model's KV cache beside the served model's, a token for a token
+        kv = self.p.model.kv_bytes_per_token + (spec.draft.kv_bytes_per_token if spec else 0)
         self.batcher = Batcher(self.p, self.cfg, self, self.backend, int(tier.capacity // tier.page_bytes),
-                               tier.page_bytes, self.p.model.kv_bytes_per_token, swap=self.swap_tier >= 0,
-                               on_step=cu.shard.log if self.cfg.trace else None)
+                               tier.page_bytes, kv, swap=self.swap_tier >= 0,
+                               on_step=cu.shard.log if self.cfg.trace else None, drafting=self.backend)
         self.batcher.progress = self.sink
         return self.batcher.run()
 
@@ -90,6 +92,8 @@ class ChipBackend:
         self.unit = cu.uid
         cfg = prog.cfg
         self.costs = StepCosts(cfg, prog.p.model, prog.p.costs, planner=lambda: planned_anchors(cfg), sink=prog.sink)
+        spec = prog.p.speculative  # the draft model's steps: priced alike, from its own anchors
+        self.draft_costs = StepCosts(cfg, spec.draft, prog.p.costs, sink=prog.sink) if spec else None
 
     @property
     def now(self) -> int:
@@ -105,8 +109,10 @@ class ChipBackend:
         return got[tag]
 
     def load_weights(self) -> Task:
-        """The model's weights take their pages in the first tier (they live there for the run)."""
-        r = yield from self._ask(self.prog.tier, m.CTRL_TIER_ALLOC, nbytes=self.p.model.weight_bytes)
+        """The model's weights (and a draft model's) take their pages in the first tier (they live there
+        for the run)."""
+        nbytes = self.p.model.weight_bytes + (self.p.speculative.draft.weight_bytes if self.p.speculative else 0)
+        r = yield from self._ask(self.prog.tier, m.CTRL_TIER_ALLOC, nbytes=nbytes)
         return r.status == m.STATUS_OK
 
     def take_pages(self, wants: list, free: int) -> Task:
@@ -133,6 +139,22 @@ class ChipBackend:
         if region.region >= 0:
             yield from self._ask(self.prog.tier, m.CTRL_TIER_FREE, buf=region.region)
 
+    def trim_pages(self, cuts: list) -> Task:
+        """Each region keeps its first pages only. The tier's regions grow and are freed whole
+        (sim/chip/tier_controller.py has no shrink), so a cut is the region freed and its kept pages
+        taken again in the same exchange: the pool's books then hold what a block table truncated to the
+        accepted length holds (vLLM frees a sequence's blocks past its tokens); no KV moves."""
+        frees = [self.cu.request(m.CONTROL, self.prog.tier, arg=m.CTRL_TIER_FREE, buf=q.region) for q, _ in cuts]
+        yield Replies(frees, "memory")
+        kept = [(q, self.cu.request(m.CONTROL, self.prog.tier, arg=m.CTRL_TIER_ALLOC, nbytes=pages * self.page))
+                for q, pages in cuts if pages]
+        for q, _ in cuts:
+            q.region = -1
+        got = (yield Replies([tag for _, tag in kept], "memory")) if kept else {}
+        for q, tag in kept:
+            assert got[tag].status == m.STATUS_OK, "pages just freed were refused"
+            q.region = got[tag].buf
+
     def swap_out(self, q: Sequence, nbytes: int) -> Task:
         r = yield from self._ask(self.prog.swap_tier, m.CTRL_TIER_ALLOC, nbytes=nbytes)
         if r.status != m.STATUS_OK:
@@ -151,6 +173,13 @@ class ChipBackend:
         yield Sleep(cycles)
         return roof
 
+    def execute_draft(self, shape: StepShape, step: int) -> Task:
+        """A draft model's step: its price in cycles (its own anchors), slept."""
+        assert self.draft_costs is not None
+        cycles, roof = self.draft_costs.price(shape)
+        yield Sleep(cycles)
+        return roof
+
     def count(self, what: str) -> None:
         self.shard.counts[what] += 1
 
@@ -166,3 +195,6 @@ class ChipBackend:
     def finished(self, steps: int) -> None:
         for log in self.costs.finish():
             self.shard.log(log)
+        if self.draft_costs is not None:
+            for log in self.draft_costs.finish():
+                self.shard.log(log)

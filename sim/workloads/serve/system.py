@@ -108,6 +108,9 @@ class ServeSystemParams(ServeParams):
             issues.append(Issue("system.network", "serve-system runs one tensor-parallel group of every chip: give "
                                 "one [[system.network]] with parallelism = \"TP\" and size = system.chips"))
             return cls()
+        if d["speculative"]["draft"] != "none" and d["speculative"]["k"]:
+            issues.append(Issue("workload.decode.speculative", "speculative decoding runs in serve (one socket), "
+                                "not serve-system"))
         tp = system.chips
         try:
             part = whole.tp_slice(tp)

@@ -313,3 +313,11 @@ def test_collectives_must_be_named():
     decode = {**cfg["workload"]["decode"], "collectives": "analytic"}
     with pytest.raises(Exception, match="collectives"):
         run({**cfg, "workload": {**cfg["workload"], "decode": decode}})
+
+
+def test_speculative_decoding_is_refused_on_a_system():
+    """serve-system has no draft steps (speculative decoding runs on one socket): the key is refused, not ignored."""
+    cfg = raw()
+    decode = {**cfg["workload"]["decode"], "speculative": {"draft": "llama-3.2-1b", "k": 4}}
+    with pytest.raises(Exception, match="speculative decoding runs in serve"):
+        run({**cfg, "workload": {**cfg["workload"], "decode": decode}})
