@@ -124,7 +124,6 @@ class StepBackend(Protocol):
         """Task: run the step; its roofline (ValueError if its plan cannot be priced)."""
         ...
 
-
     def count(self, what: str) -> None: ...
 
     def record_step(self, step: int, start: int, made: int) -> None: ...
@@ -340,8 +339,10 @@ class Batcher:
             if keep < self.held.get(s, 0):
                 cuts.append((q, keep))
                 freed += self.held[s] - keep
-        if cuts and self.drafting is not None:
-            yield from self.drafting.trim_pages(cuts)
+        backend = self.drafting  # never None with speculative decoding on (__init__ refuses it)
+        assert backend is not None
+        if cuts:
+            yield from backend.trim_pages(cuts)
             for q, keep in cuts:
                 self._book(q.seq, keep)
         spec = self.speculative
