@@ -306,6 +306,9 @@ def test_collectives_at_their_closed_form_give_the_messages_run_within_two_perce
     for x, y in zip(steps(a), steps(b)):
         assert abs(x - y) <= 0.02 * x
     assert sb["ttft_p50_seconds"] == pytest.approx(sa["ttft_p50_seconds"], rel=0.02)
+    closed = {**cfg, "workload": {**cfg["workload"], "decode": decode}}
+    assert run(closed, shards=2).summary["result_hash"] == run(closed, shards=4).summary["result_hash"] \
+        == sb["result_hash"]  # the scheduler's chip alone works; its shard is the same run whatever the others
 
 
 def test_collectives_must_be_named():
