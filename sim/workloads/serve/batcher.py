@@ -74,6 +74,7 @@ class Sequence(Request):
     pre: int = 0  # KV tokens in those blocks; the tail holds the rest
     blocks: dict[int, Block] = field(default_factory=dict)  # block number -> the block it holds
     prefill_cycles: int = 0  # cycles of the steps that prefilled it before its first token
+    fresh: bool = False  # admitted with no KV of its own (new, or to recompute) and in no step since
 
     @property
     def decoding(self) -> bool:
@@ -429,10 +430,12 @@ class Batcher:
                 s.kv = s.filled = hits * self.pool.block_tokens
             if s.admitted < 0:
                 s.admitted = now
+            if not s.counted:  # taken from the queue the first time (an admission given back keeps its count)
                 self.counted_admission(s.seq)
                 if self.prefix is not None:
                     self.backend.log(self.prefix.log(s.seq, s.ids, hits))
             s.order, self.admissions = self.admissions, self.admissions + 1
+            s.fresh = s.swapped < 0
             self.running.append(s.seq)
 
     def counted_admission(self, s: int) -> None:
@@ -554,6 +557,9 @@ class Batcher:
         if q.swapped >= 0:  # admitted, but its KV never came back from the swap memory: in line again as it was
             self.waiting.insert(0, s)
             return
+        if q.fresh:  # admitted without room (no memory-aware admission) and given back before it computed
+            yield from self._give_back(s)  # any KV: nothing is lost or moved, so it is no preemption
+            return
         nbytes = q.tail(q.kv) * self.kv_token  # under prefix sharing its blocks stay: the tail moves
         what = "recompute"
         if self.swap and q.kv and q.decoding:
@@ -566,6 +572,16 @@ class Batcher:
         q.preemptions += 1
         self.preempted.append(s)
         self.backend.log(PreemptionLog(s, self.backend.unit, what, t0, moved, self.now, nbytes))
+        self.waiting.insert(0, s)
+
+    def _give_back(self, s: int) -> Task:
+        """Undo the admission of a sequence no step has run since: free what pages (and found prefix
+        blocks) it took and put it first in line again, as memory-aware admission would have kept it."""
+        q = self.seqs[s]
+        yield from self._free(s)
+        q.filled = q.kv = 0  # prefix blocks found at admission were let go: found again when admitted
+        if not q.preemptions:  # its first admission undone: it queues until the one that holds
+            q.admitted = -1
         self.waiting.insert(0, s)
 
     def _swap_in(self, s: int) -> Task:
@@ -590,6 +606,7 @@ class Batcher:
         now, made = self.now, 0
         for s in decode:
             q = self.seqs[s]
+            q.fresh = False
             n = 1 + accepted.get(s, 0)
             q.kv += n
             q.made += n
@@ -597,6 +614,7 @@ class Batcher:
             made += n
         for s, c in chunks:
             q = self.seqs[s]
+            q.fresh = False
             q.kv += c
             q.filled += c
             if q.decoding:  # its prefill is done: it makes the next token

@@ -38,9 +38,9 @@ def test_the_quick_window_has_two_requests_that_never_fit():
     assert never_fit(reqs, hbm=64 * 10**9) == 0
 
 
-def _replay(on_oom: str, mode: str = "", seconds: int = 10) -> collections.Counter:
-    """The study's quick point (on_oom, preempt mode) replayed with every step at its roofline: how its
-    requests end, and whether any is still waiting or running when the run stops."""
+def _run(on_oom: str, mode: str = "", seconds: int = 10):
+    """The study's point (on_oom, preempt mode) replayed with every step at its roofline: its batcher and
+    its shard (records and logs) once the run stops."""
     from sim.chip.shard import ChipShard
     from sim.noc.topology import Region
     from sim.workloads.serve.scheduler import Serving
@@ -56,9 +56,19 @@ def _replay(on_oom: str, mode: str = "", seconds: int = 10) -> collections.Count
     prog = Serving(cfg.workload, cfg)
     shard = ChipShard(cfg, Region(0, cfg.spec.rows, 0, cfg.spec.cols), prog)
     shard.advance(0, cfg.max_cycles)
+    return prog.batcher, shard
+
+
+def _replay(on_oom: str, mode: str = "", seconds: int = 10) -> collections.Counter:
+    """How the replayed point's requests end, and whether any is still waiting or running when it stops."""
+    batcher, shard = _run(on_oom, mode, seconds)
     ends = collections.Counter(r.status for r in shard.records)
-    ends["left"] = len(prog.batcher.waiting) + len(prog.batcher.running)
+    ends["left"] = len(batcher.waiting) + len(batcher.running)
     return ends
+
+
+def _logged(shard, kind) -> list:
+    return [x for x in shard.logged if isinstance(x, kind)]
 
 
 def test_preempt_refuses_exactly_the_requests_that_cannot_fit_alone():
@@ -91,3 +101,60 @@ def test_memory_pressure_quick_holds_its_references(tmp_path):
     by = {c["what"]: c for c in checks}
     assert by["preempt refuses exactly the requests that cannot fit alone and serves the rest"]["holds"]
     assert next(c for w, c in by.items() if w.startswith("stall deadlocks"))["holds"]
+
+
+KV_PAGE_TOKENS = 16  # a 2 MiB page holds 16 tokens of 128 KiB
+
+
+@pytest.fixture(scope="module")
+def minute():
+    """The full window (60 s, 63 requests) replayed under evict, preempt-recompute and preempt-swap."""
+    return {case: _run(*case, seconds=60) for case in (("evict", ""), ("preempt", "recompute"), ("preempt", "swap"))}
+
+
+def test_no_running_sequence_ever_lacks_room_to_grow_in_the_minute(minute):
+    """Why preempt never preempts here, recompute or swap: at every step the running sequences' KV at
+    their last tokens (prompt + output - 1 tokens each, in pages) fits the 447 pages of room together. The
+    code trace's outputs are short (6 to 142 tokens: at most 8 pages of growth a request) beside its
+    prompts (up to 7,436 tokens), so a head that waits for room leaves more free than the running
+    sequences will ever add; no sequence is refused room to grow, and on_oom is consulted only for a
+    head that has no room (refused if it cannot fit alone)."""
+    from sim.serving.metrics import PreemptionLog, RequestLog
+    from sim.workloads.serve.figures import StepLog
+
+    room = room_tokens() // KV_PAGE_TOKENS
+    for case, (_, shard) in minute.items():
+        assert not _logged(shard, PreemptionLog), case
+        served = [r for r in _logged(shard, RequestLog) if r.status == "ok"]
+        assert len(served) == 58
+        lengths = {r.request: r.prompt + len(r.token_cycles) - 1 for r in served}
+        steps = _logged(shard, StepLog)
+        need = [sum(-(-lengths[r.request] // KV_PAGE_TOKENS) for r in served
+                    if r.admitted <= s.start and r.token_cycles[-1] >= s.end) for s in steps]
+        assert len(need) == 842 and max(need) <= room, case
+
+
+def test_evict_runs_the_steps_preempt_runs(minute):
+    """evict is swap without memory-aware admission: it admits a waiting head that has no room, whose
+    prompt's pages are refused, and gives it back before any step (it holds no KV of its own: nothing is
+    lost or moved, so it is no preemption; the study's full run once counted 241 such give-backs as
+    preemptions). So evict runs the same steps as preempt and serves the same requests, refusing the 5
+    that cannot fit alone. With no preemption the preempt modes never act: recompute and swap are the
+    same run, token for token."""
+    from sim.serving.metrics import RequestLog
+    from sim.workloads.serve.figures import StepLog
+
+    def steps(case):
+        return [(s.decode, s.prefill_tokens) for s in _logged(minute[case][1], StepLog)]
+
+    def ends(case):
+        return {r.request: (r.status, len(r.token_cycles)) for r in _logged(minute[case][1], RequestLog)}
+
+    def tokens(case):
+        return {r.request: r.token_cycles for r in _logged(minute[case][1], RequestLog)}
+
+    evict, recompute, swap = ("evict", ""), ("preempt", "recompute"), ("preempt", "swap")
+    assert steps(evict) == steps(recompute) == steps(swap)
+    assert ends(evict) == ends(recompute)
+    assert sum(1 for status, _ in ends(evict).values() if status == "failed") == never_fit(window(60)) == 5
+    assert tokens(recompute) == tokens(swap)

@@ -107,6 +107,34 @@ def test_swap_moves_the_victims_kv_through_ddr(tmp_path):
     assert done.summary["ddr_write_bytes"] > 0
 
 
+THREE = [(0, 80, 20)] * 3  # three prompts of 80 tokens (5 pages of 16 tokens each), 20 tokens out
+
+
+@pytest.mark.parametrize("on_oom,mode", [("preempt", "swap"), ("preempt", "recompute"), ("evict", "")])
+def test_one_preemption_when_two_cannot_grow(tmp_path, on_oom, mode):
+    """Three requests of 80 prompt tokens (5 pages each) in 10 pages of KV room. A and B prefill (10 pages);
+    C has no room. At their first decode step A and B each need a 6th page and neither gets one: B, the
+    later admitted, is preempted, once; A runs to its end (7 pages), then B, then C, all served. Under swap
+    B's 80 tokens go to DDR and back, exactly 80 x 131,072 = 10,485,760 B each way; under recompute nothing
+    moves and B prefills its prompt and the token it made, 81 tokens. ``evict`` is swap without
+    memory-aware admission: C is admitted with no room and given back, which is no preemption (it holds no
+    KV it computed: nothing is lost or moved), so evict counts the same one preemption as swap."""
+    memory = {"on_oom": on_oom, **({"preempt_mode": mode} if mode else {})}
+    done = run(serve(trace_file(tmp_path, THREE), chip=_tight(10), memory=memory))
+    s = done.summary
+    assert s["requests_finished"] == 3 and s["requests_failed"] == 0
+    assert all(len(r.token_cycles) == 20 for r in logged(done, RequestLog))
+    swap = on_oom == "evict" or mode == "swap"
+    moved = 80 * KV_TOKEN
+    pre = logged(done, PreemptionLog)
+    assert s["preemptions"] == 1 and s["preempted_requests"] == 1
+    assert sorted((p.request, p.what, p.kv_bytes) for p in pre) == (  # recompute: the KV it drops
+        [(1, "swap-in", moved), (1, "swap-out", moved)] if swap else [(1, "recompute", moved)])
+    assert s["ddr_write_bytes"] == (moved if swap else 0) and s["ddr_read_bytes"] == (moved if swap else 0)
+    prefills = sorted(x.prefill_tokens for x in logged(done, StepLog) if x.prefill_tokens)
+    assert prefills == ([80, 160] if swap else [80, 81, 160])  # A and B together, C; B again (recompute)
+
+
 def test_fail_refuses_what_does_not_fit(tmp_path):
     done = run(serve(trace_file(tmp_path, [(0, 200, 40)] * 4), chip=_tight(40), memory={"on_oom": "fail"}))
     s = done.summary
