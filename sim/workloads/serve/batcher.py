@@ -18,9 +18,11 @@ Each step (Orca's iteration-level batching, Yu et al., OSDI 2022, as vLLM v1 sch
    admitted running sequence is preempted and the step planned again; ``recompute`` drops its
    KV and later prefills its prompt and tokens again, ``swap`` first copies it to the next
    memory tier and back when it is admitted again), ``evict`` (the same as ``preempt`` with
-   ``swap``: the evicted KV goes to the next tier), ``fail`` (the sequence fails, its KV
-   freed) or ``stall`` (the sequence sits the step out and tries again; a step in which no
-   sequence can go on ends the run, deadlocked);
+   ``swap``, without memory-aware admission: the evicted KV goes to the next tier), ``fail``
+   (the sequence fails, its KV freed) or ``stall`` (the sequence sits the step out and tries
+   again; a step in which no sequence can go on ends the run, deadlocked). A victim admitted
+   and in no step since (no KV of its own: ``evict`` admits a head with no room) is given back
+   to the head of the queue, not preempted: nothing is lost or moved;
 4. the step runs (its duration is the backend's: a priced Sleep on one chip, the chips'
    compute and collectives on a system), then its tokens are made: a decode token for each
    decode sequence, the first token for each prompt it finished; finished sequences free
@@ -487,7 +489,8 @@ class Batcher:
                     yield from self._free(s)
                     self.end(s, "failed")
                 continue
-            # preempt and evict: the most recently admitted running sequence gives its room back
+            # preempt and evict: the most recently admitted running sequence gives its room back (one admitted
+            # this step with no room is given back to the queue, not preempted: _preempt)
             victim = max(self.running, key=lambda x: self.seqs[x].order)
             yield from self._preempt(victim)
 
@@ -550,7 +553,8 @@ class Batcher:
     # ------------------------------------------------------------------ preemption
     def _preempt(self, s: int) -> Task:
         """Preempt sequence ``s``: swap its KV out or drop it (recompute), free its pages, and put
-        it first in line again."""
+        it first in line again; one no step has run since its admission (nothing computed) is given
+        back instead, uncounted."""
         q = self.seqs[s]
         t0 = self.now
         self.running.remove(s)
