@@ -146,4 +146,12 @@ STUDY = Study(
     judge=_judge, draw=_draw,
     notes=(f"Room: {HBM_BYTES:,} B of HBM in {PAGE_BYTES // 2**20} MiB pages less the weights' "
            f"{math.ceil(WEIGHT_BYTES / PAGE_BYTES):,} pages leaves {room_tokens():,} tokens of KV at "
-           f"{KV_TOKEN_BYTES // 1024} KiB a token.",))
+           f"{KV_TOKEN_BYTES // 1024} KiB a token.",
+           "Why evict and both preempt modes give the same figures: at every step of the window the running "
+           "sequences' KV at their last tokens fits the room together (the code trace's outputs, 6 to 142 "
+           "tokens, grow a request by at most 8 pages; the head that waits is a long prompt), so no running "
+           "sequence is ever refused room and none is preempted, whatever the mode. on_oom acts only on a head "
+           "that has no room: preempt keeps it waiting; evict, admitting without the books, admits it, is "
+           "refused its prompt's pages and gives it back before any step (no KV of its own: no preemption), "
+           "which runs the same steps. tests/cluster/evaluate/test_pressure.py replays the minute at roofline "
+           "prices: 842 steps under each, 0 preemptions."))

@@ -135,6 +135,27 @@ def test_one_preemption_when_two_cannot_grow(tmp_path, on_oom, mode):
     assert prefills == ([80, 160] if swap else [80, 81, 160])  # A and B together, C; B again (recompute)
 
 
+@pytest.mark.parametrize("on_oom", ["evict", "preempt"])
+def test_admission_without_the_books_overcommits_a_chunked_prefill(tmp_path, on_oom):
+    """Where evict and preempt (swap both) must differ: A (160 prompt tokens: 10 pages) and B (48 tokens:
+    3 pages, 40 out) in 12 pages, prefilled in chunks of 32. Memory-aware admission books A's whole prompt,
+    so B waits for A's end: no preemption. evict admits both: B prefills (steps 0-1) and decodes beside A's
+    chunks until A's last chunk (step 4) finds the 12 pages taken (A 8, B 4): B, the later admitted, is
+    swapped out with its 48 + 2 tokens, exactly 50 x 131,072 = 6,553,600 B to DDR and back, once."""
+    memory = {"on_oom": on_oom, "preempt_mode": "swap"} if on_oom == "preempt" else {"on_oom": on_oom}
+    done = run(serve(trace_file(tmp_path, [(0, 160, 2), (0, 48, 40)]), chip=_tight(12), memory=memory,
+                     chunk_tokens=32))
+    s = done.summary
+    assert s["requests_finished"] == 2
+    moves = sorted((p.request, p.what, p.kv_bytes) for p in logged(done, PreemptionLog))
+    if on_oom == "preempt":
+        assert s["preemptions"] == 0 and moves == [] and s["ddr_write_bytes"] == 0
+    else:
+        moved = 50 * KV_TOKEN
+        assert s["preemptions"] == 1 and moves == [(1, "swap-in", moved), (1, "swap-out", moved)]
+        assert s["ddr_write_bytes"] == s["ddr_read_bytes"] == moved
+
+
 def test_fail_refuses_what_does_not_fit(tmp_path):
     done = run(serve(trace_file(tmp_path, [(0, 200, 40)] * 4), chip=_tight(40), memory={"on_oom": "fail"}))
     s = done.summary
