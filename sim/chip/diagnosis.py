@@ -108,12 +108,14 @@ def status_of(completed: bool, requests_failed: int, cut_off: bool) -> str:
 
 
 def detail(status: str, w: Waits, unit: str, finished: int, started: int, expected: int, refused: int,
-           oversize: str = "") -> str:
+           oversize: str = "", on_oom: str = "fail") -> str:
     """The status line's explanation: empty when completed, who refused or waits otherwise;
-    ``oversize`` names a buffer refused for being larger than any MU (first, as the cause)."""
+    ``oversize`` names a buffer refused for being larger than any MU (first, as the cause).
+    Under an ``on_oom`` other than fail only what cannot fit even alone is refused."""
     if status == "completed":
         return ""
     if status == "failed":
-        why = f": {oversize}" if oversize else " (memory.on_oom = fail)"
+        why = f": {oversize}" if oversize else " (memory.on_oom = fail)" if on_oom == "fail" else \
+            f" (each more than the memory holds alone; memory.on_oom = {on_oom})"
         return f"{refused} of {expected} {unit} refused for lack of memory{why}"
     return "; ".join(x for x in (oversize, describe(w, unit, finished, started, expected)) if x)

@@ -299,7 +299,7 @@ def _status(cfg, results: list[ShardResult], summary: dict, finished: int, admit
     waiting = diagnosis.merge([r.waiting for r in results])
     status = diagnosis.status_of(summary["completed"], summary["requests_failed"], cut_off=False)
     detail = diagnosis.detail(status, waiting, cfg.workload.WORK_UNIT, finished, admitted, expected,
-                              summary["requests_failed"], _oversize(cfg, results))
+                              summary["requests_failed"], _oversize(cfg, results), cfg.on_oom)
     if summary.get("step_error") and status == "failed":  # a serve step could not be priced: its
         # requests were ended for that, not refused by an MU (sim/workloads/serve/batcher.py)
         detail = (f"{summary['requests_failed']} of {expected} {cfg.workload.WORK_UNIT} not served: "

@@ -156,6 +156,19 @@ def test_admission_without_the_books_overcommits_a_chunked_prefill(tmp_path, on_
         assert s["ddr_write_bytes"] == s["ddr_read_bytes"] == moved
 
 
+@pytest.mark.parametrize("on_oom", ["evict", "preempt", "fail"])
+def test_a_request_larger_than_the_memory_is_refused_under_any_on_oom(tmp_path, on_oom):
+    """A prompt of 200 tokens (13 pages) in 10 pages of room cannot run even alone: refused under every
+    on_oom, beside one of 80 tokens that is served; the status says why, naming the on_oom the run had
+    (it once said "memory.on_oom = fail" whatever the run's)."""
+    done = run(serve(trace_file(tmp_path, [(0, 200, 2), (0, 80, 2)]), chip=_tight(10), memory={"on_oom": on_oom}))
+    s = done.summary
+    assert (s["status"], s["requests_finished"], s["requests_failed"], s["preemptions"]) == ("failed", 1, 1, 0)
+    assert s["status_detail"] == "1 of 2 requests refused for lack of memory " + (
+        "(memory.on_oom = fail)" if on_oom == "fail" else
+        f"(each more than the memory holds alone; memory.on_oom = {on_oom})")
+
+
 def test_fail_refuses_what_does_not_fit(tmp_path):
     done = run(serve(trace_file(tmp_path, [(0, 200, 40)] * 4), chip=_tight(40), memory={"on_oom": "fail"}))
     s = done.summary
