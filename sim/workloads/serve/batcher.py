@@ -49,6 +49,7 @@ from typing import Protocol
 
 from sim.serving.metrics import SERVED, PreemptionLog, RequestLog
 from sim.serving.prefix_pool import Block, PrefixPool
+from sim.serving.prefix_sharing import PrefixLog
 from sim.serving.scheduling import SCHEDULERS
 from sim.serving.scheduling.interface import StepSink
 from sim.serving.scheduling.output import SchedulerOutput
@@ -77,6 +78,7 @@ class Sequence(Request):
     blocks: dict[int, Block] = field(default_factory=dict)  # block number -> the block it holds
     prefill_cycles: int = 0  # cycles of the steps that prefilled it before its first token
     fresh: bool = False  # admitted with no KV of its own (new, or to recompute) and in no step since
+    found: PrefixLog | None = None  # its blocks and hits at its first admission, logged once that admission holds
 
     @property
     def decoding(self) -> bool:
@@ -268,6 +270,8 @@ class Batcher:
         could not be priced (every request then failed)."""
         decode = list(planned.decode)
         chunks = list(planned.prefill.items())
+        for s in decode + [s for s, _ in chunks]:
+            self._holds(self.seqs[s])
         prompts = [(c, self.seqs[s].kv, self.seqs[s].filled + c >= self.seqs[s].prefill) for s, c in chunks]
         drafts = {s: self._drafts(s) for s in decode}
         if self.speculative is None:
@@ -430,12 +434,11 @@ class Batcher:
             if hits:  # its first blocks are found: held, not computed
                 s.blocks = dict(enumerate(self.pool.hold(s.ids, hits)))
                 s.kv = s.filled = hits * self.pool.block_tokens
-            if s.admitted < 0:
+            if s.admitted < 0:  # its first admission (or its first given back: _give_back)
                 s.admitted = now
-            if not s.counted:  # taken from the queue the first time (an admission given back keeps its count)
                 self.counted_admission(s.seq)
-                if self.prefix is not None:
-                    self.backend.log(self.prefix.log(s.seq, s.ids, hits))
+                if self.prefix is not None:  # logged when it runs a step: an admission given back finds again
+                    s.found = self.prefix.log(s.seq, s.ids, hits)
             s.order, self.admissions = self.admissions, self.admissions + 1
             s.fresh = s.swapped < 0
             self.running.append(s.seq)
@@ -585,8 +588,16 @@ class Batcher:
         yield from self._free(s)
         q.filled = q.kv = 0  # prefix blocks found at admission were let go: found again when admitted
         if not q.preemptions:  # its first admission undone: it queues until the one that holds
-            q.admitted = -1
+            q.admitted, q.found = -1, None
         self.waiting.insert(0, s)
+
+    def _holds(self, q: Sequence) -> None:
+        """``q`` runs the step planned: its admission holds (no longer given back), its prefix figures
+        at its first admission logged."""
+        q.fresh = False
+        if q.found is not None:
+            self.backend.log(q.found)
+            q.found = None
 
     def _swap_in(self, s: int) -> Task:
         """Bring a swapped-out sequence's KV back; False if there is no room for it."""
@@ -610,7 +621,6 @@ class Batcher:
         now, made = self.now, 0
         for s in decode:
             q = self.seqs[s]
-            q.fresh = False
             n = 1 + accepted.get(s, 0)
             q.kv += n
             q.made += n
@@ -618,7 +628,6 @@ class Batcher:
             made += n
         for s, c in chunks:
             q = self.seqs[s]
-            q.fresh = False
             q.kv += c
             q.filled += c
             if q.decoding:  # its prefill is done: it makes the next token
@@ -643,6 +652,9 @@ class Batcher:
 
     def end(self, s: int, status: str) -> None:
         q = self.seqs[s]
+        if q.found is not None:  # admitted and ended before any step (refused under fail): its admission's figures
+            self.backend.log(q.found)
+            q.found = None
         self.backend.count("finished")
         self.ended[s] = status
         self.backend.record_request(q, status)

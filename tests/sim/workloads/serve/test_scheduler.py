@@ -156,6 +156,28 @@ def test_admission_without_the_books_overcommits_a_chunked_prefill(tmp_path, on_
         assert s["ddr_write_bytes"] == s["ddr_read_bytes"] == moved
 
 
+@pytest.mark.parametrize("on_oom", ["evict", "preempt"])
+def test_a_request_given_back_counts_the_prefix_it_finds_when_admitted(tmp_path, on_oom):
+    """Two Mooncake requests of 1,536 tokens sharing their first two 512-token blocks (ids 0, 1), arriving
+    together, in 100 pages: A takes 96 (and a 97th to grow), so B waits for A's end, then finds both
+    blocks in the prefix cache (128 MiB: the two blocks of 64 MiB) and prefills only its last 512 tokens:
+    2 hit blocks of 4, as every earlier request's blocks are still held (test_prefix_sharing.ideal). evict
+    admits B at once with no room and gives it back; the hits it counts are those of the admission that
+    holds, not the 0 of the one given back (it once reported 0 hits, and preemptions)."""
+    from tests.sim.serving.test_prefix_sharing import ideal, mooncake_text
+
+    rows = [([0, 1, 100], 1536), ([0, 1, 101], 1536)]
+    path = tmp_path / "mooncake_trace.jsonl"
+    path.write_text(mooncake_text(rows, gap_ms=0, output=2))
+    done = run(serve(str(path), chip=_tight(100), memory={"on_oom": on_oom, "prefix_cache_bytes": "128MiB"},
+                     requests=0))
+    s = done.summary
+    assert s["status"] == "completed" and s["requests_finished"] == 2 and s["preemptions"] == 0
+    assert [(4 // 2, 0), (2, 2)] == ideal([h for h, _ in rows], [p for _, p in rows], 512)
+    assert (s["prefix_blocks"], s["prefix_hit_blocks"]) == (4, 2)
+    assert sorted(x.prefill_tokens for x in logged(done, StepLog) if x.prefill_tokens) == [512, 1536]
+
+
 @pytest.mark.parametrize("on_oom", ["evict", "preempt", "fail"])
 def test_a_request_larger_than_the_memory_is_refused_under_any_on_oom(tmp_path, on_oom):
     """A prompt of 200 tokens (13 pages) in 10 pages of room cannot run even alone: refused under every
