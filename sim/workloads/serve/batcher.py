@@ -434,7 +434,7 @@ class Batcher:
             if hits:  # its first blocks are found: held, not computed
                 s.blocks = dict(enumerate(self.pool.hold(s.ids, hits)))
                 s.kv = s.filled = hits * self.pool.block_tokens
-            if s.admitted < 0:  # its first admission (or its first given back: _give_back)
+            if s.admitted < 0:  # its first admission (again if that one was given back: _give_back)
                 s.admitted = now
                 self.counted_admission(s.seq)
                 if self.prefix is not None:  # logged when it runs a step: an admission given back finds again
@@ -564,8 +564,8 @@ class Batcher:
         if q.swapped >= 0:  # admitted, but its KV never came back from the swap memory: in line again as it was
             self.waiting.insert(0, s)
             return
-        if q.fresh:  # admitted without room (no memory-aware admission) and given back before it computed
-            yield from self._give_back(s)  # any KV: nothing is lost or moved, so it is no preemption
+        if q.fresh:  # in no step since its admission (evict admits a head without room): it computed no KV,
+            yield from self._give_back(s)  # so nothing is lost or moved and it is no preemption
             return
         nbytes = q.tail(q.kv) * self.kv_token  # under prefix sharing its blocks stay: the tail moves
         what = "recompute"
