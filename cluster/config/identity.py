@@ -55,10 +55,10 @@ def _same(a: object, b: object) -> bool:
     """Equal and of the same types all the way down (True is not 1, 2.0 is not 2: they hash apart)."""
     if type(a) is not type(b):
         return False
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_same(v, b[k]) for k, v in a.items())  # type: ignore[attr-defined]
-    if isinstance(a, (list, tuple)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))  # type: ignore[arg-type]
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(v, b[k]) for k, v in a.items())
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
     return a == b
 
 
@@ -130,7 +130,7 @@ class ConfigIdentity:
     def given(self, raw: dict, table: Table | None = None) -> dict:
         """A raw config (a sweep's base, before validation) with each file it names by its content."""
         fields = self._fields_of(table or self.schema)
-        out = {}
+        out: dict[str, object] = {}
         for key, value in raw.items():
             node = fields.get(key)
             if isinstance(node, Table) and isinstance(value, dict):
