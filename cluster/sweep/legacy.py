@@ -11,7 +11,7 @@ another path, cannot be told apart from new ones this way: they run again, under
 
 from __future__ import annotations
 
-from collections.abc import Collection, Container
+from collections.abc import Collection
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -38,13 +38,13 @@ def spec_hash(spec: SweepSpec) -> str:
     return config_hash({"spec": raw, "base": spec.base})
 
 
-def as_stored(plan: SweepPlan, ids: Container[str], specs: Collection[str]) -> SweepPlan:
+def as_stored(plan: SweepPlan, ids: Collection[str], specs: Collection[str]) -> SweepPlan:
     """``plan`` as a directory that stores (or lists) the point ids ``ids`` and the spec versions ``specs``
     knows it: each point known there by its earlier id only, and not its own, keeps that id; the spec
     version keeps its earlier hash when the directory knows only that one."""
     points: list[Point] = []
     for p in plan.points:
-        if p.id not in ids:
+        if ids and p.id not in ids:  # (an empty directory: no earlier id to work out)
             earlier = point_id(p)
             if earlier in ids:
                 p = replace(p, id=earlier)
