@@ -160,3 +160,28 @@ def test_a_sweep_stored_under_the_earlier_ids_resumes_with_nothing_recomputed(tm
     assert {r["sweep_spec"] for r in rows} == {old.spec_hash}  # one spec version, known by its stored hash
     status = run_sweep(plan, out, quiet=True, in_process=True)
     assert (status.skipped, status.computed) == (5, 0)
+
+
+def test_a_time_default_in_cycles_is_left_out_at_any_clock_and_a_list_of_tables_at_its_default():
+    from cluster.config.identity import ConfigIdentity
+    from cluster.config.schema import TableList, validate
+
+    chip = {"clock": Field("frequency", "1GHz", "the clock")}
+    grown = {**chip, "delay": Field("cycles", "10ns", "a new delay", clock="chip.clock")}
+    lanes = TableList(Table({"width": Field("int", 8, "bits")}), "lanes", default=[{"width": 8}])
+    before, after = Table({"chip": Table(chip)}), Table({"chip": Table(grown), "lanes": lanes})
+    for clock, cycles in (("1GHz", 10), ("2GHz", 20)):  # 10 ns is 10 cycles at 1 GHz, 20 at 2 GHz
+        cfg, issues = validate({"chip": {"clock": clock}}, after)
+        assert not issues and cfg["chip"]["delay"] == cycles and cfg["lanes"] == [{"width": 8}]
+        old, _ = validate({"chip": {"clock": clock}}, before)
+        assert ConfigIdentity(after).point_id(cfg) == ConfigIdentity(before).point_id(old)
+    slow, _ = validate({"chip": {"clock": "2GHz", "delay": 10}, "lanes": [{"width": 16}]}, after)
+    assert ConfigIdentity(after).asked_for(slow) == {"chip": {"clock": 2e9, "delay": 10}, "lanes": [{"width": 16}]}
+
+
+def test_one_trace_under_two_names_is_one_point(tmp_path):
+    spec = _clone(tmp_path, "a")
+    shutil.copy(tmp_path / "a" / "traces" / "azure_code_sample.csv", tmp_path / "a" / "traces" / "copy.csv")
+    spec.write_text(spec.read_text().replace('"traces/azure_code_pressure.csv"', '"traces/copy.csv"'))
+    plan = plan_sweep(spec)
+    assert (len(plan.points), plan.duplicates) == (2, 2)  # the copy asks for what the original does
