@@ -52,7 +52,7 @@ def read_rows(out: Path, sweep: str, point_ids: list[str]) -> list[Row]:
 def run_study(study: Study, out: Path, quick: bool, address: str | None, in_process: bool,
               quiet: bool, mix_code: bool = False) -> StudyRun:
     """Run the study's missing points into ``out`` and read its rows back."""
-    from cluster.sweep.legacy import stored_plan
+    from cluster.sweep.known import stored_plan
     from cluster.sweep.plan import plan_sweep
     from cluster.sweep.resume import interleaved
     from cluster.sweep.runner import run_sweep

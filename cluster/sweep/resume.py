@@ -15,8 +15,8 @@ from pathlib import Path
 
 from cluster.errors import UserError
 from cluster.results import io, schemas
-from cluster.sweep import legacy
 from cluster.sweep.index import holdings, stored_specs
+from cluster.sweep.known import Stored, as_stored
 from cluster.sweep.layout import DatasetLayout
 from cluster.sweep.manifest import DONE, FAILED, FORMAT, PENDING, Manifest, PointEntry, now
 from cluster.sweep.plan import AxisColumns, SweepPlan
@@ -49,7 +49,7 @@ def resume(plan: SweepPlan, layout: DatasetLayout, existing: str, mix_code: bool
     remove_orphans(layout)
     held = holdings(layout.table_dir())
     specs = old.spec_hashes() if old else sorted(stored_specs(layout.table_dir()))
-    plan = legacy.as_stored(plan, held.status.keys() | (old.points.keys() if old else set()), specs)
+    plan = as_stored(plan, Stored(held.status.keys() | (old.points.keys() if old else set()), specs, old))
     _check_continuable(plan, layout, old, specs, existing, mix_code)
     store = Store(plan, layout)
     stored = {p.id: held.status[p.id] for p in plan.points if p.id in held.status}

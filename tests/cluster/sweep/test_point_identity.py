@@ -14,7 +14,7 @@ from cluster.config import Field, Table, config_hash
 from cluster.config.identity import FileDigests
 from cluster.config.noc import NOC_SCHEMA
 from cluster.sweep.dataset import read_dataset
-from cluster.sweep.legacy import stored_plan
+from cluster.sweep.known import stored_plan
 from cluster.sweep.plan import plan_sweep
 from cluster.sweep.points import expand
 from cluster.sweep.runner import run_sweep
@@ -59,8 +59,9 @@ def test_a_key_added_with_a_default_keeps_every_point_id_and_setting_it_makes_ne
     assert len(set(changed)) == 4 and not set(changed) & set(before)
 
 
-def _clone(root, name: str):
-    """A checkout at ``root/name``: the kv-decode trace example, its two traces, and a spec sweeping them."""
+def _clone(root, name: str, more: str = ""):
+    """A checkout at ``root/name``: the kv-decode trace example, its two traces, and a spec sweeping them
+    (and ``more`` axes)."""
     where = root / name
     (where / "traces").mkdir(parents=True)
     shutil.copy(EXAMPLES / "kv_decode_trace.toml", where)
@@ -75,7 +76,7 @@ def _clone(root, name: str):
         [axes]
         workload.decode.trace = ["traces/azure_code_sample.csv", "traces/azure_code_pressure.csv"]
         memory.on_oom = ["stall", "fail"]
-    """))
+    """) + textwrap.dedent(more))
     return spec
 
 
@@ -130,12 +131,13 @@ noop.value = [1, 2, 3, 4, 5]
 """
 
 
-def _as_main_planned(plan):
+def _as_main_planned(plan, schema_then: dict | None = None):
     """``plan`` as rdasim planned it before points were identified by what they ask for: each point's id the
-    hash of its whole resolved config, the spec version's the hash of the spec as written and its base."""
+    hash of its whole resolved config (with ``schema_then``'s keys: a schema with one more key than now), the
+    spec version's the hash of the spec as written and its base."""
     raw = {k: v for k, v in plan.spec.raw.items() if k != "base"}
     raw["sweep"] = {k: v for k, v in raw["sweep"].items() if k not in EXECUTION_KEYS}
-    return replace(plan, points=[replace(p, id=config_hash(p.config)) for p in plan.points],
+    return replace(plan, points=[replace(p, id=config_hash({**p.config, **(schema_then or {})})) for p in plan.points],
                    spec_hash=config_hash({"spec": raw, "base": plan.spec.base}))
 
 
@@ -185,3 +187,30 @@ def test_one_trace_under_two_names_is_one_point(tmp_path):
     spec.write_text(spec.read_text().replace('"traces/azure_code_pressure.csv"', '"traces/copy.csv"'))
     plan = plan_sweep(spec)
     assert (len(plan.points), plan.duplicates) == (2, 2)  # the copy asks for what the original does
+
+
+TINY = """
+    workload.decode.requests = [2]
+    workload.decode.max_output_tokens = [4]
+"""
+
+
+def test_a_sweep_stored_from_another_clone_at_another_schema_resumes_from_its_manifest(tmp_path):
+    """Neither rule gives the stored ids (a key the schema had then; clone a's paths): the manifest's record of
+    each point (its spec version's base and its values) does, read where they were, each file by content."""
+    a, b = _clone(tmp_path, "a", TINY), _clone(tmp_path, "b", TINY)
+    old = _as_main_planned(plan_sweep(a), schema_then={"legacy_knob": {"on": True}})
+    out = tmp_path / "out"
+    first = run_sweep(replace(old, points=old.points[:3]), out, quiet=True, in_process=True)
+    assert (first.computed, first.failed) == (3, 0)
+    plan = plan_sweep(b)
+    assert not {p.id for p in plan.points} & {p.id for p in old.points} and plan.spec_hash != old.spec_hash
+    again = run_sweep(plan, out, quiet=True, in_process=True)
+    assert (again.skipped, again.computed, again.total) == (3, 1, 4)  # only the point never stored runs
+    rows = read_dataset(out / "traces").to_pylist()
+    as_stored = stored_plan(plan, out)
+    assert [p.id for p in as_stored.points] == [p.id for p in old.points[:3]] + [plan.points[3].id]
+    assert sorted(r["point_id"] for r in rows) == sorted(p.id for p in as_stored.points)
+    trace = tmp_path / "a" / "traces" / "azure_code_pressure.csv"  # clone a's trace changes: the version that
+    trace.write_bytes(trace.read_bytes().replace(b"1", b"2", 1))  # stored them asks for another: none is known
+    assert [p.id for p in stored_plan(plan, out).points] == [p.id for p in plan.points]
