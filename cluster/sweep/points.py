@@ -7,7 +7,7 @@ for (cluster/config/identity.py): every key at its schema default left out and e
 by its content, so the same config gets the same id in any spec, from any clone, and after a
 commit that adds a config key with a default that keeps the old behaviour, and reruns find
 their finished points; a trace changed under the same name is a new point. (Sweeps stored
-before this rule, whose ids hashed the whole config, are still resumed: legacy.py.)
+before this rule, whose ids hashed the whole config, are still resumed: known.py.)
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ ORPHAN_AGE_SECONDS = 300.0  # a temporary file lives for the milliseconds of one
 
 @dataclass(frozen=True)
 class Resumed:
-    """Where a sweep stands before a run: the plan as the directory knows it (legacy.py: points stored under
+    """Where a sweep stands before a run: the plan as the directory knows it (known.py: points stored under
     earlier ids keep them), the points to run (in the order they run) and the manifest that records the run;
     ``released``: the points to run that sit in compacted files, which must leave them first (compact.release)."""
 
