@@ -112,6 +112,8 @@ class ConfigIdentity:
         """A leaf's value as identified: a file key's path by its file's content."""
         if node.file and isinstance(value, str) and value:
             return self.digests.identity(value)
+        if node.item is not None and isinstance(value, list):  # a list of files (or of anything)
+            return [self._leaf(node.item, v) for v in value]
         return value
 
     def _default(self, node: Field, root: dict) -> object:

@@ -181,6 +181,18 @@ def test_a_time_default_in_cycles_is_left_out_at_any_clock_and_a_list_of_tables_
     assert ConfigIdentity(after).asked_for(slow) == {"chip": {"clock": 2e9, "delay": 10}, "lanes": [{"width": 16}]}
 
 
+def test_a_list_of_files_is_identified_by_their_contents(tmp_path):
+    from cluster.config.identity import ConfigIdentity
+    from cluster.config.schema import validate
+
+    schema = Table({"w": Table({"routes": Field("list", [], "routing files", item=Field("str", file=True))})})
+    (tmp_path / "a.npz").write_bytes(b"A")
+    (tmp_path / "b.npz").write_bytes(b"B")
+    cfg, _ = validate({"w": {"routes": [str(tmp_path / "a.npz"), str(tmp_path / "b.npz")]}}, schema)
+    assert ConfigIdentity(schema).asked_for(cfg) == {"w": {"routes": ["sha256:" + hashlib.sha256(b).hexdigest()
+                                                                      for b in (b"A", b"B")]}}
+
+
 def test_one_trace_under_two_names_is_one_point(tmp_path):
     spec = _clone(tmp_path, "a")
     shutil.copy(tmp_path / "a" / "traces" / "azure_code_sample.csv", tmp_path / "a" / "traces" / "copy.csv")
