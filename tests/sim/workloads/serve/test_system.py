@@ -51,12 +51,15 @@ def test_a_group_serves_and_reports_the_serving_metrics():
     assert s["messages_total"] == 3 * 32 * 2 * 2 * 2 + 3 + 1
 
 
-def test_chips_as_shards_give_the_same_run(ray_session):
+@pytest.mark.parametrize("collectives", ["messages", "closed-form"])
+def test_chips_as_shards_give_the_same_run(ray_session, collectives):
     """One process, a shard a chip in this process and on Ray: the commands and every all-reduce
-    chunk cross the shards."""
-    one = run(raw()).summary
-    two = run(raw(), shards=2).summary
-    ray = run(raw(), shards=2, backend="ray").summary
+    chunk cross the shards (closed-form: only the scheduler's chip works, the follower's shard idles)."""
+    cfg = raw()
+    cfg["workload"]["decode"]["collectives"] = collectives
+    one = run(cfg).summary
+    two = run(cfg, shards=2).summary
+    ray = run(cfg, shards=2, backend="ray").summary
     assert one["result_hash"] == two["result_hash"] == ray["result_hash"]
     assert one["sim_cycles"] == two["sim_cycles"] == ray["sim_cycles"]
 
