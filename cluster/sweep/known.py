@@ -53,9 +53,10 @@ def as_stored(plan: SweepPlan, stored: Stored) -> SweepPlan:
     if not stored.ids:  # an empty directory: nothing to recognise
         return plan
     earlier = {p.id: legacy.point_id(p) for p in plan.points if p.id not in stored.ids}
-    missing = [pid for pid, old in earlier.items() if old not in stored.ids]
+    missing = any(old not in stored.ids for old in earlier.values())
+    by_rule = {plan.spec_hash, plan.legacy_spec_hash} & set(stored.specs)
     found = Recorded()
-    if missing and stored.manifest is not None:  # not stored under an id a rule gives: from the record
+    if (missing or not by_rule) and stored.manifest is not None:  # not known by a rule: from the record
         found = recorded(plan, stored.manifest, {*earlier.values(), *(p.id for p in plan.points)})
     points: list[Point] = []
     for p in plan.points:
@@ -99,11 +100,9 @@ def _same_versions(plan: SweepPlan, manifest: Manifest, identity: ConfigIdentity
 def recorded(plan: SweepPlan, manifest: Manifest, known: Collection[str]) -> Recorded:
     """The stored points not ``known`` by rule whose record (their spec version's base and their values)
     asks for what a point of ``plan`` does, in a spec version that asks for what ``plan``'s does."""
-    unknown = [pid for pid in manifest.points if pid not in known]
-    if not unknown:
-        return Recorded()
     identity = ConfigIdentity(plan.command.schema())
     versions = _same_versions(plan, manifest, identity)
+    unknown = [pid for pid in manifest.points if pid not in known] if versions else []
     out: dict[str, str] = {}
     for pid in unknown:
         entry = manifest.points[pid]
