@@ -238,6 +238,7 @@ def matrix_lines(plan, out: str, cpu: dict) -> list[dict]:
 def matrix_main(out: str | None, smoke: bool, status: bool) -> int:
     """Run (or with ``status`` only read) the matrix sweep into ``out`` (None: a temporary directory) and
     print its lines."""
+    from cluster.sweep.known import stored_plan
     from cluster.sweep.plan import plan_sweep
     from cluster.sweep.runner import run_sweep
 
@@ -247,7 +248,7 @@ def matrix_main(out: str | None, smoke: bool, status: bool) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         out = out or tmp
         os.makedirs(out, exist_ok=True)
-        plan = plan_sweep(matrix_spec(out, smoke))
+        plan = stored_plan(plan_sweep(matrix_spec(out, smoke)), out)  # points stored under earlier ids keep them
         clock = PointClock(os.path.join(out, f"{plan.spec.name}-cpu.json"), plan)
         if not status:
             with clock.timing():

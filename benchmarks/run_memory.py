@@ -6,13 +6,9 @@ on a trace shaped as the Azure 2023 conversation trace, at 500, 1,000 and 2,000 
     python benchmarks/run_memory.py --requests 20,40,80   # a quick look
     python benchmarks/run_memory.py --smoke               # 5 and 10 requests: what the test suite runs
 
-The trace: `AzureLLMInferenceTrace_conv.csv` as the public file is published (header
-``TIMESTAMP,ContextTokens,GeneratedTokens``, timestamps to 100 ns), generated here because
-the repository does not ship the public one: 2,000 requests arriving as a Poisson process at
-the public file's rate (19,366 requests in its hour), prompts and outputs lognormal (sigma
-1.0) with the medians Splitwise reports for the conversation trace (1,020 prompt and 129
-output tokens; Patel et al., ISCA 2024), at most 8,192 and 4,096, numpy PCG64 seed 2023
-(one stream each for the gaps, prompts and outputs).
+The trace: the public Azure 2023 conversation hour as published
+(tests/data/traces/azure2023-hour/AzureLLMInferenceTrace_conv.csv: 19,366 requests; Patel et al.,
+Splitwise, ISCA 2024; CC-BY 4.0), its first N requests at their recorded gaps.
 Each run is examples/kv_decode_pressure.toml's chip (plasticine, 16 sequences at once,
 virtual policy) with preemption (``memory.on_oom = "preempt"``), 1 layer of 2 heads, prompts
 capped at 1,024 tokens and outputs at 128 (the published median is 129: a request's own rows
@@ -29,52 +25,46 @@ One JSON line per run (requests, generated tokens, peak RSS, bytes per generated
 the first run's), one per pair of runs (bytes per generated token between them), then the
 target: peak RSS grows by at most 100 bytes per generated token beyond the first run's, so
 the full hour of either 2023 trace fits in 2 GiB. An hour is projected from the first run by
-the steepest growth measured, per token or per request, whichever projects more: the
-conversation trace's (19,366 requests, as generated here, outputs uncapped) and the code
-trace's (AzureLLMInferenceTrace_code.csv: 8,819 requests in its hour; median prompt 1,500 and
-output 13 tokens, Splitwise; lengths drawn as the conversation's with those medians).
+the steepest growth measured, per token or per request, whichever projects more: each shipped
+2023 hour's requests and generated tokens, outputs uncapped (the conversation trace's 19,366
+requests, the code trace's 8,819).
+
+Arrow's buffers come from the system allocator (cluster/jobs/job.py system_arrow_pool);
+``--pool mimalloc`` runs with pyarrow's default pool instead, to measure what the choice is worth.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import resource
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
-
-import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..")
 sys.path.insert(0, ROOT)
 
 CONFIG = os.path.join(ROOT, "examples", "kv_decode_pressure.toml")
-PROMPT_MEDIAN, OUTPUT_MEDIAN = 1020, 129  # Splitwise (Patel et al., ISCA 2024), conversation trace
-# each 2023 trace's hour: requests in the published file, median prompt and output tokens (Splitwise)
-HOURS = {"conversation": (19_366, PROMPT_MEDIAN, OUTPUT_MEDIAN), "code": (8_819, 1500, 13)}
+HOURS = os.path.join(ROOT, "tests", "data", "traces", "azure2023-hour")
+TRACES = {"conversation": os.path.join(HOURS, "AzureLLMInferenceTrace_conv.csv"),
+          "code": os.path.join(HOURS, "AzureLLMInferenceTrace_code.csv")}
 TARGET_BYTES_PER_TOKEN = 100
 TARGET_HOUR_BYTES = 2 * 2**30
-START_NS = 1_700_000_000 * 1_000_000_000  # 2023-11-14 22:13:20 UTC
 SETS = ["memory.on_oom=preempt", "workload.decode.layers=1", "workload.decode.max_prompt_tokens=1024",
         "workload.decode.max_output_tokens=128", "workload.decode.trace_duration=0", "run.max_cycles=10000000000",
         "run.sample_cycles=1000000000"]
 
 
-def conversation(n: int, prompt_median: int = PROMPT_MEDIAN, output_median: int = OUTPUT_MEDIAN,
-                 seed: int = 2023) -> tuple[list[int], list[int], list[int]]:
-    """Arrival times (ns, multiples of 100 ns) and lengths of ``n`` requests shaped as the conversation
-    trace (or, with the code trace's medians, that one's lengths)."""
-    gaps, prompts, outputs = (np.random.Generator(np.random.PCG64([seed, k])) for k in range(3))  # the first
-    t = np.cumsum(gaps.exponential(3600.0 / HOURS["conversation"][0], n))  # requests are the same whatever ``n``
-    t_ns = [START_NS + int(round(x * 1e7)) * 100 for x in t]
-    prompt = np.clip(np.round(prompts.lognormal(np.log(prompt_median), 1.0, n)), 1, 8192).astype(int)
-    output = np.clip(np.round(outputs.lognormal(np.log(output_median), 1.0, n)), 1, 4096).astype(int)
-    return t_ns, prompt.tolist(), output.tolist()
+def hour_totals(path: str) -> tuple[int, int]:
+    """A published 2023 trace's requests and generated tokens (its GeneratedTokens column, uncapped)."""
+    with open(path, newline="") as f:
+        outputs = [int(row["GeneratedTokens"]) for row in csv.DictReader(f)]
+    return len(outputs), sum(outputs)
 
 
 def _value(text):
@@ -100,12 +90,13 @@ def one_run(trace: str, requests: int) -> dict:
             "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
 
 
-def measure(trace: str, requests: int, repeat: int) -> dict:
-    """The median peak RSS of ``repeat`` runs, each in a fresh process."""
+def measure(trace: str, requests: int, repeat: int, pool: str = "") -> dict:
+    """The median peak RSS of ``repeat`` runs, each in a fresh process (``pool``: Arrow's, by name)."""
     runs = []
+    env = {**os.environ, "PYTHONPATH": ROOT, **({"ARROW_DEFAULT_MEMORY_POOL": pool} if pool else {})}
     for _ in range(repeat):
         out = subprocess.run([sys.executable, __file__, "--one", trace, str(requests)], check=True,
-                             capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
+                             capture_output=True, text=True, env=env)
         runs.append(json.loads(out.stdout.splitlines()[-1]))
     row = dict(runs[0])
     row["peak_rss_bytes"] = int(statistics.median(r["peak_rss_bytes"] for r in runs))
@@ -114,7 +105,7 @@ def measure(trace: str, requests: int, repeat: int) -> dict:
 
 
 # the shapes of the JSON lines (tests/test_benchmarks.py runs --smoke and checks them)
-SMOKE_KEYS = (("bench", "requests", "generated_tokens", "peak_rss_bytes", "bytes_per_token_beyond_first",
+SMOKE_KEYS = (("bench", "requests", "generated_tokens", "peak_rss_bytes", "bytes_per_token_beyond_first", "pool",
                "target_bytes_per_token"),
               ("bench", "between", "extra_generated_tokens", "bytes_per_token", "target_bytes_per_token", "met"),
               ("bench", "target", "measured", "worst_between_any_two", "met"),
@@ -162,8 +153,8 @@ def report(rows: list[dict]) -> None:
                       "generated token beyond the first run's", "measured": worst,
                       "worst_between_any_two": max((s for s in pairs if s is not None), default=None),
                       "met": worst is not None and worst <= TARGET_BYTES_PER_TOKEN}))
-    for name, (requests, prompt, output) in HOURS.items():  # the hour's outputs, uncapped
-        print(json.dumps(hour(rows, name, requests, int(sum(conversation(requests, prompt, output)[2])))), flush=True)
+    for name, path in TRACES.items():  # the hour's outputs, uncapped
+        print(json.dumps(hour(rows, name, *hour_totals(path))), flush=True)
 
 
 def main() -> None:
@@ -172,6 +163,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1, help="runs of each count (the median peak RSS is reported)")
     ap.add_argument("--one", nargs=2, metavar=("TRACE", "N"), help=argparse.SUPPRESS)  # a child process's run
     ap.add_argument("--smoke", action="store_true", help="5 and 10 requests, once")
+    ap.add_argument("--pool", choices=["system", "mimalloc", "jemalloc"], default="",
+                    help="Arrow's memory pool for the runs (default: the one a run sets, the system allocator)")
     args = ap.parse_args()
     if args.smoke:
         args.requests, args.repeat = "5,10", 1
@@ -179,20 +172,15 @@ def main() -> None:
         print(json.dumps(one_run(args.one[0], int(args.one[1]))))
         return
     counts = [int(x) for x in args.requests.split(",")]
-    from sim.serving.trace import format_azure
-
-    with tempfile.TemporaryDirectory() as tmp:
-        trace = os.path.join(tmp, "AzureLLMInferenceTrace_conv.csv")
-        with open(trace, "w") as f:
-            f.write(format_azure(*conversation(max(counts))))
-        measure(trace, min(5, *counts), 1)  # a short run first (not kept): every measured run loads numba's
-        rows = []  # compiled kernels from its disk cache (a run compiling them peaked 18 MB higher at 500 requests)
-        for n in counts:
-            r = measure(trace, n, args.repeat)
-            r["bytes_per_token_beyond_first"] = slope(rows[0], r) if rows else None
-            rows.append(r)
-            print(json.dumps({"bench": "run_memory", **r, "target_bytes_per_token": TARGET_BYTES_PER_TOKEN}),
-                  flush=True)
+    trace = TRACES["conversation"]
+    measure(trace, min(5, *counts), 1, args.pool)  # a short run first (not kept): every measured run loads
+    rows = []  # numba's compiled kernels from its disk cache (one compiling them peaked 18 MB higher at 500 requests)
+    for n in counts:
+        r = measure(trace, n, args.repeat, args.pool)
+        r["bytes_per_token_beyond_first"] = slope(rows[0], r) if rows else None
+        rows.append(r)
+        print(json.dumps({"bench": "run_memory", **r, "pool": args.pool or "system",
+                          "target_bytes_per_token": TARGET_BYTES_PER_TOKEN}), flush=True)
     report(rows)
 
 

@@ -210,14 +210,14 @@ def _sweep(plan, max_concurrency=None) -> tuple[float, float, float]:
 
 
 def overhead(points: int, repeats: int) -> dict:
-    from cluster.config import config_hash, load
+    from cluster.config import load
     from cluster.config.noc import NOC_SCHEMA
     from cluster.jobs.noc import run_noc
 
     seeds = list(range(1, points + 1))
     plan = _plan("noc", "noc", NOC_BASE, {"run.seed": seeds})
     configs = [load(NOC_SCHEMA, raw={**NOC_BASE, "run": {"seed": s}}) for s in seeds]
-    assert [p.id for p in plan.points] == [config_hash(c) for c in configs]  # the very same points
+    assert [p.config for p in plan.points] == configs  # the very same points
     _sweep(_plan("warm", "noc", NOC_BASE, {"run.seed": [101, 102]}), max_concurrency=1)  # warm the workers
     loops, sweeps, jobs, cpus, pairs = [], [], [], [], []
     for _ in range(repeats):  # alternate, so machine noise hits both

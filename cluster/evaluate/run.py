@@ -52,6 +52,7 @@ def read_rows(out: Path, sweep: str, point_ids: list[str]) -> list[Row]:
 def run_study(study: Study, out: Path, quick: bool, address: str | None, in_process: bool,
               quiet: bool, mix_code: bool = False) -> StudyRun:
     """Run the study's missing points into ``out`` and read its rows back."""
+    from cluster.sweep.known import stored_plan
     from cluster.sweep.plan import plan_sweep
     from cluster.sweep.resume import interleaved
     from cluster.sweep.runner import run_sweep
@@ -69,6 +70,7 @@ def run_study(study: Study, out: Path, quick: bool, address: str | None, in_proc
     cpu, start = _cpu(), time.perf_counter()
     summary = run_sweep(plan, out, address, None, quiet, False, in_process, mix_code=mix_code)
     here = _cpu() - cpu
+    plan = stored_plan(plan, out)  # points stored under earlier ids are read by them
     ids = [p.id for p in plan.points]
     rows = read_rows(out, name, ids)
     seconds = {r["point_id"]: float(r.get("point_seconds") or 0.0) for r in rows}

@@ -235,7 +235,8 @@ ALL_TABLES.extend([MAP_PLAN, MAP_KERNELS, MAP_PARTITIONS])
 SWEEP_COLUMNS = [
     Column("sweep_id", pa.string(), "sweep name ([sweep] name); also the first hive partition level"),
     Column("sweep_spec", pa.string(), "hash of the spec version that computed the point (see the manifest's specs)"),
-    Column("point_id", pa.string(), "stable point id: hash of the point's fully resolved config"),
+    Column("point_id", pa.string(), "stable point id: hash of what the point's config asks for (its keys away "
+           "from their defaults, files by content)"),
     Column("point_index", pa.int64(), "position of the point in the spec's expansion"),
     Column("point_status", pa.string(), "ok, or error (the point failed: see point_error)"),
     Column("point_error", pa.string(), "error message of a failed point (null when ok)"),

@@ -13,13 +13,14 @@ from typing import Any
 import pyarrow as pa
 
 from cluster.config import ConfigError, Issue, Table, config_hash, footprint
+from cluster.config.identity import ConfigIdentity
 from cluster.config.schema import get_path
 from cluster.errors import UserError
 from cluster.results import schemas
-from cluster.sweep import commands
+from cluster.sweep import commands, legacy
 from cluster.sweep.layout import column_name
 from cluster.sweep.points import Point, Skipped, expand
-from cluster.sweep.spec import SweepSpec, read_spec
+from cluster.sweep.spec import EXECUTION_KEYS, SweepSpec, read_spec
 
 
 def _is_int(v) -> bool:
@@ -68,10 +69,6 @@ class AxisColumns:
         return [encode(get_path(config, p), t) for p, t in zip(self.paths, self.types)]
 
 
-# how to run and store, not what: outside the hash
-EXECUTION_KEYS = ("max_retries", "max_concurrency", "description", "compact", "compact_rows", "step_cache")
-
-
 @dataclass(frozen=True)
 class SweepPlan:
     spec: SweepSpec
@@ -82,14 +79,20 @@ class SweepPlan:
     spec_hash: str = ""  # what the spec asks for (base resolved), without how it runs
     skipped: Skipped | None = None  # combinations left out as invalid together (sweep.skip_invalid)
     notes: tuple[str, ...] = ()  # what a user should know before the points run (``notes``)
+    legacy_spec_hash: str = ""  # the spec version's hash by the rule before spec_hash's (legacy.py)
 
 
-def spec_hash(spec: SweepSpec) -> str:
-    """Hash of what a spec asks for: its axes, points, command and the base config it resolves
-    (a base file's content, not its name); retries, concurrency and description left out."""
-    raw = {k: v for k, v in spec.raw.items() if k != "base"}
-    raw["sweep"] = {k: v for k, v in (raw.get("sweep") or {}).items() if k not in EXECUTION_KEYS}
-    return config_hash({"spec": raw, "base": spec.base})
+def spec_hash(spec: SweepSpec, identity: ConfigIdentity) -> str:
+    """Hash of what a spec asks for: its command, axes, zips, random draws and points, and the base config
+    it resolves (a base file's content, not its name), each file a file key names by its content
+    (cluster/config/identity.py), so the same spec from another clone is the same version; retries,
+    concurrency, the description and how points are stored left out."""
+    sweep = {k: v for k, v in (spec.raw.get("sweep") or {}).items() if k not in EXECUTION_KEYS}
+    axes = {p: [identity.set_at(p, v) for v in values] for p, values in spec.axes.items()}
+    zips = [{p: [identity.set_at(p, v) for v in values] for p, values in z.items()} for z in spec.zips]
+    points = [{p: identity.set_at(p, v) for p, v in point.items()} for point in spec.points]
+    return config_hash({"sweep": sweep, "axes": axes, "zip": zips, "random": spec.raw.get("random"),
+                        "points": points, "base": identity.given(spec.base)})
 
 
 def _command(spec: SweepSpec, issues: list[Issue]) -> tuple[commands.Command, Table] | None:
@@ -136,20 +139,23 @@ def plan_from_spec(spec: SweepSpec, issues: list[Issue] | None = None) -> SweepP
     issues = list(issues or [])
     resolved = _command(spec, issues) if spec.command else None
     points: list[Point] = []
-    duplicates, skipped = 0, None
+    duplicates, skipped, identity = 0, None, None
     too_many = _too_many(spec)
     if too_many is not None:  # before a point is drawn: samples = 10**12 is refused, not allocated
         issues.append(too_many)
     elif resolved is not None:
         command, schema = resolved
-        points, found, duplicates, skipped = expand(spec, schema)
+        identity = ConfigIdentity(schema)  # shared: each file the spec names is read once
+        points, found, duplicates, skipped = expand(spec, schema, identity)
         issues += found + column_collisions(spec.swept_paths(), command)
     if issues or resolved is None:  # reading a spec reports a missing command; a spec built in code may not
         raise ConfigError(spec.source or "sweep spec",
                           issues or [Issue("sweep.command", "is required: what each point runs (noc or run)")])
     command = resolved[0]
+    assert identity is not None  # a resolved command with no issue was expanded
     axes = AxisColumns.of(spec.swept_paths(), [p.config for p in points])
-    return SweepPlan(spec, command, points, axes, duplicates, spec_hash(spec), skipped, notes(spec, points, skipped))
+    return SweepPlan(spec, command, points, axes, duplicates, spec_hash(spec, identity), skipped,
+                     notes(spec, points, skipped), legacy.spec_hash(spec))
 
 
 def _replayed_traces(config: dict) -> list[str]:

@@ -2,8 +2,12 @@
 
 The generated points are the cartesian product of the grid axes, the zipped groups and
 the random draws (each one dimension), in spec order with the last dimension varying
-fastest; explicit points follow. A point's id is the hash of its resolved config, so
-the same config gets the same id in any spec, and reruns find their finished points.
+fastest; explicit points follow. A point's id is the hash of what its resolved config asks
+for (cluster/config/identity.py): every key at its schema default left out and every file
+by its content, so the same config gets the same id in any spec, from any clone, and after a
+commit that adds a config key with a default that keeps the old behaviour, and reruns find
+their finished points; a trace changed under the same name is a new point. (Sweeps stored
+before this rule, whose ids hashed the whole config, are still resumed: known.py.)
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cluster.config import Issue, OpenTable, Table, config_hash
+from cluster.config import Issue, OpenTable, Table
+from cluster.config.identity import ConfigIdentity
 from cluster.config.loader import apply_overrides
 from cluster.config.schema import TableList, all_paths, get_path, validate
 from cluster.sweep.spec import RandomAxes, SweepSpec
@@ -26,7 +31,7 @@ SCALARS = (str, int, float, bool)
 @dataclass(frozen=True)
 class Point:
     index: int  # position in the expansion
-    id: str  # config_hash of the resolved config
+    id: str  # what the resolved config asks for, hashed (cluster/config/identity.py)
     values: dict[str, object]  # dotted path -> value this point sets (as written in the spec)
     config: dict  # the fully resolved config
 
@@ -119,9 +124,10 @@ def _invalid_everywhere(combos: list[dict], kept: set[int], generated: int, reas
             for (path, value), idx in seen.items() if not kept.intersection(idx)]
 
 
-def expand(spec: SweepSpec, schema: Table) -> tuple[list[Point], list[Issue], int, Skipped | None]:
+def expand(spec: SweepSpec, schema: Table, identity: ConfigIdentity | None = None
+           ) -> tuple[list[Point], list[Issue], int, Skipped | None]:
     """Resolve every point against the command's schema: (points, issues, duplicates dropped, combinations
-    skipped as invalid together when the spec says ``skip_invalid``)."""
+    skipped as invalid together when the spec says ``skip_invalid``); ``identity`` (of ``schema``) gives the ids."""
     issues, bad, set_paths = [], set(), spec.set_paths()
     for path in spec.swept_paths():
         problem = path_problem(schema, path)
@@ -138,6 +144,7 @@ def expand(spec: SweepSpec, schema: Table) -> tuple[list[Point], list[Issue], in
     skipped: dict[int, str] = {}  # index -> why (skip_invalid)
     points: list[Point] = []
     seen: set[str] = set()
+    identity = identity or ConfigIdentity(schema)  # one per expansion: each trace read once, each default once
     for index, values in enumerate(combos):
         cfg, found = validate(apply_overrides(spec.base, list(values.items())), schema)
         for key in spec.partition_by:
@@ -152,7 +159,7 @@ def expand(spec: SweepSpec, schema: Table) -> tuple[list[Point], list[Issue], in
             problems.setdefault((i.path, i.message), []).append(index)
         if found:
             continue
-        pid = config_hash(cfg)
+        pid = identity.point_id(cfg)
         if pid not in seen:
             seen.add(pid)
             points.append(Point(index, pid, values, cfg))

@@ -16,6 +16,7 @@ from pathlib import Path
 from cluster.errors import UserError
 from cluster.results import io, schemas
 from cluster.sweep.index import holdings, stored_specs
+from cluster.sweep.known import Stored, as_stored
 from cluster.sweep.layout import DatasetLayout
 from cluster.sweep.manifest import DONE, FAILED, FORMAT, PENDING, Manifest, PointEntry, now
 from cluster.sweep.plan import AxisColumns, SweepPlan
@@ -28,23 +29,29 @@ ORPHAN_AGE_SECONDS = 300.0  # a temporary file lives for the milliseconds of one
 
 @dataclass(frozen=True)
 class Resumed:
-    """Where a sweep stands before a run: the points to run (in the order they run) and the manifest
-    that records the run; ``released``: the points to run that sit in compacted files, which must leave
-    them first (compact.release)."""
+    """Where a sweep stands before a run: the plan as the directory knows it (known.py: points stored under
+    earlier ids keep them), the points to run (in the order they run) and the manifest that records the run;
+    ``released``: the points to run that sit in compacted files, which must leave them first (compact.release)."""
 
+    plan: SweepPlan
     todo: list[Point]
     released: set[str]
     manifest: Manifest
     unreadable: list[Path] = field(default_factory=list)  # point files that cannot be read: recomputed
 
 
-def resume(plan: SweepPlan, store: Store, existing: str, mix_code: bool, retry_failed: bool) -> Resumed:
-    """Check that the sweep in ``store``'s layout may be continued, clear what a killed writer left, and
-    find what is left to run. Changes nothing else on disk (but ``existing`` = "replace" deletes the sweep)."""
-    layout = store.layout
-    old = _previous(plan, layout, existing, mix_code)
+def resume(plan: SweepPlan, layout: DatasetLayout, existing: str, mix_code: bool, retry_failed: bool) -> Resumed:
+    """Check that the sweep in ``layout`` may be continued, clear what a killed writer left, and find what is
+    left to run. Changes nothing else on disk (but ``existing`` = "replace" deletes the sweep)."""
+    if existing == "replace":
+        _remove(layout)
+    old = _stored_manifest(plan, layout)
     remove_orphans(layout)
     held = holdings(layout.table_dir())
+    specs = old.spec_hashes() if old else sorted(stored_specs(layout.table_dir()))
+    plan = as_stored(plan, Stored(held.status.keys() | (old.points.keys() if old else set()), specs, old))
+    _check_continuable(plan, layout, old, specs, existing, mix_code)
+    store = Store(plan, layout)
     stored = {p.id: held.status[p.id] for p in plan.points if p.id in held.status}
     todo = interleaved([p for p in plan.points if p.id not in stored or (retry_failed and stored[p.id] != STATUS_OK)])
     manifest = Manifest(
@@ -66,7 +73,7 @@ def resume(plan: SweepPlan, store: Store, existing: str, mix_code: bool, retry_f
     for p in plan.points:
         manifest.points[p.id] = _entry(p, store, stored.get(p.id), old.points.get(p.id) if old else None,
                                        plan.spec_hash)
-    return Resumed(todo, {p.id for p in todo if p.id in held.compacted}, manifest, held.unreadable)
+    return Resumed(plan, todo, {p.id for p in todo if p.id in held.compacted}, manifest, held.unreadable)
 
 
 def _entry(point: Point, store: Store, stored: str | None, prev: PointEntry | None, spec_hash: str) -> PointEntry:
@@ -79,29 +86,33 @@ def _entry(point: Point, store: Store, stored: str | None, prev: PointEntry | No
                       specs + [spec_hash] * (spec_hash not in specs))
 
 
-def _previous(plan: SweepPlan, layout: DatasetLayout, existing: str, mix_code: bool) -> Manifest | None:
-    """The stored manifest of this sweep, after checking it may be continued; None to start afresh."""
-    name, root = plan.spec.name, layout.root
-    if existing == "replace":
-        _remove(layout)
-        return None
+def _stored_manifest(plan: SweepPlan, layout: DatasetLayout) -> Manifest | None:
+    """The stored manifest of this sweep (None: none), refused if an older rdasim wrote it in an older layout."""
     old = Manifest.load(layout.manifest) if layout.manifest.is_file() else None
     if (layout.legacy_manifest.is_file() and old is None) or (old is not None and old.format < FORMAT):
-        raise UserError(f"sweep {name!r} in {str(root)!r} was written by an older rdasim, in an older layout "
-                        f"({(layout.manifest if old else layout.legacy_manifest).name}); rerun with --replace to "
-                        "start it again, or use another --out or [sweep] name")
+        raise UserError(f"sweep {plan.spec.name!r} in {str(layout.root)!r} was written by an older rdasim, in an "
+                        f"older layout ({(layout.manifest if old else layout.legacy_manifest).name}); rerun with "
+                        "--replace to start it again, or use another --out or [sweep] name")
+    return old
+
+
+def _check_continuable(plan: SweepPlan, layout: DatasetLayout, old: Manifest | None, specs: list[str],
+                       existing: str, mix_code: bool) -> None:
+    """Refuse to continue a sweep stored from another spec version (``specs``: those the directory knows)
+    or other code, unless told to add to it."""
+    name, root = plan.spec.name, layout.root
     if old is None:
-        others = sorted(stored_specs(layout.table_dir()) - {plan.spec_hash})  # the manifest lost: the files say
+        others = [h for h in specs if h != plan.spec_hash]  # the manifest lost: the files say
         if others and existing != "add":
             raise UserError(
                 f"sweep {name!r} in {str(root)!r} has no manifest but holds points of another spec version "
                 f"({', '.join(others)}; this spec is {plan.spec_hash}): rerun with --add to add this version's "
                 "points to it, --replace to delete them and start again, or give the sweep a new [sweep] name")
-        return None
-    if plan.spec_hash not in old.spec_hashes() and existing != "add":
+        return
+    if plan.spec_hash not in specs and existing != "add":
         when = old.specs[-1]["added"] if old.specs else old.created
         raise UserError(
-            f"sweep {name!r} in {str(root)!r} holds points of another spec version ({old.spec_hashes()[-1:] or '?'} "
+            f"sweep {name!r} in {str(root)!r} holds points of another spec version ({specs[-1:] or '?'} "
             f"from {when}; this spec is {plan.spec_hash}): rerun with --add to add this version's points to it "
             "(the sweep_spec column says which version computed each point), --replace to delete its points and "
             "start again, or give the sweep a new [sweep] name")
@@ -111,7 +122,6 @@ def _previous(plan: SweepPlan, layout: DatasetLayout, existing: str, mix_code: b
             f"sweep {name!r} in {str(root)!r} was computed by rdasim {', '.join(stored)}; this is {here}: rerun "
             "with --mix-code to add points from this code (the rdasim_commit and rdasim_dirty columns say which "
             "code computed each point), or use another --out or [sweep] name")
-    return old
 
 
 def _remove(layout: DatasetLayout) -> None:

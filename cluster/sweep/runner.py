@@ -84,8 +84,9 @@ def run_sweep(plan: SweepPlan, out: str | Path, address: str | None = None, max_
 def _run(plan: SweepPlan, layout: DatasetLayout, address: str | None, max_concurrency: int | None, quiet: bool,
          retry_failed: bool, in_process: bool, existing: str, mix_code: bool) -> SweepSummary:
     start = time.perf_counter()
+    resumed = resume(plan, layout, existing, mix_code, retry_failed)
+    plan = resumed.plan  # as the directory knows it: points stored under earlier ids keep them (known.py)
     store = Store(plan, layout)
-    resumed = resume(plan, store, existing, mix_code, retry_failed)
     todo, manifest = shared_anchors(resumed.todo, plan.spec.step_cache, layout.root), resumed.manifest
     # Ray first: a run that cannot reach its cluster never starts, so it leaves the manifest as it was
     ray = None if in_process or not todo else _ray(address)

@@ -53,6 +53,8 @@ RANDOM_SECTION = Table({
 })
 
 TOP_LEVEL = ("sweep", "base", "axes", "zip", "random", "points")
+# [sweep] keys that say how to run and store the points, not what they are: outside the spec's hash
+EXECUTION_KEYS = ("max_retries", "max_concurrency", "description", "compact", "compact_rows", "step_cache")
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from cluster.cli import main
+from cluster.config import config_hash, load
+from cluster.config.noc import NOC_SCHEMA
 from cluster.sweep.dataset import read_dataset
 from cluster.sweep.layout import point_of, segment_value
 from cluster.sweep.plan import plan_sweep
@@ -46,6 +48,20 @@ def _spec(path, text):
 
 def _files(root):
     return sorted(root.rglob("*.parquet"))
+
+
+def _given(row) -> dict:
+    """The [noc] keys NOC_SPEC sets for the point of ``row``."""
+    return {"rows": 4, "warmup_cycles": 100, "measure_cycles": 200, "cols": row["noc_cols"],
+            "traffic": row["noc_traffic"], "rate": row["noc_rate"]}
+
+
+def _identity_of(row) -> tuple[str, str]:
+    """(point id, config hash) the point of ``row`` must carry: the hash of the keys it sets away from their
+    schema defaults, and `rdasim noc`'s hash of its whole resolved config."""
+    defaults = NOC_SCHEMA.fields["noc"].fields
+    asked = {k: v for k, v in _given(row).items() if v != defaults[k].default}
+    return config_hash({"noc": asked}), config_hash(load(NOC_SCHEMA, raw={"noc": _given(row)}))
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +106,7 @@ def test_ok_rows_carry_the_point_identity_and_file_metadata(noc_sweep):
     ok = read_dataset(tmp / "out" / "grid" / "noc_summary", filter=ds.field("point_status") == "ok").to_pylist()
     assert len(ok) == 6
     for row in ok:
-        assert row["config_hash"] == row["point_id"]  # rdasim noc hashed the same config
+        assert (row["point_id"], row["config_hash"]) == _identity_of(row)
         assert row["rate"] == row["noc_rate"] and row["cols"] == row["noc_cols"]
         assert row["measured_packets"] > 0 and row["point_error"] is None
     f = _files(tmp / "out" / "grid" / "noc_summary")[0]
@@ -112,7 +128,7 @@ def test_a_failing_point_is_an_error_row_not_a_crash(noc_sweep):
     assert sorted((r["noc_traffic"], r["noc_cols"]) for r in bad) == [("transpose", 8), ("transpose", 8)]
     for row in bad:
         assert "square grid" in row["point_error"] and "Traceback" in row["point_traceback"]
-        assert row["avg_latency"] is None and row["config_hash"] == row["point_id"]
+        assert row["avg_latency"] is None and (row["point_id"], row["config_hash"]) == _identity_of(row)
 
 
 def test_status_counts_from_the_files(noc_sweep, capsys):

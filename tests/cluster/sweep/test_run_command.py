@@ -5,6 +5,8 @@ import textwrap
 import pyarrow as pa
 import pytest
 
+from cluster.config import config_hash, load
+from cluster.config.run import RUN_SCHEMA
 from cluster.sweep.dataset import read_dataset
 from cluster.sweep.plan import plan_sweep
 from cluster.sweep.runner import run_sweep
@@ -26,7 +28,8 @@ def test_a_run_sweep_stores_every_table_and_reproduces_the_race(tmp_path):
     rows = {r["memory_reclaim"]: r for r in read_dataset(tmp_path / "out" / "race").to_pylist()}
     assert rows["refcount"]["use_after_free"] > 0  # a -1 overtook a +1
     assert rows["refcount-gated"]["use_after_free"] == 0 and rows["partial-free"]["use_after_free"] == 0
-    assert all(r["config_hash"] == r["point_id"] for r in rows.values())
+    for reclaim, r in rows.items():  # each point ran the config `rdasim run race.toml --set` resolves
+        assert r["config_hash"] == config_hash(load(RUN_SCHEMA, EXAMPLES / "race.toml", [f"memory.reclaim={reclaim}"]))
     for table in ("run_mu_series", "run_buffers", "run_links"):
         t = read_dataset(tmp_path / "out" / "race", table=table)
         assert set(t["point_id"].to_pylist()) == {r["point_id"] for r in rows.values()}
