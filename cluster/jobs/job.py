@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import pyarrow as pa
+
 from cluster.config import config_hash
 from cluster.config.footprint import least_shards
 from cluster.jobs.summarised import Summarised

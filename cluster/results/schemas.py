@@ -412,7 +412,8 @@ RUN_SUMMARY = TableSchema(
         Column("sim_seconds", _F, "sim_cycles at the chip clock, s"),
         Column("wall_seconds", _F, "wall-clock seconds of the simulation"),
         Column("requests", _I, "requests completed or failed (sequences, MoE steps, race trials)"),
-        Column("requests_failed", _I, "requests that failed (out of memory with on_oom = fail)"),
+        Column("requests_failed", _I, "requests refused: out of memory under on_oom = fail, or too large to fit "
+               "alone under any on_oom"),
         Column("tokens", _I, "work done, in token_unit: generated tokens (kv-decode, spec-decode), routed tokens "
                "(moe), completed trials (race), the plan's unit per graph pass (dataflow: a decode step's generated "
                "tokens, a sequence's prompt tokens, ...)"),
