@@ -37,6 +37,7 @@ from cluster.config.loader import apply_overrides
 from cluster.config.schema import get_path, validate
 from cluster.errors import UserError
 from cluster.explore.fidelity import promoted, rung_cycles
+from cluster.explore.known import stored_hash
 from cluster.explore.front import Front, find_front, maximize_mask, pareto_table
 from cluster.explore.optimizers import OPTIMIZERS, sampler
 from cluster.explore.pareto import as_losses
@@ -363,8 +364,9 @@ def _features(point: Point, top: int) -> tuple:
     return ((_RUNG, top),)  # the base config's own run: in full
 
 
-def _previous(spec: ExploreSpec, layout: DatasetLayout, replace_it: bool) -> Manifest | None:
-    """The stored manifest of this exploration in DIR (None to start afresh), after checking it is the same question."""
+def _previous(spec: ExploreSpec, layout: DatasetLayout, replace_it: bool) -> tuple[Manifest | None, ExploreSpec]:
+    """The stored manifest of this exploration in DIR (None to start afresh), after checking it is the same
+    question, and ``spec`` under the hash DIR knows it by (known.py)."""
     if replace_it:
         for d in [layout.dataset, *layout.table_dirs().values()]:
             if d.is_dir():
@@ -372,18 +374,19 @@ def _previous(spec: ExploreSpec, layout: DatasetLayout, replace_it: bool) -> Man
         layout.manifest.unlink(missing_ok=True)
         (layout.root / PARETO_FILE).unlink(missing_ok=True)
         (layout.root / BASE_FILE).unlink(missing_ok=True)
-        return None
+        return None, spec
     if not layout.manifest.is_file():
         if layout.dataset.is_dir() and any(layout.dataset.rglob("*.parquet")):
             raise UserError(f"{str(layout.dataset)!r} holds trials without their manifest: rerun with --replace "
                             "or use another --out")
-        return None
+        return None, spec
     old = Manifest.load(layout.manifest)
-    if spec.spec_hash not in old.spec_hashes():
+    known = stored_hash(spec, old)
+    if known is None:
         raise UserError(f"{str(layout.root)!r} holds an exploration of another space, objectives, constraints or "
                         f"base config (spec {old.spec_hashes()[-1:] or '?'}; this one is {spec.spec_hash}): rerun "
                         "with --replace to start again, or use another --out")
-    return old
+    return old, replace(spec, sweep=replace(spec.sweep, spec_hash=known))
 
 
 def _manifest(spec: ExploreSpec, old: Manifest | None) -> Manifest:
@@ -416,7 +419,7 @@ def run_explore(spec: ExploreSpec, out: str | Path, opts: Options = Options()) -
             raise UserError(f"optimizer {name} needs a finite space: give each real parameter values (ordinal)")
         budget = min(budget, int(spec.space.size()))
     layout = DatasetLayout(Path(out), spec.sweep.spec.name, result=spec.command.result)
-    old = _previous(spec, layout, opts.replace)
+    old, spec = _previous(spec, layout, opts.replace)
     store = TrialStore(spec.sweep, layout)
     remove_orphans(layout)
     metrics = [o.metric for o in spec.objectives]

@@ -39,6 +39,7 @@ from typing import Any
 import pyarrow as pa
 
 from cluster.config import ConfigError, Issue, Table, config_hash
+from cluster.config.identity import ConfigIdentity
 from cluster.config.loader import apply_overrides
 from cluster.config.schema import Field, get_path, validate
 from cluster.config.source import read_document
@@ -322,6 +323,30 @@ def _reference(raw, objectives: list[Objective], issues: list[Issue]) -> dict[st
 WHAT = ("command", "space", "objectives", "constraints", "fidelity")
 
 
+def explore_hash(explore: Mapping, base: dict, identity: ConfigIdentity) -> str:
+    """Hash of what an [explore] section asks for (WHAT) of its base config as given: each file the base or a
+    space's value names by its content and the space by its dotted keys (cluster/config/identity.py), so the
+    same spec from another clone, or after a commit adding a config key, continues the same study."""
+    what = {k: explore.get(k) for k in WHAT}
+    if isinstance(what["space"], dict):
+        what["space"] = {key: _identified(key, p, identity)
+                         for key, p in flatten(what["space"], leaf=_is_param).items()}
+    return config_hash({"explore": what, "base": identity.given(base)})
+
+
+def _identified(key: str, param: object, identity: ConfigIdentity) -> object:
+    """A parameter's declaration with its values and its when conditions' values as set (files by content)."""
+    if not isinstance(param, dict):
+        return param
+    out = dict(param)
+    if isinstance(param.get("values"), list):
+        out["values"] = [identity.set_at(key, v) for v in param["values"]]
+    if isinstance(param.get("when"), dict):
+        out["when"] = {k: [identity.set_at(k, x) for x in v] if isinstance(v, list) else identity.set_at(k, v)
+                       for k, v in flatten(param["when"]).items()}
+    return out
+
+
 def parse_explore(raw: dict, base_dir: Path, source: str = "", text: str = "") -> ExploreSpec:
     """Check a spec and everything it names against the command's schema; raise ConfigError (or a
     one-line UserError for a single problem) listing every problem."""
@@ -369,15 +394,21 @@ def parse_explore(raw: dict, base_dir: Path, source: str = "", text: str = "") -
     if fidelity is not None and command.name == "noc":
         issues.append(Issue("explore.fidelity", "cut runs (run.max_cycles) need command run or system"))
     _raise(source, issues)
-    what = {k: raw["explore"].get(k) for k in WHAT}
-    spec_hash = config_hash({"explore": what, "base": base})
+    spec_hash = explore_hash(raw["explore"], base, ConfigIdentity(schema))
     sweep_spec = SweepSpec(name=DATASET, command=command.name, partition_by=(), max_retries=ex["max_retries"],
                            max_concurrency=ex["parallel"], description=ex["description"], base=base, axes={},
                            zips=[], random=None, points=[], raw=raw, source=source, text=text)
-    sweep = SweepPlan(sweep_spec, command, [], AxisColumns(tuple(space.keys), tuple(types)), 0, spec_hash)
+    sweep = SweepPlan(sweep_spec, command, [], AxisColumns(tuple(space.keys), tuple(types)), 0, spec_hash,
+                      legacy_spec_hash=legacy_hash(raw["explore"], base))
     return ExploreSpec(command, ex["optimizer"], ex["budget"], ex["parallel"], ex["seed"], ex["max_retries"],
                        ex["description"], space, tuple(objectives), tuple(constraints), fidelity, reference, base,
                        sweep, source)
+
+
+def legacy_hash(explore: Mapping, base: dict) -> str:
+    """The hash the earlier rule gave a spec: what it asks for as written, its base's files by path (a study
+    stored then is recognised by it: cluster/explore/known.py)."""
+    return config_hash({"explore": {k: explore.get(k) for k in WHAT}, "base": base})
 
 
 def _raise(source: str, issues: list[Issue]) -> None:
