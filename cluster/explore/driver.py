@@ -32,7 +32,7 @@ import numpy as np
 import optuna
 import pyarrow as pa
 
-from cluster.config import config_hash
+from cluster.config.identity import ConfigIdentity
 from cluster.config.loader import apply_overrides
 from cluster.config.schema import get_path, validate
 from cluster.errors import UserError
@@ -178,13 +178,15 @@ class Explorer:
         for r in runs:
             if r.rung < self.top and r.fidelity != FULL and r.feasible:
                 self.rungs[r.rung].append(as_losses(np.array(r.values), self.maximize)[0])
-        self.cache: dict[str, pa.Table] = {}  # config hash -> a stored run's result row (the job's own columns)
+        self.identity = ConfigIdentity(spec.command.schema())
+        self.cache: dict[str, pa.Table] = {}  # what a config asks for -> a stored run's result row (the job's own columns)
         if stored is not None:
             drop = self.store.prefix_names()
             own = stored.select([c for c in stored.column_names if c not in drop])
             for i, r in enumerate(runs):
-                if r.ok and r.config_hash:
-                    self.cache.setdefault(r.config_hash, own.slice(i, 1))
+                cfg, issues = self._config(r.params, r.rung)  # as it ran: the spec asks for what it did then
+                if r.ok and not issues:
+                    self.cache.setdefault(self.identity.point_id(cfg), own.slice(i, 1))
         self.saved_at = time.monotonic()
 
     # ------------------------------------------------------------------ the feed
@@ -234,21 +236,27 @@ class Explorer:
         params = self.spec.space.suggest(lambda p: p.suggest(trial))
         return self._point(number, 0, params)
 
-    def _point(self, number: int, rung: int, params: dict) -> TrialPoint | None:
+    def _config(self, params: dict, rung: int) -> tuple[dict, list]:
+        """The config a trial's run at ``rung`` asks for (the raw one, if it is invalid) and its issues."""
         overrides = list(params.items())
         cycles = rung_cycles(self.spec.fidelity.cycles, rung) if self.spec.fidelity else None
         if cycles is not None:
             overrides.append(("run.max_cycles", cycles))
         raw = apply_overrides(self.spec.base, overrides)
         cfg, issues = validate(raw, self.spec.command.schema())
+        return (raw, issues) if issues else (cfg, issues)
+
+    def _point(self, number: int, rung: int, params: dict) -> TrialPoint | None:
+        cfg, issues = self._config(params, rung)
+        cycles = rung_cycles(self.spec.fidelity.cycles, rung) if self.spec.fidelity else None
         fidelity = FULL if cycles is None else f"{CUT_FIDELITY}{cycles}"
-        point = TrialPoint(number, trial_key(number, rung), params, cfg if not issues else raw,
-                           number, rung, fidelity, self.optimizer, params)
+        point = TrialPoint(number, trial_key(number, rung), params, cfg, number, rung, fidelity, self.optimizer,
+                           params)
         why = "; ".join(str(i) for i in issues) or self._rejected(cfg)
         if why:
             self._settle(replace(point, fidelity=NOT_RUN), None, PointRun(STATUS_ERROR, 0, error=why))
             return None
-        cached = self.cache.get(config_hash(cfg))
+        cached = self.cache.get(self.identity.point_id(cfg))
         if cached is not None:  # the same config ran before (the optimiser asked again): reuse its result
             name = self.spec.command.result
             self._settle(point, PointOutcome(STATUS_OK, {name: cached}, "cache"), PointRun(STATUS_OK, 0, "cache", 0.0))
@@ -294,7 +302,7 @@ class Explorer:
         stored = self.store.write(replace(point, feasible=verdict.feasible, fidelity=verdict.fidelity), tables, run)
         feasible = verdict.feasible and stored.status == STATUS_OK
         if row is not None and stored.status == STATUS_OK:
-            self.cache.setdefault(config_hash(point.config), row)
+            self.cache.setdefault(self.identity.point_id(point.config), row)
         self._record(point, stored)
         if verdict.final or not feasible:
             self._tell(point.trial, verdict.values if feasible and verdict.fidelity == FULL else None,

@@ -23,13 +23,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cluster.config import config_hash
+from cluster.config.identity import ConfigIdentity
 from cluster.config.schema import validate
 from cluster.explore.pareto import as_losses, reference_point
 from cluster.results import writer
+from cluster.sweep import legacy
 from cluster.sweep.points import Point
 
 BASE_FILE = "base.parquet"
 BASE_TABLE = b"explore_base"
+BASE_PREFIX = "base-"  # a base point's id: this and what its config asks for
+POINT_ID = "point_id"  # the base row's column of that id (without the prefix)
 FACTOR = 2.0  # the default reference: the base run's value, this many times worse
 GIVEN, FROM_BASE, FALLBACK = "explore.reference", "base run", "worst feasible + 10 %"
 
@@ -69,31 +73,45 @@ class Reference:
 
 
 def base_point(spec) -> BasePoint | None:
-    """The base config as a point to run (None if the base alone is not a valid config: no base reference)."""
-    cfg, issues = validate(spec.base, spec.command.schema())
+    """The base config as a point to run, its id what the config asks for (cluster/config/identity.py), so a
+    new config key or another clone keep it (None if the base alone is not a valid config: no base reference)."""
+    schema = spec.command.schema()
+    cfg, issues = validate(spec.base, schema)
     if issues:
         return None
-    cid = config_hash(cfg)
-    return BasePoint(-1, f"base-{cid}", {}, cfg)
+    return BasePoint(-1, f"{BASE_PREFIX}{ConfigIdentity(schema).point_id(cfg)}", {}, cfg)
 
 
 def read_base(out: Path, point: BasePoint | None) -> dict | None:
-    """The stored base run's result row, if it is this base config's (else None: it must run)."""
+    """The stored base run's result row, if it is this base config's (else None: it must run): by its id, or,
+    a row stored before rows carried one, by the earlier rule (the hash of the whole resolved config)."""
     path = Path(out) / BASE_FILE
     if point is None or not path.is_file():
         return None
     rows = pq.read_table(path).to_pylist()
-    return rows[0] if rows and rows[0].get("config_hash") == point.id.removeprefix("base-") else None
+    if not rows:
+        return None
+    stored = rows[0].get(POINT_ID)
+    mine = stored == point.id.removeprefix(BASE_PREFIX) if stored else \
+        rows[0].get("config_hash") == legacy.point_id(point)
+    return rows[0] if mine else None
 
 
 def write_base(out: Path, result: pa.Table | None, point: BasePoint, error: str | None = None) -> dict:
-    """Store the base run's result row (or, if it raised, a row saying so) atomically; return the row."""
+    """Store the base run's result row (or, if it raised, a row saying so) atomically; return the row. Its
+    config_hash stays the run's record of what ran; its point_id is what a rerun knows it by."""
     row = result.slice(0, 1).to_pylist()[0] if result is not None and result.num_rows else {}
-    row = {**row, "config_hash": point.id.removeprefix("base-"), "base_error": error}
-    table = result.slice(0, 1) if row and result is not None and result.num_rows else None
-    if table is None or "base_error" not in table.column_names:
-        table = pa.Table.from_pylist([row]) if table is None else table.append_column(
-            "base_error", pa.array([error], type=pa.string()))
+    table = result.slice(0, 1) if row and result is not None else None
+    extra = {POINT_ID: point.id.removeprefix(BASE_PREFIX), "base_error": error}
+    if "config_hash" not in row:
+        extra = {"config_hash": config_hash(point.config), **extra}
+    row = {**row, **extra}
+    if table is None:
+        table = pa.Table.from_pylist([row])
+    else:
+        for name, value in extra.items():
+            table = table.drop_columns([name]) if name in table.column_names else table
+            table = table.append_column(name, pa.array([value], type=pa.string()))
     meta = dict(table.schema.metadata or {})
     meta[b"table"] = BASE_TABLE  # not a run's table: the report does not draw it as one
     writer.write_table(table.replace_schema_metadata(meta), Path(out) / BASE_FILE)

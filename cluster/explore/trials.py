@@ -81,7 +81,6 @@ class StoredRun:
     feasible: bool
     params: dict
     values: tuple[float, ...]  # the objectives (NaN where the row has none)
-    config_hash: str | None
     ok: bool  # the run itself succeeded (point_status ok)
     status: str | None  # the result's status column (completed, cut_off, deadlocked, failed; None if absent)
 
@@ -92,7 +91,7 @@ def read_runs(dataset: Path, metrics: list[str]) -> tuple[list[StoredRun], pa.Ta
         return [], None
     table = read_dataset(dataset)
     table = table.sort_by([("trial", "ascending"), ("rung", "ascending")])
-    names = ["trial", "rung", "fidelity", "optimizer", "feasible", "params", "config_hash", "point_status", "status",
+    names = ["trial", "rung", "fidelity", "optimizer", "feasible", "params", "point_status", "status",
              *metrics]
     cols: dict[str, list[Any]] = {name: table[name].to_pylist() if name in table.column_names
                                   else [None] * table.num_rows for name in names}
@@ -101,7 +100,7 @@ def read_runs(dataset: Path, metrics: list[str]) -> tuple[list[StoredRun], pa.Ta
         values = tuple(_finite(cols[m][i]) for m in metrics)
         out.append(StoredRun(cols["trial"][i], cols["rung"][i], cols["fidelity"][i], cols["optimizer"][i],
                              bool(cols["feasible"][i]), json.loads(cols["params"][i] or "{}"), values,
-                             cols["config_hash"][i], cols["point_status"][i] == STATUS_OK, cols["status"][i]))
+                             cols["point_status"][i] == STATUS_OK, cols["status"][i]))
     return out, table
 
 
