@@ -37,8 +37,8 @@ from cluster.config.loader import apply_overrides
 from cluster.config.schema import get_path, validate
 from cluster.errors import UserError
 from cluster.explore.fidelity import promoted, rung_cycles
-from cluster.explore.known import stored_hash
 from cluster.explore.front import Front, find_front, maximize_mask, pareto_table
+from cluster.explore.known import stored_hash
 from cluster.explore.optimizers import OPTIMIZERS, sampler
 from cluster.explore.pareto import as_losses
 from cluster.explore.reference import BASE_FILE, BasePoint, base_point, read_base, write_base
@@ -179,7 +179,7 @@ class Explorer:
             if r.rung < self.top and r.fidelity != FULL and r.feasible:
                 self.rungs[r.rung].append(as_losses(np.array(r.values), self.maximize)[0])
         self.identity = ConfigIdentity(spec.command.schema())
-        self.cache: dict[str, pa.Table] = {}  # what a config asks for -> a stored run's result row (the job's own columns)
+        self.cache: dict[str, pa.Table] = {}  # what a config asks for -> a stored run's result row (job columns)
         if stored is not None:
             drop = self.store.prefix_names()
             own = stored.select([c for c in stored.column_names if c not in drop])
