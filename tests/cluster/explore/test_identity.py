@@ -15,6 +15,7 @@ from cluster.explore.spec import legacy_hash, read_explore
 from cluster.sweep import commands
 from cluster.sweep.dataset import read_dataset
 from cluster.sweep.manifest import Manifest
+from tests.cluster.explore.test_explore import TINY as DRAWN
 
 NOOP = """
 [base.noop]
@@ -94,41 +95,14 @@ TRACE = """TIMESTAMP,ContextTokens,GeneratedTokens
 2023-11-14 22:13:20.0002000,16,5
 """
 
-TINY = """
-[chip]
-preset = "plasticine"
-rows = 4
-cols = 4
-mu_bytes = "32KiB"
-[noc]
-model = "packet"
-[memory]
-policy = "virtual"
-block_bytes = "1KiB"
-on_oom = "stall"
-[workload]
-kind = "kv-decode"
-[workload.decode]
-trace = "trace.csv"
-requests = 3
-max_batch = 2
-layers = 1
-heads = 1
-head_dim = 32
-dtype_bytes = 2
-[run]
-seed = 1
-"""
+TINY = DRAWN.replace("[workload.decode]\n", '[workload.decode]\ntrace = "trace.csv"\n')  # its arrivals, lengths
 
 KV = """
 base = "tiny.toml"
 [explore]
 budget = 1
-[explore.space]
-"memory.block_bytes" = { type = "ordinal", values = ["512B", "2KiB"] }
-[[explore.objectives]]
-metric = "tokens_per_second"
-direction = "maximize"
+space."memory.block_bytes" = { type = "ordinal", values = ["512B", "2KiB"] }
+objectives = [{ metric = "tokens_per_second", direction = "maximize" }]
 """
 
 
