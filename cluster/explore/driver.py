@@ -38,7 +38,7 @@ from cluster.config.schema import get_path, validate
 from cluster.errors import UserError
 from cluster.explore.fidelity import promoted, rung_cycles
 from cluster.explore.front import Front, find_front, maximize_mask, pareto_table
-from cluster.explore.known import stored_hash
+from cluster.explore.known import earlier_base_id, stored_hash
 from cluster.explore.optimizers import OPTIMIZERS, sampler
 from cluster.explore.pareto import as_losses
 from cluster.explore.reference import BASE_FILE, BasePoint, base_point, read_base, write_base
@@ -447,7 +447,7 @@ def run_explore(spec: ExploreSpec, out: str | Path, opts: Options = Options()) -
         log(f"explore: {before} trials stored, {run.to_run} to run with {name} "
             f"(budget {budget})")
         base = base_point(spec) if spec.reference is None else None
-        base_row = read_base(layout.root, base)
+        base_row = read_base(layout.root, base, earlier_base_id(spec, old))
         explorer = Explorer(spec, study, store, manifest, runs, stored, budget, name, log, None,
                             base if base_row is None else None)
         progress = explorer.progress = Progress("explore", opts.quiet, eta=explorer.remaining)

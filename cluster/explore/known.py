@@ -5,7 +5,8 @@ then is recognised by the earlier rule applied now (``legacy_hash``: the same ba
 same paths), or, when that fails (another clone's paths), by the manifest's record of each spec
 version: its text and its base as stored, hashed by the current rule (the files read where they
 were then, by content). A version so recognised keeps its stored hash, so the rows stored under it
-and the manifest agree, and its base run's row (reference.py) is reused too.
+and the manifest agree; its base run's row (reference.py) is known by the earlier rule applied to the
+version's stored base, so it is reused where the config keys are as they were.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Mapping
 
+from cluster.config import config_hash
 from cluster.config.identity import ConfigIdentity
+from cluster.config.schema import validate
 from cluster.explore.spec import ExploreSpec, explore_hash
 from cluster.sweep.manifest import Manifest
 
@@ -41,3 +44,14 @@ def _asked_for(entry: Mapping, identity: ConfigIdentity) -> str | None:
     except tomllib.TOMLDecodeError:
         return None
     return explore_hash(explore, base, identity) if isinstance(explore, dict) else None
+
+
+def earlier_base_id(spec: ExploreSpec, manifest: Manifest | None) -> str | None:
+    """The id the earlier rule gave the base run of the spec version ``spec`` is stored as (the hash of its
+    stored base resolved whole, files by the paths they had then): a base run stored before rows carried their
+    own id, in another clone, is known by it (None: no such version, or its base is not a valid config)."""
+    entry = next((e for e in manifest.specs if e.get("hash") == spec.spec_hash), None) if manifest else None
+    if entry is None or not isinstance(entry.get("base"), dict):
+        return None
+    cfg, issues = validate(entry["base"], spec.command.schema())
+    return None if issues else config_hash(cfg)

@@ -27,7 +27,6 @@ from cluster.config.identity import ConfigIdentity
 from cluster.config.schema import validate
 from cluster.explore.pareto import as_losses, reference_point
 from cluster.results import writer
-from cluster.sweep import legacy
 from cluster.sweep.points import Point
 
 BASE_FILE = "base.parquet"
@@ -82,9 +81,10 @@ def base_point(spec) -> BasePoint | None:
     return BasePoint(-1, f"{BASE_PREFIX}{ConfigIdentity(schema).point_id(cfg)}", {}, cfg)
 
 
-def read_base(out: Path, point: BasePoint | None) -> dict | None:
+def read_base(out: Path, point: BasePoint | None, earlier: str | None = None) -> dict | None:
     """The stored base run's result row, if it is this base config's (else None: it must run): by its id, or,
-    a row stored before rows carried one, by the earlier rule (the hash of the whole resolved config)."""
+    a row stored before rows carried one, by ``earlier``: the id the earlier rule gave the stored spec
+    version's base (the hash of the whole resolved config, files by the paths they had; known.py)."""
     path = Path(out) / BASE_FILE
     if point is None or not path.is_file():
         return None
@@ -93,7 +93,7 @@ def read_base(out: Path, point: BasePoint | None) -> dict | None:
         return None
     stored = rows[0].get(POINT_ID)
     mine = stored == point.id.removeprefix(BASE_PREFIX) if stored else \
-        rows[0].get("config_hash") == legacy.point_id(point)
+        earlier is not None and rows[0].get("config_hash") == earlier
     return rows[0] if mine else None
 
 
