@@ -55,9 +55,9 @@ def _run(study: Study, out: Path, quick: bool, address: str | None, in_process: 
     table_dir = next((out / name).glob("*/run_summary"))
     rows = ds.dataset(table_dir, format="parquet", partitioning="hive").to_table().to_pylist()
     rows.sort(key=lambda r: (r.get("trial") or 0, r.get("rung") or 0))
-    front = {p.config_hash for p in summary.front.pareto}
+    front = {(p.trial, p.rung) for p in summary.front.pareto}  # a stored row is one trial's run at one rung
     for r in rows:
-        r["on_front"] = r.get("config_hash") in front
+        r["on_front"] = (r.get("trial"), r.get("rung")) in front
     seconds = [float(r.get("point_seconds") or 0.0) for r in rows]
     if not quiet:
         print(f"evaluate: {name}: {len(rows)} trials, {sum(seconds):.1f} point-seconds, {here:.1f} CPU s here "

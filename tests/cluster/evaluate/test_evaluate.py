@@ -16,7 +16,7 @@ from cluster.evaluate.studies import STUDIES
 from cluster.evaluate.studies.spec_decode import leviathan_speedup
 from cluster.sweep.plan import plan_sweep
 
-FAST = ("weight-design", "switch")
+FAST = ("weight-design", "switch", "dse")  # dse: the explore seam end to end (its front read back from the trials)
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +29,9 @@ def evaluated(tmp_path_factory):
 
 
 def _rows(out, sweep):
-    return ds.dataset(out / sweep / "run_summary", format="parquet", partitioning="hive").to_table().to_pylist()
+    """A study's stored rows: its sweep's run_summary (an explore's: under its trials dataset)."""
+    table = next(p for p in (out / sweep / "run_summary", out / sweep / "trials" / "run_summary") if p.is_dir())
+    return ds.dataset(table, format="parquet", partitioning="hive").to_table().to_pylist()
 
 
 def test_every_check_holds_and_names_stored_runs(evaluated):
