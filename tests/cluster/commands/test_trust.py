@@ -68,9 +68,13 @@ def test_a_buffer_size_beyond_64_bits_is_a_one_line_error(tmp_path, capsys):
 
 def test_ctrl_c_on_a_curve_keeps_and_writes_the_loads_that_finished(tmp_path):
     """Each load long enough (2 M cycles: seconds each) that the Ctrl-C sent on the first's "done" lands in
-    the next ones; with 3,000 cycles an idle machine finished the whole curve before the signal arrived."""
+    the next ones; with 3,000 cycles an idle machine finished the whole curve before the signal arrived.
+    The child takes SIGINT as a terminal's Ctrl-C does (a suite started in the background, ``cmd &`` in a
+    script, passes SIGINT on ignored, and Python then never raises KeyboardInterrupt)."""
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "cluster.cli", "noc", "--k", "4", "--rates", "0.1,0.2,0.3,0.4",
+    as_at_a_terminal = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                        "from cluster.cli import console; console()")  # what `rdasim` and `python -m cluster.cli` run
+    proc = subprocess.Popen([sys.executable, "-c", as_at_a_terminal, "noc", "--k", "4", "--rates", "0.1,0.2,0.3,0.4",
                              "--set", "noc.warmup_cycles=500", "--set", "noc.measure_cycles=2000000", "--out",
                              str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
