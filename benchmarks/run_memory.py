@@ -1,5 +1,5 @@
 """A run's memory against the tokens it generates: peak RSS of `rdasim run`
-on a trace shaped as the Azure 2023 conversation trace, at 500, 1,000 and 2,000 requests.
+serving the public Azure 2023 conversation trace's first 500, 1,000 and 2,000 requests.
 
     python benchmarks/run_memory.py                       # 500, 1,000, 2,000 requests, one run each
     python benchmarks/run_memory.py --repeat 3            # the median of 3 runs of each
