@@ -56,8 +56,11 @@ def as_stored(plan: SweepPlan, stored: Stored) -> SweepPlan:
     missing = any(old not in stored.ids for old in earlier.values())
     by_rule = {plan.spec_hash, plan.legacy_spec_hash} & set(stored.specs)
     found = Recorded()
-    if (missing or not by_rule) and stored.manifest is not None:  # not known by a rule: from the record
-        found = recorded(plan, stored.manifest, {*earlier.values(), *(p.id for p in plan.points)})
+    known = {*earlier.values(), *(p.id for p in plan.points)}
+    if stored.manifest is not None:  # not known by a rule: from the record, whose spec versions are re-planned
+        unknown = missing and any(pid not in known for pid in stored.manifest.points)  # only if it holds such points
+        if unknown or not by_rule:
+            found = recorded(plan, stored.manifest, known)
     points: list[Point] = []
     for p in plan.points:
         if p.id in earlier:

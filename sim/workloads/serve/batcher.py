@@ -95,6 +95,7 @@ class StepBackend(Protocol):
     chip's tier controller; system.py: a system of sockets)."""
 
     unit: int  # the unit (or chip) that schedules, named in preemption records
+    keeps_batch_log: bool  # whether ``log`` keeps BatchLog records (if not, the batcher builds none)
 
     @property
     def now(self) -> int: ...
@@ -301,7 +302,8 @@ class Batcher:
         if self.speculative is not None:
             yield from self._reclaim(decode, drafts, accepted, t0, t_verify)
         self.backend.record_step(self.steps, t0, made)
-        self._log_batch(t0, len(decode) + len(chunks))
+        if self.backend.keeps_batch_log:  # a walk over every running sequence and its prefix blocks
+            self._log_batch(t0, len(decode) + len(chunks))
         written = shape.tokens * self.step_kv
         self.backend.log(StepLog(self.steps, t0, self.now, len(decode), sum(c for _, c in chunks), shape.tokens,
                                  shape.keys, shape.kv_read, made, int(roof.bytes) - written, written, int(roof.flops)))
@@ -595,6 +597,10 @@ class Batcher:
         """``q`` runs the step planned: its admission holds (no longer given back), its prefix figures
         at its first admission logged."""
         q.fresh = False
+        self._log_found(q)
+
+    def _log_found(self, q: Sequence) -> None:
+        """``q``'s prefix figures at the admission that holds, logged once."""
         if q.found is not None:
             self.backend.log(q.found)
             q.found = None
@@ -652,9 +658,7 @@ class Batcher:
 
     def end(self, s: int, status: str) -> None:
         q = self.seqs[s]
-        if q.found is not None:  # admitted and ended before any step (refused under fail): its admission's figures
-            self.backend.log(q.found)
-            q.found = None
+        self._log_found(q)  # admitted and ended before any step (refused under fail): its admission's figures
         self.backend.count("finished")
         self.ended[s] = status
         self.backend.record_request(q, status)

@@ -83,6 +83,8 @@ class ChipBackend:
     """The batcher's backend on the scheduler CU (a StepBackend): its KV pages at the first tier's
     controller, a step a priced Sleep."""
 
+    keeps_batch_log = True  # the chip's batch figures (batch_max, batch_mean, kv_used_share) come from them
+
     def __init__(self, prog: Serving, cu: ComputeUnit):
         self.prog = prog
         self.p = prog.p

@@ -313,6 +313,8 @@ class SystemBackend:
     """The batcher's backend on the group's first chip (a StepBackend): KV books for every chip,
     steps as commands."""
 
+    keeps_batch_log = False  # a system run reports no batch figures: ``log`` drops BatchLog
+
     def __init__(self, prog: ServeSystem, chip: BoxChip, group: list[int]):
         sock = prog.cfg.chip.spec.tiers[0]
         self.prog = prog
